@@ -1,0 +1,85 @@
+//! The server's one clock.
+//!
+//! Every semantic time read — key deadlines, `TIME`, client ages, script
+//! run time — goes through [`Clock`], so time can later be driven by tests.
+//! A clock belongs to one server (no process-global state).
+
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Wall clock with an adjustable offset and an optional frozen instant.
+#[derive(Debug, Default)]
+pub struct Clock {
+    /// Added to the system time, in microseconds.
+    offset_us: AtomicI64,
+    /// When non-zero, time stands still at this many microseconds.
+    frozen_us: AtomicU64,
+}
+
+impl Clock {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Microseconds since the unix epoch.
+    pub fn now_us(&self) -> u64 {
+        let frozen = self.frozen_us.load(Ordering::Relaxed);
+        if frozen != 0 {
+            return frozen;
+        }
+        let sys = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0);
+        sys.saturating_add_signed(self.offset_us.load(Ordering::Relaxed))
+    }
+
+    /// Milliseconds since the unix epoch.
+    pub fn now_ms(&self) -> u64 {
+        self.now_us() / 1000
+    }
+
+    /// Seconds since the unix epoch.
+    pub fn now_secs(&self) -> u64 {
+        self.now_us() / 1_000_000
+    }
+
+    /// Moves time forward (or back) by `delta_ms`.
+    pub fn advance_ms(&self, delta_ms: i64) {
+        let f = self.frozen_us.load(Ordering::Relaxed);
+        if f != 0 {
+            self.frozen_us.store(f.saturating_add_signed(delta_ms.saturating_mul(1000)), Ordering::Relaxed);
+        } else {
+            self.offset_us.fetch_add(delta_ms.saturating_mul(1000), Ordering::Relaxed);
+        }
+    }
+
+    /// Stops time at its current value (`true`) or lets it run again.
+    pub fn freeze(&self, frozen: bool) {
+        if frozen {
+            let now = self.now_us().max(1);
+            self.frozen_us.store(now, Ordering::Relaxed);
+        } else {
+            let f = self.frozen_us.swap(0, Ordering::Relaxed);
+            if f != 0 {
+                let sys = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros() as i64).unwrap_or(0);
+                self.offset_us.store(f as i64 - sys, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frozen_clock_stands_still_and_advances_on_demand() {
+        let c = Clock::new();
+        c.freeze(true);
+        let t = c.now_ms();
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        assert_eq!(c.now_ms(), t);
+        c.advance_ms(1500);
+        assert_eq!(c.now_ms(), t + 1500);
+        c.freeze(false);
+        assert!(c.now_ms() >= t + 1500);
+    }
+}

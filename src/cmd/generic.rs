@@ -1,0 +1,469 @@
+//! Keyspace commands: DEL, EXISTS, TYPE, KEYS, SCAN, RENAME, COPY, MOVE,
+//! OBJECT, the EXPIRE family, TTL, PERSIST.
+
+use bytes::Bytes;
+
+use super::util::{cursor, eq, int, scan_opts};
+use super::{cmd, container, CommandSpec, Ctx};
+use crate::db::notify;
+use crate::error::{CmdError, CmdResult};
+use crate::glob;
+use crate::protocol::Reply;
+
+pub static COMMANDS: &[CommandSpec] = &[
+    cmd("del", del, -2, "write", 1, -1, 1, "@keyspace @write @slow")
+        .doc("Delete a key", "1.0.0"),
+    cmd("unlink", unlink, -2, "write fast", 1, -1, 1, "@keyspace @write @fast")
+        .doc("Delete a key asynchronously in another thread. Otherwise it is just as DEL, but non blocking.", "4.0.0"),
+    cmd("exists", exists, -2, "readonly fast", 1, -1, 1, "@keyspace @read @fast")
+        .doc("Determine if a key exists", "1.0.0"),
+    cmd("type", type_, 2, "readonly fast", 1, 1, 1, "@keyspace @read @fast")
+        .doc("Determine the type stored at key", "1.0.0"),
+    cmd("keys", keys, 2, "readonly", 0, 0, 0, "@keyspace @read @slow @dangerous")
+        .doc("Find all keys matching the given pattern", "1.0.0"),
+    cmd("scan", scan, -2, "readonly", 0, 0, 0, "@keyspace @read @slow")
+        .doc("Incrementally iterate the keys space", "2.8.0"),
+    cmd("rename", rename, 3, "write", 1, 2, 1, "@keyspace @write @slow")
+        .doc("Rename a key", "1.0.0"),
+    cmd("renamenx", renamenx, 3, "write fast", 1, 2, 1, "@keyspace @write @fast")
+        .doc("Rename a key, only if the new key does not exist", "1.0.0"),
+    cmd("randomkey", randomkey, 1, "readonly", 0, 0, 0, "@keyspace @read @slow")
+        .doc("Return a random key from the keyspace", "1.0.0"),
+    cmd("touch", touch, -2, "readonly fast", 1, -1, 1, "@keyspace @read @fast")
+        .doc("Alters the last access time of a key(s). Returns the number of existing keys specified.", "3.2.1"),
+    cmd("copy", copy_, -3, "write denyoom", 1, 2, 1, "@keyspace @write @slow")
+        .doc("Copy a key", "6.2.0"),
+    cmd("move", move_, 3, "write fast", 1, 1, 1, "@keyspace @write @fast")
+        .doc("Move a key to another database", "1.0.0"),
+    cmd("object", container, -2, "", 0, 0, 0, "@slow")
+        .subs(OBJECT_SUBS)
+        .doc("A container for object introspection commands", "2.2.3"),
+    cmd("expire", expire, -3, "write fast", 1, 1, 1, "@keyspace @write @fast")
+        .doc("Set a key's time to live in seconds", "1.0.0"),
+    cmd("pexpire", pexpire, -3, "write fast", 1, 1, 1, "@keyspace @write @fast")
+        .doc("Set a key's time to live in milliseconds", "2.6.0"),
+    cmd("expireat", expireat, -3, "write fast", 1, 1, 1, "@keyspace @write @fast")
+        .doc("Set the expiration for a key as a UNIX timestamp", "1.2.0"),
+    cmd("pexpireat", pexpireat, -3, "write fast", 1, 1, 1, "@keyspace @write @fast")
+        .doc("Set the expiration for a key as a UNIX timestamp specified in milliseconds", "2.6.0"),
+    cmd("ttl", ttl, 2, "readonly fast", 1, 1, 1, "@keyspace @read @fast")
+        .doc("Get the time to live for a key in seconds", "1.0.0"),
+    cmd("pttl", pttl, 2, "readonly fast", 1, 1, 1, "@keyspace @read @fast")
+        .doc("Get the time to live for a key in milliseconds", "2.6.0"),
+    cmd("expiretime", expiretime, 2, "readonly fast", 1, 1, 1, "@keyspace @read @fast")
+        .doc("Get the expiration Unix timestamp for a key", "7.0.0"),
+    cmd("pexpiretime", pexpiretime, 2, "readonly fast", 1, 1, 1, "@keyspace @read @fast")
+        .doc("Get the expiration Unix timestamp for a key in milliseconds", "7.0.0"),
+    cmd("persist", persist, 2, "write fast", 1, 1, 1, "@keyspace @write @fast")
+        .doc("Remove the expiration from a key", "2.2.0"),
+];
+
+static OBJECT_SUBS: &[CommandSpec] = &[
+    cmd("encoding", object_encoding, 3, "readonly", 2, 2, 1, "@keyspace @read @slow")
+        .doc("Inspect the internal encoding of a Redis object", "2.2.3"),
+    cmd("freq", object_freq, 3, "readonly", 2, 2, 1, "@keyspace @read @slow")
+        .doc("Get the logarithmic access frequency counter of a Redis object", "4.0.0"),
+    cmd("help", object_help, 2, "loading stale", 0, 0, 0, "@keyspace @slow")
+        .doc("Show helpful text about the different subcommands", "6.2.0"),
+    cmd("idletime", object_idletime, 3, "readonly", 2, 2, 1, "@keyspace @read @slow")
+        .doc("Get the time since a Redis object was last accessed", "2.2.3"),
+    cmd("refcount", object_refcount, 3, "readonly", 2, 2, 1, "@keyspace @read @slow")
+        .doc("Get the number of references to the value of the key", "2.2.3"),
+];
+
+fn del(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let mut db = ctx.db();
+    let mut n = 0;
+    for k in &args[1..] {
+        if db.remove(k).is_some() {
+            db.notify(notify::GENERIC, "del", k);
+            n += 1;
+        }
+    }
+    Ok(Reply::Int(n))
+}
+
+fn unlink(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    del(ctx, args)
+}
+
+fn exists(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let mut db = ctx.db();
+    Ok(Reply::Int(args[1..].iter().filter(|k| db.exists(k)).count() as i64))
+}
+
+fn touch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    exists(ctx, args)
+}
+
+fn type_(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let t = ctx.db().get(&args[1]).map_or("none", |v| v.type_name());
+    Ok(Reply::status(t))
+}
+
+fn keys(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let now = ctx.now_ms();
+    let db = ctx.db();
+    let pat = &args[1];
+    let all = &pat[..] == b"*";
+    let out: Vec<Reply> = db
+        .db
+        .map
+        .iter()
+        .filter(|(k, e)| e.expire.is_none_or(|at| at > now) && (all || glob::matches(pat, k, false)))
+        .map(|(k, _)| Reply::Bulk(k.clone()))
+        .collect();
+    Ok(Reply::Array(out))
+}
+
+fn scan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let cur = cursor(&args[1])?;
+    let opts = scan_opts(&args[2..], true)?;
+    let now = ctx.now_ms();
+    let mut db = ctx.db();
+    let (next, range) = db.db.scan_indices(cur, opts.count);
+    let mut found: Vec<Bytes> = Vec::new();
+    let mut expired: Vec<Bytes> = Vec::new();
+    for i in range.rev() {
+        let (k, e) = db.db.map.get_index(i).expect("index in range");
+        if e.expire.is_some_and(|at| at <= now) {
+            expired.push(k.clone());
+            continue;
+        }
+        if let Some(p) = &opts.pattern {
+            if !glob::matches(p, k, false) {
+                continue;
+            }
+        }
+        if let Some(t) = &opts.type_filter {
+            if !t.eq_ignore_ascii_case(e.value.type_name().as_bytes()) {
+                continue;
+            }
+        }
+        found.push(k.clone());
+    }
+    for k in expired {
+        db.exists(&k); // lazy expiry deletes it
+    }
+    Ok(Reply::Array(vec![Reply::Bulk(Bytes::from(next.to_string())), Reply::bulks(found)]))
+}
+
+fn rename_generic(ctx: &mut Ctx<'_>, args: &[Bytes], nx: bool) -> CmdResult {
+    let (src, dst) = (&args[1], &args[2]);
+    let mut db = ctx.db();
+    if !db.exists(src) {
+        return Err(CmdError::NoSuchKey);
+    }
+    if src == dst {
+        return Ok(if nx { Reply::Int(0) } else { Reply::ok() });
+    }
+    if nx && db.exists(dst) {
+        return Ok(Reply::Int(0));
+    }
+    let (_, entry) = db.take_entry(src).expect("exists");
+    if db.remove(dst).is_some() {
+        // Redis deletes the destination first (no separate event).
+    }
+    db.put_entry(dst, entry);
+    db.notify(notify::GENERIC, "rename_from", src);
+    db.notify(notify::GENERIC, "rename_to", dst);
+    Ok(if nx { Reply::Int(1) } else { Reply::ok() })
+}
+
+fn rename(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    rename_generic(ctx, args, false)
+}
+
+fn renamenx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    rename_generic(ctx, args, true)
+}
+
+fn randomkey(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    use rand::Rng;
+    let mut db = ctx.db();
+    let mut rng = rand::rng();
+    for _ in 0..100 {
+        let len = db.db.map.len();
+        if len == 0 {
+            return Ok(Reply::Nil);
+        }
+        let i = rng.random_range(0..len);
+        let k = db.db.map.get_index(i).expect("index").0.clone();
+        if db.exists(&k) {
+            return Ok(Reply::Bulk(k));
+        }
+    }
+    // Mostly expired keys: fall back to a linear search.
+    let now = db.now;
+    Ok(db.db.map.iter().find(|(_, e)| e.expire.is_none_or(|at| at > now)).map_or(Reply::Nil, |(k, _)| Reply::Bulk(k.clone())))
+}
+
+/// Parses a database index argument as SELECT/MOVE/COPY do.
+pub(crate) fn db_index(ctx: &Ctx<'_>, arg: &[u8]) -> Result<usize, CmdError> {
+    let v = int(arg)?;
+    if v < i64::from(i32::MIN) || v > i64::from(i32::MAX) {
+        return Err(CmdError::custom("ERR value is out of range"));
+    }
+    if v < 0 || v as usize >= ctx.core.ks.dbs.len() {
+        return Err(CmdError::DbIndex);
+    }
+    Ok(v as usize)
+}
+
+fn copy_(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let (src, dst) = (&args[1], &args[2]);
+    let mut target = ctx.client.db;
+    let mut replace = false;
+    let mut i = 3;
+    while i < args.len() {
+        if eq(&args[i], "replace") {
+            replace = true;
+            i += 1;
+        } else if eq(&args[i], "db") && i + 1 < args.len() {
+            target = db_index(ctx, &args[i + 1])?;
+            i += 2;
+        } else {
+            return Err(CmdError::Syntax);
+        }
+    }
+    if target == ctx.client.db && src == dst {
+        return Err(CmdError::custom("ERR source and destination objects are the same"));
+    }
+    let Some(entry) = ctx.db().entry(src).cloned() else { return Ok(Reply::Int(0)) };
+    let mut tdb = ctx.core.ks.view(target);
+    if tdb.exists(dst) {
+        if !replace {
+            return Ok(Reply::Int(0));
+        }
+        tdb.remove(dst);
+    }
+    tdb.put_entry(dst, entry);
+    tdb.notify(notify::GENERIC, "copy_to", dst);
+    Ok(Reply::Int(1))
+}
+
+fn move_(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = &args[1];
+    let v = int(&args[2])?;
+    if v < i64::from(i32::MIN) || v > i64::from(i32::MAX) {
+        return Err(CmdError::custom("ERR value is out of range"));
+    }
+    if v < 0 || v as usize >= ctx.core.ks.dbs.len() {
+        return Err(CmdError::custom("ERR DB index is out of range"));
+    }
+    let target = v as usize;
+    if target == ctx.client.db {
+        return Err(CmdError::custom("ERR source and destination objects are the same"));
+    }
+    if !ctx.db().exists(key) {
+        return Ok(Reply::Int(0));
+    }
+    if ctx.core.ks.view(target).exists(key) {
+        return Ok(Reply::Int(0));
+    }
+    let (_, entry) = ctx.db().take_entry(key).expect("exists");
+    ctx.db().notify(notify::GENERIC, "move_from", key);
+    let mut tdb = ctx.core.ks.view(target);
+    tdb.put_entry(key, entry);
+    tdb.notify(notify::GENERIC, "move_to", key);
+    Ok(Reply::Int(1))
+}
+
+fn object_encoding(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    Ok(ctx.db().get(&args[2]).map_or(Reply::Nil, |v| Reply::bulk_str(v.encoding())))
+}
+
+fn object_freq(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    if !ctx.db().exists(&args[2]) {
+        return Ok(Reply::Nil);
+    }
+    if !ctx.core.config.get_str("maxmemory-policy").contains("lfu") {
+        return Err(CmdError::custom("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."));
+    }
+    Ok(Reply::Int(0))
+}
+
+fn object_idletime(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    if !ctx.db().exists(&args[2]) {
+        return Ok(Reply::Nil);
+    }
+    if ctx.core.config.get_str("maxmemory-policy").contains("lfu") {
+        return Err(CmdError::custom("ERR An LRU maxmemory policy is not selected, access time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."));
+    }
+    Ok(Reply::Int(0))
+}
+
+fn object_refcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    Ok(if ctx.db().exists(&args[2]) { Reply::Int(1) } else { Reply::Nil })
+}
+
+fn object_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    Ok(help_reply(
+        "OBJECT",
+        &[
+            "ENCODING <key>",
+            "    Return the kind of internal representation used in order to store the value",
+            "    associated with a <key>.",
+            "FREQ <key>",
+            "    Return the access logarithmic access frequency counter of a <key>.",
+            "IDLETIME <key>",
+            "    Return the idle time of a <key>, that is the approximated number of",
+            "    seconds elapsed since the last access to the key.",
+            "REFCOUNT <key>",
+            "    Return the number of references of the value associated with the specified",
+            "    <key>.",
+        ],
+    ))
+}
+
+/// The `HELP` reply shape Redis uses for every container command.
+pub(crate) fn help_reply(cmd: &str, lines: &[&str]) -> Reply {
+    let mut out = vec![Reply::Status(Bytes::from(format!(
+        "{cmd} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"
+    )))];
+    out.extend(lines.iter().map(|l| Reply::Status(Bytes::from(l.to_string()))));
+    out.push(Reply::status("HELP"));
+    out.push(Reply::status("    Print this help."));
+    Reply::Array(out)
+}
+
+const EXPIRE_NX: u8 = 1;
+const EXPIRE_XX: u8 = 2;
+const EXPIRE_GT: u8 = 4;
+const EXPIRE_LT: u8 = 8;
+
+fn expire_generic(ctx: &mut Ctx<'_>, args: &[Bytes], base_ms: u64, seconds: bool) -> CmdResult {
+    let name = args[0].to_ascii_lowercase();
+    let bad_time = || CmdError::custom(format!("ERR invalid expire time in '{}' command", String::from_utf8_lossy(&name)));
+    let mut fl = 0u8;
+    for a in &args[3..] {
+        fl |= if eq(a, "nx") {
+            EXPIRE_NX
+        } else if eq(a, "xx") {
+            EXPIRE_XX
+        } else if eq(a, "gt") {
+            EXPIRE_GT
+        } else if eq(a, "lt") {
+            EXPIRE_LT
+        } else {
+            return Err(CmdError::custom(format!("ERR Unsupported option {}", String::from_utf8_lossy(a))));
+        };
+    }
+    if fl & EXPIRE_NX != 0 && fl & (EXPIRE_XX | EXPIRE_GT | EXPIRE_LT) != 0 {
+        return Err(CmdError::custom("ERR NX and XX, GT or LT options at the same time are not compatible"));
+    }
+    if fl & EXPIRE_GT != 0 && fl & EXPIRE_LT != 0 {
+        return Err(CmdError::custom("ERR GT and LT options at the same time are not compatible"));
+    }
+    let mut when = int(&args[2])?;
+    if seconds {
+        if when > i64::MAX / 1000 || when < i64::MIN / 1000 {
+            return Err(bad_time());
+        }
+        when *= 1000;
+    }
+    let base = base_ms as i64;
+    if when > i64::MAX - base {
+        return Err(bad_time());
+    }
+    when += base;
+    let key = &args[1];
+    let now = ctx.now_ms() as i64;
+    let mut db = ctx.db();
+    let Some(cur) = db.expire_of(key) else { return Ok(Reply::Int(0)) };
+    if fl != 0 {
+        let cur = cur.map_or(-1, |c| c as i64);
+        if fl & EXPIRE_NX != 0 && cur != -1 {
+            return Ok(Reply::Int(0));
+        }
+        if fl & EXPIRE_XX != 0 && cur == -1 {
+            return Ok(Reply::Int(0));
+        }
+        if fl & EXPIRE_GT != 0 && (when <= cur || cur == -1) {
+            return Ok(Reply::Int(0));
+        }
+        if fl & EXPIRE_LT != 0 && cur != -1 && when >= cur {
+            return Ok(Reply::Int(0));
+        }
+    }
+    if when <= now {
+        db.remove(key);
+        db.notify(notify::GENERIC, "del", key);
+    } else {
+        db.set_expire(key, when as u64);
+        db.touch(key);
+        db.notify(notify::GENERIC, "expire", key);
+    }
+    Ok(Reply::Int(1))
+}
+
+fn expire(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let now = ctx.now_ms();
+    expire_generic(ctx, args, now, true)
+}
+
+fn pexpire(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let now = ctx.now_ms();
+    expire_generic(ctx, args, now, false)
+}
+
+fn expireat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    expire_generic(ctx, args, 0, true)
+}
+
+fn pexpireat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    expire_generic(ctx, args, 0, false)
+}
+
+fn ttl_generic(ctx: &mut Ctx<'_>, key: &[u8], ms: bool, absolute: bool) -> CmdResult {
+    let now = ctx.now_ms() as i64;
+    Ok(Reply::Int(match ctx.db().expire_of(key) {
+        None => -2,
+        Some(None) => -1,
+        Some(Some(at)) => {
+            let at = at as i64;
+            if absolute {
+                if ms {
+                    at
+                } else {
+                    at / 1000
+                }
+            } else {
+                let ttl = (at - now).max(0);
+                if ms {
+                    ttl
+                } else {
+                    (ttl + 500) / 1000
+                }
+            }
+        }
+    }))
+}
+
+fn ttl(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    ttl_generic(ctx, &args[1], false, false)
+}
+
+fn pttl(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    ttl_generic(ctx, &args[1], true, false)
+}
+
+fn expiretime(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    ttl_generic(ctx, &args[1], false, true)
+}
+
+fn pexpiretime(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    ttl_generic(ctx, &args[1], true, true)
+}
+
+fn persist(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = &args[1];
+    let mut db = ctx.db();
+    if db.persist(key) {
+        db.touch(key);
+        db.notify(notify::GENERIC, "persist", key);
+        Ok(Reply::Int(1))
+    } else {
+        Ok(Reply::Int(0))
+    }
+}

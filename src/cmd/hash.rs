@@ -1,0 +1,5 @@
+//! hash commands.
+
+use super::CommandSpec;
+
+pub static COMMANDS: &[CommandSpec] = &[];

@@ -1,0 +1,5 @@
+//! list commands.
+
+use super::CommandSpec;
+
+pub static COMMANDS: &[CommandSpec] = &[];

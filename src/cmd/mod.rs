@@ -1,0 +1,509 @@
+//! The command table and dispatch.
+//!
+//! Every command is one row ([`CommandSpec`]): name, handler, arity
+//! (negative = at least), flags, key positions, ACL categories, and
+//! subcommands for container commands (`CLIENT`, `CONFIG`, `SCRIPT`…). Each
+//! type family registers its own block of rows (`generic`, `string`, `hash`…).
+//!
+//! Handlers are plain synchronous functions `(&mut Ctx, &[Bytes]) ->
+//! CmdResult`: they never touch a socket, so the same implementation serves a
+//! TCP client ([`process`]), a Lua `redis.call` ([`call`] via the scripting
+//! layer) and `EXEC`.
+//!
+//! **Invariant:** [`process`] applies Redis's pre-call checks in Redis's
+//! order (unknown command, arity, auth, subscribed context, MULTI queuing);
+//! [`call`] is the only place a handler is invoked, and the only place the
+//! command's frozen time is taken (at nesting depth 0).
+
+pub mod blocking;
+pub mod generic;
+pub mod hash;
+pub mod list;
+pub mod pubsub;
+pub mod scripting;
+pub mod server;
+pub mod set;
+pub mod string;
+pub mod tx;
+pub mod util;
+pub mod zset;
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use bytes::Bytes;
+
+use crate::core::{Core, Shared, SlowEntry};
+use crate::db::DbView;
+use crate::error::{CmdError, CmdResult};
+use crate::protocol::Reply;
+use crate::server::client::ClientState;
+
+/// What a handler gets: the whole server state (under the core lock), the
+/// calling client, and the server's shared parts.
+pub struct Ctx<'a> {
+    pub core: &'a mut Core,
+    pub client: &'a mut ClientState,
+    pub shared: &'a Shared,
+}
+
+impl Ctx<'_> {
+    /// The client's selected database, at the command's frozen time.
+    pub fn db(&mut self) -> DbView<'_> {
+        self.core.ks.view(self.client.db)
+    }
+
+    /// The command's frozen time (unix ms).
+    pub fn now_ms(&self) -> u64 {
+        self.core.ks.now
+    }
+}
+
+/// A command handler.
+pub type Handler = fn(&mut Ctx<'_>, &[Bytes]) -> CmdResult;
+
+/// Command flag bits (the names `COMMAND INFO` prints).
+pub mod flags {
+    pub const WRITE: u32 = 1 << 0;
+    pub const READONLY: u32 = 1 << 1;
+    pub const DENYOOM: u32 = 1 << 2;
+    pub const ADMIN: u32 = 1 << 3;
+    pub const PUBSUB: u32 = 1 << 4;
+    pub const NOSCRIPT: u32 = 1 << 5;
+    pub const BLOCKING: u32 = 1 << 6;
+    pub const LOADING: u32 = 1 << 7;
+    pub const STALE: u32 = 1 << 8;
+    pub const SKIP_MONITOR: u32 = 1 << 9;
+    pub const SKIP_SLOWLOG: u32 = 1 << 10;
+    pub const FAST: u32 = 1 << 11;
+    pub const NO_AUTH: u32 = 1 << 12;
+    pub const MAY_REPLICATE: u32 = 1 << 13;
+    pub const NO_MANDATORY_KEYS: u32 = 1 << 14;
+    pub const NO_MULTI: u32 = 1 << 15;
+    pub const MOVABLEKEYS: u32 = 1 << 16;
+    pub const ALLOW_BUSY: u32 = 1 << 17;
+    pub const NO_ASYNC_LOADING: u32 = 1 << 18;
+
+    pub const NAMES: &[(&str, u32)] = &[
+        ("write", WRITE),
+        ("readonly", READONLY),
+        ("denyoom", DENYOOM),
+        ("admin", ADMIN),
+        ("pubsub", PUBSUB),
+        ("noscript", NOSCRIPT),
+        ("blocking", BLOCKING),
+        ("loading", LOADING),
+        ("stale", STALE),
+        ("skip_monitor", SKIP_MONITOR),
+        ("skip_slowlog", SKIP_SLOWLOG),
+        ("fast", FAST),
+        ("no_auth", NO_AUTH),
+        ("may_replicate", MAY_REPLICATE),
+        ("no_mandatory_keys", NO_MANDATORY_KEYS),
+        ("no_multi", NO_MULTI),
+        ("movablekeys", MOVABLEKEYS),
+        ("allow_busy", ALLOW_BUSY),
+        ("no_async_loading", NO_ASYNC_LOADING),
+    ];
+
+    /// Parses a space-separated flag list; panics on an unknown name (a
+    /// table typo is a programming error caught by the table test).
+    pub fn parse(s: &str) -> u32 {
+        s.split_whitespace()
+            .map(|f| NAMES.iter().find(|(n, _)| *n == f).unwrap_or_else(|| panic!("unknown command flag {f}")).1)
+            .fold(0, |a, b| a | b)
+    }
+}
+
+/// One row of the command table.
+#[derive(Debug)]
+pub struct CommandSpec {
+    /// Lower-case name (`"get"`; for a subcommand just `"setname"`).
+    pub name: &'static str,
+    pub handler: Handler,
+    pub arity: i32,
+    /// Space-separated flags, as `COMMAND INFO` prints them.
+    pub flags: &'static str,
+    pub first_key: i32,
+    pub last_key: i32,
+    pub step: i32,
+    /// Space-separated ACL categories (`"@write @string @fast"`).
+    pub acl: &'static str,
+    pub subcommands: &'static [CommandSpec],
+    /// One-line summary for `COMMAND DOCS`.
+    pub summary: &'static str,
+    /// Redis version that introduced the command.
+    pub since: &'static str,
+}
+
+/// Builds a table row.
+#[allow(clippy::too_many_arguments)]
+pub const fn cmd(
+    name: &'static str,
+    handler: Handler,
+    arity: i32,
+    flags: &'static str,
+    first_key: i32,
+    last_key: i32,
+    step: i32,
+    acl: &'static str,
+) -> CommandSpec {
+    CommandSpec { name, handler, arity, flags, first_key, last_key, step, acl, subcommands: &[], summary: "", since: "" }
+}
+
+impl CommandSpec {
+    /// Adds subcommands (this row becomes a container).
+    pub const fn subs(mut self, subs: &'static [CommandSpec]) -> Self {
+        self.subcommands = subs;
+        self
+    }
+    /// Adds `COMMAND DOCS` text.
+    pub const fn doc(mut self, summary: &'static str, since: &'static str) -> Self {
+        self.summary = summary;
+        self.since = since;
+        self
+    }
+}
+
+/// Handler of a container row: never called (dispatch picks a subcommand).
+pub fn container(_: &mut Ctx<'_>, _: &[Bytes]) -> CmdResult {
+    Err(CmdError::Syntax)
+}
+
+/// A resolved command (table row plus what dispatch needs).
+#[derive(Debug)]
+pub struct Command {
+    pub spec: &'static CommandSpec,
+    /// Index into per-command statistics.
+    pub id: usize,
+    /// `"get"`, or `"client|setname"` for a subcommand.
+    pub fullname: String,
+    pub flags: u32,
+    /// The family (`"string"`, `"server"`…), for `COMMAND DOCS`.
+    pub group: &'static str,
+    pub subcommands: HashMap<Vec<u8>, Command>,
+}
+
+impl Command {
+    pub fn has(&self, f: u32) -> bool {
+        self.flags & f != 0
+    }
+    pub fn is_write(&self) -> bool {
+        self.has(flags::WRITE)
+    }
+}
+
+/// The process-wide, immutable command table.
+#[derive(Debug)]
+pub struct Table {
+    pub commands: HashMap<Vec<u8>, Command>,
+    /// Full names by id.
+    pub names: Vec<String>,
+}
+
+/// Families and their `COMMAND DOCS` group names.
+fn families() -> [(&'static str, &'static [CommandSpec]); 11] {
+    [
+        ("generic", generic::COMMANDS),
+        ("string", string::COMMANDS),
+        ("server", server::COMMANDS),
+        ("hash", hash::COMMANDS),
+        ("list", list::COMMANDS),
+        ("set", set::COMMANDS),
+        ("sorted-set", zset::COMMANDS),
+        ("scripting", scripting::COMMANDS),
+        ("pubsub", pubsub::COMMANDS),
+        ("transactions", tx::COMMANDS),
+        ("blocking", blocking::COMMANDS),
+    ]
+}
+
+fn build_table() -> Table {
+    let mut names = Vec::new();
+    let mut commands = HashMap::new();
+    for (group, specs) in families() {
+        for spec in specs {
+            let group = if group == "blocking" { blocking::group_of(spec.name) } else { group };
+            let mut c = Command {
+                spec,
+                id: names.len(),
+                fullname: spec.name.to_string(),
+                flags: flags::parse(spec.flags),
+                group,
+                subcommands: HashMap::new(),
+            };
+            names.push(spec.name.to_string());
+            for sub in spec.subcommands {
+                let full = format!("{}|{}", spec.name, sub.name);
+                c.subcommands.insert(
+                    sub.name.as_bytes().to_vec(),
+                    Command {
+                        spec: sub,
+                        id: names.len(),
+                        fullname: full.clone(),
+                        flags: flags::parse(sub.flags),
+                        group,
+                        subcommands: HashMap::new(),
+                    },
+                );
+                names.push(full);
+            }
+            let prev = commands.insert(spec.name.as_bytes().to_vec(), c);
+            assert!(prev.is_none(), "command {} registered twice", spec.name);
+        }
+    }
+    Table { commands, names }
+}
+
+/// The command table (built once per process; immutable).
+pub fn table() -> &'static Table {
+    static TABLE: OnceLock<Table> = OnceLock::new();
+    TABLE.get_or_init(build_table)
+}
+
+/// Result of looking a command line up.
+pub enum Lookup {
+    Found(&'static Command),
+    Unknown,
+    /// The container exists but not the subcommand.
+    UnknownSub,
+}
+
+impl Table {
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+
+    /// Finds a top-level command by name, any letter case.
+    pub fn get(&'static self, name: &[u8]) -> Option<&'static Command> {
+        let mut buf = [0u8; 32];
+        if name.len() > buf.len() {
+            return None;
+        }
+        let lower = &mut buf[..name.len()];
+        lower.copy_from_slice(name);
+        lower.make_ascii_lowercase();
+        self.commands.get(&lower[..])
+    }
+
+    /// Resolves `argv` to a command or subcommand.
+    pub fn lookup(&'static self, argv: &[Bytes]) -> Lookup {
+        let Some(c) = self.get(&argv[0]) else { return Lookup::Unknown };
+        if c.subcommands.is_empty() || argv.len() < 2 {
+            return Lookup::Found(c);
+        }
+        let sub = argv[1].to_ascii_lowercase();
+        match c.subcommands.get(&sub) {
+            Some(s) => Lookup::Found(s),
+            None => Lookup::UnknownSub,
+        }
+    }
+}
+
+/// `%.Ns` of a C string: stops at NUL, at most `max` bytes.
+fn c_str_prefix(b: &[u8], max: usize) -> &[u8] {
+    let end = b.iter().position(|&c| c == 0).unwrap_or(b.len()).min(max);
+    &b[..end]
+}
+
+/// `ERR unknown command 'x', with args beginning with: 'a' 'b' `.
+pub fn unknown_command_error(argv: &[Bytes]) -> CmdError {
+    let mut args: Vec<u8> = Vec::new();
+    for a in &argv[1..] {
+        if args.len() >= 128 {
+            break;
+        }
+        let room = 128 - args.len();
+        args.push(b'\'');
+        args.extend_from_slice(c_str_prefix(a, room));
+        args.extend_from_slice(b"' ");
+    }
+    let mut msg = b"ERR unknown command '".to_vec();
+    msg.extend_from_slice(c_str_prefix(&argv[0], 128));
+    msg.extend_from_slice(b"', with args beginning with: ");
+    msg.extend_from_slice(&args);
+    CmdError::Raw(sanitize(msg))
+}
+
+/// `ERR unknown subcommand 'x'. Try CLIENT HELP.`
+pub fn unknown_subcommand_error(argv: &[Bytes]) -> CmdError {
+    let mut msg = b"ERR unknown subcommand '".to_vec();
+    msg.extend_from_slice(c_str_prefix(&argv[1], 128));
+    msg.extend_from_slice(b"'. Try ");
+    msg.extend_from_slice(&argv[0].to_ascii_uppercase());
+    msg.extend_from_slice(b" HELP.");
+    CmdError::Raw(sanitize(msg))
+}
+
+fn sanitize(mut v: Vec<u8>) -> Bytes {
+    for c in v.iter_mut() {
+        if *c == b'\r' || *c == b'\n' {
+            *c = b' ';
+        }
+    }
+    Bytes::from(v)
+}
+
+/// True if `argc` satisfies `arity`.
+pub fn arity_ok(arity: i32, argc: usize) -> bool {
+    let argc = argc as i64;
+    let arity = i64::from(arity);
+    (arity > 0 && argc == arity) || (arity < 0 && argc >= -arity)
+}
+
+const PUBSUB_CONTEXT_ALLOWED: &[&str] =
+    &["ping", "subscribe", "ssubscribe", "unsubscribe", "sunsubscribe", "psubscribe", "punsubscribe", "quit", "reset"];
+
+fn reject(ctx: &mut Ctx<'_>, cmd: Option<&Command>, err: CmdError) -> Reply {
+    if let Some(m) = ctx.client.multi.as_mut() {
+        m.dirty = true;
+    }
+    if let Some(c) = cmd {
+        ctx.core.stats.commands[c.id].rejected += 1;
+    }
+    ctx.core.stats.total_error_replies += 1;
+    err.into()
+}
+
+/// Runs one command line from a client, with every check Redis makes before
+/// calling a command (see the module docs for the order).
+pub fn process(ctx: &mut Ctx<'_>, argv: Vec<Bytes>) -> Reply {
+    let tbl = table();
+    let cmd = match tbl.lookup(&argv) {
+        Lookup::Found(c) => c,
+        Lookup::Unknown => return reject(ctx, None, unknown_command_error(&argv)),
+        Lookup::UnknownSub => return reject(ctx, None, unknown_subcommand_error(&argv)),
+    };
+    if !arity_ok(cmd.spec.arity, argv.len()) {
+        return reject(ctx, Some(cmd), CmdError::WrongArity(cmd.fullname.clone()));
+    }
+    if !ctx.client.authenticated && ctx.core.config.requirepass.is_some() && !cmd.has(flags::NO_AUTH) {
+        return reject(ctx, Some(cmd), CmdError::NoAuth);
+    }
+    if ctx.client.in_resp2_pubsub() && !PUBSUB_CONTEXT_ALLOWED.contains(&cmd.spec.name) {
+        let e = format!(
+            "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
+            cmd.fullname
+        );
+        return reject(ctx, Some(cmd), CmdError::custom(e));
+    }
+    if ctx.client.multi.is_some() && !matches!(cmd.spec.name, "exec" | "discard" | "multi" | "watch" | "quit" | "reset") {
+        if let Some(m) = ctx.client.multi.as_mut() {
+            m.queue.push(argv);
+        }
+        return Reply::status("QUEUED");
+    }
+    *ctx.client.shared.last_cmd.lock() = static_name(cmd);
+    call(ctx, cmd, &argv)
+}
+
+fn static_name(cmd: &'static Command) -> &'static str {
+    cmd.fullname.as_str()
+}
+
+/// Invokes a command's handler: frozen time at depth 0, statistics,
+/// slowlog, and the post-command work of the core at depth 0.
+pub fn call(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes]) -> Reply {
+    let top = ctx.core.call_depth == 0;
+    if top {
+        ctx.core.ks.now = ctx.shared.clock.now_ms();
+    }
+    ctx.core.call_depth += 1;
+    let start = Instant::now();
+    let result = (cmd.spec.handler)(ctx, argv);
+    let usec = start.elapsed().as_micros() as u64;
+    ctx.core.call_depth -= 1;
+    let stats = &mut ctx.core.stats;
+    let st = &mut stats.commands[cmd.id];
+    st.calls += 1;
+    st.usec += usec;
+    stats.total_commands += 1;
+    let reply = match result {
+        Ok(r) => {
+            if r.is_error() {
+                st.failed += 1;
+                stats.total_error_replies += 1;
+            }
+            r
+        }
+        Err(e) => {
+            st.failed += 1;
+            stats.total_error_replies += 1;
+            e.into()
+        }
+    };
+    if top {
+        let threshold = ctx.core.config.slowlog_slower_than;
+        if threshold >= 0 && usec as i64 >= threshold && !cmd.has(flags::SKIP_SLOWLOG) {
+            record_slow(ctx, argv, usec);
+        }
+        ctx.core.after_command();
+    }
+    reply
+}
+
+fn record_slow(ctx: &mut Ctx<'_>, argv: &[Bytes], usec: u64) {
+    let max = ctx.core.config.slowlog_max_len;
+    let stats = &mut ctx.core.stats;
+    let args = argv
+        .iter()
+        .take(32)
+        .enumerate()
+        .map(|(i, a)| {
+            if i == 31 && argv.len() > 32 {
+                Bytes::from(format!("... ({} more arguments)", argv.len() - 31))
+            } else if a.len() > 128 {
+                let mut v = a[..128].to_vec();
+                v.extend_from_slice(format!("... ({} more bytes)", a.len() - 128).as_bytes());
+                Bytes::from(v)
+            } else {
+                a.clone()
+            }
+        })
+        .collect();
+    let entry = SlowEntry {
+        id: stats.slowlog_next_id,
+        time_secs: ctx.core.ks.now / 1000,
+        duration_us: usec,
+        args,
+        addr: ctx.client.shared.addr.to_string(),
+        name: ctx.client.shared.name.lock().clone(),
+    };
+    stats.slowlog_next_id += 1;
+    stats.slowlog.push_front(entry);
+    while stats.slowlog.len() > max {
+        stats.slowlog.pop_back();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_builds_and_flags_parse() {
+        let t = table();
+        assert!(t.get(b"GET").is_some());
+        assert!(t.get(b"get").is_some());
+        let c = t.get(b"client").unwrap();
+        assert!(c.subcommands.contains_key(&b"setname"[..]));
+        for c in t.commands.values() {
+            assert!(c.spec.arity != 0, "{} has arity 0", c.fullname);
+            for s in c.subcommands.values() {
+                assert!(s.spec.arity != 0, "{} has arity 0", s.fullname);
+            }
+        }
+    }
+
+    #[test]
+    fn unknown_command_text_matches_redis() {
+        let argv = vec![Bytes::from("foo"), Bytes::from("a"), Bytes::from("b")];
+        assert_eq!(unknown_command_error(&argv).to_string(), "ERR unknown command 'foo', with args beginning with: 'a' 'b' ");
+        let argv = vec![Bytes::from("client"), Bytes::from("nope")];
+        assert_eq!(unknown_subcommand_error(&argv).to_string(), "ERR unknown subcommand 'nope'. Try CLIENT HELP.");
+    }
+}

@@ -1,0 +1,5 @@
+//! pubsub commands.
+
+use super::CommandSpec;
+
+pub static COMMANDS: &[CommandSpec] = &[];

@@ -1,0 +1,5 @@
+//! scripting commands.
+
+use super::CommandSpec;
+
+pub static COMMANDS: &[CommandSpec] = &[];

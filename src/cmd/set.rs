@@ -1,0 +1,5 @@
+//! set commands.
+
+use super::CommandSpec;
+
+pub static COMMANDS: &[CommandSpec] = &[];

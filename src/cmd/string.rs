@@ -1,0 +1,426 @@
+//! String commands. `SET key token NX PX 30000` is the most common lock of all.
+
+use bytes::{Bytes, BytesMut};
+
+use super::util::{eq, int};
+use super::{cmd, CommandSpec, Ctx};
+use crate::db::{notify, Value};
+use crate::error::{CmdError, CmdResult};
+use crate::num::{self, LdError};
+use crate::protocol::Reply;
+
+pub static COMMANDS: &[CommandSpec] = &[
+    cmd("get", get, 2, "readonly fast", 1, 1, 1, "@read @string @fast")
+        .doc("Get the value of a key", "1.0.0"),
+    cmd("set", set, -3, "write denyoom", 1, 1, 1, "@write @string @slow")
+        .doc("Set the string value of a key", "1.0.0"),
+    cmd("setnx", setnx, 3, "write denyoom fast", 1, 1, 1, "@write @string @fast")
+        .doc("Set the value of a key, only if the key does not exist", "1.0.0"),
+    cmd("setex", setex, 4, "write denyoom", 1, 1, 1, "@write @string @slow")
+        .doc("Set the value and expiration of a key", "2.0.0"),
+    cmd("psetex", psetex, 4, "write denyoom", 1, 1, 1, "@write @string @slow")
+        .doc("Set the value and expiration in milliseconds of a key", "2.6.0"),
+    cmd("getset", getset, 3, "write denyoom fast", 1, 1, 1, "@write @string @fast")
+        .doc("Set the string value of a key and return its old value", "1.0.0"),
+    cmd("getdel", getdel, 2, "write fast", 1, 1, 1, "@write @string @fast")
+        .doc("Get the value of a key and delete the key", "6.2.0"),
+    cmd("getex", getex, -2, "write fast", 1, 1, 1, "@write @string @fast")
+        .doc("Get the value of a key and optionally set its expiration", "6.2.0"),
+    cmd("mget", mget, -2, "readonly fast", 1, -1, 1, "@read @string @fast")
+        .doc("Get the values of all the given keys", "1.0.0"),
+    cmd("mset", mset, -3, "write denyoom", 1, -1, 2, "@write @string @slow")
+        .doc("Set multiple keys to multiple values", "1.0.1"),
+    cmd("msetnx", msetnx, -3, "write denyoom", 1, -1, 2, "@write @string @slow")
+        .doc("Set multiple keys to multiple values, only if none of the keys exist", "1.0.1"),
+    cmd("incr", incr, 2, "write denyoom fast", 1, 1, 1, "@write @string @fast")
+        .doc("Increment the integer value of a key by one", "1.0.0"),
+    cmd("decr", decr, 2, "write denyoom fast", 1, 1, 1, "@write @string @fast")
+        .doc("Decrement the integer value of a key by one", "1.0.0"),
+    cmd("incrby", incrby, 3, "write denyoom fast", 1, 1, 1, "@write @string @fast")
+        .doc("Increment the integer value of a key by the given amount", "1.0.0"),
+    cmd("decrby", decrby, 3, "write denyoom fast", 1, 1, 1, "@write @string @fast")
+        .doc("Decrement the integer value of a key by the given number", "1.0.0"),
+    cmd("incrbyfloat", incrbyfloat, 3, "write denyoom fast", 1, 1, 1, "@write @string @fast")
+        .doc("Increment the float value of a key by the given amount", "2.6.0"),
+    cmd("append", append, 3, "write denyoom fast", 1, 1, 1, "@write @string @fast")
+        .doc("Append a value to a key", "2.0.0"),
+    cmd("strlen", strlen, 2, "readonly fast", 1, 1, 1, "@read @string @fast")
+        .doc("Get the length of the value stored in a key", "2.2.0"),
+    cmd("getrange", getrange, 4, "readonly", 1, 1, 1, "@read @string @slow")
+        .doc("Get a substring of the string stored at a key", "2.4.0"),
+    cmd("setrange", setrange, 4, "write denyoom", 1, 1, 1, "@write @string @slow")
+        .doc("Overwrite part of a string at key starting at the specified offset", "2.2.0"),
+    cmd("substr", substr, 4, "readonly", 1, 1, 1, "@read @string @slow")
+        .doc("Get a substring of the string stored at a key", "1.0.0"),
+];
+
+fn get(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    Ok(ctx.db().get_str(&args[1])?.cloned().into())
+}
+
+const SET_NX: u32 = 1;
+const SET_XX: u32 = 2;
+const SET_GET: u32 = 4;
+const SET_KEEPTTL: u32 = 8;
+const SET_PERSIST: u32 = 16;
+const SET_EX: u32 = 32;
+const SET_PX: u32 = 64;
+const SET_EXAT: u32 = 128;
+const SET_PXAT: u32 = 256;
+const ANY_EXPIRE: u32 = SET_EX | SET_PX | SET_EXAT | SET_PXAT;
+
+/// Parses SET / GETEX options exactly as Redis's
+/// `parseExtendedStringArgumentsOrReply` (same precedence, same errors).
+fn parse_string_opts<'a>(args: &'a [Bytes], is_set: bool) -> Result<(u32, Option<&'a Bytes>), CmdError> {
+    let mut f = 0u32;
+    let mut expire = None;
+    let mut j = 0;
+    while j < args.len() {
+        let o = &args[j];
+        let has_next = j + 1 < args.len();
+        if is_set && eq(o, "nx") && f & SET_XX == 0 {
+            f |= SET_NX;
+        } else if is_set && eq(o, "xx") && f & SET_NX == 0 {
+            f |= SET_XX;
+        } else if is_set && eq(o, "get") {
+            f |= SET_GET;
+        } else if is_set && eq(o, "keepttl") && f & (SET_PERSIST | ANY_EXPIRE) == 0 {
+            f |= SET_KEEPTTL;
+        } else if !is_set && eq(o, "persist") && f & (ANY_EXPIRE | SET_KEEPTTL) == 0 {
+            f |= SET_PERSIST;
+        } else if eq(o, "ex") && f & (SET_KEEPTTL | SET_PERSIST | SET_EXAT | SET_PX | SET_PXAT) == 0 && has_next {
+            f |= SET_EX;
+            expire = Some(&args[j + 1]);
+            j += 1;
+        } else if eq(o, "px") && f & (SET_KEEPTTL | SET_PERSIST | SET_EX | SET_EXAT | SET_PXAT) == 0 && has_next {
+            f |= SET_PX;
+            expire = Some(&args[j + 1]);
+            j += 1;
+        } else if eq(o, "exat") && f & (SET_KEEPTTL | SET_PERSIST | SET_EX | SET_PX | SET_PXAT) == 0 && has_next {
+            f |= SET_EXAT;
+            expire = Some(&args[j + 1]);
+            j += 1;
+        } else if eq(o, "pxat") && f & (SET_KEEPTTL | SET_PERSIST | SET_EX | SET_EXAT | SET_PX) == 0 && has_next {
+            f |= SET_PXAT;
+            expire = Some(&args[j + 1]);
+            j += 1;
+        } else {
+            return Err(CmdError::Syntax);
+        }
+        j += 1;
+    }
+    Ok((f, expire))
+}
+
+/// Redis `getExpireMillisecondsOrReply`: absolute deadline in ms.
+fn expire_ms(ctx: &Ctx<'_>, name: &str, arg: &[u8], f: u32) -> Result<u64, CmdError> {
+    let bad = || CmdError::custom(format!("ERR invalid expire time in '{name}' command"));
+    let mut ms = int(arg)?;
+    let seconds = f & (SET_EX | SET_EXAT) != 0;
+    if ms <= 0 || (seconds && ms > i64::MAX / 1000) {
+        return Err(bad());
+    }
+    if seconds {
+        ms *= 1000;
+    }
+    if f & (SET_EX | SET_PX) != 0 {
+        ms = ms.checked_add(ctx.now_ms() as i64).ok_or_else(bad)?;
+    }
+    if ms <= 0 {
+        return Err(bad());
+    }
+    Ok(ms as u64)
+}
+
+/// The shared core of SET, SETNX, SETEX, PSETEX.
+fn set_generic(ctx: &mut Ctx<'_>, key: &Bytes, val: &Bytes, f: u32, expire: Option<u64>, abort: Reply, ok: Reply) -> CmdResult {
+    let mut get_reply = None;
+    let mut db = ctx.db();
+    if f & SET_GET != 0 {
+        get_reply = Some(Reply::from(db.get_str(key)?.cloned()));
+    }
+    let found = db.exists(key);
+    if (f & SET_NX != 0 && found) || (f & SET_XX != 0 && !found) {
+        return Ok(get_reply.unwrap_or(abort));
+    }
+    db.set(key, Value::Str(Bytes::copy_from_slice(val)), f & SET_KEEPTTL != 0);
+    db.notify(notify::STRING, "set", key);
+    if let Some(at) = expire {
+        db.set_expire(key, at);
+        db.notify(notify::GENERIC, "expire", key);
+    }
+    Ok(get_reply.unwrap_or(ok))
+}
+
+fn set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let (f, exp) = parse_string_opts(&args[3..], true)?;
+    let expire = match exp {
+        Some(e) => Some(expire_ms(ctx, "set", e, f)?),
+        None => None,
+    };
+    set_generic(ctx, &args[1], &args[2], f, expire, Reply::Nil, Reply::ok())
+}
+
+fn setnx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    set_generic(ctx, &args[1], &args[2], SET_NX, None, Reply::Int(0), Reply::Int(1))
+}
+
+fn setex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let at = expire_ms(ctx, "setex", &args[2], SET_EX)?;
+    set_generic(ctx, &args[1], &args[3], 0, Some(at), Reply::Nil, Reply::ok())
+}
+
+fn psetex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let at = expire_ms(ctx, "psetex", &args[2], SET_PX)?;
+    set_generic(ctx, &args[1], &args[3], 0, Some(at), Reply::Nil, Reply::ok())
+}
+
+fn getset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let mut db = ctx.db();
+    let old = db.get_str(&args[1])?.cloned();
+    db.set(&args[1], Value::Str(Bytes::copy_from_slice(&args[2])), false);
+    db.notify(notify::STRING, "set", &args[1]);
+    Ok(old.into())
+}
+
+fn getdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let mut db = ctx.db();
+    let old = db.get_str(&args[1])?.cloned();
+    if old.is_some() {
+        db.remove(&args[1]);
+        db.notify(notify::GENERIC, "del", &args[1]);
+    }
+    Ok(old.into())
+}
+
+fn getex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let (f, exp) = parse_string_opts(&args[2..], false)?;
+    let key = &args[1];
+    let Some(val) = ctx.db().get_str(key)?.cloned() else { return Ok(Reply::Nil) };
+    let at = match exp {
+        Some(e) => Some(expire_ms(ctx, "getex", e, f)?),
+        None => None,
+    };
+    let now = ctx.now_ms();
+    let mut db = ctx.db();
+    match at {
+        Some(at) if f & (SET_EXAT | SET_PXAT) != 0 && at <= now => {
+            db.remove(key);
+            db.notify(notify::GENERIC, "del", key);
+        }
+        Some(at) => {
+            db.set_expire(key, at);
+            db.touch(key);
+            db.notify(notify::GENERIC, "expire", key);
+        }
+        None => {
+            if f & SET_PERSIST != 0 && db.persist(key) {
+                db.touch(key);
+                db.notify(notify::GENERIC, "persist", key);
+            }
+        }
+    }
+    Ok(Reply::Bulk(val))
+}
+
+fn mget(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let mut db = ctx.db();
+    Ok(Reply::Array(
+        args[1..]
+            .iter()
+            .map(|k| match db.get(k) {
+                Some(Value::Str(s)) => Reply::Bulk(s.clone()),
+                _ => Reply::Nil,
+            })
+            .collect(),
+    ))
+}
+
+fn mset_generic(ctx: &mut Ctx<'_>, args: &[Bytes], nx: bool) -> CmdResult {
+    if args.len() % 2 == 0 {
+        return Err(CmdError::WrongArity(String::from_utf8_lossy(&args[0]).to_ascii_lowercase()));
+    }
+    let mut db = ctx.db();
+    if nx && args[1..].chunks(2).any(|kv| db.exists(&kv[0])) {
+        return Ok(Reply::Int(0));
+    }
+    for kv in args[1..].chunks(2) {
+        db.set(&kv[0], Value::Str(Bytes::copy_from_slice(&kv[1])), false);
+        db.notify(notify::STRING, "set", &kv[0]);
+    }
+    Ok(if nx { Reply::Int(1) } else { Reply::ok() })
+}
+
+fn mset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    mset_generic(ctx, args, false)
+}
+
+fn msetnx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    mset_generic(ctx, args, true)
+}
+
+fn incr_by(ctx: &mut Ctx<'_>, key: &Bytes, incr: i64) -> CmdResult {
+    let mut db = ctx.db();
+    let cur = match db.get_str(key)? {
+        Some(s) => num::parse_int(s)?,
+        None => 0,
+    };
+    let new = cur.checked_add(incr).ok_or(CmdError::Overflow)?;
+    let v = Value::Str(num::int_bytes(new));
+    db.set(key, v, true);
+    db.notify(notify::STRING, "incrby", key);
+    Ok(Reply::Int(new))
+}
+
+fn incr(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    incr_by(ctx, &args[1], 1)
+}
+
+fn decr(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    incr_by(ctx, &args[1], -1)
+}
+
+fn incrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let n = int(&args[2])?;
+    incr_by(ctx, &args[1], n)
+}
+
+fn decrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let n = int(&args[2])?;
+    if n == i64::MIN {
+        return Err(CmdError::custom("ERR decrement would overflow"));
+    }
+    incr_by(ctx, &args[1], -n)
+}
+
+fn incrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = &args[1];
+    let mut db = ctx.db();
+    let cur = db.get_str(key)?.cloned();
+    let new = num::incr_long_double(cur.as_deref(), &args[2]).map_err(|e| match e {
+        LdError::Current | LdError::Increment => CmdError::NotFloat,
+        LdError::NanOrInf => CmdError::custom("ERR increment would produce NaN or Infinity"),
+    })?;
+    let b = Bytes::from(new);
+    db.set(key, Value::Str(b.clone()), true);
+    db.notify(notify::STRING, "incrbyfloat", key);
+    Ok(Reply::Bulk(b))
+}
+
+fn check_len(ctx: &Ctx<'_>, total: u64) -> Result<(), CmdError> {
+    if total > ctx.core.config.proto_max_bulk as u64 {
+        return Err(CmdError::custom("ERR string exceeds maximum allowed size (proto-max-bulk-len)"));
+    }
+    Ok(())
+}
+
+/// Appends/overwrites inside a stored string without copying it when it is
+/// uniquely owned (amortised growth, like Redis's sds).
+fn edit_string(slot: &mut Bytes, f: impl FnOnce(&mut BytesMut)) {
+    let taken = std::mem::take(slot);
+    let mut m = match taken.try_into_mut() {
+        Ok(m) => m,
+        Err(shared) => BytesMut::from(&shared[..]),
+    };
+    f(&mut m);
+    *slot = m.freeze();
+}
+
+fn append(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = &args[1];
+    let cur_len = match ctx.db().get_str(key)? {
+        Some(s) => s.len(),
+        None => {
+            let mut db = ctx.db();
+            db.set(key, Value::Str(Bytes::copy_from_slice(&args[2])), false);
+            db.notify(notify::STRING, "append", key);
+            return Ok(Reply::Int(args[2].len() as i64));
+        }
+    };
+    check_len(ctx, (cur_len + args[2].len()) as u64)?;
+    let mut db = ctx.db();
+    let Some(Value::Str(s)) = db.get_mut(key) else { unreachable!("checked string above") };
+    edit_string(s, |m| m.extend_from_slice(&args[2]));
+    let len = s.len();
+    db.touch(key);
+    db.notify(notify::STRING, "append", key);
+    Ok(Reply::Int(len as i64))
+}
+
+fn strlen(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    Ok(Reply::Int(ctx.db().get_str(&args[1])?.map_or(0, |s| s.len() as i64)))
+}
+
+fn getrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let mut start = int(&args[2])?;
+    let mut end = int(&args[3])?;
+    let Some(s) = ctx.db().get_str(&args[1])?.cloned() else { return Ok(Reply::Bulk(Bytes::new())) };
+    let len = s.len() as i64;
+    if start < 0 && end < 0 && start > end {
+        return Ok(Reply::Bulk(Bytes::new()));
+    }
+    if start < 0 {
+        start += len;
+    }
+    if end < 0 {
+        end += len;
+    }
+    start = start.max(0);
+    end = end.max(0);
+    if end >= len {
+        end = len - 1;
+    }
+    if start > end || len == 0 {
+        return Ok(Reply::Bulk(Bytes::new()));
+    }
+    Ok(Reply::Bulk(s.slice(start as usize..=end as usize)))
+}
+
+fn substr(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    getrange(ctx, args)
+}
+
+fn setrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = &args[1];
+    let offset = int(&args[2])?;
+    if offset < 0 {
+        return Err(CmdError::custom("ERR offset is out of range"));
+    }
+    let value = &args[3];
+    let offset = offset as usize;
+    let exists = ctx.db().get_str(key)?.map(|s| s.len());
+    match exists {
+        None => {
+            if value.is_empty() {
+                return Ok(Reply::Int(0));
+            }
+            check_len(ctx, offset as u64 + value.len() as u64)?;
+            let mut v = vec![0u8; offset];
+            v.extend_from_slice(value);
+            let len = v.len();
+            let mut db = ctx.db();
+            db.set(key, Value::Str(Bytes::from(v)), false);
+            db.notify(notify::STRING, "setrange", key);
+            Ok(Reply::Int(len as i64))
+        }
+        Some(olen) => {
+            if value.is_empty() {
+                return Ok(Reply::Int(olen as i64));
+            }
+            check_len(ctx, offset as u64 + value.len() as u64)?;
+            let mut db = ctx.db();
+            let Some(Value::Str(s)) = db.get_mut(key) else { unreachable!("checked string above") };
+            edit_string(s, |m| {
+                let need = offset + value.len();
+                if m.len() < need {
+                    m.resize(need, 0);
+                }
+                m[offset..need].copy_from_slice(value);
+            });
+            let len = s.len();
+            db.touch(key);
+            db.notify(notify::STRING, "setrange", key);
+            Ok(Reply::Int(len as i64))
+        }
+    }
+}

@@ -1,0 +1,5 @@
+//! tx commands.
+
+use super::CommandSpec;
+
+pub static COMMANDS: &[CommandSpec] = &[];

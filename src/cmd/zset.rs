@@ -1,0 +1,5 @@
+//! zset commands.
+
+use super::CommandSpec;
+
+pub static COMMANDS: &[CommandSpec] = &[];

@@ -1,0 +1,401 @@
+//! Configuration: the start-up [`Config`] and the runtime parameter table
+//! behind `CONFIG GET` / `CONFIG SET`.
+
+use std::net::SocketAddr;
+
+use bytes::Bytes;
+
+use crate::error::CmdError;
+use crate::glob;
+
+/// How a server is started. Build with [`Config::default`] and the setters.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Address to listen on; port 0 picks a free port.
+    pub bind: SocketAddr,
+    pub requirepass: Option<String>,
+    pub databases: usize,
+    /// Tokio worker threads for this server (at least 2, so a long script
+    /// never stops the server from answering `BUSY`).
+    pub worker_threads: usize,
+    /// Extra `CONFIG SET`-able parameters applied at start (`name`, `value`).
+    pub params: Vec<(String, String)>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            bind: SocketAddr::from(([127, 0, 0, 1], 0)),
+            requirepass: None,
+            databases: 16,
+            worker_threads: 2,
+            params: Vec::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    Bool,
+    Int(i64, i64),
+    /// Memory size (`100mb` accepted).
+    Mem,
+    Str,
+    Enum(&'static [&'static str]),
+    /// Validated by a dedicated check.
+    Special,
+}
+
+struct Param {
+    name: &'static str,
+    alias: Option<&'static str>,
+    default: &'static str,
+    kind: Kind,
+    immutable: bool,
+}
+
+const fn p(name: &'static str, default: &'static str, kind: Kind) -> Param {
+    Param { name, alias: None, default, kind, immutable: false }
+}
+const fn alias(name: &'static str, alias: &'static str, default: &'static str, kind: Kind) -> Param {
+    Param { name, alias: Some(alias), default, kind, immutable: false }
+}
+const fn fixed(name: &'static str, default: &'static str, kind: Kind) -> Param {
+    Param { name, alias: None, default, kind, immutable: true }
+}
+
+const POLICIES: &[&str] =
+    &["volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl", "allkeys-lru", "allkeys-lfu", "allkeys-random", "noeviction"];
+const LOGLEVELS: &[&str] = &["debug", "verbose", "notice", "warning"];
+const FSYNC: &[&str] = &["always", "everysec", "no"];
+const YESNO_LOCAL: &[&str] = &["yes", "no", "local"];
+
+/// The parameters rlockd knows. Ones that steer persistence or replication
+/// are accepted and reported but have no effect in an in-memory server.
+static PARAMS: &[Param] = &[
+    p("requirepass", "", Kind::Str),
+    fixed("databases", "16", Kind::Int(1, i32::MAX as i64)),
+    fixed("port", "6379", Kind::Int(0, 65535)),
+    fixed("bind", "127.0.0.1", Kind::Str),
+    fixed("daemonize", "no", Kind::Bool),
+    fixed("cluster-enabled", "no", Kind::Bool),
+    fixed("unixsocket", "", Kind::Str),
+    p("maxmemory", "0", Kind::Mem),
+    p("maxmemory-policy", "noeviction", Kind::Enum(POLICIES)),
+    p("maxmemory-samples", "5", Kind::Int(1, 64)),
+    p("notify-keyspace-events", "", Kind::Special),
+    alias("busy-reply-threshold", "lua-time-limit", "5000", Kind::Int(0, i64::MAX)),
+    p("timeout", "0", Kind::Int(0, i32::MAX as i64)),
+    p("tcp-keepalive", "300", Kind::Int(0, i32::MAX as i64)),
+    p("hz", "10", Kind::Int(0, i32::MAX as i64)),
+    p("maxclients", "10000", Kind::Int(1, i32::MAX as i64)),
+    p("save", "", Kind::Special),
+    p("appendonly", "no", Kind::Bool),
+    p("appendfsync", "everysec", Kind::Enum(FSYNC)),
+    p("dir", "", Kind::Str),
+    p("dbfilename", "dump.rdb", Kind::Str),
+    p("loglevel", "notice", Kind::Enum(LOGLEVELS)),
+    p("protected-mode", "yes", Kind::Bool),
+    alias("replica-read-only", "slave-read-only", "yes", Kind::Bool),
+    p("client-output-buffer-limit", "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60", Kind::Special),
+    p("proto-max-bulk-len", "536870912", Kind::Mem),
+    p("client-query-buffer-limit", "1073741824", Kind::Mem),
+    alias("hash-max-listpack-entries", "hash-max-ziplist-entries", "128", Kind::Int(0, i64::MAX)),
+    alias("hash-max-listpack-value", "hash-max-ziplist-value", "64", Kind::Int(0, i64::MAX)),
+    alias("zset-max-listpack-entries", "zset-max-ziplist-entries", "128", Kind::Int(0, i64::MAX)),
+    alias("zset-max-listpack-value", "zset-max-ziplist-value", "64", Kind::Int(0, i64::MAX)),
+    p("set-max-intset-entries", "512", Kind::Int(0, i64::MAX)),
+    alias("list-max-listpack-size", "list-max-ziplist-size", "-2", Kind::Int(i32::MIN as i64, i32::MAX as i64)),
+    p("list-compress-depth", "0", Kind::Int(0, i32::MAX as i64)),
+    p("slowlog-log-slower-than", "10000", Kind::Int(-1, i64::MAX)),
+    p("slowlog-max-len", "128", Kind::Int(0, i64::MAX)),
+    p("latency-monitor-threshold", "0", Kind::Int(0, i64::MAX)),
+    p("lazyfree-lazy-eviction", "no", Kind::Bool),
+    p("lazyfree-lazy-expire", "no", Kind::Bool),
+    p("lazyfree-lazy-server-del", "no", Kind::Bool),
+    p("lazyfree-lazy-user-del", "no", Kind::Bool),
+    p("lazyfree-lazy-user-flush", "no", Kind::Bool),
+    p("active-expire-effort", "1", Kind::Int(1, 10)),
+    p("activedefrag", "no", Kind::Bool),
+    p("lua-replicate-commands", "yes", Kind::Bool),
+    p("enable-debug-command", "no", Kind::Enum(YESNO_LOCAL)),
+    p("enable-protected-configs", "no", Kind::Enum(YESNO_LOCAL)),
+    p("stop-writes-on-bgsave-error", "yes", Kind::Bool),
+    p("repl-diskless-sync", "yes", Kind::Bool),
+    p("min-replicas-to-write", "0", Kind::Int(0, i32::MAX as i64)),
+    p("tracking-table-max-keys", "1000000", Kind::Int(0, i64::MAX)),
+];
+
+fn find(name: &[u8]) -> Option<&'static Param> {
+    PARAMS.iter().find(|p| {
+        p.name.as_bytes().eq_ignore_ascii_case(name) || p.alias.is_some_and(|a| a.as_bytes().eq_ignore_ascii_case(name))
+    })
+}
+
+/// Parses `100`, `1kb`, `2mb`, `1gb`, `1k` (Redis memtoull).
+pub fn parse_mem(s: &str) -> Option<i64> {
+    let l = s.to_ascii_lowercase();
+    let (num, mul): (&str, i64) = if let Some(n) = l.strip_suffix("gb") {
+        (n, 1 << 30)
+    } else if let Some(n) = l.strip_suffix("mb") {
+        (n, 1 << 20)
+    } else if let Some(n) = l.strip_suffix("kb") {
+        (n, 1 << 10)
+    } else if let Some(n) = l.strip_suffix('g') {
+        (n, 1_000_000_000)
+    } else if let Some(n) = l.strip_suffix('m') {
+        (n, 1_000_000)
+    } else if let Some(n) = l.strip_suffix('k') {
+        (n, 1000)
+    } else if let Some(n) = l.strip_suffix('b') {
+        (n, 1)
+    } else {
+        (&l[..], 1)
+    };
+    num.parse::<i64>().ok().filter(|v| *v >= 0)?.checked_mul(mul)
+}
+
+/// Parses the `notify-keyspace-events` letters into flags.
+pub fn parse_notify(s: &str) -> Option<u32> {
+    use crate::db::notify::*;
+    let mut f = 0;
+    for c in s.chars() {
+        f |= match c {
+            'A' => ALL,
+            'g' => GENERIC,
+            '$' => STRING,
+            'l' => LIST,
+            's' => SET,
+            'h' => HASH,
+            'z' => ZSET,
+            'x' => EXPIRED,
+            'e' => EVICTED,
+            'K' => KEYSPACE,
+            'E' => KEYEVENT,
+            't' => STREAM,
+            'm' => KEY_MISS,
+            'd' => MODULE,
+            'n' => NEW,
+            _ => return None,
+        };
+    }
+    Some(f)
+}
+
+/// Prints flags back as Redis does (`keyspaceEventsFlagsToString`).
+pub fn notify_to_string(f: u32) -> String {
+    use crate::db::notify::*;
+    let mut s = String::new();
+    if f & ALL == ALL {
+        s.push('A');
+    } else {
+        for (bit, c) in
+            [(GENERIC, 'g'), (STRING, '$'), (LIST, 'l'), (SET, 's'), (HASH, 'h'), (ZSET, 'z'), (EXPIRED, 'x'), (EVICTED, 'e'), (STREAM, 't'), (MODULE, 'd')]
+        {
+            if f & bit != 0 {
+                s.push(c);
+            }
+        }
+    }
+    for (bit, c) in [(KEYSPACE, 'K'), (KEYEVENT, 'E'), (KEY_MISS, 'm'), (NEW, 'n')] {
+        if f & bit != 0 {
+            s.push(c);
+        }
+    }
+    s
+}
+
+/// Parsed `client-output-buffer-limit` for one class: hard, soft bytes, soft seconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BufferLimit {
+    pub hard: u64,
+    pub soft: u64,
+    pub soft_secs: u64,
+}
+
+/// Runtime parameters (`CONFIG GET`/`SET`). Hot values are cached in fields.
+#[derive(Debug, Clone)]
+pub struct RuntimeConfig {
+    values: Vec<String>,
+    pub requirepass: Option<Bytes>,
+    pub notify_flags: u32,
+    pub busy_threshold_ms: u64,
+    pub pubsub_limit: BufferLimit,
+    pub proto_max_bulk: i64,
+    pub hz: u64,
+    pub slowlog_slower_than: i64,
+    pub slowlog_max_len: usize,
+}
+
+impl RuntimeConfig {
+    pub fn new(cfg: &Config) -> Result<Self, String> {
+        let mut rc = RuntimeConfig {
+            values: PARAMS.iter().map(|p| p.default.to_string()).collect(),
+            requirepass: None,
+            notify_flags: 0,
+            busy_threshold_ms: 5000,
+            pubsub_limit: BufferLimit { hard: 32 << 20, soft: 8 << 20, soft_secs: 60 },
+            proto_max_bulk: 512 << 20,
+            hz: 10,
+            slowlog_slower_than: 10000,
+            slowlog_max_len: 128,
+        };
+        rc.force("port", &cfg.bind.port().to_string());
+        rc.force("bind", &cfg.bind.ip().to_string());
+        rc.force("databases", &cfg.databases.to_string());
+        if let Some(pw) = &cfg.requirepass {
+            rc.set(b"requirepass", pw.as_bytes()).map_err(|e| e.to_string())?;
+        }
+        for (k, v) in &cfg.params {
+            rc.set(k.as_bytes(), v.as_bytes()).map_err(|e| e.to_string())?;
+        }
+        Ok(rc)
+    }
+
+    fn idx(name: &str) -> usize {
+        PARAMS.iter().position(|p| p.name == name).expect("known parameter")
+    }
+
+    fn force(&mut self, name: &str, v: &str) {
+        let i = Self::idx(name);
+        self.values[i] = v.to_string();
+    }
+
+    /// Current value of a parameter by canonical name.
+    pub fn get_str(&self, name: &str) -> &str {
+        &self.values[Self::idx(name)]
+    }
+
+    /// `CONFIG GET pattern...`: (name, value) pairs, each parameter once.
+    pub fn get(&self, patterns: &[Bytes]) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for (i, p) in PARAMS.iter().enumerate() {
+            for name in std::iter::once(p.name).chain(p.alias) {
+                if patterns.iter().any(|pat| glob::matches(pat, name.as_bytes(), true)) && !out.iter().any(|(n, _)| n == name) {
+                    out.push((name.to_string(), self.values[i].clone()));
+                }
+            }
+        }
+        out
+    }
+
+    /// `CONFIG SET name value`. Errors are Redis's texts.
+    pub fn set(&mut self, name: &[u8], value: &[u8]) -> Result<(), CmdError> {
+        let lname = String::from_utf8_lossy(name).to_ascii_lowercase();
+        let Some(param) = find(name) else {
+            return Err(CmdError::custom(format!("ERR Unknown option or number of arguments for CONFIG SET - '{lname}'")));
+        };
+        let fail = |why: &str| CmdError::custom(format!("ERR CONFIG SET failed (possibly related to argument '{lname}') - {why}"));
+        if param.immutable {
+            return Err(fail("can't set immutable config"));
+        }
+        let v = String::from_utf8_lossy(value).to_string();
+        let stored = match param.kind {
+            Kind::Bool => match v.to_ascii_lowercase().as_str() {
+                "yes" | "no" => v.to_ascii_lowercase(),
+                _ => return Err(fail("argument must be 'yes' or 'no'")),
+            },
+            Kind::Int(min, max) => match v.parse::<i64>() {
+                Ok(n) if n >= min && n <= max => n.to_string(),
+                Ok(_) => return Err(fail(&format!("argument must be between {min} and {max} inclusive"))),
+                Err(_) => return Err(fail("argument couldn't be parsed into an integer")),
+            },
+            Kind::Mem => match parse_mem(&v) {
+                Some(n) => n.to_string(),
+                None => return Err(fail("argument must be a memory value")),
+            },
+            Kind::Enum(opts) => match opts.iter().find(|o| o.eq_ignore_ascii_case(&v)) {
+                Some(o) => o.to_string(),
+                None => return Err(fail("argument(s) must be one of the following: ".to_string().as_str()).with_options(opts)),
+            },
+            Kind::Str => v.clone(),
+            Kind::Special => match param.name {
+                "notify-keyspace-events" => match parse_notify(&v) {
+                    Some(f) => {
+                        self.notify_flags = f;
+                        notify_to_string(f)
+                    }
+                    None => return Err(fail("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.")),
+                },
+                "client-output-buffer-limit" => {
+                    self.apply_obuf_limits(&v).map_err(|e| fail(&e))?;
+                    self.obuf_string()
+                }
+                _ => v.clone(),
+            },
+        };
+        let i = PARAMS.iter().position(|p| std::ptr::eq(p, param)).expect("param in table");
+        self.values[i] = stored.clone();
+        match param.name {
+            "requirepass" => self.requirepass = (!stored.is_empty()).then(|| Bytes::from(stored.clone())),
+            "busy-reply-threshold" => self.busy_threshold_ms = stored.parse().unwrap_or(5000),
+            "proto-max-bulk-len" => self.proto_max_bulk = stored.parse().unwrap_or(512 << 20),
+            "hz" => self.hz = stored.parse::<u64>().unwrap_or(10).clamp(1, 500),
+            "slowlog-log-slower-than" => self.slowlog_slower_than = stored.parse().unwrap_or(10000),
+            "slowlog-max-len" => self.slowlog_max_len = stored.parse().unwrap_or(128),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn apply_obuf_limits(&mut self, v: &str) -> Result<(), String> {
+        let parts: Vec<&str> = v.split_whitespace().collect();
+        if parts.is_empty() || parts.len() % 4 != 0 {
+            return Err("Wrong number of arguments in buffer limit configuration.".into());
+        }
+        let mut pubsub = self.pubsub_limit;
+        for c in parts.chunks(4) {
+            let class = c[0].to_ascii_lowercase();
+            if !matches!(class.as_str(), "normal" | "slave" | "replica" | "pubsub") {
+                return Err("Invalid client class specified in buffer limit configuration.".into());
+            }
+            let (Some(hard), Some(soft), Ok(secs)) = (parse_mem(c[1]), parse_mem(c[2]), c[3].parse::<i64>()) else {
+                return Err("Error in hard, soft or soft_seconds setting in buffer limit configuration.".into());
+            };
+            if secs < 0 {
+                return Err("Error in hard, soft or soft_seconds setting in buffer limit configuration.".into());
+            }
+            if class == "pubsub" {
+                pubsub = BufferLimit { hard: hard as u64, soft: soft as u64, soft_secs: secs as u64 };
+            }
+        }
+        self.pubsub_limit = pubsub;
+        Ok(())
+    }
+
+    fn obuf_string(&self) -> String {
+        let l = self.pubsub_limit;
+        format!("normal 0 0 0 slave 268435456 67108864 60 pubsub {} {} {}", l.hard, l.soft, l.soft_secs)
+    }
+}
+
+trait WithOptions {
+    fn with_options(self, opts: &[&str]) -> CmdError;
+}
+impl WithOptions for CmdError {
+    fn with_options(self, opts: &[&str]) -> CmdError {
+        CmdError::custom(format!("{}{}", self, opts.join(", ")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn set_get_and_errors() {
+        let mut c = RuntimeConfig::new(&Config::default()).unwrap();
+        c.set(b"lua-time-limit", b"100").unwrap();
+        assert_eq!(c.busy_threshold_ms, 100);
+        assert_eq!(c.get(&[Bytes::from("busy-reply-threshold")]), vec![("busy-reply-threshold".into(), "100".into())]);
+        assert_eq!(
+            c.set(b"nope", b"1").unwrap_err().to_string(),
+            "ERR Unknown option or number of arguments for CONFIG SET - 'nope'"
+        );
+        c.set(b"notify-keyspace-events", b"KEA").unwrap();
+        assert_eq!(c.get_str("notify-keyspace-events"), "AKE");
+        c.set(b"client-output-buffer-limit", b"pubsub 1mb 512kb 5").unwrap();
+        assert_eq!(c.pubsub_limit, BufferLimit { hard: 1 << 20, soft: 512 << 10, soft_secs: 5 });
+        assert!(c.set(b"port", b"1").is_err());
+    }
+}

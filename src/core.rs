@@ -1,0 +1,237 @@
+//! The server's state and its single owner.
+//!
+//! [`Core`] is everything commands read and write: the keyspace, runtime
+//! config, clients, pub/sub, blocked clients, WATCHed keys, the script
+//! engine and statistics. It lives behind one async mutex in [`Shared`]:
+//! whoever holds the lock owns the whole server state, which is what makes a
+//! command, a `MULTI`/`EXEC` block or a Lua script atomic. Connections do
+//! their parsing, encoding and socket I/O outside the lock, in parallel.
+//!
+//! **Invariant:** no `.await` happens while the core lock is held, except
+//! inside [`Shared::lock_core`] itself; so a lock holder is always making
+//! progress, and a long script is the only way to hold it for long — which
+//! [`ScriptStatus`] makes visible to waiters (`BUSY`).
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use tokio::sync::{Mutex, MutexGuard, Notify};
+
+use crate::blocking::Blocking;
+use crate::clock::Clock;
+use crate::config::RuntimeConfig;
+use crate::db::{Keyspace, Map};
+use crate::pubsub::PubSub;
+use crate::script::Scripting;
+use crate::server::client::ClientShared;
+use crate::tx::Watches;
+
+/// Per-command statistics (`INFO commandstats`).
+#[derive(Debug, Default, Clone)]
+pub struct CmdStat {
+    pub calls: u64,
+    pub usec: u64,
+    pub rejected: u64,
+    pub failed: u64,
+}
+
+/// One `SLOWLOG` entry.
+#[derive(Debug, Clone)]
+pub struct SlowEntry {
+    pub id: u64,
+    pub time_secs: u64,
+    pub duration_us: u64,
+    pub args: Vec<Bytes>,
+    pub addr: String,
+    pub name: Bytes,
+}
+
+/// Server statistics.
+#[derive(Debug, Default)]
+pub struct Stats {
+    pub commands: Vec<CmdStat>,
+    pub total_commands: u64,
+    pub total_connections: u64,
+    pub rejected_connections: u64,
+    pub expired_keys: u64,
+    pub keyspace_hits: u64,
+    pub keyspace_misses: u64,
+    pub total_error_replies: u64,
+    pub pubsub_messages: u64,
+    pub slowlog: std::collections::VecDeque<SlowEntry>,
+    pub slowlog_next_id: u64,
+}
+
+/// All mutable server state. See the module docs.
+pub struct Core {
+    pub ks: Keyspace,
+    pub config: RuntimeConfig,
+    pub stats: Stats,
+    /// Connected clients by id.
+    pub clients: Map<u64, Arc<ClientShared>>,
+    pub pubsub: PubSub,
+    pub blocking: Blocking,
+    pub watches: Watches,
+    /// The Lua engine; taken out (`None`) while a script runs.
+    pub scripting: Option<Box<Scripting>>,
+    /// Unix ms of the last (pretend) save, for `LASTSAVE`/`INFO persistence`.
+    pub lastsave: u64,
+    /// Nesting depth of [`crate::cmd::call`] (0 = top level).
+    pub call_depth: u32,
+    /// Active expiry enabled (`DEBUG SET-ACTIVE-EXPIRE`).
+    pub active_expire: bool,
+}
+
+impl Core {
+    pub fn new(config: RuntimeConfig, databases: usize, now_ms: u64) -> Core {
+        let mut ks = Keyspace::new(databases);
+        ks.now = now_ms;
+        ks.sig.notify_flags = config.notify_flags;
+        Core {
+            ks,
+            config,
+            stats: Stats { commands: vec![CmdStat::default(); crate::cmd::table().len()], ..Default::default() },
+            clients: Map::default(),
+            pubsub: PubSub::default(),
+            blocking: Blocking::default(),
+            watches: Watches::default(),
+            scripting: Some(Box::new(Scripting::new())),
+            lastsave: now_ms / 1000,
+            call_depth: 0,
+            active_expire: true,
+        }
+    }
+
+    /// Acts on what the last top-level command did to the keyspace: expired
+    /// key counts, WATCH invalidation, blocked clients, keyspace events.
+    pub fn after_command(&mut self) {
+        let sig = &mut self.ks.sig;
+        if sig.expired != 0 {
+            self.stats.expired_keys += sig.expired;
+            sig.expired = 0;
+        }
+        if !sig.touched.is_empty() {
+            let touched = std::mem::take(&mut sig.touched);
+            self.watches.on_touched(&touched);
+            self.blocking.on_touched(&touched);
+            let mut t = touched;
+            t.clear();
+            self.ks.sig.touched = t;
+        }
+        if !self.ks.sig.events.is_empty() {
+            let events = std::mem::take(&mut self.ks.sig.events);
+            for ev in &events {
+                self.pubsub.keyspace_event(&self.clients, ev, self.ks.sig.notify_flags);
+            }
+        }
+        if self.blocking.has_ready() {
+            crate::blocking::serve_ready(self);
+        }
+        self.ks.sig.track_touches = self.watches.is_active() || self.blocking.is_active();
+    }
+
+    /// Refreshes cached config-derived flags after `CONFIG SET`.
+    pub fn config_changed(&mut self) {
+        self.ks.sig.notify_flags = self.config.notify_flags;
+    }
+}
+
+/// State of the running script, readable without the core lock.
+#[derive(Debug, Default)]
+pub struct ScriptStatus {
+    /// A script (or function) is running.
+    pub running: AtomicBool,
+    /// It has been running past `busy-reply-threshold`: waiters answer BUSY.
+    pub busy: AtomicBool,
+    /// `SCRIPT KILL` was requested.
+    pub kill: AtomicBool,
+    /// The running script has performed a write (then it cannot be killed).
+    pub wrote: AtomicBool,
+    /// The running script was started by `FCALL` (for error wording).
+    pub is_function: AtomicBool,
+    /// Clock time (µs) when the script started.
+    pub started_us: AtomicU64,
+    /// Woken when `busy` becomes true.
+    pub busy_notify: Notify,
+}
+
+/// `CLIENT PAUSE` state.
+#[derive(Debug, Default)]
+pub struct Pause {
+    /// Clock ms until which clients are paused (0 = not paused).
+    pub until_ms: AtomicU64,
+    /// Only write commands are paused.
+    pub writes_only: AtomicBool,
+    /// Woken by `CLIENT UNPAUSE`.
+    pub notify: Notify,
+}
+
+impl Pause {
+    pub fn set(&self, until_ms: u64, writes_only: bool) {
+        self.writes_only.store(writes_only, Ordering::Relaxed);
+        self.until_ms.store(until_ms, Ordering::Release);
+        self.notify.notify_waiters();
+    }
+    pub fn clear(&self) {
+        self.until_ms.store(0, Ordering::Release);
+        self.notify.notify_waiters();
+    }
+}
+
+/// Everything a server shares between its tasks. One per server.
+pub struct Shared {
+    pub core: Mutex<Core>,
+    pub clock: Clock,
+    pub script: ScriptStatus,
+    pub pause: Pause,
+    pub next_client_id: AtomicU64,
+    pub local_addr: SocketAddr,
+    /// Unix ms when the server started.
+    pub started_ms: u64,
+    pub run_id: String,
+    /// Set to request shutdown; every task watches it.
+    pub shutdown: tokio::sync::watch::Sender<bool>,
+}
+
+/// Why the core could not be had.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockError {
+    /// A script has been running past the busy threshold.
+    Busy,
+}
+
+impl Shared {
+    /// Takes the core lock. If a script is running past the busy threshold,
+    /// returns [`LockError::Busy`] instead of waiting (unless `wait_busy`).
+    pub async fn lock_core(&self, wait_busy: bool) -> Result<MutexGuard<'_, Core>, LockError> {
+        if let Ok(g) = self.core.try_lock() {
+            return Ok(g);
+        }
+        if wait_busy {
+            return Ok(self.core.lock().await);
+        }
+        loop {
+            let notified = self.script.busy_notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.script.busy.load(Ordering::Acquire) {
+                return Err(LockError::Busy);
+            }
+            tokio::select! {
+                g = self.core.lock() => return Ok(g),
+                _ = &mut notified => continue,
+            }
+        }
+    }
+
+    pub fn next_id(&self) -> u64 {
+        self.next_client_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Requests a clean shutdown of the whole server.
+    pub fn request_shutdown(&self) {
+        let _ = self.shutdown.send(true);
+    }
+}

@@ -1,0 +1,471 @@
+//! The keyspace: databases, values, expiry.
+//!
+//! **Invariant:** a key whose deadline is `<= now` is never returned by any
+//! accessor of [`DbView`]; it is deleted on access (lazy expiry) or by the
+//! active expiry cycle, whichever comes first. `now` is the command's (or the
+//! whole script's) frozen time, taken once from the server [`Clock`](crate::clock::Clock).
+//!
+//! **Invariant:** every entry with a deadline has exactly one matching
+//! `(deadline, key)` pair in its database's `expires` index, and no other pair
+//! for that key exists there.
+//!
+//! Keys are copied into their own allocation when stored (never a slice of a
+//! connection's read buffer, which would keep that buffer alive).
+
+pub mod value;
+pub mod zset;
+
+use std::collections::BTreeSet;
+
+use bytes::Bytes;
+use indexmap::IndexMap;
+
+pub use value::Value;
+
+use crate::error::CmdError;
+
+/// Hasher for every map in the keyspace (seeded per process, fast).
+pub type Hasher = foldhash::fast::RandomState;
+/// Insertion-ordered map: O(1) random access (RANDOMKEY, sampling) and a
+/// cursor SCAN that never misses a key present throughout the iteration.
+pub type Map<K, V> = IndexMap<K, V, Hasher>;
+
+/// One stored key.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub value: Value,
+    /// Absolute deadline in unix milliseconds.
+    pub expire: Option<u64>,
+}
+
+/// One database (`SELECT n`).
+#[derive(Debug, Default)]
+pub struct Db {
+    pub map: Map<Bytes, Entry>,
+    pub expires: BTreeSet<(u64, Bytes)>,
+}
+
+/// Keyspace-notification classes (`notify-keyspace-events` letters).
+pub mod notify {
+    pub const KEYSPACE: u32 = 1 << 0; // K
+    pub const KEYEVENT: u32 = 1 << 1; // E
+    pub const GENERIC: u32 = 1 << 2; // g
+    pub const STRING: u32 = 1 << 3; // $
+    pub const LIST: u32 = 1 << 4; // l
+    pub const SET: u32 = 1 << 5; // s
+    pub const HASH: u32 = 1 << 6; // h
+    pub const ZSET: u32 = 1 << 7; // z
+    pub const EXPIRED: u32 = 1 << 8; // x
+    pub const EVICTED: u32 = 1 << 9; // e
+    pub const STREAM: u32 = 1 << 10; // t
+    pub const KEY_MISS: u32 = 1 << 11; // m
+    pub const NEW: u32 = 1 << 12; // n
+    pub const MODULE: u32 = 1 << 13; // d
+    /// `A`: g$lshzxet
+    pub const ALL: u32 = GENERIC | STRING | LIST | SET | HASH | ZSET | EXPIRED | EVICTED | STREAM | MODULE;
+}
+
+/// A keyspace event to publish once the command completes.
+#[derive(Debug, Clone)]
+pub struct KeyEvent {
+    pub class: u32,
+    pub event: &'static str,
+    pub db: usize,
+    pub key: Bytes,
+}
+
+/// What commands did to the keyspace, collected while they run and acted on
+/// after each command by the core (WATCH invalidation, blocked clients,
+/// keyspace notifications).
+#[derive(Debug, Default)]
+pub struct Signals {
+    /// Count of modifications (Redis `server.dirty`).
+    pub dirty: u64,
+    /// Record touched keys (only while someone WATCHes or blocks on keys).
+    pub track_touches: bool,
+    pub touched: Vec<(usize, Bytes)>,
+    /// Active `notify-keyspace-events` classes (0 = off).
+    pub notify_flags: u32,
+    pub events: Vec<KeyEvent>,
+    /// Keys deleted by expiry (lazy or active) since last drained.
+    pub expired: u64,
+}
+
+impl Signals {
+    pub fn touch(&mut self, db: usize, key: &Bytes) {
+        self.dirty += 1;
+        if self.track_touches {
+            self.touched.push((db, key.clone()));
+        }
+    }
+
+    pub fn notify(&mut self, class: u32, event: &'static str, db: usize, key: &Bytes) {
+        if self.notify_flags & class != 0 && self.notify_flags & (notify::KEYSPACE | notify::KEYEVENT) != 0 {
+            self.events.push(KeyEvent { class, event, db, key: key.clone() });
+        }
+    }
+}
+
+/// All databases plus the frozen time of the running command.
+#[derive(Debug)]
+pub struct Keyspace {
+    pub dbs: Vec<Db>,
+    /// Unix ms, frozen for the duration of a command / script.
+    pub now: u64,
+    pub sig: Signals,
+}
+
+impl Keyspace {
+    pub fn new(databases: usize) -> Self {
+        Keyspace { dbs: (0..databases).map(|_| Db::default()).collect(), now: 0, sig: Signals::default() }
+    }
+
+    /// A view of database `index` at the current frozen time.
+    pub fn view(&mut self, index: usize) -> DbView<'_> {
+        DbView { db: &mut self.dbs[index], index, now: self.now, sig: &mut self.sig }
+    }
+
+    pub fn total_keys(&self) -> usize {
+        self.dbs.iter().map(|d| d.map.len()).sum()
+    }
+}
+
+/// Copy bytes into a fresh allocation for storage.
+#[inline]
+pub fn own(b: &Bytes) -> Bytes {
+    Bytes::copy_from_slice(b)
+}
+
+/// A database as seen by one command: lazy expiry at the command's time,
+/// modification signals recorded.
+pub struct DbView<'a> {
+    pub db: &'a mut Db,
+    pub index: usize,
+    pub now: u64,
+    pub sig: &'a mut Signals,
+}
+
+impl DbView<'_> {
+    /// Deletes `key` if its deadline has passed. Returns true if it was expired.
+    fn expire_if_needed(&mut self, key: &[u8]) -> bool {
+        let Some((idx, _, e)) = self.db.map.get_full(key) else { return false };
+        match e.expire {
+            Some(at) if at <= self.now => {
+                let (k, _) = self.db.map.swap_remove_index(idx).expect("index from get_full");
+                self.db.expires.remove(&(at, k.clone()));
+                self.sig.expired += 1;
+                self.sig.touch(self.index, &k);
+                self.sig.notify(notify::EXPIRED, "expired", self.index, &k);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The live entry for `key`.
+    pub fn entry(&mut self, key: &[u8]) -> Option<&mut Entry> {
+        self.expire_if_needed(key);
+        self.db.map.get_mut(key)
+    }
+
+    pub fn get(&mut self, key: &[u8]) -> Option<&Value> {
+        self.entry(key).map(|e| &e.value)
+    }
+
+    /// Mutable access to a value. The caller must call [`touch`](Self::touch)
+    /// if it modifies it.
+    pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut Value> {
+        self.entry(key).map(|e| &mut e.value)
+    }
+
+    pub fn exists(&mut self, key: &[u8]) -> bool {
+        self.entry(key).is_some()
+    }
+
+    /// String value of `key`; `WRONGTYPE` for other types.
+    pub fn get_str(&mut self, key: &[u8]) -> Result<Option<&Bytes>, CmdError> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Value::Str(s)) => Ok(Some(s)),
+            Some(_) => Err(CmdError::WrongType),
+        }
+    }
+
+    /// Stores `value` under `key`, replacing any previous value. The TTL is
+    /// cleared unless `keep_ttl`. Signals a modification.
+    pub fn set(&mut self, key: &Bytes, value: Value, keep_ttl: bool) {
+        self.expire_if_needed(key);
+        let idx = self.db.map.get_index_of(&key[..]);
+        match idx {
+            Some(i) => {
+                let (k, e) = self.db.map.get_index_mut(i).expect("index");
+                e.value = value;
+                if !keep_ttl {
+                    if let Some(at) = e.expire.take() {
+                        let k = k.clone();
+                        self.db.expires.remove(&(at, k));
+                    }
+                }
+            }
+            None => {
+                self.db.map.insert(own(key), Entry { value, expire: None });
+            }
+        }
+        self.sig.touch(self.index, key);
+    }
+
+    /// Adds a new key (the caller knows it does not exist). Signals.
+    pub fn insert_new(&mut self, key: &Bytes, value: Value) {
+        self.db.map.insert(own(key), Entry { value, expire: None });
+        self.sig.touch(self.index, key);
+    }
+
+    /// Removes `key`, returning its value if it was live. Signals.
+    pub fn remove(&mut self, key: &[u8]) -> Option<Value> {
+        if self.expire_if_needed(key) {
+            return None;
+        }
+        let (k, e) = self.db.map.swap_remove_entry(key)?;
+        if let Some(at) = e.expire {
+            self.db.expires.remove(&(at, k.clone()));
+        }
+        self.sig.touch(self.index, &k);
+        Some(e.value)
+    }
+
+    /// Removes `key` and returns the whole entry (value and deadline). Signals.
+    pub fn take_entry(&mut self, key: &[u8]) -> Option<(Bytes, Entry)> {
+        if self.expire_if_needed(key) {
+            return None;
+        }
+        let (k, e) = self.db.map.swap_remove_entry(key)?;
+        if let Some(at) = e.expire {
+            self.db.expires.remove(&(at, k.clone()));
+        }
+        self.sig.touch(self.index, &k);
+        Some((k, e))
+    }
+
+    /// Stores a whole entry (value and deadline), replacing any existing key. Signals.
+    pub fn put_entry(&mut self, key: &Bytes, entry: Entry) {
+        let expire = entry.expire;
+        self.set(key, entry.value, false);
+        if let Some(at) = expire {
+            self.set_expire(key, at);
+        }
+    }
+
+    /// Sets the deadline of an existing key. Returns false if the key does not
+    /// exist. Does not signal (callers decide: an expire in the past deletes).
+    pub fn set_expire(&mut self, key: &[u8], at: u64) -> bool {
+        self.expire_if_needed(key);
+        let Some((_, k, e)) = self.db.map.get_full_mut(key) else { return false };
+        if let Some(old) = e.expire.replace(at) {
+            self.db.expires.remove(&(old, k.clone()));
+        }
+        self.db.expires.insert((at, k.clone()));
+        true
+    }
+
+    /// Removes the deadline. Returns true if there was one.
+    pub fn persist(&mut self, key: &[u8]) -> bool {
+        self.expire_if_needed(key);
+        let Some((_, k, e)) = self.db.map.get_full_mut(key) else { return false };
+        match e.expire.take() {
+            Some(old) => {
+                self.db.expires.remove(&(old, k.clone()));
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// `None`: no such key; `Some(None)`: no deadline; `Some(Some(at))`.
+    pub fn expire_of(&mut self, key: &[u8]) -> Option<Option<u64>> {
+        self.entry(key).map(|e| e.expire)
+    }
+
+    /// Signals that `key` was modified in place.
+    pub fn touch(&mut self, key: &Bytes) {
+        self.sig.touch(self.index, key);
+    }
+
+    /// Queues a keyspace notification (if enabled).
+    pub fn notify(&mut self, class: u32, event: &'static str, key: &Bytes) {
+        self.sig.notify(class, event, self.index, key);
+    }
+
+    /// Deletes `key` if `value` is an empty aggregate (Redis deletes empty
+    /// hashes, lists, sets and sorted sets). Returns true if deleted.
+    pub fn remove_if_empty(&mut self, key: &Bytes) -> bool {
+        let empty = matches!(self.db.map.get(&key[..]), Some(e) if e.value.is_empty_aggregate());
+        if empty {
+            self.remove(key);
+            self.notify(notify::GENERIC, "del", key);
+        }
+        empty
+    }
+
+    pub fn len(&self) -> usize {
+        self.db.map.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.db.map.is_empty()
+    }
+}
+
+impl Db {
+    /// Deletes up to `limit` keys whose deadline is `<= now`. Returns the
+    /// number deleted; fewer than `limit` means none are left due.
+    pub fn expire_due(&mut self, index: usize, now: u64, limit: usize, sig: &mut Signals) -> usize {
+        let mut n = 0;
+        while n < limit {
+            let Some(at) = self.expires.first().map(|(a, _)| *a) else { break };
+            if at > now {
+                break;
+            }
+            let (_, key) = self.expires.pop_first().expect("first exists");
+            if let Some(e) = self.map.get(&key) {
+                if e.expire == Some(at) {
+                    self.map.swap_remove(&key);
+                    sig.expired += 1;
+                    sig.touch(index, &key);
+                    sig.notify(notify::EXPIRED, "expired", index, &key);
+                }
+            }
+            n += 1;
+        }
+        if n > 0 {
+            self.maybe_shrink();
+        }
+        n
+    }
+
+    /// Gives memory back after mass deletion (Redis resizes its dicts too).
+    pub fn maybe_shrink(&mut self) {
+        let cap = self.map.capacity();
+        if cap > 1024 && self.map.len() * 8 < cap {
+            self.map.shrink_to(self.map.len() * 2);
+        }
+    }
+
+    /// Drops every key.
+    pub fn clear(&mut self) {
+        self.map = Map::default();
+        self.expires = BTreeSet::new();
+    }
+
+    /// One SCAN step over this database. `cursor` 0 starts; the returned
+    /// cursor is 0 when the iteration is complete.
+    ///
+    /// The cursor walks entry indices downward. Removal is `swap_remove`,
+    /// which moves the last entry (already visited) into the hole, and
+    /// insertion appends at the end: so an entry present for the whole
+    /// iteration is always returned (possibly twice, as Redis allows).
+    pub fn scan_indices(&self, cursor: u64, count: usize) -> (u64, std::ops::Range<usize>) {
+        scan_step(self.map.len(), cursor, count)
+    }
+}
+
+/// The index range visited by one step of a downward cursor scan over a
+/// collection of `len` entries, and the next cursor (see [`Db::scan_indices`]).
+pub fn scan_step(len: usize, cursor: u64, count: usize) -> (u64, std::ops::Range<usize>) {
+    let start = if cursor == 0 { len } else { (cursor as usize).min(len) };
+    let lo = start.saturating_sub(count.max(1));
+    let next = if lo == 0 { 0 } else { lo as u64 };
+    (next, lo..start)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ks() -> Keyspace {
+        let mut k = Keyspace::new(2);
+        k.now = 1_000;
+        k
+    }
+
+    #[test]
+    fn expired_keys_are_invisible_and_reclaimed_lazily() {
+        let mut k = ks();
+        let key = Bytes::from("a");
+        let mut v = k.view(0);
+        v.set(&key, Value::Str(Bytes::from("1")), false);
+        assert!(v.set_expire(b"a", 1_500));
+        assert!(v.exists(b"a"));
+        k.now = 1_500;
+        let mut v = k.view(0);
+        assert!(!v.exists(b"a"));
+        assert!(k.dbs[0].map.is_empty());
+        assert!(k.dbs[0].expires.is_empty());
+        assert_eq!(k.sig.expired, 1);
+    }
+
+    #[test]
+    fn active_expiry_deletes_only_due_keys_and_index_stays_consistent() {
+        let mut k = ks();
+        for i in 0..100u64 {
+            let key = Bytes::from(format!("k{i}"));
+            let mut v = k.view(0);
+            v.set(&key, Value::Str(Bytes::from("x")), false);
+            v.set_expire(&key, 2_000 + i);
+        }
+        // Re-arm k0 later: its old index pair must be gone.
+        k.view(0).set_expire(b"k0", 5_000);
+        let mut sig = Signals::default();
+        let n = k.dbs[0].expire_due(0, 2_049, usize::MAX, &mut sig);
+        assert_eq!(n, 49); // k1..=k49
+        assert_eq!(k.dbs[0].map.len(), 51);
+        assert_eq!(k.dbs[0].expires.len(), 51);
+        for (at, key) in &k.dbs[0].expires {
+            assert_eq!(k.dbs[0].map[key].expire, Some(*at));
+        }
+    }
+
+    #[test]
+    fn set_clears_ttl_unless_kept() {
+        let mut k = ks();
+        let key = Bytes::from("a");
+        let mut v = k.view(0);
+        v.set(&key, Value::Str(Bytes::from("1")), false);
+        v.set_expire(b"a", 9_000);
+        v.set(&key, Value::Str(Bytes::from("2")), true);
+        assert_eq!(v.expire_of(b"a"), Some(Some(9_000)));
+        v.set(&key, Value::Str(Bytes::from("3")), false);
+        assert_eq!(v.expire_of(b"a"), Some(None));
+        assert!(k.dbs[0].expires.is_empty());
+    }
+
+    #[test]
+    fn scan_returns_every_key_present_throughout_despite_deletes() {
+        let mut db = Db::default();
+        for i in 0..1000 {
+            db.map.insert(Bytes::from(format!("k{i}")), Entry { value: Value::Str(Bytes::new()), expire: None });
+        }
+        let stable: Vec<Bytes> = (500..1000).map(|i| Bytes::from(format!("k{i}"))).collect();
+        let mut seen = std::collections::HashSet::new();
+        let mut cursor = 0;
+        let mut step = 0;
+        loop {
+            let (next, range) = db.scan_indices(cursor, 37);
+            for i in range {
+                seen.insert(db.map.get_index(i).unwrap().0.clone());
+            }
+            // Churn: delete some of the unstable keys, add new ones.
+            if step < 500 {
+                db.map.swap_remove(format!("k{step}").as_bytes());
+                db.map.insert(Bytes::from(format!("n{step}")), Entry { value: Value::Str(Bytes::new()), expire: None });
+            }
+            step += 1;
+            cursor = next;
+            if cursor == 0 {
+                break;
+            }
+        }
+        for k in stable {
+            assert!(seen.contains(&k), "missed {k:?}");
+        }
+    }
+}

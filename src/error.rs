@@ -1,0 +1,77 @@
+//! Errors.
+//!
+//! [`CmdError`] is what a command handler returns on failure; its `Display`
+//! is the exact Redis error text (code included), and it converts into an
+//! error [`Reply`](crate::protocol::Reply). [`Error`] is the library's
+//! top-level error for starting and running a server.
+
+use bytes::Bytes;
+
+/// A command failure, worded exactly as Redis 7 words it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CmdError {
+    #[error("WRONGTYPE Operation against a key holding the wrong kind of value")]
+    WrongType,
+    #[error("ERR value is not an integer or out of range")]
+    NotInteger,
+    #[error("ERR value is not a valid float")]
+    NotFloat,
+    #[error("ERR syntax error")]
+    Syntax,
+    #[error("ERR no such key")]
+    NoSuchKey,
+    #[error("ERR index out of range")]
+    OutOfRange,
+    #[error("ERR increment or decrement would overflow")]
+    Overflow,
+    #[error("ERR wrong number of arguments for '{0}' command")]
+    WrongArity(String),
+    #[error("ERR DB index is out of range")]
+    DbIndex,
+    #[error("NOAUTH Authentication required.")]
+    NoAuth,
+    /// Any other text, code included (`"ERR ..."`, `"NOSCRIPT ..."`).
+    #[error("{}", String::from_utf8_lossy(.0))]
+    Raw(Bytes),
+}
+
+impl CmdError {
+    /// An error from its full text, e.g. `CmdError::custom("ERR invalid expire time in 'set' command")`.
+    pub fn custom(s: impl Into<String>) -> CmdError {
+        CmdError::Raw(Bytes::from(s.into()))
+    }
+
+    /// The full error text as bytes.
+    pub fn to_bytes(&self) -> Bytes {
+        match self {
+            CmdError::Raw(b) => b.clone(),
+            other => Bytes::from(other.to_string()),
+        }
+    }
+}
+
+impl From<CmdError> for crate::protocol::Reply {
+    fn from(e: CmdError) -> Self {
+        crate::protocol::Reply::Error(e.to_bytes())
+    }
+}
+
+/// Result of a command handler.
+pub type CmdResult = Result<crate::protocol::Reply, CmdError>;
+
+/// Errors from starting or running a server.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    #[error("cannot bind {addr}: {source}")]
+    Bind {
+        addr: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot start the server runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+    #[error("invalid configuration: {0}")]
+    Config(String),
+}

@@ -1,0 +1,148 @@
+//! Number parsing and formatting with Redis's exact rules.
+//!
+//! Integers follow Redis `string2ll` (strict). Doubles and long doubles go
+//! through the C library, as in Redis (see `num.c`), so `ZADD`,
+//! `INCRBYFLOAT` and friends accept, reject and print exactly the same
+//! strings.
+
+use crate::error::CmdError;
+
+extern "C" {
+    fn rl_string2d(s: *const u8, len: usize, out: *mut f64) -> i32;
+    fn rl_ld_incr(
+        cur: *const u8,
+        curlen: usize,
+        incr: *const u8,
+        incrlen: usize,
+        out: *mut u8,
+        outlen: usize,
+    ) -> i32;
+    fn rl_ld_normalize(s: *const u8, len: usize, out: *mut u8, outlen: usize) -> i32;
+    fn rl_fmt_g17(d: f64, out: *mut u8, outlen: usize) -> i32;
+}
+
+const LD_BUF: usize = 5 * 1024;
+
+pub use crate::protocol::parse::parse_i64_strict;
+
+/// Redis `string2ll` as used by `getLongLongFromObject`.
+pub fn parse_int(b: &[u8]) -> Result<i64, CmdError> {
+    parse_i64_strict(b).ok_or(CmdError::NotInteger)
+}
+
+/// Non-negative integer or `ERR value is out of range, must be positive`.
+pub fn parse_positive(b: &[u8]) -> Result<i64, CmdError> {
+    let v = parse_int(b)?;
+    if v < 0 {
+        return Err(CmdError::custom("ERR value is out of range, must be positive"));
+    }
+    Ok(v)
+}
+
+/// Redis `getDoubleFromObject` (strtod, whole string, no NaN).
+pub fn parse_double(b: &[u8]) -> Option<f64> {
+    let mut out = 0f64;
+    // SAFETY: pointer/length come from a valid slice; out is a valid f64.
+    let ok = unsafe { rl_string2d(b.as_ptr(), b.len(), &mut out) };
+    (ok == 1).then_some(out)
+}
+
+/// Error from [`incr_long_double`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LdError {
+    /// The stored value is not a float.
+    Current,
+    /// The increment is not a float.
+    Increment,
+    /// NaN or infinity.
+    NanOrInf,
+}
+
+/// `INCRBYFLOAT` arithmetic: x87 long double, printed the way Redis prints it.
+pub fn incr_long_double(cur: Option<&[u8]>, incr: &[u8]) -> Result<String, LdError> {
+    let mut out = vec![0u8; LD_BUF];
+    let (cp, cl) = match cur {
+        Some(c) => (c.as_ptr(), c.len()),
+        None => (std::ptr::null(), 0),
+    };
+    // SAFETY: all pointers are valid for their lengths; out has LD_BUF bytes.
+    let n = unsafe { rl_ld_incr(cp, cl, incr.as_ptr(), incr.len(), out.as_mut_ptr(), out.len()) };
+    match n {
+        -1 => Err(LdError::Current),
+        -2 => Err(LdError::Increment),
+        n if n <= 0 => Err(LdError::NanOrInf),
+        n => {
+            out.truncate(n as usize);
+            Ok(String::from_utf8(out).unwrap_or_default())
+        }
+    }
+}
+
+/// Parses a long double and prints it in Redis's human form; `None` if not a float.
+pub fn normalize_long_double(s: &[u8]) -> Option<String> {
+    let mut out = vec![0u8; LD_BUF];
+    // SAFETY: as above.
+    let n = unsafe { rl_ld_normalize(s.as_ptr(), s.len(), out.as_mut_ptr(), out.len()) };
+    if n <= 0 {
+        return None;
+    }
+    out.truncate(n as usize);
+    String::from_utf8(out).ok()
+}
+
+/// A double printed as Redis 7.0's `addReplyDouble` prints it (`%.17g`,
+/// `inf`/`-inf`).
+pub fn fmt_double(d: f64) -> String {
+    if d.is_infinite() {
+        return if d > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    if d.is_nan() {
+        return "nan".into();
+    }
+    let mut buf = [0u8; 64];
+    // SAFETY: buf is 64 bytes; %.17g of a finite double needs at most ~25.
+    let n = unsafe { rl_fmt_g17(d, buf.as_mut_ptr(), buf.len()) };
+    String::from_utf8_lossy(&buf[..n.max(0) as usize]).into_owned()
+}
+
+/// Integer to bytes.
+pub fn int_bytes(i: i64) -> bytes::Bytes {
+    let mut b = itoa::Buffer::new();
+    bytes::Bytes::copy_from_slice(b.format(i).as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn doubles_format_like_redis_7_0() {
+        assert_eq!(fmt_double(1.5), "1.5");
+        assert_eq!(fmt_double(1.1), "1.1000000000000001");
+        assert_eq!(fmt_double(0.0), "0");
+        assert_eq!(fmt_double(1e20), "1e+20");
+        assert_eq!(fmt_double(f64::NEG_INFINITY), "-inf");
+    }
+
+    #[test]
+    fn double_parsing_follows_strtod() {
+        assert_eq!(parse_double(b"1.5"), Some(1.5));
+        assert_eq!(parse_double(b"+inf"), Some(f64::INFINITY));
+        assert_eq!(parse_double(b"-Infinity"), Some(f64::NEG_INFINITY));
+        assert_eq!(parse_double(b"nan"), None);
+        assert_eq!(parse_double(b" 1"), None);
+        assert_eq!(parse_double(b"1 "), None);
+        assert_eq!(parse_double(b""), None);
+        assert_eq!(parse_double(b"1e400"), None);
+    }
+
+    #[test]
+    fn long_double_increment_is_human_friendly() {
+        assert_eq!(incr_long_double(Some(b"10.5"), b"0.1").unwrap(), "10.6");
+        assert_eq!(incr_long_double(None, b"0.1").unwrap(), "0.1");
+        assert_eq!(incr_long_double(Some(b"5.0e3"), b"2.0e2").unwrap(), "5200");
+        assert_eq!(incr_long_double(Some(b"abc"), b"1"), Err(LdError::Current));
+        assert_eq!(incr_long_double(Some(b"1"), b"x"), Err(LdError::Increment));
+        assert_eq!(incr_long_double(Some(b"1"), b"inf"), Err(LdError::NanOrInf));
+    }
+}

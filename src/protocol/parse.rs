@@ -1,0 +1,415 @@
+//! Client request parsing: RESP multibulk (`*N\r\n$L\r\n...`) and inline
+//! commands (`PING\r\n`, what `redis-cli`/telnet send).
+//!
+//! The parser is resumable: it consumes each argument from the read buffer as
+//! soon as it is complete, so a command with a million arguments or a 512 MB
+//! bulk arriving in small reads is never re-scanned. Lengths sent by the peer
+//! are validated before anything is reserved, and reservations are capped.
+
+use bytes::{Buf, Bytes, BytesMut};
+
+/// Largest inline request / header line (Redis `PROTO_INLINE_MAX_SIZE`).
+pub const INLINE_MAX: usize = 64 * 1024;
+/// Default `proto-max-bulk-len`.
+pub const DEFAULT_MAX_BULK: i64 = 512 * 1024 * 1024;
+/// Never reserve more than this ahead of the data actually arriving.
+const MAX_RESERVE: usize = 1024 * 1024;
+
+/// A protocol violation: Redis replies `-ERR Protocol error: <msg>` and
+/// closes the connection.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("Protocol error: {0}")]
+pub struct ProtocolError(pub String);
+
+impl ProtocolError {
+    /// The error reply text (without the leading `-`).
+    pub fn reply_text(&self) -> String {
+        format!("ERR Protocol error: {}", self.0)
+    }
+}
+
+/// Resumable request parser; one per connection.
+#[derive(Debug)]
+pub struct RequestParser {
+    /// Arguments of the multibulk in progress.
+    args: Vec<Bytes>,
+    /// Arguments still expected in the multibulk in progress (0 = none in progress).
+    remaining: usize,
+    /// Length of the bulk whose header was consumed but whose data has not arrived.
+    bulk_len: Option<usize>,
+    /// `proto-max-bulk-len`.
+    pub max_bulk: i64,
+    /// True while the client has not authenticated against `requirepass`:
+    /// Redis then limits multibulk counts and bulk lengths.
+    pub unauthenticated: bool,
+}
+
+impl Default for RequestParser {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn find_crlf_line(buf: &[u8]) -> Option<usize> {
+    // Position of '\r' that ends the header line (Redis searches for '\r').
+    memchr(b'\r', buf)
+}
+
+fn memchr(needle: u8, hay: &[u8]) -> Option<usize> {
+    hay.iter().position(|&b| b == needle)
+}
+
+/// Redis `string2ll`: strict base-10 i64, no leading '+', no spaces, no leading zeros
+/// (except "0" itself), "-0" refused.
+pub fn parse_i64_strict(s: &[u8]) -> Option<i64> {
+    if s.is_empty() || s.len() > 20 {
+        return None;
+    }
+    if s.len() == 1 && s[0] == b'0' {
+        return Some(0);
+    }
+    let (neg, digits) = if s[0] == b'-' { (true, &s[1..]) } else { (false, s) };
+    if digits.is_empty() || digits[0] == b'0' {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &c in digits {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
+    }
+    if neg {
+        if v > (i64::MAX as u64) + 1 {
+            None
+        } else {
+            Some((v as i64).wrapping_neg())
+        }
+    } else if v > i64::MAX as u64 {
+        None
+    } else {
+        Some(v as i64)
+    }
+}
+
+impl RequestParser {
+    pub fn new() -> Self {
+        RequestParser {
+            args: Vec::new(),
+            remaining: 0,
+            bulk_len: None,
+            max_bulk: DEFAULT_MAX_BULK,
+            unauthenticated: false,
+        }
+    }
+
+    /// Parses the next complete command out of `buf`, consuming its bytes.
+    /// `Ok(None)`: more data needed. An empty command (`*0`, blank inline
+    /// line) is skipped silently as Redis does.
+    pub fn next(&mut self, buf: &mut BytesMut) -> Result<Option<Vec<Bytes>>, ProtocolError> {
+        loop {
+            if self.remaining == 0 {
+                if buf.is_empty() {
+                    return Ok(None);
+                }
+                if buf[0] == b'*' {
+                    match self.multibulk_header(buf)? {
+                        None => return Ok(None),
+                        Some(0) => continue,
+                        Some(n) => {
+                            self.remaining = n;
+                            self.args = Vec::with_capacity(n.min(64));
+                        }
+                    }
+                } else {
+                    match Self::inline(buf)? {
+                        None => return Ok(None),
+                        Some(args) if args.is_empty() => continue,
+                        Some(args) => return Ok(Some(args)),
+                    }
+                }
+            }
+            // Inside a multibulk.
+            while self.remaining > 0 {
+                let len = match self.bulk_len {
+                    Some(l) => l,
+                    None => match self.bulk_header(buf)? {
+                        None => return Ok(None),
+                        Some(l) => {
+                            self.bulk_len = Some(l);
+                            l
+                        }
+                    },
+                };
+                if buf.len() < len + 2 {
+                    let want = (len + 2 - buf.len()).min(MAX_RESERVE);
+                    buf.reserve(want);
+                    return Ok(None);
+                }
+                let arg = buf.split_to(len).freeze();
+                // Redis skips the two bytes after the data without checking them.
+                buf.advance(2);
+                self.args.push(arg);
+                self.bulk_len = None;
+                self.remaining -= 1;
+            }
+            return Ok(Some(std::mem::take(&mut self.args)));
+        }
+    }
+
+    fn multibulk_header(&mut self, buf: &mut BytesMut) -> Result<Option<usize>, ProtocolError> {
+        let Some(cr) = find_crlf_line(buf) else {
+            if buf.len() > INLINE_MAX {
+                return Err(ProtocolError("too big mbulk count string".into()));
+            }
+            return Ok(None);
+        };
+        if cr > INLINE_MAX {
+            return Err(ProtocolError("too big mbulk count string".into()));
+        }
+        // Need the '\n' too (Redis requires newline-querybuf+2 <= len).
+        if buf.len() < cr + 2 {
+            return Ok(None);
+        }
+        let n = parse_i64_strict(&buf[1..cr]);
+        let n = match n {
+            Some(n) if n <= i64::from(i32::MAX) => n,
+            _ => return Err(ProtocolError("invalid multibulk length".into())),
+        };
+        if n > 10 && self.unauthenticated {
+            return Err(ProtocolError("unauthenticated multibulk length".into()));
+        }
+        buf.advance(cr + 2);
+        Ok(Some(if n <= 0 { 0 } else { n as usize }))
+    }
+
+    fn bulk_header(&mut self, buf: &mut BytesMut) -> Result<Option<usize>, ProtocolError> {
+        let Some(cr) = find_crlf_line(buf) else {
+            if buf.len() > INLINE_MAX {
+                return Err(ProtocolError("too big bulk count string".into()));
+            }
+            return Ok(None);
+        };
+        if cr > INLINE_MAX {
+            return Err(ProtocolError("too big bulk count string".into()));
+        }
+        if buf.len() < cr + 2 {
+            return Ok(None);
+        }
+        if buf[0] != b'$' {
+            return Err(ProtocolError(format!("expected '$', got '{}'", buf[0] as char)));
+        }
+        let l = match parse_i64_strict(&buf[1..cr]) {
+            Some(l) if l >= 0 && l <= self.max_bulk => l,
+            _ => return Err(ProtocolError("invalid bulk length".into())),
+        };
+        if l > 16384 && self.unauthenticated {
+            return Err(ProtocolError("unauthenticated bulk length".into()));
+        }
+        buf.advance(cr + 2);
+        Ok(Some(l as usize))
+    }
+
+    fn inline(buf: &mut BytesMut) -> Result<Option<Vec<Bytes>>, ProtocolError> {
+        let Some(nl) = memchr(b'\n', buf) else {
+            if buf.len() > INLINE_MAX {
+                return Err(ProtocolError("too big inline request".into()));
+            }
+            return Ok(None);
+        };
+        let line = buf.split_to(nl + 1);
+        let mut end = nl;
+        if end > 0 && line[end - 1] == b'\r' {
+            end -= 1;
+        }
+        match split_args(&line[..end]) {
+            Some(args) => Ok(Some(args)),
+            None => Err(ProtocolError("unbalanced quotes in request".into())),
+        }
+    }
+}
+
+fn hex_val(c: u8) -> Option<u8> {
+    match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        b'A'..=b'F' => Some(c - b'A' + 10),
+        _ => None,
+    }
+}
+
+/// Redis `sdssplitargs`: whitespace-separated words, "double quotes" with
+/// C escapes (`\n`, `\xHH`…), 'single quotes' with only `\'`. A closing quote
+/// must be followed by a space or the end. `None` on unbalanced quotes.
+pub fn split_args(line: &[u8]) -> Option<Vec<Bytes>> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    let n = line.len();
+    loop {
+        while i < n && line[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if i >= n {
+            return Some(out);
+        }
+        let mut cur = Vec::new();
+        let mut inq = false;
+        let mut insq = false;
+        loop {
+            if inq {
+                if i >= n {
+                    return None;
+                }
+                let c = line[i];
+                if c == b'\\' && i + 3 < n && line[i + 1] == b'x' {
+                    if let (Some(h), Some(l)) = (hex_val(line[i + 2]), hex_val(line[i + 3])) {
+                        cur.push(h * 16 + l);
+                        i += 4;
+                        continue;
+                    }
+                }
+                if c == b'\\' && i + 1 < n {
+                    i += 1;
+                    cur.push(match line[i] {
+                        b'n' => b'\n',
+                        b'r' => b'\r',
+                        b't' => b'\t',
+                        b'b' => 8,
+                        b'a' => 7,
+                        other => other,
+                    });
+                } else if c == b'"' {
+                    if i + 1 < n && !line[i + 1].is_ascii_whitespace() {
+                        return None;
+                    }
+                    i += 1;
+                    break;
+                } else {
+                    cur.push(c);
+                }
+                i += 1;
+            } else if insq {
+                if i >= n {
+                    return None;
+                }
+                let c = line[i];
+                if c == b'\\' && i + 1 < n && line[i + 1] == b'\'' {
+                    i += 1;
+                    cur.push(b'\'');
+                } else if c == b'\'' {
+                    if i + 1 < n && !line[i + 1].is_ascii_whitespace() {
+                        return None;
+                    }
+                    i += 1;
+                    break;
+                } else {
+                    cur.push(c);
+                }
+                i += 1;
+            } else {
+                if i >= n {
+                    break;
+                }
+                match line[i] {
+                    b' ' | b'\n' | b'\r' | b'\t' | 0 => {
+                        i += 1;
+                        break;
+                    }
+                    b'"' => inq = true,
+                    b'\'' => insq = true,
+                    c => cur.push(c),
+                }
+                i += 1;
+            }
+        }
+        out.push(Bytes::from(cur));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_all(input: &[u8]) -> (Vec<Vec<Bytes>>, Option<ProtocolError>) {
+        let mut p = RequestParser::new();
+        let mut buf = BytesMut::from(input);
+        let mut out = Vec::new();
+        loop {
+            match p.next(&mut buf) {
+                Ok(Some(c)) => out.push(c),
+                Ok(None) => return (out, None),
+                Err(e) => return (out, Some(e)),
+            }
+        }
+    }
+
+    #[test]
+    fn multibulk_and_inline_mix() {
+        let (cmds, err) = parse_all(b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\nPING\r\n  set a \"b c\"\r\n*0\r\n\r\n");
+        assert!(err.is_none());
+        assert_eq!(cmds.len(), 3);
+        assert_eq!(cmds[0], vec![Bytes::from("GET"), Bytes::from("k")]);
+        assert_eq!(cmds[1], vec![Bytes::from("PING")]);
+        assert_eq!(cmds[2], vec![Bytes::from("set"), Bytes::from("a"), Bytes::from("b c")]);
+    }
+
+    #[test]
+    fn byte_at_a_time_delivery_gives_the_same_commands() {
+        let input = b"*3\r\n$3\r\nSET\r\n$3\r\nkey\r\n$5\r\nva\r\nl\r\nECHO 'x y'\n";
+        let mut p = RequestParser::new();
+        let mut buf = BytesMut::new();
+        let mut out = Vec::new();
+        for &b in input.iter() {
+            buf.extend_from_slice(&[b]);
+            while let Some(c) = p.next(&mut buf).unwrap() {
+                out.push(c);
+            }
+        }
+        assert_eq!(out.len(), 2);
+        assert_eq!(out[0][2], Bytes::from("va\r\nl"));
+        assert_eq!(out[1], vec![Bytes::from("ECHO"), Bytes::from("x y")]);
+    }
+
+    #[test]
+    fn protocol_errors_have_redis_texts() {
+        let cases: &[(&[u8], &str)] = &[
+            (b"*abc\r\n", "invalid multibulk length"),
+            (b"*1\r\n+foo\r\n", "expected '$', got '+'"),
+            (b"*1\r\n$-5\r\n", "invalid bulk length"),
+            (b"*1\r\n$999999999999\r\n", "invalid bulk length"),
+            (b"*3000000000\r\n", "invalid multibulk length"),
+            (b"set \"a\r\n", "unbalanced quotes in request"),
+            (b"set \"a\"b\r\n", "unbalanced quotes in request"),
+        ];
+        for (input, msg) in cases {
+            let (_, err) = parse_all(input);
+            assert_eq!(err.unwrap().0, *msg, "input {:?}", String::from_utf8_lossy(input));
+        }
+        let big = vec![b'a'; INLINE_MAX + 10];
+        assert_eq!(parse_all(&big).1.unwrap().0, "too big inline request");
+    }
+
+    #[test]
+    fn huge_declared_lengths_reserve_little() {
+        let mut p = RequestParser::new();
+        let mut buf = BytesMut::from(&b"*1000000\r\n$500000000\r\nab"[..]);
+        assert!(p.next(&mut buf).unwrap().is_none());
+        assert!(buf.capacity() < 4 * MAX_RESERVE);
+    }
+
+    #[test]
+    fn strict_integer_parsing_matches_string2ll() {
+        assert_eq!(parse_i64_strict(b"0"), Some(0));
+        assert_eq!(parse_i64_strict(b"-9223372036854775808"), Some(i64::MIN));
+        assert_eq!(parse_i64_strict(b"9223372036854775808"), None);
+        for bad in [&b"01"[..], b"-0", b"+1", b" 1", b"", b"-", b"1a"] {
+            assert_eq!(parse_i64_strict(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn inline_escapes() {
+        let args = split_args(br#"a "\x41\n" 'it\'s'"#).unwrap();
+        assert_eq!(args, vec![Bytes::from("a"), Bytes::from("A\n"), Bytes::from("it's")]);
+    }
+}

@@ -1,0 +1,234 @@
+//! The single reply type produced by every command, and its encoders.
+//!
+//! Commands never write to a socket: they return a [`Reply`]. The connection
+//! encodes it for the client's protocol version; Lua converts it to Lua
+//! values without any RESP in between.
+
+use bytes::{BufMut, Bytes, BytesMut};
+
+use crate::num::fmt_double;
+
+/// Protocol version negotiated with `HELLO`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Resp {
+    #[default]
+    V2,
+    V3,
+}
+
+/// A reply, covering RESP3. RESP2 encodes the RESP3-only variants the way
+/// Redis does (maps flattened, doubles as bulk strings, booleans as integers,
+/// null as a nil bulk or nil array).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// `+OK`
+    Status(Bytes),
+    /// `-ERR ...`: the full text, code included, without the leading `-`.
+    Error(Bytes),
+    Int(i64),
+    Bulk(Bytes),
+    /// Null bulk string: RESP2 `$-1`, RESP3 `_`.
+    Nil,
+    /// Null array: RESP2 `*-1`, RESP3 `_`.
+    NilArray,
+    Array(Vec<Reply>),
+    Map(Vec<(Reply, Reply)>),
+    Set(Vec<Reply>),
+    Double(f64),
+    Bool(bool),
+    /// Verbatim string with its three-letter format (`txt`).
+    Verbatim(&'static str, Bytes),
+    BigNumber(Bytes),
+    /// Out-of-band message (pub/sub); RESP2 sends it as an array.
+    Push(Vec<Reply>),
+}
+
+impl Reply {
+    pub const fn ok() -> Reply {
+        Reply::Status(Bytes::from_static(b"OK"))
+    }
+    pub fn status(s: &'static str) -> Reply {
+        Reply::Status(Bytes::from_static(s.as_bytes()))
+    }
+    /// An error reply from its full text (`"ERR something"`).
+    pub fn error(s: impl Into<String>) -> Reply {
+        Reply::Error(Bytes::from(s.into()))
+    }
+    pub fn bulk(b: impl Into<Bytes>) -> Reply {
+        Reply::Bulk(b.into())
+    }
+    pub fn bulk_str(s: &str) -> Reply {
+        Reply::Bulk(Bytes::copy_from_slice(s.as_bytes()))
+    }
+    pub fn is_error(&self) -> bool {
+        matches!(self, Reply::Error(_))
+    }
+    /// Array of bulk strings.
+    pub fn bulks<I: IntoIterator<Item = Bytes>>(items: I) -> Reply {
+        Reply::Array(items.into_iter().map(Reply::Bulk).collect())
+    }
+
+    /// Encodes this reply for `resp` and appends it to `out`.
+    pub fn encode(&self, resp: Resp, out: &mut BytesMut) {
+        match self {
+            Reply::Status(s) => {
+                out.put_u8(b'+');
+                put_line_safe(out, s);
+            }
+            Reply::Error(s) => {
+                out.put_u8(b'-');
+                put_line_safe(out, s);
+            }
+            Reply::Int(i) => {
+                out.put_u8(b':');
+                put_int(out, *i);
+                out.put_slice(b"\r\n");
+            }
+            Reply::Bulk(b) => put_bulk(out, b),
+            Reply::Nil => out.put_slice(if resp == Resp::V3 { b"_\r\n" } else { b"$-1\r\n" }),
+            Reply::NilArray => out.put_slice(if resp == Resp::V3 { b"_\r\n" } else { b"*-1\r\n" }),
+            Reply::Array(items) => {
+                put_header(out, b'*', items.len());
+                for it in items {
+                    it.encode(resp, out);
+                }
+            }
+            Reply::Set(items) => {
+                put_header(out, if resp == Resp::V3 { b'~' } else { b'*' }, items.len());
+                for it in items {
+                    it.encode(resp, out);
+                }
+            }
+            Reply::Push(items) => {
+                put_header(out, if resp == Resp::V3 { b'>' } else { b'*' }, items.len());
+                for it in items {
+                    it.encode(resp, out);
+                }
+            }
+            Reply::Map(pairs) => {
+                if resp == Resp::V3 {
+                    put_header(out, b'%', pairs.len());
+                } else {
+                    put_header(out, b'*', pairs.len() * 2);
+                }
+                for (k, v) in pairs {
+                    k.encode(resp, out);
+                    v.encode(resp, out);
+                }
+            }
+            Reply::Double(d) => {
+                let s = fmt_double(*d);
+                if resp == Resp::V3 {
+                    out.put_u8(b',');
+                    out.put_slice(s.as_bytes());
+                    out.put_slice(b"\r\n");
+                } else {
+                    put_bulk(out, s.as_bytes());
+                }
+            }
+            Reply::Bool(b) => {
+                if resp == Resp::V3 {
+                    out.put_slice(if *b { b"#t\r\n" } else { b"#f\r\n" });
+                } else {
+                    out.put_slice(if *b { b":1\r\n" } else { b":0\r\n" });
+                }
+            }
+            Reply::Verbatim(fmt, b) => {
+                if resp == Resp::V3 {
+                    put_header(out, b'=', b.len() + 4);
+                    out.put_slice(fmt.as_bytes());
+                    out.put_u8(b':');
+                    out.put_slice(b);
+                    out.put_slice(b"\r\n");
+                } else {
+                    put_bulk(out, b);
+                }
+            }
+            Reply::BigNumber(b) => {
+                if resp == Resp::V3 {
+                    out.put_u8(b'(');
+                    out.put_slice(b);
+                    out.put_slice(b"\r\n");
+                } else {
+                    put_bulk(out, b);
+                }
+            }
+        }
+    }
+
+    /// Convenience: the encoded bytes.
+    pub fn to_bytes(&self, resp: Resp) -> Bytes {
+        let mut b = BytesMut::new();
+        self.encode(resp, &mut b);
+        b.freeze()
+    }
+}
+
+impl From<i64> for Reply {
+    fn from(i: i64) -> Self {
+        Reply::Int(i)
+    }
+}
+impl From<Bytes> for Reply {
+    fn from(b: Bytes) -> Self {
+        Reply::Bulk(b)
+    }
+}
+impl From<Option<Bytes>> for Reply {
+    fn from(b: Option<Bytes>) -> Self {
+        b.map_or(Reply::Nil, Reply::Bulk)
+    }
+}
+
+fn put_int(out: &mut BytesMut, i: i64) {
+    let mut buf = itoa::Buffer::new();
+    out.put_slice(buf.format(i).as_bytes());
+}
+
+fn put_header(out: &mut BytesMut, tag: u8, len: usize) {
+    out.put_u8(tag);
+    let mut buf = itoa::Buffer::new();
+    out.put_slice(buf.format(len).as_bytes());
+    out.put_slice(b"\r\n");
+}
+
+fn put_bulk(out: &mut BytesMut, b: &[u8]) {
+    put_header(out, b'$', b.len());
+    out.put_slice(b);
+    out.put_slice(b"\r\n");
+}
+
+/// Simple strings and errors cannot carry CR/LF: Redis replaces them with
+/// spaces, which also keeps a script's error text from breaking the stream.
+fn put_line_safe(out: &mut BytesMut, s: &[u8]) {
+    if s.iter().any(|&c| c == b'\r' || c == b'\n') {
+        out.extend(s.iter().map(|&c| if c == b'\r' || c == b'\n' { b' ' } else { c }));
+    } else {
+        out.put_slice(s);
+    }
+    out.put_slice(b"\r\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resp2_and_resp3_encodings() {
+        let r = Reply::Map(vec![(Reply::bulk_str("a"), Reply::Double(1.5))]);
+        assert_eq!(&r.to_bytes(Resp::V2)[..], b"*2\r\n$1\r\na\r\n$3\r\n1.5\r\n");
+        assert_eq!(&r.to_bytes(Resp::V3)[..], b"%1\r\n$1\r\na\r\n,1.5\r\n");
+        assert_eq!(&Reply::Nil.to_bytes(Resp::V2)[..], b"$-1\r\n");
+        assert_eq!(&Reply::NilArray.to_bytes(Resp::V2)[..], b"*-1\r\n");
+        assert_eq!(&Reply::NilArray.to_bytes(Resp::V3)[..], b"_\r\n");
+        assert_eq!(&Reply::Bool(true).to_bytes(Resp::V2)[..], b":1\r\n");
+        assert_eq!(&Reply::Int(-42).to_bytes(Resp::V3)[..], b":-42\r\n");
+        assert_eq!(&Reply::Double(f64::INFINITY).to_bytes(Resp::V3)[..], b",inf\r\n");
+    }
+
+    #[test]
+    fn newlines_in_errors_become_spaces() {
+        let r = Reply::error("ERR a\r\nb");
+        assert_eq!(&r.to_bytes(Resp::V2)[..], b"-ERR a  b\r\n");
+    }
+}

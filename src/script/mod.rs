@@ -1,0 +1,11 @@
+//! Lua scripting engine.
+
+/// The Lua engine of one server.
+#[derive(Debug, Default)]
+pub struct Scripting {}
+
+impl Scripting {
+    pub fn new() -> Self {
+        Scripting {}
+    }
+}

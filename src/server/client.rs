@@ -1,0 +1,241 @@
+//! Per-connection state.
+//!
+//! [`ClientState`] is owned by the connection task and handed to commands
+//! by `&mut`. [`ClientShared`] is the part other tasks see: the push channel
+//! (pub/sub messages, unblocked replies), the kill switch, and what
+//! `CLIENT LIST` reports.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+use tokio::sync::{mpsc, Notify};
+
+use crate::protocol::{Reply, Resp};
+
+/// Something delivered to a connection from outside its own command stream.
+#[derive(Debug)]
+pub enum Outbound {
+    /// A message already encoded for the client's protocol (pub/sub).
+    Encoded(Bytes),
+    /// A reply to encode with the client's protocol (e.g. an unblocked pop).
+    Reply(Reply),
+}
+
+/// What kind of client runs a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientKind {
+    /// A TCP connection.
+    Normal,
+    /// The pseudo-client of a running Lua script.
+    Script,
+}
+
+/// `CLIENT REPLY` mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReplyMode {
+    #[default]
+    On,
+    Off,
+    /// Skip the reply of the next command only.
+    Skip,
+    /// Internal: skip the reply of the current command.
+    SkipThis,
+}
+
+/// Fields of a client that other tasks read.
+#[derive(Debug)]
+pub struct ClientShared {
+    pub id: u64,
+    pub addr: SocketAddr,
+    pub laddr: SocketAddr,
+    /// Unix ms at connect.
+    pub created_ms: u64,
+    pub last_interaction_ms: AtomicU64,
+    pub name: Mutex<Bytes>,
+    pub lib_name: Mutex<Bytes>,
+    pub lib_ver: Mutex<Bytes>,
+    pub db: AtomicUsize,
+    pub resp: AtomicU8,
+    pub last_cmd: Mutex<&'static str>,
+    /// Channels / patterns / shard channels subscribed.
+    pub sub_channels: AtomicUsize,
+    pub sub_patterns: AtomicUsize,
+    pub sub_shard: AtomicUsize,
+    pub in_multi: AtomicBool,
+    pub blocked: AtomicBool,
+    /// Bytes queued on `tx` and not yet written to the socket.
+    pub pending_bytes: AtomicUsize,
+    /// Unix ms since when `pending_bytes` has been over the soft limit (0 = not over).
+    pub soft_limit_since: AtomicU64,
+    pub tx: mpsc::UnboundedSender<Outbound>,
+    pub killed: AtomicBool,
+    pub kill: Notify,
+}
+
+impl ClientShared {
+    pub fn new(id: u64, addr: SocketAddr, laddr: SocketAddr, now_ms: u64, tx: mpsc::UnboundedSender<Outbound>) -> Self {
+        ClientShared {
+            id,
+            addr,
+            laddr,
+            created_ms: now_ms,
+            last_interaction_ms: AtomicU64::new(now_ms),
+            name: Mutex::new(Bytes::new()),
+            lib_name: Mutex::new(Bytes::new()),
+            lib_ver: Mutex::new(Bytes::new()),
+            db: AtomicUsize::new(0),
+            resp: AtomicU8::new(2),
+            last_cmd: Mutex::new("NULL"),
+            sub_channels: AtomicUsize::new(0),
+            sub_patterns: AtomicUsize::new(0),
+            sub_shard: AtomicUsize::new(0),
+            in_multi: AtomicBool::new(false),
+            blocked: AtomicBool::new(false),
+            pending_bytes: AtomicUsize::new(0),
+            soft_limit_since: AtomicU64::new(0),
+            tx,
+            killed: AtomicBool::new(false),
+            kill: Notify::new(),
+        }
+    }
+
+    pub fn resp(&self) -> Resp {
+        if self.resp.load(Ordering::Relaxed) == 3 {
+            Resp::V3
+        } else {
+            Resp::V2
+        }
+    }
+
+    /// Asks the connection to close (CLIENT KILL, output buffer limits).
+    pub fn kill(&self) {
+        self.killed.store(true, Ordering::Release);
+        self.kill.notify_one();
+    }
+
+    /// Queues an encoded message; returns the bytes now pending.
+    pub fn push_encoded(&self, b: Bytes) -> usize {
+        let len = b.len();
+        let pending = self.pending_bytes.fetch_add(len, Ordering::AcqRel) + len;
+        if self.tx.send(Outbound::Encoded(b)).is_err() {
+            self.pending_bytes.fetch_sub(len, Ordering::AcqRel);
+        }
+        pending
+    }
+
+    pub fn subscriptions(&self) -> usize {
+        self.sub_channels.load(Ordering::Relaxed) + self.sub_patterns.load(Ordering::Relaxed) + self.sub_shard.load(Ordering::Relaxed)
+    }
+
+    /// `CLIENT LIST` / `CLIENT INFO` line (without trailing newline).
+    pub fn info_line(&self, now_ms: u64, fd: u64) -> String {
+        let mut flags = String::new();
+        if self.in_multi.load(Ordering::Relaxed) {
+            flags.push('x');
+        }
+        if self.blocked.load(Ordering::Relaxed) {
+            flags.push('b');
+        }
+        if self.subscriptions() > 0 {
+            flags.push('P');
+        }
+        if flags.is_empty() {
+            flags.push('N');
+        }
+        let name = self.name.lock().clone();
+        let lib_name = self.lib_name.lock().clone();
+        let lib_ver = self.lib_ver.lock().clone();
+        let last = *self.last_cmd.lock();
+        format!(
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=1024 rbp=0 obl=0 oll=0 omem={} tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+            self.id,
+            self.addr,
+            self.laddr,
+            fd,
+            String::from_utf8_lossy(&name),
+            now_ms.saturating_sub(self.created_ms) / 1000,
+            now_ms.saturating_sub(self.last_interaction_ms.load(Ordering::Relaxed)) / 1000,
+            flags,
+            self.db.load(Ordering::Relaxed),
+            self.sub_channels.load(Ordering::Relaxed),
+            self.sub_patterns.load(Ordering::Relaxed),
+            self.sub_shard.load(Ordering::Relaxed),
+            if self.in_multi.load(Ordering::Relaxed) { 0 } else { -1 },
+            self.pending_bytes.load(Ordering::Relaxed),
+            last,
+            self.resp.load(Ordering::Relaxed),
+            String::from_utf8_lossy(&lib_name),
+            String::from_utf8_lossy(&lib_ver),
+        )
+    }
+}
+
+/// Commands queued by `MULTI`.
+#[derive(Debug, Default)]
+pub struct MultiState {
+    pub queue: Vec<Vec<Bytes>>,
+    /// A queuing error happened: `EXEC` answers `EXECABORT`.
+    pub dirty: bool,
+}
+
+/// State of one connection (or of a script's pseudo-client).
+#[derive(Debug)]
+pub struct ClientState {
+    pub id: u64,
+    pub kind: ClientKind,
+    pub db: usize,
+    pub resp: Resp,
+    pub authenticated: bool,
+    pub shared: Arc<ClientShared>,
+    pub multi: Option<MultiState>,
+    /// Set by a blocking command that must wait; the connection awaits it.
+    pub block: Option<crate::blocking::BlockRequest>,
+    pub reply_mode: ReplyMode,
+    /// Close the connection once pending replies are written.
+    pub close: bool,
+    /// The script being run is read-only (`EVAL_RO`, `no-writes` flag).
+    pub script_readonly: bool,
+    /// Number of commands executed inside `EXEC` currently running (0 = not in EXEC).
+    pub in_exec: bool,
+}
+
+impl ClientState {
+    pub fn new(shared: Arc<ClientShared>, authenticated: bool) -> Self {
+        ClientState {
+            id: shared.id,
+            kind: ClientKind::Normal,
+            db: 0,
+            resp: Resp::V2,
+            authenticated,
+            shared,
+            multi: None,
+            block: None,
+            reply_mode: ReplyMode::On,
+            close: false,
+            script_readonly: false,
+            in_exec: false,
+        }
+    }
+
+    pub fn set_db(&mut self, db: usize) {
+        self.db = db;
+        self.shared.db.store(db, Ordering::Relaxed);
+    }
+
+    pub fn set_resp(&mut self, resp: Resp) {
+        self.resp = resp;
+        self.shared.resp.store(if resp == Resp::V3 { 3 } else { 2 }, Ordering::Relaxed);
+    }
+
+    /// True when the connection is in RESP2 subscribed mode.
+    pub fn in_resp2_pubsub(&self) -> bool {
+        self.resp == Resp::V2 && self.shared.subscriptions() > 0
+    }
+
+    pub fn is_script(&self) -> bool {
+        self.kind == ClientKind::Script
+    }
+}

@@ -1,0 +1,287 @@
+//! One client connection: read, parse, run under the core lock, reply.
+//!
+//! All commands parsed from one read are run under a single hold of the core
+//! lock and their replies written with one `write` (pipelining). Messages
+//! queued for this client by others (pub/sub, unblocked pops) that were
+//! queued before the lock was taken are written before this batch's replies,
+//! so the client observes the same order the server executed things in.
+
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, MutexGuard};
+
+use super::client::{ClientShared, ClientState, Outbound, ReplyMode};
+use crate::cmd::{self, flags, Ctx, Lookup};
+use crate::core::{Core, LockError, Shared};
+use crate::protocol::{Reply, RequestParser};
+
+const READ_CHUNK: usize = 16 * 1024;
+/// Flush replies early when a batch produces this much output.
+const OUT_FLUSH: usize = 256 * 1024;
+
+struct Conn {
+    shared: Arc<Shared>,
+    socket: TcpStream,
+    rbuf: BytesMut,
+    out: BytesMut,
+    parser: RequestParser,
+    client: ClientState,
+    rx: mpsc::UnboundedReceiver<Outbound>,
+}
+
+/// Serves one connection until it closes, is killed, or the server stops.
+pub async fn handle(shared: Arc<Shared>, socket: TcpStream, peer: SocketAddr) {
+    let _ = socket.set_nodelay(true);
+    let laddr = socket.local_addr().unwrap_or(shared.local_addr);
+    let (tx, rx) = mpsc::unbounded_channel();
+    let id = shared.next_id();
+    let cs = Arc::new(ClientShared::new(id, peer, laddr, shared.clock.now_ms(), tx));
+    let (authenticated, max_bulk) = {
+        let mut core = shared.core.lock().await;
+        let max: usize = core.config.get_str("maxclients").parse().unwrap_or(10000);
+        if core.clients.len() >= max {
+            core.stats.rejected_connections += 1;
+            drop(core);
+            let mut s = socket;
+            let _ = s.write_all(b"-ERR max number of clients reached\r\n").await;
+            return;
+        }
+        core.clients.insert(id, cs.clone());
+        core.stats.total_connections += 1;
+        (core.config.requirepass.is_none(), core.config.proto_max_bulk)
+    };
+    let mut parser = RequestParser::new();
+    parser.max_bulk = max_bulk;
+    parser.unauthenticated = !authenticated;
+    let mut conn = Conn {
+        shared: shared.clone(),
+        socket,
+        rbuf: BytesMut::with_capacity(READ_CHUNK),
+        out: BytesMut::with_capacity(READ_CHUNK),
+        parser,
+        client: ClientState::new(cs.clone(), authenticated),
+        rx,
+    };
+    conn.run().await;
+    // Clean up everything this client left in the core.
+    let mut core = shared.core.lock().await;
+    core.clients.shift_remove(&id);
+    core.pubsub.remove_client(&cs);
+    core.watches.unwatch(id);
+    crate::blocking::remove_client(&mut core, id);
+}
+
+impl Conn {
+    async fn run(&mut self) {
+        let mut shutdown = self.shared.shutdown.subscribe();
+        let cs = self.client.shared.clone();
+        loop {
+            if cs.killed.load(Ordering::Acquire) || *shutdown.borrow() {
+                return;
+            }
+            self.rbuf.reserve(READ_CHUNK);
+            tokio::select! {
+                biased;
+                _ = shutdown.changed() => return,
+                _ = cs.kill.notified() => return,
+                Some(msg) = self.rx.recv() => {
+                    self.queue_outbound(msg);
+                    self.drain_outbound();
+                    if self.flush().await.is_err() {
+                        return;
+                    }
+                }
+                r = self.socket.read_buf(&mut self.rbuf) => {
+                    match r {
+                        Ok(0) | Err(_) => return,
+                        Ok(_) => {}
+                    }
+                    cs.last_interaction_ms.store(self.shared.clock.now_ms(), Ordering::Relaxed);
+                    if self.process_input().await.is_err() || self.client.close {
+                        let _ = self.flush().await;
+                        let _ = self.socket.shutdown().await;
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    fn queue_outbound(&mut self, msg: Outbound) {
+        match msg {
+            Outbound::Encoded(b) => {
+                self.client.shared.pending_bytes.fetch_sub(b.len(), Ordering::AcqRel);
+                self.out.extend_from_slice(&b);
+            }
+            Outbound::Reply(r) => r.encode(self.client.resp, &mut self.out),
+        }
+    }
+
+    /// Moves everything already queued for this client into the output.
+    fn drain_outbound(&mut self) {
+        while let Ok(msg) = self.rx.try_recv() {
+            self.queue_outbound(msg);
+        }
+    }
+
+    async fn flush(&mut self) -> std::io::Result<()> {
+        if !self.out.is_empty() {
+            self.socket.write_all(&self.out).await?;
+            self.out.clear();
+        }
+        Ok(())
+    }
+
+    /// Runs every complete command in the read buffer.
+    async fn process_input(&mut self) -> std::io::Result<()> {
+        let shared = self.shared.clone();
+        let mut guard: Option<MutexGuard<'_, Core>> = None;
+        loop {
+            let argv = match self.parser.next(&mut self.rbuf) {
+                Ok(Some(a)) => a,
+                Ok(None) => break,
+                Err(e) => {
+                    tracing::debug!(client = self.client.id, "protocol error: {e}");
+                    Reply::error(e.reply_text()).encode(self.client.resp, &mut self.out);
+                    self.client.close = true;
+                    break;
+                }
+            };
+            if guard.is_none() {
+                if shared.pause.until_ms.load(Ordering::Acquire) != 0 {
+                    self.wait_pause(&argv).await?;
+                }
+                match shared.lock_core(false).await {
+                    Ok(g) => {
+                        guard = Some(g);
+                        self.drain_outbound();
+                    }
+                    Err(LockError::Busy) => {
+                        let r = self.while_busy(&argv);
+                        r.encode(self.client.resp, &mut self.out);
+                        continue;
+                    }
+                }
+            }
+            let core = guard.as_mut().expect("lock held");
+            let mode_before = self.client.reply_mode;
+            let reply = {
+                let mut ctx = Ctx { core, client: &mut self.client, shared: &shared };
+                cmd::process(&mut ctx, argv)
+            };
+            self.parser.unauthenticated = !self.client.authenticated;
+            self.emit(reply, mode_before);
+            if let Some(req) = self.client.block.take() {
+                guard = None;
+                self.flush().await?;
+                self.client.shared.blocked.store(true, Ordering::Relaxed);
+                let r = crate::blocking::wait(&shared, &mut self.client, req).await;
+                self.client.shared.blocked.store(false, Ordering::Relaxed);
+                r.encode(self.client.resp, &mut self.out);
+                continue;
+            }
+            if self.client.close {
+                break;
+            }
+            if self.out.len() >= OUT_FLUSH {
+                guard = None;
+                self.flush().await?;
+            }
+        }
+        drop(guard);
+        self.flush().await
+    }
+
+    /// Encodes `reply` unless `CLIENT REPLY` suppresses it.
+    fn emit(&mut self, reply: Reply, mode_before: ReplyMode) {
+        let now = self.client.reply_mode;
+        let suppress = match (mode_before, now) {
+            (_, ReplyMode::SkipThis) => {
+                self.client.reply_mode = mode_before;
+                true
+            }
+            (ReplyMode::Skip, m) => {
+                if m == ReplyMode::Skip {
+                    // The skipped command was CLIENT REPLY SKIP itself: stays armed.
+                } else if m != ReplyMode::Off {
+                    self.client.reply_mode = ReplyMode::On;
+                }
+                true
+            }
+            (_, ReplyMode::Off) => true,
+            (ReplyMode::On, ReplyMode::Skip) => true,
+            _ => false,
+        };
+        if !suppress {
+            reply.encode(self.client.resp, &mut self.out);
+        }
+    }
+
+    /// Waits out `CLIENT PAUSE` if it applies to this command.
+    async fn wait_pause(&mut self, argv: &[Bytes]) -> std::io::Result<()> {
+        let shared = self.shared.clone();
+        let pause = &shared.pause;
+        if let Lookup::Found(c) = cmd::table().lookup(argv) {
+            if c.fullname == "client|unpause" || c.fullname == "client|pause" {
+                return Ok(());
+            }
+            let writes_only = pause.writes_only.load(Ordering::Relaxed);
+            if writes_only && !(c.is_write() || c.has(flags::MAY_REPLICATE)) {
+                return Ok(());
+            }
+        }
+        self.flush().await?;
+        loop {
+            let until = pause.until_ms.load(Ordering::Acquire);
+            let now = self.shared.clock.now_ms();
+            if until == 0 || now >= until {
+                return Ok(());
+            }
+            let notified = pause.notify.notified();
+            tokio::select! {
+                _ = notified => {}
+                _ = tokio::time::sleep(Duration::from_millis(until - now)) => {}
+            }
+        }
+    }
+
+    /// The answer to a command sent while a script runs past the busy
+    /// threshold: only SCRIPT KILL, FUNCTION KILL and SHUTDOWN NOSAVE act.
+    fn while_busy(&mut self, argv: &[Bytes]) -> Reply {
+        let st = &self.shared.script;
+        let is_fn = st.is_function.load(Ordering::Relaxed);
+        let name = argv[0].to_ascii_lowercase();
+        let sub = argv.get(1).map(|a| a.to_ascii_lowercase()).unwrap_or_default();
+        let kill_cmd = (name == b"script" && sub == b"kill") || (name == b"function" && sub == b"kill");
+        if kill_cmd && argv.len() == 2 {
+            if (name == b"script") == is_fn {
+                return Reply::error(if is_fn {
+                    "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."
+                } else {
+                    "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+                });
+            }
+            if st.wrote.load(Ordering::Acquire) {
+                return Reply::error("UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.");
+            }
+            st.kill.store(true, Ordering::Release);
+            return Reply::ok();
+        }
+        if name == b"shutdown" && argv[1..].iter().any(|a| a.eq_ignore_ascii_case(b"nosave")) {
+            self.shared.request_shutdown();
+            self.client.close = true;
+            return Reply::ok();
+        }
+        Reply::error(if is_fn {
+            "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."
+        } else {
+            "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+        })
+    }
+}
