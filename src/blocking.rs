@@ -1,20 +1,32 @@
-//! Clients blocked on keys (BLPOP and friends).
+//! Clients blocked on keys (BLPOP, BLMOVE, BZPOPMIN…).
 //!
-//! A blocking command that cannot be served registers a waiter under the
-//! core lock and returns; the connection then awaits [`wait`]. Writes that
-//! touch a key with waiters mark it ready; after the command the core serves
-//! ready keys first-come-first-served, under the same lock, and sends each
-//! served waiter its reply.
+//! A blocking command that finds nothing to pop calls [`block_on_keys`]:
+//! it registers a waiter under the core lock and sets
+//! `ClientState::block`; the connection then waits for the reply, the
+//! timeout, `CLIENT UNBLOCK`, or the client going away.
+//!
+//! Writes that touch a key with waiters mark it ready. After the command
+//! (at nesting depth 0), [`serve_ready`] re-runs each waiter's own command,
+//! first come first served, in non-blocking mode and under the same lock:
+//! one implementation of each pop, whether it runs at once or later. A
+//! re-run that finds nothing (nil) leaves the waiter blocked; a
+//! `WRONGTYPE` keeps it blocked too (Redis 7.0 only serves matching types).
+//!
+//! **Invariant:** a waiter is registered in `waiters`, in `by_client` and
+//! under each of its keys in `by_key`, or in none of them.
 
-use std::collections::HashMap;
-use std::time::Instant;
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use tokio::sync::oneshot;
 
-use crate::core::{Core, Shared};
-use crate::protocol::Reply;
-use crate::server::client::ClientState;
+use crate::cmd::{self, Ctx, Lookup};
+use crate::core::Core;
+use crate::error::CmdResult;
+use crate::protocol::{Reply, Resp};
+use crate::server::client::{ClientShared, ClientState};
 
 /// What a connection awaits after a blocking command registered a waiter.
 #[derive(Debug)]
@@ -22,17 +34,32 @@ pub struct BlockRequest {
     pub waiter: u64,
     pub rx: oneshot::Receiver<Reply>,
     pub deadline: Option<Instant>,
-    /// Sent when the timeout expires (nil array for BLPOP, nil for BLMOVE…).
+}
+
+/// One blocked client.
+#[derive(Debug)]
+pub struct Waiter {
+    pub client: Arc<ClientShared>,
+    pub db: usize,
+    pub resp: Resp,
+    pub argv: Vec<Bytes>,
+    pub keys: Vec<Bytes>,
     pub timeout_reply: Reply,
+    pub tx: Option<oneshot::Sender<Reply>>,
 }
 
 /// Registered waiters.
 #[derive(Debug, Default)]
 pub struct Blocking {
+    pub waiters: HashMap<u64, Waiter>,
     /// `(db, key)` → waiter ids in arrival order.
-    pub by_key: HashMap<(usize, Bytes), std::collections::VecDeque<u64>>,
+    pub by_key: HashMap<(usize, Bytes), VecDeque<u64>>,
+    /// Client id → its waiter id.
+    pub by_client: HashMap<u64, u64>,
     /// Keys touched since the last serve that have waiters.
-    pub ready: Vec<(usize, Bytes)>,
+    pub ready: VecDeque<(usize, Bytes)>,
+    next_id: u64,
+    serving: bool,
 }
 
 impl Blocking {
@@ -51,39 +78,152 @@ impl Blocking {
         }
         for k in touched {
             if self.by_key.contains_key(k) && !self.ready.contains(k) {
-                self.ready.push(k.clone());
+                self.ready.push_back(k.clone());
             }
         }
     }
+
+    /// Removes waiter `id` everywhere; returns it.
+    pub fn remove(&mut self, id: u64) -> Option<Waiter> {
+        let w = self.waiters.remove(&id)?;
+        self.by_client.remove(&w.client.id);
+        for k in &w.keys {
+            let key = (w.db, k.clone());
+            if let Some(q) = self.by_key.get_mut(&key) {
+                q.retain(|x| *x != id);
+                if q.is_empty() {
+                    self.by_key.remove(&key);
+                }
+            }
+        }
+        Some(w)
+    }
 }
 
-/// Serves waiters of ready keys.
-pub fn serve_ready(core: &mut Core) {
-    core.blocking.ready.clear();
+/// True if the running command may block (not inside a script, `EXEC`, or
+/// the re-run of a waiter).
+pub fn can_block(ctx: &Ctx<'_>) -> bool {
+    !ctx.client.is_script() && !ctx.client.in_exec && !ctx.client.no_block
+}
+
+/// Blocks the calling client on `keys` (in the client's database) for
+/// `timeout_secs` (0 = forever). `timeout_reply` is sent if it times out.
+/// The returned reply is a placeholder the connection does not send.
+pub fn block_on_keys(
+    ctx: &mut Ctx<'_>,
+    argv: &[Bytes],
+    keys: &[Bytes],
+    timeout_secs: f64,
+    timeout_reply: Reply,
+) -> CmdResult {
+    let b = &mut ctx.core.blocking;
+    b.next_id += 1;
+    let id = b.next_id;
+    let (tx, rx) = oneshot::channel();
+    let db = ctx.client.db;
+    let mut uniq: Vec<Bytes> = Vec::with_capacity(keys.len());
+    for k in keys {
+        if !uniq.contains(k) {
+            uniq.push(k.clone());
+        }
+    }
+    for k in &uniq {
+        b.by_key.entry((db, k.clone())).or_default().push_back(id);
+    }
+    b.by_client.insert(ctx.client.id, id);
+    b.waiters.insert(
+        id,
+        Waiter {
+            client: ctx.client.shared.clone(),
+            db,
+            resp: ctx.client.resp,
+            argv: argv.to_vec(),
+            keys: uniq,
+            timeout_reply,
+            tx: Some(tx),
+        },
+    );
+    ctx.core.ks.sig.track_touches = true;
+    let deadline = (timeout_secs > 0.0).then(|| Instant::now() + Duration::from_secs_f64(timeout_secs));
+    ctx.client.block = Some(BlockRequest { waiter: id, rx, deadline });
+    Ok(Reply::Nil)
+}
+
+/// Serves waiters of ready keys (called by dispatch after a top-level command).
+pub fn serve_ready(ctx: &mut Ctx<'_>) {
+    if ctx.core.blocking.serving {
+        return;
+    }
+    ctx.core.blocking.serving = true;
+    while let Some(key) = ctx.core.blocking.ready.pop_front() {
+        while let Some(&id) = ctx.core.blocking.by_key.get(&key).and_then(|q| q.front()) {
+            let (client, db, resp, argv) = {
+                let w = &ctx.core.blocking.waiters[&id];
+                (w.client.clone(), w.db, w.resp, w.argv.clone())
+            };
+            let Lookup::Found(c) = cmd::table().lookup(&argv) else {
+                break;
+            };
+            let mut state = ClientState::new(client, true);
+            state.db = db;
+            state.resp = resp;
+            state.no_block = true;
+            let reply = {
+                let mut sub = Ctx { core: ctx.core, client: &mut state, shared: ctx.shared };
+                cmd::call(&mut sub, c, &argv)
+            };
+            let nothing = matches!(reply, Reply::Nil | Reply::NilArray)
+                || matches!(&reply, Reply::Error(e) if e.starts_with(b"WRONGTYPE"));
+            if nothing {
+                break;
+            }
+            if let Some(mut w) = ctx.core.blocking.remove(id) {
+                if let Some(tx) = w.tx.take() {
+                    let _ = tx.send(reply);
+                }
+            }
+        }
+    }
+    ctx.core.blocking.serving = false;
+    ctx.core.ks.sig.track_touches = ctx.core.watches.is_active() || ctx.core.blocking.is_active();
 }
 
 /// Re-checks waiters after SWAPDB (their keys may now hold data).
 pub fn on_swapdb(core: &mut Core, a: usize, b: usize) {
-    let keys: Vec<(usize, Bytes)> = core.blocking.by_key.keys().filter(|(db, _)| *db == a || *db == b).cloned().collect();
+    let keys: Vec<(usize, Bytes)> =
+        core.blocking.by_key.keys().filter(|(db, _)| *db == a || *db == b).cloned().collect();
     core.blocking.ready.extend(keys);
 }
 
 /// `CLIENT UNBLOCK`: true if the client was blocked.
-pub fn unblock_client(_core: &mut Core, _id: u64, _with_error: bool) -> bool {
-    false
+pub fn unblock_client(core: &mut Core, client_id: u64, with_error: bool) -> bool {
+    let Some(&id) = core.blocking.by_client.get(&client_id) else {
+        return false;
+    };
+    let Some(mut w) = core.blocking.remove(id) else {
+        return false;
+    };
+    let reply = if with_error {
+        Reply::error("UNBLOCKED client unblocked via CLIENT UNBLOCK")
+    } else {
+        std::mem::replace(&mut w.timeout_reply, Reply::Nil)
+    };
+    if let Some(tx) = w.tx.take() {
+        let _ = tx.send(reply);
+    }
+    true
 }
 
 /// Removes every waiter of a disconnected client.
-pub fn remove_client(_core: &mut Core, _id: u64) {}
-
-/// Awaits a blocked command's reply, its timeout, or the server's shutdown.
-pub async fn wait(_shared: &Shared, _client: &mut ClientState, req: BlockRequest) -> Reply {
-    let BlockRequest { rx, deadline, timeout_reply, .. } = req;
-    match deadline {
-        Some(d) => match tokio::time::timeout_at(d.into(), rx).await {
-            Ok(Ok(r)) => r,
-            _ => timeout_reply,
-        },
-        None => rx.await.unwrap_or(timeout_reply),
+pub fn remove_client(core: &mut Core, client_id: u64) {
+    if let Some(&id) = core.blocking.by_client.get(&client_id) {
+        core.blocking.remove(id);
     }
+}
+
+/// Gives up waiter `id` (timeout or disconnect). Returns the timeout reply
+/// if it was still blocked, `None` if it had been served meanwhile (the
+/// reply is then in the receiver).
+pub fn cancel(core: &mut Core, id: u64) -> Option<Reply> {
+    core.blocking.remove(id).map(|w| w.timeout_reply)
 }

@@ -64,8 +64,16 @@ const fn fixed(name: &'static str, default: &'static str, kind: Kind) -> Param {
     Param { name, alias: None, default, kind, immutable: true }
 }
 
-const POLICIES: &[&str] =
-    &["volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl", "allkeys-lru", "allkeys-lfu", "allkeys-random", "noeviction"];
+const POLICIES: &[&str] = &[
+    "volatile-lru",
+    "volatile-lfu",
+    "volatile-random",
+    "volatile-ttl",
+    "allkeys-lru",
+    "allkeys-lfu",
+    "allkeys-random",
+    "noeviction",
+];
 const LOGLEVELS: &[&str] = &["debug", "verbose", "notice", "warning"];
 const FSYNC: &[&str] = &["always", "everysec", "no"];
 const YESNO_LOCAL: &[&str] = &["yes", "no", "local"];
@@ -97,7 +105,11 @@ static PARAMS: &[Param] = &[
     p("loglevel", "notice", Kind::Enum(LOGLEVELS)),
     p("protected-mode", "yes", Kind::Bool),
     alias("replica-read-only", "slave-read-only", "yes", Kind::Bool),
-    p("client-output-buffer-limit", "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60", Kind::Special),
+    p(
+        "client-output-buffer-limit",
+        "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",
+        Kind::Special,
+    ),
     p("proto-max-bulk-len", "536870912", Kind::Mem),
     p("client-query-buffer-limit", "1073741824", Kind::Mem),
     alias("hash-max-listpack-entries", "hash-max-ziplist-entries", "128", Kind::Int(0, i64::MAX)),
@@ -189,9 +201,18 @@ pub fn notify_to_string(f: u32) -> String {
     if f & ALL == ALL {
         s.push('A');
     } else {
-        for (bit, c) in
-            [(GENERIC, 'g'), (STRING, '$'), (LIST, 'l'), (SET, 's'), (HASH, 'h'), (ZSET, 'z'), (EXPIRED, 'x'), (EVICTED, 'e'), (STREAM, 't'), (MODULE, 'd')]
-        {
+        for (bit, c) in [
+            (GENERIC, 'g'),
+            (STRING, '$'),
+            (LIST, 'l'),
+            (SET, 's'),
+            (HASH, 'h'),
+            (ZSET, 'z'),
+            (EXPIRED, 'x'),
+            (EVICTED, 'e'),
+            (STREAM, 't'),
+            (MODULE, 'd'),
+        ] {
             if f & bit != 0 {
                 s.push(c);
             }
@@ -271,7 +292,9 @@ impl RuntimeConfig {
         let mut out = Vec::new();
         for (i, p) in PARAMS.iter().enumerate() {
             for name in std::iter::once(p.name).chain(p.alias) {
-                if patterns.iter().any(|pat| glob::matches(pat, name.as_bytes(), true)) && !out.iter().any(|(n, _)| n == name) {
+                if patterns.iter().any(|pat| glob::matches(pat, name.as_bytes(), true))
+                    && !out.iter().any(|(n, _)| n == name)
+                {
                     out.push((name.to_string(), self.values[i].clone()));
                 }
             }
@@ -283,9 +306,13 @@ impl RuntimeConfig {
     pub fn set(&mut self, name: &[u8], value: &[u8]) -> Result<(), CmdError> {
         let lname = String::from_utf8_lossy(name).to_ascii_lowercase();
         let Some(param) = find(name) else {
-            return Err(CmdError::custom(format!("ERR Unknown option or number of arguments for CONFIG SET - '{lname}'")));
+            return Err(CmdError::custom(format!(
+                "ERR Unknown option or number of arguments for CONFIG SET - '{lname}'"
+            )));
         };
-        let fail = |why: &str| CmdError::custom(format!("ERR CONFIG SET failed (possibly related to argument '{lname}') - {why}"));
+        let fail = |why: &str| {
+            CmdError::custom(format!("ERR CONFIG SET failed (possibly related to argument '{lname}') - {why}"))
+        };
         if param.immutable {
             return Err(fail("can't set immutable config"));
         }
@@ -306,7 +333,11 @@ impl RuntimeConfig {
             },
             Kind::Enum(opts) => match opts.iter().find(|o| o.eq_ignore_ascii_case(&v)) {
                 Some(o) => o.to_string(),
-                None => return Err(fail("argument(s) must be one of the following: ".to_string().as_str()).with_options(opts)),
+                None => {
+                    return Err(
+                        fail("argument(s) must be one of the following: ".to_string().as_str()).with_options(opts)
+                    )
+                }
             },
             Kind::Str => v.clone(),
             Kind::Special => match param.name {
@@ -340,7 +371,7 @@ impl RuntimeConfig {
 
     fn apply_obuf_limits(&mut self, v: &str) -> Result<(), String> {
         let parts: Vec<&str> = v.split_whitespace().collect();
-        if parts.is_empty() || parts.len() % 4 != 0 {
+        if parts.is_empty() || !parts.len().is_multiple_of(4) {
             return Err("Wrong number of arguments in buffer limit configuration.".into());
         }
         let mut pubsub = self.pubsub_limit;

@@ -126,9 +126,6 @@ impl Core {
                 self.pubsub.keyspace_event(&self.clients, ev, self.ks.sig.notify_flags);
             }
         }
-        if self.blocking.has_ready() {
-            crate::blocking::serve_ready(self);
-        }
         self.ks.sig.track_touches = self.watches.is_active() || self.blocking.is_active();
     }
 

@@ -67,7 +67,10 @@ const IGNORED: &[&str] = &[
 ];
 
 /// Splits argv into what clap parses and redis-style `(name, value)` pairs.
-fn split_args(args: Vec<String>) -> Result<(Vec<String>, Vec<(String, String)>), String> {
+/// Arguments for clap, and redis-style `(name, value)` settings.
+type SplitArgs = (Vec<String>, Vec<(String, String)>);
+
+fn split_args(args: Vec<String>) -> Result<SplitArgs, String> {
     let mut known = vec![args[0].clone()];
     let mut extra: Vec<(String, String)> = Vec::new();
     let mut it = args.into_iter().skip(1).peekable();
@@ -133,7 +136,9 @@ fn main() -> ExitCode {
             "requirepass" => cli.requirepass = Some(v),
             "databases" => cli.databases = v.parse().unwrap_or(cli.databases),
             "loglevel" => cli.loglevel = v,
-            k if IGNORED.contains(&k) => eprintln!("rlockd: note: ignoring '--{k} {v}' (no effect in an in-memory server)"),
+            k if IGNORED.contains(&k) => {
+                eprintln!("rlockd: note: ignoring '--{k} {v}' (no effect in an in-memory server)")
+            }
             _ => params.push((k, v)),
         }
     }
@@ -143,7 +148,8 @@ fn main() -> ExitCode {
         "warning" => "warn",
         _ => "info",
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_env("RLOCKD_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+    let filter = tracing_subscriber::EnvFilter::try_from_env("RLOCKD_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
     tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
 
     let ip: IpAddr = match cli.bind.parse() {
@@ -168,11 +174,17 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    println!("rlockd {} ready to accept connections on {} (port {})", env!("CARGO_PKG_VERSION"), server.addr(), server.port());
+    println!(
+        "rlockd {} ready to accept connections on {} (port {})",
+        env!("CARGO_PKG_VERSION"),
+        server.addr(),
+        server.port()
+    );
     let mut stop = server.shutdown_signal();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("signal runtime");
     rt.block_on(async {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
+        let mut term =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
         tokio::select! {
             _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT received, shutting down"),
             _ = term.recv() => tracing::info!("SIGTERM received, shutting down"),

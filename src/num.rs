@@ -9,14 +9,7 @@ use crate::error::CmdError;
 
 extern "C" {
     fn rl_string2d(s: *const u8, len: usize, out: *mut f64) -> i32;
-    fn rl_ld_incr(
-        cur: *const u8,
-        curlen: usize,
-        incr: *const u8,
-        incrlen: usize,
-        out: *mut u8,
-        outlen: usize,
-    ) -> i32;
+    fn rl_ld_incr(cur: *const u8, curlen: usize, incr: *const u8, incrlen: usize, out: *mut u8, outlen: usize) -> i32;
     fn rl_ld_normalize(s: *const u8, len: usize, out: *mut u8, outlen: usize) -> i32;
     fn rl_fmt_g17(d: f64, out: *mut u8, outlen: usize) -> i32;
 }

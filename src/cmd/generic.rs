@@ -11,8 +11,7 @@ use crate::glob;
 use crate::protocol::Reply;
 
 pub static COMMANDS: &[CommandSpec] = &[
-    cmd("del", del, -2, "write", 1, -1, 1, "@keyspace @write @slow")
-        .doc("Delete a key", "1.0.0"),
+    cmd("del", del, -2, "write", 1, -1, 1, "@keyspace @write @slow").doc("Delete a key", "1.0.0"),
     cmd("unlink", unlink, -2, "write fast", 1, -1, 1, "@keyspace @write @fast")
         .doc("Delete a key asynchronously in another thread. Otherwise it is just as DEL, but non blocking.", "4.0.0"),
     cmd("exists", exists, -2, "readonly fast", 1, -1, 1, "@keyspace @read @fast")
@@ -23,16 +22,14 @@ pub static COMMANDS: &[CommandSpec] = &[
         .doc("Find all keys matching the given pattern", "1.0.0"),
     cmd("scan", scan, -2, "readonly", 0, 0, 0, "@keyspace @read @slow")
         .doc("Incrementally iterate the keys space", "2.8.0"),
-    cmd("rename", rename, 3, "write", 1, 2, 1, "@keyspace @write @slow")
-        .doc("Rename a key", "1.0.0"),
+    cmd("rename", rename, 3, "write", 1, 2, 1, "@keyspace @write @slow").doc("Rename a key", "1.0.0"),
     cmd("renamenx", renamenx, 3, "write fast", 1, 2, 1, "@keyspace @write @fast")
         .doc("Rename a key, only if the new key does not exist", "1.0.0"),
     cmd("randomkey", randomkey, 1, "readonly", 0, 0, 0, "@keyspace @read @slow")
         .doc("Return a random key from the keyspace", "1.0.0"),
     cmd("touch", touch, -2, "readonly fast", 1, -1, 1, "@keyspace @read @fast")
         .doc("Alters the last access time of a key(s). Returns the number of existing keys specified.", "3.2.1"),
-    cmd("copy", copy_, -3, "write denyoom", 1, 2, 1, "@keyspace @write @slow")
-        .doc("Copy a key", "6.2.0"),
+    cmd("copy", copy_, -3, "write denyoom", 1, 2, 1, "@keyspace @write @slow").doc("Copy a key", "6.2.0"),
     cmd("move", move_, 3, "write fast", 1, 1, 1, "@keyspace @write @fast")
         .doc("Move a key to another database", "1.0.0"),
     cmd("object", container, -2, "", 0, 0, 0, "@slow")
@@ -195,7 +192,12 @@ fn randomkey(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     }
     // Mostly expired keys: fall back to a linear search.
     let now = db.now;
-    Ok(db.db.map.iter().find(|(_, e)| e.expire.is_none_or(|at| at > now)).map_or(Reply::Nil, |(k, _)| Reply::Bulk(k.clone())))
+    Ok(db
+        .db
+        .map
+        .iter()
+        .find(|(_, e)| e.expire.is_none_or(|at| at > now))
+        .map_or(Reply::Nil, |(k, _)| Reply::Bulk(k.clone())))
 }
 
 /// Parses a database index argument as SELECT/MOVE/COPY do.
@@ -229,7 +231,9 @@ fn copy_(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if target == ctx.client.db && src == dst {
         return Err(CmdError::custom("ERR source and destination objects are the same"));
     }
-    let Some(entry) = ctx.db().entry(src).cloned() else { return Ok(Reply::Int(0)) };
+    let Some(entry) = ctx.db().entry(src).cloned() else {
+        return Ok(Reply::Int(0));
+    };
     let mut tdb = ctx.core.ks.view(target);
     if tdb.exists(dst) {
         if !replace {
@@ -318,9 +322,8 @@ fn object_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
 
 /// The `HELP` reply shape Redis uses for every container command.
 pub(crate) fn help_reply(cmd: &str, lines: &[&str]) -> Reply {
-    let mut out = vec![Reply::Status(Bytes::from(format!(
-        "{cmd} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"
-    )))];
+    let mut out =
+        vec![Reply::Status(Bytes::from(format!("{cmd} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:")))];
     out.extend(lines.iter().map(|l| Reply::Status(Bytes::from(l.to_string()))));
     out.push(Reply::status("HELP"));
     out.push(Reply::status("    Print this help."));
@@ -334,7 +337,8 @@ const EXPIRE_LT: u8 = 8;
 
 fn expire_generic(ctx: &mut Ctx<'_>, args: &[Bytes], base_ms: u64, seconds: bool) -> CmdResult {
     let name = args[0].to_ascii_lowercase();
-    let bad_time = || CmdError::custom(format!("ERR invalid expire time in '{}' command", String::from_utf8_lossy(&name)));
+    let bad_time =
+        || CmdError::custom(format!("ERR invalid expire time in '{}' command", String::from_utf8_lossy(&name)));
     let mut fl = 0u8;
     for a in &args[3..] {
         fl |= if eq(a, "nx") {
@@ -357,7 +361,7 @@ fn expire_generic(ctx: &mut Ctx<'_>, args: &[Bytes], base_ms: u64, seconds: bool
     }
     let mut when = int(&args[2])?;
     if seconds {
-        if when > i64::MAX / 1000 || when < i64::MIN / 1000 {
+        if !(i64::MIN / 1000..=i64::MAX / 1000).contains(&when) {
             return Err(bad_time());
         }
         when *= 1000;
@@ -370,7 +374,9 @@ fn expire_generic(ctx: &mut Ctx<'_>, args: &[Bytes], base_ms: u64, seconds: bool
     let key = &args[1];
     let now = ctx.now_ms() as i64;
     let mut db = ctx.db();
-    let Some(cur) = db.expire_of(key) else { return Ok(Reply::Int(0)) };
+    let Some(cur) = db.expire_of(key) else {
+        return Ok(Reply::Int(0));
+    };
     if fl != 0 {
         let cur = cur.map_or(-1, |c| c as i64);
         if fl & EXPIRE_NX != 0 && cur != -1 {

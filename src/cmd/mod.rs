@@ -149,7 +149,19 @@ pub const fn cmd(
     step: i32,
     acl: &'static str,
 ) -> CommandSpec {
-    CommandSpec { name, handler, arity, flags, first_key, last_key, step, acl, subcommands: &[], summary: "", since: "" }
+    CommandSpec {
+        name,
+        handler,
+        arity,
+        flags,
+        first_key,
+        last_key,
+        step,
+        acl,
+        subcommands: &[],
+        summary: "",
+        since: "",
+    }
 }
 
 impl CommandSpec {
@@ -292,7 +304,9 @@ impl Table {
 
     /// Resolves `argv` to a command or subcommand.
     pub fn lookup(&'static self, argv: &[Bytes]) -> Lookup {
-        let Some(c) = self.get(&argv[0]) else { return Lookup::Unknown };
+        let Some(c) = self.get(&argv[0]) else {
+            return Lookup::Unknown;
+        };
         if c.subcommands.is_empty() || argv.len() < 2 {
             return Lookup::Found(c);
         }
@@ -391,7 +405,8 @@ pub fn process(ctx: &mut Ctx<'_>, argv: Vec<Bytes>) -> Reply {
         );
         return reject(ctx, Some(cmd), CmdError::custom(e));
     }
-    if ctx.client.multi.is_some() && !matches!(cmd.spec.name, "exec" | "discard" | "multi" | "watch" | "quit" | "reset") {
+    if ctx.client.multi.is_some() && !matches!(cmd.spec.name, "exec" | "discard" | "multi" | "watch" | "quit" | "reset")
+    {
         if let Some(m) = ctx.client.multi.as_mut() {
             m.queue.push(argv);
         }
@@ -442,6 +457,9 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes]) -> Reply {
             record_slow(ctx, argv, usec);
         }
         ctx.core.after_command();
+        if ctx.core.blocking.has_ready() {
+            crate::blocking::serve_ready(ctx);
+        }
     }
     reply
 }
@@ -502,7 +520,10 @@ mod tests {
     #[test]
     fn unknown_command_text_matches_redis() {
         let argv = vec![Bytes::from("foo"), Bytes::from("a"), Bytes::from("b")];
-        assert_eq!(unknown_command_error(&argv).to_string(), "ERR unknown command 'foo', with args beginning with: 'a' 'b' ");
+        assert_eq!(
+            unknown_command_error(&argv).to_string(),
+            "ERR unknown command 'foo', with args beginning with: 'a' 'b' "
+        );
         let argv = vec![Bytes::from("client"), Bytes::from("nope")];
         assert_eq!(unknown_subcommand_error(&argv).to_string(), "ERR unknown subcommand 'nope'. Try CLIENT HELP.");
     }

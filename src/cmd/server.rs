@@ -158,16 +158,12 @@ static COMMAND_SUBS: &[CommandSpec] = &[
 ];
 
 static MEMORY_SUBS: &[CommandSpec] = &[
-    cmd("doctor", memory_doctor, 2, "", 0, 0, 0, "@slow")
-        .doc("Outputs memory problems report", "4.0.0"),
+    cmd("doctor", memory_doctor, 2, "", 0, 0, 0, "@slow").doc("Outputs memory problems report", "4.0.0"),
     cmd("help", memory_help, 2, "loading stale", 0, 0, 0, "@slow")
         .doc("Show helpful text about the different subcommands", "4.0.0"),
-    cmd("malloc-stats", memory_malloc_stats, 2, "", 0, 0, 0, "@slow")
-        .doc("Show allocator internal stats", "4.0.0"),
-    cmd("purge", memory_purge, 2, "", 0, 0, 0, "@slow")
-        .doc("Ask the allocator to release memory", "4.0.0"),
-    cmd("stats", memory_stats, 2, "", 0, 0, 0, "@slow")
-        .doc("Show memory usage details", "4.0.0"),
+    cmd("malloc-stats", memory_malloc_stats, 2, "", 0, 0, 0, "@slow").doc("Show allocator internal stats", "4.0.0"),
+    cmd("purge", memory_purge, 2, "", 0, 0, 0, "@slow").doc("Ask the allocator to release memory", "4.0.0"),
+    cmd("stats", memory_stats, 2, "", 0, 0, 0, "@slow").doc("Show memory usage details", "4.0.0"),
     cmd("usage", memory_usage, -3, "readonly", 2, 2, 1, "@read @slow")
         .doc("Estimate the memory usage of a key", "4.0.0"),
 ];
@@ -292,7 +288,10 @@ fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             name = Some(args[j + 1].clone());
             j += 2;
         } else {
-            return Err(CmdError::custom(format!("ERR Syntax error in HELLO option '{}'", String::from_utf8_lossy(&args[j]))));
+            return Err(CmdError::custom(format!(
+                "ERR Syntax error in HELLO option '{}'",
+                String::from_utf8_lossy(&args[j])
+            )));
         }
     }
     if let Some((u, p)) = creds {
@@ -403,7 +402,8 @@ fn flushall(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn swapdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let parse = |a: &[u8], what: &str| -> Result<i64, CmdError> {
-        let v = crate::num::parse_i64_strict(a).ok_or_else(|| CmdError::custom(format!("ERR invalid {what} DB index")))?;
+        let v =
+            crate::num::parse_i64_strict(a).ok_or_else(|| CmdError::custom(format!("ERR invalid {what} DB index")))?;
         if v < i64::from(i32::MIN) || v > i64::from(i32::MAX) {
             return Err(CmdError::custom(format!("ERR invalid {what} DB index")));
         }
@@ -476,9 +476,8 @@ fn client_setinfo(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Err(CmdError::WrongArity("client|setinfo".into()));
     }
     let slot = if eq(&args[2], "lib-name") {
-        valid_client_name(&args[3]).map_err(|_| {
-            CmdError::custom("ERR lib-name cannot contain spaces, newlines or special characters.")
-        })?;
+        valid_client_name(&args[3])
+            .map_err(|_| CmdError::custom("ERR lib-name cannot contain spaces, newlines or special characters."))?;
         &ctx.client.shared.lib_name
     } else if eq(&args[2], "lib-ver") {
         valid_client_name(&args[3])
@@ -521,7 +520,8 @@ fn client_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             let mut v = Vec::new();
             i += 1;
             while i < args.len() {
-                let id = int(&args[i]).ok().filter(|x| *x > 0).ok_or_else(|| CmdError::custom("ERR Invalid client ID"))?;
+                let id =
+                    int(&args[i]).ok().filter(|x| *x > 0).ok_or_else(|| CmdError::custom("ERR Invalid client ID"))?;
                 v.push(id as u64);
                 i += 1;
             }
@@ -587,7 +587,10 @@ fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
         let (k, v) = (&args[i], &args[i + 1]);
         if eq(k, "id") {
-            let id = int(v).ok().filter(|x| *x > 0).ok_or_else(|| CmdError::custom("ERR client-id should be greater than 0"))?;
+            let id = int(v)
+                .ok()
+                .filter(|x| *x > 0)
+                .ok_or_else(|| CmdError::custom("ERR client-id should be greater than 0"))?;
             id_f = Some(id as u64);
         } else if eq(k, "addr") {
             addr_f = Some(String::from_utf8_lossy(v).into());
@@ -696,7 +699,9 @@ fn client_no_touch(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn client_tracking(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if on_off(&args[2])? {
-        return Err(CmdError::custom("ERR CLIENT TRACKING ON is not supported by rlockd (client-side caching is not implemented)"));
+        return Err(CmdError::custom(
+            "ERR CLIENT TRACKING ON is not supported by rlockd (client-side caching is not implemented)",
+        ));
     }
     Ok(Reply::ok())
 }
@@ -783,7 +788,7 @@ fn config_get(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    if args.len() < 4 || args.len() % 2 != 0 {
+    if args.len() < 4 || !args.len().is_multiple_of(2) {
         return Err(CmdError::WrongArity("config|set".into()));
     }
     let pairs: Vec<&[Bytes]> = args[2..].chunks(2).collect();
@@ -842,13 +847,10 @@ fn config_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
 // ---- COMMAND ----
 
 fn command_info_reply(c: &Command) -> Reply {
-    let flag_names: Vec<Reply> = c
-        .spec
-        .flags
-        .split_whitespace()
-        .map(|f| Reply::Status(Bytes::from_static(f.as_bytes())))
-        .collect();
-    let acl: Vec<Reply> = c.spec.acl.split_whitespace().map(|a| Reply::Status(Bytes::from_static(a.as_bytes()))).collect();
+    let flag_names: Vec<Reply> =
+        c.spec.flags.split_whitespace().map(|f| Reply::Status(Bytes::from_static(f.as_bytes()))).collect();
+    let acl: Vec<Reply> =
+        c.spec.acl.split_whitespace().map(|a| Reply::Status(Bytes::from_static(a.as_bytes()))).collect();
     let mut subs: Vec<&Command> = c.subcommands.values().collect();
     subs.sort_by(|a, b| a.fullname.cmp(&b.fullname));
     Reply::Array(vec![
@@ -967,12 +969,15 @@ fn command_getkeys(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 pub fn command_keys(c: &Command, argv: &[Bytes]) -> Vec<usize> {
     if c.has(flags::MOVABLEKEYS) {
         let numkeys_at = match c.spec.name {
-            "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro" | "zunionstore" | "zinterstore" | "zdiffstore" => 2,
+            "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro" | "zunionstore" | "zinterstore"
+            | "zdiffstore" => 2,
             "zunion" | "zinter" | "zdiff" | "zintercard" | "sintercard" | "lmpop" | "zmpop" => 1,
             "blmpop" | "bzmpop" => 2,
             _ => return Vec::new(),
         };
-        let Some(n) = argv.get(numkeys_at).and_then(|a| crate::num::parse_i64_strict(a)) else { return Vec::new() };
+        let Some(n) = argv.get(numkeys_at).and_then(|a| crate::num::parse_i64_strict(a)) else {
+            return Vec::new();
+        };
         let mut out: Vec<usize> = Vec::new();
         if matches!(c.spec.name, "zunionstore" | "zinterstore" | "zdiffstore") {
             out.push(1);
@@ -1011,8 +1016,19 @@ fn command_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
 
 // ---- INFO ----
 
-const DEFAULT_SECTIONS: &[&str] =
-    &["server", "clients", "memory", "persistence", "stats", "replication", "cpu", "modules", "errorstats", "cluster", "keyspace"];
+const DEFAULT_SECTIONS: &[&str] = &[
+    "server",
+    "clients",
+    "memory",
+    "persistence",
+    "stats",
+    "replication",
+    "cpu",
+    "modules",
+    "errorstats",
+    "cluster",
+    "keyspace",
+];
 
 fn rss_bytes() -> u64 {
     std::fs::read_to_string("/proc/self/statm")
@@ -1219,7 +1235,9 @@ fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
         "object" if args.len() == 3 => {
             let mut db = ctx.db();
-            let Some(v) = db.get(&args[2]) else { return Err(CmdError::NoSuchKey) };
+            let Some(v) = db.get(&args[2]) else {
+                return Err(CmdError::NoSuchKey);
+            };
             Ok(Reply::Status(Bytes::from(format!(
                 "Value at:0x0 refcount:1 encoding:{} serializedlength:{} lru:0 lru_seconds_idle:0",
                 v.encoding(),
@@ -1269,7 +1287,11 @@ fn memory_stats(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
 }
 
 fn memory_doctor(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    Ok(info_text(ctx, "Hi Sam, I can't find any memory issue in your instance. I can only account for what occurs on this base.".into()))
+    Ok(info_text(
+        ctx,
+        "Hi Sam, I can't find any memory issue in your instance. I can only account for what occurs on this base."
+            .into(),
+    ))
 }
 
 fn memory_purge(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {

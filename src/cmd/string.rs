@@ -10,10 +10,8 @@ use crate::num::{self, LdError};
 use crate::protocol::Reply;
 
 pub static COMMANDS: &[CommandSpec] = &[
-    cmd("get", get, 2, "readonly fast", 1, 1, 1, "@read @string @fast")
-        .doc("Get the value of a key", "1.0.0"),
-    cmd("set", set, -3, "write denyoom", 1, 1, 1, "@write @string @slow")
-        .doc("Set the string value of a key", "1.0.0"),
+    cmd("get", get, 2, "readonly fast", 1, 1, 1, "@read @string @fast").doc("Get the value of a key", "1.0.0"),
+    cmd("set", set, -3, "write denyoom", 1, 1, 1, "@write @string @slow").doc("Set the string value of a key", "1.0.0"),
     cmd("setnx", setnx, 3, "write denyoom fast", 1, 1, 1, "@write @string @fast")
         .doc("Set the value of a key, only if the key does not exist", "1.0.0"),
     cmd("setex", setex, 4, "write denyoom", 1, 1, 1, "@write @string @slow")
@@ -71,7 +69,7 @@ const ANY_EXPIRE: u32 = SET_EX | SET_PX | SET_EXAT | SET_PXAT;
 
 /// Parses SET / GETEX options exactly as Redis's
 /// `parseExtendedStringArgumentsOrReply` (same precedence, same errors).
-fn parse_string_opts<'a>(args: &'a [Bytes], is_set: bool) -> Result<(u32, Option<&'a Bytes>), CmdError> {
+fn parse_string_opts(args: &[Bytes], is_set: bool) -> Result<(u32, Option<&Bytes>), CmdError> {
     let mut f = 0u32;
     let mut expire = None;
     let mut j = 0;
@@ -133,7 +131,15 @@ fn expire_ms(ctx: &Ctx<'_>, name: &str, arg: &[u8], f: u32) -> Result<u64, CmdEr
 }
 
 /// The shared core of SET, SETNX, SETEX, PSETEX.
-fn set_generic(ctx: &mut Ctx<'_>, key: &Bytes, val: &Bytes, f: u32, expire: Option<u64>, abort: Reply, ok: Reply) -> CmdResult {
+fn set_generic(
+    ctx: &mut Ctx<'_>,
+    key: &Bytes,
+    val: &Bytes,
+    f: u32,
+    expire: Option<u64>,
+    abort: Reply,
+    ok: Reply,
+) -> CmdResult {
     let mut get_reply = None;
     let mut db = ctx.db();
     if f & SET_GET != 0 {
@@ -196,7 +202,9 @@ fn getdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 fn getex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let (f, exp) = parse_string_opts(&args[2..], false)?;
     let key = &args[1];
-    let Some(val) = ctx.db().get_str(key)?.cloned() else { return Ok(Reply::Nil) };
+    let Some(val) = ctx.db().get_str(key)?.cloned() else {
+        return Ok(Reply::Nil);
+    };
     let at = match exp {
         Some(e) => Some(expire_ms(ctx, "getex", e, f)?),
         None => None,
@@ -237,7 +245,7 @@ fn mget(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn mset_generic(ctx: &mut Ctx<'_>, args: &[Bytes], nx: bool) -> CmdResult {
-    if args.len() % 2 == 0 {
+    if args.len().is_multiple_of(2) {
         return Err(CmdError::WrongArity(String::from_utf8_lossy(&args[0]).to_ascii_lowercase()));
     }
     let mut db = ctx.db();
@@ -354,7 +362,9 @@ fn strlen(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 fn getrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let mut start = int(&args[2])?;
     let mut end = int(&args[3])?;
-    let Some(s) = ctx.db().get_str(&args[1])?.cloned() else { return Ok(Reply::Bulk(Bytes::new())) };
+    let Some(s) = ctx.db().get_str(&args[1])?.cloned() else {
+        return Ok(Reply::Bulk(Bytes::new()));
+    };
     let len = s.len() as i64;
     if start < 0 && end < 0 && start > end {
         return Ok(Reply::Bulk(Bytes::new()));

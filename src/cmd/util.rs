@@ -41,7 +41,10 @@ pub fn bytes_of(s: impl ToString) -> Bytes {
 
 /// `SCAN`-family cursor (`ERR invalid cursor`).
 pub fn cursor(arg: &[u8]) -> Result<u64, CmdError> {
-    std::str::from_utf8(arg).ok().and_then(|s| s.parse::<u64>().ok()).ok_or_else(|| CmdError::custom("ERR invalid cursor"))
+    std::str::from_utf8(arg)
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+        .ok_or_else(|| CmdError::custom("ERR invalid cursor"))
 }
 
 /// Options shared by the SCAN family: `MATCH pattern`, `COUNT n`, `TYPE t`.

@@ -148,7 +148,9 @@ pub struct DbView<'a> {
 impl DbView<'_> {
     /// Deletes `key` if its deadline has passed. Returns true if it was expired.
     fn expire_if_needed(&mut self, key: &[u8]) -> bool {
-        let Some((idx, _, e)) = self.db.map.get_full(key) else { return false };
+        let Some((idx, _, e)) = self.db.map.get_full(key) else {
+            return false;
+        };
         match e.expire {
             Some(at) if at <= self.now => {
                 let (k, _) = self.db.map.swap_remove_index(idx).expect("index from get_full");
@@ -259,7 +261,9 @@ impl DbView<'_> {
     /// exist. Does not signal (callers decide: an expire in the past deletes).
     pub fn set_expire(&mut self, key: &[u8], at: u64) -> bool {
         self.expire_if_needed(key);
-        let Some((_, k, e)) = self.db.map.get_full_mut(key) else { return false };
+        let Some((_, k, e)) = self.db.map.get_full_mut(key) else {
+            return false;
+        };
         if let Some(old) = e.expire.replace(at) {
             self.db.expires.remove(&(old, k.clone()));
         }
@@ -270,7 +274,9 @@ impl DbView<'_> {
     /// Removes the deadline. Returns true if there was one.
     pub fn persist(&mut self, key: &[u8]) -> bool {
         self.expire_if_needed(key);
-        let Some((_, k, e)) = self.db.map.get_full_mut(key) else { return false };
+        let Some((_, k, e)) = self.db.map.get_full_mut(key) else {
+            return false;
+        };
         match e.expire.take() {
             Some(old) => {
                 self.db.expires.remove(&(old, k.clone()));
@@ -321,7 +327,9 @@ impl Db {
     pub fn expire_due(&mut self, index: usize, now: u64, limit: usize, sig: &mut Signals) -> usize {
         let mut n = 0;
         while n < limit {
-            let Some(at) = self.expires.first().map(|(a, _)| *a) else { break };
+            let Some(at) = self.expires.first().map(|(a, _)| *a) else {
+                break;
+            };
             if at > now {
                 break;
             }

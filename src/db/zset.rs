@@ -10,9 +10,14 @@ use bytes::Bytes;
 use super::Map;
 
 /// Score as an orderable key (scores are never NaN).
-#[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Score(pub f64);
 impl Eq for Score {}
+impl PartialOrd for Score {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
 impl Ord for Score {
     fn cmp(&self, o: &Self) -> std::cmp::Ordering {
         self.0.partial_cmp(&o.0).unwrap_or(std::cmp::Ordering::Equal)

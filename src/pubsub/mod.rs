@@ -86,7 +86,11 @@ fn deliver(c: &ClientShared, msg: Bytes, limit: BufferLimit, now_ms: u64) {
         if since == 0 {
             c.soft_limit_since.store(now_ms.max(1), Ordering::Relaxed);
         } else if now_ms.saturating_sub(since) >= limit.soft_secs * 1000 {
-            tracing::warn!(client = c.id, pending, "pubsub client over the soft output buffer limit for too long: disconnecting");
+            tracing::warn!(
+                client = c.id,
+                pending,
+                "pubsub client over the soft output buffer limit for too long: disconnecting"
+            );
             c.kill();
         }
     } else {
@@ -197,7 +201,9 @@ impl PubSub {
 
     /// Unsubscribes; returns true if it was subscribed.
     pub fn unsubscribe(&mut self, client: &ClientShared, kind: Kind, name: &[u8]) -> bool {
-        let Some(subs) = self.clients.get_mut(&client.id) else { return false };
+        let Some(subs) = self.clients.get_mut(&client.id) else {
+            return false;
+        };
         let set = match kind {
             Kind::Channel => &mut subs.channels,
             Kind::Pattern => &mut subs.patterns,

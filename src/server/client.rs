@@ -127,7 +127,9 @@ impl ClientShared {
     }
 
     pub fn subscriptions(&self) -> usize {
-        self.sub_channels.load(Ordering::Relaxed) + self.sub_patterns.load(Ordering::Relaxed) + self.sub_shard.load(Ordering::Relaxed)
+        self.sub_channels.load(Ordering::Relaxed)
+            + self.sub_patterns.load(Ordering::Relaxed)
+            + self.sub_shard.load(Ordering::Relaxed)
     }
 
     /// `CLIENT LIST` / `CLIENT INFO` line (without trailing newline).
@@ -198,8 +200,10 @@ pub struct ClientState {
     pub close: bool,
     /// The script being run is read-only (`EVAL_RO`, `no-writes` flag).
     pub script_readonly: bool,
-    /// Number of commands executed inside `EXEC` currently running (0 = not in EXEC).
+    /// True while `EXEC` runs this client's queued commands.
     pub in_exec: bool,
+    /// Blocking commands must not block (re-run of a blocked client's command).
+    pub no_block: bool,
 }
 
 impl ClientState {
@@ -217,6 +221,7 @@ impl ClientState {
             close: false,
             script_readonly: false,
             in_exec: false,
+            no_block: false,
         }
     }
 

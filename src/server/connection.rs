@@ -180,10 +180,13 @@ impl Conn {
             if let Some(req) = self.client.block.take() {
                 guard = None;
                 self.flush().await?;
-                self.client.shared.blocked.store(true, Ordering::Relaxed);
-                let r = crate::blocking::wait(&shared, &mut self.client, req).await;
-                self.client.shared.blocked.store(false, Ordering::Relaxed);
-                r.encode(self.client.resp, &mut self.out);
+                match self.wait_blocked(req).await {
+                    Some(r) => r.encode(self.client.resp, &mut self.out),
+                    None => {
+                        self.client.close = true;
+                        break;
+                    }
+                }
                 continue;
             }
             if self.client.close {
@@ -196,6 +199,56 @@ impl Conn {
         }
         drop(guard);
         self.flush().await
+    }
+
+    /// Waits for a blocked command's reply. `None`: the client went away
+    /// (or was killed, or the server stops) and the waiter was removed.
+    async fn wait_blocked(&mut self, req: crate::blocking::BlockRequest) -> Option<Reply> {
+        let crate::blocking::BlockRequest { waiter, mut rx, deadline } = req;
+        let cs = self.client.shared.clone();
+        cs.blocked.store(true, Ordering::Relaxed);
+        let mut shutdown = self.shared.shutdown.subscribe();
+        let sleep = async {
+            match deadline {
+                Some(d) => tokio::time::sleep_until(d.into()).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::pin!(sleep);
+        let mut eof = false;
+        let outcome = loop {
+            tokio::select! {
+                r = &mut rx => break r.ok(),
+                _ = &mut sleep => break None,
+                _ = cs.kill.notified() => { eof = true; break None }
+                _ = shutdown.changed() => { eof = true; break None }
+                n = self.socket.read_buf(&mut self.rbuf), if !eof => {
+                    // Keep pipelined input for later; notice a closed peer.
+                    if matches!(n, Ok(0) | Err(_)) {
+                        eof = true;
+                        break None;
+                    }
+                }
+            }
+        };
+        cs.blocked.store(false, Ordering::Relaxed);
+        if let Some(r) = outcome {
+            return Some(r);
+        }
+        let cancelled = {
+            let mut core = self.shared.core.lock().await;
+            crate::blocking::cancel(&mut core, waiter)
+        };
+        let reply = match cancelled {
+            Some(timeout_reply) => timeout_reply,
+            // Served while we were giving up: deliver what was served.
+            None => rx.try_recv().unwrap_or(Reply::NilArray),
+        };
+        if eof {
+            None
+        } else {
+            Some(reply)
+        }
     }
 
     /// Encodes `reply` unless `CLIENT REPLY` suppresses it.
@@ -258,7 +311,7 @@ impl Conn {
         let is_fn = st.is_function.load(Ordering::Relaxed);
         let name = argv[0].to_ascii_lowercase();
         let sub = argv.get(1).map(|a| a.to_ascii_lowercase()).unwrap_or_default();
-        let kill_cmd = (name == b"script" && sub == b"kill") || (name == b"function" && sub == b"kill");
+        let kill_cmd = (name == b"script" || name == b"function") && sub == b"kill";
         if kill_cmd && argv.len() == 2 {
             if (name == b"script") == is_fn {
                 return Reply::error(if is_fn {

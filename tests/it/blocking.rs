@@ -1,0 +1,1 @@
+//! blocking integration tests (over TCP with the redis crate).

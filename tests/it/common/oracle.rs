@@ -1,0 +1,76 @@
+//! A real `redis-server` to compare against (the differential oracle).
+//!
+//! Missing `redis-server`: the differential tests print why and skip,
+//! unless `RLOCKD_REQUIRE_REDIS=1` (set by `.ci/run`), where it is a failure.
+
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A redis-server child process, killed on drop.
+pub struct Oracle {
+    child: Child,
+    pub port: u16,
+}
+
+fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    l.local_addr().expect("addr").port()
+}
+
+/// Path of redis-server, if installed.
+pub fn redis_server_path() -> Option<String> {
+    for dir in std::env::var("PATH").unwrap_or_default().split(':').chain(["/usr/bin", "/usr/local/bin"]) {
+        let p = format!("{dir}/redis-server");
+        if std::path::Path::new(&p).is_file() {
+            return Some(p);
+        }
+    }
+    None
+}
+
+impl Oracle {
+    /// Starts redis-server, or returns None (after printing why) when it is
+    /// not installed and not required.
+    pub fn start() -> Option<Oracle> {
+        let Some(path) = redis_server_path() else {
+            if std::env::var("RLOCKD_REQUIRE_REDIS").is_ok_and(|v| v == "1") {
+                panic!("redis-server is required (RLOCKD_REQUIRE_REDIS=1) but not installed");
+            }
+            eprintln!(
+                "SKIPPED: redis-server not installed; the differential tests need it (apt-get install redis-server)"
+            );
+            return None;
+        };
+        for _ in 0..5 {
+            let port = free_port();
+            let child = Command::new(&path)
+                .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+                .args(["--enable-debug-command", "yes", "--daemonize", "no", "--loglevel", "warning"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("spawn redis-server");
+            let mut o = Oracle { child, port };
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while Instant::now() < deadline {
+                if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                    return Some(o);
+                }
+                if let Ok(Some(_)) = o.child.try_wait() {
+                    break; // port taken: retry
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let _ = o.child.kill();
+        }
+        panic!("could not start redis-server");
+    }
+}
+
+impl Drop for Oracle {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

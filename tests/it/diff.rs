@@ -1,0 +1,287 @@
+//! The differential suite: every scenario in `tests/diff/*.redis` runs
+//! against rlockd and a real redis-server; replies must match byte for byte
+//! (or as a step's modifier says), and so must the keyspace afterwards.
+//!
+//! ## Case file format
+//! ```text
+//! # comment
+//! @test <name>        start a scenario: FLUSHALL on both, fresh RESP2 connections
+//! SET k v             a command (inline syntax: "double quotes", 'single', \xHH)
+//! [sort] SMEMBERS s   compare after sorting the (top-level) aggregate
+//! [pairs] HGETALL h   compare a flat RESP2 array of pairs sorted by key
+//! [shape] SPOP s      compare only the reply's type and length
+//! [approx] TTL k      integers within 1 (TTL) / 1500 (PTTL-sized) of each other
+//! [ignore] RANDOMKEY  send, read, do not compare
+//! [send] BLPOP l 0    send only; read later with @read
+//! @read               read one reply / push on the current connection and compare
+//! @conn <name>        switch to (or open) another connection pair
+//! @sleep <ms>         pause
+//! @raw "<bytes>"      send raw bytes (escapes like \r\n, \xHH) and compare one reply
+//! @nokeyspace         skip the keyspace comparison for this scenario
+//! ```
+//! Connections start in RESP2; `HELLO 3` in a scenario switches both sides.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use super::common::oracle::Oracle;
+use super::common::resp::{RawConn, Value};
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Mode {
+    Exact,
+    Sort,
+    Pairs,
+    Shape,
+    Approx,
+    Ignore,
+    Send,
+}
+
+struct Pair {
+    ours: RawConn,
+    theirs: RawConn,
+}
+
+struct Runner {
+    our_port: u16,
+    their_port: u16,
+    conns: BTreeMap<String, Pair>,
+    current: String,
+    failures: Vec<String>,
+    file: String,
+    scenario: String,
+    check_keyspace: bool,
+}
+
+fn parse_line(line: &str) -> Vec<Vec<u8>> {
+    rlockd::protocol::parse::split_args(line.as_bytes())
+        .unwrap_or_else(|| panic!("unbalanced quotes in case line: {line}"))
+        .into_iter()
+        .map(|b| b.to_vec())
+        .collect()
+}
+
+fn show(v: &Option<Value>) -> String {
+    v.as_ref().map_or("<no reply>".to_string(), super::common::resp::pretty)
+}
+
+fn approx_eq(a: &Value, b: &Value) -> bool {
+    match (a.as_int(), b.as_int()) {
+        (Some(x), Some(y)) => {
+            let tol = if x.abs().max(y.abs()) > 100_000 { 1500 } else { 1 };
+            (x - y).abs() <= tol
+        }
+        _ => a == b,
+    }
+}
+
+impl Runner {
+    fn pair(&mut self) -> &mut Pair {
+        let (op, tp) = (self.our_port, self.their_port);
+        self.conns
+            .entry(self.current.clone())
+            .or_insert_with(|| Pair { ours: RawConn::connect(op), theirs: RawConn::connect(tp) })
+    }
+
+    fn fail(&mut self, msg: String) {
+        self.failures.push(format!("{} / {}: {}", self.file, self.scenario, msg));
+    }
+
+    fn compare(&mut self, what: &str, mode: Mode, ours: Option<Value>, theirs: Option<Value>, raw: (Vec<u8>, Vec<u8>)) {
+        let ok = match mode {
+            Mode::Ignore | Mode::Send => true,
+            Mode::Exact => raw.0 == raw.1 && ours.is_some(),
+            Mode::Sort => ours.as_ref().map(Value::sorted) == theirs.as_ref().map(Value::sorted),
+            Mode::Pairs => ours.as_ref().map(Value::sorted_pairs) == theirs.as_ref().map(Value::sorted_pairs),
+            Mode::Shape => ours.as_ref().map(Value::shape) == theirs.as_ref().map(Value::shape),
+            Mode::Approx => match (&ours, &theirs) {
+                (Some(a), Some(b)) => approx_eq(a, b),
+                _ => false,
+            },
+        };
+        if !ok {
+            self.fail(format!(
+                "{what}\n    rlockd: {}\n    redis:  {}\n    rlockd raw: {:?}\n    redis raw:  {:?}",
+                show(&ours),
+                show(&theirs),
+                String::from_utf8_lossy(&raw.0),
+                String::from_utf8_lossy(&raw.1)
+            ));
+        }
+    }
+
+    fn step(&mut self, line: &str) {
+        let (mode, rest) = if let Some(r) = line.strip_prefix('[') {
+            let (m, rest) = r.split_once(']').expect("modifier");
+            let mode = match m {
+                "sort" => Mode::Sort,
+                "pairs" => Mode::Pairs,
+                "shape" => Mode::Shape,
+                "approx" => Mode::Approx,
+                "ignore" => Mode::Ignore,
+                "send" => Mode::Send,
+                other => panic!("unknown modifier [{other}]"),
+            };
+            (mode, rest.trim())
+        } else {
+            (Mode::Exact, line)
+        };
+        let args = parse_line(rest);
+        let p = self.pair();
+        p.ours.send(&args);
+        p.theirs.send(&args);
+        if mode == Mode::Send {
+            return;
+        }
+        let (o, t) = (p.ours.read(), p.theirs.read());
+        let raw = (p.ours.last_raw.clone(), p.theirs.last_raw.clone());
+        self.compare(rest, mode, o, t, raw);
+    }
+
+    fn read_step(&mut self) {
+        let p = self.pair();
+        let (o, t) = (p.ours.read(), p.theirs.read());
+        let raw = (p.ours.last_raw.clone(), p.theirs.last_raw.clone());
+        self.compare("@read", Mode::Exact, o, t, raw);
+    }
+
+    fn begin(&mut self, name: &str) {
+        self.finish();
+        self.scenario = name.to_string();
+        self.conns.clear();
+        self.current = "main".into();
+        self.check_keyspace = true;
+        let (op, tp) = (self.our_port, self.their_port);
+        for port in [op, tp] {
+            let mut c = RawConn::connect(port);
+            c.cmd(&["FLUSHALL"]);
+            c.cmd(&["CONFIG", "SET", "notify-keyspace-events", ""]);
+        }
+    }
+
+    /// Compares both keyspaces at the end of a scenario.
+    fn finish(&mut self) {
+        if self.scenario.is_empty() || !self.check_keyspace {
+            return;
+        }
+        let a = dump(self.our_port);
+        let b = dump(self.their_port);
+        if a != b {
+            let diff: Vec<String> = a
+                .iter()
+                .chain(b.iter())
+                .filter(|(k, _)| a.get(*k) != b.get(*k))
+                .map(|(k, _)| format!("{k}: rlockd={:?} redis={:?}", a.get(k), b.get(k)))
+                .collect();
+            self.fail(format!("keyspace differs:\n    {}", diff.join("\n    ")));
+        }
+    }
+}
+
+/// A canonical dump of every database: `db:key` → type, value, TTL class.
+fn dump(port: u16) -> BTreeMap<String, String> {
+    let mut c = RawConn::connect(port);
+    let mut out = BTreeMap::new();
+    for db in 0..16 {
+        c.cmd(&["SELECT", &db.to_string()]);
+        let keys = c.cmd(&["KEYS", "*"]).bulks();
+        for k in keys {
+            let key = String::from_utf8_lossy(&k).to_string();
+            let ty = match c.cmd(&["TYPE", &key]) {
+                Value::Simple(s) => String::from_utf8_lossy(&s).to_string(),
+                other => format!("{other:?}"),
+            };
+            let val = match ty.as_str() {
+                "string" => c.cmd(&["GET", &key]),
+                "hash" => c.cmd(&["HGETALL", &key]).sorted_pairs(),
+                "list" => c.cmd(&["LRANGE", &key, "0", "-1"]),
+                "set" => c.cmd(&["SMEMBERS", &key]).sorted(),
+                "zset" => c.cmd(&["ZRANGE", &key, "0", "-1", "WITHSCORES"]),
+                _ => Value::Null,
+            };
+            let ttl = match c.cmd(&["PTTL", &key]) {
+                Value::Int(t) if t >= 0 => "ttl".to_string(),
+                other => format!("{other:?}"),
+            };
+            out.insert(format!("{db}:{key}"), format!("{ty} {ttl} {}", super::common::resp::pretty(&val)));
+        }
+    }
+    out
+}
+
+fn run_file(path: &std::path::Path, our_port: u16, their_port: u16) -> Vec<String> {
+    let text = std::fs::read_to_string(path).expect("read case file");
+    let mut r = Runner {
+        our_port,
+        their_port,
+        conns: BTreeMap::new(),
+        current: "main".into(),
+        failures: Vec::new(),
+        file: path.file_name().expect("name").to_string_lossy().to_string(),
+        scenario: String::new(),
+        check_keyspace: true,
+    };
+    for raw in text.lines() {
+        let line = raw.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        if let Some(name) = line.strip_prefix("@test") {
+            r.begin(name.trim());
+        } else if let Some(raw) = line.strip_prefix("@raw") {
+            let bytes: Vec<u8> = parse_line(raw.trim()).concat();
+            let p = r.pair();
+            p.ours.send_raw(&bytes);
+            p.theirs.send_raw(&bytes);
+            r.read_step();
+        } else if line == "@read" {
+            r.read_step();
+        } else if let Some(name) = line.strip_prefix("@conn") {
+            r.current = name.trim().to_string();
+        } else if let Some(ms) = line.strip_prefix("@sleep") {
+            std::thread::sleep(Duration::from_millis(ms.trim().parse().expect("@sleep ms")));
+        } else if line == "@nokeyspace" {
+            r.check_keyspace = false;
+        } else {
+            assert!(!r.scenario.is_empty(), "{}: command before the first @test", r.file);
+            r.step(line);
+        }
+    }
+    r.finish();
+    r.failures
+}
+
+#[test]
+fn differential_suite() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/diff");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("tests/diff")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "redis"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no case files in tests/diff");
+    let Some(_probe) = Oracle::start() else {
+        return;
+    };
+    let results: Vec<(String, Vec<String>)> = std::thread::scope(|s| {
+        let handles: Vec<_> = files
+            .iter()
+            .map(|f| {
+                s.spawn(move || {
+                    let oracle = Oracle::start().expect("redis-server");
+                    let ours = rlockd::Server::start().expect("rlockd");
+                    (f.display().to_string(), run_file(f, ours.port(), oracle.port))
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("case thread")).collect()
+    });
+    let mut all = Vec::new();
+    for (file, fails) in &results {
+        eprintln!("differential: {file}: {} difference(s)", fails.len());
+        all.extend(fails.iter().cloned());
+    }
+    assert!(all.is_empty(), "{} difference(s) from redis-server:\n{}", all.len(), all.join("\n"));
+}

@@ -1,0 +1,1 @@
+//! hash integration tests (over TCP with the redis crate).

@@ -1,0 +1,1 @@
+//! keyspace integration tests.

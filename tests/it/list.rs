@@ -1,0 +1,1 @@
+//! list integration tests (over TCP with the redis crate).

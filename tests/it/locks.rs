@@ -1,0 +1,1 @@
+//! locks integration tests (over TCP with the redis crate).

@@ -1,0 +1,20 @@
+//! The integration test binary: real TCP, the real `redis` client crate,
+//! and a real redis-server for the differential suite.
+
+mod common;
+
+mod blocking;
+mod compat;
+mod diff;
+mod hash;
+mod keyspace;
+mod list;
+mod locks;
+mod protocol;
+mod pubsub;
+mod scripting;
+mod server_cmds;
+mod set;
+mod strings;
+mod tx;
+mod zset;

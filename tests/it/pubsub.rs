@@ -1,0 +1,1 @@
+//! pubsub integration tests (over TCP with the redis crate).

@@ -1,0 +1,1 @@
+//! scripting integration tests (over TCP with the redis crate).

@@ -1,0 +1,1 @@
+//! set integration tests (over TCP with the redis crate).

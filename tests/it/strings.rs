@@ -1,0 +1,1 @@
+//! strings integration tests.

@@ -1,0 +1,1 @@
+//! tx integration tests (over TCP with the redis crate).

@@ -1,0 +1,1 @@
+//! zset integration tests (over TCP with the redis crate).
