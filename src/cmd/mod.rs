@@ -18,6 +18,7 @@
 pub mod blocking;
 pub mod generic;
 pub mod hash;
+pub mod help;
 pub mod list;
 pub mod pubsub;
 pub mod scripting;

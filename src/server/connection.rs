@@ -170,13 +170,16 @@ impl Conn {
                 }
             }
             let core = guard.as_mut().expect("lock held");
-            let mode_before = self.client.reply_mode;
+            let skipping = self.client.reply_mode == ReplyMode::Skip;
+            if skipping {
+                self.client.reply_mode = ReplyMode::On;
+            }
             let reply = {
                 let mut ctx = Ctx { core, client: &mut self.client, shared: &shared };
                 cmd::process(&mut ctx, argv)
             };
             self.parser.unauthenticated = !self.client.authenticated;
-            self.emit(reply, mode_before);
+            self.emit(reply, skipping);
             if let Some(req) = self.client.block.take() {
                 guard = None;
                 self.flush().await?;
@@ -251,25 +254,17 @@ impl Conn {
         }
     }
 
-    /// Encodes `reply` unless `CLIENT REPLY` suppresses it.
-    fn emit(&mut self, reply: Reply, mode_before: ReplyMode) {
-        let now = self.client.reply_mode;
-        let suppress = match (mode_before, now) {
-            (_, ReplyMode::SkipThis) => {
-                self.client.reply_mode = mode_before;
+    /// Encodes `reply` unless `CLIENT REPLY` suppresses it. `skipping`: the
+    /// command ran right after `CLIENT REPLY SKIP`.
+    fn emit(&mut self, reply: Reply, skipping: bool) {
+        let suppress = match self.client.reply_mode {
+            ReplyMode::SkipThis => {
+                self.client.reply_mode = ReplyMode::On;
                 true
             }
-            (ReplyMode::Skip, m) => {
-                if m == ReplyMode::Skip {
-                    // The skipped command was CLIENT REPLY SKIP itself: stays armed.
-                } else if m != ReplyMode::Off {
-                    self.client.reply_mode = ReplyMode::On;
-                }
-                true
-            }
-            (_, ReplyMode::Off) => true,
-            (ReplyMode::On, ReplyMode::Skip) => true,
-            _ => false,
+            // Just armed by this command (CLIENT REPLY SKIP), or replies off.
+            ReplyMode::Skip | ReplyMode::Off => true,
+            ReplyMode::On => skipping,
         };
         if !suppress {
             reply.encode(self.client.resp, &mut self.out);
