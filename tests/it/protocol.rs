@@ -122,3 +122,23 @@ fn quit_replies_ok_and_closes() {
     s.read_to_end(&mut out).unwrap();
     assert_eq!(out, b"+PONG\r\n+OK\r\n");
 }
+
+/// The fuzz corpora double as regression inputs.
+#[test]
+fn fuzz_corpus_seeds_pass_the_fuzz_checks() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus");
+    let mut n = 0;
+    for (target, check) in [
+        ("parser", (|d: &[u8]| rlockd::testing::check_parser(d)) as fn(&[u8])),
+        ("dispatch", |d: &[u8]| {
+            rlockd::testing::check_dispatch(d);
+        }),
+    ] {
+        for e in std::fs::read_dir(root.join(target)).unwrap() {
+            let data = std::fs::read(e.unwrap().path()).unwrap();
+            check(&data);
+            n += 1;
+        }
+    }
+    assert!(n >= 4);
+}
