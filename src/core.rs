@@ -114,18 +114,14 @@ impl Core {
         }
         if !sig.touched.is_empty() {
             let touched = std::mem::take(&mut sig.touched);
-            self.watches.on_touched(&touched);
+            self.watches.on_touched(&touched, &self.ks);
             self.blocking.on_touched(&touched);
             let mut t = touched;
             t.clear();
             self.ks.sig.touched = t;
         }
-        if !self.ks.sig.events.is_empty() {
-            let events = std::mem::take(&mut self.ks.sig.events);
-            for ev in &events {
-                self.pubsub.keyspace_event(&self.clients, ev, self.ks.sig.notify_flags);
-            }
-        }
+        // Keyspace events, then messages deferred by EXEC / scripts.
+        crate::pubsub::flush(self);
         self.ks.sig.track_touches = self.watches.is_active() || self.blocking.is_active();
     }
 

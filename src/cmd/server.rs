@@ -423,6 +423,9 @@ fn swapdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
                 let keys: Vec<Bytes> = ks.dbs[i].map.keys().cloned().collect();
                 for k in keys {
                     ks.sig.touch(i, &k);
+                    // The key appears in the other db too (WATCH of a key
+                    // that SWAPDB makes exist is invalidated, as in Redis).
+                    ks.sig.touched.push((a + b - i, k));
                 }
             }
         }
