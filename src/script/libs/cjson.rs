@@ -776,3 +776,575 @@ pub(crate) unsafe extern "C-unwind" fn open(l: *mut lua_State) -> c_int {
     set_str_field(l, c"_VERSION", "2.1.0");
     1
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::check;
+
+    /// Encoding and the settings functions.
+    /// Expected values were taken from redis-server 7.0.15: the same
+    /// snippets run there with EVAL, serialized by the same Lua code
+    /// (`testutil::PRELUDE`).
+    #[test]
+    fn encode_and_settings_match_redis() {
+        check(&[
+            (r#"cjson.encode({1,2,{a=1}})"#, r#"ok|"[1,2,{\"a\":1}]""#),
+            (
+                r#"cjson.encode(1), cjson.encode(-1), cjson.encode(0.1), cjson.encode(1/3), cjson.encode(-0.0), cjson.encode(1e100), cjson.encode(123456789012345678), cjson.encode(2^53), cjson.encode(1e15), cjson.encode(1e14), cjson.encode(0.00001), cjson.encode(0.0001), cjson.encode(3.14159265358979)"#,
+                r#"ok|"1" "-1" "0.1" "0.33333333333333" "-0" "1e+100" "1.2345678901235e+17" "9.007199254741e+15" "1e+15" "1e+14" "1e-05" "0.0001" "3.1415926535898""#,
+            ),
+            (
+                r#"cjson.encode('abc'), cjson.encode('a/b'), cjson.encode('q"b\\s'), cjson.encode('\0\1\2\7\8\9\10\11\12\13\14\31\127\128\255'), cjson.encode('é'), cjson.encode('')"#,
+                r#"ok|"\"abc\"" "\"a\\/b\"" "\"q\\\"b\\\\s\"" "\"\\u0000\\u0001\\u0002\\u0007\\b\\t\\n\\u000b\\f\\r\\u000e\\u001f\\u007f\128\255\"" "\"\195\169\"" "\"\"""#,
+            ),
+            (
+                r#"cjson.encode(true), cjson.encode(false), cjson.encode(nil), cjson.encode(cjson.null)"#,
+                r#"ok|"true" "false" "null" "null""#,
+            ),
+            (
+                r#"cjson.encode({}), cjson.encode({{}}), cjson.encode({a={}}), cjson.encode({[1]='a', [2]='b'}), cjson.encode({[2]='b'}), cjson.encode({[1]=1, [3]=3})"#,
+                r#"ok|"{}" "[{}]" "{\"a\":{}}" "[\"a\",\"b\"]" "[null,\"b\"]" "[1,null,3]""#,
+            ),
+            (
+                r#"cjson.encode({[1]=1,[2]=2,[4]=4}), cjson.encode({[10]=1}), cjson.encode({[11]=1})"#,
+                r#"err|user_script:1: Cannot serialise table: excessively sparse array"#,
+            ),
+            (
+                r#"cjson.encode({[12]=1,[1]=1})"#,
+                r#"err|user_script:1: Cannot serialise table: excessively sparse array"#,
+            ),
+            (
+                r#"cjson.encode({[1]=1,[2]=2,[3]=3,[4]=4,[5]=5,[6]=6,[20]=1})"#,
+                r#"err|user_script:1: Cannot serialise table: excessively sparse array"#,
+            ),
+            (
+                r#"cjson.encode({[0]=1}), cjson.encode({[-1]=1}), cjson.encode({[1.5]=1}), cjson.encode({a=1, [1]=2}), cjson.encode({[1]=1, ['1']=2})"#,
+                r#"ok|"{\"0\":1}" "{\"-1\":1}" "{\"1.5\":1}" "{\"a\":1,\"1\":2}" "{\"1\":1,\"1\":2}""#,
+            ),
+            (
+                r#"cjson.encode({[2^31]=1}), cjson.encode({[2^31+1]=1, [5] = 1})"#,
+                r#"ok|"{\"2147483648\":1}" "[null,null,null,null,1]""#,
+            ),
+            (r#"cjson.encode({[1/0]=1})"#, r#"err|user_script:1: Cannot serialise number: must not be NaN or Inf"#),
+            (
+                r#"cjson.encode({[true]=1})"#,
+                r#"err|user_script:1: Cannot serialise boolean: table key must be a number or string"#,
+            ),
+            (
+                r#"cjson.encode({[{}]=1})"#,
+                r#"err|user_script:1: Cannot serialise table: table key must be a number or string"#,
+            ),
+            (
+                r#"cjson.encode({f=function() end})"#,
+                r#"err|user_script:1: Cannot serialise function: type not supported"#,
+            ),
+            (r#"cjson.encode(1/0)"#, r#"err|user_script:1: Cannot serialise number: must not be NaN or Inf"#),
+            (r#"cjson.encode(-1/0)"#, r#"err|user_script:1: Cannot serialise number: must not be NaN or Inf"#),
+            (r#"cjson.encode(0/0)"#, r#"err|user_script:1: Cannot serialise number: must not be NaN or Inf"#),
+            (r#"cjson.encode({1, 0/0})"#, r#"err|user_script:1: Cannot serialise number: must not be NaN or Inf"#),
+            (r#"cjson.encode()"#, r#"err|user_script:1: bad argument #1 to 'encode' (expected 1 argument)"#),
+            (r#"cjson.encode(1, 2)"#, r#"err|user_script:1: bad argument #1 to 'encode' (expected 1 argument)"#),
+            (
+                r#"cjson.encode({a=1,b=2,c=3,d=4,e=5,f=6,g=7,h=8,i=9,j=10})"#,
+                r#"ok|"{\"a\":1,\"c\":3,\"b\":2,\"e\":5,\"d\":4,\"g\":7,\"f\":6,\"i\":9,\"h\":8,\"j\":10}""#,
+            ),
+            (
+                r#"cjson.encode((function() local t = {} for i=1,30 do t['key'..i]=i end return t end)())"#,
+                r#"ok|"{\"key16\":16,\"key9\":9,\"key5\":5,\"key1\":1,\"key30\":30,\"key29\":29,\"key27\":27,\"key14\":14,\"key26\":26,\"key22\":22,\"key7\":7,\"key3\":3,\"key25\":25,\"key8\":8,\"key12\":12,\"key24\":24,\"key11\":11,\"key23\":23,\"key15\":15,\"key10\":10,\"key19\":19,\"key17\":17,\"key20\":20,\"key2\":2,\"key13\":13,\"key6\":6,\"key18\":18,\"key21\":21,\"key4\":4,\"key28\":28}""#,
+            ),
+            (
+                r#"cjson.encode({name='x', list={1,2,3}, nested={deep={deeper={true,false,cjson.null}}}})"#,
+                r#"ok|"{\"nested\":{\"deep\":{\"deeper\":[true,false,null]}},\"name\":\"x\",\"list\":[1,2,3]}""#,
+            ),
+            (
+                r#"cjson.encode((function() local t = {} t.self = t return t end)())"#,
+                r#"err|user_script:1: Cannot serialise, excessive nesting (1001)"#,
+            ),
+            (
+                r#"cjson.encode((function() local t = {} local c = t for i=1,999 do c[1] = {} c = c[1] end return t end)()):len()"#,
+                r#"ok|2000"#,
+            ),
+            (
+                r#"cjson.encode((function() local t = {} local c = t for i=1,1000 do c[1] = {} c = c[1] end return t end)())"#,
+                r#"err|user_script:1: Cannot serialise, excessive nesting (1001)"#,
+            ),
+            (
+                r#"cjson.encode((function() local t = {} local c = t for i=1,1000 do c.a = {} c = c.a end return t end)())"#,
+                r#"err|user_script:1: Cannot serialise, excessive nesting (1001)"#,
+            ),
+            (
+                r#"cjson.encode_max_depth(), cjson.encode_max_depth(5), cjson.encode_max_depth(), cjson.encode({{{{{1}}}}}), cjson.encode_max_depth(1000)"#,
+                r#"ok|1000 5 5 "[[[[[1]]]]]" 1000"#,
+            ),
+            (
+                r#"cjson.encode_max_depth(3), pcall(cjson.encode, {{{{1}}}}), cjson.encode_max_depth(1000)"#,
+                r#"ok|3 false 1000"#,
+            ),
+            (
+                r#"cjson.encode_max_depth(0)"#,
+                r#"err|user_script:1: bad argument #1 to 'encode_max_depth' (expected integer between 1 and 2147483647)"#,
+            ),
+            (
+                r#"cjson.encode_max_depth(-1)"#,
+                r#"err|user_script:1: bad argument #1 to 'encode_max_depth' (expected integer between 1 and 2147483647)"#,
+            ),
+            (
+                r#"cjson.encode_max_depth('x')"#,
+                r#"err|user_script:1: bad argument #1 to 'encode_max_depth' (number expected, got string)"#,
+            ),
+            (
+                r#"cjson.encode_max_depth(1, 2)"#,
+                r#"err|user_script:1: bad argument #2 to 'encode_max_depth' (found too many arguments)"#,
+            ),
+            (
+                r#"cjson.encode_max_depth(2^31)"#,
+                r#"err|user_script:1: bad argument #1 to 'encode_max_depth' (expected integer between 1 and 2147483647)"#,
+            ),
+            (r#"cjson.encode_max_depth(2^32 + 7), cjson.encode_max_depth(1000)"#, r#"ok|7 1000"#),
+            (
+                r#"cjson.encode_max_depth('12'), cjson.encode_max_depth(1000.9), cjson.encode_max_depth(nil)"#,
+                r#"ok|12 1000 1000"#,
+            ),
+            (
+                r#"cjson.encode_max_depth(100000), pcall(cjson.encode, (function() local t = {} local c = t for i=1,10000 do c[1] = {} c = c[1] end return t end)()), cjson.encode_max_depth(1000)"#,
+                r#"ok|100000 false 1000"#,
+            ),
+            (
+                r#"cjson.encode_max_depth(100000), pcall(cjson.encode, (function() local t = {} local c = t for i=1,10000 do c.k = {} c = c.k end return t end)()), cjson.encode_max_depth(1000)"#,
+                r#"ok|100000 false 1000"#,
+            ),
+            (
+                r#"cjson.encode_number_precision(), cjson.encode_number_precision(3), cjson.encode(1/3), cjson.encode(12345), cjson.encode_number_precision(14)"#,
+                r#"ok|14 3 "0.333" "1.23e+04" 14"#,
+            ),
+            (
+                r#"cjson.encode_number_precision(15)"#,
+                r#"err|user_script:1: bad argument #1 to 'encode_number_precision' (expected integer between 1 and 14)"#,
+            ),
+            (
+                r#"cjson.encode_number_precision(0)"#,
+                r#"err|user_script:1: bad argument #1 to 'encode_number_precision' (expected integer between 1 and 14)"#,
+            ),
+            (
+                r#"cjson.encode_keep_buffer(), cjson.encode_keep_buffer(false), cjson.encode_keep_buffer('on'), cjson.encode_keep_buffer('off'), cjson.encode_keep_buffer(true)"#,
+                r#"ok|true false true false true"#,
+            ),
+            (
+                r#"cjson.encode_keep_buffer('maybe')"#,
+                r#"err|user_script:1: bad argument #1 to 'encode_keep_buffer' (invalid option 'maybe')"#,
+            ),
+            (
+                r#"cjson.encode_keep_buffer(1)"#,
+                r#"err|user_script:1: bad argument #1 to 'encode_keep_buffer' (invalid option '1')"#,
+            ),
+            (
+                r#"cjson.encode_invalid_numbers(), cjson.encode_invalid_numbers(true), cjson.encode(1/0), cjson.encode(-1/0), cjson.encode(0/0), cjson.encode({[1/0]=1}), cjson.encode_invalid_numbers('null'), cjson.encode(1/0), cjson.encode({0/0}), cjson.encode_invalid_numbers('off'), cjson.encode_invalid_numbers('on'), cjson.encode_invalid_numbers(false)"#,
+                r#"ok|false true "inf" "-inf" "nan" "{\"inf\":1}" "null" "null" "[null]" false true false"#,
+            ),
+            (r#"cjson.encode_invalid_numbers('null'), cjson.encode({[1/0]=1})"#, r#"ok|"null" "{\"null\":1}""#),
+            (r#"cjson.encode_invalid_numbers(false)"#, r#"ok|false"#),
+            (
+                r#"cjson.encode_invalid_numbers('nul')"#,
+                r#"err|user_script:1: bad argument #1 to 'encode_invalid_numbers' (invalid option 'nul')"#,
+            ),
+            (r#"cjson.encode_invalid_numbers('null\0x'), cjson.encode_invalid_numbers(false)"#, r#"ok|"null" false"#),
+            (r#"cjson.encode_sparse_array()"#, r#"ok|false 2 10"#),
+            (
+                r#"cjson.encode_sparse_array(true), cjson.encode({[1]=1,[20]=2}), cjson.encode_sparse_array(false)"#,
+                r#"ok|true "{\"1\":1,\"20\":2}" false 2 10"#,
+            ),
+            (
+                r#"cjson.encode_sparse_array(false, 0), cjson.encode({[1]=1,[20]=2}), cjson.encode_sparse_array(false, 2, 10)"#,
+                r#"ok|false "[1,null,null,null,null,null,null,null,null,null,null,null,null,null,null,null,null,null,null,2]" false 2 10"#,
+            ),
+            (
+                r#"cjson.encode_sparse_array(false, 1, 0), pcall(cjson.encode, {[1]=1,[3]=2}), cjson.encode({1,2}), cjson.encode_sparse_array(false, 2, 10)"#,
+                r#"ok|false false "[1,2]" false 2 10"#,
+            ),
+            (
+                r#"cjson.encode_sparse_array(nil, nil, 50), cjson.encode({[40]=1}), cjson.encode_sparse_array(false, 2, 10)"#,
+                r#"ok|false "[null,null,null,null,null,null,null,null,null,null,null,null,null,null,null,null,null,null,null,null,null,null,null,null,null,null,null,null,null,null,null,null,null,null,null,null,null,null,null,1]" false 2 10"#,
+            ),
+            (
+                r#"cjson.encode_sparse_array(false, -1)"#,
+                r#"err|user_script:1: bad argument #1 to 'encode_sparse_array' (expected integer between 0 and 2147483647)"#,
+            ),
+            (
+                r#"cjson.encode_sparse_array(false, 2, -1)"#,
+                r#"err|user_script:1: bad argument #1 to 'encode_sparse_array' (expected integer between 0 and 2147483647)"#,
+            ),
+            (r#"cjson.encode_sparse_array('on', 3, 4)"#, r#"ok|true 3 4"#),
+            (
+                r#"cjson.encode_sparse_array('x')"#,
+                r#"err|user_script:1: bad argument #1 to 'encode_sparse_array' (invalid option 'x')"#,
+            ),
+            (
+                r#"cjson.encode_sparse_array(1, 2, 3, 4)"#,
+                r#"err|user_script:1: bad argument #4 to 'encode_sparse_array' (found too many arguments)"#,
+            ),
+            (r#"cjson.encode_sparse_array(false, 2, 10)"#, r#"ok|false 2 10"#),
+            (r#"type(cjson.new), cjson.new()._NAME, cjson.new().null == cjson.null"#, r#"ok|"function" "cjson" true"#),
+            (
+                r#"(function() local c = cjson.new() c.encode_max_depth(2) return pcall(c.encode, {{{1}}}), cjson.encode({{{1}}}), cjson.encode_max_depth(), c.encode_max_depth() end)()"#,
+                r#"ok|false "[[[1]]]" 1000 2"#,
+            ),
+            (
+                r#"(function() local c = cjson.new() local d = c.new() d.encode_number_precision(2) return d.encode(1/3), c.encode(1/3), cjson.encode(1/3) end)()"#,
+                r#"ok|"0.33" "0.33333333333333" "0.33333333333333""#,
+            ),
+            (r#"cjson.new(1, 2, 3)._VERSION"#, r#"ok|"2.1.0""#),
+            (
+                r#"cjson._NAME, cjson._VERSION, tostring(cjson.null), type(cjson.null)"#,
+                r#"ok|"cjson" "2.1.0" "userdata: (nil)" "userdata""#,
+            ),
+            (
+                r#"(function() local out = {} for k in pairs(cjson) do out[#out+1] = k end return table.concat(out, ',') end)()"#,
+                r#"ok|"_NAME,encode,decode_max_depth,_VERSION,decode_invalid_numbers,encode_keep_buffer,null,encode_number_precision,new,encode_max_depth,encode_invalid_numbers,decode,encode_sparse_array""#,
+            ),
+            (r#"pcall(cjson.encode)"#, r#"ok|false "bad argument #1 to '?' (expected 1 argument)""#),
+            (
+                r#"pcall(cjson.encode_max_depth, 'x')"#,
+                r#"ok|false "bad argument #1 to '?' (number expected, got string)""#,
+            ),
+            (r#"cjson.encode({[1]=1,[2]=2,[3]=3,n=3})"#, r#"ok|"{\"1\":1,\"2\":2,\"3\":3,\"n\":3}""#),
+            (r#"cjson.encode(setmetatable({}, {__index = function() return 1 end}))"#, r#"ok|"{}""#),
+            (r#"cjson.encode(setmetatable({1,2}, {__len = function() return 9 end}))"#, r#"ok|"[1,2]""#),
+            (
+                r#"cjson.encode({1, nil, 3}), cjson.encode({nil, nil, 3}), cjson.encode({n=nil})"#,
+                r#"ok|"[1,null,3]" "[null,null,3]" "{}""#,
+            ),
+            (
+                r#"cjson.encode({[1]=1,[2]=2,[3]=3,[4]=4,[5]=5,[6]=6,[7]=7,[8]=8,[9]=9,[10]=10,[11]=11,[12]=12,[13]=13,[14]=14,[15]=15,[16]=16,[17]=17,[18]=18,[19]=19,[20]=20,[21]=21,[22]=22,[23]=23,[24]=24,[25]=25,[26]=26,[27]=27,[28]=28,[29]=29,[30]=30})"#,
+                r#"ok|"[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30]""#,
+            ),
+            (
+                r#"cjson.encode({10, 20, 30, x = 'y', [5] = 50})"#,
+                r#"ok|"{\"1\":10,\"2\":20,\"3\":30,\"5\":50,\"x\":\"y\"}""#,
+            ),
+            (
+                r#"(function() cjson.encode_max_depth(100000) local r = {pcall(cjson.encode, (function() local t = {} local c = t for i=1,10000 do c[1] = {} c = c[1] end return t end)())} cjson.encode_max_depth(1000) return r[2] end)()"#,
+                r#"ok|"Cannot serialise, excessive nesting (7998)""#,
+            ),
+            (
+                r#"(function() cjson.encode_max_depth(100000) local r = {pcall(cjson.encode, (function() local t = {} local c = t for i=1,10000 do c.k = {} c = c.k end return t end)())} cjson.encode_max_depth(1000) return r[2] end)()"#,
+                r#"ok|"Cannot serialise, excessive nesting (4000)""#,
+            ),
+            (
+                r#"(function() cjson.encode_max_depth(100000) local r = {pcall(cjson.encode, (function() local t = {} local c = t for i=1,10000 do if i % 2 == 0 then c.k = {} c = c.k else c[1] = {} c = c[1] end end return t end)())} cjson.encode_max_depth(1000) return r[2] end)()"#,
+                r#"ok|"Cannot serialise, excessive nesting (5333)""#,
+            ),
+            (
+                r#"select(2, pcall(cjson.encode, (function() local t = {} t.self = t return t end)()))"#,
+                r#"ok|"Cannot serialise, excessive nesting (1001)""#,
+            ),
+            (
+                r#"select(2, pcall(cjson.encode, {[1]=1,[2]=2,[4]=4})), cjson.encode({[10]=1})"#,
+                r#"ok|"[1,2,null,4]" "[null,null,null,null,null,null,null,null,null,1]""#,
+            ),
+            (r#"select(2, pcall(cjson.encode, {[11]=1}))"#, r#"ok|"Cannot serialise table: excessively sparse array""#),
+            (
+                r#"select(2, pcall(cjson.encode, {[12]=1,[1]=1}))"#,
+                r#"ok|"Cannot serialise table: excessively sparse array""#,
+            ),
+            (
+                r#"cjson.encode({[1]=1,[2]=2,[3]=3,[4]=4,[5]=5,[6]=6,[11]=1}), cjson.encode({[1]=1,[2]=2,[3]=3,[4]=4,[5]=5,[6]=6,[12]=1})"#,
+                r#"ok|"[1,2,3,4,5,6,null,null,null,null,1]" "[1,2,3,4,5,6,null,null,null,null,null,1]""#,
+            ),
+            (
+                r#"select(2, pcall(cjson.encode, {[1]=1,[2]=2,[3]=3,[4]=4,[5]=5,[13]=1}))"#,
+                r#"ok|"Cannot serialise table: excessively sparse array""#,
+            ),
+            (
+                r#"(function() cjson.encode_max_depth(3) local r = {pcall(cjson.encode, {{{{1}}}})} cjson.encode_max_depth(1000) return r[2] end)()"#,
+                r#"ok|"Cannot serialise, excessive nesting (4)""#,
+            ),
+            (
+                r#"(function() cjson.encode_sparse_array(false, 1, 0) local r = {pcall(cjson.encode, {[1]=1,[3]=2})} cjson.encode_sparse_array(false, 2, 10) return r[2] end)()"#,
+                r#"ok|"Cannot serialise table: excessively sparse array""#,
+            ),
+            (
+                r#"(function() local t = {} for i = 1, 50 do t[i * 1.5] = i end return cjson.encode(t) end)()"#,
+                r#"ok|"{\"27\":18,\"61.5\":41,\"75\":50,\"3\":2,\"54\":36,\"19.5\":13,\"6\":4,\"31.5\":21,\"39\":26,\"12\":8,\"63\":42,\"24\":16,\"55.5\":37,\"48\":32,\"16.5\":11,\"40.5\":27,\"64.5\":43,\"28.5\":19,\"33\":22,\"10.5\":7,\"57\":38,\"66\":44,\"21\":14,\"49.5\":33,\"42\":28,\"67.5\":45,\"34.5\":23,\"25.5\":17,\"7.5\":5,\"9\":6,\"51\":34,\"15\":10,\"18\":12,\"43.5\":29,\"70.5\":47,\"30\":20,\"36\":24,\"73.5\":49,\"60\":40,\"72\":48,\"22.5\":15,\"52.5\":35,\"69\":46,\"58.5\":39,\"45\":30,\"13.5\":9,\"46.5\":31,\"37.5\":25,\"1.5\":1,\"4.5\":3}""#,
+            ),
+            (
+                r#"(function() local t = {} for i = 1, 20 do t[i] = i end t[5] = nil t[6] = nil return cjson.encode(t) end)()"#,
+                r#"ok|"[1,2,3,4,null,null,7,8,9,10,11,12,13,14,15,16,17,18,19,20]""#,
+            ),
+            (
+                r#"cjson.encode({[-0.0] = 1}), cjson.encode({[1e20] = 1}), cjson.encode({[2^53] = 1}), cjson.encode({[0.1] = 'x'})"#,
+                r#"ok|"{\"-0\":1}" "{\"1e+20\":1}" "{\"9.007199254741e+15\":1}" "{\"0.1\":\"x\"}""#,
+            ),
+            (
+                r#"cjson.encode(2^63), cjson.encode(-2^63), cjson.encode(1e-300), cjson.encode(5e-324), cjson.encode(123.456), cjson.encode(-1.5e-7), cjson.encode(100), cjson.encode(1e21), cjson.encode(99999999999999), cjson.encode(999999999999999)"#,
+                r#"ok|"9.2233720368548e+18" "-9.2233720368548e+18" "1e-300" "4.9406564584125e-324" "123.456" "-1.5e-07" "100" "1e+21" "99999999999999" "1e+15""#,
+            ),
+            (
+                r#"cjson.encode({a = {b = {c = {d = {}}}}}), cjson.encode({{}, {{}}, {a = {}}})"#,
+                r#"ok|"{\"a\":{\"b\":{\"c\":{\"d\":{}}}}}" "[{},[{}],{\"a\":{}}]""#,
+            ),
+            (r#"cjson.encode(string.rep('x', 10) .. '\0' .. 'y')"#, r#"ok|"\"xxxxxxxxxx\\u0000y\"""#),
+            (
+                r#"cjson.encode('\226\128\168\226\128\169'), cjson.encode('<script>'), cjson.encode("'")"#,
+                r#"ok|"\"\226\128\168\226\128\169\"" "\"<script>\"" "\"'\"""#,
+            ),
+        ]);
+    }
+
+    /// Decoding, including error positions and depth limits.
+    /// Expected values were taken from redis-server 7.0.15: the same
+    /// snippets run there with EVAL, serialized by the same Lua code
+    /// (`testutil::PRELUDE`).
+    #[test]
+    fn decode_matches_redis() {
+        check(&[
+            (
+                r#"cjson.decode_max_depth(), cjson.decode_max_depth(2), pcall(cjson.decode, '[[1]]'), pcall(cjson.decode, '[[[1]]]'), pcall(cjson.decode, '{"a":{"b":{}}}'), cjson.decode_max_depth(1000)"#,
+                r#"ok|1000 2 true false false 1000"#,
+            ),
+            (
+                r#"cjson.decode_max_depth(0)"#,
+                r#"err|user_script:1: bad argument #1 to 'decode_max_depth' (expected integer between 1 and 2147483647)"#,
+            ),
+            (
+                r#"cjson.decode_max_depth(100000), pcall(cjson.decode, string.rep('[', 10000)), pcall(cjson.decode, string.rep('{"a":', 10000)), cjson.decode_max_depth(1000)"#,
+                r#"ok|100000 false false 1000"#,
+            ),
+            (
+                r#"pcall(cjson.decode, string.rep('[', 1001)), pcall(cjson.decode, string.rep('[', 1000))"#,
+                r#"ok|false false "Expected value but found T_END at character 1001""#,
+            ),
+            (
+                r#"cjson.decode_invalid_numbers(), cjson.decode_invalid_numbers(false), pcall(cjson.decode, 'NaN'), pcall(cjson.decode, '[0x10]'), pcall(cjson.decode, '01'), pcall(cjson.decode, '+1'), pcall(cjson.decode, 'inf'), pcall(cjson.decode, '-Infinity'), cjson.decode_invalid_numbers(true)"#,
+                r#"ok|true false false false false false false false true"#,
+            ),
+            (
+                r#"cjson.decode('NaN'), cjson.decode('nan'), cjson.decode('inf'), cjson.decode('-inf'), cjson.decode('Infinity'), cjson.decode('-Infinity'), cjson.decode('0x10'), cjson.decode('0X1p4'), cjson.decode('01'), cjson.decode('+1'), cjson.decode('-0'), cjson.decode('1e400'), cjson.decode('-1e-400')"#,
+                r#"ok|nan nan inf -inf inf -inf 16 16 1 1 -0 inf -0"#,
+            ),
+            (
+                r#"cjson.decode_invalid_numbers('on'), cjson.decode_invalid_numbers('null')"#,
+                r#"err|user_script:1: bad argument #1 to 'decode_invalid_numbers' (invalid option 'null')"#,
+            ),
+            (
+                r#"cjson.decode('{"a":1,"b":[1,2,3],"c":{"d":null}}')"#,
+                r#"ok|{["a"]=1,["b"]={[1]=1,[2]=2,[3]=3},["c"]={["d"]=NULL}}"#,
+            ),
+            (
+                r#"cjson.decode('[1,"2",true,false,null]'), cjson.decode('[]'), cjson.decode('{}'), cjson.decode('  [ 1 , 2 ]  '), cjson.decode('"x"'), cjson.decode('12.5'), cjson.decode('-3e2'), cjson.decode('true'), cjson.decode('null')"#,
+                r#"ok|{[1]=1,[2]="2",[3]=true,[4]=false,[5]=NULL} {} {} {[1]=1,[2]=2} "x" 12.5 -300 true NULL"#,
+            ),
+            (
+                r#"cjson.decode('[null, null]')[2] == cjson.null, #cjson.decode('[null, null]'), type(cjson.decode('null'))"#,
+                r#"ok|true 2 "userdata""#,
+            ),
+            (
+                r#"cjson.decode('"\\u0041\\u00e9\\u4e2d\\ud83d\\ude00\\/\\b\\f\\n\\r\\t\\"\\\\"')"#,
+                r#"ok|"A\195\169\228\184\173\240\159\152\128/\8\12\\10\r\9\"\\""#,
+            ),
+            (
+                r#"cjson.decode('"\\u0000"'), cjson.decode('"\\uFFFF"'), cjson.decode('"\\uDBFF\\uDFFF"')"#,
+                r#"ok|"\000" "\239\191\191" "\244\143\191\191""#,
+            ),
+            (
+                r#"cjson.decode('"\\ud83d"')"#,
+                r#"err|user_script:1: Expected value but found invalid unicode escape code at character 2"#,
+            ),
+            (
+                r#"cjson.decode('"\\ude00"')"#,
+                r#"err|user_script:1: Expected value but found invalid unicode escape code at character 2"#,
+            ),
+            (
+                r#"cjson.decode('"\\ud83dx"')"#,
+                r#"err|user_script:1: Expected value but found invalid unicode escape code at character 2"#,
+            ),
+            (
+                r#"cjson.decode('"\\ud83d\\u0041"')"#,
+                r#"err|user_script:1: Expected value but found invalid unicode escape code at character 2"#,
+            ),
+            (
+                r#"cjson.decode('"\\u12"')"#,
+                r#"err|user_script:1: Expected value but found invalid unicode escape code at character 2"#,
+            ),
+            (
+                r#"cjson.decode('"\\u12G4"')"#,
+                r#"err|user_script:1: Expected value but found invalid unicode escape code at character 2"#,
+            ),
+            (
+                r#"cjson.decode('"\\x"')"#,
+                r#"err|user_script:1: Expected value but found invalid escape code at character 2"#,
+            ),
+            (
+                r#"cjson.decode('"abc')"#,
+                r#"err|user_script:1: Expected value but found unexpected end of string at character 5"#,
+            ),
+            (
+                r#"cjson.decode('"ab\0c"')"#,
+                r#"err|user_script:1: Expected value but found unexpected end of string at character 4"#,
+            ),
+            (r#"cjson.decode('[1]\0garbage')"#, r#"ok|{[1]=1}"#),
+            (r#"cjson.decode('\0')"#, r#"err|user_script:1: Expected value but found T_END at character 1"#),
+            (r#"cjson.decode('a\0')"#, r#"err|user_script:1: JSON parser does not support UTF-16 or UTF-32"#),
+            (r#"cjson.decode('1\0')"#, r#"err|user_script:1: JSON parser does not support UTF-16 or UTF-32"#),
+            (r#"cjson.decode('')"#, r#"err|user_script:1: Expected value but found T_END at character 1"#),
+            (r#"cjson.decode(' ')"#, r#"err|user_script:1: Expected value but found T_END at character 2"#),
+            (r#"cjson.decode('x')"#, r#"err|user_script:1: Expected value but found invalid token at character 1"#),
+            (r#"cjson.decode('[1,]')"#, r#"err|user_script:1: Expected value but found T_ARR_END at character 4"#),
+            (
+                r#"cjson.decode('[1 2]')"#,
+                r#"err|user_script:1: Expected comma or array end but found T_NUMBER at character 4"#,
+            ),
+            (r#"cjson.decode('{"a" 1}')"#, r#"err|user_script:1: Expected colon but found T_NUMBER at character 6"#),
+            (
+                r#"cjson.decode('{"a":1,}')"#,
+                r#"err|user_script:1: Expected object key string but found T_OBJ_END at character 8"#,
+            ),
+            (
+                r#"cjson.decode('{"a":1 "b"}')"#,
+                r#"err|user_script:1: Expected comma or object end but found T_STRING at character 8"#,
+            ),
+            (
+                r#"cjson.decode('{1:2}')"#,
+                r#"err|user_script:1: Expected object key string but found T_NUMBER at character 2"#,
+            ),
+            (r#"cjson.decode('{"a":}')"#, r#"err|user_script:1: Expected value but found T_OBJ_END at character 6"#),
+            (r#"cjson.decode('[1]]')"#, r#"err|user_script:1: Expected the end but found T_ARR_END at character 4"#),
+            (
+                r#"cjson.decode('[1] x')"#,
+                r#"err|user_script:1: Expected the end but found invalid token at character 5"#,
+            ),
+            (r#"cjson.decode('tru')"#, r#"err|user_script:1: Expected value but found invalid token at character 1"#),
+            (r#"cjson.decode('nul')"#, r#"err|user_script:1: Expected value but found invalid token at character 1"#),
+            (
+                r#"cjson.decode('falsey')"#,
+                r#"err|user_script:1: Expected the end but found invalid token at character 6"#,
+            ),
+            (
+                r#"cjson.decode('truex')"#,
+                r#"err|user_script:1: Expected the end but found invalid token at character 5"#,
+            ),
+            (r#"cjson.decode('-')"#, r#"err|user_script:1: Expected value but found invalid number at character 1"#),
+            (r#"cjson.decode('-x')"#, r#"err|user_script:1: Expected value but found invalid number at character 1"#),
+            (
+                r#"cjson.decode('1.5.3')"#,
+                r#"err|user_script:1: Expected the end but found invalid token at character 4"#,
+            ),
+            (r#"cjson.decode('.5')"#, r#"err|user_script:1: Expected value but found invalid token at character 1"#),
+            (r#"cjson.decode('1e')"#, r#"err|user_script:1: Expected the end but found invalid token at character 2"#),
+            (r#"cjson.decode('{')"#, r#"err|user_script:1: Expected object key string but found T_END at character 2"#),
+            (r#"cjson.decode('[')"#, r#"err|user_script:1: Expected value but found T_END at character 2"#),
+            (r#"cjson.decode(']')"#, r#"err|user_script:1: Expected value but found T_ARR_END at character 1"#),
+            (r#"cjson.decode('}')"#, r#"err|user_script:1: Expected value but found T_OBJ_END at character 1"#),
+            (r#"cjson.decode(':')"#, r#"err|user_script:1: Expected value but found T_COLON at character 1"#),
+            (r#"cjson.decode(',')"#, r#"err|user_script:1: Expected value but found T_COMMA at character 1"#),
+            (
+                r#"cjson.decode('{"a":[1,{"b":[}]}')"#,
+                r#"err|user_script:1: Expected value but found T_OBJ_END at character 15"#,
+            ),
+            (r#"cjson.decode('"\1\31"'), cjson.decode('"tab	here"')"#, r#"ok|"\1\31" "tab\9here""#),
+            (r#"cjson.decode('\t\n\r [1]')"#, r#"ok|{[1]=1}"#),
+            (r#"cjson.decode('\f[1]')"#, r#"err|user_script:1: Expected value but found invalid token at character 1"#),
+            (r#"cjson.decode(12), cjson.decode(1e20)"#, r#"ok|12 1e+20"#),
+            (r#"cjson.decode()"#, r#"err|user_script:1: bad argument #1 to 'decode' (expected 1 argument)"#),
+            (r#"cjson.decode(nil)"#, r#"err|user_script:1: bad argument #1 to 'decode' (string expected, got nil)"#),
+            (r#"cjson.decode({})"#, r#"err|user_script:1: bad argument #1 to 'decode' (string expected, got table)"#),
+            (r#"cjson.decode('1', 2)"#, r#"err|user_script:1: bad argument #1 to 'decode' (expected 1 argument)"#),
+            (r#"cjson.decode('{"a":1,"a":2}')"#, r#"ok|{["a"]=2}"#),
+            (r#"cjson.decode('{"1":1,"2":2}')[1], cjson.decode('{"1":1,"2":2}')['1']"#, r#"ok|nil 1"#),
+            (r#"cjson.decode('[1,2,3,[4,5,[6]]]')"#, r#"ok|{[1]=1,[2]=2,[3]=3,[4]={[1]=4,[2]=5,[3]={[1]=6}}}"#),
+            (
+                r#"cjson.decode('{"k":[{"x":1},{"y":[true,null,"s"]}]}')"#,
+                r#"ok|{["k"]={[1]={["x"]=1},[2]={["y"]={[1]=true,[2]=NULL,[3]="s"}}}}"#,
+            ),
+            (
+                r#"cjson.decode('123456789012345678901234567890'), cjson.decode('1E2'), cjson.decode('-0.0')"#,
+                r#"ok|1.2345678901234568e+29 100 -0"#,
+            ),
+            (
+                r#"cjson.decode(cjson.encode({a='\0\1é', b={1,2,3}}))"#,
+                r#"ok|{["a"]="\000\1\195\169",["b"]={[1]=1,[2]=2,[3]=3}}"#,
+            ),
+            (r#"cjson.encode(cjson.decode('{"a":[1,2,{"b":null}]}'))"#, r#"ok|"{\"a\":[1,2,{\"b\":null}]}""#),
+            (r#"pcall(cjson.decode, '[1,')"#, r#"ok|false "Expected value but found T_END at character 4""#),
+            (
+                r#"(function() cjson.decode_max_depth(100000) local r = {pcall(cjson.decode, string.rep('[', 10000))} cjson.decode_max_depth(1000) return r[2] end)()"#,
+                r#"ok|"Found too many nested data structures (7999) at character 7999""#,
+            ),
+            (
+                r#"(function() cjson.decode_max_depth(100000) local r = {pcall(cjson.decode, string.rep('{"a":', 10000))} cjson.decode_max_depth(1000) return r[2] end)()"#,
+                r#"ok|"Found too many nested data structures (4000) at character 19996""#,
+            ),
+            (
+                r#"(function() cjson.decode_max_depth(100000) local r = {pcall(cjson.decode, string.rep('[{"a":', 5000))} cjson.decode_max_depth(1000) return r[2] end)()"#,
+                r#"ok|"Found too many nested data structures (5333) at character 15997""#,
+            ),
+            (
+                r#"(function() cjson.decode_max_depth(100000) local r = {pcall(cjson.decode, string.rep('[', 7000) .. string.rep(']', 7000))} cjson.decode_max_depth(1000) return r[1], type(r[2]) end)()"#,
+                r#"ok|true "table""#,
+            ),
+            (
+                r#"select(2, pcall(cjson.decode, string.rep('[', 1001)))"#,
+                r#"ok|"Found too many nested data structures (1001) at character 1001""#,
+            ),
+            (
+                r#"select(2, pcall(cjson.decode, string.rep('{"x":', 1001)))"#,
+                r#"ok|"Found too many nested data structures (1001) at character 5001""#,
+            ),
+            (
+                r#"(function() cjson.decode_max_depth(2) local r = {pcall(cjson.decode, '[[[1]]]')} local s = {pcall(cjson.decode, '{"a":{"b":{}}}')} cjson.decode_max_depth(1000) return r[2], s[2] end)()"#,
+                r#"ok|"Found too many nested data structures (3) at character 3" "Found too many nested data structures (3) at character 11""#,
+            ),
+            (
+                r#"(function() cjson.decode_invalid_numbers(false) local out = {} for _, s in ipairs({'NaN', '[0x10]', '01', '+1', 'inf', '-Infinity', '-0x5', '00', '-nan', '0', '-0', '0.5', '[1,-01]'}) do out[#out+1] = select(2, pcall(cjson.decode, s)) end cjson.decode_invalid_numbers(true) return unpack(out) end)()"#,
+                r#"ok|"Expected value but found invalid token at character 1" "Expected value but found invalid number at character 2" "Expected value but found invalid number at character 1" "Expected value but found invalid token at character 1" "Expected value but found invalid token at character 1" "Expected value but found invalid number at character 1" "Expected value but found invalid number at character 1" "Expected value but found invalid number at character 1" "Expected value but found invalid number at character 1" 0 -0 0.5 "Expected value but found invalid number at character 4""#,
+            ),
+            (
+                r#"cjson.decode('[0x1g]')"#,
+                r#"err|user_script:1: Expected comma or array end but found invalid token at character 5"#,
+            ),
+            (r#"cjson.decode('0x')"#, r#"err|user_script:1: Expected the end but found invalid token at character 2"#),
+            (
+                r#"cjson.decode('-0x10'), cjson.decode('+0x10'), cjson.decode('Inf'), cjson.decode('+inf'), cjson.decode('+nan'), cjson.decode('nan(123)'), cjson.decode('1.'), cjson.decode('1.e5'), cjson.decode('0e0')"#,
+                r#"ok|-16 16 inf inf nan nan 1 100000 0"#,
+            ),
+            (r#"cjson.decode('+')"#, r#"err|user_script:1: Expected value but found invalid number at character 1"#),
+            (r#"cjson.decode('+x')"#, r#"err|user_script:1: Expected value but found invalid number at character 1"#),
+            (
+                r#"cjson.decode('nanx')"#,
+                r#"err|user_script:1: Expected the end but found invalid token at character 4"#,
+            ),
+            (
+                r#"cjson.decode('infinit')"#,
+                r#"err|user_script:1: Expected the end but found invalid token at character 4"#,
+            ),
+            (r#"cjson.decode('Nul')"#, r#"err|user_script:1: Expected value but found invalid token at character 1"#),
+            (
+                r#"cjson.decode('"\\u00"')"#,
+                r#"err|user_script:1: Expected value but found invalid unicode escape code at character 2"#,
+            ),
+            (
+                r#"cjson.decode('"\\')"#,
+                r#"err|user_script:1: Expected value but found invalid escape code at character 2"#,
+            ),
+            (
+                r#"cjson.decode('"\\u')"#,
+                r#"err|user_script:1: Expected value but found invalid unicode escape code at character 2"#,
+            ),
+            (
+                r#"cjson.decode('"\\ud800\\udbff"')"#,
+                r#"err|user_script:1: Expected value but found invalid unicode escape code at character 2"#,
+            ),
+            (
+                r#"cjson.decode('  "a" x')"#,
+                r#"err|user_script:1: Expected the end but found invalid token at character 7"#,
+            ),
+            (
+                r#"cjson.decode('[true,false,null,1.5e3,"\\u0024"]')"#,
+                r#"ok|{[1]=true,[2]=false,[3]=NULL,[4]=1500,[5]="$"}"#,
+            ),
+            (
+                r#"(function() local t = cjson.decode('{"b":1,"a":2,"c":{"z":1,"y":2}}') return cjson.encode(t) end)()"#,
+                r#"ok|"{\"a\":2,\"c\":{\"y\":2,\"z\":1},\"b\":1}""#,
+            ),
+        ]);
+    }
+}

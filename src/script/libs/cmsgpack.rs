@@ -495,3 +495,239 @@ pub(crate) unsafe extern "C-unwind" fn open(l: *mut lua_State) -> c_int {
     set_str_field(l, c"_DESCRIPTION", "MessagePack C implementation for Lua");
     1
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::check;
+
+    /// Every function, its edge cases and its error messages.
+    /// Expected values were taken from redis-server 7.0.15: the same
+    /// snippets run there with EVAL, serialized by the same Lua code
+    /// (`testutil::PRELUDE`).
+    #[test]
+    fn matches_redis() {
+        check(&[
+            (
+                r#"cmsgpack.pack(0), cmsgpack.pack(1), cmsgpack.pack(127), cmsgpack.pack(128), cmsgpack.pack(255), cmsgpack.pack(256), cmsgpack.pack(65535), cmsgpack.pack(65536), cmsgpack.pack(2^32-1), cmsgpack.pack(2^32), cmsgpack.pack(2^53), cmsgpack.pack(2^63)"#,
+                r#"ok|"\000" "\1" "\127" "\204\128" "\204\255" "\205\1\000" "\205\255\255" "\206\000\1\000\000" "\206\255\255\255\255" "\207\000\000\000\1\000\000\000\000" "\207\000 \000\000\000\000\000\000" "\202_\000\000\000""#,
+            ),
+            (
+                r#"cmsgpack.pack(-1), cmsgpack.pack(-32), cmsgpack.pack(-33), cmsgpack.pack(-128), cmsgpack.pack(-129), cmsgpack.pack(-32768), cmsgpack.pack(-32769), cmsgpack.pack(-2^31), cmsgpack.pack(-2^31-1), cmsgpack.pack(-2^63), cmsgpack.pack(-2^64)"#,
+                r#"ok|"\255" "\224" "\208\223" "\208\128" "\209\255\127" "\209\128\000" "\210\255\255\127\255" "\210\128\000\000\000" "\211\255\255\255\255\127\255\255\255" "\211\128\000\000\000\000\000\000\000" "\202\223\128\000\000""#,
+            ),
+            (
+                r#"cmsgpack.pack(1.5), cmsgpack.pack(0.1), cmsgpack.pack(-0.0), cmsgpack.pack(1/0), cmsgpack.pack(-1/0), cmsgpack.pack(0/0), cmsgpack.pack(1e300), cmsgpack.pack(3.4028234663852886e38), cmsgpack.pack(2^-149), cmsgpack.pack(2^64+2^12)"#,
+                r#"ok|"\202?\192\000\000" "\203?\185\153\153\153\153\153\154" "\000" "\202\255\128\000\000" "\202\127\128\000\000" "\203\255\248\000\000\000\000\000\000" "\203~7\228<\136\000u\156" "\202\127\127\255\255" "\202\000\000\000\1" "\203C\240\000\000\000\000\000\1""#,
+            ),
+            (
+                r#"cmsgpack.pack(''), cmsgpack.pack('abc'), cmsgpack.pack(string.rep('x', 31)), cmsgpack.pack(string.rep('x', 32)), #cmsgpack.pack(string.rep('x', 255)), #cmsgpack.pack(string.rep('x', 256)), string.sub(cmsgpack.pack(string.rep('x', 256)), 1, 4), string.sub(cmsgpack.pack(string.rep('x', 65536)), 1, 6)"#,
+                r#"ok|"\160" "\163abc" "\191xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx" "\217 xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx" 257 259 "\218\1\000x" "\219\000\1\000\000x""#,
+            ),
+            (
+                r#"cmsgpack.pack(true), cmsgpack.pack(false), cmsgpack.pack(nil), cmsgpack.pack(cjson.null), cmsgpack.pack(coroutine and coroutine.create(function() end) or nil)"#,
+                r#"ok|"\195" "\194" "\192" "\192" "\192""#,
+            ),
+            (
+                r#"cmsgpack.pack({}), cmsgpack.pack({1,2,3}), cmsgpack.pack({1,nil,3}), cmsgpack.pack({a=1}), cmsgpack.pack({[1]=1,[2]=2,[4]=4}), cmsgpack.pack({[0]=1}), cmsgpack.pack({[1.5]=1}), cmsgpack.pack({[-1]=1}), cmsgpack.pack({[2]=2})"#,
+                r#"ok|"\144" "\147\1\2\3" "\130\1\1\3\3" "\129\161a\1" "\131\1\1\2\2\4\4" "\129\000\1" "\129\202?\192\000\000\1" "\129\255\1" "\129\2\2""#,
+            ),
+            (
+                r#"cmsgpack.pack({1,2,3,4,5,6,7,8,9,10,11,12,13,14,15}), cmsgpack.pack({1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16}), string.sub(cmsgpack.pack((function() local t = {} for i=1,70000 do t[i]=i end return t end)()), 1, 5)"#,
+                r#"ok|"\159\1\2\3\4\5\6\7\8\9\\10\11\12\r\14\15" "\220\000\16\1\2\3\4\5\6\7\8\9\\10\11\12\r\14\15\16" "\221\000\1\17p""#,
+            ),
+            (
+                r#"cmsgpack.pack({a=1,b=2,c=3,d=4,e=5,f=6,g=7,h=8}), cmsgpack.pack({x={y={z={1,2}}}}), cmsgpack.pack({1, 'two', {three=3}, true})"#,
+                r#"ok|"\136\161a\1\161h\8\161c\3\161b\2\161e\5\161d\4\161g\7\161f\6" "\129\161x\129\161y\129\161z\146\1\2" "\148\1\163two\129\165three\3\195""#,
+            ),
+            (
+                r#"cmsgpack.pack((function() local t = {} for i=1,20 do t['key'..i]=i*3 end return t end)())"#,
+                r#"ok|"\222\000\20\165key160\164key9\27\164key5\15\164key1\3\164key7\21\164key3\9\164key8\24\165key12$\165key11!\165key10\30\165key199\165key173\165key20<\164key2\6\165key13'\164key6\18\165key186\165key15-\164key4\12\165key14*""#,
+            ),
+            (
+                r#"cmsgpack.pack((function() local t = {} t.self = t return t end)())"#,
+                r#"ok|"\129\164self\129\164self\129\164self\129\164self\129\164self\129\164self\129\164self\129\164self\129\164self\129\164self\129\164self\129\164self\129\164self\129\164self\129\164self\129\164self\192""#,
+            ),
+            (
+                r#"cmsgpack.pack((function() local t = {} local c = t for i=1,20 do c[1] = {} c = c[1] end return t end)())"#,
+                r#"ok|"\145\145\145\145\145\145\145\145\145\145\145\145\145\145\145\145\192""#,
+            ),
+            (r#"cmsgpack.pack(1, 'a', {2}, nil, true)"#, r#"ok|"\1\161a\145\2\192\195""#),
+            (r#"cmsgpack.pack()"#, r#"err|user_script:1: bad argument #0 to 'pack' (MessagePack pack needs input.)"#),
+            (
+                r#"cmsgpack.pack(unpack((function() local t = {} for i=1,5000 do t[i]=i end return t end)()))"#,
+                r#"err|user_script:1: bad argument #0 to 'pack' (Too many arguments for MessagePack pack.)"#,
+            ),
+            (
+                r#"cmsgpack.pack(setmetatable({}, {__index=function() return 1 end})), cmsgpack.pack(setmetatable({1,2}, {__len=function() return 5 end}))"#,
+                r#"ok|"\144" "\146\1\2""#,
+            ),
+            (
+                r#"cmsgpack.unpack(cmsgpack.pack(1, -1, 300, -300, 70000, -70000, 2^40, -2^40, 1.5, 0.1, 'abc', true, false))"#,
+                r#"ok|1 -1 300 -300 70000 -70000 1099511627776 -1099511627776 1.5 0.10000000000000001 "abc" true false"#,
+            ),
+            (
+                r#"cmsgpack.unpack(cmsgpack.pack({1,2,{a={b='c'}}, {}}))"#,
+                r#"ok|{[1]=1,[2]=2,[3]={["a"]={["b"]="c"}},[4]={}}"#,
+            ),
+            (
+                r#"cmsgpack.unpack('\192'), cmsgpack.unpack('\192\192'), select('#', cmsgpack.unpack('\192\192'))"#,
+                r#"ok|nil nil 2"#,
+            ),
+            (r#"cmsgpack.unpack('')"#, r#"ok|"#),
+            (r#"cmsgpack.unpack('\204')"#, r#"err|user_script:1: Missing bytes in input."#),
+            (r#"cmsgpack.unpack('\193')"#, r#"err|user_script:1: Bad data format in input."#),
+            (r#"cmsgpack.unpack('\196\1a')"#, r#"err|user_script:1: Bad data format in input."#),
+            (r#"cmsgpack.unpack('\217\3ab')"#, r#"err|user_script:1: Missing bytes in input."#),
+            (
+                r#"cmsgpack.unpack('\217\3abc'), cmsgpack.unpack('\218\0\3abc'), cmsgpack.unpack('\219\0\0\0\3abc'), cmsgpack.unpack('\163abc')"#,
+                r#"ok|"abc" "abc" "abc" "abc""#,
+            ),
+            (r#"cmsgpack.unpack('\219\0\0\0\9abc')"#, r#"err|user_script:1: Missing bytes in input."#),
+            (
+                r#"cmsgpack.unpack('\207\255\255\255\255\255\255\255\255'), cmsgpack.unpack('\207\127\255\255\255\255\255\255\255'), cmsgpack.unpack('\211\128\0\0\0\0\0\0\0'), cmsgpack.unpack('\211\255\255\255\255\255\255\255\254')"#,
+                r#"ok|-1 9.2233720368547758e+18 -9.2233720368547758e+18 -2"#,
+            ),
+            (
+                r#"cmsgpack.unpack('\206\255\255\255\255'), cmsgpack.unpack('\210\128\0\0\0'), cmsgpack.unpack('\205\255\255'), cmsgpack.unpack('\209\128\0'), cmsgpack.unpack('\209\255\1'), cmsgpack.unpack('\204\255'), cmsgpack.unpack('\208\128'), cmsgpack.unpack('\224'), cmsgpack.unpack('\255'), cmsgpack.unpack('\127')"#,
+                r#"ok|4294967295 -2147483648 65535 -32768 -255 255 -128 -32 -1 127"#,
+            ),
+            (
+                r#"cmsgpack.unpack('\202\127\128\0\0'), cmsgpack.unpack('\202\63\192\0\0'), cmsgpack.unpack('\203\63\248\0\0\0\0\0\0'), cmsgpack.unpack('\203\255\248\0\0\0\0\0\0')"#,
+                r#"ok|inf 1.5 1.5 -nan"#,
+            ),
+            (r#"cmsgpack.unpack('\147\1\2'), 1"#, r#"err|user_script:1: Missing bytes in input."#),
+            (r#"cmsgpack.unpack('\147\1\192\3')"#, r#"ok|{[1]=1,[3]=3}"#),
+            (
+                r#"cmsgpack.unpack('\130\1\2\3\4'), cmsgpack.unpack('\129\161a\192'), cmsgpack.unpack('\130\1\2\1\3')"#,
+                r#"ok|{[1]=2,[3]=4} {} {[1]=3}"#,
+            ),
+            (r#"cmsgpack.unpack('\129\192\1')"#, r#"err|table index is nil"#),
+            (r#"cmsgpack.unpack('\129\203\255\248\0\0\0\0\0\0\1')"#, r#"err|table index is NaN"#),
+            (
+                r#"cmsgpack.unpack('\220\0\2\1\2'), cmsgpack.unpack('\221\0\0\0\1\5'), cmsgpack.unpack('\222\0\1\1\2'), cmsgpack.unpack('\223\0\0\0\1\1\2')"#,
+                r#"ok|{[1]=1,[2]=2} {[1]=5} {[1]=2} {[1]=2}"#,
+            ),
+            (r#"cmsgpack.unpack('\221\255\255\255\255\1')"#, r#"err|user_script:1: Missing bytes in input."#),
+            (r#"cmsgpack.unpack('\145\193')"#, r#"err|user_script:1: Bad data format in input."#),
+            (r#"cmsgpack.unpack(12), cmsgpack.unpack(12.5)"#, r#"ok|49 49 50 46 53"#),
+            (
+                r#"cmsgpack.unpack()"#,
+                r#"err|user_script:1: bad argument #1 to 'unpack' (string expected, got no value)"#,
+            ),
+            (
+                r#"cmsgpack.unpack({})"#,
+                r#"err|user_script:1: bad argument #1 to 'unpack' (string expected, got table)"#,
+            ),
+            (r#"cmsgpack.unpack('\1', 'extra', 3)"#, r#"ok|1"#),
+            (r#"cmsgpack.unpack_one(cmsgpack.pack(1, 2, 3))"#, r#"ok|1 1"#),
+            (
+                r#"cmsgpack.unpack_one(cmsgpack.pack(1, 2, 3), 1), cmsgpack.unpack_one(cmsgpack.pack(1, 2, 3), 2), cmsgpack.unpack_one(cmsgpack.pack(1, 2, 3), 3)"#,
+                r#"ok|2 -1 -1"#,
+            ),
+            (r#"cmsgpack.unpack_one('')"#, r#"ok|-1"#),
+            (
+                r#"cmsgpack.unpack_one('\1', -1)"#,
+                r#"err|user_script:1: Invalid request to unpack with offset of -1 and limit of 1."#,
+            ),
+            (r#"cmsgpack.unpack_one('\1', 5)"#, r#"err|user_script:1: Start offset 5 greater than input length 1."#),
+            (
+                r#"cmsgpack.unpack_one('\1', 'x')"#,
+                r#"err|user_script:1: bad argument #2 to 'unpack_one' (number expected, got string)"#,
+            ),
+            (
+                r#"cmsgpack.unpack_one()"#,
+                r#"err|user_script:1: bad argument #1 to 'unpack_one' (string expected, got no value)"#,
+            ),
+            (r#"cmsgpack.unpack_one('\1\2', 1.7), cmsgpack.unpack_one('\1\2', '1')"#, r#"ok|-1 -1 2"#),
+            (r#"cmsgpack.unpack_one('\204', 0)"#, r#"err|user_script:1: Missing bytes in input."#),
+            (r#"cmsgpack.unpack_limit(cmsgpack.pack(1, 2, 3), 2)"#, r#"ok|2 1 2"#),
+            (
+                r#"cmsgpack.unpack_limit(cmsgpack.pack(1, 2, 3), 2, 2), cmsgpack.unpack_limit(cmsgpack.pack(1, 2, 3), 5, 1)"#,
+                r#"ok|-1 -1 2 3"#,
+            ),
+            (r#"cmsgpack.unpack_limit(cmsgpack.pack(1, 2, 3), 0)"#, r#"ok|1 2 3"#),
+            (r#"cmsgpack.unpack_limit(cmsgpack.pack(1, 2, 3), 0, 1)"#, r#"ok|1"#),
+            (
+                r#"cmsgpack.unpack_limit(cmsgpack.pack(1, 2, 3), -1)"#,
+                r#"err|user_script:1: Invalid request to unpack with offset of 0 and limit of 3."#,
+            ),
+            (
+                r#"cmsgpack.unpack_limit(cmsgpack.pack(1, 2, 3), -1, -5)"#,
+                r#"err|user_script:1: Invalid request to unpack with offset of -5 and limit of 3."#,
+            ),
+            (
+                r#"cmsgpack.unpack_limit(cmsgpack.pack(1, 2, 3), 1, 99)"#,
+                r#"err|user_script:1: Start offset 99 greater than input length 3."#,
+            ),
+            (
+                r#"cmsgpack.unpack_limit(cmsgpack.pack(1, 2, 3), 2^33, 2^32 + 1)"#,
+                r#"err|user_script:1: Start offset 1 greater than input length 3."#,
+            ),
+            (
+                r#"cmsgpack.unpack_limit(cmsgpack.pack(1, 2, 3))"#,
+                r#"err|user_script:1: bad argument #2 to 'unpack_limit' (number expected, got no value)"#,
+            ),
+            (
+                r#"cmsgpack.unpack_limit(cmsgpack.pack(1, 2, 3), 'a')"#,
+                r#"err|user_script:1: bad argument #2 to 'unpack_limit' (number expected, got string)"#,
+            ),
+            (
+                r#"cmsgpack.unpack_limit(cmsgpack.pack(1, 2, 3), 1, {})"#,
+                r#"err|user_script:1: bad argument #3 to 'unpack_limit' (number expected, got table)"#,
+            ),
+            (
+                r#"select('#', cmsgpack.unpack(string.rep('\1', 9000)))"#,
+                r#"err|user_script:1: stack overflow (too many return values at once; use unpack_one or unpack_limit instead.)"#,
+            ),
+            (
+                r#"select('#', cmsgpack.unpack(string.rep('\145', 5000) .. '\1'))"#,
+                r#"err|user_script:1: stack overflow (in function mp_decode_to_lua_array)"#,
+            ),
+            (
+                r#"select('#', cmsgpack.unpack(string.rep('\129\1', 5000) .. '\1'))"#,
+                r#"err|user_script:1: stack overflow (too many return values at once; use unpack_one or unpack_limit instead.)"#,
+            ),
+            (r#"select('#', cmsgpack.unpack(string.rep('\145', 3000) .. '\1'))"#, r#"ok|1"#),
+            (
+                r#"cmsgpack._NAME, cmsgpack._VERSION, cmsgpack._COPYRIGHT, cmsgpack._DESCRIPTION"#,
+                r#"ok|"cmsgpack" "lua-cmsgpack 0.4.0" "Copyright (C) 2012, Salvatore Sanfilippo" "MessagePack C implementation for Lua""#,
+            ),
+            (
+                r#"(function() local out = {} for k in pairs(cmsgpack) do out[#out+1] = k end return table.concat(out, ',') end)()"#,
+                r#"ok|"_DESCRIPTION,pack,_NAME,unpack,_COPYRIGHT,_VERSION,unpack_one,unpack_limit""#,
+            ),
+            (r#"cmsgpack.unpack(string.rep('\129\161a', 3) .. '\1')"#, r#"ok|{["a"]={["a"]={["a"]=1}}}"#),
+            (
+                r#"select(2, pcall(cmsgpack.unpack, string.rep('\129\161a', 5000) .. '\1'))"#,
+                r#"ok|"stack overflow (too many return values at once; use unpack_one or unpack_limit instead.)""#,
+            ),
+            (
+                r#"select(2, pcall(cmsgpack.unpack, string.rep('\129\1', 5000) .. '\1'))"#,
+                r#"ok|"stack overflow (too many return values at once; use unpack_one or unpack_limit instead.)""#,
+            ),
+            (
+                r#"select(2, pcall(cmsgpack.unpack, string.rep('\145', 5000) .. '\1'))"#,
+                r#"ok|"stack overflow (in function mp_decode_to_lua_array)""#,
+            ),
+            (r#"select('#', cmsgpack.unpack(string.rep('\145', 3900) .. '\1'))"#, r#"ok|1"#),
+            (
+                r#"select(2, pcall(cmsgpack.unpack, string.rep('\1', 9000)))"#,
+                r#"ok|"stack overflow (too many return values at once; use unpack_one or unpack_limit instead.)""#,
+            ),
+            (r#"select('#', cmsgpack.unpack(string.rep('\1', 7900)))"#, r#"ok|7900"#),
+            (
+                r#"(function() local ok, e = pcall(cmsgpack.pack, unpack((function() local t = {} for i=1,4500 do t[i]=i end return t end)())) return ok, e end)()"#,
+                r#"ok|false "bad argument #0 to '?' (Too many arguments for MessagePack pack.)""#,
+            ),
+            (
+                r#"select('#', cmsgpack.unpack(cmsgpack.pack(unpack((function() local t = {} for i=1,3990 do t[i]=i end return t end)()))))"#,
+                r#"ok|3990"#,
+            ),
+            (r#"cmsgpack.unpack_limit(cmsgpack.pack(1,2,3,4,5), 2, 1)"#, r#"ok|3 2 3"#),
+            (
+                r#"(function() local s = cmsgpack.pack(1, 'x', {1}) local off, v = 0 local out = {} repeat off, v = cmsgpack.unpack_one(s, off) out[#out+1] = cjson.encode(v) until off == -1 return table.concat(out, ';') end)()"#,
+                r#"ok|"1;\"x\";[1]""#,
+            ),
+        ]);
+    }
+}

@@ -292,3 +292,53 @@ end
         assert!(bad.is_empty(), "{} mismatches:\n{}", bad.len(), bad.join("\n"));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::testutil::check;
+
+    /// The globals and their fields, in Redis's table order. Expected values
+    /// were taken from redis-server 7.0.15.
+    #[test]
+    fn globals_match_redis() {
+        check(&[
+            (
+                r#"(function() local out = {} for k in pairs(cjson) do out[#out+1] = k end return table.concat(out, ',') end)()"#,
+                r#"ok|"_NAME,encode,decode_max_depth,_VERSION,decode_invalid_numbers,encode_keep_buffer,null,encode_number_precision,new,encode_max_depth,encode_invalid_numbers,decode,encode_sparse_array""#,
+            ),
+            (
+                r#"(function() local out = {} for k in pairs(cmsgpack) do out[#out+1] = k end return table.concat(out, ',') end)()"#,
+                r#"ok|"_DESCRIPTION,pack,_NAME,unpack,_COPYRIGHT,_VERSION,unpack_one,unpack_limit""#,
+            ),
+            (
+                r#"(function() local out = {} for k in pairs(struct) do out[#out+1] = k end return table.concat(out, ',') end)()"#,
+                r#"ok|"pack,size,unpack""#,
+            ),
+            (
+                r#"(function() local out = {} for k in pairs(bit) do out[#out+1] = k end return table.concat(out, ',') end)()"#,
+                r#"ok|"band,rshift,bor,bnot,bswap,bxor,tobit,ror,lshift,tohex,rol,arshift""#,
+            ),
+            (
+                r#"cjson._NAME, cjson._VERSION, tostring(cjson.null), type(cjson.null)"#,
+                r#"ok|"cjson" "2.1.0" "userdata: (nil)" "userdata""#,
+            ),
+            (
+                r#"cmsgpack._NAME, cmsgpack._VERSION, cmsgpack._COPYRIGHT, cmsgpack._DESCRIPTION"#,
+                r#"ok|"cmsgpack" "lua-cmsgpack 0.4.0" "Copyright (C) 2012, Salvatore Sanfilippo" "MessagePack C implementation for Lua""#,
+            ),
+        ]);
+    }
+
+    #[test]
+    fn c_casts_match_x86() {
+        use super::{c_i32, c_i64, c_u64};
+        assert_eq!(c_i64(f64::NAN), i64::MIN);
+        assert_eq!(c_i64(-1.9), -1);
+        assert_eq!(c_i64(1e300), i64::MIN);
+        assert_eq!(c_i32(2_147_483_648.0), i32::MIN);
+        assert_eq!(c_i32(-2_147_483_648.5), i32::MIN);
+        assert_eq!(c_u64(2f64.powi(64)), 0);
+        assert_eq!(c_u64(2f64.powi(63) + 4096.0), (1 << 63) | 4096);
+        assert_eq!(c_u64(f64::NAN), 1 << 63);
+    }
+}

@@ -330,3 +330,215 @@ pub(crate) unsafe extern "C-unwind" fn open(l: *mut lua_State) -> c_int {
     set_funcs(l, FUNCS, None);
     1
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::check;
+
+    /// Every function, its edge cases and its error messages.
+    /// Expected values were taken from redis-server 7.0.15: the same
+    /// snippets run there with EVAL, serialized by the same Lua code
+    /// (`testutil::PRELUDE`).
+    #[test]
+    fn matches_redis() {
+        check(&[
+            (
+                r#"struct.pack('>I', 1), struct.pack('<I', 1), struct.pack('I', 258)"#,
+                r#"ok|"\000\000\000\1" "\1\000\000\000" "\2\1\000\000""#,
+            ),
+            (
+                r#"struct.pack('bBhHlLiI', -1, 255, -2, 65535, -3, 4, -5, 6)"#,
+                r#"ok|"\255\255\254\255\255\255\253\255\255\255\255\255\255\255\4\000\000\000\000\000\000\000\251\255\255\255\6\000\000\000""#,
+            ),
+            (
+                r#"struct.pack('>bBhHlLiIT', -1, 255, -2, 65535, -3, 4, -5, 6, 7)"#,
+                r#"ok|"\255\255\255\254\255\255\255\255\255\255\255\255\255\253\000\000\000\000\000\000\000\4\255\255\255\251\000\000\000\6\000\000\000\000\000\000\000\7""#,
+            ),
+            (
+                r#"struct.pack('>i3', -2), struct.pack('<I3', 0x123456), struct.pack('>i16', -1), struct.pack('<i16', -2), struct.pack('>I9', 1)"#,
+                r#"ok|"\255\255\254" "V4\18" "\000\000\000\000\000\000\000\000\255\255\255\255\255\255\255\255" "\254\255\255\255\255\255\255\255\000\000\000\000\000\000\000\000" "\000\000\000\000\000\000\000\000\1""#,
+            ),
+            (
+                r#"struct.pack('>L', 1e20), struct.pack('>L', 0/0), struct.pack('>l', -1e20), struct.pack('>L', 2^63), struct.pack('>L', 2^63+4096), struct.pack('>L', 2^64), struct.pack('>l', 1.9), struct.pack('>l', -1.9), struct.pack('B', 256), struct.pack('b', 200)"#,
+                r#"ok|"\000\000\000\000\000\000\000\000" "\128\000\000\000\000\000\000\000" "\128\000\000\000\000\000\000\000" "\128\000\000\000\000\000\000\000" "\128\000\000\000\000\000\16\000" "\000\000\000\000\000\000\000\000" "\000\000\000\000\000\000\000\1" "\255\255\255\255\255\255\255\255" "\000" "\200""#,
+            ),
+            (
+                r#"struct.pack('>f', 1.5), struct.pack('<f', -2.25), struct.pack('>d', 1/3), struct.pack('<d', -0.0), struct.pack('f', 1e300), struct.pack('d', 0/0)"#,
+                r#"ok|"?\192\000\000" "\000\000\16\192" "?\213UUUUUU" "\000\000\000\000\000\000\000\128" "\000\000\128\127" "\000\000\000\000\000\000\248\255""#,
+            ),
+            (r#"struct.pack('fI', 1.5, 42)"#, r#"ok|"\000\000\192?*\000\000\000""#),
+            (r#"struct.pack('Bc0I', 3, 'abc', 7)"#, r#"ok|"\3abc\7\000\000\000""#),
+            (
+                r#"struct.pack('c0', 'hello'), struct.pack('c3', 'hello'), struct.pack('s', 'hi'), struct.pack('s', ''), struct.pack('c0', '')"#,
+                r#"ok|"hello" "hel" "hi\000" "\000" """#,
+            ),
+            (r#"struct.pack('c5', 'ab')"#, r#"err|user_script:1: bad argument #3 to 'pack' (string too short)"#),
+            (
+                r#"struct.pack('x'), struct.pack('xxBx', 1), struct.pack(' > B < H ', 1, 2)"#,
+                r#"ok|"\000" "\000\000\1\000" "\1\2\000""#,
+            ),
+            (
+                r#"struct.pack('!4 b i', 1, 2), struct.pack('!b i', 1, 2), struct.pack('!2 b d', 1, 2), struct.pack('!8 b h b i b l b d', 1,2,3,4,5,6,7,8), struct.pack('!4bc3i', 1, 'abc', 2), struct.pack('!4 b i3 b I5', 1, 2, 3, 4)"#,
+                r#"ok|"\1\000\000\000\2\000\000\000" "\1\000\000\000\2\000\000\000" "\1\000\000\000\000\000\000\000\000@" "\1\000\2\000\3\000\000\000\4\000\000\000\5\000\000\000\6\000\000\000\000\000\000\000\7\000\000\000\000\000\000\000\000\000\000\000\000\000 @" "\1abc\2\000\000\000" "\1\000\000\2\000\000\3\000\4\000\000\000\000""#,
+            ),
+            (r#"struct.pack('!3', 1)"#, r#"err|user_script:1: alignment 3 is not a power of 2"#),
+            (r#"struct.pack('!0I', 1)"#, r#"err|user_script:1: alignment 0 is not a power of 2"#),
+            (r#"struct.pack('z', 1)"#, r#"err|user_script:1: bad argument #1 to 'pack' (invalid format option 'z')"#),
+            (r#"struct.pack('B\0B', 1, 2)"#, r#"ok|"\1""#),
+            (r#"struct.pack('i33', 1)"#, r#"err|user_script:1: integral size 33 is larger than limit of 32"#),
+            (r#"struct.pack('i99999999999', 1)"#, r#"err|user_script:1: integral size overflow"#),
+            (r#"struct.pack('c99999999999', 'x')"#, r#"err|user_script:1: integral size overflow"#),
+            (r#"struct.pack('BB', 1)"#, r#"err|user_script:1: bad argument #3 to 'pack' (number expected, got nil)"#),
+            (r#"struct.pack('BBB', 1)"#, r#"err|user_script:1: bad argument #3 to 'pack' (number expected, got nil)"#),
+            (
+                r#"struct.pack('B', 'x')"#,
+                r#"err|user_script:1: bad argument #2 to 'pack' (number expected, got string)"#,
+            ),
+            (r#"struct.pack('B', '12')"#, r#"ok|"\12""#),
+            (r#"struct.pack('c', 12)"#, r#"ok|"1""#),
+            (r#"struct.pack('s', {})"#, r#"err|user_script:1: bad argument #2 to 'pack' (string expected, got table)"#),
+            (r#"struct.pack()"#, r#"err|user_script:1: bad argument #1 to 'pack' (string expected, got no value)"#),
+            (r#"struct.pack(12)"#, r#"err|user_script:1: bad argument #1 to 'pack' (invalid format option '1')"#),
+            (r#"struct.pack('5', 1)"#, r#"err|user_script:1: bad argument #1 to 'pack' (invalid format option '5')"#),
+            (r#"struct.pack('i0', 1), struct.pack('I0', 1)"#, r#"ok|"" """#),
+            (r#"struct.unpack('>I', '\0\0\1\2')"#, r#"ok|258 5"#),
+            (
+                r#"struct.unpack('<i', '\255\255\255\255'), struct.unpack('>I', '\255\255\255\255')"#,
+                r#"ok|-1 4294967295 5"#,
+            ),
+            (
+                r#"struct.unpack('bBhHlLiIT', struct.pack('bBhHlLiIT', -1, 255, -2, 65535, -3, 4, -5, 6, 7))"#,
+                r#"ok|-1 255 -2 65535 -3 4 -5 6 7 39"#,
+            ),
+            (
+                r#"struct.unpack('>i3', '\255\255\254'), struct.unpack('<I3', '\1\2\3'), struct.unpack('>i9', string.rep('\255', 9)), struct.unpack('>I9', string.rep('\255', 9)), struct.unpack('<i16', string.rep('\128', 16)), struct.unpack('>i12', '\0\0\0\0\128\0\0\0\0\0\0\1')"#,
+                r#"ok|-2 197121 -1 1.8446744073709552e+19 -9.1872019504357376e+18 -2147483647 13"#,
+            ),
+            (
+                r#"struct.unpack('>L', '\255\255\255\255\255\255\255\255'), struct.unpack('>l', '\128\0\0\0\0\0\0\0'), struct.unpack('>L', '\0\32\0\0\0\0\0\1')"#,
+                r#"ok|1.8446744073709552e+19 -9.2233720368547758e+18 9007199254740992 9"#,
+            ),
+            (
+                r#"struct.unpack('>f', struct.pack('>f', 1.5)), struct.unpack('<d', struct.pack('<d', 1/3)), struct.unpack('f', struct.pack('f', 0.1))"#,
+                r#"ok|1.5 0.33333333333333331 0.10000000149011612 5"#,
+            ),
+            (r#"struct.unpack('fI', struct.pack('fI', 1.5, 42))"#, r#"ok|1.5 42 9"#),
+            (r#"struct.unpack('Bc0I', struct.pack('Bc0I', 3, 'abc', 7))"#, r#"ok|"abc" 7 9"#),
+            (
+                r#"struct.unpack('Bc0', '\3abc'), struct.unpack('c2c0', '3xabcdef'), struct.unpack('Bc0', '\0')"#,
+                r#"err|user_script:1: format 'c0' needs a previous size"#,
+            ),
+            (
+                r#"struct.unpack('Bc0', '\4abc')"#,
+                r#"err|user_script:1: bad argument #2 to 'unpack' (data string too short)"#,
+            ),
+            (r#"struct.unpack('c0', 'ab')"#, r#"err|user_script:1: format 'c0' needs a previous size"#),
+            (r#"struct.unpack('c0', '0')"#, r#"err|user_script:1: format 'c0' needs a previous size"#),
+            (
+                r#"struct.unpack('bc0', '\255ab')"#,
+                r#"err|user_script:1: bad argument #2 to 'unpack' (data string too short)"#,
+            ),
+            (r#"struct.unpack('fc0', struct.pack('f', 2.7) .. 'abcd')"#, r#"ok|"ab" 7"#),
+            (r#"struct.unpack('s', 'abc')"#, r#"err|user_script:1: unfinished string in data"#),
+            (r#"struct.unpack('ss', 'ab\0\0cd\0xyz'), struct.unpack('sB', 'ab\0\7')"#, r#"ok|"ab" "ab" 7 5"#),
+            (
+                r#"struct.unpack('B', 'a', 0)"#,
+                r#"err|user_script:1: bad argument #3 to 'unpack' (offset must be 1 or greater)"#,
+            ),
+            (
+                r#"struct.unpack('B', 'a', -1)"#,
+                r#"err|user_script:1: bad argument #2 to 'unpack' (data string too short)"#,
+            ),
+            (
+                r#"struct.unpack('B', 'a', 2)"#,
+                r#"err|user_script:1: bad argument #2 to 'unpack' (data string too short)"#,
+            ),
+            (r#"struct.unpack('', 'a', 3), struct.unpack('', 'a', 99), struct.unpack('', '')"#, r#"ok|3 99 1"#),
+            (
+                r#"struct.unpack('B', 'ab', 2), struct.unpack('B', 'ab', 2.9), struct.unpack('B', 'ab', '2')"#,
+                r#"ok|98 98 98 3"#,
+            ),
+            (
+                r#"struct.unpack('i', 'abcd', 'x')"#,
+                r#"err|user_script:1: bad argument #3 to 'unpack' (number expected, got string)"#,
+            ),
+            (
+                r#"struct.unpack('i', 'abc')"#,
+                r#"err|user_script:1: bad argument #2 to 'unpack' (data string too short)"#,
+            ),
+            (r#"struct.unpack('x', '')"#, r#"err|user_script:1: bad argument #2 to 'unpack' (data string too short)"#),
+            (
+                r#"struct.unpack('xB', 'ab'), struct.unpack('!4 b i', struct.pack('!4 b i', 1, 2)), struct.unpack('!4 b i', 'a\0\0\0\1\0\0\0', 1)"#,
+                r#"ok|98 1 97 1 9"#,
+            ),
+            (r#"struct.unpack('!4 b i', 'xa\0\0\0\1\0\0\0', 2)"#, r#"ok|97 256 9"#),
+            (
+                r#"struct.unpack('z', 'abc')"#,
+                r#"err|user_script:1: bad argument #1 to 'unpack' (invalid format option 'z')"#,
+            ),
+            (r#"struct.unpack('>', 'abc'), struct.unpack(' ', '')"#, r#"ok|1 1"#),
+            (
+                r#"struct.unpack('B')"#,
+                r#"err|user_script:1: bad argument #2 to 'unpack' (string expected, got no value)"#,
+            ),
+            (r#"struct.unpack()"#, r#"err|user_script:1: bad argument #1 to 'unpack' (string expected, got no value)"#),
+            (
+                r#"struct.unpack('B', {})"#,
+                r#"err|user_script:1: bad argument #2 to 'unpack' (string expected, got table)"#,
+            ),
+            (
+                r#"struct.unpack('B', 12), struct.unpack('c0', 5)"#,
+                r#"err|user_script:1: format 'c0' needs a previous size"#,
+            ),
+            (
+                r#"struct.unpack('B', 'a', {})"#,
+                r#"err|user_script:1: bad argument #3 to 'unpack' (number expected, got table)"#,
+            ),
+            (
+                r#"struct.unpack(string.rep('B', 9000), string.rep('a', 9000))"#,
+                r#"err|user_script:1: stack overflow (too many results)"#,
+            ),
+            (
+                r#"struct.size('>I'), struct.size('bBhHlLiIfdT'), struct.size('!4bi'), struct.size('!bhd'), struct.size('c10'), struct.size('i7'), struct.size('x')"#,
+                r#"ok|4 50 8 16 10 7 1"#,
+            ),
+            (r#"struct.size('s')"#, r#"err|user_script:1: bad argument #1 to 'size' (option 's' has no fixed size)"#),
+            (r#"struct.size('c0')"#, r#"err|user_script:1: bad argument #1 to 'size' (option 'c0' has no fixed size)"#),
+            (r#"struct.size('zc'), struct.size('5'), struct.size('!\0i'), struct.size('')"#, r#"ok|1 0 0 0"#),
+            (r#"struct.size('!3')"#, r#"err|user_script:1: alignment 3 is not a power of 2"#),
+            (r#"struct.size('?')"#, r#"err|user_script:1: bad argument #1 to 'size' (invalid format option '?')"#),
+            (r#"struct.size('i40')"#, r#"err|user_script:1: integral size 40 is larger than limit of 32"#),
+            (r#"struct.size()"#, r#"err|user_script:1: bad argument #1 to 'size' (string expected, got no value)"#),
+            (r#"struct.size(5)"#, r#"ok|0"#),
+            (
+                r#"struct.unpack('>i9', string.rep('\255', 9)), struct.unpack('<i9', '\1\0\0\0\0\0\0\0\128'), struct.unpack('>i10', '\128\0\0\0\0\0\0\0\0\1'), struct.unpack('>i17', string.rep('\128', 17)), struct.unpack('<i32', string.rep('\255', 32)), struct.unpack('>i0', ''), struct.unpack('>I0', '')"#,
+                r#"ok|-1 1 1 -128 -1 0 0 1"#,
+            ),
+            (
+                r#"struct.pack('>i32', -3), struct.pack('<I17', 2^60), struct.pack('>i9', 1/0)"#,
+                r#"ok|"\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\255\255\255\255\255\255\255\253" "\000\000\000\000\000\000\000\16\000\000\000\000\000\000\000\000\000" "\000\000\000\000\000\000\000\000\000""#,
+            ),
+            (
+                r#"struct.unpack('!8 b d', struct.pack('!8 b d', 1, 2.5)), struct.unpack('!2 h b h', '\1\0\2\0\3\0'), struct.size('!2 h b h'), struct.size('!16 b d'), struct.size('!1 b d'), struct.size('! b d')"#,
+                r#"ok|1 1 6 16 9 16"#,
+            ),
+            (
+                r#"struct.unpack('c3c3', 'abcdef'), struct.unpack('c3', 'abcdef', 4), struct.unpack('c3', 'abcdef', 5)"#,
+                r#"err|user_script:1: bad argument #2 to 'unpack' (data string too short)"#,
+            ),
+            (
+                r#"struct.unpack('Bc0Bc0', '\2ab\3xyz'), struct.unpack('hc0', '\2\0ab'), struct.unpack('dc0', struct.pack('d', 2.9) .. 'abc')"#,
+                r#"ok|"ab" "ab" "ab" 11"#,
+            ),
+            (
+                r#"struct.unpack('dc0', struct.pack('d', -1) .. 'abc')"#,
+                r#"err|user_script:1: bad argument #2 to 'unpack' (data string too short)"#,
+            ),
+            (
+                r#"struct.unpack('dc0', struct.pack('d', 0/0) .. 'abc')"#,
+                r#"err|user_script:1: bad argument #2 to 'unpack' (data string too short)"#,
+            ),
+            (r#"struct.unpack('>I2c0', '\0\3abc'), struct.pack('>I2c0', 3, 'abc')"#, r#"ok|"abc" "\000\3abc""#),
+        ]);
+    }
+}
