@@ -130,7 +130,7 @@ fn integer_bytes(n: f64, little: bool, size: usize) -> [u8; MAXINTSIZE as usize]
     for k in 0..size {
         let i = if little { k } else { size - 1 - k };
         buf[i] = (value & 0xff) as u8;
-        value = value.checked_shr(8).unwrap_or(0);
+        value >>= 8;
     }
     buf
 }
@@ -206,7 +206,7 @@ fn getinteger(buf: &[u8], little: bool, signed: bool) -> f64 {
     let mut v: u64 = 0;
     for k in 0..size {
         let i = if little { size - 1 - k } else { k };
-        v = v.checked_shl(8).unwrap_or(0) | u64::from(buf[i]);
+        v = (v << 8) | u64::from(buf[i]);
     }
     if !signed {
         return v as f64;
