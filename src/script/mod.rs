@@ -1,5 +1,7 @@
 //! Lua scripting engine.
 
+pub mod libs;
+
 /// The Lua engine of one server.
 #[derive(Debug, Default)]
 pub struct Scripting {}
