@@ -176,7 +176,10 @@ impl Conn {
                 cmd::process(&mut ctx, argv)
             };
             self.parser.unauthenticated = !self.client.authenticated;
-            self.emit(reply, mode_before);
+            if self.client.block.is_none() {
+                // A blocked command's reply is a placeholder: the real one comes later.
+                self.emit(reply, mode_before);
+            }
             if let Some(req) = self.client.block.take() {
                 guard = None;
                 self.flush().await?;
