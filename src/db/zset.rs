@@ -36,12 +36,51 @@ struct Link {
     span: u32,
 }
 
+/// Levels stored inline in a node; higher levels (1.6% of nodes with
+/// p = 1/4) go to `extra`. Keeps a descent step to one cache miss.
+const INLINE: usize = 3;
+
 #[derive(Debug, Clone)]
+#[repr(C)]
 struct Node {
-    member: Bytes,
     score: f64,
+    inline: [Link; INLINE],
     backward: u32,
-    links: Box<[Link]>,
+    level: u8,
+    member: Bytes,
+    extra: Option<Box<[Link]>>,
+}
+
+impl Node {
+    fn new(member: Bytes, score: f64, level: usize) -> Node {
+        let empty = Link { forward: NIL, span: 0 };
+        Node {
+            score,
+            inline: [empty; INLINE],
+            backward: NIL,
+            level: level as u8,
+            member,
+            extra: (level > INLINE).then(|| vec![empty; level - INLINE].into_boxed_slice()),
+        }
+    }
+
+    #[inline]
+    fn link(&self, l: usize) -> &Link {
+        if l < INLINE {
+            &self.inline[l]
+        } else {
+            &self.extra.as_ref().expect("level exists")[l - INLINE]
+        }
+    }
+
+    #[inline]
+    fn link_mut(&mut self, l: usize) -> &mut Link {
+        if l < INLINE {
+            &mut self.inline[l]
+        } else {
+            &mut self.extra.as_mut().expect("level exists")[l - INLINE]
+        }
+    }
 }
 
 /// A sorted set.
@@ -94,12 +133,7 @@ fn cmp_entry(s1: f64, m1: &[u8], s2: f64, m2: &[u8]) -> Ordering {
 
 impl ZSet {
     pub fn new() -> ZSet {
-        let head = Node {
-            member: Bytes::new(),
-            score: 0.0,
-            backward: NIL,
-            links: vec![Link { forward: NIL, span: 0 }; MAX_LEVEL].into_boxed_slice(),
-        };
+        let head = Node::new(Bytes::new(), 0.0, MAX_LEVEL);
         ZSet {
             dict: Map::default(),
             nodes: vec![head],
@@ -126,7 +160,8 @@ impl ZSet {
 
     /// Rough heap size in bytes.
     pub fn approx_size(&self) -> usize {
-        self.nodes.iter().map(|n| n.member.len() + 40 + n.links.len() * 8).sum::<usize>() + self.dict.len() * 16
+        self.nodes.iter().map(|n| n.member.len() + std::mem::size_of::<Node>() + 32).sum::<usize>()
+            + self.dict.len() * 16
     }
 
     /// Score of `member`.
@@ -164,12 +199,12 @@ impl ZSet {
 
     #[inline]
     fn link(&self, i: u32, l: usize) -> Link {
-        self.nodes[i as usize].links[l]
+        *self.nodes[i as usize].link(l)
     }
 
     #[inline]
     fn link_mut(&mut self, i: u32, l: usize) -> &mut Link {
-        &mut self.nodes[i as usize].links[l]
+        self.nodes[i as usize].link_mut(l)
     }
 
     /// Sets `member`'s score, adding it if needed. Returns true if added.
@@ -240,12 +275,7 @@ impl ZSet {
             }
             self.level = level;
         }
-        let node = Node {
-            member,
-            score,
-            backward: NIL,
-            links: vec![Link { forward: NIL, span: 0 }; level].into_boxed_slice(),
-        };
+        let node = Node::new(member, score, level);
         let ni = match self.free.pop() {
             Some(i) => {
                 self.nodes[i as usize] = node;
@@ -340,9 +370,7 @@ impl ZSet {
         self.nodes.truncate(1);
         self.nodes.shrink_to(8);
         self.free = Vec::new();
-        for l in self.nodes[0].links.iter_mut() {
-            *l = Link { forward: NIL, span: 0 };
-        }
+        self.nodes[0] = Node::new(Bytes::new(), 0.0, MAX_LEVEL);
         self.level = 1;
         self.tail = NIL;
         self.length = 0;
@@ -564,7 +592,7 @@ impl<'a> Iterator for Iter<'a> {
             return None;
         }
         let n = self.z.node(self.cur);
-        self.cur = if self.rev { n.backward } else { n.links[0].forward };
+        self.cur = if self.rev { n.backward } else { n.inline[0].forward };
         Some((&n.member, n.score))
     }
 }
