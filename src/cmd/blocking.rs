@@ -1,9 +1,54 @@
 //! Blocking commands (BLPOP, BZPOPMIN…): rows live here, grouped under
 //! their type family for `COMMAND DOCS`.
+//!
+//! Each handler first tries to serve at once with the same pop code as its
+//! non-blocking sibling; if there is nothing to pop it blocks (or answers
+//! the timeout reply when it may not block: scripts, `EXEC`, and the
+//! re-run of a waiter by the core, which then keeps waiting).
 
-use super::CommandSpec;
+use bytes::Bytes;
 
-pub static COMMANDS: &[CommandSpec] = &[];
+use super::list::{self, key_and_elements, parse_end, parse_lr, parse_mpop, End};
+use super::zset::{parse_minmax, zmpop_reply, zpop_first};
+use super::{cmd, CommandSpec, Ctx};
+use crate::blocking::{block_on_keys, can_block};
+use crate::error::{CmdError, CmdResult};
+use crate::num;
+use crate::protocol::Reply;
+
+pub static COMMANDS: &[CommandSpec] = &[
+    cmd("blpop", blpop, -3, "write noscript blocking", 1, -2, 1, "@write @list @slow @blocking").doc(
+        "Remove and get the first element in a list, or block until one is available",
+        "2.0.0",
+    ),
+    cmd("brpop", brpop, -3, "write noscript blocking", 1, -2, 1, "@write @list @slow @blocking").doc(
+        "Remove and get the last element in a list, or block until one is available",
+        "2.0.0",
+    ),
+    cmd("blmove", blmove, 6, "write denyoom noscript blocking", 1, 2, 1, "@write @list @slow @blocking").doc(
+        "Pop an element from a list, push it to another list and return it; or block until one is available",
+        "6.2.0",
+    ),
+    cmd("brpoplpush", brpoplpush, 4, "write denyoom noscript blocking", 1, 2, 1, "@write @list @slow @blocking")
+        .doc(
+            "Pop an element from a list, push it to another list and return it; or block until one is available",
+            "2.2.0",
+        ),
+    cmd("blmpop", blmpop, -5, "write blocking movablekeys", 0, 0, 0, "@write @list @slow @blocking")
+        .doc("Pop elements from a list, or block until one is available", "7.0.0"),
+    cmd("bzpopmin", bzpopmin, -3, "write noscript blocking fast", 1, -2, 1, "@write @sortedset @fast @blocking").doc(
+        "Remove and return the member with the lowest score from one or more sorted sets, or block until one is available",
+        "5.0.0",
+    ),
+    cmd("bzpopmax", bzpopmax, -3, "write noscript blocking fast", 1, -2, 1, "@write @sortedset @fast @blocking").doc(
+        "Remove and return the member with the highest score from one or more sorted sets, or block until one is available",
+        "5.0.0",
+    ),
+    cmd("bzmpop", bzmpop, -5, "write blocking movablekeys", 0, 0, 0, "@write @sortedset @slow @blocking").doc(
+        "Remove and return members with scores in a sorted set or block until one is available",
+        "7.0.0",
+    ),
+];
 
 /// The `COMMAND DOCS` group of a blocking command.
 pub fn group_of(name: &str) -> &'static str {
@@ -11,5 +56,145 @@ pub fn group_of(name: &str) -> &'static str {
         "sorted-set"
     } else {
         "list"
+    }
+}
+
+/// Longest wait handed to the core: ~317 years stands for "practically
+/// never" without overflowing deadline arithmetic.
+const MAX_WAIT_SECS: f64 = 1e10;
+
+/// Redis 7.0 `getTimeoutFromObjectOrReply(.., UNIT_SECONDS)`: a long double
+/// number of seconds truncated to whole milliseconds (so `0.0001` means
+/// "forever", like `0`); values whose millisecond count does not fit a
+/// `long long` (including `inf`) come out negative in C.
+pub(crate) fn timeout_arg(arg: &[u8]) -> Result<f64, CmdError> {
+    let negative = || CmdError::custom("ERR timeout is negative");
+    let secs = match num::parse_double(arg) {
+        Some(v) => v,
+        None => match num::normalize_long_double(arg).as_deref() {
+            None => return Err(CmdError::custom("ERR timeout is not a float or out of range")),
+            // Beyond double range: tiny ones truncate to 0 ms, huge ones overflow.
+            Some("0" | "-0") => 0.0,
+            Some(_) => return Err(negative()),
+        },
+    };
+    let ms = secs * 1000.0;
+    // 2^63 ms and beyond: the C cast yields LLONG_MIN.
+    if !ms.is_finite() || ms.abs() >= i64::MAX as f64 {
+        return Err(negative());
+    }
+    let ms = ms.trunc();
+    if ms < 0.0 {
+        return Err(negative());
+    }
+    Ok((ms / 1000.0).min(MAX_WAIT_SECS))
+}
+
+fn bpop(ctx: &mut Ctx<'_>, args: &[Bytes], end: End) -> CmdResult {
+    let timeout = timeout_arg(&args[args.len() - 1])?;
+    let keys = &args[1..args.len() - 1];
+    if let Some((k, mut v)) = list::pop_first(ctx, keys, end, 1)? {
+        let e = v.pop().expect("one element");
+        return Ok(Reply::Array(vec![Reply::Bulk(k), Reply::Bulk(e)]));
+    }
+    if !can_block(ctx) {
+        return Ok(Reply::NilArray);
+    }
+    block_on_keys(ctx, args, keys, timeout, Reply::NilArray)
+}
+
+fn blpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    bpop(ctx, args, End::Left)
+}
+
+fn brpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    bpop(ctx, args, End::Right)
+}
+
+fn bmove(ctx: &mut Ctx<'_>, args: &[Bytes], from: End, to: End, timeout: f64) -> CmdResult {
+    if let Some(v) = list::move_element(ctx, &args[1], &args[2], from, to)? {
+        return Ok(Reply::Bulk(v));
+    }
+    if !can_block(ctx) {
+        return Ok(Reply::Nil);
+    }
+    // Redis 7.0 times every list waiter out with a null array, BLMOVE too.
+    block_on_keys(ctx, args, &args[1..2], timeout, Reply::NilArray)
+}
+
+fn blmove(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let from = parse_end(&args[3])?;
+    let to = parse_end(&args[4])?;
+    let timeout = timeout_arg(&args[5])?;
+    bmove(ctx, args, from, to, timeout)
+}
+
+fn brpoplpush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let timeout = timeout_arg(&args[3])?;
+    bmove(ctx, args, End::Right, End::Left, timeout)
+}
+
+fn blmpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let p = parse_mpop(args, 2, parse_lr)?;
+    let timeout = timeout_arg(&args[1])?;
+    if let Some((k, elems)) = list::pop_first(ctx, &p.keys, p.where_, p.count)? {
+        return Ok(key_and_elements(k, elems));
+    }
+    if !can_block(ctx) {
+        return Ok(Reply::NilArray);
+    }
+    block_on_keys(ctx, args, &p.keys, timeout, Reply::NilArray)
+}
+
+fn bzpop(ctx: &mut Ctx<'_>, args: &[Bytes], max: bool) -> CmdResult {
+    let timeout = timeout_arg(&args[args.len() - 1])?;
+    let keys = &args[1..args.len() - 1];
+    if let Some((k, mut items)) = zpop_first(ctx, keys, max, 1)? {
+        let (m, s) = items.pop().expect("one member");
+        return Ok(Reply::Array(vec![Reply::Bulk(k), Reply::Bulk(m), Reply::Double(s)]));
+    }
+    if !can_block(ctx) {
+        return Ok(Reply::NilArray);
+    }
+    block_on_keys(ctx, args, keys, timeout, Reply::NilArray)
+}
+
+fn bzpopmin(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    bzpop(ctx, args, false)
+}
+
+fn bzpopmax(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    bzpop(ctx, args, true)
+}
+
+fn bzmpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let p = parse_mpop(args, 2, parse_minmax)?;
+    let timeout = timeout_arg(&args[1])?;
+    if let Some((k, items)) = zpop_first(ctx, &p.keys, p.where_, p.count as u64)? {
+        return Ok(zmpop_reply(k, items));
+    }
+    if !can_block(ctx) {
+        return Ok(Reply::NilArray);
+    }
+    block_on_keys(ctx, args, &p.keys, timeout, Reply::NilArray)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timeouts_follow_redis_7_0() {
+        assert_eq!(timeout_arg(b"0").unwrap(), 0.0);
+        assert_eq!(timeout_arg(b"1.5").unwrap(), 1.5);
+        assert_eq!(timeout_arg(b"0.0001").unwrap(), 0.0);
+        assert_eq!(timeout_arg(b"-0.0001").unwrap(), 0.0);
+        assert_eq!(timeout_arg(b"1e-400").unwrap(), 0.0);
+        let neg = CmdError::custom("ERR timeout is negative");
+        assert_eq!(timeout_arg(b"-1").unwrap_err(), neg);
+        assert_eq!(timeout_arg(b"inf").unwrap_err(), neg);
+        assert_eq!(timeout_arg(b"1e20").unwrap_err(), neg);
+        assert_eq!(timeout_arg(b"1e400").unwrap_err(), neg);
+        assert_eq!(timeout_arg(b"abc").unwrap_err(), CmdError::custom("ERR timeout is not a float or out of range"));
     }
 }

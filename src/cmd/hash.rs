@@ -1,5 +1,377 @@
-//! hash commands.
+//! Hash commands (Redis 7.0 `t_hash.c`).
+//!
+//! Small hashes keep insertion order on deletion (like a listpack), so
+//! `HGETALL`, `HKEYS` and a full `HSCAN` answer in the same order as Redis
+//! for hashes Redis keeps as a listpack.
 
-use super::CommandSpec;
+use bytes::Bytes;
+use rand::Rng;
 
-pub static COMMANDS: &[CommandSpec] = &[];
+use super::util::{cursor, eq, int, scan_opts};
+use super::{cmd, CommandSpec, Ctx};
+use crate::db::value::HashValue;
+use crate::db::{notify, own, scan_step, DbView, Value};
+use crate::error::{CmdError, CmdResult};
+use crate::glob;
+use crate::num::{self, LdError};
+use crate::protocol::{Reply, Resp};
+
+pub static COMMANDS: &[CommandSpec] = &[
+    cmd("hset", hset, -4, "write denyoom fast", 1, 1, 1, "@write @hash @fast")
+        .doc("Set the string value of a hash field", "2.0.0"),
+    cmd("hsetnx", hsetnx, 4, "write denyoom fast", 1, 1, 1, "@write @hash @fast")
+        .doc("Set the value of a hash field, only if the field does not exist", "2.0.0"),
+    cmd("hget", hget, 3, "readonly fast", 1, 1, 1, "@read @hash @fast").doc("Get the value of a hash field", "2.0.0"),
+    cmd("hmget", hmget, -3, "readonly fast", 1, 1, 1, "@read @hash @fast")
+        .doc("Get the values of all the given hash fields", "2.0.0"),
+    cmd("hmset", hmset, -4, "write denyoom fast", 1, 1, 1, "@write @hash @fast")
+        .doc("Set multiple hash fields to multiple values", "2.0.0"),
+    cmd("hdel", hdel, -3, "write fast", 1, 1, 1, "@write @hash @fast").doc("Delete one or more hash fields", "2.0.0"),
+    cmd("hexists", hexists, 3, "readonly fast", 1, 1, 1, "@read @hash @fast")
+        .doc("Determine if a hash field exists", "2.0.0"),
+    cmd("hlen", hlen, 2, "readonly fast", 1, 1, 1, "@read @hash @fast")
+        .doc("Get the number of fields in a hash", "2.0.0"),
+    cmd("hkeys", hkeys, 2, "readonly", 1, 1, 1, "@read @hash @slow").doc("Get all the fields in a hash", "2.0.0"),
+    cmd("hvals", hvals, 2, "readonly", 1, 1, 1, "@read @hash @slow").doc("Get all the values in a hash", "2.0.0"),
+    cmd("hgetall", hgetall, 2, "readonly", 1, 1, 1, "@read @hash @slow")
+        .doc("Get all the fields and values in a hash", "2.0.0"),
+    cmd("hincrby", hincrby, 4, "write denyoom fast", 1, 1, 1, "@write @hash @fast")
+        .doc("Increment the integer value of a hash field by the given number", "2.0.0"),
+    cmd("hincrbyfloat", hincrbyfloat, 4, "write denyoom fast", 1, 1, 1, "@write @hash @fast")
+        .doc("Increment the float value of a hash field by the given amount", "2.6.0"),
+    cmd("hstrlen", hstrlen, 3, "readonly fast", 1, 1, 1, "@read @hash @fast")
+        .doc("Get the length of the value of a hash field", "3.2.0"),
+    cmd("hscan", hscan, -3, "readonly", 1, 1, 1, "@read @hash @slow")
+        .doc("Incrementally iterate hash fields and associated values", "2.8.0"),
+    cmd("hrandfield", hrandfield, -2, "readonly", 1, 1, 1, "@read @hash @slow")
+        .doc("Get one or multiple random fields from a hash", "6.2.0"),
+];
+
+/// Largest number of elements a random-count reply may hold. Redis builds
+/// any size (and a huge negative count exhausts its memory); rlockd refuses
+/// beyond this with `ERR value is out of range`.
+pub(crate) const MAX_RANDOM_REPLY: u64 = 10_000_000;
+
+/// The hash at `key`, `WRONGTYPE` for other types.
+fn get_hash<'a>(db: &'a mut DbView<'_>, key: &[u8]) -> Result<Option<&'a mut HashValue>, CmdError> {
+    match db.get_mut(key) {
+        None => Ok(None),
+        Some(Value::Hash(h)) => Ok(Some(h)),
+        Some(_) => Err(CmdError::WrongType),
+    }
+}
+
+/// The hash at `key`, created empty if missing (the caller adds a field).
+fn hash_or_create<'a>(db: &'a mut DbView<'_>, key: &Bytes) -> Result<&'a mut HashValue, CmdError> {
+    if get_hash(db, key)?.is_none() {
+        db.insert_new(key, Value::Hash(HashValue::default()));
+    }
+    Ok(get_hash(db, key)?.expect("just created"))
+}
+
+/// Removes `field`, keeping the order of the rest for listpack-sized hashes.
+pub(crate) fn hash_remove(h: &mut HashValue, field: &[u8]) -> bool {
+    if h.len() <= 128 {
+        h.shift_remove(field).is_some()
+    } else {
+        h.swap_remove(field).is_some()
+    }
+}
+
+fn arity_err(args: &[Bytes]) -> CmdError {
+    CmdError::WrongArity(String::from_utf8_lossy(&args[0]).to_ascii_lowercase())
+}
+
+fn hset_generic(ctx: &mut Ctx<'_>, args: &[Bytes], is_hset: bool) -> CmdResult {
+    if !args.len().is_multiple_of(2) {
+        return Err(arity_err(args));
+    }
+    let key = &args[1];
+    let mut db = ctx.db();
+    let h = hash_or_create(&mut db, key)?;
+    let mut created = 0;
+    for fv in args[2..].chunks(2) {
+        match h.get_mut(&fv[0][..]) {
+            Some(v) => *v = own(&fv[1]),
+            None => {
+                h.insert(own(&fv[0]), own(&fv[1]));
+                created += 1;
+            }
+        }
+    }
+    db.touch(key);
+    db.notify(notify::HASH, "hset", key);
+    Ok(if is_hset { Reply::Int(created) } else { Reply::ok() })
+}
+
+fn hset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    hset_generic(ctx, args, true)
+}
+
+fn hmset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    hset_generic(ctx, args, false)
+}
+
+fn hsetnx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = &args[1];
+    let mut db = ctx.db();
+    let h = hash_or_create(&mut db, key)?;
+    if h.contains_key(&args[2][..]) {
+        return Ok(Reply::Int(0));
+    }
+    h.insert(own(&args[2]), own(&args[3]));
+    db.touch(key);
+    db.notify(notify::HASH, "hset", key);
+    Ok(Reply::Int(1))
+}
+
+fn hget(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let mut db = ctx.db();
+    Ok(get_hash(&mut db, &args[1])?.and_then(|h| h.get(&args[2][..]).cloned()).into())
+}
+
+fn hmget(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let mut db = ctx.db();
+    let h = get_hash(&mut db, &args[1])?;
+    Ok(Reply::Array(args[2..].iter().map(|f| h.as_ref().and_then(|h| h.get(&f[..]).cloned()).into()).collect()))
+}
+
+fn hdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = &args[1];
+    let mut db = ctx.db();
+    let Some(h) = get_hash(&mut db, key)? else {
+        return Ok(Reply::Int(0));
+    };
+    let mut deleted = 0;
+    for f in &args[2..] {
+        if hash_remove(h, f) {
+            deleted += 1;
+            if h.is_empty() {
+                break;
+            }
+        }
+    }
+    if deleted > 0 {
+        db.touch(key);
+        db.notify(notify::HASH, "hdel", key);
+        db.remove_if_empty(key);
+    }
+    Ok(Reply::Int(deleted))
+}
+
+fn hexists(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let mut db = ctx.db();
+    Ok(Reply::Int(get_hash(&mut db, &args[1])?.is_some_and(|h| h.contains_key(&args[2][..])).into()))
+}
+
+fn hlen(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let mut db = ctx.db();
+    Ok(Reply::Int(get_hash(&mut db, &args[1])?.map_or(0, |h| h.len() as i64)))
+}
+
+fn hstrlen(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let mut db = ctx.db();
+    Ok(Reply::Int(get_hash(&mut db, &args[1])?.and_then(|h| h.get(&args[2][..])).map_or(0, |v| v.len() as i64)))
+}
+
+fn hkeys(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let mut db = ctx.db();
+    Ok(Reply::bulks(get_hash(&mut db, &args[1])?.map(|h| h.keys().cloned().collect::<Vec<_>>()).unwrap_or_default()))
+}
+
+fn hvals(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let mut db = ctx.db();
+    Ok(Reply::bulks(get_hash(&mut db, &args[1])?.map(|h| h.values().cloned().collect::<Vec<_>>()).unwrap_or_default()))
+}
+
+fn hgetall(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let mut db = ctx.db();
+    Ok(Reply::Map(
+        get_hash(&mut db, &args[1])?
+            .map(|h| h.iter().map(|(k, v)| (Reply::Bulk(k.clone()), Reply::Bulk(v.clone()))).collect())
+            .unwrap_or_default(),
+    ))
+}
+
+fn hincrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let incr = int(&args[3])?;
+    let key = &args[1];
+    let mut db = ctx.db();
+    let h = hash_or_create(&mut db, key)?;
+    let cur = match h.get(&args[2][..]) {
+        Some(v) => num::parse_i64_strict(v).ok_or_else(|| CmdError::custom("ERR hash value is not an integer"))?,
+        None => 0,
+    };
+    let Some(new) = cur.checked_add(incr) else {
+        let empty = h.is_empty();
+        if empty {
+            db.remove(key);
+        }
+        return Err(CmdError::Overflow);
+    };
+    h.insert(own(&args[2]), num::int_bytes(new));
+    db.touch(key);
+    db.notify(notify::HASH, "hincrby", key);
+    Ok(Reply::Int(new))
+}
+
+fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    match num::normalize_long_double(&args[3]).as_deref() {
+        None => return Err(CmdError::NotFloat),
+        Some("inf" | "-inf") => return Err(CmdError::custom("ERR value is NaN or Infinity")),
+        Some(_) => {}
+    }
+    let key = &args[1];
+    let mut db = ctx.db();
+    let h = hash_or_create(&mut db, key)?;
+    let cur = h.get(&args[2][..]).cloned();
+    let res = num::incr_long_double(cur.as_deref(), &args[3]).map_err(|e| match e {
+        LdError::Current => CmdError::custom("ERR hash value is not a float"),
+        LdError::Increment => CmdError::NotFloat,
+        LdError::NanOrInf => CmdError::custom("ERR increment would produce NaN or Infinity"),
+    });
+    let new = match res {
+        Ok(n) => Bytes::from(n),
+        Err(e) => {
+            if h.is_empty() {
+                db.remove(key);
+            }
+            return Err(e);
+        }
+    };
+    h.insert(own(&args[2]), new.clone());
+    db.touch(key);
+    db.notify(notify::HASH, "hincrbyfloat", key);
+    Ok(Reply::Bulk(new))
+}
+
+/// True if Redis would keep this hash as a listpack (default thresholds).
+fn is_listpack(h: &HashValue) -> bool {
+    h.len() <= 128 && h.iter().all(|(k, v)| k.len() <= 64 && v.len() <= 64)
+}
+
+fn hscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let cur = cursor(&args[2])?;
+    let opts = scan_opts(&args[3..], false)?;
+    let mut db = ctx.db();
+    let Some(h) = get_hash(&mut db, &args[1])? else {
+        return Ok(empty_scan());
+    };
+    let (next, range) = if is_listpack(h) { (0, 0..h.len()) } else { scan_step(h.len(), cur, opts.count) };
+    let mut out = Vec::new();
+    let idx: Box<dyn Iterator<Item = usize>> = if is_listpack(h) { Box::new(range) } else { Box::new(range.rev()) };
+    for i in idx {
+        let (k, v) = h.get_index(i).expect("index in range");
+        if let Some(p) = &opts.pattern {
+            if !glob::matches(p, k, false) {
+                continue;
+            }
+        }
+        out.push(Reply::Bulk(k.clone()));
+        out.push(Reply::Bulk(v.clone()));
+    }
+    Ok(Reply::Array(vec![Reply::Bulk(Bytes::from(next.to_string())), Reply::Array(out)]))
+}
+
+pub(crate) fn empty_scan() -> Reply {
+    Reply::Array(vec![Reply::Bulk(Bytes::from_static(b"0")), Reply::Array(Vec::new())])
+}
+
+/// Parses the `count` of HRANDFIELD / ZRANDMEMBER / SRANDMEMBER (Redis 7.0.15
+/// range check).
+pub(crate) fn random_count(arg: &[u8]) -> Result<i64, CmdError> {
+    let l = int(arg)?;
+    if l == i64::MIN {
+        return Err(CmdError::custom(
+            "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807",
+        ));
+    }
+    Ok(l)
+}
+
+/// Picks `count` distinct indices out of `0..size` (count < size), in a
+/// random order.
+pub(crate) fn distinct_indices(size: usize, count: usize) -> Vec<usize> {
+    let mut rng = rand::rng();
+    if count * 3 > size {
+        let mut all: Vec<usize> = (0..size).collect();
+        for i in 0..count {
+            let j = rng.random_range(i..size);
+            all.swap(i, j);
+        }
+        all.truncate(count);
+        all
+    } else {
+        let mut seen = std::collections::HashSet::with_capacity(count);
+        let mut out = Vec::with_capacity(count);
+        while out.len() < count {
+            let i = rng.random_range(0..size);
+            if seen.insert(i) {
+                out.push(i);
+            }
+        }
+        out
+    }
+}
+
+fn hrandfield(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let resp = ctx.client.resp;
+    if args.len() >= 3 {
+        let l = random_count(&args[2])?;
+        let withvalues = match args.len() {
+            3 => false,
+            4 if eq(&args[3], "withvalues") => true,
+            _ => return Err(CmdError::Syntax),
+        };
+        if withvalues && l < i64::MIN / 2 {
+            return Err(CmdError::custom("ERR value is out of range"));
+        }
+        let mut db = ctx.db();
+        let Some(h) = get_hash(&mut db, &args[1])? else {
+            return Ok(Reply::Array(Vec::new()));
+        };
+        let pair = |i: usize, out: &mut Vec<Reply>| {
+            let (k, v) = h.get_index(i).expect("index");
+            if withvalues {
+                if resp == Resp::V3 {
+                    out.push(Reply::Array(vec![Reply::Bulk(k.clone()), Reply::Bulk(v.clone())]));
+                } else {
+                    out.push(Reply::Bulk(k.clone()));
+                    out.push(Reply::Bulk(v.clone()));
+                }
+            } else {
+                out.push(Reply::Bulk(k.clone()));
+            }
+        };
+        let size = h.len();
+        let mut out = Vec::new();
+        if l == 0 {
+            return Ok(Reply::Array(out));
+        }
+        if l < 0 {
+            let n = l.unsigned_abs();
+            if n > MAX_RANDOM_REPLY {
+                return Err(CmdError::custom("ERR value is out of range"));
+            }
+            let mut rng = rand::rng();
+            for _ in 0..n {
+                pair(rng.random_range(0..size), &mut out);
+            }
+        } else if l as u64 >= size as u64 {
+            for i in 0..size {
+                pair(i, &mut out);
+            }
+        } else {
+            for i in distinct_indices(size, l as usize) {
+                pair(i, &mut out);
+            }
+        }
+        return Ok(Reply::Array(out));
+    }
+    let mut db = ctx.db();
+    let Some(h) = get_hash(&mut db, &args[1])? else {
+        return Ok(Reply::Nil);
+    };
+    let i = rand::rng().random_range(0..h.len());
+    Ok(Reply::Bulk(h.get_index(i).expect("index").0.clone()))
+}

@@ -1,5 +1,441 @@
-//! set commands.
+//! Set commands (Redis 7.0 `t_set.c`).
+//!
+//! Sets Redis 7.0 would keep as an intset (at most 512 members, all
+//! integers) are answered in ascending numeric order, as Redis does; other
+//! sets in insertion order (Redis: hash table order, unspecified).
 
-use super::CommandSpec;
+use bytes::Bytes;
+use rand::Rng;
 
-pub static COMMANDS: &[CommandSpec] = &[];
+use super::hash::{distinct_indices, empty_scan, random_count, MAX_RANDOM_REPLY};
+use super::list::long_at_least;
+use super::util::{cursor, eq, scan_opts};
+use super::{cmd, CommandSpec, Ctx};
+use crate::db::value::SetValue;
+use crate::db::{notify, own, scan_step, DbView, Value};
+use crate::error::{CmdError, CmdResult};
+use crate::glob;
+use crate::num::parse_i64_strict;
+use crate::protocol::Reply;
+
+pub static COMMANDS: &[CommandSpec] = &[
+    cmd("sadd", sadd, -3, "write denyoom fast", 1, 1, 1, "@write @set @fast")
+        .doc("Add one or more members to a set", "1.0.0"),
+    cmd("srem", srem, -3, "write fast", 1, 1, 1, "@write @set @fast")
+        .doc("Remove one or more members from a set", "1.0.0"),
+    cmd("smembers", smembers, 2, "readonly", 1, 1, 1, "@read @set @slow").doc("Get all the members in a set", "1.0.0"),
+    cmd("sismember", sismember, 3, "readonly fast", 1, 1, 1, "@read @set @fast")
+        .doc("Determine if a given value is a member of a set", "1.0.0"),
+    cmd("smismember", smismember, -3, "readonly fast", 1, 1, 1, "@read @set @fast")
+        .doc("Returns the membership associated with the given elements for a set", "6.2.0"),
+    cmd("scard", scard, 2, "readonly fast", 1, 1, 1, "@read @set @fast")
+        .doc("Get the number of members in a set", "1.0.0"),
+    cmd("spop", spop, -2, "write fast", 1, 1, 1, "@write @set @fast")
+        .doc("Remove and return one or multiple random members from a set", "1.0.0"),
+    cmd("srandmember", srandmember, -2, "readonly", 1, 1, 1, "@read @set @slow")
+        .doc("Get one or multiple random members from a set", "1.0.0"),
+    cmd("smove", smove, 4, "write fast", 1, 2, 1, "@write @set @fast")
+        .doc("Move a member from one set to another", "1.0.0"),
+    cmd("sinter", sinter, -2, "readonly", 1, -1, 1, "@read @set @slow").doc("Intersect multiple sets", "1.0.0"),
+    cmd("sunion", sunion, -2, "readonly", 1, -1, 1, "@read @set @slow").doc("Add multiple sets", "1.0.0"),
+    cmd("sdiff", sdiff, -2, "readonly", 1, -1, 1, "@read @set @slow").doc("Subtract multiple sets", "1.0.0"),
+    cmd("sinterstore", sinterstore, -3, "write denyoom", 1, -1, 1, "@write @set @slow")
+        .doc("Intersect multiple sets and store the resulting set in a key", "1.0.0"),
+    cmd("sunionstore", sunionstore, -3, "write denyoom", 1, -1, 1, "@write @set @slow")
+        .doc("Add multiple sets and store the resulting set in a key", "1.0.0"),
+    cmd("sdiffstore", sdiffstore, -3, "write denyoom", 1, -1, 1, "@write @set @slow")
+        .doc("Subtract multiple sets and store the resulting set in a key", "1.0.0"),
+    cmd("sintercard", sintercard, -3, "readonly movablekeys", 0, 0, 0, "@read @set @slow")
+        .doc("Intersect multiple sets and return the cardinality of the result", "7.0.0"),
+    cmd("sscan", sscan, -3, "readonly", 1, 1, 1, "@read @set @slow").doc("Incrementally iterate Set elements", "2.8.0"),
+];
+
+/// The set at `key`, `WRONGTYPE` for other types.
+pub(crate) fn get_set<'a>(db: &'a mut DbView<'_>, key: &[u8]) -> Result<Option<&'a mut SetValue>, CmdError> {
+    match db.get_mut(key) {
+        None => Ok(None),
+        Some(Value::Set(s)) => Ok(Some(s)),
+        Some(_) => Err(CmdError::WrongType),
+    }
+}
+
+/// True if Redis 7.0 would encode these members as an intset.
+fn intset_like<'a>(len: usize, mut members: impl Iterator<Item = &'a Bytes>) -> bool {
+    len <= 512 && members.all(|m| parse_i64_strict(m).is_some())
+}
+
+/// Members in the order Redis replies with them (see the module docs).
+fn ordered(members: Vec<Bytes>) -> Vec<Bytes> {
+    if intset_like(members.len(), members.iter()) {
+        let mut v = members;
+        v.sort_by_key(|m| parse_i64_strict(m).expect("integer member"));
+        v
+    } else {
+        members
+    }
+}
+
+fn set_reply(members: Vec<Bytes>) -> Reply {
+    Reply::Set(ordered(members).into_iter().map(Reply::Bulk).collect())
+}
+
+fn sadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = &args[1];
+    let mut db = ctx.db();
+    if get_set(&mut db, key)?.is_none() {
+        db.insert_new(key, Value::Set(SetValue::default()));
+    }
+    let s = get_set(&mut db, key)?.expect("exists");
+    let mut added = 0;
+    for m in &args[2..] {
+        if !s.contains(&m[..]) {
+            s.insert(own(m));
+            added += 1;
+        }
+    }
+    if added > 0 {
+        db.touch(key);
+        db.notify(notify::SET, "sadd", key);
+    }
+    Ok(Reply::Int(added))
+}
+
+/// Removes `m`, keeping the order of small sets.
+fn set_remove(s: &mut SetValue, m: &[u8]) -> bool {
+    if s.len() <= 128 {
+        s.shift_remove(m)
+    } else {
+        s.swap_remove(m)
+    }
+}
+
+fn srem(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = &args[1];
+    let mut db = ctx.db();
+    let Some(s) = get_set(&mut db, key)? else {
+        return Ok(Reply::Int(0));
+    };
+    let mut removed = 0;
+    for m in &args[2..] {
+        if set_remove(s, m) {
+            removed += 1;
+            if s.is_empty() {
+                break;
+            }
+        }
+    }
+    if removed > 0 {
+        db.notify(notify::SET, "srem", key);
+        db.remove_if_empty(key);
+        db.touch(key);
+    }
+    Ok(Reply::Int(removed))
+}
+
+fn smembers(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let mut db = ctx.db();
+    Ok(set_reply(get_set(&mut db, &args[1])?.map(|s| s.iter().cloned().collect()).unwrap_or_default()))
+}
+
+fn sismember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let mut db = ctx.db();
+    Ok(Reply::Int(get_set(&mut db, &args[1])?.is_some_and(|s| s.contains(&args[2][..])).into()))
+}
+
+fn smismember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let mut db = ctx.db();
+    let s = get_set(&mut db, &args[1])?;
+    Ok(Reply::Array(
+        args[2..].iter().map(|m| Reply::Int(s.as_ref().is_some_and(|s| s.contains(&m[..])).into())).collect(),
+    ))
+}
+
+fn scard(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let mut db = ctx.db();
+    Ok(Reply::Int(get_set(&mut db, &args[1])?.map_or(0, |s| s.len() as i64)))
+}
+
+fn spop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = &args[1];
+    if args.len() > 3 {
+        return Err(CmdError::Syntax);
+    }
+    let count = if args.len() == 3 {
+        Some(long_at_least(&args[2], 0, "ERR value is out of range, must be positive")? as u64)
+    } else {
+        None
+    };
+    let mut db = ctx.db();
+    let Some(s) = get_set(&mut db, key)? else {
+        return Ok(if count.is_some() { Reply::Set(Vec::new()) } else { Reply::Nil });
+    };
+    let popped: Vec<Bytes> = match count {
+        Some(0) => return Ok(Reply::Set(Vec::new())),
+        Some(n) if n >= s.len() as u64 => {
+            let all = ordered(s.iter().cloned().collect());
+            s.clear();
+            all
+        }
+        Some(n) => {
+            let mut idx = distinct_indices(s.len(), n as usize);
+            idx.sort_unstable_by(|a, b| b.cmp(a));
+            let mut out = Vec::with_capacity(idx.len());
+            for i in idx {
+                out.push(s.swap_remove_index(i).expect("index"));
+            }
+            out
+        }
+        None => {
+            let i = rand::rng().random_range(0..s.len());
+            vec![s.swap_remove_index(i).expect("index")]
+        }
+    };
+    db.notify(notify::SET, "spop", key);
+    db.remove_if_empty(key);
+    db.touch(key);
+    Ok(match count {
+        Some(_) => Reply::Set(popped.into_iter().map(Reply::Bulk).collect()),
+        None => Reply::Bulk(popped.into_iter().next().expect("one")),
+    })
+}
+
+fn srandmember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    if args.len() > 3 {
+        return Err(CmdError::Syntax);
+    }
+    if args.len() == 3 {
+        let l = random_count(&args[2])?;
+        let mut db = ctx.db();
+        let Some(s) = get_set(&mut db, &args[1])? else {
+            return Ok(Reply::Array(Vec::new()));
+        };
+        let size = s.len();
+        if l == 0 {
+            return Ok(Reply::Array(Vec::new()));
+        }
+        let out: Vec<Bytes> = if l < 0 {
+            let n = l.unsigned_abs();
+            if n > MAX_RANDOM_REPLY {
+                return Err(CmdError::custom("ERR value is out of range"));
+            }
+            let mut rng = rand::rng();
+            (0..n).map(|_| s.get_index(rng.random_range(0..size)).expect("index").clone()).collect()
+        } else if l as u64 >= size as u64 {
+            ordered(s.iter().cloned().collect())
+        } else {
+            distinct_indices(size, l as usize).into_iter().map(|i| s.get_index(i).expect("index").clone()).collect()
+        };
+        return Ok(Reply::bulks(out));
+    }
+    let mut db = ctx.db();
+    let Some(s) = get_set(&mut db, &args[1])? else {
+        return Ok(Reply::Nil);
+    };
+    let i = rand::rng().random_range(0..s.len());
+    Ok(Reply::Bulk(s.get_index(i).expect("index").clone()))
+}
+
+fn smove(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let (src, dst, m) = (&args[1], &args[2], &args[3]);
+    let mut db = ctx.db();
+    if !db.exists(src) {
+        return Ok(Reply::Int(0));
+    }
+    get_set(&mut db, src)?;
+    get_set(&mut db, dst)?;
+    if src == dst {
+        return Ok(Reply::Int(get_set(&mut db, src)?.is_some_and(|s| s.contains(&m[..])).into()));
+    }
+    let s = get_set(&mut db, src)?.expect("exists");
+    if !set_remove(s, m) {
+        return Ok(Reply::Int(0));
+    }
+    db.notify(notify::SET, "srem", src);
+    db.remove_if_empty(src);
+    db.touch(src);
+    if get_set(&mut db, dst)?.is_none() {
+        db.insert_new(dst, Value::Set(SetValue::default()));
+    }
+    let d = get_set(&mut db, dst)?.expect("exists");
+    if d.insert(own(m)) {
+        db.touch(dst);
+        db.notify(notify::SET, "sadd", dst);
+    }
+    Ok(Reply::Int(1))
+}
+
+/// The sets named by `keys` (missing keys are `None`), types checked in
+/// order.
+fn load_sets<'a>(db: &'a mut DbView<'_>, keys: &[Bytes]) -> Result<Vec<Option<&'a SetValue>>, CmdError> {
+    for k in keys {
+        get_set(db, k)?;
+    }
+    let map = &db.db.map;
+    Ok(keys
+        .iter()
+        .map(|k| match map.get(&k[..]).map(|e| &e.value) {
+            Some(Value::Set(s)) => Some(s),
+            _ => None,
+        })
+        .collect())
+}
+
+/// Result of a set operation and whether it should be answered in numeric
+/// order (Redis iterates an intset there).
+struct SetOpResult {
+    members: Vec<Bytes>,
+    numeric_order: bool,
+}
+
+fn inter(sets: &[Option<&SetValue>], limit: usize) -> SetOpResult {
+    if sets.iter().any(|s| s.is_none()) {
+        return SetOpResult { members: Vec::new(), numeric_order: false };
+    }
+    let mut v: Vec<&SetValue> = sets.iter().map(|s| s.expect("checked")).collect();
+    v.sort_by_key(|s| s.len());
+    let first = v[0];
+    let numeric = intset_like(first.len(), first.iter());
+    let mut iter_order: Vec<&Bytes> = first.iter().collect();
+    if numeric {
+        iter_order.sort_by_key(|m| parse_i64_strict(m).expect("integer"));
+    }
+    let mut out = Vec::new();
+    for m in iter_order {
+        if v[1..].iter().all(|s| s.contains(m)) {
+            out.push(m.clone());
+            if limit != 0 && out.len() >= limit {
+                break;
+            }
+        }
+    }
+    SetOpResult { members: out, numeric_order: numeric }
+}
+
+fn union_or_diff(sets: &[Option<&SetValue>], diff: bool) -> SetOpResult {
+    let mut acc = SetValue::default();
+    if diff {
+        if let Some(first) = sets[0] {
+            for m in first {
+                if !sets[1..].iter().flatten().any(|s| s.contains(m)) {
+                    acc.insert(m.clone());
+                }
+            }
+        }
+    } else {
+        for s in sets.iter().flatten() {
+            for m in *s {
+                acc.insert(m.clone());
+            }
+        }
+    }
+    let members: Vec<Bytes> = acc.into_iter().collect();
+    let numeric = intset_like(members.len(), members.iter());
+    SetOpResult { members, numeric_order: numeric }
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum SetOp {
+    Inter,
+    Union,
+    Diff,
+}
+
+fn setop(ctx: &mut Ctx<'_>, keys: &[Bytes], dst: Option<&Bytes>, op: SetOp) -> CmdResult {
+    let mut db = ctx.db();
+    let sets = load_sets(&mut db, keys)?;
+    let r = match op {
+        SetOp::Inter => inter(&sets, 0),
+        SetOp::Union => union_or_diff(&sets, false),
+        SetOp::Diff => union_or_diff(&sets, true),
+    };
+    let mut r = r;
+    if r.numeric_order {
+        r.members.sort_by_key(|m| parse_i64_strict(m).expect("integer"));
+    }
+    let Some(dst) = dst else {
+        return Ok(Reply::Set(r.members.into_iter().map(Reply::Bulk).collect()));
+    };
+    let n = r.members.len();
+    if n == 0 {
+        if db.remove(dst).is_some() {
+            db.notify(notify::GENERIC, "del", dst);
+        }
+        return Ok(Reply::Int(0));
+    }
+    let mut s = SetValue::default();
+    s.extend(r.members);
+    db.set(dst, Value::Set(s), false);
+    let ev = match op {
+        SetOp::Inter => "sinterstore",
+        SetOp::Union => "sunionstore",
+        SetOp::Diff => "sdiffstore",
+    };
+    db.notify(notify::SET, ev, dst);
+    Ok(Reply::Int(n as i64))
+}
+
+fn sinter(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    setop(ctx, &args[1..], None, SetOp::Inter)
+}
+
+fn sunion(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    setop(ctx, &args[1..], None, SetOp::Union)
+}
+
+fn sdiff(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    setop(ctx, &args[1..], None, SetOp::Diff)
+}
+
+fn sinterstore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    setop(ctx, &args[2..], Some(&args[1]), SetOp::Inter)
+}
+
+fn sunionstore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    setop(ctx, &args[2..], Some(&args[1]), SetOp::Union)
+}
+
+fn sdiffstore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    setop(ctx, &args[2..], Some(&args[1]), SetOp::Diff)
+}
+
+fn sintercard(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let numkeys = long_at_least(&args[1], 1, "ERR numkeys should be greater than 0")? as u64;
+    if numkeys > (args.len() - 2) as u64 {
+        return Err(CmdError::custom("ERR Number of keys can't be greater than number of args"));
+    }
+    let numkeys = numkeys as usize;
+    let mut limit = 0usize;
+    let mut j = 2 + numkeys;
+    while j < args.len() {
+        if eq(&args[j], "limit") && j + 1 < args.len() {
+            limit = long_at_least(&args[j + 1], 0, "ERR LIMIT can't be negative")? as usize;
+            j += 2;
+        } else {
+            return Err(CmdError::Syntax);
+        }
+    }
+    let mut db = ctx.db();
+    let sets = load_sets(&mut db, &args[2..2 + numkeys])?;
+    Ok(Reply::Int(inter(&sets, limit).members.len() as i64))
+}
+
+fn sscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let cur = cursor(&args[2])?;
+    let opts = scan_opts(&args[3..], false)?;
+    let mut db = ctx.db();
+    let Some(s) = get_set(&mut db, &args[1])? else {
+        return Ok(empty_scan());
+    };
+    let (next, members): (u64, Vec<Bytes>) = if intset_like(s.len(), s.iter()) {
+        (0, ordered(s.iter().cloned().collect()))
+    } else {
+        let (next, range) = scan_step(s.len(), cur, opts.count);
+        (next, range.rev().map(|i| s.get_index(i).expect("index").clone()).collect())
+    };
+    let out: Vec<Reply> = members
+        .into_iter()
+        .filter(|m| opts.pattern.as_ref().is_none_or(|p| glob::matches(p, m, false)))
+        .map(Reply::Bulk)
+        .collect();
+    Ok(Reply::Array(vec![Reply::Bulk(Bytes::from(next.to_string())), Reply::Array(out)]))
+}

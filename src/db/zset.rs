@@ -1,47 +1,812 @@
-//! Sorted set storage.
+//! Sorted set storage: an arena skip list with spans (Redis's `zskiplist`)
+//! plus a member → node map.
 //!
-//! Minimal ordered representation used by the core; the sorted-set family
-//! replaces it with an order-statistic structure (O(log n) rank and range).
+//! Order is `(score, member)` with scores compared as doubles (`<`, `==`,
+//! so `-0` equals `0`) and members compared bytewise (`memcmp`, shorter
+//! first on a common prefix), exactly as Redis orders a sorted set.
+//!
+//! Every node keeps, per level, the index of the next node on that level
+//! and the *span* (how many level-0 steps the link covers). Summing spans
+//! while descending gives ranks in O(log n): rank of a member, element at
+//! a rank, number of elements below a score or lexicographic bound. Range
+//! queries are expressed as rank intervals and then walked along level 0.
+//!
+//! **Invariants:**
+//! - `dict` and the skip list hold exactly the same members; `dict[m]` is
+//!   the arena index of `m`'s node.
+//! - For every node and level, `span` equals the number of level-0 links
+//!   between the node and its `forward` on that level (or to the end of the
+//!   list plus one for a `NIL` forward on the header: spans to `NIL` are
+//!   not used).
+//! - Scores are never NaN.
 
-use std::collections::BTreeSet;
+use std::cmp::Ordering;
 
 use bytes::Bytes;
 
 use super::Map;
 
-/// Score as an orderable key (scores are never NaN).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Score(pub f64);
-impl Eq for Score {}
-impl PartialOrd for Score {
-    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(o))
-    }
+const MAX_LEVEL: usize = 32;
+const NIL: u32 = u32::MAX;
+const HEAD: u32 = 0;
+
+#[derive(Debug, Clone, Copy)]
+struct Link {
+    forward: u32,
+    span: u32,
 }
-impl Ord for Score {
-    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
-        self.0.partial_cmp(&o.0).unwrap_or(std::cmp::Ordering::Equal)
+
+/// Levels stored inline in a node; higher levels (1.6% of nodes with
+/// p = 1/4) go to `extra`. Keeps a descent step to one cache miss.
+const INLINE: usize = 3;
+
+#[derive(Debug, Clone)]
+#[repr(C)]
+struct Node {
+    score: f64,
+    inline: [Link; INLINE],
+    backward: u32,
+    level: u8,
+    member: Bytes,
+    extra: Option<Box<[Link]>>,
+}
+
+impl Node {
+    fn new(member: Bytes, score: f64, level: usize) -> Node {
+        let empty = Link { forward: NIL, span: 0 };
+        Node {
+            score,
+            inline: [empty; INLINE],
+            backward: NIL,
+            level: level as u8,
+            member,
+            extra: (level > INLINE).then(|| vec![empty; level - INLINE].into_boxed_slice()),
+        }
+    }
+
+    #[inline]
+    fn link(&self, l: usize) -> &Link {
+        if l < INLINE {
+            &self.inline[l]
+        } else {
+            &self.extra.as_ref().expect("level exists")[l - INLINE]
+        }
+    }
+
+    #[inline]
+    fn link_mut(&mut self, l: usize) -> &mut Link {
+        if l < INLINE {
+            &mut self.inline[l]
+        } else {
+            &mut self.extra.as_mut().expect("level exists")[l - INLINE]
+        }
     }
 }
 
-/// A sorted set: member → score, plus (score, member) order.
-#[derive(Debug, Clone, Default)]
+/// A sorted set.
+#[derive(Debug, Clone)]
 pub struct ZSet {
-    pub scores: Map<Bytes, f64>,
-    pub order: BTreeSet<(Score, Bytes)>,
+    dict: Map<Bytes, u32>,
+    nodes: Vec<Node>,
+    free: Vec<u32>,
+    level: usize,
+    tail: u32,
+    /// Nodes linked in the skip list.
+    length: usize,
+    rng: u64,
+}
+
+impl Default for ZSet {
+    fn default() -> Self {
+        ZSet::new()
+    }
+}
+
+/// One end of a score range (`ZRANGEBYSCORE`): value and exclusivity.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ScoreBound {
+    pub value: f64,
+    pub exclusive: bool,
+}
+
+/// One end of a lexicographic range (`ZRANGEBYLEX`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LexBound {
+    /// `-`
+    NegInf,
+    /// `+`
+    PosInf,
+    /// `[x` (inclusive) or `(x` (exclusive).
+    Value(Bytes, bool),
+}
+
+#[inline]
+fn cmp_entry(s1: f64, m1: &[u8], s2: f64, m2: &[u8]) -> Ordering {
+    if s1 < s2 {
+        Ordering::Less
+    } else if s1 > s2 {
+        Ordering::Greater
+    } else {
+        m1.cmp(m2)
+    }
 }
 
 impl ZSet {
+    pub fn new() -> ZSet {
+        let head = Node::new(Bytes::new(), 0.0, MAX_LEVEL);
+        ZSet {
+            dict: Map::default(),
+            nodes: vec![head],
+            free: Vec::new(),
+            level: 1,
+            tail: NIL,
+            length: 0,
+            rng: 0x9E37_79B9_7F4A_7C15 ^ (rand::random::<u64>() | 1),
+        }
+    }
+
     pub fn len(&self) -> usize {
-        self.scores.len()
+        self.dict.len()
     }
+
     pub fn is_empty(&self) -> bool {
-        self.scores.is_empty()
+        self.dict.is_empty()
     }
+
+    /// Length of the longest member (`OBJECT ENCODING` thresholds).
     pub fn max_member_len(&self) -> usize {
-        self.scores.keys().map(|k| k.len()).max().unwrap_or(0)
+        self.dict.keys().map(|k| k.len()).max().unwrap_or(0)
     }
+
+    /// Rough heap size in bytes.
     pub fn approx_size(&self) -> usize {
-        self.scores.keys().map(|k| 2 * k.len() + 64).sum()
+        self.nodes.iter().map(|n| n.member.len() + std::mem::size_of::<Node>() + 32).sum::<usize>()
+            + self.dict.len() * 16
+    }
+
+    /// Score of `member`.
+    pub fn score(&self, member: &[u8]) -> Option<f64> {
+        self.dict.get(member).map(|&i| self.nodes[i as usize].score)
+    }
+
+    pub fn contains(&self, member: &[u8]) -> bool {
+        self.dict.contains_key(member)
+    }
+
+    /// Redis `zslRandomLevel` (p = 1/4).
+    fn random_level(&mut self) -> usize {
+        let mut level = 1;
+        loop {
+            // xorshift64*
+            let mut x = self.rng;
+            x ^= x >> 12;
+            x ^= x << 25;
+            x ^= x >> 27;
+            self.rng = x;
+            let r = x.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 48;
+            if (r & 0xFFFF) < 0x3FFF && level < MAX_LEVEL {
+                level += 1;
+            } else {
+                return level;
+            }
+        }
+    }
+
+    #[inline]
+    fn node(&self, i: u32) -> &Node {
+        &self.nodes[i as usize]
+    }
+
+    #[inline]
+    fn link(&self, i: u32, l: usize) -> Link {
+        *self.nodes[i as usize].link(l)
+    }
+
+    #[inline]
+    fn link_mut(&mut self, i: u32, l: usize) -> &mut Link {
+        self.nodes[i as usize].link_mut(l)
+    }
+
+    /// Sets `member`'s score, adding it if needed. Returns true if added.
+    /// The caller guarantees `score` is not NaN.
+    pub fn insert(&mut self, member: Bytes, score: f64) -> bool {
+        debug_assert!(!score.is_nan());
+        if let Some(&i) = self.dict.get(&member[..]) {
+            let old = self.node(i).score;
+            if old == score {
+                return false;
+            }
+            // In place when the order does not change (Redis zslUpdateScore).
+            let back = self.node(i).backward;
+            let fwd = self.link(i, 0).forward;
+            let m = self.node(i).member.clone();
+            let after_back = back == NIL || {
+                let b = self.node(back);
+                cmp_entry(b.score, &b.member, score, &m) == Ordering::Less
+            };
+            let before_fwd = fwd == NIL || {
+                let f = self.node(fwd);
+                cmp_entry(score, &m, f.score, &f.member) == Ordering::Less
+            };
+            if after_back && before_fwd {
+                self.nodes[i as usize].score = score;
+                return false;
+            }
+            self.unlink(i);
+            self.free.push(i);
+            let ni = self.link_new(m, score);
+            *self.dict.get_mut(&member[..]).expect("present") = ni;
+            return false;
+        }
+        let ni = self.link_new(member.clone(), score);
+        self.dict.insert(member, ni);
+        true
+    }
+
+    /// Inserts a node into the skip list (not the dict); returns its index.
+    fn link_new(&mut self, member: Bytes, score: f64) -> u32 {
+        let mut update = [HEAD; MAX_LEVEL];
+        let mut rank = [0u32; MAX_LEVEL];
+        let mut x = HEAD;
+        for l in (0..self.level).rev() {
+            rank[l] = if l == self.level - 1 { 0 } else { rank[l + 1] };
+            loop {
+                let lk = self.link(x, l);
+                if lk.forward == NIL {
+                    break;
+                }
+                let f = self.node(lk.forward);
+                if cmp_entry(f.score, &f.member, score, &member) == Ordering::Less {
+                    rank[l] += lk.span;
+                    x = lk.forward;
+                } else {
+                    break;
+                }
+            }
+            update[l] = x;
+        }
+        let level = self.random_level();
+        let len = self.length as u32;
+        if level > self.level {
+            for l in self.level..level {
+                rank[l] = 0;
+                update[l] = HEAD;
+                self.link_mut(HEAD, l).span = len;
+            }
+            self.level = level;
+        }
+        let node = Node::new(member, score, level);
+        let ni = match self.free.pop() {
+            Some(i) => {
+                self.nodes[i as usize] = node;
+                i
+            }
+            None => {
+                self.nodes.push(node);
+                (self.nodes.len() - 1) as u32
+            }
+        };
+        for l in 0..level {
+            let u = update[l];
+            let ul = self.link(u, l);
+            let span_before = rank[0] - rank[l];
+            *self.link_mut(ni, l) = Link { forward: ul.forward, span: ul.span - span_before };
+            *self.link_mut(u, l) = Link { forward: ni, span: span_before + 1 };
+        }
+        for (l, &u) in update.iter().enumerate().take(self.level).skip(level) {
+            self.link_mut(u, l).span += 1;
+        }
+        let back = if update[0] == HEAD { NIL } else { update[0] };
+        self.nodes[ni as usize].backward = back;
+        let f = self.link(ni, 0).forward;
+        if f != NIL {
+            self.nodes[f as usize].backward = ni;
+        } else {
+            self.tail = ni;
+        }
+        self.length += 1;
+        ni
+    }
+
+    /// Unlinks node `i` from the skip list (not the dict, not the arena).
+    fn unlink(&mut self, i: u32) {
+        let (score, member) = {
+            let n = self.node(i);
+            (n.score, n.member.clone())
+        };
+        let mut update = [HEAD; MAX_LEVEL];
+        let mut x = HEAD;
+        for l in (0..self.level).rev() {
+            loop {
+                let f = self.link(x, l).forward;
+                if f == NIL || f == i {
+                    break;
+                }
+                let fnode = self.node(f);
+                if cmp_entry(fnode.score, &fnode.member, score, &member) == Ordering::Less {
+                    x = f;
+                } else {
+                    break;
+                }
+            }
+            update[l] = x;
+        }
+        for (l, &u) in update.iter().enumerate().take(self.level) {
+            let ul = self.link(u, l);
+            if ul.forward == i {
+                let il = self.link(i, l);
+                *self.link_mut(u, l) = Link { forward: il.forward, span: ul.span + il.span - 1 };
+            } else {
+                self.link_mut(u, l).span = ul.span.wrapping_sub(1);
+            }
+        }
+        let f = self.link(i, 0).forward;
+        let b = self.node(i).backward;
+        if f != NIL {
+            self.nodes[f as usize].backward = b;
+        } else {
+            self.tail = b;
+        }
+        while self.level > 1 && self.link(HEAD, self.level - 1).forward == NIL {
+            self.level -= 1;
+        }
+        self.length -= 1;
+        self.nodes[i as usize].member = Bytes::new();
+    }
+
+    /// Removes `member`; returns its score.
+    pub fn remove(&mut self, member: &[u8]) -> Option<f64> {
+        let i = self.dict.swap_remove(member)?;
+        let score = self.node(i).score;
+        self.unlink(i);
+        self.free.push(i);
+        if self.dict.is_empty() {
+            self.clear();
+        }
+        Some(score)
+    }
+
+    fn clear(&mut self) {
+        self.nodes.truncate(1);
+        self.nodes.shrink_to(8);
+        self.free = Vec::new();
+        self.nodes[0] = Node::new(Bytes::new(), 0.0, MAX_LEVEL);
+        self.level = 1;
+        self.tail = NIL;
+        self.length = 0;
+    }
+
+    /// 0-based rank of `member` in ascending order.
+    pub fn rank(&self, member: &[u8]) -> Option<usize> {
+        let &i = self.dict.get(member)?;
+        let (score, m) = (self.node(i).score, &self.node(i).member);
+        // Count the elements strictly before (score, member), plus one.
+        let below = self.count_while(|n| cmp_entry(n.score, &n.member, score, m) == Ordering::Less);
+        Some(below)
+    }
+
+    /// Number of leading elements (in order) for which `pred` holds; `pred`
+    /// must be monotone (true then false) along the order.
+    fn count_while(&self, pred: impl Fn(&Node) -> bool) -> usize {
+        let mut x = HEAD;
+        let mut rank = 0usize;
+        for l in (0..self.level).rev() {
+            loop {
+                let lk = self.link(x, l);
+                if lk.forward != NIL && pred(self.node(lk.forward)) {
+                    rank += lk.span as usize;
+                    x = lk.forward;
+                } else {
+                    break;
+                }
+            }
+        }
+        rank
+    }
+
+    /// Node index at 0-based `rank`.
+    fn node_at(&self, rank: usize) -> Option<u32> {
+        if rank >= self.length {
+            return None;
+        }
+        let target = rank + 1;
+        let mut x = HEAD;
+        let mut traversed = 0usize;
+        for l in (0..self.level).rev() {
+            loop {
+                let lk = self.link(x, l);
+                if lk.forward != NIL && traversed + lk.span as usize <= target {
+                    traversed += lk.span as usize;
+                    x = lk.forward;
+                } else {
+                    break;
+                }
+            }
+            if traversed == target {
+                return Some(x);
+            }
+        }
+        None
+    }
+
+    /// Element at 0-based ascending `rank`.
+    pub fn get_by_rank(&self, rank: usize) -> Option<(&Bytes, f64)> {
+        self.node_at(rank).map(|i| {
+            let n = self.node(i);
+            (&n.member, n.score)
+        })
+    }
+
+    /// Lowest element.
+    pub fn first(&self) -> Option<(&Bytes, f64)> {
+        let f = self.link(HEAD, 0).forward;
+        (f != NIL).then(|| (&self.node(f).member, self.node(f).score))
+    }
+
+    /// Highest element.
+    pub fn last(&self) -> Option<(&Bytes, f64)> {
+        (self.tail != NIL).then(|| (&self.node(self.tail).member, self.node(self.tail).score))
+    }
+
+    /// Elements in ascending order from rank `start` (inclusive).
+    pub fn iter_from(&self, start: usize) -> Iter<'_> {
+        Iter { z: self, cur: self.node_at(start).unwrap_or(NIL), rev: false }
+    }
+
+    /// Elements in descending order from rank `start` (inclusive, an
+    /// ascending rank) down to the lowest.
+    pub fn iter_rev_from(&self, start: usize) -> Iter<'_> {
+        Iter { z: self, cur: self.node_at(start).unwrap_or(NIL), rev: true }
+    }
+
+    /// All elements in ascending order.
+    pub fn iter(&self) -> Iter<'_> {
+        Iter { z: self, cur: self.link(HEAD, 0).forward, rev: false }
+    }
+
+    /// Number of elements below `min` (the rank of the first element in a
+    /// range starting at `min`).
+    pub fn score_lower(&self, min: ScoreBound) -> usize {
+        if min.exclusive {
+            self.count_while(|n| n.score <= min.value)
+        } else {
+            self.count_while(|n| n.score < min.value)
+        }
+    }
+
+    /// Number of elements at or below `max` (one past the rank of the last
+    /// element in a range ending at `max`).
+    pub fn score_upper(&self, max: ScoreBound) -> usize {
+        if max.exclusive {
+            self.count_while(|n| n.score < max.value)
+        } else {
+            self.count_while(|n| n.score <= max.value)
+        }
+    }
+
+    /// Rank interval `[lo, hi)` of the elements with scores in `[min, max]`.
+    pub fn score_range(&self, min: ScoreBound, max: ScoreBound) -> (usize, usize) {
+        let lo = self.score_lower(min);
+        let hi = self.score_upper(max).max(lo);
+        (lo, hi)
+    }
+
+    /// Rank interval `[lo, hi)` of the members in the lexicographic range
+    /// (meaningful when all scores are equal, as in Redis).
+    pub fn lex_range(&self, min: &LexBound, max: &LexBound) -> (usize, usize) {
+        let lo = match min {
+            LexBound::NegInf => 0,
+            LexBound::PosInf => self.len(),
+            LexBound::Value(v, true) => self.count_while(|n| n.member[..] <= v[..]),
+            LexBound::Value(v, false) => self.count_while(|n| n.member[..] < v[..]),
+        };
+        let hi = match max {
+            LexBound::NegInf => 0,
+            LexBound::PosInf => self.len(),
+            LexBound::Value(v, true) => self.count_while(|n| n.member[..] < v[..]),
+            LexBound::Value(v, false) => self.count_while(|n| n.member[..] <= v[..]),
+        };
+        (lo, hi.max(lo))
+    }
+
+    /// Removes the elements with ranks in `[start, end)`; returns them in
+    /// ascending order.
+    pub fn remove_rank_range(&mut self, start: usize, end: usize) -> Vec<(Bytes, f64)> {
+        let end = end.min(self.len());
+        if start >= end {
+            return Vec::new();
+        }
+        let out: Vec<(Bytes, f64)> = self.iter_from(start).take(end - start).map(|(m, s)| (m.clone(), s)).collect();
+        for (m, _) in &out {
+            self.remove(m);
+        }
+        out
+    }
+
+    /// Member at position `i` of the member map (random sampling, ZSCAN).
+    pub fn entry_at(&self, i: usize) -> Option<(&Bytes, f64)> {
+        self.dict.get_index(i).map(|(m, &n)| (m, self.node(n).score))
+    }
+
+    /// Members and scores in member-map order (not sorted).
+    pub fn unordered(&self) -> impl Iterator<Item = (&Bytes, f64)> + '_ {
+        self.dict.iter().map(|(m, &n)| (m, self.node(n).score))
+    }
+
+    /// Checks every structural invariant (tests).
+    #[cfg(test)]
+    fn check(&self) {
+        let mut count = 0usize;
+        let mut x = self.link(HEAD, 0).forward;
+        let mut prev = NIL;
+        while x != NIL {
+            let n = self.node(x);
+            assert_eq!(n.backward, prev);
+            if prev != NIL {
+                let p = self.node(prev);
+                assert_eq!(cmp_entry(p.score, &p.member, n.score, &n.member), Ordering::Less);
+            }
+            assert_eq!(self.dict.get(&n.member[..]), Some(&x));
+            count += 1;
+            prev = x;
+            x = self.link(x, 0).forward;
+        }
+        assert_eq!(self.tail, prev);
+        assert_eq!(count, self.dict.len());
+        // Spans: positions by level-0 walk.
+        let mut pos = std::collections::HashMap::new();
+        pos.insert(HEAD, 0usize);
+        let mut x = self.link(HEAD, 0).forward;
+        let mut p = 1;
+        while x != NIL {
+            pos.insert(x, p);
+            p += 1;
+            x = self.link(x, 0).forward;
+        }
+        for l in 0..self.level {
+            let mut x = HEAD;
+            loop {
+                let lk = self.link(x, l);
+                if lk.forward == NIL {
+                    break;
+                }
+                assert_eq!(pos[&x] + lk.span as usize, pos[&lk.forward], "span at level {l}");
+                x = lk.forward;
+            }
+        }
+    }
+}
+
+/// Iterator over `(member, score)` along level 0.
+pub struct Iter<'a> {
+    z: &'a ZSet,
+    cur: u32,
+    rev: bool,
+}
+
+impl<'a> Iterator for Iter<'a> {
+    type Item = (&'a Bytes, f64);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.cur == NIL {
+            return None;
+        }
+        let n = self.z.node(self.cur);
+        self.cur = if self.rev { n.backward } else { n.inline[0].forward };
+        Some((&n.member, n.score))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeSet, HashMap};
+
+    use rand::{Rng, SeedableRng};
+
+    use super::*;
+
+    #[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
+    struct F(f64);
+    impl Eq for F {}
+    #[allow(clippy::derive_ord_xor_partial_ord)]
+    impl Ord for F {
+        fn cmp(&self, o: &Self) -> Ordering {
+            self.0.partial_cmp(&o.0).expect("no NaN")
+        }
+    }
+
+    struct Model {
+        order: BTreeSet<(F, Vec<u8>)>,
+        scores: HashMap<Vec<u8>, f64>,
+    }
+
+    impl Model {
+        fn sorted(&self) -> Vec<(Vec<u8>, f64)> {
+            self.order.iter().map(|(s, m)| (m.clone(), s.0)).collect()
+        }
+    }
+
+    fn b(s: &str) -> Bytes {
+        Bytes::copy_from_slice(s.as_bytes())
+    }
+
+    #[test]
+    fn orders_by_score_then_member() {
+        let mut z = ZSet::new();
+        assert!(z.insert(b("b"), 1.0));
+        assert!(z.insert(b("a"), 1.0));
+        assert!(z.insert(b("c"), 0.5));
+        assert!(!z.insert(b("c"), 2.0));
+        let v: Vec<_> = z.iter().map(|(m, s)| (m.clone(), s)).collect();
+        assert_eq!(v, vec![(b("a"), 1.0), (b("b"), 1.0), (b("c"), 2.0)]);
+        assert_eq!(z.rank(b"c"), Some(2));
+        assert_eq!(z.get_by_rank(1).map(|(m, _)| m.clone()), Some(b("b")));
+        assert_eq!(z.remove(b"a"), Some(1.0));
+        assert_eq!(z.rank(b"b"), Some(0));
+        z.check();
+    }
+
+    #[test]
+    fn score_and_lex_ranges() {
+        let mut z = ZSet::new();
+        for (i, m) in ["a", "b", "c", "d", "e"].iter().enumerate() {
+            z.insert(b(m), i as f64);
+        }
+        let inc = |v| ScoreBound { value: v, exclusive: false };
+        let exc = |v| ScoreBound { value: v, exclusive: true };
+        assert_eq!(z.score_range(inc(1.0), inc(3.0)), (1, 4));
+        assert_eq!(z.score_range(exc(1.0), exc(3.0)), (2, 3));
+        assert_eq!(z.score_range(inc(3.0), inc(1.0)), (3, 3));
+        assert_eq!(z.score_range(inc(f64::NEG_INFINITY), inc(f64::INFINITY)), (0, 5));
+        let mut l = ZSet::new();
+        for m in ["a", "b", "c", "d"] {
+            l.insert(b(m), 0.0);
+        }
+        assert_eq!(l.lex_range(&LexBound::Value(b("b"), false), &LexBound::PosInf), (1, 4));
+        assert_eq!(l.lex_range(&LexBound::Value(b("b"), true), &LexBound::Value(b("d"), true)), (2, 3));
+        assert_eq!(l.lex_range(&LexBound::NegInf, &LexBound::Value(b("bb"), false)), (0, 2));
+        assert_eq!(l.lex_range(&LexBound::PosInf, &LexBound::NegInf), (4, 4));
+    }
+
+    #[test]
+    fn random_operations_match_a_btreeset_model() {
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
+        let mut z = ZSet::new();
+        let mut m = Model { order: BTreeSet::new(), scores: HashMap::new() };
+        for step in 0..20_000 {
+            let member = format!("m{}", rng.random_range(0..500)).into_bytes();
+            match rng.random_range(0..10) {
+                0..=5 => {
+                    let score = f64::from(rng.random_range(-50..50)) / 4.0;
+                    let added = z.insert(Bytes::from(member.clone()), score);
+                    let old = m.scores.insert(member.clone(), score);
+                    assert_eq!(added, old.is_none());
+                    if let Some(o) = old {
+                        m.order.remove(&(F(o), member.clone()));
+                    }
+                    m.order.insert((F(score), member));
+                }
+                6..=7 => {
+                    let got = z.remove(&member);
+                    let want = m.scores.remove(&member);
+                    assert_eq!(got, want);
+                    if let Some(o) = want {
+                        m.order.remove(&(F(o), member));
+                    }
+                }
+                8 => {
+                    let sorted = m.sorted();
+                    let got = z.rank(&member);
+                    let want = sorted.iter().position(|(x, _)| *x == member);
+                    assert_eq!(got, want);
+                    if !sorted.is_empty() {
+                        let r = rng.random_range(0..sorted.len());
+                        let (gm, gs) = z.get_by_rank(r).expect("rank in range");
+                        assert_eq!((&gm[..], gs), (&sorted[r].0[..], sorted[r].1));
+                    }
+                }
+                _ => {
+                    let sorted = m.sorted();
+                    let a = f64::from(rng.random_range(-60..60)) / 4.0;
+                    let c = f64::from(rng.random_range(-60..60)) / 4.0;
+                    let (ae, ce) = (rng.random_bool(0.5), rng.random_bool(0.5));
+                    let min = ScoreBound { value: a, exclusive: ae };
+                    let max = ScoreBound { value: c, exclusive: ce };
+                    let (lo, hi) = z.score_range(min, max);
+                    let want: Vec<(Vec<u8>, f64)> = sorted
+                        .iter()
+                        .filter(|(_, s)| (if ae { *s > a } else { *s >= a }) && (if ce { *s < c } else { *s <= c }))
+                        .cloned()
+                        .collect();
+                    let got: Vec<(Vec<u8>, f64)> =
+                        z.iter_from(lo).take(hi - lo).map(|(m, s)| (m.to_vec(), s)).collect();
+                    assert_eq!(got, want);
+                    if hi > lo {
+                        let rev: Vec<(Vec<u8>, f64)> =
+                            z.iter_rev_from(hi - 1).take(hi - lo).map(|(m, s)| (m.to_vec(), s)).collect();
+                        let mut w = want.clone();
+                        w.reverse();
+                        assert_eq!(rev, w);
+                    }
+                }
+            }
+            assert_eq!(z.len(), m.scores.len());
+            if step % 1000 == 0 {
+                z.check();
+                let all: Vec<(Vec<u8>, f64)> = z.iter().map(|(m, s)| (m.to_vec(), s)).collect();
+                assert_eq!(all, m.sorted());
+            }
+        }
+        z.check();
+        // Remove by rank ranges until empty.
+        while !z.is_empty() {
+            let n = z.len();
+            let s = rng.random_range(0..n);
+            let e = (s + rng.random_range(1..20)).min(n);
+            let sorted = m.sorted();
+            let removed = z.remove_rank_range(s, e);
+            let want: Vec<(Bytes, f64)> = sorted[s..e].iter().map(|(m, s)| (Bytes::from(m.clone()), *s)).collect();
+            assert_eq!(removed, want);
+            for (mm, sc) in &want {
+                m.order.remove(&(F(*sc), mm.to_vec()));
+                m.scores.remove(&mm[..]);
+            }
+            z.check();
+        }
+        assert!(z.first().is_none() && z.last().is_none());
+    }
+
+    #[test]
+    fn lex_ranges_match_model() {
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(11);
+        let mut z = ZSet::new();
+        let mut all = BTreeSet::new();
+        for _ in 0..300 {
+            let s: String = (0..rng.random_range(1..4)).map(|_| rng.random_range(b'a'..b'e') as char).collect();
+            z.insert(Bytes::from(s.clone()), 0.0);
+            all.insert(s);
+        }
+        let sorted: Vec<&String> = all.iter().collect();
+        for _ in 0..500 {
+            let pick = |rng: &mut rand::rngs::SmallRng| -> LexBound {
+                match rng.random_range(0..6) {
+                    0 => LexBound::NegInf,
+                    1 => LexBound::PosInf,
+                    _ => {
+                        let s: String =
+                            (0..rng.random_range(1..4)).map(|_| rng.random_range(b'a'..b'e') as char).collect();
+                        LexBound::Value(Bytes::from(s), rng.random_bool(0.5))
+                    }
+                }
+            };
+            let (min, max) = (pick(&mut rng), pick(&mut rng));
+            let gte = |x: &str| match &min {
+                LexBound::NegInf => true,
+                LexBound::PosInf => false,
+                LexBound::Value(v, ex) => {
+                    if *ex {
+                        x.as_bytes() > &v[..]
+                    } else {
+                        x.as_bytes() >= &v[..]
+                    }
+                }
+            };
+            let lte = |x: &str| match &max {
+                LexBound::NegInf => false,
+                LexBound::PosInf => true,
+                LexBound::Value(v, ex) => {
+                    if *ex {
+                        x.as_bytes() < &v[..]
+                    } else {
+                        x.as_bytes() <= &v[..]
+                    }
+                }
+            };
+            let want: Vec<&String> = sorted.iter().filter(|x| gte(x) && lte(x)).cloned().collect();
+            let (lo, hi) = z.lex_range(&min, &max);
+            let got: Vec<String> =
+                z.iter_from(lo).take(hi - lo).map(|(m, _)| String::from_utf8(m.to_vec()).unwrap()).collect();
+            assert_eq!(got.iter().collect::<Vec<_>>(), want);
+        }
     }
 }

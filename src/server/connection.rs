@@ -194,7 +194,10 @@ impl Conn {
             // messages, extra subscribe confirmations) precedes its reply, as
             // in Redis: nothing else can queue to us while we hold the lock.
             self.drain_outbound();
-            self.emit(reply, skipping);
+            if self.client.block.is_none() {
+                // A blocked command's reply is a placeholder: the real one comes later.
+                self.emit(reply, skipping);
+            }
             if let Some(req) = self.client.block.take() {
                 guard = None;
                 self.flush().await?;
