@@ -22,18 +22,6 @@ pub fn float(arg: &[u8]) -> Result<f64, CmdError> {
     num::parse_double(arg).ok_or(CmdError::NotFloat)
 }
 
-/// A `timeout` argument of blocking commands, in seconds with decimals.
-pub fn timeout_secs(arg: &[u8]) -> Result<f64, CmdError> {
-    let t = num::parse_double(arg).ok_or_else(|| CmdError::custom("ERR timeout is not a float or out of range"))?;
-    if t < 0.0 {
-        return Err(CmdError::custom("ERR timeout is negative"));
-    }
-    if !t.is_finite() || t > 1e15 {
-        return Err(CmdError::custom("ERR timeout is out of range"));
-    }
-    Ok(t)
-}
-
 /// Bytes of a `Display` value.
 pub fn bytes_of(s: impl ToString) -> Bytes {
     Bytes::from(s.to_string())
