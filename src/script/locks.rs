@@ -1,0 +1,1 @@
+//! Lock scripts shipped with rlockd (see `lua/`).
