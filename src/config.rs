@@ -212,13 +212,15 @@ pub fn notify_to_string(f: u32) -> String {
             (EVICTED, 'e'),
             (STREAM, 't'),
             (MODULE, 'd'),
+            // Redis prints `n` only here: with `A` it is silently dropped.
+            (NEW, 'n'),
         ] {
             if f & bit != 0 {
                 s.push(c);
             }
         }
     }
-    for (bit, c) in [(KEYSPACE, 'K'), (KEYEVENT, 'E'), (KEY_MISS, 'm'), (NEW, 'n')] {
+    for (bit, c) in [(KEYSPACE, 'K'), (KEYEVENT, 'E'), (KEY_MISS, 'm')] {
         if f & bit != 0 {
             s.push(c);
         }

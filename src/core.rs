@@ -114,18 +114,14 @@ impl Core {
         }
         if !sig.touched.is_empty() {
             let touched = std::mem::take(&mut sig.touched);
-            self.watches.on_touched(&touched);
+            self.watches.on_touched(&touched, &self.ks);
             self.blocking.on_touched(&touched);
             let mut t = touched;
             t.clear();
             self.ks.sig.touched = t;
         }
-        if !self.ks.sig.events.is_empty() {
-            let events = std::mem::take(&mut self.ks.sig.events);
-            for ev in &events {
-                self.pubsub.keyspace_event(&self.clients, ev, self.ks.sig.notify_flags);
-            }
-        }
+        // Keyspace events, then messages deferred by EXEC / scripts.
+        crate::pubsub::flush(self);
         self.ks.sig.track_touches = self.watches.is_active() || self.blocking.is_active();
     }
 
@@ -199,7 +195,36 @@ pub enum LockError {
     Busy,
 }
 
+fn new_run_id() -> String {
+    use rand::Rng;
+    let mut r = rand::rng();
+    (0..40).map(|_| char::from_digit(r.random_range(0..16), 16).expect("hex digit")).collect()
+}
+
 impl Shared {
+    /// The state of a new server configured by `config` (`config.bind` is
+    /// the address actually bound).
+    pub fn new(config: &crate::config::Config) -> Result<Shared, crate::error::Error> {
+        if config.databases == 0 {
+            return Err(crate::error::Error::Config("databases must be at least 1".into()));
+        }
+        let runtime_config = RuntimeConfig::new(config).map_err(crate::error::Error::Config)?;
+        let clock = Clock::new();
+        let now = clock.now_ms();
+        let (shutdown, _) = tokio::sync::watch::channel(false);
+        Ok(Shared {
+            core: Mutex::new(Core::new(runtime_config, config.databases, now)),
+            clock,
+            script: ScriptStatus::default(),
+            pause: Pause::default(),
+            next_client_id: AtomicU64::new(1),
+            local_addr: config.bind,
+            started_ms: now,
+            run_id: new_run_id(),
+            shutdown,
+        })
+    }
+
     /// Takes the core lock. If a script is running past the busy threshold,
     /// returns [`LockError::Busy`] instead of waiting (unless `wait_busy`).
     pub async fn lock_core(&self, wait_busy: bool) -> Result<MutexGuard<'_, Core>, LockError> {

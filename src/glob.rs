@@ -15,6 +15,20 @@ fn eq(a: u8, b: u8, nocase: bool) -> bool {
     }
 }
 
+/// A byte as C's (signed) `char`.
+fn signed(b: u8) -> i32 {
+    i32::from(b as i8)
+}
+
+/// `tolower` in the C locale (negative `char`s are left alone).
+fn lower(c: i32) -> i32 {
+    if (i32::from(b'A')..=i32::from(b'Z')).contains(&c) {
+        c + 32
+    } else {
+        c
+    }
+}
+
 fn match_impl(mut p: &[u8], mut s: &[u8], nocase: bool, skip_longer: &mut bool, nesting: u32) -> bool {
     // Protect against abusive patterns (Redis limits nesting to 1000).
     if nesting > 1000 {
@@ -63,15 +77,18 @@ fn match_impl(mut p: &[u8], mut s: &[u8], nocase: bool, skip_longer: &mut bool, 
                     } else if p[0] == b']' {
                         break;
                     } else if p.len() >= 3 && p[1] == b'-' {
-                        let (mut start, mut end) = (p[0], p[2]);
-                        let mut c = s[0];
+                        // C compares `char`s, which are signed on the
+                        // platforms Redis runs on: bytes >= 0x80 sort
+                        // below 0, so `[a-\xff]` is the range -1..='a'.
+                        let (mut start, mut end) = (signed(p[0]), signed(p[2]));
+                        let mut c = signed(s[0]);
                         if start > end {
                             std::mem::swap(&mut start, &mut end);
                         }
                         if nocase {
-                            start = start.to_ascii_lowercase();
-                            end = end.to_ascii_lowercase();
-                            c = c.to_ascii_lowercase();
+                            start = lower(start);
+                            end = lower(end);
+                            c = lower(c);
                         }
                         p = &p[2..];
                         if c >= start && c <= end {
@@ -153,5 +170,15 @@ mod tests {
         assert!(t("a*", "a"));
         assert!(matches(b"HELLO", b"hello", true));
         assert!(!t("*a*a*a*a*a*a*a*a*a*a*b", &"a".repeat(40)));
+        // Signed `char` ranges, as redis-server 7.0.15 answers KEYS.
+        let b = |p: &[u8], s: &[u8]| matches(p, s, false);
+        assert!(b(b"[a-\xff]", b"0"));
+        assert!(b(b"[a-\xff]", b"B"));
+        assert!(!b(b"[a-\xff]", b"b"));
+        assert!(b(b"[\x80-\xff]", b"\xfe"));
+        assert!(!b(b"[\x80-\xff]", b"0"));
+        assert!(b(b"[\xff-\x80]", b"\x80"));
+        assert!(!matches(b"[A-\xff]", b"b", true));
+        assert!(matches(b"[A-\xff]", b"0", true));
     }
 }

@@ -39,6 +39,7 @@ pub mod protocol;
 pub mod pubsub;
 pub mod script;
 pub mod server;
+pub mod testing;
 pub mod tx;
 
 pub use config::Config;

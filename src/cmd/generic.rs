@@ -200,11 +200,15 @@ fn randomkey(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
         .map_or(Reply::Nil, |(k, _)| Reply::Bulk(k.clone())))
 }
 
+/// Redis `getIntFromObjectOrReply` range error.
+const INT_RANGE: CmdError =
+    CmdError::Raw(Bytes::from_static(b"ERR value is out of range, value must between -2147483648 and 2147483647"));
+
 /// Parses a database index argument as SELECT/MOVE/COPY do.
 pub(crate) fn db_index(ctx: &Ctx<'_>, arg: &[u8]) -> Result<usize, CmdError> {
     let v = int(arg)?;
     if v < i64::from(i32::MIN) || v > i64::from(i32::MAX) {
-        return Err(CmdError::custom("ERR value is out of range"));
+        return Err(INT_RANGE.clone());
     }
     if v < 0 || v as usize >= ctx.core.ks.dbs.len() {
         return Err(CmdError::DbIndex);
@@ -250,7 +254,7 @@ fn move_(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
     let v = int(&args[2])?;
     if v < i64::from(i32::MIN) || v > i64::from(i32::MAX) {
-        return Err(CmdError::custom("ERR value is out of range"));
+        return Err(INT_RANGE.clone());
     }
     if v < 0 || v as usize >= ctx.core.ks.dbs.len() {
         return Err(CmdError::custom("ERR DB index is out of range"));
@@ -302,22 +306,7 @@ fn object_refcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn object_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    Ok(help_reply(
-        "OBJECT",
-        &[
-            "ENCODING <key>",
-            "    Return the kind of internal representation used in order to store the value",
-            "    associated with a <key>.",
-            "FREQ <key>",
-            "    Return the access logarithmic access frequency counter of a <key>.",
-            "IDLETIME <key>",
-            "    Return the idle time of a <key>, that is the approximated number of",
-            "    seconds elapsed since the last access to the key.",
-            "REFCOUNT <key>",
-            "    Return the number of references of the value associated with the specified",
-            "    <key>.",
-        ],
-    ))
+    Ok(help_reply("OBJECT", super::help::OBJECT_HELP))
 }
 
 /// The `HELP` reply shape Redis uses for every container command.
@@ -326,7 +315,7 @@ pub(crate) fn help_reply(cmd: &str, lines: &[&str]) -> Reply {
         vec![Reply::Status(Bytes::from(format!("{cmd} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:")))];
     out.extend(lines.iter().map(|l| Reply::Status(Bytes::from(l.to_string()))));
     out.push(Reply::status("HELP"));
-    out.push(Reply::status("    Print this help."));
+    out.push(Reply::status("    Prints this help."));
     Reply::Array(out)
 }
 

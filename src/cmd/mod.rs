@@ -18,6 +18,7 @@
 pub mod blocking;
 pub mod generic;
 pub mod hash;
+pub mod help;
 pub mod list;
 pub mod pubsub;
 pub mod scripting;
@@ -376,6 +377,17 @@ fn reject(ctx: &mut Ctx<'_>, cmd: Option<&Command>, err: CmdError) -> Reply {
     if let Some(m) = ctx.client.multi.as_mut() {
         m.dirty = true;
     }
+    // Redis's execCommandAbort: a rejected EXEC (even outside MULTI)
+    // discards the transaction and answers EXECABORT.
+    let err = match cmd {
+        Some(c) if c.spec.name == "exec" => {
+            crate::tx::discard_state(ctx);
+            let text = err.to_string();
+            let text = text.strip_prefix("ERR ").unwrap_or(&text);
+            CmdError::custom(format!("EXECABORT Transaction discarded because of: {text}"))
+        }
+        _ => err,
+    };
     if let Some(c) = cmd {
         ctx.core.stats.commands[c.id].rejected += 1;
     }

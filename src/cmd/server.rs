@@ -423,6 +423,9 @@ fn swapdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
                 let keys: Vec<Bytes> = ks.dbs[i].map.keys().cloned().collect();
                 for k in keys {
                     ks.sig.touch(i, &k);
+                    // The key appears in the other db too (WATCH of a key
+                    // that SWAPDB makes exist is invalidated, as in Redis).
+                    ks.sig.touched.push((a + b - i, k));
                 }
             }
         }
@@ -662,7 +665,7 @@ fn client_pause(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         None => false,
         Some(a) if eq(a, "write") => true,
         Some(a) if eq(a, "all") => false,
-        Some(_) => return Err(CmdError::Syntax),
+        Some(_) => return Err(CmdError::custom("ERR CLIENT PAUSE mode must be WRITE or ALL")),
     };
     if args.len() > 4 {
         return Err(CmdError::Syntax);
@@ -755,29 +758,7 @@ fn client_unblock(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn client_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    Ok(help_reply(
-        "CLIENT",
-        &[
-            "CACHING (YES|NO)",
-            "GETNAME",
-            "GETREDIR",
-            "ID",
-            "INFO",
-            "KILL <ip:port>",
-            "KILL <option> <value> [<option> <value> [...]]",
-            "LIST [options ...]",
-            "UNPAUSE",
-            "PAUSE <timeout> [WRITE|ALL]",
-            "REPLY (ON|OFF|SKIP)",
-            "SETINFO <option> <value>",
-            "SETNAME <name>",
-            "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
-            "TRACKINGINFO",
-            "UNBLOCK <clientid> [TIMEOUT|ERROR]",
-            "NO-EVICT (ON|OFF)",
-            "NO-TOUCH (ON|OFF)",
-        ],
-    ))
+    Ok(help_reply("CLIENT", super::help::CLIENT_HELP))
 }
 
 // ---- CONFIG ----
@@ -788,8 +769,8 @@ fn config_get(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    if args.len() < 4 || !args.len().is_multiple_of(2) {
-        return Err(CmdError::WrongArity("config|set".into()));
+    if !args.len().is_multiple_of(2) {
+        return Err(CmdError::Syntax);
     }
     let pairs: Vec<&[Bytes]> = args[2..].chunks(2).collect();
     for (i, p) in pairs.iter().enumerate() {
@@ -829,19 +810,7 @@ fn config_rewrite(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
 }
 
 fn config_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    Ok(help_reply(
-        "CONFIG",
-        &[
-            "GET <pattern>",
-            "    Return parameters matching the glob-like <pattern> and their values.",
-            "SET <directive> <value>",
-            "    Set the configuration <directive> to <value>.",
-            "RESETSTAT",
-            "    Reset statistics reported by the INFO command.",
-            "REWRITE",
-            "    Rewrite the configuration file.",
-        ],
-    ))
+    Ok(help_reply("CONFIG", super::help::CONFIG_HELP))
 }
 
 // ---- COMMAND ----
@@ -890,7 +859,7 @@ fn command_info(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if args.len() == 2 {
         return Ok(Reply::Array(table().commands.values().map(command_info_reply).collect()));
     }
-    Ok(Reply::Array(args[2..].iter().map(|n| lookup_full(n).map_or(Reply::NilArray, command_info_reply)).collect()))
+    Ok(Reply::Array(args[2..].iter().map(|n| lookup_full(n).map_or(Reply::Nil, command_info_reply)).collect()))
 }
 
 fn command_docs_entry(c: &Command) -> (Reply, Reply) {
@@ -995,23 +964,7 @@ pub fn command_keys(c: &Command, argv: &[Bytes]) -> Vec<usize> {
 }
 
 fn command_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    Ok(help_reply(
-        "COMMAND",
-        &[
-            "(no subcommand)",
-            "    Return details about all Redis commands.",
-            "COUNT",
-            "    Return the total number of commands in this Redis server.",
-            "LIST",
-            "    Return a list of all commands in this Redis server.",
-            "INFO [<command-name> ...]",
-            "    Return details about multiple Redis commands.",
-            "DOCS [<command-name> ...]",
-            "    Return documentation details about multiple Redis commands.",
-            "GETKEYS <full-command>",
-            "    Return the keys from a full Redis command.",
-        ],
-    ))
+    Ok(help_reply("COMMAND", super::help::COMMAND_HELP))
 }
 
 // ---- INFO ----
@@ -1303,22 +1256,7 @@ fn memory_malloc_stats(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
 }
 
 fn memory_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    Ok(help_reply(
-        "MEMORY",
-        &[
-            "DOCTOR",
-            "    Return memory problems reports.",
-            "MALLOC-STATS",
-            "    Return internal statistics report from the memory allocator.",
-            "PURGE",
-            "    Attempt to purge dirty pages for reclamation by the allocator.",
-            "STATS",
-            "    Return information about the memory usage of the server.",
-            "USAGE <key> [SAMPLES <count>]",
-            "    Return memory in bytes used by <key> and its value. Nested values are",
-            "    sampled up to <count> times (default: 5, 0 means sample all).",
-        ],
-    ))
+    Ok(help_reply("MEMORY", super::help::MEMORY_HELP))
 }
 
 fn latency_latest(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
@@ -1338,20 +1276,7 @@ fn latency_doctor(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
 }
 
 fn latency_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    Ok(help_reply(
-        "LATENCY",
-        &[
-            "DOCTOR",
-            "    Return a human readable latency analysis report.",
-            "HISTORY <event>",
-            "    Return time-latency samples for the <event> class.",
-            "LATEST",
-            "    Return the latest latency samples for all events.",
-            "RESET [<event> ...]",
-            "    Reset latency data of one or more <event> classes.",
-            "    (default: reset all data for all event classes)",
-        ],
-    ))
+    Ok(help_reply("LATENCY", super::help::LATENCY_HELP))
 }
 
 fn slowlog_get(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
@@ -1399,20 +1324,7 @@ fn slowlog_reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
 }
 
 fn slowlog_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    Ok(help_reply(
-        "SLOWLOG",
-        &[
-            "GET [<count>]",
-            "    Return top <count> entries from the slowlog (default: 10, -1 mean all).",
-            "    Entries are made of:",
-            "    id, timestamp, time in microseconds, arguments array, client IP and port,",
-            "    client name",
-            "LEN",
-            "    Return the length of the slowlog.",
-            "RESET",
-            "    Reset the slowlog.",
-        ],
-    ))
+    Ok(help_reply("SLOWLOG", super::help::SLOWLOG_HELP))
 }
 
 // ---- replication-shaped answers of a lone master ----

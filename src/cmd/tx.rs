@@ -1,5 +1,97 @@
-//! tx commands.
+//! Transactions: MULTI, EXEC, DISCARD, WATCH, UNWATCH.
+//!
+//! Queuing happens in [`super::process`] (every command but EXEC, DISCARD,
+//! MULTI, WATCH, QUIT and RESET is answered `QUEUED` inside MULTI, and a
+//! command rejected while queuing marks the transaction dirty). EXEC runs
+//! the queue through [`super::call`] under the core lock already held, with
+//! `in_exec` set so blocking commands answer at once.
 
-use super::CommandSpec;
+use std::sync::atomic::Ordering;
 
-pub static COMMANDS: &[CommandSpec] = &[];
+use bytes::Bytes;
+
+use super::{cmd, table, CommandSpec, Ctx, Lookup};
+use crate::error::{CmdError, CmdResult};
+use crate::protocol::Reply;
+use crate::server::client::MultiState;
+
+pub static COMMANDS: &[CommandSpec] = &[
+    cmd("multi", multi, 1, "noscript loading stale fast allow_busy", 0, 0, 0, "@fast @transaction")
+        .doc("Mark the start of a transaction block", "1.2.0"),
+    cmd("exec", exec, 1, "noscript loading stale skip_slowlog", 0, 0, 0, "@slow @transaction")
+        .doc("Execute all commands issued after MULTI", "1.2.0"),
+    cmd("discard", discard, 1, "noscript loading stale fast allow_busy", 0, 0, 0, "@fast @transaction")
+        .doc("Discard all commands issued after MULTI", "2.0.0"),
+    cmd("watch", watch, -2, "noscript loading stale fast allow_busy", 1, -1, 1, "@fast @transaction")
+        .doc("Watch the given keys to determine execution of the MULTI/EXEC block", "2.2.0"),
+    cmd("unwatch", unwatch, 1, "noscript loading stale fast allow_busy", 0, 0, 0, "@fast @transaction")
+        .doc("Forget about all watched keys", "2.2.0"),
+];
+
+fn multi(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    if ctx.client.multi.is_some() {
+        return Err(CmdError::custom("ERR MULTI calls can not be nested"));
+    }
+    ctx.client.multi = Some(MultiState::default());
+    ctx.client.shared.in_multi.store(true, Ordering::Relaxed);
+    Ok(Reply::ok())
+}
+
+fn discard(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    if ctx.client.multi.is_none() {
+        return Err(CmdError::custom("ERR DISCARD without MULTI"));
+    }
+    crate::tx::discard_state(ctx);
+    Ok(Reply::ok())
+}
+
+fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    let Some(state) = ctx.client.multi.take() else {
+        return Err(CmdError::custom("ERR EXEC without MULTI"));
+    };
+    ctx.client.shared.in_multi.store(false, Ordering::Relaxed);
+    let id = ctx.client.id;
+    if state.dirty {
+        ctx.core.watches.unwatch(id);
+        return Err(CmdError::custom("EXECABORT Transaction discarded because of previous errors."));
+    }
+    let now = ctx.now_ms();
+    let aborted = ctx.core.watches.is_dirty(id, &ctx.core.ks, now);
+    // Unwatch before running: our own writes must not count.
+    ctx.core.watches.unwatch(id);
+    if aborted {
+        return Ok(Reply::NilArray);
+    }
+    let was_in_exec = std::mem::replace(&mut ctx.client.in_exec, true);
+    let mut replies = Vec::with_capacity(state.queue.len());
+    for argv in &state.queue {
+        let reply = match table().lookup(argv) {
+            Lookup::Found(c) => super::call(ctx, c, argv),
+            // Queued commands were resolved when queued; the table is immutable.
+            Lookup::Unknown => super::unknown_command_error(argv).into(),
+            Lookup::UnknownSub => super::unknown_subcommand_error(argv).into(),
+        };
+        replies.push(reply);
+    }
+    ctx.client.in_exec = was_in_exec;
+    Ok(Reply::Array(replies))
+}
+
+fn watch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    if ctx.client.multi.is_some() {
+        return Err(CmdError::custom("ERR WATCH inside MULTI is not allowed"));
+    }
+    let db = ctx.client.db;
+    let now = ctx.now_ms();
+    for key in &args[1..] {
+        // Redis's keyIsExpired: looks, never deletes.
+        let expired = crate::tx::is_expired(&ctx.core.ks, db, key, now);
+        ctx.core.watches.watch(ctx.client.id, db, key, expired);
+    }
+    Ok(Reply::ok())
+}
+
+fn unwatch(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    ctx.core.watches.unwatch(ctx.client.id);
+    Ok(Reply::ok())
+}

@@ -6,6 +6,14 @@
 //! channel; the subscriber's connection writes them. A subscriber that stops
 //! reading is cut off at `client-output-buffer-limit pubsub` without slowing
 //! the publisher.
+//!
+//! Inside `EXEC` or a script (nesting depth > 1) deliveries are *deferred*:
+//! the receivers are resolved and counted at once (so `PUBLISH` still
+//! returns its count), but the messages are queued in [`PubSub`] and handed
+//! to the connections only when the top-level command completes
+//! ([`flush`], from `Core::after_command`). Keyspace events are queued by
+//! the keyspace while commands run and published at the same points, in
+//! the order they happened relative to `PUBLISH`es.
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -16,7 +24,8 @@ use indexmap::{IndexMap, IndexSet};
 
 use crate::cmd::Ctx;
 use crate::config::BufferLimit;
-use crate::db::{notify, KeyEvent, Map};
+use crate::core::Core;
+use crate::db::{notify, KeyEvent};
 use crate::glob;
 use crate::protocol::{Reply, Resp};
 use crate::server::client::ClientShared;
@@ -48,6 +57,16 @@ pub struct PubSub {
     pub clients: HashMap<u64, ClientSubs>,
     /// Messages delivered (INFO `total_pubsub_messages` counts publishes).
     pub published: u64,
+    /// Deliveries deferred until the running top-level command completes.
+    pending: Vec<Deferred>,
+}
+
+/// One message whose delivery waits for the end of the running `EXEC` or
+/// script: its parts and the receivers resolved when it was published.
+#[derive(Debug)]
+struct Deferred {
+    parts: Vec<Bytes>,
+    to: Vec<Arc<ClientShared>>,
 }
 
 /// A message encoded lazily once per protocol version.
@@ -68,6 +87,32 @@ impl<'a> Encoded<'a> {
         })
         .clone()
     }
+}
+
+/// Delivers one message to every subscriber in `subs` now, or (with
+/// `defer`) records it for later. Returns the number of receivers.
+fn route(
+    subs: &Subscribers,
+    parts: &[&[u8]],
+    limit: BufferLimit,
+    now_ms: u64,
+    defer: Option<&mut Vec<Deferred>>,
+) -> usize {
+    match defer {
+        Some(q) => {
+            q.push(Deferred {
+                parts: parts.iter().map(|p| Bytes::copy_from_slice(p)).collect(),
+                to: subs.values().cloned().collect(),
+            });
+        }
+        None => {
+            let mut enc = Encoded::new(parts);
+            for c in subs.values() {
+                deliver(c, enc.get(c.resp()), limit, now_ms);
+            }
+        }
+    }
+    subs.len()
 }
 
 /// Queues `msg` to `c`, enforcing the pub/sub output buffer limits.
@@ -108,61 +153,69 @@ impl PubSub {
     }
 
     /// Publishes to channel subscribers and matching patterns. Returns the
-    /// number of receivers.
-    pub fn publish(&mut self, channel: &[u8], message: &[u8], limit: BufferLimit, now_ms: u64) -> usize {
+    /// number of receivers. With `defer`, the messages are queued until
+    /// [`flush`] (the receivers are resolved now).
+    pub fn publish(&mut self, channel: &[u8], message: &[u8], limit: BufferLimit, now_ms: u64, defer: bool) -> usize {
         let mut n = 0;
+        let mut deferred = Vec::new();
         if let Some(subs) = self.channels.get(channel) {
             let parts: [&[u8]; 3] = [b"message", channel, message];
-            let mut enc = Encoded::new(&parts);
-            for c in subs.values() {
-                deliver(c, enc.get(c.resp()), limit, now_ms);
-                n += 1;
-            }
+            n += route(subs, &parts, limit, now_ms, defer.then_some(&mut deferred));
         }
         for (pat, subs) in &self.patterns {
             if !glob::matches(pat, channel, false) {
                 continue;
             }
             let parts: [&[u8]; 4] = [b"pmessage", pat, channel, message];
-            let mut enc = Encoded::new(&parts);
-            for c in subs.values() {
-                deliver(c, enc.get(c.resp()), limit, now_ms);
-                n += 1;
-            }
+            n += route(subs, &parts, limit, now_ms, defer.then_some(&mut deferred));
         }
+        self.pending.append(&mut deferred);
         self.published += 1;
         n
     }
 
     /// Publishes to shard-channel subscribers (`SPUBLISH`).
-    pub fn spublish(&mut self, channel: &[u8], message: &[u8], limit: BufferLimit, now_ms: u64) -> usize {
+    pub fn spublish(&mut self, channel: &[u8], message: &[u8], limit: BufferLimit, now_ms: u64, defer: bool) -> usize {
         let mut n = 0;
+        let mut deferred = Vec::new();
         if let Some(subs) = self.shard.get(channel) {
             let parts: [&[u8]; 3] = [b"smessage", channel, message];
-            let mut enc = Encoded::new(&parts);
-            for c in subs.values() {
-                deliver(c, enc.get(c.resp()), limit, now_ms);
-                n += 1;
-            }
+            n += route(subs, &parts, limit, now_ms, defer.then_some(&mut deferred));
         }
+        self.pending.append(&mut deferred);
         self.published += 1;
         n
     }
 
     /// Publishes a keyspace notification.
-    pub fn keyspace_event(&mut self, _clients: &Map<u64, Arc<ClientShared>>, ev: &KeyEvent, flags: u32) {
+    pub fn keyspace_event(&mut self, ev: &KeyEvent, flags: u32, limit: BufferLimit, now_ms: u64, defer: bool) {
         if self.channels.is_empty() && self.patterns.is_empty() {
             return;
         }
-        let limit = BufferLimit { hard: 0, soft: 0, soft_secs: 0 };
         if flags & notify::KEYSPACE != 0 {
             let mut ch = format!("__keyspace@{}__:", ev.db).into_bytes();
             ch.extend_from_slice(&ev.key);
-            self.publish(&ch, ev.event.as_bytes(), limit, 0);
+            self.publish(&ch, ev.event.as_bytes(), limit, now_ms, defer);
         }
         if flags & notify::KEYEVENT != 0 {
             let ch = format!("__keyevent@{}__:{}", ev.db, ev.event);
-            self.publish(ch.as_bytes(), &ev.key, limit, 0);
+            self.publish(ch.as_bytes(), &ev.key, limit, now_ms, defer);
+        }
+    }
+
+    /// True if deliveries are waiting for [`flush`].
+    pub fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    /// Hands every deferred message to its receivers, in publish order.
+    pub fn deliver_pending(&mut self, limit: BufferLimit, now_ms: u64) {
+        for d in std::mem::take(&mut self.pending) {
+            let parts: Vec<&[u8]> = d.parts.iter().map(|p| &p[..]).collect();
+            let mut enc = Encoded::new(&parts);
+            for c in &d.to {
+                deliver(c, enc.get(c.resp()), limit, now_ms);
+            }
         }
     }
 
@@ -278,4 +331,134 @@ fn subs_empty(s: Option<&ClientSubs>) -> bool {
 pub fn unsubscribe_all(ctx: &mut Ctx<'_>) {
     let shared = ctx.client.shared.clone();
     ctx.core.pubsub.remove_client(&shared);
+}
+
+/// Publishes the keyspace events queued so far, after any deferred
+/// messages published before them. With `defer` (inside `EXEC` or a
+/// script) the events join the deferred queue instead.
+pub fn publish_events(core: &mut Core, defer: bool) {
+    if core.ks.sig.events.is_empty() {
+        return;
+    }
+    let events = std::mem::take(&mut core.ks.sig.events);
+    let flags = core.ks.sig.notify_flags;
+    let limit = core.config.pubsub_limit;
+    let now = core.ks.now;
+    if !defer {
+        core.pubsub.deliver_pending(limit, now);
+    }
+    for ev in &events {
+        core.pubsub.keyspace_event(ev, flags, limit, now, defer);
+    }
+    let mut events = events;
+    events.clear();
+    if core.ks.sig.events.is_empty() {
+        core.ks.sig.events = events;
+    }
+}
+
+/// End of a top-level command: publishes its keyspace events and delivers
+/// every deferred message, in the order they happened.
+pub fn flush(core: &mut Core) {
+    publish_events(core, false);
+    if core.pubsub.has_pending() {
+        let limit = core.config.pubsub_limit;
+        core.pubsub.deliver_pending(limit, core.ks.now);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::client::Outbound;
+    use tokio::sync::mpsc;
+
+    fn client(id: u64) -> (Arc<ClientShared>, mpsc::UnboundedReceiver<Outbound>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let addr = "127.0.0.1:1".parse().expect("addr");
+        (Arc::new(ClientShared::new(id, addr, addr, 0, tx)), rx)
+    }
+
+    fn received(rx: &mut mpsc::UnboundedReceiver<Outbound>) -> Vec<Bytes> {
+        let mut out = Vec::new();
+        while let Ok(m) = rx.try_recv() {
+            match m {
+                Outbound::Encoded(b) => out.push(b),
+                Outbound::Reply(r) => out.push(r.to_bytes(Resp::V2)),
+            }
+        }
+        out
+    }
+
+    const NO_LIMIT: BufferLimit = BufferLimit { hard: 0, soft: 0, soft_secs: 0 };
+
+    #[test]
+    fn deferred_publish_counts_now_and_delivers_later_in_order() {
+        let mut ps = PubSub::default();
+        let (a, mut rx) = client(1);
+        ps.subscribe(&a, Kind::Channel, &Bytes::from_static(b"ch"));
+        ps.subscribe(&a, Kind::Pattern, &Bytes::from_static(b"c*"));
+        assert_eq!(ps.publish(b"ch", b"1", NO_LIMIT, 0, true), 2);
+        assert_eq!(ps.publish(b"cx", b"2", NO_LIMIT, 0, true), 1);
+        assert!(received(&mut rx).is_empty(), "deferred messages were delivered early");
+        // A subscriber leaving after the publish still gets what was counted.
+        ps.unsubscribe(&a, Kind::Pattern, b"c*");
+        ps.deliver_pending(NO_LIMIT, 0);
+        let got = received(&mut rx);
+        assert_eq!(
+            got,
+            vec![
+                Bytes::from_static(b"*3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$1\r\n1\r\n"),
+                Bytes::from_static(b"*4\r\n$8\r\npmessage\r\n$2\r\nc*\r\n$2\r\nch\r\n$1\r\n1\r\n"),
+                Bytes::from_static(b"*4\r\n$8\r\npmessage\r\n$2\r\nc*\r\n$2\r\ncx\r\n$1\r\n2\r\n"),
+            ]
+        );
+        assert!(!ps.has_pending());
+    }
+
+    #[test]
+    fn hard_limit_kills_only_the_client_over_it() {
+        let mut ps = PubSub::default();
+        let (slow, _slow_rx) = client(1);
+        let (fast, mut fast_rx) = client(2);
+        for c in [&slow, &fast] {
+            ps.subscribe(c, Kind::Channel, &Bytes::from_static(b"ch"));
+        }
+        let limit = BufferLimit { hard: 1000, soft: 0, soft_secs: 0 };
+        let payload = vec![b'x'; 100];
+        for _ in 0..20 {
+            ps.publish(b"ch", &payload, limit, 0, false);
+            // The fast one's connection writes everything at once.
+            for m in received(&mut fast_rx) {
+                fast.pending_bytes.fetch_sub(m.len(), Ordering::AcqRel);
+            }
+        }
+        assert!(slow.killed.load(Ordering::Acquire));
+        assert!(!fast.killed.load(Ordering::Acquire));
+    }
+
+    #[test]
+    fn soft_limit_needs_its_duration() {
+        let mut ps = PubSub::default();
+        let (c, _rx) = client(1);
+        ps.subscribe(&c, Kind::Channel, &Bytes::from_static(b"ch"));
+        let limit = BufferLimit { hard: 0, soft: 100, soft_secs: 2 };
+        let payload = vec![b'x'; 200];
+        ps.publish(b"ch", &payload, limit, 10_000, false);
+        ps.publish(b"ch", &payload, limit, 11_000, false);
+        assert!(!c.killed.load(Ordering::Acquire));
+        ps.publish(b"ch", &payload, limit, 12_000, false);
+        assert!(c.killed.load(Ordering::Acquire));
+    }
+
+    #[test]
+    fn resp3_subscribers_get_push_frames() {
+        let mut ps = PubSub::default();
+        let (c, mut rx) = client(1);
+        c.resp.store(3, Ordering::Relaxed);
+        ps.subscribe(&c, Kind::Shard, &Bytes::from_static(b"s"));
+        assert_eq!(ps.spublish(b"s", b"m", NO_LIMIT, 0, false), 1);
+        assert_eq!(ps.publish(b"s", b"m", NO_LIMIT, 0, false), 0);
+        assert_eq!(received(&mut rx), vec![Bytes::from_static(b">3\r\n$8\r\nsmessage\r\n$1\r\ns\r\n$1\r\nm\r\n")]);
+    }
 }

@@ -97,6 +97,8 @@ enum Target<'a> {
     Function(c_int),
 }
 
+pub mod libs;
+
 /// The Lua engine of one server.
 pub struct Scripting {
     eval: Vm,

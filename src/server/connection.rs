@@ -33,6 +33,9 @@ struct Conn {
     parser: RequestParser,
     client: ClientState,
     rx: mpsc::UnboundedReceiver<Outbound>,
+    /// Bytes of pushed messages in `out` not yet written: they still count
+    /// in `pending_bytes` (the output buffer limits see them).
+    pushed_unflushed: usize,
 }
 
 /// Serves one connection until it closes, is killed, or the server stops.
@@ -67,6 +70,7 @@ pub async fn handle(shared: Arc<Shared>, socket: TcpStream, peer: SocketAddr) {
         parser,
         client: ClientState::new(cs.clone(), authenticated),
         rx,
+        pushed_unflushed: 0,
     };
     conn.run().await;
     // Clean up everything this client left in the core.
@@ -93,8 +97,11 @@ impl Conn {
                 Some(msg) = self.rx.recv() => {
                     self.queue_outbound(msg);
                     self.drain_outbound();
-                    if self.flush().await.is_err() {
-                        return;
+                    // A subscriber that does not read blocks this write; the
+                    // output buffer limit must still be able to cut it off.
+                    tokio::select! {
+                        r = self.flush() => if r.is_err() { return },
+                        _ = cs.kill.notified() => return,
                     }
                 }
                 r = self.socket.read_buf(&mut self.rbuf) => {
@@ -116,7 +123,7 @@ impl Conn {
     fn queue_outbound(&mut self, msg: Outbound) {
         match msg {
             Outbound::Encoded(b) => {
-                self.client.shared.pending_bytes.fetch_sub(b.len(), Ordering::AcqRel);
+                self.pushed_unflushed += b.len();
                 self.out.extend_from_slice(&b);
             }
             Outbound::Reply(r) => r.encode(self.client.resp, &mut self.out),
@@ -134,6 +141,10 @@ impl Conn {
         if !self.out.is_empty() {
             self.socket.write_all(&self.out).await?;
             self.out.clear();
+        }
+        if self.pushed_unflushed > 0 {
+            self.client.shared.pending_bytes.fetch_sub(self.pushed_unflushed, Ordering::AcqRel);
+            self.pushed_unflushed = 0;
         }
         Ok(())
     }
@@ -170,13 +181,20 @@ impl Conn {
                 }
             }
             let core = guard.as_mut().expect("lock held");
-            let mode_before = self.client.reply_mode;
+            let skipping = self.client.reply_mode == ReplyMode::Skip;
+            if skipping {
+                self.client.reply_mode = ReplyMode::On;
+            }
             let reply = {
                 let mut ctx = Ctx { core, client: &mut self.client, shared: &shared };
                 cmd::process(&mut ctx, argv)
             };
             self.parser.unauthenticated = !self.client.authenticated;
-            self.emit(reply, mode_before);
+            // What this command queued for this very client (its own pub/sub
+            // messages, extra subscribe confirmations) precedes its reply, as
+            // in Redis: nothing else can queue to us while we hold the lock.
+            self.drain_outbound();
+            self.emit(reply, skipping);
             if let Some(req) = self.client.block.take() {
                 guard = None;
                 self.flush().await?;
@@ -251,25 +269,17 @@ impl Conn {
         }
     }
 
-    /// Encodes `reply` unless `CLIENT REPLY` suppresses it.
-    fn emit(&mut self, reply: Reply, mode_before: ReplyMode) {
-        let now = self.client.reply_mode;
-        let suppress = match (mode_before, now) {
-            (_, ReplyMode::SkipThis) => {
-                self.client.reply_mode = mode_before;
+    /// Encodes `reply` unless `CLIENT REPLY` suppresses it. `skipping`: the
+    /// command ran right after `CLIENT REPLY SKIP`.
+    fn emit(&mut self, reply: Reply, skipping: bool) {
+        let suppress = match self.client.reply_mode {
+            ReplyMode::SkipThis => {
+                self.client.reply_mode = ReplyMode::On;
                 true
             }
-            (ReplyMode::Skip, m) => {
-                if m == ReplyMode::Skip {
-                    // The skipped command was CLIENT REPLY SKIP itself: stays armed.
-                } else if m != ReplyMode::Off {
-                    self.client.reply_mode = ReplyMode::On;
-                }
-                true
-            }
-            (_, ReplyMode::Off) => true,
-            (ReplyMode::On, ReplyMode::Skip) => true,
-            _ => false,
+            // Just armed by this command (CLIENT REPLY SKIP), or replies off.
+            ReplyMode::Skip | ReplyMode::Off => true,
+            ReplyMode::On => skipping,
         };
         if !suppress {
             reply.encode(self.client.resp, &mut self.out);

@@ -8,7 +8,7 @@ pub mod client;
 pub mod connection;
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
 
 use crate::clock::Clock;
-use crate::config::{Config, RuntimeConfig};
-use crate::core::{Core, Pause, ScriptStatus, Shared};
+use crate::config::Config;
+use crate::core::Shared;
 use crate::error::Error;
 
 /// A running server. Stops when dropped (or with [`Server::stop`]).
@@ -34,12 +34,6 @@ impl std::fmt::Debug for Server {
     }
 }
 
-fn new_run_id() -> String {
-    use rand::Rng;
-    let mut r = rand::rng();
-    (0..40).map(|_| char::from_digit(r.random_range(0..16), 16).expect("hex digit")).collect()
-}
-
 impl Server {
     /// Starts a server on `127.0.0.1`, on a free port, with defaults.
     pub fn start() -> Result<Server, Error> {
@@ -54,24 +48,7 @@ impl Server {
         let addr = std_listener.local_addr().map_err(Error::Runtime)?;
         let mut cfg = config.clone();
         cfg.bind = addr;
-        let runtime_config = RuntimeConfig::new(&cfg).map_err(Error::Config)?;
-        if config.databases == 0 {
-            return Err(Error::Config("databases must be at least 1".into()));
-        }
-        let clock = Clock::new();
-        let now = clock.now_ms();
-        let (shutdown, _) = tokio::sync::watch::channel(false);
-        let shared = Arc::new(Shared {
-            core: tokio::sync::Mutex::new(Core::new(runtime_config, config.databases, now)),
-            clock,
-            script: ScriptStatus::default(),
-            pause: Pause::default(),
-            next_client_id: AtomicU64::new(1),
-            local_addr: addr,
-            started_ms: now,
-            run_id: new_run_id(),
-            shutdown,
-        });
+        let shared = Arc::new(Shared::new(&cfg)?);
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(config.worker_threads.max(2))
             .thread_name("rlockd")
@@ -79,7 +56,6 @@ impl Server {
             .build()
             .map_err(Error::Runtime)?;
         let s2 = shared.clone();
-        let ready = Arc::new(AtomicBool::new(false));
         let thread = std::thread::Builder::new()
             .name(format!("rlockd-{}", addr.port()))
             .spawn(move || {
@@ -92,7 +68,6 @@ impl Server {
                 runtime.shutdown_timeout(Duration::from_secs(2));
             })
             .map_err(Error::Runtime)?;
-        ready.store(true, Ordering::Release);
         tracing::debug!(%addr, "rlockd listening");
         Ok(Server { addr, password: config.requirepass.clone(), shared, thread: Some(thread) })
     }

@@ -1,1 +1,173 @@
-//! server_cmds integration tests.
+//! Server and connection commands, the in-process API and the command table.
+
+use std::time::{Duration, Instant};
+
+use super::common::{self, oracle::Oracle, resp::RawConn, resp::Value};
+
+/// Every command rlockd registers has the arity, flags, key positions and
+/// ACL categories redis-server 7.0 reports (rlockd's 7.2 additions excepted).
+#[test]
+fn command_table_matches_redis_metadata() {
+    let Some(oracle) = Oracle::start() else { return };
+    let srv = common::server();
+    let mut ours = RawConn::connect(srv.port());
+    let mut theirs = RawConn::connect(oracle.port);
+    let names = match ours.cmd(&["COMMAND", "LIST"]) {
+        Value::Agg(_, Some(v)) => v,
+        other => panic!("COMMAND LIST: {other:?}"),
+    };
+    assert!(names.len() > 50);
+    let mut checked = 0;
+    let mut diffs = Vec::new();
+    for n in names {
+        let Value::Bulk(Some(name)) = n else { panic!("name {n:?}") };
+        let name = String::from_utf8(name).unwrap();
+        let t = theirs.cmd(&["COMMAND", "INFO", &name]);
+        let o = ours.cmd(&["COMMAND", "INFO", &name]);
+        let (Value::Agg(_, Some(t)), Value::Agg(_, Some(o))) = (t, o) else { panic!("{name}") };
+        if t[0] == Value::Bulk(None) {
+            // Not in 7.0 (CLIENT SETINFO, CLIENT NO-TOUCH, WAITAOF are 7.2).
+            assert!(
+                ["client|setinfo", "client|no-touch", "waitaof"].contains(&name.as_str()),
+                "{name} unknown to redis"
+            );
+            continue;
+        }
+        let (Value::Agg(_, Some(t)), Value::Agg(_, Some(o))) = (&t[0], &o[0]) else { panic!("{name}") };
+        // name, arity, flags, first, last, step, ACL categories.
+        if t[..7] != o[..7] {
+            diffs.push(format!("{name}: redis {:?}\n   rlockd {:?}", &t[..7], &o[..7]));
+        }
+        checked += 1;
+    }
+    assert!(diffs.is_empty(), "{} commands differ:\n{}", diffs.len(), diffs.join("\n"));
+    assert!(checked > 50);
+}
+
+#[test]
+fn many_servers_per_process_start_fast_and_stop_on_drop() {
+    let t = Instant::now();
+    let servers: Vec<_> = (0..20).map(|_| rlockd::Server::start().unwrap()).collect();
+    let per = t.elapsed() / 20;
+    eprintln!("server start: {per:?} per server");
+    let ports: Vec<u16> = servers.iter().map(|s| s.port()).collect();
+    for (i, s) in servers.iter().enumerate() {
+        let mut c = common::conn(s);
+        let _: () = redis::cmd("SET").arg("who").arg(i).query(&mut c).unwrap();
+    }
+    for (i, s) in servers.iter().enumerate() {
+        let mut c = common::conn(s);
+        let v: usize = redis::cmd("GET").arg("who").query(&mut c).unwrap();
+        assert_eq!(v, i, "servers share no state");
+    }
+    drop(servers);
+    for p in ports {
+        assert!(std::net::TcpStream::connect(("127.0.0.1", p)).is_err(), "port {p} still open after drop");
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn works_from_a_current_thread_tokio_test() {
+    let srv = rlockd::Server::start().unwrap();
+    let mut c = common::aconn(&srv).await;
+    let _: () = redis::cmd("SET").arg("a").arg("1").query_async(&mut c).await.unwrap();
+    let v: String = redis::cmd("GET").arg("a").query_async(&mut c).await.unwrap();
+    assert_eq!(v, "1");
+}
+
+#[test]
+fn shutdown_command_stops_the_server() {
+    let srv = common::server();
+    let port = srv.port();
+    let mut c = RawConn::connect(port);
+    c.send(&[b"SHUTDOWN".to_vec(), b"NOSAVE".to_vec()]);
+    assert_eq!(c.read(), None, "SHUTDOWN closes the connection without a reply");
+    srv.join();
+    assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_err());
+}
+
+#[test]
+fn client_list_setname_kill() {
+    let srv = common::server();
+    let mut a = common::conn(&srv);
+    let mut b = RawConn::connect(srv.port());
+    assert_eq!(b.cmd(&["CLIENT", "SETNAME", "victim"]), Value::Simple(b"OK".to_vec()));
+    let id = b.cmd(&["CLIENT", "ID"]).as_int().unwrap();
+    let list: String = redis::cmd("CLIENT").arg("LIST").query(&mut a).unwrap();
+    assert!(list.lines().any(|l| l.contains("name=victim") && l.contains(&format!("id={id} "))), "{list}");
+    assert_eq!(list.lines().count(), 2);
+    let killed: i64 = redis::cmd("CLIENT").arg("KILL").arg("ID").arg(id).query(&mut a).unwrap();
+    assert_eq!(killed, 1);
+    assert_eq!(b.read(), None, "killed connection is closed");
+    let info: String = redis::cmd("INFO").arg("clients").query(&mut a).unwrap();
+    assert!(info.contains("connected_clients:1"), "{info}");
+}
+
+#[test]
+fn info_sections_are_redis_shaped() {
+    let srv = common::server();
+    let mut c = common::conn(&srv);
+    let _: () = redis::cmd("SET").arg("k").arg("v").query(&mut c).unwrap();
+    let _: () = redis::cmd("EXPIRE").arg("k").arg(100).query(&mut c).unwrap();
+    let info: String = redis::cmd("INFO").query(&mut c).unwrap();
+    for needle in [
+        "# Server\r\n",
+        "redis_version:7.",
+        "redis_mode:standalone",
+        "# Clients",
+        "# Memory",
+        "# Stats",
+        "# Keyspace\r\n",
+    ] {
+        assert!(info.contains(needle), "missing {needle:?} in INFO");
+    }
+    assert!(info.contains("db0:keys=1,expires=1,avg_ttl="));
+    assert!(!info.contains("# Commandstats"));
+    let all: String = redis::cmd("INFO").arg("all").query(&mut c).unwrap();
+    assert!(all.contains("cmdstat_set:calls=1,"), "{all}");
+    assert!(all.contains("cmdstat_expire:calls=1,"));
+    let ks: String = redis::cmd("INFO").arg("keyspace").query(&mut c).unwrap();
+    assert!(ks.starts_with("# Keyspace\r\ndb0:keys=1"));
+}
+
+#[test]
+fn config_set_changes_behaviour() {
+    let srv = common::server();
+    let mut c = common::conn(&srv);
+    let _: () = redis::cmd("CONFIG").arg("SET").arg("requirepass").arg("pw").query(&mut c).unwrap();
+    // This connection stays authenticated (as in Redis); a new one is not.
+    let mut fresh = RawConn::connect(srv.port());
+    assert_eq!(fresh.cmd(&["PING"]), Value::Error(b"NOAUTH Authentication required.".to_vec()));
+    assert_eq!(fresh.cmd(&["AUTH", "pw"]), Value::Simple(b"OK".to_vec()));
+    let got: Vec<String> = redis::cmd("CONFIG").arg("GET").arg("requirepass").query(&mut c).unwrap();
+    assert_eq!(got, vec!["requirepass", "pw"]);
+}
+
+#[test]
+fn client_pause_delays_writes_until_unpause() {
+    let srv = common::server();
+    let mut admin = RawConn::connect(srv.port());
+    let mut w = RawConn::connect(srv.port());
+    assert_eq!(admin.cmd(&["CLIENT", "PAUSE", "10000", "WRITE"]), Value::Simple(b"OK".to_vec()));
+    // Reads go through while writes wait.
+    assert_eq!(w.cmd(&["GET", "k"]), Value::Bulk(None));
+    w.send(&[b"SET".to_vec(), b"k".to_vec(), b"v".to_vec()]);
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(admin.cmd(&["GET", "k"]), Value::Bulk(None), "write is still paused");
+    assert_eq!(admin.cmd(&["CLIENT", "UNPAUSE"]), Value::Simple(b"OK".to_vec()));
+    assert_eq!(w.read(), Some(Value::Simple(b"OK".to_vec())));
+    assert_eq!(admin.cmd(&["GET", "k"]), Value::Bulk(Some(b"v".to_vec())));
+}
+
+#[test]
+fn slowlog_records_slow_commands() {
+    let srv = common::server();
+    let mut c = RawConn::connect(srv.port());
+    c.cmd(&["CONFIG", "SET", "slowlog-log-slower-than", "0"]);
+    c.cmd(&["SET", "slow", "1"]);
+    let log = c.cmd(&["SLOWLOG", "GET", "1"]);
+    let Value::Agg(_, Some(entries)) = log else { panic!("{log:?}") };
+    let Value::Agg(_, Some(e)) = &entries[0] else { panic!() };
+    assert_eq!(e[3].bulks(), vec![b"SET".to_vec(), b"slow".to_vec(), b"1".to_vec()]);
+    assert!(c.cmd(&["SLOWLOG", "LEN"]).as_int().unwrap() >= 1);
+}
