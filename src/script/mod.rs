@@ -17,6 +17,7 @@
 
 pub mod convert;
 pub mod functions;
+pub mod libs;
 pub mod locks;
 mod lua;
 mod redis_lib;
@@ -96,8 +97,6 @@ enum Target<'a> {
     /// `FCALL`: a registry reference.
     Function(c_int),
 }
-
-pub mod libs;
 
 /// The Lua engine of one server.
 pub struct Scripting {

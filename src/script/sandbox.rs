@@ -82,12 +82,10 @@ const ALLOWED_GLOBALS: &[&str] = &[
 
 /// Registers the Lua libraries Redis bundles (cjson, cmsgpack, struct, bit).
 ///
-/// LIBS-HOOK: the libraries live in `src/script/libs/` (another branch);
-/// when merged, replace the body's first line with
-/// `crate::script::libs::register_all(lua)?;`.
+/// The libraries live in `src/script/libs/`; this is the single place the
+/// engine loads them (before the sandbox is locked down).
 fn register_external_libs(lua: &Lua) -> mlua::Result<()> {
-    let _ = lua; // LIBS-HOOK: crate::script::libs::register_all(lua)?;
-    Ok(())
+    crate::script::libs::register_all(lua)
 }
 
 /// A Lua VM owned by the engine.
