@@ -171,20 +171,21 @@ impl RunCtx {
                 self.started.elapsed().as_millis(),
                 if shared.script.is_function.load(Ordering::Relaxed) { "FUNCTION KILL" } else { "SCRIPT KILL" }
             );
-            let announce = || {
-                shared.script.busy.store(true, Ordering::Release);
-                shared.script.busy_notify.notify_waiters();
-            };
-            // This worker thread stays blocked by the script from now on:
-            // hand its other tasks (and the waiters woken here) over to a
-            // fresh worker, so other connections can answer BUSY.
-            let multi_thread = tokio::runtime::Handle::try_current()
-                .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
-            if multi_thread {
-                tokio::task::block_in_place(announce);
-            } else {
-                announce();
-            }
+            // Announce from another thread: this worker thread stays blocked
+            // by the script, so tasks woken from here would wait in its local
+            // queue. Woken from outside the runtime they go to the shared
+            // queue, which also wakes an idle worker that then takes over the
+            // I/O driver: other connections get their BUSY replies.
+            let runtime = tokio::runtime::Handle::try_current().ok();
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    shared.script.busy.store(true, Ordering::Release);
+                    shared.script.busy_notify.notify_waiters();
+                    if let Some(rt) = runtime {
+                        rt.spawn(async {});
+                    }
+                });
+            });
         }
         shared.script.kill.load(Ordering::Acquire) || *shared.shutdown.borrow()
     }
