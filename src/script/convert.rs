@@ -152,8 +152,17 @@ unsafe fn push_array<'a>(l: State, items: impl Iterator<Item = &'a Reply>, len: 
 /// # Safety
 /// `l` is a valid state and `idx` a valid index.
 pub(crate) unsafe fn lua_to_reply(l: State, idx: c_int, resp3: bool) -> Reply {
+    to_reply(l, idx, resp3, 0)
+}
+
+/// Nesting deeper than this is answered with Redis's stack-limit error (Redis
+/// reaches it when the Lua stack is full, around 8000 levels; the Rust stack
+/// of a worker thread is the tighter bound here).
+const MAX_DEPTH: u32 = 1000;
+
+unsafe fn to_reply(l: State, idx: c_int, resp3: bool, depth: u32) -> Reply {
     let idx = ffi::lua_absindex(l, idx);
-    if ffi::lua_checkstack(l, 4) == 0 {
+    if depth >= MAX_DEPTH || ffi::lua_checkstack(l, 4) == 0 {
         return Reply::error("ERR reached lua stack limit");
     }
     match ffi::lua_type(l, idx) {
@@ -169,12 +178,12 @@ pub(crate) unsafe fn lua_to_reply(l: State, idx: c_int, resp3: bool) -> Reply {
             }
         }
         ffi::LUA_TNUMBER => Reply::Int(c_double_to_i64(ffi::lua_tonumber(l, idx))),
-        ffi::LUA_TTABLE => table_to_reply(l, idx, resp3),
+        ffi::LUA_TTABLE => table_to_reply(l, idx, resp3, depth + 1),
         _ => Reply::Nil,
     }
 }
 
-unsafe fn table_to_reply(l: State, idx: c_int, resp3: bool) -> Reply {
+unsafe fn table_to_reply(l: State, idx: c_int, resp3: bool, depth: u32) -> Reply {
     if get_field_raw(l, idx, "err") == ffi::LUA_TSTRING {
         let e = Bytes::copy_from_slice(super::lua::to_bytes(l, -1).unwrap_or(b""));
         ffi::lua_pop(l, 1);
@@ -221,8 +230,8 @@ unsafe fn table_to_reply(l: State, idx: c_int, resp3: bool) -> Reply {
         let mut pairs = Vec::new();
         ffi::lua_pushnil(l);
         while ffi::lua_next(l, m) != 0 {
-            let k = lua_to_reply(l, -2, resp3);
-            let v = lua_to_reply(l, -1, resp3);
+            let k = to_reply(l, -2, resp3, depth);
+            let v = to_reply(l, -1, resp3, depth);
             pairs.push((k, v));
             ffi::lua_pop(l, 1);
         }
@@ -235,7 +244,7 @@ unsafe fn table_to_reply(l: State, idx: c_int, resp3: bool) -> Reply {
         let mut items = Vec::new();
         ffi::lua_pushnil(l);
         while ffi::lua_next(l, s) != 0 {
-            items.push(lua_to_reply(l, -2, resp3));
+            items.push(to_reply(l, -2, resp3, depth));
             ffi::lua_pop(l, 1);
         }
         ffi::lua_pop(l, 1);
@@ -250,7 +259,7 @@ unsafe fn table_to_reply(l: State, idx: c_int, resp3: bool) -> Reply {
             ffi::lua_pop(l, 1);
             break;
         }
-        items.push(lua_to_reply(l, -1, resp3));
+        items.push(to_reply(l, -1, resp3, depth));
         ffi::lua_pop(l, 1);
         j += 1;
     }

@@ -480,3 +480,28 @@ fn differential_cases_embed_the_current_scripts() {
         assert!(text.contains(&format!("\"{escaped}\"")), "{}.lua changed: update its copy in {path}", s.name);
     }
 }
+
+/// A list-based handoff: a waiter blocked in BLPOP is served by a script
+/// that releases the lock and pushes the token in one step.
+#[test]
+fn a_script_push_serves_a_blocked_waiter() {
+    let srv = common::server();
+    let mut holder = common::conn(&srv);
+    let url = srv.url();
+    let waiter = thread::spawn(move || {
+        let mut c = redis::Client::open(url).unwrap().get_connection().unwrap();
+        let got: (String, String) = redis::cmd("BLPOP").arg("handoff").arg(10).query(&mut c).unwrap();
+        got
+    });
+    thread::sleep(Duration::from_millis(100));
+    let _: () = holder.set("guard", "holder").unwrap();
+    let release = Script::new(
+        "if redis.call('get', KEYS[1]) == ARGV[1] then redis.call('del', KEYS[1]) \
+         return redis.call('rpush', KEYS[2], 'token') end return 0",
+    );
+    let n: i64 = release.key("guard").key("handoff").arg("holder").invoke(&mut holder).unwrap();
+    assert_eq!(n, 1);
+    assert_eq!(waiter.join().unwrap(), ("handoff".to_string(), "token".to_string()));
+    let len: i64 = holder.llen("handoff").unwrap();
+    assert_eq!(len, 0);
+}

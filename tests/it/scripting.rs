@@ -591,3 +591,40 @@ fn lua_libraries_are_available() {
     assert_eq!(eval(&mut c, "return cmsgpack.unpack(cmsgpack.pack('x'))", &[], &[]), bulk("x"));
     assert_eq!(eval(&mut c, "return struct.unpack('>I2', struct.pack('>I2', 513))", &[], &[]), Value::Int(513));
 }
+
+#[test]
+fn a_script_write_aborts_a_watching_transaction() {
+    let srv = common::server();
+    let mut a = raw(&srv);
+    let mut b = raw(&srv);
+    a.cmd(&["SET", "balance", "10"]);
+    a.cmd(&["WATCH", "balance"]);
+    eval(&mut b, "return redis.call('incrby', KEYS[1], 5)", &["balance"], &[]);
+    a.cmd(&["MULTI"]);
+    a.cmd(&["SET", "balance", "0"]);
+    assert_eq!(a.cmd(&["EXEC"]), Value::Agg(b'*', None), "the script's write invalidated the WATCH");
+    assert_eq!(a.cmd(&["GET", "balance"]), bulk("15"));
+    // A read-only script does not.
+    a.cmd(&["WATCH", "balance"]);
+    eval(&mut b, "return redis.call('get', KEYS[1])", &["balance"], &[]);
+    a.cmd(&["MULTI"]);
+    a.cmd(&["SET", "balance", "0"]);
+    assert_eq!(a.cmd(&["EXEC"]), arr(vec![Value::Simple(b"OK".to_vec())]));
+}
+
+#[test]
+fn keyspace_events_from_scripts() {
+    let srv = common::server();
+    let mut admin = raw(&srv);
+    admin.cmd(&["CONFIG", "SET", "notify-keyspace-events", "KEA"]);
+    let mut sub_con = common::conn(&srv);
+    let mut ps = sub_con.as_pubsub();
+    ps.psubscribe("__keyspace@0__:*").unwrap();
+    ps.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    eval(&mut admin, "redis.call('set', KEYS[1], 'v') redis.call('del', KEYS[1]) return 1", &["evk"], &[]);
+    let first = ps.get_message().unwrap();
+    let second = ps.get_message().unwrap();
+    assert_eq!(first.get_channel_name(), "__keyspace@0__:evk");
+    assert_eq!(first.get_payload::<String>().unwrap(), "set");
+    assert_eq!(second.get_payload::<String>().unwrap(), "del");
+}
