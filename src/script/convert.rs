@@ -184,14 +184,15 @@ unsafe fn to_reply(l: State, idx: c_int, resp3: bool, depth: u32) -> Reply {
 }
 
 unsafe fn table_to_reply(l: State, idx: c_int, resp3: bool, depth: u32) -> Reply {
+    // `err` and `ok` go through C strings in Redis: cut at the first NUL.
     if get_field_raw(l, idx, "err") == ffi::LUA_TSTRING {
-        let e = Bytes::copy_from_slice(super::lua::to_bytes(l, -1).unwrap_or(b""));
+        let e = Bytes::copy_from_slice(c_str(super::lua::to_bytes(l, -1).unwrap_or(b"")));
         ffi::lua_pop(l, 1);
         return Reply::Error(e);
     }
     ffi::lua_pop(l, 1);
     if get_field_raw(l, idx, "ok") == ffi::LUA_TSTRING {
-        let s = Bytes::copy_from_slice(super::lua::to_bytes(l, -1).unwrap_or(b""));
+        let s = Bytes::copy_from_slice(c_str(super::lua::to_bytes(l, -1).unwrap_or(b"")));
         ffi::lua_pop(l, 1);
         return Reply::Status(s);
     }
@@ -264,6 +265,11 @@ unsafe fn table_to_reply(l: State, idx: c_int, resp3: bool, depth: u32) -> Reply
         j += 1;
     }
     Reply::Array(items)
+}
+
+/// A string as C sees it: up to the first NUL.
+pub(crate) fn c_str(b: &[u8]) -> &[u8] {
+    &b[..b.iter().position(|&c| c == 0).unwrap_or(b.len())]
 }
 
 /// The three-character format of a verbatim string (Redis pads with spaces

@@ -85,7 +85,6 @@ impl ScriptFlags {
 /// A cached `EVAL` script.
 #[derive(Debug)]
 struct EvalScript {
-    #[allow(dead_code)]
     body: Bytes,
     flags: ScriptFlags,
 }
@@ -156,6 +155,12 @@ impl Scripting {
 
     fn fvm(&mut self) -> &Vm {
         self.fvm.get_or_insert_with(|| Vm::new(VmKind::Function))
+    }
+
+    /// The body of a cached script (Redis keeps them to replicate `EVALSHA`
+    /// as `EVAL`).
+    pub fn script_body(&self, sha: &str) -> Option<&Bytes> {
+        self.scripts.get(&sha.to_ascii_lowercase()).map(|s| &s.body)
     }
 
     /// `SCRIPT EXISTS` for one sha (letter case ignored).

@@ -708,14 +708,14 @@ pub(crate) unsafe fn error_info(l: State) -> ErrorInfo {
     match ffi::lua_type(l, -1) {
         ffi::LUA_TSTRING | ffi::LUA_TNUMBER => {
             let mut m = b"ERR ".to_vec();
-            m.extend_from_slice(to_bytes(l, -1).unwrap_or(b""));
+            m.extend_from_slice(super::convert::c_str(to_bytes(l, -1).unwrap_or(b"")));
             info.msg = Some(m);
         }
         ffi::LUA_TTABLE => {
             for (field, slot) in [("err", &mut info.msg), ("source", &mut info.source), ("line", &mut info.line)] {
                 get_field_raw(l, -1, field);
                 if ffi::lua_isstring(l, -1) != 0 {
-                    *slot = to_bytes(l, -1).map(|b| b.to_vec());
+                    *slot = to_bytes(l, -1).map(|b| super::convert::c_str(b).to_vec());
                 }
                 ffi::lua_pop(l, 1);
             }
