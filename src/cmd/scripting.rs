@@ -1,5 +1,420 @@
-//! scripting commands.
+//! Scripting commands: `EVAL`, `EVALSHA`, `EVAL_RO`, `EVALSHA_RO`,
+//! `SCRIPT *`, `FUNCTION *`, `FCALL`, `FCALL_RO`. The engine itself is in
+//! [`crate::script`].
 
-use super::CommandSpec;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
-pub static COMMANDS: &[CommandSpec] = &[];
+use bytes::Bytes;
+
+use super::util::eq;
+use super::{cmd, container, CommandSpec, Ctx};
+use crate::error::{CmdError, CmdResult};
+use crate::protocol::Reply;
+use crate::script::Scripting;
+
+pub static COMMANDS: &[CommandSpec] = &[
+    cmd("eval", eval, -3, "noscript stale skip_monitor no_mandatory_keys movablekeys", 0, 0, 0, "@slow @scripting")
+        .doc("Execute a Lua script server side", "2.6.0"),
+    cmd(
+        "evalsha",
+        evalsha,
+        -3,
+        "noscript stale skip_monitor no_mandatory_keys movablekeys",
+        0,
+        0,
+        0,
+        "@slow @scripting",
+    )
+    .doc("Execute a Lua script server side", "2.6.0"),
+    cmd(
+        "eval_ro",
+        eval_ro,
+        -3,
+        "readonly noscript stale skip_monitor no_mandatory_keys movablekeys",
+        0,
+        0,
+        0,
+        "@slow @scripting",
+    )
+    .doc("Execute a read-only Lua script server side", "7.0.0"),
+    cmd(
+        "evalsha_ro",
+        evalsha_ro,
+        -3,
+        "readonly noscript stale skip_monitor no_mandatory_keys movablekeys",
+        0,
+        0,
+        0,
+        "@slow @scripting",
+    )
+    .doc("Execute a read-only Lua script server side", "7.0.0"),
+    cmd("fcall", fcall, -3, "noscript stale skip_monitor no_mandatory_keys movablekeys", 0, 0, 0, "@slow @scripting")
+        .doc("Invoke a function", "7.0.0"),
+    cmd(
+        "fcall_ro",
+        fcall_ro,
+        -3,
+        "readonly noscript stale skip_monitor no_mandatory_keys movablekeys",
+        0,
+        0,
+        0,
+        "@slow @scripting",
+    )
+    .doc("Invoke a read-only function", "7.0.0"),
+    cmd("script", container, -2, "", 0, 0, 0, "@slow")
+        .subs(SCRIPT_SUBS)
+        .doc("A container for Lua scripts management commands", "2.6.0"),
+    cmd("function", container, -2, "", 0, 0, 0, "@slow")
+        .subs(FUNCTION_SUBS)
+        .doc("A container for function commands", "7.0.0"),
+];
+
+static SCRIPT_SUBS: &[CommandSpec] = &[
+    cmd("debug", script_debug, 3, "noscript", 0, 0, 0, "@slow @scripting")
+        .doc("Set the debug mode for executed scripts.", "3.2.0"),
+    cmd("exists", script_exists, -3, "noscript", 0, 0, 0, "@slow @scripting")
+        .doc("Check existence of scripts in the script cache.", "2.6.0"),
+    cmd("flush", script_flush, -2, "noscript", 0, 0, 0, "@slow @scripting")
+        .doc("Remove all the scripts from the script cache.", "2.6.0"),
+    cmd("help", script_help, 2, "loading stale", 0, 0, 0, "@slow @scripting")
+        .doc("Show helpful text about the different subcommands", "5.0.0"),
+    cmd("kill", script_kill, 2, "noscript allow_busy", 0, 0, 0, "@slow @scripting")
+        .doc("Kill the script currently in execution.", "2.6.0"),
+    cmd("load", script_load, 3, "noscript stale", 0, 0, 0, "@slow @scripting")
+        .doc("Load the specified Lua script into the script cache.", "2.6.0"),
+];
+
+static FUNCTION_SUBS: &[CommandSpec] = &[
+    cmd("delete", function_delete, 3, "write noscript", 0, 0, 0, "@write @slow @scripting")
+        .doc("Delete a function by name", "7.0.0"),
+    cmd("dump", function_dump, 2, "noscript", 0, 0, 0, "@slow @scripting")
+        .doc("Dump all functions into a serialized binary payload", "7.0.0"),
+    cmd("flush", function_flush, -2, "write noscript", 0, 0, 0, "@write @slow @scripting")
+        .doc("Deleting all functions", "7.0.0"),
+    cmd("help", function_help, 2, "loading stale", 0, 0, 0, "@slow @scripting")
+        .doc("Show helpful text about the different subcommands", "7.0.0"),
+    cmd("kill", function_kill, 2, "noscript allow_busy", 0, 0, 0, "@slow @scripting")
+        .doc("Kill the function currently in execution.", "7.0.0"),
+    cmd("list", function_list, -2, "noscript", 0, 0, 0, "@slow @scripting")
+        .doc("List information about all the functions", "7.0.0"),
+    cmd("load", function_load, -3, "write denyoom noscript", 0, 0, 0, "@write @slow @scripting")
+        .doc("Create a function with the given arguments (name, code, description)", "7.0.0"),
+    cmd("restore", function_restore, -3, "write denyoom noscript", 0, 0, 0, "@write @slow @scripting")
+        .doc("Restore all the functions on the given payload", "7.0.0"),
+    cmd("stats", function_stats, 2, "noscript allow_busy", 0, 0, 0, "@slow @scripting")
+        .doc("Return information about the function currently running (name, description, duration)", "7.0.0"),
+];
+
+/// Runs `f` with the engine taken out of the core (so that the script can
+/// reach the core through `redis.call`); puts it back even on panic.
+fn with_engine<R>(ctx: &mut Ctx<'_>, f: impl FnOnce(&mut Scripting, &mut Ctx<'_>) -> R) -> Result<R, CmdError> {
+    let Some(mut eng) = ctx.core.scripting.take() else {
+        return Err(CmdError::custom("ERR the script engine is busy"));
+    };
+    let r = catch_unwind(AssertUnwindSafe(|| f(&mut eng, ctx)));
+    ctx.core.scripting = Some(eng);
+    r.map_err(|p| resume_unwind(p))
+}
+
+const NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
+const NOTBUSY: &str = "NOTBUSY No scripts in execution right now.";
+
+fn eval_generic(ctx: &mut Ctx<'_>, args: &[Bytes], evalsha: bool, ro: bool) -> CmdResult {
+    if evalsha && args[1].len() != 40 {
+        return Ok(Reply::error(NOSCRIPT));
+    }
+    with_engine(ctx, |e, ctx| e.eval(ctx, args, evalsha, ro))
+}
+
+fn eval(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    eval_generic(ctx, args, false, false)
+}
+
+fn evalsha(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    eval_generic(ctx, args, true, false)
+}
+
+fn eval_ro(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    eval_generic(ctx, args, false, true)
+}
+
+fn evalsha_ro(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    eval_generic(ctx, args, true, true)
+}
+
+fn fcall(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    with_engine(ctx, |e, ctx| e.fcall(ctx, args, false))
+}
+
+fn fcall_ro(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    with_engine(ctx, |e, ctx| e.fcall(ctx, args, true))
+}
+
+/// `HELP` replies of `SCRIPT` and `FUNCTION` (Redis 7.0 `addReplyHelp`).
+fn help(cmd: &str, lines: &[&str]) -> Reply {
+    let mut out =
+        vec![Reply::Status(Bytes::from(format!("{cmd} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:")))];
+    out.extend(lines.iter().map(|l| Reply::Status(Bytes::copy_from_slice(l.as_bytes()))));
+    out.push(Reply::status("HELP"));
+    out.push(Reply::status("    Prints this help."));
+    Reply::Array(out)
+}
+
+/// `addReplySubcommandSyntaxError`.
+fn subcommand_syntax(args: &[Bytes]) -> CmdError {
+    CmdError::custom(format!(
+        "ERR unknown subcommand or wrong number of arguments for '{}'. Try {} HELP.",
+        String::from_utf8_lossy(&args[1]),
+        String::from_utf8_lossy(&args[0]).to_ascii_uppercase()
+    ))
+}
+
+fn script_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    Ok(help(
+        "SCRIPT",
+        &[
+            "DEBUG (YES|SYNC|NO)",
+            "    Set the debug mode for subsequent scripts executed.",
+            "EXISTS <sha1> [<sha1> ...]",
+            "    Return information about the existence of the scripts in the script cache.",
+            "FLUSH [ASYNC|SYNC]",
+            "    Flush the Lua scripts cache. Very dangerous on replicas.",
+            "    When called without the optional mode argument, the behavior is determined by the",
+            "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+            "    * ASYNC: Asynchronously flush the scripts cache.",
+            "    * SYNC: Synchronously flush the scripts cache.",
+            "KILL",
+            "    Kill the currently executing Lua script.",
+            "LOAD <script>",
+            "    Load a script into the scripts cache without executing it.",
+        ],
+    ))
+}
+
+fn script_exists(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    with_engine(ctx, |e, _| Reply::Array(args[2..].iter().map(|s| Reply::Int(e.script_exists(s) as i64)).collect()))
+}
+
+fn script_flush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let ok = args.len() == 2 || (args.len() == 3 && (eq(&args[2], "sync") || eq(&args[2], "async")));
+    if !ok {
+        return Err(CmdError::custom("ERR SCRIPT FLUSH only support SYNC|ASYNC option"));
+    }
+    with_engine(ctx, |e, _| e.flush_scripts())?;
+    Ok(Reply::ok())
+}
+
+fn script_load(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let sha = with_engine(ctx, |e, _| e.create_script(&args[2]))??;
+    Ok(Reply::Bulk(Bytes::from(sha)))
+}
+
+/// Only reached when no script runs: a running script holds the core, and
+/// connections answer `SCRIPT KILL` themselves while it is busy.
+fn script_kill(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    Ok(Reply::error(NOTBUSY))
+}
+
+fn script_debug(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    if eq(&args[2], "no") {
+        Ok(Reply::ok())
+    } else if eq(&args[2], "yes") || eq(&args[2], "sync") {
+        Err(CmdError::custom("ERR The Lua debugger (SCRIPT DEBUG YES/SYNC) is not supported by this server"))
+    } else {
+        Err(CmdError::custom("ERR Use SCRIPT DEBUG YES/SYNC/NO"))
+    }
+}
+
+fn function_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    Ok(help(
+        "FUNCTION",
+        &[
+            "LOAD [REPLACE] <FUNCTION CODE>",
+            "    Create a new library with the given library name and code.",
+            "DELETE <LIBRARY NAME>",
+            "    Delete the given library.",
+            "LIST [LIBRARYNAME PATTERN] [WITHCODE]",
+            "    Return general information on all the libraries:",
+            "    * Library name",
+            "    * The engine used to run the Library",
+            "    * Library description",
+            "    * Functions list",
+            "    * Library code (if WITHCODE is given)",
+            "    It also possible to get only function that matches a pattern using LIBRARYNAME argument.",
+            "STATS",
+            "    Return information about the current function running:",
+            "    * Function name",
+            "    * Command used to run the function",
+            "    * Duration in MS that the function is running",
+            "    If no function is running, return nil",
+            "    In addition, returns a list of available engines.",
+            "KILL",
+            "    Kill the current running function.",
+            "FLUSH [ASYNC|SYNC]",
+            "    Delete all the libraries.",
+            "    When called without the optional mode argument, the behavior is determined by the",
+            "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+            "    * ASYNC: Asynchronously flush the libraries.",
+            "    * SYNC: Synchronously flush the libraries.",
+            "DUMP",
+            "    Return a serialized payload representing the current libraries, can be restored using FUNCTION RESTORE command",
+            "RESTORE <PAYLOAD> [FLUSH|APPEND|REPLACE]",
+            "    Restore the libraries represented by the given payload, it is possible to give a restore policy to",
+            "    control how to handle existing libraries (default APPEND):",
+            "    * FLUSH: delete all existing libraries.",
+            "    * APPEND: appends the restored libraries to the existing libraries. On collision, abort.",
+            "    * REPLACE: appends the restored libraries to the existing libraries, On collision, replace the old",
+            "      libraries with the new libraries (notice that even on this option there is a chance of failure",
+            "      in case of functions name collision with another library).",
+        ],
+    ))
+}
+
+fn function_load(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let mut replace = false;
+    let mut pos = 2;
+    while pos < args.len() - 1 {
+        let a = &args[pos];
+        pos += 1;
+        if eq(a, "replace") {
+            replace = true;
+            continue;
+        }
+        return Err(CmdError::custom(format!("ERR Unknown option given: {}", String::from_utf8_lossy(a))));
+    }
+    if pos >= args.len() {
+        return Err(CmdError::custom("ERR Function code is missing"));
+    }
+    let code = &args[pos];
+    match with_engine(ctx, |e, _| e.function_load(code, replace))? {
+        Ok(name) => {
+            ctx.core.ks.sig.dirty += 1;
+            Ok(Reply::Bulk(Bytes::from(name)))
+        }
+        Err(e) => Err(CmdError::custom(format!("ERR {e}"))),
+    }
+}
+
+fn function_delete(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let name = String::from_utf8_lossy(&args[2]).into_owned();
+    if with_engine(ctx, |e, _| e.function_delete(&name))? {
+        ctx.core.ks.sig.dirty += 1;
+        Ok(Reply::ok())
+    } else {
+        Err(CmdError::custom("ERR Library not found"))
+    }
+}
+
+fn function_flush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    if args.len() > 3 {
+        return Err(subcommand_syntax(args));
+    }
+    if args.len() == 3 && !(eq(&args[2], "sync") || eq(&args[2], "async")) {
+        return Err(CmdError::custom("ERR FUNCTION FLUSH only supports SYNC|ASYNC option"));
+    }
+    with_engine(ctx, |e, _| e.function_flush())?;
+    ctx.core.ks.sig.dirty += 1;
+    Ok(Reply::ok())
+}
+
+fn function_kill(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    Ok(Reply::error(NOTBUSY))
+}
+
+fn function_stats(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    with_engine(ctx, |e, _| {
+        let engine = Reply::Map(vec![
+            (Reply::bulk_str("libraries_count"), Reply::Int(e.libraries.libs.len() as i64)),
+            (Reply::bulk_str("functions_count"), Reply::Int(e.libraries.function_count() as i64)),
+        ]);
+        Reply::Map(vec![
+            (Reply::bulk_str("running_script"), Reply::Nil),
+            (Reply::bulk_str("engines"), Reply::Map(vec![(Reply::bulk_str("LUA"), engine)])),
+        ])
+    })
+}
+
+fn function_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let mut with_code = false;
+    let mut pattern: Option<&Bytes> = None;
+    let mut i = 2;
+    while i < args.len() {
+        let a = &args[i];
+        if !with_code && eq(a, "withcode") {
+            with_code = true;
+            i += 1;
+            continue;
+        }
+        if pattern.is_none() && eq(a, "libraryname") {
+            if i >= args.len() - 1 {
+                return Err(CmdError::custom("ERR library name argument was not given"));
+            }
+            pattern = Some(&args[i + 1]);
+            i += 2;
+            continue;
+        }
+        return Err(CmdError::custom(format!("ERR Unknown argument {}", String::from_utf8_lossy(a))));
+    }
+    with_engine(ctx, |e, _| {
+        let mut out = Vec::new();
+        for lib in e.libraries.libs.values() {
+            if let Some(p) = pattern {
+                if !crate::glob::matches(p, lib.name.as_bytes(), true) {
+                    continue;
+                }
+            }
+            let functions = lib
+                .functions
+                .iter()
+                .map(|f| {
+                    Reply::Map(vec![
+                        (Reply::bulk_str("name"), Reply::bulk_str(&f.name)),
+                        (Reply::bulk_str("description"), f.desc.clone().map_or(Reply::Nil, Reply::Bulk)),
+                        (
+                            Reply::bulk_str("flags"),
+                            Reply::Set(f.flags.names().into_iter().map(Reply::status).collect()),
+                        ),
+                    ])
+                })
+                .collect();
+            let mut m = vec![
+                (Reply::bulk_str("library_name"), Reply::bulk_str(&lib.name)),
+                (Reply::bulk_str("engine"), Reply::bulk_str("LUA")),
+                (Reply::bulk_str("functions"), Reply::Array(functions)),
+            ];
+            if with_code {
+                m.push((Reply::bulk_str("library_code"), Reply::Bulk(lib.code.clone())));
+            }
+            out.push(Reply::Map(m));
+        }
+        Reply::Array(out)
+    })
+}
+
+fn function_dump(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    with_engine(ctx, |e, _| Reply::Bulk(Bytes::from(e.function_dump())))
+}
+
+fn function_restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    if args.len() > 4 {
+        return Err(subcommand_syntax(args));
+    }
+    let policy = match args.get(3) {
+        None => crate::script::functions::RestorePolicy::Append,
+        Some(p) if eq(p, "append") => crate::script::functions::RestorePolicy::Append,
+        Some(p) if eq(p, "replace") => crate::script::functions::RestorePolicy::Replace,
+        Some(p) if eq(p, "flush") => crate::script::functions::RestorePolicy::Flush,
+        Some(_) => {
+            return Err(CmdError::custom(
+                "ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.",
+            ))
+        }
+    };
+    match with_engine(ctx, |e, _| e.function_restore(&args[2], policy))? {
+        Ok(()) => {
+            ctx.core.ks.sig.dirty += 1;
+            Ok(Reply::ok())
+        }
+        Err(e) => Err(CmdError::custom(format!("ERR {e}"))),
+    }
+}

@@ -1,13 +1,524 @@
-//! Lua scripting engine.
+//! The Lua scripting engine, with Redis 7.0 semantics.
+//!
+//! * [`Scripting`] (one per server, in [`Core::scripting`](crate::core::Core))
+//!   owns one persistent Lua VM for `EVAL` — every script body is compiled
+//!   once and kept in the Lua registry as `f_<sha1>`, as Redis does — and a
+//!   second VM for `FUNCTION`/`FCALL` libraries ([`functions`]).
+//! * [`sandbox`] builds a VM exactly like Redis's: the same globals, the
+//!   same read-only globals and libraries, the same error handler.
+//! * `redis_lib` is the `redis.*` API; [`convert`] the reply ⇄ Lua rules.
+//! * `run` is the per-run context (`scriptRunCtx`): the script's
+//!   pseudo-client, read-only mode, RESP version, BUSY and SCRIPT KILL.
+//! * [`locks`] embeds this crate's own lock scripts (`lua/`).
+//!
+//! A script runs inside the `EVAL`/`FCALL` handler, under the core lock,
+//! with the engine taken out of the core; `redis.call` goes through the very
+//! same command table and dispatch as a TCP client.
 
+pub mod convert;
+pub mod functions;
 pub mod libs;
+pub mod locks;
+mod lua;
+mod redis_lib;
+mod run;
+mod sandbox;
+
+use std::collections::HashMap;
+use std::ffi::c_int;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use bytes::Bytes;
+use mlua::ffi;
+
+pub use redis_lib::sha1_hex;
+
+use crate::cmd::Ctx;
+use crate::error::CmdError;
+use crate::protocol::{Reply, Resp};
+use crate::server::client::{ClientKind, ClientState};
+use lua::State;
+use run::{Rand48, RunCtx, RunGuard};
+use sandbox::{Vm, VmKind};
+
+/// Script flags (`#!lua flags=...` for `EVAL`, `flags={...}` for functions).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ScriptFlags(pub u32);
+
+impl ScriptFlags {
+    pub const NO_WRITES: u32 = 1;
+    pub const ALLOW_OOM: u32 = 1 << 1;
+    pub const ALLOW_STALE: u32 = 1 << 2;
+    pub const NO_CLUSTER: u32 = 1 << 3;
+    pub const ALLOW_CROSS_SLOT: u32 = 1 << 4;
+    /// An `EVAL` script without shebang (backwards-compatible mode).
+    pub const EVAL_COMPAT: u32 = 1 << 8;
+
+    /// Flag names, in the order Redis lists them.
+    pub const NAMES: [(&'static str, u32); 5] = [
+        ("no-writes", Self::NO_WRITES),
+        ("allow-oom", Self::ALLOW_OOM),
+        ("allow-stale", Self::ALLOW_STALE),
+        ("no-cluster", Self::NO_CLUSTER),
+        ("allow-cross-slot-keys", Self::ALLOW_CROSS_SLOT),
+    ];
+
+    /// The flag called `name` (`nocase`: as functions compare them).
+    pub fn from_name(name: &[u8], nocase: bool) -> Option<ScriptFlags> {
+        Self::NAMES
+            .iter()
+            .find(|(n, _)| if nocase { n.as_bytes().eq_ignore_ascii_case(name) } else { n.as_bytes() == name })
+            .map(|(_, f)| ScriptFlags(*f))
+    }
+
+    pub fn has(self, f: u32) -> bool {
+        self.0 & f != 0
+    }
+
+    /// Names of the flags set.
+    pub fn names(self) -> Vec<&'static str> {
+        Self::NAMES.iter().filter(|(_, f)| self.has(*f)).map(|(n, _)| *n).collect()
+    }
+}
+
+/// A cached `EVAL` script.
+#[derive(Debug)]
+struct EvalScript {
+    body: Bytes,
+    flags: ScriptFlags,
+}
+
+/// How to find the function to call.
+enum Target<'a> {
+    /// `EVAL`: registry field `f_<sha>`.
+    Eval(&'a str),
+    /// `FCALL`: a registry reference.
+    Function(c_int),
+}
 
 /// The Lua engine of one server.
-#[derive(Debug, Default)]
-pub struct Scripting {}
+pub struct Scripting {
+    eval: Vm,
+    scripts: HashMap<String, EvalScript>,
+    fvm: Option<Vm>,
+    /// `FUNCTION` libraries.
+    pub libraries: functions::Libraries,
+    rng: Rand48,
+    runs: u32,
+}
+
+impl std::fmt::Debug for Scripting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scripting")
+            .field("scripts", &self.scripts.len())
+            .field("libraries", &self.libraries.libs.len())
+            .finish()
+    }
+}
+
+impl Default for Scripting {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The error of a refused `*_RO` call of a script that may write.
+const RO_WRITE_FLAG: &str = "ERR Can not execute a script with write flag using *_ro command.";
 
 impl Scripting {
     pub fn new() -> Self {
-        Scripting {}
+        Scripting {
+            eval: Vm::new(VmKind::Eval),
+            scripts: HashMap::new(),
+            fvm: None,
+            libraries: functions::Libraries::default(),
+            rng: Rand48::default(),
+            runs: 0,
+        }
+    }
+
+    /// Number of cached `EVAL` scripts.
+    pub fn script_count(&self) -> usize {
+        self.scripts.len()
+    }
+
+    /// Memory used by the `EVAL` VM, in bytes.
+    pub fn eval_memory(&self) -> usize {
+        self.eval.memory()
+    }
+
+    /// Memory used by the functions VM, in bytes.
+    pub fn functions_memory(&self) -> usize {
+        self.fvm.as_ref().map_or(0, Vm::memory)
+    }
+
+    fn fvm(&mut self) -> &Vm {
+        self.fvm.get_or_insert_with(|| Vm::new(VmKind::Function))
+    }
+
+    /// The body of a cached script (Redis keeps them to replicate `EVALSHA`
+    /// as `EVAL`).
+    pub fn script_body(&self, sha: &str) -> Option<&Bytes> {
+        self.scripts.get(&sha.to_ascii_lowercase()).map(|s| &s.body)
+    }
+
+    /// `SCRIPT EXISTS` for one sha (letter case ignored).
+    pub fn script_exists(&self, sha: &[u8]) -> bool {
+        sha.len() == 40 && self.scripts.contains_key(&String::from_utf8_lossy(sha).to_ascii_lowercase())
+    }
+
+    /// `SCRIPT FLUSH`: a brand new `EVAL` VM and an empty cache.
+    pub fn flush_scripts(&mut self) {
+        self.scripts.clear();
+        self.eval = Vm::new(VmKind::Eval);
+    }
+
+    /// Compiles and caches an `EVAL` script (`luaCreateFunction`); returns
+    /// its sha. Already cached: returns at once.
+    pub fn create_script(&mut self, body: &Bytes) -> Result<String, CmdError> {
+        let sha = sha1_hex(body);
+        if self.scripts.contains_key(&sha) {
+            return Ok(sha);
+        }
+        let (flags, shebang_len) = parse_shebang(body)?;
+        let l = self.eval.l;
+        // SAFETY: raw operations on our own VM.
+        unsafe {
+            if let Err(msg) = sandbox::load_chunk(l, &body[shebang_len..], b"@user_script") {
+                return Err(CmdError::custom(format!(
+                    "ERR Error compiling script (new function): {}",
+                    String::from_utf8_lossy(c_prefix(&msg))
+                )));
+            }
+            lua::set_field_raw(l, ffi::LUA_REGISTRYINDEX, &format!("f_{sha}"));
+        }
+        self.scripts.insert(sha.clone(), EvalScript { body: body.clone(), flags });
+        Ok(sha)
+    }
+
+    /// `EVAL`, `EVALSHA`, `EVAL_RO`, `EVALSHA_RO`.
+    pub fn eval(&mut self, ctx: &mut Ctx<'_>, args: &[Bytes], evalsha: bool, ro: bool) -> Reply {
+        let numkeys = match crate::num::parse_int(&args[2]) {
+            Ok(n) => n,
+            Err(e) => return e.into(),
+        };
+        if numkeys > (args.len() - 3) as i64 {
+            return Reply::error("ERR Number of keys can't be greater than number of args");
+        }
+        if numkeys < 0 {
+            return Reply::error("ERR Number of keys can't be negative");
+        }
+        let sha = if evalsha {
+            let sha = String::from_utf8_lossy(&args[1]).to_ascii_lowercase();
+            if !self.scripts.contains_key(&sha) {
+                return Reply::error("NOSCRIPT No matching script. Please use EVAL.");
+            }
+            sha
+        } else {
+            match self.create_script(&args[1]) {
+                Ok(sha) => sha,
+                Err(e) => return e.into(),
+            }
+        };
+        let flags = self.scripts[&sha].flags;
+        let n = numkeys as usize;
+        let (keys, argv) = (&args[3..3 + n], &args[3 + n..]);
+        let fname = format!("f_{sha}");
+        self.run(ctx, Target::Eval(&fname), &sha, keys, argv, flags, ro)
+    }
+
+    /// `FCALL`, `FCALL_RO`.
+    pub fn fcall(&mut self, ctx: &mut Ctx<'_>, args: &[Bytes], ro: bool) -> Reply {
+        let Some(f) = self.libraries.find(&args[1]) else {
+            return Reply::error("ERR Function not found");
+        };
+        let (fref, flags, name) = (f.fref, f.flags, f.name.clone());
+        let Ok(numkeys) = crate::num::parse_int(&args[2]) else {
+            return Reply::error("ERR Bad number of keys provided");
+        };
+        if numkeys > (args.len() - 3) as i64 {
+            return Reply::error("ERR Number of keys can't be greater than number of args");
+        }
+        if numkeys < 0 {
+            return Reply::error("ERR Number of keys can't be negative");
+        }
+        let n = numkeys as usize;
+        self.fvm();
+        self.run(ctx, Target::Function(fref), &name, &args[3..3 + n], &args[3 + n..], flags, ro)
+    }
+
+    /// `FUNCTION LOAD`.
+    pub fn function_load(&mut self, code: &Bytes, replace: bool) -> Result<String, String> {
+        self.fvm();
+        let vm = self.fvm.as_ref().expect("function VM");
+        self.libraries.load(vm, code, replace)
+    }
+
+    /// `FUNCTION DELETE`.
+    pub fn function_delete(&mut self, name: &str) -> bool {
+        self.fvm();
+        let vm = self.fvm.as_ref().expect("function VM");
+        self.libraries.delete(vm, name)
+    }
+
+    /// `FUNCTION FLUSH`.
+    pub fn function_flush(&mut self) {
+        if let Some(vm) = self.fvm.as_ref() {
+            self.libraries.flush(vm);
+        }
+    }
+
+    /// `FUNCTION DUMP`.
+    pub fn function_dump(&self) -> Vec<u8> {
+        self.libraries.dump()
+    }
+
+    /// `FUNCTION RESTORE`.
+    pub fn function_restore(&mut self, payload: &[u8], policy: functions::RestorePolicy) -> Result<(), String> {
+        self.fvm();
+        let vm = self.fvm.as_ref().expect("function VM");
+        self.libraries.restore(vm, payload, policy)
+    }
+
+    /// Runs a compiled script or function (`scriptPrepareForRun`,
+    /// `luaCallFunction`, `scriptResetRun`).
+    #[allow(clippy::too_many_arguments)]
+    fn run(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        target: Target<'_>,
+        funcname: &str,
+        keys: &[Bytes],
+        argv: &[Bytes],
+        flags: ScriptFlags,
+        ro: bool,
+    ) -> Reply {
+        let compat = flags.has(ScriptFlags::EVAL_COMPAT);
+        if !compat && !flags.has(ScriptFlags::NO_WRITES) && ro {
+            return Reply::error(RO_WRITE_FLAG);
+        }
+        let readonly = ro || (!compat && flags.has(ScriptFlags::NO_WRITES));
+        let is_eval = matches!(target, Target::Eval(_));
+        let vm = match target {
+            Target::Eval(_) => &self.eval,
+            Target::Function(_) => self.fvm.as_ref().expect("function VM"),
+        };
+        let shared = ctx.shared;
+        let threshold = ctx.core.config.busy_threshold_ms;
+        let st = &shared.script;
+        st.kill.store(false, Ordering::Release);
+        st.wrote.store(false, Ordering::Release);
+        st.busy.store(false, Ordering::Release);
+        st.is_function.store(!is_eval, Ordering::Release);
+        st.started_us.store(shared.clock.now_us(), Ordering::Release);
+        st.running.store(true, Ordering::Release);
+
+        let mut client = ClientState::new(ctx.client.shared.clone(), true);
+        client.kind = ClientKind::Script;
+        client.db = ctx.client.db;
+        client.resp = Resp::V2;
+        client.in_exec = ctx.client.in_exec;
+        let mut run = RunCtx {
+            core: &mut *ctx.core,
+            shared,
+            client,
+            readonly,
+            resp3: false,
+            started: Instant::now(),
+            threshold_ms: threshold,
+            timed_out: false,
+            wrote: false,
+            panic: None,
+            rng: &mut self.rng,
+            repl_flags: 3,
+        };
+        let reply = {
+            // SAFETY: `run` outlives the guard; the core is only reached
+            // through `run` until the guard is dropped.
+            let _guard = unsafe { RunGuard::install(&mut run) };
+            // SAFETY: raw calls on our own VM, balanced stack.
+            unsafe { call_in_vm(vm, &target, funcname, keys, argv, threshold) }
+        };
+        vm.scrub_proxies();
+        self.runs += 1;
+        if self.runs.is_multiple_of(50) {
+            vm.gc_step();
+        }
+        st.running.store(false, Ordering::Release);
+        st.busy.store(false, Ordering::Release);
+        st.kill.store(false, Ordering::Release);
+        st.wrote.store(false, Ordering::Release);
+        st.is_function.store(false, Ordering::Release);
+        // SELECT inside the script only moved the script's client.
+        ctx.client.shared.db.store(ctx.client.db, Ordering::Relaxed);
+        if let Some(p) = run.panic.take() {
+            std::panic::resume_unwind(p);
+        }
+        reply
+    }
+}
+
+/// Pushes a Lua array of the given strings.
+unsafe fn push_string_array(l: State, items: &[Bytes]) {
+    ffi::lua_createtable(l, items.len().min(1 << 24) as c_int, 0);
+    for (j, it) in items.iter().enumerate() {
+        lua::push_bytes(l, it);
+        ffi::lua_rawseti(l, -2, (j + 1) as ffi::lua_Integer);
+    }
+}
+
+/// The call itself, on the VM's stack; always leaves the stack as found.
+unsafe fn call_in_vm(
+    vm: &Vm,
+    target: &Target<'_>,
+    funcname: &str,
+    keys: &[Bytes],
+    argv: &[Bytes],
+    threshold_ms: u64,
+) -> Reply {
+    let l = vm.l;
+    let top = ffi::lua_gettop(l);
+    ffi::lua_checkstack(l, 8);
+    vm.push_error_handler();
+    let status = match target {
+        Target::Eval(fname) => {
+            lua::get_field_raw(l, ffi::LUA_REGISTRYINDEX, fname);
+            push_string_array(l, keys);
+            vm.set_real_global("KEYS");
+            push_string_array(l, argv);
+            vm.set_real_global("ARGV");
+            if threshold_ms > 0 {
+                ffi::lua_sethook(l, Some(redis_lib::count_hook), ffi::LUA_MASKCOUNT, 100_000);
+            }
+            ffi::lua_pcall(l, 0, 1, -2)
+        }
+        Target::Function(fref) => {
+            ffi::lua_rawgeti(l, ffi::LUA_REGISTRYINDEX, *fref as ffi::lua_Integer);
+            push_string_array(l, keys);
+            push_string_array(l, argv);
+            if threshold_ms > 0 {
+                ffi::lua_sethook(l, Some(redis_lib::count_hook), ffi::LUA_MASKCOUNT, 100_000);
+            }
+            ffi::lua_pcall(l, 2, 1, -4)
+        }
+    };
+    ffi::lua_sethook(l, None, 0, 0);
+    let reply = if status != 0 {
+        error_reply(l, funcname)
+    } else {
+        let resp3 = run::current().is_some_and(|r| r.resp3);
+        convert::lua_to_reply(l, -1, resp3)
+    };
+    ffi::lua_settop(l, top);
+    reply
+}
+
+/// The reply for a failed run, built from the error on top of the stack.
+unsafe fn error_reply(l: State, funcname: &str) -> Reply {
+    if ffi::lua_type(l, -1) != ffi::LUA_TTABLE {
+        let info = sandbox::error_info(l);
+        let mut msg = info.msg.unwrap_or_else(|| b"execution failure".to_vec());
+        if let Some(rest) = msg.strip_prefix(b"ERR ") {
+            msg = rest.to_vec();
+        }
+        msg.truncate(100);
+        return Reply::error(format!("ERR Error running script {funcname}, {}", String::from_utf8_lossy(&msg)));
+    }
+    let info = sandbox::error_info(l);
+    let mut out = info.msg.unwrap_or_else(|| b"ERR unknown error".to_vec());
+    if let (Some(source), Some(line)) = (&info.source, &info.line) {
+        out.extend_from_slice(b" script: ");
+        out.extend_from_slice(funcname.as_bytes());
+        out.extend_from_slice(b", on ");
+        out.extend_from_slice(source);
+        out.push(b':');
+        out.extend_from_slice(line);
+        out.push(b'.');
+    }
+    let out = trim_trailing_crlf(&out).to_vec();
+    Reply::Error(Bytes::from(out))
+}
+
+fn trim_trailing_crlf(mut s: &[u8]) -> &[u8] {
+    while let [rest @ .., b'\r' | b'\n'] = s {
+        s = rest;
+    }
+    s
+}
+
+/// A string as `%s` prints it: up to the first NUL.
+fn c_prefix(b: &[u8]) -> &[u8] {
+    &b[..b.iter().position(|&c| c == 0).unwrap_or(b.len())]
+}
+
+/// `evalExtractShebangFlags`: the script's flags and the length of its
+/// shebang line (without the newline, which stays to keep line numbers).
+fn parse_shebang(body: &[u8]) -> Result<(ScriptFlags, usize), CmdError> {
+    if !body.starts_with(b"#!") {
+        return Ok((ScriptFlags(ScriptFlags::EVAL_COMPAT), 0));
+    }
+    let Some(end) = body.iter().position(|&c| c == b'\n') else {
+        return Err(CmdError::custom("ERR Invalid script shebang"));
+    };
+    let parts = match crate::protocol::parse::split_args(&body[..end]) {
+        Some(p) if !p.is_empty() => p,
+        _ => return Err(CmdError::custom("ERR Invalid engine in script shebang")),
+    };
+    if &parts[0][..] != b"#!lua" {
+        return Err(CmdError::custom(format!(
+            "ERR Unexpected engine in script shebang: {}",
+            String::from_utf8_lossy(&parts[0])
+        )));
+    }
+    let mut flags = ScriptFlags::default();
+    for part in &parts[1..] {
+        if let Some(list) = part.strip_prefix(b"flags=") {
+            if list.is_empty() {
+                continue;
+            }
+            for f in list.split(|&c| c == b',') {
+                match ScriptFlags::from_name(f, false) {
+                    Some(x) => flags.0 |= x.0,
+                    None => {
+                        return Err(CmdError::custom(format!(
+                            "ERR Unexpected flag in script shebang: {}",
+                            String::from_utf8_lossy(f)
+                        )))
+                    }
+                }
+            }
+        } else {
+            return Err(CmdError::custom(format!("ERR Unknown lua shebang option: {}", String::from_utf8_lossy(part))));
+        }
+    }
+    Ok((flags, end))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shebang_parsing() {
+        assert_eq!(parse_shebang(b"return 1").unwrap(), (ScriptFlags(ScriptFlags::EVAL_COMPAT), 0));
+        assert_eq!(parse_shebang(b"#!lua\nreturn 1").unwrap(), (ScriptFlags(0), 5));
+        let (f, _) = parse_shebang(b"#!lua flags=no-writes,allow-oom\nreturn 1").unwrap();
+        assert!(f.has(ScriptFlags::NO_WRITES) && f.has(ScriptFlags::ALLOW_OOM));
+        assert_eq!(parse_shebang(b"#!lua").unwrap_err().to_string(), "ERR Invalid script shebang");
+        assert_eq!(
+            parse_shebang(b"#!foo\nx").unwrap_err().to_string(),
+            "ERR Unexpected engine in script shebang: #!foo"
+        );
+        assert_eq!(
+            parse_shebang(b"#!lua flags=bad\nx").unwrap_err().to_string(),
+            "ERR Unexpected flag in script shebang: bad"
+        );
+        assert_eq!(parse_shebang(b"#!lua x=1\nx").unwrap_err().to_string(), "ERR Unknown lua shebang option: x=1");
+    }
+
+    #[test]
+    fn sha1_of_scripts() {
+        assert_eq!(sha1_hex(b"return 1"), "e0e1f9fabfc9d4800c877a703b823ac0578ff8db");
     }
 }

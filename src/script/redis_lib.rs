@@ -1,0 +1,393 @@
+//! The `redis` Lua library and Redis's replacements of `pcall` and
+//! `math.random`, as raw C functions (Redis 7.0 `script_lua.c` semantics:
+//! the same checks, in the same order, with the same error texts).
+
+use std::ffi::c_int;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use bytes::Bytes;
+use mlua::ffi;
+
+use super::convert::push_reply;
+use super::lua::{
+    cstr, fmt_g17, push_bytes, push_error_table, push_where_msg, raise, set_field_raw, set_fn, set_num, State,
+};
+use super::run::current;
+use crate::protocol::Reply;
+
+/// Pushes `{err=...}` and raises it.
+unsafe fn raise_err(l: State, msg: &'static str) -> ! {
+    push_error_table(l, msg.as_bytes());
+    raise(l)
+}
+
+/// Collects the call arguments (`luaArgsToRedisArgv`): numbers become
+/// `%.17g`, strings are taken as they are, anything else is refused.
+unsafe fn collect_args(l: State, argc: c_int) -> Option<Vec<Bytes>> {
+    let mut argv = Vec::with_capacity(argc as usize);
+    for j in 1..=argc {
+        match ffi::lua_type(l, j) {
+            ffi::LUA_TNUMBER => argv.push(Bytes::from(fmt_g17(ffi::lua_tonumber(l, j)))),
+            ffi::LUA_TSTRING => argv.push(Bytes::copy_from_slice(super::lua::to_bytes(l, j).unwrap_or(b""))),
+            _ => return None,
+        }
+    }
+    Some(argv)
+}
+
+/// `redis.call` / `redis.pcall` (`luaRedisGenericCommand`).
+unsafe fn generic_command(l: State, raise_error: bool) -> c_int {
+    let Some(run) = current() else { raise_err(l, "redis.call/pcall can only be called inside a script invocation") };
+    let argc = ffi::lua_gettop(l);
+    if argc == 0 {
+        push_error_table(l, b"Please specify at least one argument for this redis lib call");
+        if raise_error {
+            raise(l);
+        }
+        return 1;
+    }
+    let argv = collect_args(l, argc);
+    ffi::lua_pop(l, argc);
+    let (is_error, panicked) = match argv {
+        None => {
+            push_error_table(l, b"Lua redis lib command arguments must be strings or integers");
+            (true, false)
+        }
+        Some(argv) => match catch_unwind(AssertUnwindSafe(|| run.call(&argv))) {
+            Ok(Ok(reply)) => {
+                push_reply(l, &reply, run.resp3);
+                (matches!(reply, Reply::Error(_)), false)
+            }
+            Ok(Err(msg)) => {
+                push_error_table(l, msg.as_bytes());
+                ffi::lua_pushboolean(l, 1);
+                set_field_raw(l, -2, "ignore_error_stats_update");
+                (true, false)
+            }
+            Err(payload) => {
+                run.panic = Some(payload);
+                push_error_table(l, b"ERR internal error while running a command from script");
+                (true, true)
+            }
+        },
+    };
+    if (raise_error && is_error) || panicked {
+        raise(l);
+    }
+    1
+}
+
+unsafe extern "C-unwind" fn redis_call(l: State) -> c_int {
+    generic_command(l, true)
+}
+
+unsafe extern "C-unwind" fn redis_pcall(l: State) -> c_int {
+    generic_command(l, false)
+}
+
+/// The root message of an error raised by an `mlua` callback (a Rust
+/// function registered with the safe API), if the value at `idx` is one.
+pub(crate) unsafe fn mlua_error_text(l: State, idx: c_int) -> Option<String> {
+    if ffi::lua_type(l, idx) != ffi::LUA_TUSERDATA {
+        return None;
+    }
+    let lua = mlua::Lua::get_or_init_from_ptr(l);
+    ffi::lua_pushvalue(l, idx);
+    let v = lua.exec_raw_lua(|raw| if raw.state() == l { Some(raw.pop_value()) } else { None });
+    match v {
+        None => {
+            ffi::lua_pop(l, 1);
+            None
+        }
+        Some(mlua::Value::Error(e)) => {
+            let mut e: &mlua::Error = &e;
+            loop {
+                match e {
+                    mlua::Error::CallbackError { cause, .. } => e = cause,
+                    mlua::Error::RuntimeError(m) => return Some(m.clone()),
+                    other => return Some(other.to_string()),
+                }
+            }
+        }
+        Some(_) => None,
+    }
+}
+
+/// Redis's `pcall`: like Lua's, but an error table `{err=...}` is returned
+/// as its message string.
+unsafe extern "C-unwind" fn lua_pcall_redis(l: State) -> c_int {
+    let argc = ffi::lua_gettop(l);
+    if argc == 0 {
+        ffi::lua_pushboolean(l, 0);
+        push_bytes(l, b"attempt to call a boolean value");
+        return 2;
+    }
+    ffi::lua_pushboolean(l, 1);
+    ffi::lua_insert(l, 1);
+    if ffi::lua_pcall(l, argc - 1, ffi::LUA_MULTRET, 0) != 0 {
+        ffi::lua_remove(l, 1);
+        if ffi::lua_type(l, -1) == ffi::LUA_TTABLE {
+            ffi::lua_getfield(l, -1, cstr!("err"));
+            if ffi::lua_isstring(l, -1) != 0 {
+                ffi::lua_replace(l, -2);
+            }
+        } else if let Some(msg) = mlua_error_text(l, -1) {
+            push_bytes(l, msg.as_bytes());
+            drop(msg);
+            ffi::lua_replace(l, -2);
+        }
+        ffi::lua_pushboolean(l, 0);
+        ffi::lua_insert(l, 1);
+    }
+    ffi::lua_gettop(l)
+}
+
+/// `redis.sha1hex(s)`.
+unsafe extern "C-unwind" fn sha1hex(l: State) -> c_int {
+    if ffi::lua_gettop(l) != 1 {
+        raise_err(l, "wrong number of arguments");
+    }
+    let hex = sha1_hex(super::lua::to_bytes(l, 1).unwrap_or(b""));
+    push_bytes(l, hex.as_bytes());
+    1
+}
+
+/// Lower-case hex SHA1 of `b` (script ids, `redis.sha1hex`).
+pub fn sha1_hex(b: &[u8]) -> String {
+    sha1_smol::Sha1::from(b).digest().to_string()
+}
+
+/// `redis.error_reply(msg)`: `{err=msg}` with an `ERR` code unless `msg`
+/// starts with `-CODE`.
+unsafe extern "C-unwind" fn error_reply(l: State) -> c_int {
+    if ffi::lua_gettop(l) != 1 || ffi::lua_type(l, -1) != ffi::LUA_TSTRING {
+        push_error_table(l, b"wrong number or type of arguments");
+        return 1;
+    }
+    let s = c_prefix(super::lua::to_bytes(l, -1).unwrap_or(b""));
+    let mut buf = Vec::with_capacity(s.len() + 1);
+    if s.first() != Some(&b'-') {
+        buf.push(b'-');
+    }
+    buf.extend_from_slice(s);
+    push_error_table(l, &buf);
+    1
+}
+
+/// A string as C sees it: up to the first NUL.
+fn c_prefix(b: &[u8]) -> &[u8] {
+    &b[..b.iter().position(|&c| c == 0).unwrap_or(b.len())]
+}
+
+/// `redis.status_reply(msg)`: `{ok=msg}`.
+unsafe extern "C-unwind" fn status_reply(l: State) -> c_int {
+    if ffi::lua_gettop(l) != 1 || ffi::lua_type(l, -1) != ffi::LUA_TSTRING {
+        push_error_table(l, b"wrong number or type of arguments");
+        return 1;
+    }
+    ffi::lua_createtable(l, 0, 1);
+    ffi::lua_pushvalue(l, -2);
+    set_field_raw(l, -2, "ok");
+    1
+}
+
+/// `redis.set_repl(flags)`: validated and remembered (no replication here).
+unsafe extern "C-unwind" fn set_repl(l: State) -> c_int {
+    let Some(run) = current() else { raise_err(l, "redis.set_repl can only be called inside a script invocation") };
+    if ffi::lua_gettop(l) != 1 {
+        raise_err(l, "redis.set_repl() requires two arguments.");
+    }
+    let flags = ffi::lua_tonumber(l, -1) as i32;
+    if flags & !3 != 0 {
+        raise_err(l, "Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.");
+    }
+    run.repl_flags = flags;
+    0
+}
+
+/// `redis.acl_check_cmd(cmd, ...)`: the only user is `default`, who may run
+/// everything; unknown commands raise as in Redis.
+unsafe extern "C-unwind" fn acl_check_cmd(l: State) -> c_int {
+    if current().is_none() {
+        raise_err(l, "redis.acl_check_cmd can only be called inside a script invocation");
+    }
+    let argc = ffi::lua_gettop(l);
+    if argc == 0 {
+        raise_err(l, "Please specify at least one argument for this redis lib call");
+    }
+    let argv = collect_args(l, argc);
+    ffi::lua_pop(l, argc);
+    let known = argv.map(|argv| matches!(crate::cmd::table().lookup(&argv), crate::cmd::Lookup::Found(_)));
+    match known {
+        None => raise_err(l, "Lua redis lib command arguments must be strings or integers"),
+        Some(false) => raise_err(l, "Invalid command passed to redis.acl_check_cmd()"),
+        Some(true) => {
+            ffi::lua_pushboolean(l, 1);
+            1
+        }
+    }
+}
+
+/// `redis.log(level, ...)`, into `tracing`.
+unsafe extern "C-unwind" fn log(l: State) -> c_int {
+    let argc = ffi::lua_gettop(l);
+    if argc < 2 {
+        raise_err(l, "redis.log() requires two arguments or more.");
+    }
+    if ffi::lua_isnumber(l, 1) == 0 {
+        raise_err(l, "First argument must be a number (log level).");
+    }
+    let level = ffi::lua_tonumber(l, 1) as i32;
+    if !(0..=3).contains(&level) {
+        raise_err(l, "Invalid debug level.");
+    }
+    let mut msg = Vec::new();
+    for j in 2..=argc {
+        if let Some(s) = super::lua::to_bytes(l, j) {
+            if j != 2 {
+                msg.push(b' ');
+            }
+            msg.extend_from_slice(s);
+        }
+    }
+    let text = String::from_utf8_lossy(&msg);
+    match level {
+        0 | 1 => tracing::debug!(target: "rlockd::lua", "{text}"),
+        2 => tracing::info!(target: "rlockd::lua", "{text}"),
+        _ => tracing::warn!(target: "rlockd::lua", "{text}"),
+    }
+    0
+}
+
+/// `redis.setresp(2|3)`.
+unsafe extern "C-unwind" fn setresp(l: State) -> c_int {
+    let Some(run) = current() else { raise_err(l, "redis.setresp can only be called inside a script invocation") };
+    if ffi::lua_gettop(l) != 1 {
+        raise_err(l, "redis.setresp() requires one argument.");
+    }
+    let resp = ffi::lua_tonumber(l, 1) as i32;
+    if resp != 2 && resp != 3 {
+        raise_err(l, "RESP version must be 2 or 3.");
+    }
+    run.resp3 = resp == 3;
+    0
+}
+
+/// `redis.breakpoint()`: false outside a debugging session (always here).
+unsafe extern "C-unwind" fn breakpoint(l: State) -> c_int {
+    ffi::lua_pushboolean(l, 0);
+    1
+}
+
+/// `redis.debug(...)`: nothing outside a debugging session.
+unsafe extern "C-unwind" fn debug(_l: State) -> c_int {
+    0
+}
+
+/// `redis.replicate_commands()`: deprecated, always true.
+unsafe extern "C-unwind" fn replicate_commands(l: State) -> c_int {
+    ffi::lua_pushboolean(l, 1);
+    1
+}
+
+/// Raises `msg` the way `luaL_error` does (with the caller's position).
+unsafe fn raise_where(l: State, msg: &'static str) -> ! {
+    push_where_msg(l, 1, msg.as_bytes());
+    raise(l)
+}
+
+/// `math.random` on Redis's own PRNG (same sequence as Redis).
+unsafe extern "C-unwind" fn math_random(l: State) -> c_int {
+    let Some(run) = current() else { raise_where(l, "math.random can only be called inside a script invocation") };
+    let max = i32::MAX as f64;
+    let r = ((*run.rng).next() as f64 % max) / max;
+    match ffi::lua_gettop(l) {
+        0 => ffi::lua_pushnumber(l, r),
+        1 => {
+            let u = ffi::luaL_checkinteger(l, 1) as i32;
+            if u < 1 {
+                ffi::luaL_argerror(l, 1, cstr!("interval is empty"));
+            }
+            ffi::lua_pushnumber(l, (r * u as f64).floor() + 1.0);
+        }
+        2 => {
+            let lo = ffi::luaL_checkinteger(l, 1) as i32;
+            let u = ffi::luaL_checkinteger(l, 2) as i32;
+            if lo > u {
+                ffi::luaL_argerror(l, 2, cstr!("interval is empty"));
+            }
+            ffi::lua_pushnumber(l, (r * (u as f64 - lo as f64 + 1.0)).floor() + lo as f64);
+        }
+        _ => raise_where(l, "wrong number of arguments"),
+    }
+    1
+}
+
+/// `math.randomseed(n)`.
+unsafe extern "C-unwind" fn math_randomseed(l: State) -> c_int {
+    let Some(run) = current() else { raise_where(l, "math.randomseed can only be called inside a script invocation") };
+    let seed = ffi::luaL_checkinteger(l, 1) as i32;
+    (*run.rng).seed(seed);
+    0
+}
+
+/// Pushes the `REDIS_VERSION*` and `LOG_*` fields into the table on top.
+pub(crate) unsafe fn push_version_and_log(l: State) {
+    set_fn(l, "log", log);
+    set_num(l, "LOG_DEBUG", 0.0);
+    set_num(l, "LOG_VERBOSE", 1.0);
+    set_num(l, "LOG_NOTICE", 2.0);
+    set_num(l, "LOG_WARNING", 3.0);
+    set_num(l, "REDIS_VERSION_NUM", crate::cmd::server::REDIS_VERSION_NUM as f64);
+    push_bytes(l, crate::cmd::server::REDIS_VERSION.as_bytes());
+    set_field_raw(l, -2, "REDIS_VERSION");
+}
+
+/// Pushes the full `redis` table of a script engine. `eval` adds the
+/// debugging helpers only `EVAL` scripts have.
+pub(crate) unsafe fn push_redis_table(l: State, eval: bool) {
+    ffi::lua_createtable(l, 0, 32);
+    set_fn(l, "call", redis_call);
+    set_fn(l, "pcall", redis_pcall);
+    push_version_and_log(l);
+    set_fn(l, "setresp", setresp);
+    set_fn(l, "sha1hex", sha1hex);
+    set_fn(l, "error_reply", error_reply);
+    set_fn(l, "status_reply", status_reply);
+    set_fn(l, "set_repl", set_repl);
+    set_num(l, "REPL_NONE", 0.0);
+    set_num(l, "REPL_AOF", 1.0);
+    set_num(l, "REPL_SLAVE", 2.0);
+    set_num(l, "REPL_REPLICA", 2.0);
+    set_num(l, "REPL_ALL", 3.0);
+    set_fn(l, "acl_check_cmd", acl_check_cmd);
+    if eval {
+        set_fn(l, "breakpoint", breakpoint);
+        set_fn(l, "debug", debug);
+        set_fn(l, "replicate_commands", replicate_commands);
+    }
+}
+
+/// Installs Redis's `pcall`, `math.random` and `math.randomseed` into the
+/// globals table at `g`.
+pub(crate) unsafe fn install_overrides(l: State, g: c_int) {
+    let g = ffi::lua_absindex(l, g);
+    ffi::lua_pushcfunction(l, lua_pcall_redis);
+    set_field_raw(l, g, "pcall");
+    super::lua::get_field_raw(l, g, "math");
+    set_fn(l, "random", math_random);
+    set_fn(l, "randomseed", math_randomseed);
+    ffi::lua_pop(l, 1);
+}
+
+/// The instruction-count hook: BUSY detection and `SCRIPT KILL`.
+pub(crate) unsafe extern "C-unwind" fn count_hook(l: State, _ar: *mut ffi::lua_Debug) {
+    let Some(run) = current() else { return };
+    if run.check_interrupt() {
+        tracing::warn!("Lua script killed by user with SCRIPT KILL.");
+        // From now on fire at every line, so pcall cannot swallow the kill.
+        ffi::lua_sethook(l, Some(count_hook), ffi::LUA_MASKLINE, 0);
+        push_error_table(l, b"Script killed by user with SCRIPT KILL...");
+        raise(l);
+    }
+}

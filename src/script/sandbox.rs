@@ -1,0 +1,730 @@
+//! One Lua VM set up the way Redis 7.0 sets up its scripting VMs.
+//!
+//! Libraries: base (with coroutine), table, string, math, plus cjson,
+//! cmsgpack, struct and bit (see [`register_external_libs`]). Globals that
+//! Redis 7.0.15 does not expose are removed (print, dofile, loadfile,
+//! getfenv, setfenv, newproxy, debug…); `loadstring`/`load` refuse binary
+//! chunks the way Redis's Lua does (they are parsed as text and fail).
+//!
+//! ## Read-only globals and libraries
+//! Redis patches its Lua with read-only tables. Stock Lua has none, so the
+//! same guarantees are built from proxies: every protected table `T` (the
+//! globals, each library table, the string metatable, …) is replaced,
+//! wherever a script can reach it, by an empty proxy `P` whose metatable has
+//! `__index = T` and `__newindex` raising `Attempt to modify a readonly
+//! table`. The globals proxy's real table has an `__index` metamethod that
+//! raises `Script attempted to access nonexistent global variable`. The raw
+//! accessors (`rawset`, `rawget`, `setmetatable`, `getmetatable`, `next`,
+//! `pairs`, `ipairs`) see through proxies, so scripts observe the same
+//! contents and the same errors as on Redis. After every run the engine
+//! empties any proxy that raw table functions (`table.insert`…) may have
+//! written to, so scripts never see each other's state.
+
+use std::ffi::{c_char, c_int, c_void};
+
+use mlua::{ffi, Lua, LuaOptions, StdLib};
+
+use super::lua::{
+    cstr, cstr_bytes, get_field_raw, push_bytes, push_where_msg, raise, set_field_raw, set_fn, to_bytes, State,
+};
+
+/// Registry keys.
+const REG_REAL: &str = "rlockd.real";
+const REG_PROXY: &str = "rlockd.proxy";
+const REG_ERRH: &str = "rlockd.errh";
+const REG_GLOBALS_META: &str = "rlockd.gmeta";
+const REG_REAL_GLOBALS: &str = "rlockd.realglobals";
+pub(crate) const REG_LIBRARY_API: &str = "rlockd.libapi";
+
+/// Which engine a VM serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum VmKind {
+    /// `EVAL`: KEYS/ARGV globals, `__redis__err__handler`, debug helpers.
+    Eval,
+    /// `FUNCTION`/`FCALL`: libraries register functions at load time.
+    Function,
+}
+
+/// Globals Redis 7.0.15 leaves to scripts (besides those the engine adds).
+const ALLOWED_GLOBALS: &[&str] = &[
+    "_G",
+    "_VERSION",
+    "assert",
+    "bit",
+    "cjson",
+    "cmsgpack",
+    "collectgarbage",
+    "coroutine",
+    "error",
+    "gcinfo",
+    "getmetatable",
+    "ipairs",
+    "load",
+    "loadstring",
+    "math",
+    "next",
+    "pairs",
+    "pcall",
+    "rawequal",
+    "rawget",
+    "rawset",
+    "select",
+    "setmetatable",
+    "string",
+    "struct",
+    "table",
+    "tonumber",
+    "tostring",
+    "type",
+    "unpack",
+    "xpcall",
+];
+
+/// Registers the Lua libraries Redis bundles (cjson, cmsgpack, struct, bit).
+///
+/// The libraries live in `src/script/libs/`; this is the single place the
+/// engine loads them (before the sandbox is locked down).
+fn register_external_libs(lua: &Lua) -> mlua::Result<()> {
+    crate::script::libs::register_all(lua)
+}
+
+/// A Lua VM owned by the engine.
+pub(crate) struct Vm {
+    /// Owns the state; kept alive for the raw pointer below.
+    _lua: Lua,
+    pub(crate) l: State,
+    pub(crate) kind: VmKind,
+}
+
+// SAFETY: the state is only ever used by whoever holds the core lock (the
+// engine is taken out of the core while a script runs), one thread at a time.
+unsafe impl Send for Vm {}
+
+impl std::fmt::Debug for Vm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Vm").field("kind", &self.kind).finish()
+    }
+}
+
+impl Vm {
+    /// Builds a fresh, locked-down VM.
+    pub(crate) fn new(kind: VmKind) -> Vm {
+        let lua = Lua::new_with(StdLib::TABLE | StdLib::STRING | StdLib::MATH, LuaOptions::default())
+            .expect("create the Lua VM");
+        if let Err(e) = register_external_libs(&lua) {
+            tracing::error!("cannot register the Lua libraries: {e}");
+        }
+        let mut l: State = std::ptr::null_mut();
+        // SAFETY: we only read the state pointer.
+        unsafe {
+            lua.exec_raw::<()>((), |st| l = st).expect("Lua state");
+        }
+        // SAFETY: `l` is the main state of `lua`, which we own.
+        unsafe { setup(l, kind) };
+        Vm { _lua: lua, l, kind }
+    }
+
+    /// Empties every proxy (see the module docs).
+    pub(crate) fn scrub_proxies(&self) {
+        // SAFETY: the state is ours; only raw operations without metamethods.
+        unsafe {
+            let l = self.l;
+            get_field_raw(l, ffi::LUA_REGISTRYINDEX, REG_REAL);
+            let real = ffi::lua_gettop(l);
+            ffi::lua_pushnil(l);
+            while ffi::lua_next(l, real) != 0 {
+                ffi::lua_pop(l, 1);
+                // key (a proxy) on top
+                let p = ffi::lua_gettop(l);
+                ffi::lua_pushnil(l);
+                if ffi::lua_next(l, p) != 0 {
+                    ffi::lua_pop(l, 2);
+                    loop {
+                        ffi::lua_pushnil(l);
+                        if ffi::lua_next(l, p) == 0 {
+                            break;
+                        }
+                        ffi::lua_pop(l, 1);
+                        ffi::lua_pushnil(l);
+                        ffi::lua_rawset(l, p);
+                    }
+                }
+            }
+            ffi::lua_pop(l, 1);
+        }
+    }
+
+    /// Makes the function VM's globals resolve to the library API (during
+    /// `FUNCTION LOAD`) or to the normal globals.
+    pub(crate) fn set_load_mode(&self, loading: bool) {
+        // SAFETY: raw registry/table operations on our own state.
+        unsafe {
+            let l = self.l;
+            get_field_raw(l, ffi::LUA_REGISTRYINDEX, REG_GLOBALS_META);
+            get_field_raw(l, ffi::LUA_REGISTRYINDEX, if loading { REG_LIBRARY_API } else { REG_REAL_GLOBALS });
+            set_field_raw(l, -2, "__index");
+            ffi::lua_pop(l, 1);
+        }
+    }
+
+    /// Pushes the error handler.
+    pub(crate) unsafe fn push_error_handler(&self) {
+        get_field_raw(self.l, ffi::LUA_REGISTRYINDEX, REG_ERRH);
+    }
+
+    /// Sets a global (bypassing the protection), e.g. `KEYS`.
+    pub(crate) unsafe fn set_real_global(&self, name: &str) {
+        let l = self.l;
+        get_field_raw(l, ffi::LUA_REGISTRYINDEX, REG_REAL_GLOBALS);
+        ffi::lua_insert(l, -2);
+        set_field_raw(l, -2, name);
+        ffi::lua_pop(l, 1);
+    }
+
+    /// Used Lua memory in bytes.
+    pub(crate) fn memory(&self) -> usize {
+        // SAFETY: a GC query on our own state.
+        unsafe {
+            (ffi::lua_gc(self.l, ffi::LUA_GCCOUNT, 0) as usize) * 1024
+                + ffi::lua_gc(self.l, ffi::LUA_GCCOUNTB, 0) as usize
+        }
+    }
+
+    /// One incremental GC step (Redis does this every 50 scripts).
+    pub(crate) fn gc_step(&self) {
+        // SAFETY: as above.
+        unsafe {
+            ffi::lua_gc(self.l, ffi::LUA_GCSTEP, 50);
+        }
+    }
+}
+
+/// Compiles `code` as chunk `name` (`@user_script`…) and pushes the
+/// function, or returns the Lua error message. A leading binary-chunk
+/// signature is parsed as text, as Redis's Lua does.
+pub(crate) unsafe fn load_chunk(l: State, code: &[u8], name: &[u8]) -> Result<(), Vec<u8>> {
+    let mut cname = name.to_vec();
+    cname.push(0);
+    let status = if code.first() == Some(&0x1b) {
+        let mut v = Vec::with_capacity(code.len() + 1);
+        v.push(b' ');
+        v.extend_from_slice(code);
+        ffi::luaL_loadbuffer(l, v.as_ptr() as *const c_char, v.len(), cname.as_ptr() as *const c_char)
+    } else {
+        ffi::luaL_loadbuffer(l, code.as_ptr() as *const c_char, code.len(), cname.as_ptr() as *const c_char)
+    };
+    if status != 0 {
+        let msg = to_bytes(l, -1).unwrap_or(b"").to_vec();
+        ffi::lua_pop(l, 1);
+        return Err(msg);
+    }
+    Ok(())
+}
+
+/// Builds the whole environment on a fresh state.
+unsafe fn setup(l: State, kind: VmKind) {
+    ffi::lua_newtable(l);
+    set_field_raw(l, ffi::LUA_REGISTRYINDEX, REG_REAL);
+    ffi::lua_newtable(l);
+    set_field_raw(l, ffi::LUA_REGISTRYINDEX, REG_PROXY);
+
+    ffi::lua_pushvalue(l, ffi::LUA_GLOBALSINDEX);
+    let g = ffi::lua_gettop(l);
+
+    // Drop everything Redis does not expose.
+    let mut remove = Vec::new();
+    ffi::lua_pushnil(l);
+    while ffi::lua_next(l, g) != 0 {
+        ffi::lua_pop(l, 1);
+        let name = to_bytes_noconv(l, -1);
+        if !ALLOWED_GLOBALS.iter().any(|a| a.as_bytes() == name) {
+            remove.push(name.to_vec());
+        }
+    }
+    for name in remove {
+        push_bytes(l, &name);
+        ffi::lua_pushnil(l);
+        ffi::lua_rawset(l, g);
+    }
+
+    // Redis's replacements and the raw accessors that see through proxies.
+    super::redis_lib::install_overrides(l, g);
+    set_fn(l, "rawset", w_rawset);
+    set_fn(l, "rawget", w_rawget);
+    set_fn(l, "setmetatable", w_setmetatable);
+    set_fn(l, "getmetatable", w_getmetatable);
+    set_fn(l, "next", w_next);
+    set_fn(l, "loadstring", w_loadstring);
+    set_fn(l, "load", w_load);
+    get_field_raw(l, g, "next");
+    ffi::lua_pushcclosure(l, w_pairs, 1);
+    set_field_raw(l, g, "pairs");
+    ffi::lua_pushcfunction(l, w_ipairs_aux);
+    ffi::lua_pushcclosure(l, w_ipairs, 1);
+    set_field_raw(l, g, "ipairs");
+
+    super::redis_lib::push_redis_table(l, kind == VmKind::Eval);
+    set_field_raw(l, g, "redis");
+
+    ffi::lua_pushcfunction(l, error_handler);
+    if kind == VmKind::Eval {
+        ffi::lua_pushvalue(l, -1);
+        set_field_raw(l, g, "__redis__err__handler");
+    }
+    set_field_raw(l, ffi::LUA_REGISTRYINDEX, REG_ERRH);
+
+    // Reading an undeclared global raises.
+    ffi::lua_createtable(l, 0, 1);
+    ffi::lua_pushcfunction(l, global_index_error);
+    set_field_raw(l, -2, "__index");
+    ffi::lua_setmetatable(l, g);
+
+    ffi::lua_pushvalue(l, g);
+    set_field_raw(l, ffi::LUA_REGISTRYINDEX, REG_REAL_GLOBALS);
+
+    if kind == VmKind::Function {
+        // The API visible while a library loads: redis.register_function,
+        // redis.log, LOG_* and the version, nothing else.
+        ffi::lua_createtable(l, 0, 1);
+        ffi::lua_createtable(l, 0, 8);
+        set_fn(l, "register_function", super::functions::register_function);
+        super::redis_lib::push_version_and_log(l);
+        push_error_metatable(l);
+        set_field_raw(l, -2, "redis");
+        push_error_metatable(l);
+        ffi::lua_pushvalue(l, -1);
+        set_field_raw(l, ffi::LUA_REGISTRYINDEX, REG_LIBRARY_API);
+        protect(l, ffi::lua_gettop(l));
+        ffi::lua_pop(l, 2);
+    }
+
+    // The string metatable and everything reachable from the globals.
+    push_bytes(l, b"");
+    if ffi::lua_getmetatable(l, -1) != 0 {
+        protect(l, ffi::lua_gettop(l));
+        ffi::lua_pop(l, 1);
+    }
+    ffi::lua_pop(l, 1);
+    protect(l, g); // pushes the globals proxy
+                   // The proxy becomes the globals of the main thread (and of all chunks
+                   // and coroutines created from now on).
+    ffi::lua_getmetatable(l, -1);
+    set_field_raw(l, ffi::LUA_REGISTRYINDEX, REG_GLOBALS_META);
+    ffi::lua_pushvalue(l, -1);
+    set_field_raw(l, g, "_G");
+    ffi::lua_replace(l, ffi::LUA_GLOBALSINDEX);
+    ffi::lua_pop(l, 1); // g
+}
+
+/// Bytes of a string key without converting numbers in place (which would
+/// confuse `lua_next`).
+unsafe fn to_bytes_noconv<'a>(l: State, idx: c_int) -> &'a [u8] {
+    if ffi::lua_type(l, idx) == ffi::LUA_TSTRING {
+        to_bytes(l, idx).unwrap_or(b"")
+    } else {
+        b""
+    }
+}
+
+/// Sets on the table on top a metatable whose `__index` raises
+/// `Script attempted to access nonexistent global variable`.
+unsafe fn push_error_metatable(l: State) {
+    ffi::lua_createtable(l, 0, 1);
+    ffi::lua_pushcfunction(l, global_index_error);
+    set_field_raw(l, -2, "__index");
+    ffi::lua_setmetatable(l, -2);
+}
+
+/// Protects the table at `idx` (see the module docs): pushes its proxy,
+/// replaces table-valued fields by their proxies, and protects its
+/// metatable too.
+unsafe fn protect(l: State, idx: c_int) {
+    let t = ffi::lua_absindex(l, idx);
+    ffi::lua_checkstack(l, 8);
+    // Already protected?
+    get_field_raw(l, ffi::LUA_REGISTRYINDEX, REG_PROXY);
+    ffi::lua_pushvalue(l, t);
+    ffi::lua_rawget(l, -2);
+    if ffi::lua_type(l, -1) != ffi::LUA_TNIL {
+        ffi::lua_remove(l, -2);
+        return;
+    }
+    ffi::lua_pop(l, 1);
+    let proxies = ffi::lua_gettop(l);
+    // proxy = setmetatable({}, {__index = t, __newindex = readonly})
+    ffi::lua_newtable(l);
+    let p = ffi::lua_gettop(l);
+    ffi::lua_createtable(l, 0, 2);
+    ffi::lua_pushvalue(l, t);
+    set_field_raw(l, -2, "__index");
+    ffi::lua_pushcfunction(l, readonly_newindex);
+    set_field_raw(l, -2, "__newindex");
+    ffi::lua_setmetatable(l, p);
+    // proxy[t] and real[proxy]
+    ffi::lua_pushvalue(l, t);
+    ffi::lua_pushvalue(l, p);
+    ffi::lua_rawset(l, proxies);
+    get_field_raw(l, ffi::LUA_REGISTRYINDEX, REG_REAL);
+    ffi::lua_pushvalue(l, p);
+    ffi::lua_pushvalue(l, t);
+    ffi::lua_rawset(l, -3);
+    ffi::lua_pop(l, 1);
+    // Fields: tables become their proxies (assigning existing fields while
+    // traversing is allowed).
+    ffi::lua_pushnil(l);
+    while ffi::lua_next(l, t) != 0 {
+        if ffi::lua_type(l, -1) == ffi::LUA_TTABLE {
+            protect(l, -1);
+            ffi::lua_remove(l, -2); // the real value
+            ffi::lua_pushvalue(l, -2); // key
+            ffi::lua_insert(l, -2);
+            ffi::lua_rawset(l, t);
+        } else {
+            ffi::lua_pop(l, 1);
+        }
+    }
+    if ffi::lua_getmetatable(l, t) != 0 {
+        protect(l, -1);
+        ffi::lua_pop(l, 2);
+    }
+    ffi::lua_remove(l, proxies);
+}
+
+/// If the value at `idx` is a proxy, replaces it (in place) by its table.
+unsafe fn unproxy(l: State, idx: c_int) {
+    if ffi::lua_type(l, idx) != ffi::LUA_TTABLE {
+        return;
+    }
+    let idx = ffi::lua_absindex(l, idx);
+    get_field_raw(l, ffi::LUA_REGISTRYINDEX, REG_REAL);
+    ffi::lua_pushvalue(l, idx);
+    ffi::lua_rawget(l, -2);
+    if ffi::lua_type(l, -1) == ffi::LUA_TTABLE {
+        ffi::lua_replace(l, idx);
+        ffi::lua_pop(l, 1);
+    } else {
+        ffi::lua_pop(l, 2);
+    }
+}
+
+/// True if the value at `idx` is a proxy.
+unsafe fn is_proxy(l: State, idx: c_int) -> bool {
+    if ffi::lua_type(l, idx) != ffi::LUA_TTABLE {
+        return false;
+    }
+    let idx = ffi::lua_absindex(l, idx);
+    get_field_raw(l, ffi::LUA_REGISTRYINDEX, REG_REAL);
+    ffi::lua_pushvalue(l, idx);
+    ffi::lua_rawget(l, -2);
+    let yes = ffi::lua_type(l, -1) != ffi::LUA_TNIL;
+    ffi::lua_pop(l, 2);
+    yes
+}
+
+/// Replaces the table on top by its proxy, if it is protected.
+unsafe fn to_proxy(l: State) {
+    if ffi::lua_type(l, -1) != ffi::LUA_TTABLE {
+        return;
+    }
+    get_field_raw(l, ffi::LUA_REGISTRYINDEX, REG_PROXY);
+    ffi::lua_pushvalue(l, -2);
+    ffi::lua_rawget(l, -2);
+    if ffi::lua_type(l, -1) == ffi::LUA_TTABLE {
+        ffi::lua_replace(l, -3);
+        ffi::lua_pop(l, 1);
+    } else {
+        ffi::lua_pop(l, 2);
+    }
+}
+
+const READONLY: &[u8] = b"Attempt to modify a readonly table";
+
+/// `__newindex` of every proxy.
+unsafe extern "C-unwind" fn readonly_newindex(l: State) -> c_int {
+    push_where_msg(l, 1, READONLY);
+    raise(l)
+}
+
+/// `__index` of the real globals (`luaProtectedTableError`).
+unsafe extern "C-unwind" fn global_index_error(l: State) -> c_int {
+    if ffi::lua_gettop(l) != 2 {
+        push_where_msg(l, 1, b"Wrong number of arguments to luaProtectedTableError");
+        raise(l);
+    }
+    if ffi::lua_isstring(l, -1) == 0 {
+        push_where_msg(l, 1, b"Second argument to luaProtectedTableError must be a string or number");
+        raise(l);
+    }
+    ffi::luaL_where(l, 1);
+    push_bytes(l, b"Script attempted to access nonexistent global variable '");
+    ffi::lua_pushvalue(l, 2);
+    push_bytes(l, b"'");
+    ffi::lua_concat(l, 4);
+    raise(l)
+}
+
+unsafe fn raise_readonly(l: State) -> ! {
+    push_bytes(l, READONLY);
+    raise(l)
+}
+
+unsafe extern "C-unwind" fn w_rawset(l: State) -> c_int {
+    ffi::luaL_checktype(l, 1, ffi::LUA_TTABLE);
+    ffi::luaL_checkany(l, 2);
+    ffi::luaL_checkany(l, 3);
+    if is_proxy(l, 1) {
+        raise_readonly(l);
+    }
+    ffi::lua_settop(l, 3);
+    ffi::lua_rawset(l, 1);
+    1
+}
+
+unsafe extern "C-unwind" fn w_rawget(l: State) -> c_int {
+    ffi::luaL_checktype(l, 1, ffi::LUA_TTABLE);
+    ffi::luaL_checkany(l, 2);
+    ffi::lua_settop(l, 2);
+    unproxy(l, 1);
+    ffi::lua_rawget(l, 1);
+    1
+}
+
+unsafe extern "C-unwind" fn w_setmetatable(l: State) -> c_int {
+    let t = ffi::lua_type(l, 2);
+    ffi::luaL_checktype(l, 1, ffi::LUA_TTABLE);
+    if t != ffi::LUA_TNIL && t != ffi::LUA_TTABLE {
+        ffi::luaL_argerror(l, 2, cstr!("nil or table expected"));
+    }
+    if ffi::luaL_getmetafield(l, 1, cstr!("__metatable")) != 0 {
+        push_where_msg(l, 1, b"cannot change a protected metatable");
+        raise(l);
+    }
+    if is_proxy(l, 1) {
+        raise_readonly(l);
+    }
+    ffi::lua_settop(l, 2);
+    unproxy(l, 2);
+    ffi::lua_setmetatable(l, 1);
+    1
+}
+
+unsafe extern "C-unwind" fn w_getmetatable(l: State) -> c_int {
+    ffi::luaL_checkany(l, 1);
+    ffi::lua_settop(l, 1);
+    unproxy(l, 1);
+    if ffi::lua_getmetatable(l, 1) == 0 {
+        ffi::lua_pushnil(l);
+        return 1;
+    }
+    if ffi::luaL_getmetafield(l, 1, cstr!("__metatable")) != 0 {
+        return 1;
+    }
+    to_proxy(l);
+    1
+}
+
+unsafe extern "C-unwind" fn w_next(l: State) -> c_int {
+    ffi::luaL_checktype(l, 1, ffi::LUA_TTABLE);
+    ffi::lua_settop(l, 2);
+    unproxy(l, 1);
+    if ffi::lua_next(l, 1) != 0 {
+        2
+    } else {
+        ffi::lua_pushnil(l);
+        1
+    }
+}
+
+unsafe extern "C-unwind" fn w_pairs(l: State) -> c_int {
+    ffi::luaL_checktype(l, 1, ffi::LUA_TTABLE);
+    ffi::lua_pushvalue(l, ffi::lua_upvalueindex(1));
+    ffi::lua_pushvalue(l, 1);
+    ffi::lua_pushnil(l);
+    3
+}
+
+unsafe extern "C-unwind" fn w_ipairs(l: State) -> c_int {
+    ffi::luaL_checktype(l, 1, ffi::LUA_TTABLE);
+    ffi::lua_pushvalue(l, ffi::lua_upvalueindex(1));
+    ffi::lua_pushvalue(l, 1);
+    ffi::lua_pushinteger(l, 0);
+    3
+}
+
+unsafe extern "C-unwind" fn w_ipairs_aux(l: State) -> c_int {
+    let i = ffi::luaL_checkinteger(l, 2) as c_int;
+    ffi::luaL_checktype(l, 1, ffi::LUA_TTABLE);
+    unproxy(l, 1);
+    let i = i.wrapping_add(1);
+    ffi::lua_pushinteger(l, i as ffi::lua_Integer);
+    ffi::lua_rawgeti(l, 1, i as ffi::lua_Integer);
+    if ffi::lua_type(l, -1) == ffi::LUA_TNIL {
+        0
+    } else {
+        2
+    }
+}
+
+/// `load_aux`: the function, or nil and the message.
+unsafe fn load_result(l: State, status: c_int) -> c_int {
+    if status == 0 {
+        1
+    } else {
+        ffi::lua_pushnil(l);
+        ffi::lua_insert(l, -2);
+        2
+    }
+}
+
+unsafe extern "C-unwind" fn w_loadstring(l: State) -> c_int {
+    let mut len = 0usize;
+    let s = ffi::luaL_checklstring(l, 1, &mut len);
+    let chunkname = ffi::luaL_optlstring(l, 2, s, std::ptr::null_mut());
+    let code = std::slice::from_raw_parts(s as *const u8, len);
+    let status = if code.first() == Some(&0x1b) {
+        // Parsed as text (and rejected) like Redis's Lua: same message,
+        // same chunk name, as the signature byte stays the first token.
+        ffi::lua_pushlstring(l, cstr!(" "), 1);
+        ffi::lua_pushvalue(l, 1);
+        ffi::lua_concat(l, 2);
+        let mut n = 0usize;
+        let p = ffi::lua_tolstring(l, -1, &mut n);
+        let st = ffi::luaL_loadbuffer(l, p, n, chunkname);
+        ffi::lua_remove(l, -2);
+        st
+    } else {
+        ffi::luaL_loadbuffer(l, s, len, chunkname)
+    };
+    load_result(l, status)
+}
+
+/// Reader state for [`w_load`] (plain data: the reader may raise).
+struct ReaderState {
+    first: bool,
+    pending: *const c_char,
+    pending_len: usize,
+}
+
+unsafe extern "C-unwind" fn load_reader(l: State, ud: *mut c_void, size: *mut usize) -> *const c_char {
+    let st = &mut *(ud as *mut ReaderState);
+    if !st.pending.is_null() {
+        let p = st.pending;
+        *size = st.pending_len;
+        st.pending = std::ptr::null();
+        return p;
+    }
+    ffi::luaL_checkstack(l, 2, cstr!("too many nested functions"));
+    ffi::lua_pushvalue(l, 1);
+    ffi::lua_call(l, 0, 1);
+    if ffi::lua_type(l, -1) == ffi::LUA_TNIL {
+        *size = 0;
+        return std::ptr::null();
+    }
+    if ffi::lua_isstring(l, -1) != 0 {
+        ffi::lua_replace(l, 3);
+        let p = ffi::lua_tolstring(l, 3, size);
+        if st.first && *size > 0 {
+            st.first = false;
+            if *p as u8 == 0x1b {
+                st.pending = p;
+                st.pending_len = *size;
+                *size = 1;
+                return cstr!(" ");
+            }
+        }
+        return p;
+    }
+    push_where_msg(l, 1, b"reader function must return a string");
+    raise(l)
+}
+
+unsafe extern "C-unwind" fn w_load(l: State) -> c_int {
+    ffi::luaL_checktype(l, 1, ffi::LUA_TFUNCTION);
+    let chunkname = ffi::luaL_optlstring(l, 2, cstr!("=(load)"), std::ptr::null_mut());
+    ffi::lua_settop(l, 3);
+    let mut st = ReaderState { first: true, pending: std::ptr::null(), pending_len: 0 };
+    let status = ffi::lua_load(l, load_reader, &mut st as *mut ReaderState as *mut c_void, chunkname);
+    load_result(l, status)
+}
+
+/// The error handler of every script call (`__redis__err__handler`): turns
+/// the error into `{err=..., source=..., line=...}` with the position of the
+/// Lua code that raised it (skipping the C function that raised, if any).
+unsafe extern "C-unwind" fn error_handler(l: State) -> c_int {
+    ffi::lua_settop(l, 1);
+    let mut ar: ffi::lua_Debug = std::mem::zeroed();
+    let mut have = ffi::lua_getstack(l, 1, &mut ar) != 0 && ffi::lua_getinfo(l, cstr!("nSl"), &mut ar) != 0;
+    let raised_by_c = have && cstr_bytes(ar.what) == b"C";
+    if raised_by_c {
+        have = ffi::lua_getstack(l, 2, &mut ar) != 0 && ffi::lua_getinfo(l, cstr!("nSl"), &mut ar) != 0;
+    }
+    if ffi::lua_type(l, 1) != ffi::LUA_TTABLE {
+        push_bytes(l, b"ERR ");
+        if let Some(msg) = super::redis_lib::mlua_error_text(l, 1) {
+            // A Rust library function failed: add the position luaL_error
+            // would have added.
+            if raised_by_c && have && ar.currentline > 0 {
+                let src = cstr_bytes(ar.short_src.as_ptr());
+                let mut pre = src.to_vec();
+                pre.extend_from_slice(format!(":{}: ", ar.currentline).as_bytes());
+                push_bytes(l, &pre);
+            } else {
+                push_bytes(l, b"");
+            }
+            push_bytes(l, msg.as_bytes());
+            drop(msg);
+            ffi::lua_concat(l, 3);
+        } else {
+            let mut n = 0usize;
+            ffi::luaL_tolstring(l, 1, &mut n);
+            ffi::lua_concat(l, 2);
+        }
+        ffi::lua_createtable(l, 0, 3);
+        ffi::lua_insert(l, -2);
+        set_field_raw(l, -2, "err");
+        ffi::lua_replace(l, 1);
+    }
+    if have {
+        ffi::lua_pushstring(l, ar.source);
+        set_field_raw(l, 1, "source");
+        ffi::lua_pushnumber(l, ar.currentline as f64);
+        set_field_raw(l, 1, "line");
+    }
+    ffi::lua_settop(l, 1);
+    1
+}
+
+/// What an error value tells (`luaExtractErrorInformation`).
+#[derive(Debug, Default)]
+pub(crate) struct ErrorInfo {
+    pub msg: Option<Vec<u8>>,
+    pub source: Option<Vec<u8>>,
+    pub line: Option<Vec<u8>>,
+}
+
+/// Reads the error value on top of the stack (without popping it).
+pub(crate) unsafe fn error_info(l: State) -> ErrorInfo {
+    let mut info = ErrorInfo::default();
+    match ffi::lua_type(l, -1) {
+        ffi::LUA_TSTRING | ffi::LUA_TNUMBER => {
+            let mut m = b"ERR ".to_vec();
+            m.extend_from_slice(super::convert::c_str(to_bytes(l, -1).unwrap_or(b"")));
+            info.msg = Some(m);
+        }
+        ffi::LUA_TTABLE => {
+            for (field, slot) in [("err", &mut info.msg), ("source", &mut info.source), ("line", &mut info.line)] {
+                get_field_raw(l, -1, field);
+                if ffi::lua_isstring(l, -1) != 0 {
+                    *slot = to_bytes(l, -1).map(|b| super::convert::c_str(b).to_vec());
+                }
+                ffi::lua_pop(l, 1);
+            }
+        }
+        _ => {
+            if let Some(m) = super::redis_lib::mlua_error_text(l, -1) {
+                info.msg = Some(format!("ERR {m}").into_bytes());
+            }
+        }
+    }
+    info
+}
