@@ -36,6 +36,8 @@ struct Conn {
     /// Bytes of pushed messages in `out` not yet written: they still count
     /// in `pending_bytes` (the output buffer limits see them).
     pushed_unflushed: usize,
+    /// The client is in `Core::clients`.
+    registered: bool,
 }
 
 /// Serves one connection until it closes, is killed, or the server stops.
@@ -45,43 +47,55 @@ pub async fn handle(shared: Arc<Shared>, socket: TcpStream, peer: SocketAddr) {
     let (tx, rx) = mpsc::unbounded_channel();
     let id = shared.next_id();
     let cs = Arc::new(ClientShared::new(id, peer, laddr, shared.clock.now_ms(), tx));
-    let (authenticated, max_bulk) = {
-        let mut core = shared.core.lock().await;
-        let max: usize = core.config.get_str("maxclients").parse().unwrap_or(10000);
-        if core.clients.len() >= max {
-            core.stats.rejected_connections += 1;
-            drop(core);
-            let mut s = socket;
-            let _ = s.write_all(b"-ERR max number of clients reached\r\n").await;
-            return;
-        }
-        core.clients.insert(id, cs.clone());
-        core.stats.total_connections += 1;
-        (core.config.requirepass.is_none(), core.config.proto_max_bulk)
-    };
-    let mut parser = RequestParser::new();
-    parser.max_bulk = max_bulk;
-    parser.unauthenticated = !authenticated;
     let mut conn = Conn {
         shared: shared.clone(),
         socket,
         rbuf: BytesMut::with_capacity(READ_CHUNK),
         out: BytesMut::with_capacity(READ_CHUNK),
-        parser,
-        client: ClientState::new(cs.clone(), authenticated),
+        parser: RequestParser::new(),
+        client: ClientState::new(cs.clone(), false),
         rx,
         pushed_unflushed: 0,
+        registered: false,
     };
+    // Register now; while a script is busy, the first command that gets the
+    // lock registers instead (a new connection must still get BUSY / be able
+    // to send SCRIPT KILL).
+    if let Ok(mut core) = shared.lock_core(false).await {
+        if !conn.register(&mut core) {
+            drop(core);
+            let _ = conn.socket.write_all(b"-ERR max number of clients reached\r\n").await;
+            return;
+        }
+    }
     conn.run().await;
-    // Clean up everything this client left in the core.
-    let mut core = shared.core.lock().await;
-    core.clients.shift_remove(&id);
-    core.pubsub.remove_client(&cs);
-    core.watches.unwatch(id);
-    crate::blocking::remove_client(&mut core, id);
+    if conn.registered {
+        // Clean up everything this client left in the core.
+        let mut core = shared.core.lock().await;
+        core.clients.shift_remove(&id);
+        core.pubsub.remove_client(&cs);
+        core.watches.unwatch(id);
+        crate::blocking::remove_client(&mut core, id);
+    }
 }
 
 impl Conn {
+    /// Adds this client to the core; false when `maxclients` is reached.
+    fn register(&mut self, core: &mut Core) -> bool {
+        let max: usize = core.config.get_str("maxclients").parse().unwrap_or(10000);
+        if core.clients.len() >= max {
+            core.stats.rejected_connections += 1;
+            return false;
+        }
+        core.clients.insert(self.client.id, self.client.shared.clone());
+        core.stats.total_connections += 1;
+        self.client.authenticated = core.config.requirepass.is_none();
+        self.parser.max_bulk = core.config.proto_max_bulk;
+        self.parser.unauthenticated = !self.client.authenticated;
+        self.registered = true;
+        true
+    }
+
     async fn run(&mut self) {
         let mut shutdown = self.shared.shutdown.subscribe();
         let cs = self.client.shared.clone();
@@ -169,7 +183,13 @@ impl Conn {
                     self.wait_pause(&argv).await?;
                 }
                 match shared.lock_core(false).await {
-                    Ok(g) => {
+                    Ok(mut g) => {
+                        if !self.registered && !self.register(&mut g) {
+                            drop(g);
+                            Reply::error("ERR max number of clients reached").encode(self.client.resp, &mut self.out);
+                            self.client.close = true;
+                            break;
+                        }
                         guard = Some(g);
                         self.drain_outbound();
                     }

@@ -533,6 +533,26 @@ fn script_kill_stops_a_runaway_script() {
     assert_eq!(other.cmd(&["SET", "after", "1"]), Value::Simple(b"OK".to_vec()));
 }
 
+/// Regression: a connection opened while a script is busy used to wait for
+/// the core lock before its first command, so `redis-cli SCRIPT KILL` hung.
+#[test]
+fn a_connection_opened_during_a_busy_script_can_kill_it() {
+    let srv = common::server();
+    let mut admin = raw(&srv);
+    admin.cmd(&["CONFIG", "SET", "lua-time-limit", "100"]);
+    let h = eval_in_thread(raw(&srv), "while true do end");
+    assert!(matches!(wait_busy(&mut admin), Value::Error(e) if e.starts_with(b"BUSY")));
+    let mut fresh = raw(&srv);
+    assert!(matches!(fresh.cmd(&["GET", "k"]), Value::Error(e) if e.starts_with(b"BUSY")));
+    assert_eq!(fresh.cmd(&["SCRIPT", "KILL"]), Value::Simple(b"OK".to_vec()));
+    let (_, reply) = h.join().unwrap();
+    assert!(matches!(&reply, Value::Error(e) if e.starts_with(b"ERR Script killed by user")), "{reply:?}");
+    // Registered on its first command after the script: it shows in CLIENT LIST.
+    assert_eq!(fresh.cmd(&["CLIENT", "SETNAME", "late"]), Value::Simple(b"OK".to_vec()));
+    let Value::Bulk(Some(list)) = fresh.cmd(&["CLIENT", "LIST"]) else { panic!("CLIENT LIST") };
+    assert!(String::from_utf8_lossy(&list).contains("name=late"));
+}
+
 #[test]
 fn function_kill_and_busy_wording_for_functions() {
     let srv = common::server();
