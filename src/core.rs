@@ -62,6 +62,11 @@ pub struct Stats {
     pub pubsub_messages: u64,
     pub slowlog: std::collections::VecDeque<SlowEntry>,
     pub slowlog_next_id: u64,
+    /// Commands run inside another command (a script's `redis.call`, EXEC)
+    /// and their total time: lets a script's time be split into Lua and
+    /// command time.
+    pub nested_calls: u64,
+    pub nested_nanos: u64,
 }
 
 /// All mutable server state. See the module docs.

@@ -442,9 +442,14 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes]) -> Reply {
     ctx.core.call_depth += 1;
     let start = Instant::now();
     let result = (cmd.spec.handler)(ctx, argv);
-    let usec = start.elapsed().as_micros() as u64;
+    let nanos = start.elapsed().as_nanos() as u64;
+    let usec = nanos / 1000;
     ctx.core.call_depth -= 1;
     let stats = &mut ctx.core.stats;
+    if ctx.core.call_depth > 0 {
+        stats.nested_calls += 1;
+        stats.nested_nanos += nanos;
+    }
     let st = &mut stats.commands[cmd.id];
     st.calls += 1;
     st.usec += usec;

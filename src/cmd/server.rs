@@ -802,6 +802,9 @@ fn config_resetstat(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     st.keyspace_misses = 0;
     st.total_error_replies = 0;
     st.pubsub_messages = 0;
+    if let Some(s) = ctx.core.scripting.as_mut() {
+        s.reset_stats();
+    }
     Ok(Reply::ok())
 }
 
@@ -1046,7 +1049,14 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) -> bool {
             l!("used_memory_rss:{rss}");
             l!("used_memory_rss_human:{:.2}M", rss as f64 / 1048576.0);
             l!("used_memory_peak:{rss}");
-            l!("used_memory_lua:{}", 32768);
+            let (lua, funcs, scripts) = core
+                .scripting
+                .as_ref()
+                .map_or((0, 0, 0), |s| (s.eval_memory(), s.functions_memory(), s.script_count()));
+            l!("used_memory_lua:{lua}");
+            l!("used_memory_vm_eval:{lua}");
+            l!("used_memory_vm_functions:{funcs}");
+            l!("number_of_cached_scripts:{scripts}");
             l!("maxmemory:{}", core.config.get_str("maxmemory"));
             l!("maxmemory_policy:{}", core.config.get_str("maxmemory-policy"));
             l!("mem_fragmentation_ratio:1.00");
@@ -1131,6 +1141,30 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) -> bool {
             }
         }
         "latencystats" => l!("# Latencystats"),
+        "scriptstats" => {
+            // rlockd's own section: where each cached script's time goes.
+            l!("# Scriptstats");
+            if let Some(scripting) = core.scripting.as_ref() {
+                for (sha, st) in scripting.script_stats() {
+                    if st.calls == 0 {
+                        continue;
+                    }
+                    let usec = st.nanos as f64 / 1000.0;
+                    let redis_usec = st.redis_nanos as f64 / 1000.0;
+                    l!(
+                        "script_{sha}:calls={},errors={},usec={:.0},usec_per_call={:.2},redis_calls={},redis_calls_per_call={:.2},redis_usec={:.0},lua_usec={:.0}",
+                        st.calls,
+                        st.errors,
+                        usec,
+                        usec / st.calls as f64,
+                        st.redis_calls,
+                        st.redis_calls as f64 / st.calls as f64,
+                        redis_usec,
+                        (usec - redis_usec).max(0.0)
+                    );
+                }
+            }
+        }
         _ => return false,
     }
     true
@@ -1148,6 +1182,7 @@ fn info(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
                 sections.extend(DEFAULT_SECTIONS.iter().map(|s| s.to_string()));
                 sections.push("commandstats".into());
                 sections.push("latencystats".into());
+                sections.push("scriptstats".into());
             }
             "default" => {}
             other => sections.push(other.to_string()),

@@ -87,6 +87,22 @@ impl ScriptFlags {
 struct EvalScript {
     body: Bytes,
     flags: ScriptFlags,
+    stats: ScriptStats,
+}
+
+/// Where one cached script's time goes (`INFO scriptstats`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ScriptStats {
+    /// Runs of the script (EVAL and EVALSHA).
+    pub calls: u64,
+    /// Runs that replied with an error.
+    pub errors: u64,
+    /// Total time of the runs, in nanoseconds.
+    pub nanos: u64,
+    /// `redis.call` / `redis.pcall` commands made by the runs.
+    pub redis_calls: u64,
+    /// Time spent inside those commands, in nanoseconds (the rest is Lua).
+    pub redis_nanos: u64,
 }
 
 /// How to find the function to call.
@@ -193,7 +209,7 @@ impl Scripting {
             }
             lua::set_field_raw(l, ffi::LUA_REGISTRYINDEX, &format!("f_{sha}"));
         }
-        self.scripts.insert(sha.clone(), EvalScript { body: body.clone(), flags });
+        self.scripts.insert(sha.clone(), EvalScript { body: body.clone(), flags, stats: ScriptStats::default() });
         Ok(sha)
     }
 
@@ -225,7 +241,32 @@ impl Scripting {
         let n = numkeys as usize;
         let (keys, argv) = (&args[3..3 + n], &args[3 + n..]);
         let fname = format!("f_{sha}");
-        self.run(ctx, Target::Eval(&fname), &sha, keys, argv, flags, ro)
+        let start = std::time::Instant::now();
+        let (calls0, nanos0) = (ctx.core.stats.nested_calls, ctx.core.stats.nested_nanos);
+        let reply = self.run(ctx, Target::Eval(&fname), &sha, keys, argv, flags, ro);
+        if let Some(s) = self.scripts.get_mut(&sha) {
+            let st = &mut s.stats;
+            st.calls += 1;
+            st.errors += u64::from(reply.is_error());
+            st.nanos += start.elapsed().as_nanos() as u64;
+            st.redis_calls += ctx.core.stats.nested_calls - calls0;
+            st.redis_nanos += ctx.core.stats.nested_nanos - nanos0;
+        }
+        reply
+    }
+
+    /// Per-script statistics of the cached scripts, by sha.
+    pub fn script_stats(&self) -> Vec<(String, ScriptStats)> {
+        let mut v: Vec<_> = self.scripts.iter().map(|(sha, s)| (sha.clone(), s.stats)).collect();
+        v.sort_by(|a, b| b.1.nanos.cmp(&a.1.nanos).then_with(|| a.0.cmp(&b.0)));
+        v
+    }
+
+    /// `CONFIG RESETSTAT`.
+    pub fn reset_stats(&mut self) {
+        for s in self.scripts.values_mut() {
+            s.stats = ScriptStats::default();
+        }
     }
 
     /// `FCALL`, `FCALL_RO`.

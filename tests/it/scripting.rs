@@ -648,3 +648,32 @@ fn keyspace_events_from_scripts() {
     assert_eq!(first.get_payload::<String>().unwrap(), "set");
     assert_eq!(second.get_payload::<String>().unwrap(), "del");
 }
+
+/// `INFO scriptstats` tells, per cached script, how often it ran and how its
+/// time splits between Lua and the commands it called.
+#[test]
+fn info_scriptstats_splits_time_per_script() {
+    let srv = common::server();
+    let mut c = raw(&srv);
+    let body = "redis.call('set', KEYS[1], ARGV[1]); return redis.call('get', KEYS[1])";
+    for i in 0..5 {
+        c.cmd(&["EVAL", body, "1", "k", &i.to_string()]);
+    }
+    c.cmd(&["EVAL", "return redis.call('nosuchcmd')", "0"]);
+    let Value::Bulk(Some(info)) = c.cmd(&["INFO", "scriptstats"]) else { panic!("INFO") };
+    let info = String::from_utf8(info).unwrap();
+    let sha = rlockd_sha(body);
+    let line = info.lines().find(|l| l.starts_with(&format!("script_{sha}:"))).expect("line for the script");
+    assert!(line.contains(":calls=5,errors=0,"), "{line}");
+    assert!(line.contains(",redis_calls=10,redis_calls_per_call=2.00,"), "{line}");
+    assert!(info.contains(",errors=1,"), "{info}");
+    c.cmd(&["CONFIG", "RESETSTAT"]);
+    let Value::Bulk(Some(info)) = c.cmd(&["INFO", "scriptstats"]) else { panic!("INFO") };
+    assert_eq!(String::from_utf8(info).unwrap(), "# Scriptstats\r\n");
+}
+
+fn rlockd_sha(body: &str) -> String {
+    let mut h = sha1_smol::Sha1::new();
+    h.update(body.as_bytes());
+    h.digest().to_string()
+}
