@@ -108,22 +108,30 @@ fn run_workload(port: u16, w: &Workload, conns: usize, pipeline: usize, secs: f6
 }
 
 fn read_replies(s: &mut TcpStream, buf: &mut Vec<u8>, mut n: usize) {
-    let mut chunk = [0u8; 64 * 1024];
+    thread_local! {
+        static CHUNK: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0u8; 64 * 1024]);
+    }
+    CHUNK.with(|c| read_into(s, buf, &mut n, &mut c.borrow_mut()));
+}
+
+fn read_into(s: &mut TcpStream, buf: &mut Vec<u8>, n: &mut usize, chunk: &mut [u8]) {
     loop {
-        while n > 0 {
-            match frame_len(buf) {
+        let mut off = 0;
+        while *n > 0 {
+            match frame_len(&buf[off..]) {
                 Some(len) => {
-                    assert!(buf[0] != b'-', "error reply: {}", String::from_utf8_lossy(&buf[..len]));
-                    buf.drain(..len);
-                    n -= 1;
+                    assert!(buf[off] != b'-', "error reply: {}", String::from_utf8_lossy(&buf[off..off + len]));
+                    off += len;
+                    *n -= 1;
                 }
                 None => break,
             }
         }
-        if n == 0 {
+        buf.drain(..off);
+        if *n == 0 {
             return;
         }
-        let r = s.read(&mut chunk).unwrap();
+        let r = s.read(chunk).unwrap();
         assert!(r > 0, "server closed the connection");
         buf.extend_from_slice(&chunk[..r]);
     }
@@ -159,6 +167,22 @@ fn b(s: impl Into<String>) -> Vec<u8> {
     s.into().into_bytes()
 }
 
+use rlockd::script::locks::{REDLOCK_RELEASE, REENTRANT_LOCK, REENTRANT_UNLOCK};
+
+/// The script's SHA1, computed once (the client must not burn the CPU the
+/// servers share).
+fn sha(script: &rlockd::script::locks::LockScript) -> Vec<u8> {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    static CACHE: OnceLock<Mutex<HashMap<&'static str, Vec<u8>>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    cache.lock().unwrap().entry(script.name).or_insert_with(|| script.sha1().into_bytes()).clone()
+}
+
+fn load(script: &rlockd::script::locks::LockScript) -> Vec<Vec<u8>> {
+    vec![b("SCRIPT"), b("LOAD"), script.source.as_bytes().to_vec()]
+}
+
 fn workloads() -> Vec<Workload> {
     vec![
         Workload { name: "ping", setup: vec![], request: |_, _| vec![b("PING")] },
@@ -188,7 +212,49 @@ fn workloads() -> Vec<Workload> {
             setup: vec![],
             request: |_, _| vec![b("SET"), b("lock"), b("token"), b("NX"), b("PX"), b("30000")],
         },
+        Workload {
+            name: "lua: Redisson reentrant lock + unlock (EVALSHA)",
+            setup: vec![load(&REENTRANT_LOCK), load(&REENTRANT_UNLOCK)],
+            request: |c, i| {
+                let lock = b(format!("lock:{c}"));
+                let holder = b(format!("8743c9c0-0795-4907-87fd-6c719a6b4586:{c}"));
+                if i % 2 == 0 {
+                    vec![b("EVALSHA"), sha(&REENTRANT_LOCK), b("1"), lock, b("30000"), holder]
+                } else {
+                    let channel = b(format!("redisson_lock__channel:{{lock:{c}}}"));
+                    vec![b("EVALSHA"), sha(&REENTRANT_UNLOCK), b("2"), lock, channel, b("0"), b("30000"), holder]
+                }
+            },
+        },
+        Workload {
+            name: "lua: Redisson reentrant lock contended (returns pttl)",
+            setup: vec![
+                load(&REENTRANT_LOCK),
+                vec![b("HSET"), b("lock"), b("owner:1"), b("1")],
+                vec![b("PEXPIRE"), b("lock"), b("600000")],
+            ],
+            request: |c, _| {
+                vec![b("EVALSHA"), sha(&REENTRANT_LOCK), b("1"), b("lock"), b("30000"), b(format!("w:{c}"))]
+            },
+        },
+        Workload {
+            name: "lua: redlock acquire (SET NX PX) + release (EVALSHA)",
+            setup: vec![load(&REDLOCK_RELEASE)],
+            request: |c, i| {
+                let key = b(format!("rl:{c}"));
+                if i % 2 == 0 {
+                    vec![b("SET"), key, b("tok"), b("NX"), b("PX"), b("30000")]
+                } else {
+                    vec![b("EVALSHA"), sha(&REDLOCK_RELEASE), b("1"), key, b("tok")]
+                }
+            },
+        },
     ]
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
 }
 
 fn main() {
@@ -197,18 +263,29 @@ fn main() {
     let conns: usize = std::env::var("LOAD_CONNS").ok().and_then(|v| v.parse().ok()).unwrap_or(8);
     let pipeline: usize = std::env::var("LOAD_PIPELINE").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
     let filter = std::env::var("LOAD_FILTER").unwrap_or_default();
+    let rounds: usize = std::env::var("LOAD_ROUNDS").ok().and_then(|v| v.parse().ok()).unwrap_or(3);
     let ours = rlockd::Server::start().expect("rlockd");
     let theirs = start_redis();
     if theirs.is_none() {
         eprintln!("redis-server not found: measuring rlockd alone");
     }
-    println!("# load comparison: {conns} connections, pipeline {pipeline}, {secs}s per workload and server");
+    println!(
+        "# load comparison: {conns} connections, pipeline {pipeline}, median of {rounds} alternating rounds of {secs}s"
+    );
     println!("| workload | rlockd ops/s | redis-server ops/s | rlockd / redis |");
     println!("|---|---:|---:|---:|");
     for w in workloads().iter().filter(|w| w.name.contains(&filter)) {
-        // Alternate the order to spread machine noise.
-        let r = theirs.as_ref().map(|r| run_workload(r.1, w, conns, pipeline, secs));
-        let o = run_workload(ours.port(), w, conns, pipeline, secs);
+        // Alternate the servers round by round to spread machine noise; report medians.
+        let mut os = Vec::new();
+        let mut rs = Vec::new();
+        for _ in 0..rounds.max(1) {
+            if let Some(r) = theirs.as_ref() {
+                rs.push(run_workload(r.1, w, conns, pipeline, secs));
+            }
+            os.push(run_workload(ours.port(), w, conns, pipeline, secs));
+        }
+        let o = median(&mut os);
+        let r = (!rs.is_empty()).then(|| median(&mut rs));
         match r {
             Some(r) => println!("| {} | {:.0} | {:.0} | {:.2} |", w.name, o, r, o / r),
             None => println!("| {} | {:.0} | - | - |", w.name, o),
