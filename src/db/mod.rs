@@ -351,17 +351,29 @@ impl Db {
     }
 
     /// Gives memory back after mass deletion (Redis resizes its dicts too).
+    ///
+    /// Rehashing is O(live entries) and happens under the core lock, so it is
+    /// only done once few entries are left; the big old allocation is freed
+    /// off the lock ([`lazy_free`]), since unmapping tens of megabytes can
+    /// take tens of milliseconds. A large database that merely shrank keeps
+    /// its capacity until it gets small.
     pub fn maybe_shrink(&mut self) {
+        const MAX_LIVE_FOR_REHASH: usize = 16 * 1024;
         let cap = self.map.capacity();
-        if cap > 1024 && self.map.len() * 8 < cap {
-            self.map.shrink_to(self.map.len() * 2);
+        let len = self.map.len();
+        if cap > 1024 && len * 8 < cap && len <= MAX_LIVE_FOR_REHASH {
+            let mut fresh = Map::with_capacity_and_hasher(len * 2, Hasher::default());
+            fresh.extend(self.map.drain(..));
+            lazy_free(std::mem::replace(&mut self.map, fresh));
         }
     }
 
-    /// Drops every key.
+    /// Drops every key (the memory is freed off the lock).
     pub fn clear(&mut self) {
-        self.map = Map::default();
-        self.expires = BTreeSet::new();
+        let old = (std::mem::take(&mut self.map), std::mem::take(&mut self.expires));
+        if old.0.capacity() > 4096 {
+            lazy_free(old);
+        }
     }
 
     /// One SCAN step over this database. `cursor` 0 starts; the returned
@@ -374,6 +386,12 @@ impl Db {
     pub fn scan_indices(&self, cursor: u64, count: usize) -> (u64, std::ops::Range<usize>) {
         scan_step(self.map.len(), cursor, count)
     }
+}
+
+/// Drops a large value on a background thread, so freeing it never stalls
+/// the lock holder (Redis's lazyfree). Small values are dropped in place.
+pub fn lazy_free<T: Send + 'static>(value: T) {
+    let _ = std::thread::Builder::new().name("rlockd-lazyfree".into()).spawn(move || drop(value));
 }
 
 /// The index range visited by one step of a downward cursor scan over a

@@ -10,7 +10,7 @@
 //! [sort] SMEMBERS s   compare after sorting the (top-level) aggregate
 //! [pairs] HGETALL h   compare a flat RESP2 array of pairs sorted by key
 //! [shape] SPOP s      compare only the reply's type and length
-//! [approx] TTL k      integers within 1 (TTL) / 1500 (PTTL-sized) of each other
+//! [approx] TTL k      integers within 2% (at least 1) of each other; -1/-2 exact
 //! [ignore] RANDOMKEY  send, read, do not compare
 //! [send] BLPOP l 0    send only; read later with @read
 //! @read               read one reply / push on the current connection and compare
@@ -71,7 +71,8 @@ fn approx_eq(a: &Value, b: &Value) -> bool {
         // -1 (no TTL) and -2 (no key) must match exactly.
         (Some(x), Some(y)) if x < 0 || y < 0 => x == y,
         (Some(x), Some(y)) => {
-            let tol = if x.abs().max(y.abs()) > 100_000 { 1500 } else { 1 };
+            // TTLs (seconds) or PTTLs (ms) read a few ms apart on two servers.
+            let tol = (x.abs().max(y.abs()) / 50).max(1);
             (x - y).abs() <= tol
         }
         _ => a == b,
@@ -130,9 +131,18 @@ impl Runner {
             (Mode::Exact, line)
         };
         let args = parse_line(rest);
+        let bytes = super::common::resp::encode(&args);
         let p = self.pair();
-        p.ours.send(&args);
-        p.theirs.send(&args);
+        let sent = (p.ours.try_send_raw(&bytes).is_ok(), p.theirs.try_send_raw(&bytes).is_ok());
+        if sent != (true, true) {
+            if sent.0 != sent.1 {
+                self.fail(format!(
+                    "{rest}: connection closed on one side only (rlockd open: {}, redis open: {})",
+                    sent.0, sent.1
+                ));
+            }
+            return;
+        }
         if mode == Mode::Send {
             return;
         }
@@ -234,9 +244,15 @@ fn run_file(path: &std::path::Path, our_port: u16, their_port: u16) -> Vec<Strin
         } else if let Some(raw) = line.strip_prefix("@raw") {
             let bytes: Vec<u8> = parse_line(raw.trim()).concat();
             let p = r.pair();
-            p.ours.send_raw(&bytes);
-            p.theirs.send_raw(&bytes);
-            r.read_step();
+            let sent = (p.ours.try_send_raw(&bytes).is_ok(), p.theirs.try_send_raw(&bytes).is_ok());
+            if sent.0 != sent.1 {
+                r.fail(format!(
+                    "@raw: connection closed on one side only (rlockd open: {}, redis open: {})",
+                    sent.0, sent.1
+                ));
+            } else if sent.0 {
+                r.read_step();
+            }
         } else if line == "@read" {
             r.read_step();
         } else if let Some(name) = line.strip_prefix("@conn") {

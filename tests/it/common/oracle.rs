@@ -55,7 +55,12 @@ impl Oracle {
             let deadline = Instant::now() + Duration::from_secs(5);
             while Instant::now() < deadline {
                 if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                    return Some(o);
+                    // The port may have been taken meanwhile by another test's
+                    // server: make sure it is our redis-server answering.
+                    if is_real_redis(port) && matches!(o.child.try_wait(), Ok(None)) {
+                        return Some(o);
+                    }
+                    break;
                 }
                 if let Ok(Some(_)) = o.child.try_wait() {
                     break; // port taken: retry
@@ -65,6 +70,18 @@ impl Oracle {
             let _ = o.child.kill();
         }
         panic!("could not start redis-server");
+    }
+}
+
+/// True if the server on `port` is redis-server (not an rlockd that grabbed the port).
+fn is_real_redis(port: u16) -> bool {
+    let mut c = super::resp::RawConn::connect(port);
+    match c.cmd(&["INFO", "server"]) {
+        super::resp::Value::Bulk(Some(b)) => {
+            let s = String::from_utf8_lossy(&b);
+            s.contains("redis_version:") && !s.contains("rlockd_version:")
+        }
+        _ => false,
     }
 }
 

@@ -152,6 +152,11 @@ impl RawConn {
         self.w.write_all(bytes).expect("write");
     }
 
+    /// Like [`send_raw`](Self::send_raw), reporting a closed connection instead of panicking.
+    pub fn try_send_raw(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.w.write_all(bytes)
+    }
+
     pub fn send(&mut self, args: &[Vec<u8>]) {
         self.send_raw(&encode(args));
     }
