@@ -14,7 +14,7 @@
 //! over. The only Lua API calls that can raise from inside a closure are
 //! allocation failures, as in the C originals.
 
-use std::ffi::{c_char, c_int, CStr};
+use std::ffi::{c_int, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
 
@@ -113,27 +113,8 @@ unsafe fn raise(l: *mut lua_State, fail: Fail) -> ! {
     ffi::lua_error(l)
 }
 
-/// Pushes a byte string.
-///
-/// # Safety
-/// `l` must be a valid state with a free stack slot.
-pub(crate) unsafe fn push_bytes(l: *mut lua_State, s: &[u8]) {
-    ffi::lua_pushlstring(l, s.as_ptr() as *const c_char, s.len());
-}
-
-/// The bytes of the string (or number, converted in place) at `idx`.
-///
-/// # Safety
-/// The slice is valid while the value stays on the stack.
-pub(crate) unsafe fn to_bytes<'a>(l: *mut lua_State, idx: c_int) -> Option<&'a [u8]> {
-    let mut len = 0usize;
-    let p = ffi::lua_tolstring(l, idx, &mut len);
-    if p.is_null() {
-        None
-    } else {
-        Some(std::slice::from_raw_parts(p as *const u8, len))
-    }
-}
+// Byte-string stack helpers shared with the engine.
+pub(crate) use super::lua::{push_bytes, to_bytes};
 
 /// `luaL_checklstring`. Lua guarantees a `'\0'` after the returned bytes.
 pub(crate) unsafe fn check_bytes<'a>(l: *mut lua_State, narg: c_int) -> Result<&'a [u8], Fail> {
