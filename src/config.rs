@@ -335,11 +335,7 @@ impl RuntimeConfig {
             },
             Kind::Enum(opts) => match opts.iter().find(|o| o.eq_ignore_ascii_case(&v)) {
                 Some(o) => o.to_string(),
-                None => {
-                    return Err(
-                        fail("argument(s) must be one of the following: ".to_string().as_str()).with_options(opts)
-                    )
-                }
+                None => return Err(fail(&format!("argument(s) must be one of the following: {}", opts.join(", ")))),
             },
             Kind::Str => v.clone(),
             Kind::Special => match param.name {
@@ -399,15 +395,6 @@ impl RuntimeConfig {
     fn obuf_string(&self) -> String {
         let l = self.pubsub_limit;
         format!("normal 0 0 0 slave 268435456 67108864 60 pubsub {} {} {}", l.hard, l.soft, l.soft_secs)
-    }
-}
-
-trait WithOptions {
-    fn with_options(self, opts: &[&str]) -> CmdError;
-}
-impl WithOptions for CmdError {
-    fn with_options(self, opts: &[&str]) -> CmdError {
-        CmdError::custom(format!("{}{}", self, opts.join(", ")))
     }
 }
 

@@ -252,14 +252,7 @@ fn copy_(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn move_(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
-    let v = int(&args[2])?;
-    if v < i64::from(i32::MIN) || v > i64::from(i32::MAX) {
-        return Err(INT_RANGE.clone());
-    }
-    if v < 0 || v as usize >= ctx.core.ks.dbs.len() {
-        return Err(CmdError::custom("ERR DB index is out of range"));
-    }
-    let target = v as usize;
+    let target = db_index(ctx, &args[2])?;
     if target == ctx.client.db {
         return Err(CmdError::custom("ERR source and destination objects are the same"));
     }
