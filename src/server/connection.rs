@@ -70,13 +70,18 @@ pub async fn handle(shared: Arc<Shared>, socket: TcpStream, peer: SocketAddr) {
     }
     conn.run().await;
     if conn.registered {
-        // Clean up everything this client left in the core.
         let mut core = shared.core.lock().await;
-        core.clients.shift_remove(&id);
-        core.pubsub.remove_client(&cs);
-        core.watches.unwatch(id);
-        crate::blocking::remove_client(&mut core, id);
+        unregister(&mut core, &cs);
     }
+}
+
+/// Removes everything a client left in the core (its entry, subscriptions,
+/// WATCHes, blocked-client waiter).
+fn unregister(core: &mut Core, cs: &ClientShared) {
+    core.clients.shift_remove(&cs.id);
+    core.pubsub.remove_client(cs);
+    core.watches.unwatch(cs.id);
+    crate::blocking::remove_client(core, cs.id);
 }
 
 impl Conn {
@@ -272,14 +277,22 @@ impl Conn {
                 }
             }
         };
-        cs.blocked.store(false, Ordering::Relaxed);
         if let Some(r) = outcome {
+            cs.blocked.store(false, Ordering::Relaxed);
             return Some(r);
         }
         let cancelled = {
             let mut core = self.shared.core.lock().await;
-            crate::blocking::cancel(&mut core, waiter)
+            let cancelled = crate::blocking::cancel(&mut core, waiter);
+            if eof && self.registered {
+                // Gone while blocked: leave the core in the same lock hold, so
+                // no one sees a client that is neither blocked nor connected.
+                unregister(&mut core, &cs);
+                self.registered = false;
+            }
+            cancelled
         };
+        cs.blocked.store(false, Ordering::Relaxed);
         let reply = match cancelled {
             Some(timeout_reply) => timeout_reply,
             // Served while we were giving up: deliver what was served.
