@@ -73,11 +73,20 @@ impl Oracle {
     }
 }
 
-/// True if the server on `port` is redis-server (not an rlockd that grabbed the port).
+/// True if the server on `port` is redis-server (not an rlockd that grabbed
+/// the port). Any failure to get an answer — the other server closing the
+/// connection, a timeout — counts as "not ours", so the caller retries on a
+/// new port instead of failing the run.
 fn is_real_redis(port: u16) -> bool {
-    let mut c = super::resp::RawConn::connect(port);
-    match c.cmd(&["INFO", "server"]) {
-        super::resp::Value::Bulk(Some(b)) => {
+    let Ok(mut c) = super::resp::RawConn::try_connect(port) else {
+        return false;
+    };
+    c.set_read_timeout(Duration::from_secs(5));
+    if c.try_send_raw(b"*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n").is_err() {
+        return false;
+    }
+    match c.read() {
+        Some(super::resp::Value::Bulk(Some(b))) => {
             let s = String::from_utf8_lossy(&b);
             s.contains("redis_version:") && !s.contains("rlockd_version:")
         }

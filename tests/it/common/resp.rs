@@ -138,10 +138,15 @@ pub fn encode(args: &[Vec<u8>]) -> Vec<u8> {
 
 impl RawConn {
     pub fn connect(port: u16) -> RawConn {
-        let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-        s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
-        s.set_nodelay(true).expect("nodelay");
-        RawConn { w: s.try_clone().expect("clone"), r: BufReader::new(s), last_raw: Vec::new() }
+        Self::try_connect(port).expect("connect")
+    }
+
+    /// Like [`connect`](Self::connect), reporting failure instead of panicking.
+    pub fn try_connect(port: u16) -> std::io::Result<RawConn> {
+        let s = TcpStream::connect(("127.0.0.1", port))?;
+        s.set_read_timeout(Some(Duration::from_secs(10)))?;
+        s.set_nodelay(true)?;
+        Ok(RawConn { w: s.try_clone()?, r: BufReader::new(s), last_raw: Vec::new() })
     }
 
     pub fn set_read_timeout(&self, d: Duration) {
