@@ -28,3 +28,5 @@ while True:
     time.sleep(0.001)
 print("all keys gone %.2fs after loading ended; pings: %d, max PING latency %.2f ms" % (time.time() - loaded, n, maxlat * 1000))
 print(cmd(s, "INFO memory").decode().split("used_memory_rss:")[1].split("\r")[0], "bytes RSS")
+time.sleep(2)
+print(cmd(s, "INFO memory").decode().split("used_memory_rss:")[1].split("\r")[0], "bytes RSS 2 s later")

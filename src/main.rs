@@ -5,6 +5,20 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+/// The binary allocates with jemalloc, as redis-server does: glibc malloc
+/// stalls for tens of milliseconds when a mass expiry frees a million keys
+/// (see BENCHMARKS.md, active expiry). The library leaves the allocator to
+/// the embedding program.
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
+/// jemalloc options: a background thread returns freed pages to the OS
+/// about a second after they go idle, without waiting for further
+/// allocations (so memory freed by expiry leaves RSS while the server idles).
+#[allow(non_upper_case_globals)]
+#[export_name = "_rjem_malloc_conf"]
+pub static malloc_conf: &[u8; 60] = b"background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0\0";
+
 /// rlockd — an in-memory Redis-protocol server for lock scripts and tests.
 ///
 /// Besides the options below, `--<name> <value>` sets any parameter

@@ -358,7 +358,7 @@ impl Db {
     /// take tens of milliseconds. A large database that merely shrank keeps
     /// its capacity until it gets small.
     pub fn maybe_shrink(&mut self) {
-        const MAX_LIVE_FOR_REHASH: usize = 16 * 1024;
+        const MAX_LIVE_FOR_REHASH: usize = 4 * 1024;
         let cap = self.map.capacity();
         let len = self.map.len();
         if cap > 1024 && len * 8 < cap && len <= MAX_LIVE_FOR_REHASH {
