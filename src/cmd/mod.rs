@@ -30,6 +30,10 @@ pub mod util;
 pub mod zset;
 
 use std::collections::HashMap;
+
+/// Command name → command (lower-case names; looked up once per command,
+/// so hashed with the keyspace's fast hasher rather than SipHash).
+pub type NameMap = HashMap<Vec<u8>, Command, crate::db::Hasher>;
 use std::sync::OnceLock;
 use std::time::Instant;
 
@@ -195,7 +199,7 @@ pub struct Command {
     pub flags: u32,
     /// The family (`"string"`, `"server"`…), for `COMMAND DOCS`.
     pub group: &'static str,
-    pub subcommands: HashMap<Vec<u8>, Command>,
+    pub subcommands: NameMap,
 }
 
 impl Command {
@@ -210,7 +214,7 @@ impl Command {
 /// The process-wide, immutable command table.
 #[derive(Debug)]
 pub struct Table {
-    pub commands: HashMap<Vec<u8>, Command>,
+    pub commands: NameMap,
     /// Full names by id.
     pub names: Vec<String>,
 }
@@ -234,7 +238,7 @@ fn families() -> [(&'static str, &'static [CommandSpec]); 11] {
 
 fn build_table() -> Table {
     let mut names = Vec::new();
-    let mut commands = HashMap::new();
+    let mut commands = NameMap::default();
     for (group, specs) in families() {
         for spec in specs {
             let group = if group == "blocking" { blocking::group_of(spec.name) } else { group };
@@ -244,7 +248,7 @@ fn build_table() -> Table {
                 fullname: spec.name.to_string(),
                 flags: flags::parse(spec.flags),
                 group,
-                subcommands: HashMap::new(),
+                subcommands: NameMap::default(),
             };
             names.push(spec.name.to_string());
             for sub in spec.subcommands {
@@ -257,7 +261,7 @@ fn build_table() -> Table {
                         fullname: full.clone(),
                         flags: flags::parse(sub.flags),
                         group,
-                        subcommands: HashMap::new(),
+                        subcommands: NameMap::default(),
                     },
                 );
                 names.push(full);
@@ -283,6 +287,14 @@ pub enum Lookup {
     UnknownSub,
 }
 
+/// `name` lower-cased into `buf`; None if longer than any command name.
+fn lower<'a>(name: &[u8], buf: &'a mut [u8; 32]) -> Option<&'a [u8]> {
+    let lower = buf.get_mut(..name.len())?;
+    lower.copy_from_slice(name);
+    lower.make_ascii_lowercase();
+    Some(lower)
+}
+
 impl Table {
     pub fn len(&self) -> usize {
         self.names.len()
@@ -293,14 +305,7 @@ impl Table {
 
     /// Finds a top-level command by name, any letter case.
     pub fn get(&'static self, name: &[u8]) -> Option<&'static Command> {
-        let mut buf = [0u8; 32];
-        if name.len() > buf.len() {
-            return None;
-        }
-        let lower = &mut buf[..name.len()];
-        lower.copy_from_slice(name);
-        lower.make_ascii_lowercase();
-        self.commands.get(&lower[..])
+        self.commands.get(lower(name, &mut [0u8; 32])?)
     }
 
     /// Resolves `argv` to a command or subcommand.
@@ -311,8 +316,7 @@ impl Table {
         if c.subcommands.is_empty() || argv.len() < 2 {
             return Lookup::Found(c);
         }
-        let sub = argv[1].to_ascii_lowercase();
-        match c.subcommands.get(&sub) {
+        match lower(&argv[1], &mut [0u8; 32]).and_then(|sub| c.subcommands.get(sub)) {
             Some(s) => Lookup::Found(s),
             None => Lookup::UnknownSub,
         }

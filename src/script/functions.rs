@@ -186,7 +186,6 @@ fn create(vm: &Vm, body: &[u8]) -> Result<Vec<FunctionInfo>, CreateError> {
         }
     };
     vm.set_load_mode(false);
-    vm.scrub_proxies();
     match res {
         Ok(()) => Ok(ctx.functions),
         Err(e) => {

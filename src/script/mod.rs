@@ -2,7 +2,8 @@
 //!
 //! * [`Scripting`] (one per server, in [`Core::scripting`](crate::core::Core))
 //!   owns one persistent Lua VM for `EVAL` — every script body is compiled
-//!   once and kept in the Lua registry as `f_<sha1>`, as Redis does — and a
+//!   once and kept in the Lua registry (by reference, found through a map
+//!   keyed by the 40-byte sha) — and a
 //!   second VM for `FUNCTION`/`FCALL` libraries ([`functions`]).
 //! * [`sandbox`] builds a VM exactly like Redis's: the same globals, the
 //!   same read-only globals and libraries, the same error handler.
@@ -85,6 +86,8 @@ impl ScriptFlags {
 /// A cached `EVAL` script.
 #[derive(Debug)]
 struct EvalScript {
+    /// `luaL_ref` of the compiled body in the `EVAL` VM's registry.
+    fref: c_int,
     body: Bytes,
     flags: ScriptFlags,
     stats: ScriptStats,
@@ -106,9 +109,9 @@ pub struct ScriptStats {
 }
 
 /// How to find the function to call.
-enum Target<'a> {
-    /// `EVAL`: registry field `f_<sha>`.
-    Eval(&'a str),
+enum Target {
+    /// `EVAL`: a registry reference; KEYS and ARGV become globals.
+    Eval(c_int),
     /// `FCALL`: a registry reference.
     Function(c_int),
 }
@@ -116,7 +119,7 @@ enum Target<'a> {
 /// The Lua engine of one server.
 pub struct Scripting {
     eval: Vm,
-    scripts: HashMap<String, EvalScript>,
+    scripts: HashMap<Sha, EvalScript, crate::db::Hasher>,
     fvm: Option<Vm>,
     /// `FUNCTION` libraries.
     pub libraries: functions::Libraries,
@@ -146,7 +149,7 @@ impl Scripting {
     pub fn new() -> Self {
         Scripting {
             eval: Vm::new(VmKind::Eval),
-            scripts: HashMap::new(),
+            scripts: HashMap::default(),
             fvm: None,
             libraries: functions::Libraries::default(),
             rng: Rand48::default(),
@@ -176,12 +179,12 @@ impl Scripting {
     /// The body of a cached script (Redis keeps them to replicate `EVALSHA`
     /// as `EVAL`).
     pub fn script_body(&self, sha: &str) -> Option<&Bytes> {
-        self.scripts.get(&sha.to_ascii_lowercase()).map(|s| &s.body)
+        self.scripts.get(&sha_key(sha.as_bytes())?).map(|s| &s.body)
     }
 
     /// `SCRIPT EXISTS` for one sha (letter case ignored).
     pub fn script_exists(&self, sha: &[u8]) -> bool {
-        sha.len() == 40 && self.scripts.contains_key(&String::from_utf8_lossy(sha).to_ascii_lowercase())
+        sha_key(sha).is_some_and(|k| self.scripts.contains_key(&k))
     }
 
     /// `SCRIPT FLUSH`: a brand new `EVAL` VM and an empty cache.
@@ -194,7 +197,8 @@ impl Scripting {
     /// its sha. Already cached: returns at once.
     pub fn create_script(&mut self, body: &Bytes) -> Result<String, CmdError> {
         let sha = sha1_hex(body);
-        if self.scripts.contains_key(&sha) {
+        let key = sha_key(sha.as_bytes()).expect("sha1 hex is 40 bytes");
+        if self.scripts.contains_key(&key) {
             return Ok(sha);
         }
         let (flags, shebang_len) = parse_shebang(body)?;
@@ -207,9 +211,9 @@ impl Scripting {
                     String::from_utf8_lossy(c_prefix(&msg))
                 )));
             }
-            lua::set_field_raw(l, ffi::LUA_REGISTRYINDEX, &format!("f_{sha}"));
+            let fref = ffi::luaL_ref(l, ffi::LUA_REGISTRYINDEX);
+            self.scripts.insert(key, EvalScript { fref, body: body.clone(), flags, stats: ScriptStats::default() });
         }
-        self.scripts.insert(sha.clone(), EvalScript { body: body.clone(), flags, stats: ScriptStats::default() });
         Ok(sha)
     }
 
@@ -225,26 +229,26 @@ impl Scripting {
         if numkeys < 0 {
             return Reply::error("ERR Number of keys can't be negative");
         }
-        let sha = if evalsha {
-            let sha = String::from_utf8_lossy(&args[1]).to_ascii_lowercase();
-            if !self.scripts.contains_key(&sha) {
-                return Reply::error("NOSCRIPT No matching script. Please use EVAL.");
+        let key = if evalsha {
+            match sha_key(&args[1]) {
+                Some(k) if self.scripts.contains_key(&k) => k,
+                _ => return Reply::error("NOSCRIPT No matching script. Please use EVAL."),
             }
-            sha
         } else {
             match self.create_script(&args[1]) {
-                Ok(sha) => sha,
+                Ok(sha) => sha_key(sha.as_bytes()).expect("sha1 hex is 40 bytes"),
                 Err(e) => return e.into(),
             }
         };
-        let flags = self.scripts[&sha].flags;
+        let script = &self.scripts[&key];
+        let (fref, flags) = (script.fref, script.flags);
         let n = numkeys as usize;
         let (keys, argv) = (&args[3..3 + n], &args[3 + n..]);
-        let fname = format!("f_{sha}");
+        let sha = std::str::from_utf8(&key).expect("sha keys are hex");
         let start = std::time::Instant::now();
         let (calls0, nanos0) = (ctx.core.stats.nested_calls, ctx.core.stats.nested_nanos);
-        let reply = self.run(ctx, Target::Eval(&fname), &sha, keys, argv, flags, ro);
-        if let Some(s) = self.scripts.get_mut(&sha) {
+        let reply = self.run(ctx, Target::Eval(fref), sha, keys, argv, flags, ro);
+        if let Some(s) = self.scripts.get_mut(&key) {
             let st = &mut s.stats;
             st.calls += 1;
             st.errors += u64::from(reply.is_error());
@@ -257,7 +261,8 @@ impl Scripting {
 
     /// Per-script statistics of the cached scripts, by sha.
     pub fn script_stats(&self) -> Vec<(String, ScriptStats)> {
-        let mut v: Vec<_> = self.scripts.iter().map(|(sha, s)| (sha.clone(), s.stats)).collect();
+        let mut v: Vec<_> =
+            self.scripts.iter().map(|(sha, s)| (String::from_utf8_lossy(sha).into_owned(), s.stats)).collect();
         v.sort_by(|a, b| b.1.nanos.cmp(&a.1.nanos).then_with(|| a.0.cmp(&b.0)));
         v
     }
@@ -328,7 +333,7 @@ impl Scripting {
     fn run(
         &mut self,
         ctx: &mut Ctx<'_>,
-        target: Target<'_>,
+        target: Target,
         funcname: &str,
         keys: &[Bytes],
         argv: &[Bytes],
@@ -381,7 +386,6 @@ impl Scripting {
             // SAFETY: raw calls on our own VM, balanced stack.
             unsafe { call_in_vm(vm, &target, funcname, keys, argv, threshold) }
         };
-        vm.scrub_proxies();
         self.runs += 1;
         if self.runs.is_multiple_of(50) {
             vm.gc_step();
@@ -400,6 +404,17 @@ impl Scripting {
     }
 }
 
+/// A script cache key: a sha1 in lower-case hex.
+type Sha = [u8; 40];
+
+/// The cache key of a sha given by a client (letter case ignored); None if
+/// it cannot be a sha1.
+fn sha_key(sha: &[u8]) -> Option<Sha> {
+    let mut k: Sha = sha.try_into().ok()?;
+    k.make_ascii_lowercase();
+    Some(k)
+}
+
 /// Pushes a Lua array of the given strings.
 unsafe fn push_string_array(l: State, items: &[Bytes]) {
     ffi::lua_createtable(l, items.len().min(1 << 24) as c_int, 0);
@@ -412,7 +427,7 @@ unsafe fn push_string_array(l: State, items: &[Bytes]) {
 /// The call itself, on the VM's stack; always leaves the stack as found.
 unsafe fn call_in_vm(
     vm: &Vm,
-    target: &Target<'_>,
+    target: &Target,
     funcname: &str,
     keys: &[Bytes],
     argv: &[Bytes],
@@ -423,8 +438,8 @@ unsafe fn call_in_vm(
     ffi::lua_checkstack(l, 8);
     vm.push_error_handler();
     let status = match target {
-        Target::Eval(fname) => {
-            lua::get_field_raw(l, ffi::LUA_REGISTRYINDEX, fname);
+        Target::Eval(fref) => {
+            ffi::lua_rawgeti(l, ffi::LUA_REGISTRYINDEX, *fref as ffi::lua_Integer);
             push_string_array(l, keys);
             vm.set_real_global("KEYS");
             push_string_array(l, argv);

@@ -16,9 +16,10 @@
 //! raises `Script attempted to access nonexistent global variable`. The raw
 //! accessors (`rawset`, `rawget`, `setmetatable`, `getmetatable`, `next`,
 //! `pairs`, `ipairs`) see through proxies, so scripts observe the same
-//! contents and the same errors as on Redis. After every run the engine
-//! empties any proxy that raw table functions (`table.insert`…) may have
-//! written to, so scripts never see each other's state.
+//! contents and the same errors as on Redis. The only other raw writer a
+//! script can aim at a table it did not create, `table.insert`, refuses
+//! proxies the same way, so proxies stay empty and scripts never see each
+//! other's state.
 
 use std::ffi::{c_char, c_int, c_void};
 
@@ -124,36 +125,6 @@ impl Vm {
         Vm { _lua: lua, l, kind }
     }
 
-    /// Empties every proxy (see the module docs).
-    pub(crate) fn scrub_proxies(&self) {
-        // SAFETY: the state is ours; only raw operations without metamethods.
-        unsafe {
-            let l = self.l;
-            get_field_raw(l, ffi::LUA_REGISTRYINDEX, REG_REAL);
-            let real = ffi::lua_gettop(l);
-            ffi::lua_pushnil(l);
-            while ffi::lua_next(l, real) != 0 {
-                ffi::lua_pop(l, 1);
-                // key (a proxy) on top
-                let p = ffi::lua_gettop(l);
-                ffi::lua_pushnil(l);
-                if ffi::lua_next(l, p) != 0 {
-                    ffi::lua_pop(l, 2);
-                    loop {
-                        ffi::lua_pushnil(l);
-                        if ffi::lua_next(l, p) == 0 {
-                            break;
-                        }
-                        ffi::lua_pop(l, 1);
-                        ffi::lua_pushnil(l);
-                        ffi::lua_rawset(l, p);
-                    }
-                }
-            }
-            ffi::lua_pop(l, 1);
-        }
-    }
-
     /// Makes the function VM's globals resolve to the library API (during
     /// `FUNCTION LOAD`) or to the normal globals.
     pub(crate) fn set_load_mode(&self, loading: bool) {
@@ -256,6 +227,9 @@ unsafe fn setup(l: State, kind: VmKind) {
     set_fn(l, "next", w_next);
     set_fn(l, "loadstring", w_loadstring);
     set_fn(l, "load", w_load);
+    get_field_raw(l, g, "table");
+    set_fn(l, "insert", w_tinsert);
+    ffi::lua_pop(l, 1);
     get_field_raw(l, g, "next");
     ffi::lua_pushcclosure(l, w_pairs, 1);
     set_field_raw(l, g, "pairs");
@@ -478,6 +452,40 @@ unsafe extern "C-unwind" fn w_rawset(l: State) -> c_int {
     ffi::lua_settop(l, 3);
     ffi::lua_rawset(l, 1);
     1
+}
+
+/// `table.insert`, as Lua 5.1's `tinsert`, except that inserting into a
+/// protected table raises Redis's read-only error (Redis's patched
+/// `lua_rawseti` does the same). `table.remove` and `table.sort` need no
+/// guard: a proxy has no array part, so they never write to one.
+unsafe extern "C-unwind" fn w_tinsert(l: State) -> c_int {
+    ffi::luaL_checktype(l, 1, ffi::LUA_TTABLE);
+    let mut e = ffi::lua_objlen(l, 1) as c_int + 1;
+    let pos = match ffi::lua_gettop(l) {
+        2 => e,
+        3 => {
+            let pos = ffi::luaL_checkinteger(l, 2) as c_int;
+            if pos > e {
+                e = pos;
+            }
+            pos
+        }
+        _ => {
+            push_where_msg(l, 1, b"wrong number of arguments to 'insert'");
+            raise(l)
+        }
+    };
+    if is_proxy(l, 1) {
+        raise_readonly(l);
+    }
+    let mut i = e;
+    while i > pos {
+        ffi::lua_rawgeti(l, 1, (i - 1) as ffi::lua_Integer);
+        ffi::lua_rawseti(l, 1, i as ffi::lua_Integer);
+        i -= 1;
+    }
+    ffi::lua_rawseti(l, 1, pos as ffi::lua_Integer);
+    0
 }
 
 unsafe extern "C-unwind" fn w_rawget(l: State) -> c_int {

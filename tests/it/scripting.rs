@@ -269,8 +269,11 @@ fn scripts_never_see_each_others_state() {
     let srv = common::server();
     let mut a = raw(&srv);
     let mut b = raw(&srv);
-    eval(&mut a, "table.insert(redis, 'leak') table.insert(_G, 'leak') return 1", &[], &[]);
-    assert_eq!(eval(&mut b, "return {rawget(_G, 1), redis[1]}", &[], &[]), arr(vec![]));
+    for script in ["table.insert(redis, 'leak')", "table.insert(_G, 'leak')", "table.insert(string, 1, 'leak')"] {
+        let e = eval_err(&mut a, script);
+        assert!(e.starts_with("ERR Attempt to modify a readonly table script: "), "{script}: {e}");
+    }
+    assert_eq!(eval(&mut b, "return {rawget(_G, 1), redis[1], string[1]}", &[], &[]), arr(vec![]));
     eval(&mut a, "math.randomseed(7) return 1", &[], &[]);
     assert!(matches!(eval(&mut b, "return y", &[], &[]), Value::Error(_)));
 }
