@@ -23,9 +23,10 @@ use crate::blocking::Blocking;
 use crate::clock::Clock;
 use crate::config::RuntimeConfig;
 use crate::db::{Keyspace, Map};
+use crate::protocol::Reply;
 use crate::pubsub::PubSub;
 use crate::script::Scripting;
-use crate::server::client::ClientShared;
+use crate::server::client::{ClientShared, ClientState};
 use crate::tx::Watches;
 
 /// Per-command statistics (`INFO commandstats`).
@@ -153,6 +154,40 @@ pub struct ScriptStatus {
     pub started_us: AtomicU64,
     /// Woken when `busy` becomes true.
     pub busy_notify: Notify,
+    /// Commands flagged `allow-busy` (AUTH, HELLO, MULTI, WATCH…) sent
+    /// while the script is busy: the script's interrupt hook runs them
+    /// between Lua instructions, as Redis does from its busy-script hook.
+    pub busy_queue: parking_lot::Mutex<BusyQueue>,
+}
+
+/// See [`ScriptStatus::busy_queue`].
+#[derive(Debug, Default)]
+pub struct BusyQueue {
+    /// Accepting requests: set before `busy` becomes true, cleared when the
+    /// script ends (pending requests are then handed back to be retried).
+    pub open: bool,
+    pub requests: Vec<BusyRequest>,
+}
+
+/// One command of a connection, run by the busy script's hook.
+#[derive(Debug)]
+pub struct BusyRequest {
+    pub argv: Vec<Bytes>,
+    /// The connection's state, lent for the command and handed back.
+    pub client: ClientState,
+    /// The connection is not yet registered in the core (it connected
+    /// while the script was busy).
+    pub register: bool,
+    pub done: tokio::sync::oneshot::Sender<BusyOutcome>,
+}
+
+/// The answer to a [`BusyRequest`].
+#[derive(Debug)]
+pub enum BusyOutcome {
+    /// The command ran; `max_bulk` is set when the client was registered.
+    Done { reply: Reply, client: ClientState, max_bulk: Option<i64> },
+    /// The script ended first: run the command the normal way.
+    Retry(ClientState),
 }
 
 /// `CLIENT PAUSE` state.

@@ -367,6 +367,14 @@ fn sanitize(mut v: Vec<u8>) -> Bytes {
     Bytes::from(v)
 }
 
+/// The refusal of a command a subscribed RESP2 client may not send.
+pub fn pubsub_context_error(cmd: &Command) -> CmdError {
+    CmdError::custom(format!(
+        "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
+        cmd.fullname
+    ))
+}
+
 /// True if `argc` satisfies `arity`.
 pub fn arity_ok(arity: i32, argc: usize) -> bool {
     let argc = argc as i64;
@@ -374,7 +382,8 @@ pub fn arity_ok(arity: i32, argc: usize) -> bool {
     (arity > 0 && argc == arity) || (arity < 0 && argc >= -arity)
 }
 
-const PUBSUB_CONTEXT_ALLOWED: &[&str] =
+/// Commands a RESP2 client may send while subscribed.
+pub const PUBSUB_CONTEXT_ALLOWED: &[&str] =
     &["ping", "subscribe", "ssubscribe", "unsubscribe", "sunsubscribe", "psubscribe", "punsubscribe", "quit", "reset"];
 
 fn reject(ctx: &mut Ctx<'_>, cmd: Option<&Command>, err: CmdError) -> Reply {
@@ -415,11 +424,15 @@ pub fn process(ctx: &mut Ctx<'_>, argv: Vec<Bytes>) -> Reply {
         return reject(ctx, Some(cmd), CmdError::NoAuth);
     }
     if ctx.client.in_resp2_pubsub() && !PUBSUB_CONTEXT_ALLOWED.contains(&cmd.spec.name) {
-        let e = format!(
-            "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
-            cmd.fullname
-        );
-        return reject(ctx, Some(cmd), CmdError::custom(e));
+        return reject(ctx, Some(cmd), pubsub_context_error(cmd));
+    }
+    // Only a busy script's hook runs commands nested in a call (see
+    // `server::connection::serve_busy_queue`).
+    if ctx.core.call_depth > 0
+        && ctx.shared.script.busy.load(std::sync::atomic::Ordering::Acquire)
+        && !cmd.has(flags::ALLOW_BUSY)
+    {
+        return reject(ctx, Some(cmd), CmdError::custom(scripting::busy_error(ctx.shared)));
     }
     if ctx.client.multi.is_some() && !matches!(cmd.spec.name, "exec" | "discard" | "multi" | "watch" | "quit" | "reset")
     {

@@ -3,11 +3,13 @@
 //! [`crate::script`].
 
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 
 use super::util::eq;
 use super::{cmd, container, CommandSpec, Ctx};
+use crate::core::Shared;
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
 use crate::script::Scripting;
@@ -209,11 +211,39 @@ fn script_load(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     Ok(Reply::Bulk(Bytes::from(sha)))
 }
 
-/// Only reached when no script runs: a running script holds the core, and
-/// connections answer `SCRIPT KILL` themselves while it is busy.
-fn script_kill(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    Ok(Reply::error(NOTBUSY))
+/// Reached when no script runs, or from a busy script's hook (connections
+/// also answer it themselves while the script is busy).
+fn script_kill(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    Ok(kill_busy_script(ctx.shared, false))
 }
+
+/// `SCRIPT KILL` (`function` false) or `FUNCTION KILL` against the running
+/// script: it stops at its next hook unless it has written.
+pub(crate) fn kill_busy_script(shared: &Shared, function: bool) -> Reply {
+    let st = &shared.script;
+    if !st.busy.load(Ordering::Acquire) {
+        return Reply::error(NOTBUSY);
+    }
+    if st.is_function.load(Ordering::Relaxed) != function {
+        return Reply::error(busy_error(shared));
+    }
+    if st.wrote.load(Ordering::Acquire) {
+        return Reply::error(UNKILLABLE);
+    }
+    st.kill.store(true, Ordering::Release);
+    Reply::ok()
+}
+
+/// Redis's reply to a command refused because a script is busy.
+pub(crate) fn busy_error(shared: &Shared) -> &'static str {
+    if shared.script.is_function.load(Ordering::Relaxed) {
+        "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."
+    } else {
+        "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+    }
+}
+
+const UNKILLABLE: &str = "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.";
 
 fn script_debug(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if eq(&args[2], "no") {
@@ -317,8 +347,8 @@ fn function_flush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     Ok(Reply::ok())
 }
 
-fn function_kill(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    Ok(Reply::error(NOTBUSY))
+fn function_kill(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    Ok(kill_busy_script(ctx.shared, true))
 }
 
 fn function_stats(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {

@@ -351,6 +351,10 @@ fn shutdown(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if ctx.client.is_script() {
         return Err(CmdError::custom("ERR This Redis command is not allowed from script"));
     }
+    // From a busy script's hook: only SHUTDOWN NOSAVE may stop the server.
+    if ctx.shared.script.busy.load(std::sync::atomic::Ordering::Acquire) && !args[1..].iter().any(|a| eq(a, "nosave")) {
+        return Err(CmdError::custom(super::scripting::busy_error(ctx.shared)));
+    }
     tracing::info!("SHUTDOWN requested by client {}", ctx.client.id);
     ctx.shared.request_shutdown();
     ctx.client.close = true;

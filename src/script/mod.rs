@@ -390,6 +390,7 @@ impl Scripting {
         if self.runs.is_multiple_of(50) {
             vm.gc_step();
         }
+        crate::server::connection::close_busy_queue(shared);
         st.running.store(false, Ordering::Release);
         st.busy.store(false, Ordering::Release);
         st.kill.store(false, Ordering::Release);

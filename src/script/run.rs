@@ -156,8 +156,9 @@ impl RunCtx {
         core.stats.total_error_replies += 1;
     }
 
-    /// Called every N instructions: enters BUSY mode past the threshold and
-    /// reports whether the script must be killed.
+    /// Called every N instructions: enters BUSY mode past the threshold,
+    /// then runs the `allow-busy` commands connections queued meanwhile,
+    /// and reports whether the script must be killed.
     pub(crate) fn check_interrupt(&mut self) -> bool {
         // SAFETY: see `shared()`.
         let shared: &Shared = unsafe { &*self.shared };
@@ -176,6 +177,7 @@ impl RunCtx {
             // queue. Woken from outside the runtime they go to the shared
             // queue, which also wakes an idle worker that then takes over the
             // I/O driver: other connections get their BUSY replies.
+            shared.script.busy_queue.lock().open = true;
             let runtime = tokio::runtime::Handle::try_current().ok();
             std::thread::scope(|s| {
                 s.spawn(|| {
@@ -187,6 +189,8 @@ impl RunCtx {
                 });
             });
         }
+        // SAFETY: between Lua instructions nothing else borrows the core.
+        crate::server::connection::serve_busy_queue(unsafe { &mut *self.core }, shared);
         shared.script.kill.load(Ordering::Acquire) || *shared.shutdown.borrow()
     }
 }

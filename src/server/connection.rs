@@ -18,7 +18,7 @@ use tokio::sync::{mpsc, MutexGuard};
 
 use super::client::{ClientShared, ClientState, Outbound, ReplyMode};
 use crate::cmd::{self, flags, Ctx, Lookup};
-use crate::core::{Core, LockError, Shared};
+use crate::core::{BusyOutcome, BusyRequest, Core, LockError, Shared};
 use crate::protocol::{Reply, RequestParser};
 
 const READ_CHUNK: usize = 16 * 1024;
@@ -87,18 +87,20 @@ fn unregister(core: &mut Core, cs: &ClientShared) {
 impl Conn {
     /// Adds this client to the core; false when `maxclients` is reached.
     fn register(&mut self, core: &mut Core) -> bool {
-        let max: usize = core.config.get_str("maxclients").parse().unwrap_or(10000);
-        if core.clients.len() >= max {
-            core.stats.rejected_connections += 1;
-            return false;
+        match register_client(core, &mut self.client) {
+            Some(max_bulk) => {
+                self.registered(max_bulk);
+                true
+            }
+            None => false,
         }
-        core.clients.insert(self.client.id, self.client.shared.clone());
-        core.stats.total_connections += 1;
-        self.client.authenticated = core.config.requirepass.is_none();
-        self.parser.max_bulk = core.config.proto_max_bulk;
+    }
+
+    /// The connection's side of registration.
+    fn registered(&mut self, max_bulk: i64) {
+        self.parser.max_bulk = max_bulk;
         self.parser.unauthenticated = !self.client.authenticated;
         self.registered = true;
-        true
     }
 
     async fn run(&mut self) {
@@ -172,7 +174,7 @@ impl Conn {
     async fn process_input(&mut self) -> std::io::Result<()> {
         let shared = self.shared.clone();
         let mut guard: Option<MutexGuard<'_, Core>> = None;
-        loop {
+        'commands: loop {
             let argv = match self.parser.next(&mut self.rbuf) {
                 Ok(Some(a)) => a,
                 Ok(None) => break,
@@ -187,21 +189,45 @@ impl Conn {
                 if shared.pause.until_ms.load(Ordering::Acquire) != 0 {
                     self.wait_pause(&argv).await?;
                 }
-                match shared.lock_core(false).await {
-                    Ok(mut g) => {
-                        if !self.registered && !self.register(&mut g) {
-                            drop(g);
-                            Reply::error("ERR max number of clients reached").encode(self.client.resp, &mut self.out);
-                            self.client.close = true;
+                loop {
+                    match shared.lock_core(false).await {
+                        Ok(mut g) => {
+                            if !self.registered && !self.register(&mut g) {
+                                drop(g);
+                                Reply::error("ERR max number of clients reached")
+                                    .encode(self.client.resp, &mut self.out);
+                                self.client.close = true;
+                                break 'commands;
+                            }
+                            guard = Some(g);
+                            self.drain_outbound();
                             break;
                         }
-                        guard = Some(g);
-                        self.drain_outbound();
-                    }
-                    Err(LockError::Busy) => {
-                        let r = self.while_busy(&argv);
-                        r.encode(self.client.resp, &mut self.out);
-                        continue;
+                        Err(LockError::Busy) => {
+                            let skipping = self.client.reply_mode == ReplyMode::Skip;
+                            if skipping {
+                                self.client.reply_mode = ReplyMode::On;
+                            }
+                            let reply = match self.while_busy(&argv) {
+                                WhileBusy::Reply(r) => r,
+                                WhileBusy::InScript => match self.run_in_busy_script(&argv).await {
+                                    Some(r) => r,
+                                    None => {
+                                        // The script ended: run it the normal way.
+                                        if skipping {
+                                            self.client.reply_mode = ReplyMode::Skip;
+                                        }
+                                        continue;
+                                    }
+                                },
+                            };
+                            self.drain_outbound();
+                            self.emit(reply, skipping);
+                            if self.client.close {
+                                break 'commands;
+                            }
+                            continue 'commands;
+                        }
                     }
                 }
             }
@@ -350,37 +376,150 @@ impl Conn {
         }
     }
 
-    /// The answer to a command sent while a script runs past the busy
-    /// threshold: only SCRIPT KILL, FUNCTION KILL and SHUTDOWN NOSAVE act.
-    fn while_busy(&mut self, argv: &[Bytes]) -> Reply {
-        let st = &self.shared.script;
-        let is_fn = st.is_function.load(Ordering::Relaxed);
-        let name = argv[0].to_ascii_lowercase();
-        let sub = argv.get(1).map(|a| a.to_ascii_lowercase()).unwrap_or_default();
-        let kill_cmd = (name == b"script" || name == b"function") && sub == b"kill";
-        if kill_cmd && argv.len() == 2 {
-            if (name == b"script") == is_fn {
-                return Reply::error(if is_fn {
-                    "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."
-                } else {
-                    "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
-                });
-            }
-            if st.wrote.load(Ordering::Acquire) {
-                return Reply::error("UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.");
-            }
-            st.kill.store(true, Ordering::Release);
-            return Reply::ok();
+    /// What to do with a command sent while a script runs past the busy
+    /// threshold. SCRIPT KILL, FUNCTION KILL and SHUTDOWN NOSAVE from a
+    /// client allowed to send them act at once, even while the script is
+    /// inside a long command. Everything else goes to the script's hook,
+    /// where `cmd::process` applies Redis's checks in Redis's order (unknown
+    /// command, arity, NOAUTH, subscribed context, then BUSY for commands
+    /// not flagged `allow-busy`).
+    fn while_busy(&mut self, argv: &[Bytes]) -> WhileBusy {
+        if !self.registered || !self.client.authenticated || self.client.in_resp2_pubsub() {
+            return WhileBusy::InScript;
         }
-        if name == b"shutdown" && argv[1..].iter().any(|a| a.eq_ignore_ascii_case(b"nosave")) {
-            self.shared.request_shutdown();
-            self.client.close = true;
-            return Reply::ok();
+        let Lookup::Found(cmd) = cmd::table().lookup(argv) else {
+            return WhileBusy::InScript;
+        };
+        if !cmd::arity_ok(cmd.spec.arity, argv.len()) {
+            return WhileBusy::InScript;
         }
-        Reply::error(if is_fn {
-            "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."
+        let shared = &self.shared;
+        match cmd.fullname.as_str() {
+            "script|kill" => WhileBusy::Reply(cmd::scripting::kill_busy_script(shared, false)),
+            "function|kill" => WhileBusy::Reply(cmd::scripting::kill_busy_script(shared, true)),
+            "shutdown" if argv[1..].iter().any(|a| a.eq_ignore_ascii_case(b"nosave")) => {
+                shared.request_shutdown();
+                self.client.close = true;
+                WhileBusy::Reply(Reply::ok())
+            }
+            _ => WhileBusy::InScript,
+        }
+    }
+
+    /// Lends this connection's state to the busy script's hook to run
+    /// `argv`; None if the script ended before it could.
+    async fn run_in_busy_script(&mut self, argv: &[Bytes]) -> Option<Reply> {
+        let (done, rx) = tokio::sync::oneshot::channel();
+        let placeholder = ClientState::new(self.client.shared.clone(), false);
+        let client = std::mem::replace(&mut self.client, placeholder);
+        {
+            let mut q = self.shared.script.busy_queue.lock();
+            if !q.open {
+                self.client = client;
+                return None;
+            }
+            q.requests.push(BusyRequest { argv: argv.to_vec(), client, register: !self.registered, done });
+        }
+        match rx.await {
+            Ok(BusyOutcome::Done { reply, client, max_bulk }) => {
+                self.client = client;
+                if let Some(max_bulk) = max_bulk {
+                    self.registered(max_bulk);
+                }
+                self.parser.unauthenticated = !self.client.authenticated;
+                Some(reply)
+            }
+            Ok(BusyOutcome::Retry(client)) => {
+                self.client = client;
+                None
+            }
+            Err(_) => {
+                // Unreachable: every request is answered. Fail safe.
+                self.client.close = true;
+                Some(Reply::error("ERR internal error while the server was busy"))
+            }
+        }
+    }
+}
+
+/// What a connection does with a command while a script is busy.
+enum WhileBusy {
+    Reply(Reply),
+    InScript,
+}
+
+/// The core's side of registering a client; returns the protocol's bulk
+/// limit, or None when `maxclients` is reached.
+fn register_client(core: &mut Core, client: &mut ClientState) -> Option<i64> {
+    let max: usize = core.config.get_str("maxclients").parse().unwrap_or(10000);
+    if core.clients.len() >= max {
+        core.stats.rejected_connections += 1;
+        return None;
+    }
+    core.clients.insert(client.id, client.shared.clone());
+    core.stats.total_connections += 1;
+    client.authenticated = core.config.requirepass.is_none();
+    Some(core.config.proto_max_bulk)
+}
+
+/// Runs the commands connections queued while the script is busy (called
+/// from the script's interrupt hook, between Lua instructions). They run
+/// nested in the script's call, so they neither refresh the script's frozen
+/// time nor trigger post-command work mid-script; the script's own
+/// `redis.call` statistics are left untouched.
+pub(crate) fn serve_busy_queue(core: &mut Core, shared: &Shared) {
+    let requests = std::mem::take(&mut shared.script.busy_queue.lock().requests);
+    if requests.is_empty() {
+        return;
+    }
+    let nested = (core.stats.nested_calls, core.stats.nested_nanos);
+    let mut answers = Vec::with_capacity(requests.len());
+    for BusyRequest { argv, mut client, register, done } in requests {
+        let mut max_bulk = None;
+        let reply = if register && {
+            max_bulk = register_client(core, &mut client);
+            max_bulk.is_none()
+        } {
+            client.close = true;
+            Reply::error("ERR max number of clients reached")
         } else {
-            "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+            let mut ctx = Ctx { core: &mut *core, client: &mut client, shared };
+            cmd::process(&mut ctx, argv)
+        };
+        answers.push((done, BusyOutcome::Done { reply, client, max_bulk }));
+    }
+    (core.stats.nested_calls, core.stats.nested_nanos) = nested;
+    // Answer from another thread: this worker stays blocked by the script,
+    // and tasks woken from it would wait in its local queue (see
+    // `RunCtx::check_interrupt`).
+    let gone: Vec<ClientState> = std::thread::scope(|s| {
+        s.spawn(|| {
+            answers
+                .into_iter()
+                .filter_map(|(done, outcome)| match done.send(outcome) {
+                    Err(BusyOutcome::Done { client, max_bulk: Some(_), .. }) => Some(client),
+                    _ => None,
+                })
+                .collect()
         })
+        .join()
+        .unwrap_or_default()
+    });
+    // A connection that went away after being registered here.
+    for client in gone {
+        unregister(core, &client.shared);
+    }
+}
+
+/// Closes the busy queue when the script ends: queued commands go back to
+/// their connections to run the normal way.
+pub(crate) fn close_busy_queue(shared: &Shared) {
+    let requests = {
+        let mut q = shared.script.busy_queue.lock();
+        q.open = false;
+        std::mem::take(&mut q.requests)
+    };
+    for r in requests {
+        let _ = r.done.send(BusyOutcome::Retry(r.client));
     }
 }

@@ -556,6 +556,51 @@ fn a_connection_opened_during_a_busy_script_can_kill_it() {
     assert!(String::from_utf8_lossy(&list).contains("name=late"));
 }
 
+/// While a script is busy, commands flagged `allow-busy` (AUTH, HELLO,
+/// MULTI, DISCARD, WATCH…) still run, and every other command is refused
+/// after the checks Redis makes first (unknown command, NOAUTH), as on Redis:
+/// so a client library can still connect, authenticate and send SCRIPT KILL.
+#[test]
+fn allow_busy_commands_run_while_a_script_is_busy() {
+    let srv = common::server();
+    let ok = || Value::Simple(b"OK".to_vec());
+    let busy = || err("BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.");
+    let mut admin = raw(&srv);
+    admin.cmd(&["CONFIG", "SET", "lua-time-limit", "100"]);
+    let runner = raw(&srv);
+    assert_eq!(admin.cmd(&["CONFIG", "SET", "requirepass", "pw"]), ok());
+    let h = eval_in_thread(runner, "while true do end");
+    assert_eq!(wait_busy(&mut admin), busy());
+
+    let mut fresh = raw(&srv);
+    assert_eq!(fresh.cmd(&["GET", "k"]), err("NOAUTH Authentication required."));
+    let Value::Map(hello) = fresh.cmd(&["HELLO", "3", "AUTH", "default", "pw", "SETNAME", "late"]) else {
+        panic!("HELLO answers its map while the script is busy")
+    };
+    assert!(hello.contains(&(Value::Bulk(Some(b"proto".to_vec())), Value::Int(3))), "{hello:?}");
+    assert_eq!(fresh.cmd(&["PING"]), busy());
+    assert!(matches!(fresh.cmd(&["NOSUCHCMD"]), Value::Error(e) if e.starts_with(b"ERR unknown command 'NOSUCHCMD'")));
+    assert_eq!(fresh.cmd(&["MULTI"]), ok());
+    assert_eq!(fresh.cmd(&["SET", "k", "1"]), busy());
+    assert_eq!(fresh.cmd(&["WATCH", "k"]), err("ERR WATCH inside MULTI is not allowed"));
+    assert_eq!(fresh.cmd(&["DISCARD"]), ok());
+    assert_eq!(fresh.cmd(&["WATCH", "k"]), ok(), "WATCH registered during the busy script");
+    assert_eq!(fresh.cmd(&["SHUTDOWN"]), busy(), "only SHUTDOWN NOSAVE is allowed");
+
+    assert_eq!(admin.cmd(&["SCRIPT", "KILL"]), ok());
+    let (_, reply) = h.join().unwrap();
+    assert!(matches!(&reply, Value::Error(e) if e.starts_with(b"ERR Script killed by user")), "{reply:?}");
+
+    // The WATCH taken while busy is live: another client's write aborts EXEC.
+    assert_eq!(admin.cmd(&["SET", "k", "2"]), ok());
+    assert_eq!(fresh.cmd(&["MULTI"]), ok());
+    assert_eq!(fresh.cmd(&["SET", "k", "3"]), Value::Simple(b"QUEUED".to_vec()));
+    assert_eq!(fresh.cmd(&["EXEC"]), Value::Null);
+    // The client registered from the hook is listed once, with its name.
+    let Value::Verbatim(list) = fresh.cmd(&["CLIENT", "LIST"]) else { panic!("CLIENT LIST in RESP3") };
+    assert_eq!(String::from_utf8_lossy(&list).matches("name=late").count(), 1);
+}
+
 #[test]
 fn function_kill_and_busy_wording_for_functions() {
     let srv = common::server();
