@@ -567,7 +567,9 @@ fn allow_busy_commands_run_while_a_script_is_busy() {
     let busy = || err("BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.");
     let mut admin = raw(&srv);
     admin.cmd(&["CONFIG", "SET", "lua-time-limit", "100"]);
-    let runner = raw(&srv);
+    let mut runner = raw(&srv);
+    // Both registered (so authenticated) before the password is set.
+    assert_eq!(runner.cmd(&["PING"]), Value::Simple(b"PONG".to_vec()));
     assert_eq!(admin.cmd(&["CONFIG", "SET", "requirepass", "pw"]), ok());
     let h = eval_in_thread(runner, "while true do end");
     assert_eq!(wait_busy(&mut admin), busy());
