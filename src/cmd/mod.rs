@@ -16,6 +16,7 @@
 //! command's frozen time is taken (at nesting depth 0).
 
 pub mod blocking;
+pub mod cluster;
 pub mod generic;
 pub mod hash;
 pub mod help;
@@ -220,7 +221,7 @@ pub struct Table {
 }
 
 /// Families and their `COMMAND DOCS` group names.
-fn families() -> [(&'static str, &'static [CommandSpec]); 11] {
+fn families() -> [(&'static str, &'static [CommandSpec]); 12] {
     [
         ("generic", generic::COMMANDS),
         ("string", string::COMMANDS),
@@ -233,6 +234,7 @@ fn families() -> [(&'static str, &'static [CommandSpec]); 11] {
         ("pubsub", pubsub::COMMANDS),
         ("transactions", tx::COMMANDS),
         ("blocking", blocking::COMMANDS),
+        ("cluster", cluster::COMMANDS),
     ]
 }
 

@@ -82,10 +82,6 @@ pub static COMMANDS: &[CommandSpec] = &[
         .doc("Wait for the synchronous replication of all the write commands sent in the context of the current connection", "3.0.0"),
     cmd("role", role, 1, "noscript loading stale fast", 0, 0, 0, "@admin @fast @dangerous")
         .doc("Return the role of the instance in the context of replication", "2.8.12"),
-    cmd("readonly", readonly, 1, "loading stale fast", 0, 0, 0, "@fast @connection")
-        .doc("Enables read queries for a connection to a cluster replica node", "3.0.0"),
-    cmd("readwrite", readwrite, 1, "loading stale fast", 0, 0, 0, "@fast @connection")
-        .doc("Disables read queries for a connection to a cluster replica node", "3.0.0"),
     cmd("monitor", monitor, 1, "admin noscript loading stale", 0, 0, 0, "@admin @slow @dangerous")
         .doc("Listen for all requests received by the server in real time", "1.0.0"),
 ];
@@ -301,7 +297,7 @@ fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         ctx.client.authenticated = true;
     }
     if !ctx.client.authenticated && ctx.core.config.requirepass.is_some() {
-        return Err(CmdError::custom("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"));
+        return Err(CmdError::custom("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"));
     }
     if let Some(n) = name {
         *ctx.client.shared.name.lock() = n;
@@ -1392,14 +1388,6 @@ fn waitaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn role(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     Ok(Reply::Array(vec![Reply::bulk_str("master"), Reply::Int(0), Reply::Array(vec![])]))
-}
-
-fn readonly(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    Err(CmdError::custom("ERR This instance has cluster support disabled"))
-}
-
-fn readwrite(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    Err(CmdError::custom("ERR This instance has cluster support disabled"))
 }
 
 fn monitor(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {

@@ -185,6 +185,17 @@ impl Conn {
                     break;
                 }
             };
+            if is_cross_protocol_attack(&argv) {
+                // Redis's securityWarningCommand: an HTTP request sent to
+                // the port (cross-protocol scripting). Close without a reply.
+                tracing::warn!(
+                    client = self.client.id,
+                    "Possible SECURITY ATTACK detected. It looks like somebody is sending POST or Host: commands to Redis. This is likely due to an attacker attempting to use Cross Protocol Scripting to compromise your Redis instance. Connection aborted."
+                );
+                self.out.clear();
+                self.client.close = true;
+                break;
+            }
             if guard.is_none() {
                 if shared.pause.until_ms.load(Ordering::Acquire) != 0 {
                     self.wait_pause(&argv).await?;
@@ -440,6 +451,11 @@ impl Conn {
             }
         }
     }
+}
+
+/// The first word of an HTTP request (`POST /...`, `Host: ...`).
+fn is_cross_protocol_attack(argv: &[Bytes]) -> bool {
+    argv[0].eq_ignore_ascii_case(b"post") || argv[0].eq_ignore_ascii_case(b"host:")
 }
 
 /// What a connection does with a command while a script is busy.

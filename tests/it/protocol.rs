@@ -123,6 +123,30 @@ fn quit_replies_ok_and_closes() {
     assert_eq!(out, b"+PONG\r\n+OK\r\n");
 }
 
+/// An HTTP request sent to the port (cross-protocol scripting) is dropped
+/// without a reply, as Redis does; other clients are unaffected.
+#[test]
+fn http_requests_are_dropped_without_a_reply() {
+    let srv = common::server();
+    // A PING read in the same batch loses its reply too (Redis does not
+    // write to a client it is about to close); read apart, it is answered.
+    let cases: [(&[u8], &[u8]); 3] = [
+        (b"POST / HTTP/1.1\r\nHost: x\r\n\r\n", b""),
+        (b"*1\r\n$4\r\npost\r\n", b""),
+        (b"PING\r\nHost: evil\r\n", b"+PONG\r\n"),
+    ];
+    for (request, may_precede) in cases {
+        let mut s = TcpStream::connect(srv.addr()).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        s.write_all(request).unwrap();
+        let mut out = Vec::new();
+        s.read_to_end(&mut out).unwrap();
+        assert!(out.is_empty() || out == may_precede, "{:?}: {:?}", String::from_utf8_lossy(request), out);
+    }
+    let mut c = RawConn::connect(srv.port());
+    assert_eq!(c.cmd(&["PING"]), Value::Simple(b"PONG".to_vec()));
+}
+
 /// The fuzz corpora double as regression inputs.
 #[test]
 fn fuzz_corpus_seeds_pass_the_fuzz_checks() {
