@@ -161,6 +161,15 @@ pub fn serve_ready(ctx: &mut Ctx<'_>) {
                 let w = &ctx.core.blocking.waiters[&id];
                 (w.client.clone(), w.db, w.resp, w.argv.clone())
             };
+            // Redis serves a waiter from the key that became ready, and only
+            // if it holds the type the command pops from; then any error
+            // (a BLMOVE destination of the wrong type) is the answer.
+            let wants = if argv[0].len() > 2 && argv[0][..2].eq_ignore_ascii_case(b"bz") { "zset" } else { "list" };
+            let type_ok = ctx.core.ks.dbs[key.0].map.get(&key.1[..]).is_some_and(|e| e.value.type_name() == wants);
+            if !type_ok {
+                break;
+            }
+            let argv = narrow_to_key(argv, &key.1);
             let Lookup::Found(c) = cmd::table().lookup(&argv) else {
                 break;
             };
@@ -172,8 +181,7 @@ pub fn serve_ready(ctx: &mut Ctx<'_>) {
                 let mut sub = Ctx { core: ctx.core, client: &mut state, shared: ctx.shared };
                 cmd::call(&mut sub, c, &argv)
             };
-            let nothing = matches!(reply, Reply::Nil | Reply::NilArray)
-                || matches!(&reply, Reply::Error(e) if e.starts_with(b"WRONGTYPE"));
+            let nothing = matches!(reply, Reply::Nil | Reply::NilArray);
             if nothing {
                 break;
             }
@@ -186,6 +194,30 @@ pub fn serve_ready(ctx: &mut Ctx<'_>) {
     }
     ctx.core.blocking.serving = false;
     ctx.core.ks.sig.track_touches = ctx.core.watches.is_active() || ctx.core.blocking.is_active();
+}
+
+/// A blocked command's arguments with its keys narrowed to `key`, the one
+/// that became ready (`BLPOP a b 0` → `BLPOP b 0`; `BLMPOP 0 2 a b LEFT` →
+/// `BLMPOP 0 1 b LEFT`): the re-run pops from that key, as Redis does.
+fn narrow_to_key(argv: Vec<Bytes>, key: &Bytes) -> Vec<Bytes> {
+    let name = argv[0].to_ascii_lowercase();
+    match &name[..] {
+        b"blpop" | b"brpop" | b"bzpopmin" | b"bzpopmax" => {
+            vec![argv[0].clone(), key.clone(), argv[argv.len() - 1].clone()]
+        }
+        b"blmpop" | b"bzmpop" => {
+            let numkeys = std::str::from_utf8(&argv[2]).ok().and_then(|n| n.parse::<usize>().ok());
+            match numkeys {
+                Some(n) if 3 + n <= argv.len() => {
+                    let mut v = vec![argv[0].clone(), argv[1].clone(), Bytes::from_static(b"1"), key.clone()];
+                    v.extend_from_slice(&argv[3 + n..]);
+                    v
+                }
+                _ => argv,
+            }
+        }
+        _ => argv,
+    }
 }
 
 /// Re-checks waiters after SWAPDB (their keys may now hold data).
