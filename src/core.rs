@@ -118,6 +118,8 @@ impl Core {
             self.stats.expired_keys += sig.expired;
             sig.expired = 0;
         }
+        self.stats.keyspace_hits += std::mem::take(&mut sig.hits);
+        self.stats.keyspace_misses += std::mem::take(&mut sig.misses);
         if !sig.touched.is_empty() {
             let touched = std::mem::take(&mut sig.touched);
             self.watches.on_touched(&touched, &self.ks);

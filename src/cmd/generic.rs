@@ -175,7 +175,10 @@ fn renamenx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     rename_generic(ctx, args, true)
 }
 
-fn randomkey(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+fn randomkey(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    if ctx.core.ks.sig.read_lookups {
+        return ctx.with_read_lookups(false, |ctx| randomkey(ctx, args));
+    }
     use rand::Rng;
     let mut db = ctx.db();
     let mut rng = rand::rng();
@@ -235,7 +238,7 @@ fn copy_(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if target == ctx.client.db && src == dst {
         return Err(CmdError::custom("ERR source and destination objects are the same"));
     }
-    let Some(entry) = ctx.db().entry(src).cloned() else {
+    let Some(entry) = ctx.with_read_lookups(true, |ctx| ctx.db().entry(src).cloned()) else {
         return Ok(Reply::Int(0));
     };
     let mut tdb = ctx.core.ks.view(target);

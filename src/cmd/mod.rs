@@ -55,6 +55,16 @@ pub struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
+    /// Runs `f` with key lookups counted as reads or not (keyspace hits and
+    /// misses): a write command's `lookupKeyRead` of a source key, or a
+    /// read-only command Redis does not count (`MEMORY USAGE`, `RANDOMKEY`).
+    pub fn with_read_lookups<R>(&mut self, on: bool, f: impl FnOnce(&mut Self) -> R) -> R {
+        let prev = std::mem::replace(&mut self.core.ks.sig.read_lookups, on);
+        let r = f(self);
+        self.core.ks.sig.read_lookups = prev;
+        r
+    }
+
     /// The client's selected database, at the command's frozen time.
     pub fn db(&mut self) -> DbView<'_> {
         self.core.ks.view(self.client.db)
@@ -459,10 +469,12 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes]) -> Reply {
         ctx.core.ks.now = ctx.shared.clock.now_ms();
     }
     ctx.core.call_depth += 1;
+    let read_lookups = std::mem::replace(&mut ctx.core.ks.sig.read_lookups, cmd.has(flags::READONLY));
     let start = Instant::now();
     let result = (cmd.spec.handler)(ctx, argv);
     let nanos = start.elapsed().as_nanos() as u64;
     let usec = nanos / 1000;
+    ctx.core.ks.sig.read_lookups = read_lookups;
     ctx.core.call_depth -= 1;
     let stats = &mut ctx.core.stats;
     if ctx.core.call_depth > 0 {

@@ -1262,7 +1262,9 @@ fn memory_usage(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         int(&args[4])?;
     }
     let key_len = args[2].len();
-    Ok(ctx.db().get(&args[2]).map_or(Reply::Nil, |v| Reply::Int((v.approx_size() + key_len + 56) as i64)))
+    Ok(ctx
+        .with_read_lookups(false, |ctx| ctx.db().get(&args[2]).map(|v| v.approx_size()))
+        .map_or(Reply::Nil, |size| Reply::Int((size + key_len + 56) as i64)))
 }
 
 fn memory_stats(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {

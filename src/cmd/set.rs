@@ -386,16 +386,17 @@ fn sdiff(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     setop(ctx, &args[1..], None, SetOp::Diff)
 }
 
+// The *STORE forms read their sources as Redis's lookupKeyRead does.
 fn sinterstore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    setop(ctx, &args[2..], Some(&args[1]), SetOp::Inter)
+    ctx.with_read_lookups(true, |ctx| setop(ctx, &args[2..], Some(&args[1]), SetOp::Inter))
 }
 
 fn sunionstore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    setop(ctx, &args[2..], Some(&args[1]), SetOp::Union)
+    ctx.with_read_lookups(true, |ctx| setop(ctx, &args[2..], Some(&args[1]), SetOp::Union))
 }
 
 fn sdiffstore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    setop(ctx, &args[2..], Some(&args[1]), SetOp::Diff)
+    ctx.with_read_lookups(true, |ctx| setop(ctx, &args[2..], Some(&args[1]), SetOp::Diff))
 }
 
 fn sintercard(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {

@@ -141,10 +141,10 @@ fn set_generic(
     ok: Reply,
 ) -> CmdResult {
     let mut get_reply = None;
-    let mut db = ctx.db();
     if f & SET_GET != 0 {
-        get_reply = Some(Reply::from(db.get_str(key)?.cloned()));
+        get_reply = Some(Reply::from(ctx.with_read_lookups(true, |ctx| ctx.db().get_str(key).map(|v| v.cloned()))?));
     }
+    let mut db = ctx.db();
     let found = db.exists(key);
     if (f & SET_NX != 0 && found) || (f & SET_XX != 0 && !found) {
         return Ok(get_reply.unwrap_or(abort));
@@ -182,16 +182,16 @@ fn psetex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn getset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let old = ctx.with_read_lookups(true, |ctx| ctx.db().get_str(&args[1]).map(|v| v.cloned()))?;
     let mut db = ctx.db();
-    let old = db.get_str(&args[1])?.cloned();
     db.set(&args[1], Value::Str(Bytes::copy_from_slice(&args[2])), false);
     db.notify(notify::STRING, "set", &args[1]);
     Ok(old.into())
 }
 
 fn getdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let old = ctx.with_read_lookups(true, |ctx| ctx.db().get_str(&args[1]).map(|v| v.cloned()))?;
     let mut db = ctx.db();
-    let old = db.get_str(&args[1])?.cloned();
     if old.is_some() {
         db.remove(&args[1]);
         db.notify(notify::GENERIC, "del", &args[1]);
@@ -202,7 +202,7 @@ fn getdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 fn getex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let (f, exp) = parse_string_opts(&args[2..], false)?;
     let key = &args[1];
-    let Some(val) = ctx.db().get_str(key)?.cloned() else {
+    let Some(val) = ctx.with_read_lookups(true, |ctx| ctx.db().get_str(key).map(|v| v.cloned()))? else {
         return Ok(Reply::Nil);
     };
     let at = match exp {

@@ -581,7 +581,7 @@ fn zrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn zrangestore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let dst = args[1].clone();
-    zrange_generic(ctx, args, 2, Some(&dst), None, None)
+    ctx.with_read_lookups(true, |ctx| zrange_generic(ctx, args, 2, Some(&dst), None, None))
 }
 
 fn zrevrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
@@ -1086,17 +1086,17 @@ fn setop_generic(
 
 fn zunionstore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let dst = args[1].clone();
-    setop_generic(ctx, args, Some(&dst), 2, Op::Union, false)
+    ctx.with_read_lookups(true, |ctx| setop_generic(ctx, args, Some(&dst), 2, Op::Union, false))
 }
 
 fn zinterstore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let dst = args[1].clone();
-    setop_generic(ctx, args, Some(&dst), 2, Op::Inter, false)
+    ctx.with_read_lookups(true, |ctx| setop_generic(ctx, args, Some(&dst), 2, Op::Inter, false))
 }
 
 fn zdiffstore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let dst = args[1].clone();
-    setop_generic(ctx, args, Some(&dst), 2, Op::Diff, false)
+    ctx.with_read_lookups(true, |ctx| setop_generic(ctx, args, Some(&dst), 2, Op::Diff, false))
 }
 
 fn zunion(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {

@@ -89,6 +89,12 @@ pub struct Signals {
     pub events: Vec<KeyEvent>,
     /// Keys deleted by expiry (lazy or active) since last drained.
     pub expired: u64,
+    /// The running command is read-only: its key lookups are Redis's
+    /// `lookupKeyRead`, counted as keyspace hits and misses (a miss also
+    /// fires the `keymiss` event).
+    pub read_lookups: bool,
+    pub hits: u64,
+    pub misses: u64,
 }
 
 impl Signals {
@@ -167,7 +173,21 @@ impl DbView<'_> {
     /// The live entry for `key`.
     pub fn entry(&mut self, key: &[u8]) -> Option<&mut Entry> {
         self.expire_if_needed(key);
+        if self.sig.read_lookups {
+            self.count_lookup(key);
+        }
         self.db.map.get_mut(key)
+    }
+
+    fn count_lookup(&mut self, key: &[u8]) {
+        if self.db.map.contains_key(key) {
+            self.sig.hits += 1;
+        } else {
+            self.sig.misses += 1;
+            if self.sig.notify_flags & notify::KEY_MISS != 0 {
+                self.sig.notify(notify::KEY_MISS, "keymiss", self.index, &Bytes::copy_from_slice(key));
+            }
+        }
     }
 
     pub fn get(&mut self, key: &[u8]) -> Option<&Value> {
