@@ -216,7 +216,7 @@ fn concurrent_publishers_every_subscriber_gets_everything_in_order() {
 }
 
 /// A subscriber that never reads is disconnected once its pending output
-/// passes the pub/sub hard limit; the publisher is never slowed and a
+/// passes the pub/sub hard limit; the publisher is never blocked by it and a
 /// subscriber that reads keeps receiving everything.
 #[test]
 fn slow_subscriber_is_cut_off_while_others_keep_up() {
@@ -241,8 +241,15 @@ fn slow_subscriber_is_cut_off_while_others_keep_up() {
     let mut fast = RawConn::connect(port);
     fast.cmd(&["SUBSCRIBE", "firehose"]);
     let payload = "x".repeat(64 * 1024);
+    // The fast subscriber reports its progress: the publisher keeps at most
+    // WINDOW messages (512 KiB) ahead of it, so a loaded machine that
+    // deschedules the reader cannot push it past the 1 MB limit too.
+    const WINDOW: usize = 8;
+    let received = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let progress = received.clone();
     let reader = std::thread::spawn(move || {
         for i in 0..MSGS {
+            progress.store(i, std::sync::atomic::Ordering::Release);
             match fast.read() {
                 Some(Value::Agg(b'*', Some(items))) => {
                     assert_eq!(items[0], bulk("message"));
@@ -257,6 +264,10 @@ fn slow_subscriber_is_cut_off_while_others_keep_up() {
     let started = Instant::now();
     let mut slowest = Duration::ZERO;
     for i in 0..MSGS {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while i >= received.load(std::sync::atomic::Ordering::Acquire) + WINDOW && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_micros(200));
+        }
         let t = Instant::now();
         let n = publ.cmd(&["PUBLISH", "firehose", &format!("{i}:{payload}")]);
         slowest = slowest.max(t.elapsed());
