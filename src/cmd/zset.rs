@@ -469,7 +469,11 @@ fn range_items(z: &ZSet, q: &RangeSpec) -> Vec<(Bytes, f64)> {
                 }
                 _ => {
                     let (a, b) = lex.as_ref().expect("lex range");
-                    z.lex_range(a, b)
+                    if reverse {
+                        z.lex_range_rev(a, b)
+                    } else {
+                        z.lex_range(a, b)
+                    }
                 }
             };
             let avail = (hi - lo) as u64;

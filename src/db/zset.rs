@@ -116,7 +116,7 @@ pub enum LexBound {
     NegInf,
     /// `+`
     PosInf,
-    /// `[x` (inclusive) or `(x` (exclusive).
+    /// `[x` (`false`: inclusive) or `(x` (`true`: exclusive).
     Value(Bytes, bool),
 }
 
@@ -491,9 +491,75 @@ impl ZSet {
         (lo, hi)
     }
 
-    /// Rank interval `[lo, hi)` of the members in the lexicographic range
-    /// (meaningful when all scores are equal, as in Redis).
+    /// Rank interval `[lo, hi)` of the members in the lexicographic range,
+    /// walked from the lowest element (`ZRANGE … BYLEX`, `ZLEXCOUNT`,
+    /// `ZREMRANGEBYLEX`). Meaningful when all scores are equal; otherwise
+    /// Redis leaves the result unspecified, but a small set (listpack on
+    /// Redis) gives the answer of Redis's linear walk, every time.
     pub fn lex_range(&self, min: &LexBound, max: &LexBound) -> (usize, usize) {
+        if self.listpack_sized() {
+            return self.lex_walk(min, max, false);
+        }
+        self.lex_descend(min, max)
+    }
+
+    /// Like [`lex_range`](Self::lex_range), walked from the highest element
+    /// (`ZREVRANGEBYLEX`, `ZRANGE … BYLEX REV`).
+    pub fn lex_range_rev(&self, min: &LexBound, max: &LexBound) -> (usize, usize) {
+        if self.listpack_sized() {
+            return self.lex_walk(min, max, true);
+        }
+        self.lex_descend(min, max)
+    }
+
+    /// Within Redis's default listpack limits (128 members of ≤ 64 bytes).
+    fn listpack_sized(&self) -> bool {
+        self.len() <= 128 && self.max_member_len() <= 64
+    }
+
+    /// Redis's listpack lex walk (`zzlFirstInLexRange` / `zzlLastInLexRange`
+    /// then elements while in range).
+    fn lex_walk(&self, min: &LexBound, max: &LexBound, rev: bool) -> (usize, usize) {
+        let gte_min = |m: &[u8]| match min {
+            LexBound::NegInf => true,
+            LexBound::PosInf => false,
+            LexBound::Value(v, excl) => m > &v[..] || (!*excl && m == &v[..]),
+        };
+        let lte_max = |m: &[u8]| match max {
+            LexBound::NegInf => false,
+            LexBound::PosInf => true,
+            LexBound::Value(v, excl) => m < &v[..] || (!*excl && m == &v[..]),
+        };
+        let members: Vec<&Bytes> = self.iter().map(|(m, _)| m).collect();
+        let empty_range = match (min, max) {
+            (LexBound::PosInf, _) | (_, LexBound::NegInf) => true,
+            (LexBound::Value(a, ax), LexBound::Value(b, bx)) => a > b || (a == b && (*ax || *bx)),
+            _ => false,
+        };
+        let (Some(first), Some(last)) = (members.first(), members.last()) else {
+            return (0, 0);
+        };
+        if empty_range || !gte_min(last) || !lte_max(first) {
+            return (0, 0);
+        }
+        if rev {
+            let Some(k) = members.iter().rposition(|m| lte_max(m)) else { return (0, 0) };
+            if !gte_min(members[k]) {
+                return (0, 0);
+            }
+            let lo = k - members[..k].iter().rev().take_while(|m| gte_min(m)).count();
+            (lo, k + 1)
+        } else {
+            let Some(lo) = members.iter().position(|m| gte_min(m)) else { return (0, 0) };
+            if !lte_max(members[lo]) {
+                return (0, 0);
+            }
+            (lo, lo + 1 + members[lo + 1..].iter().take_while(|m| lte_max(m)).count())
+        }
+    }
+
+    /// The skip list's descent (`zslFirstInLexRange`…), O(log n).
+    fn lex_descend(&self, min: &LexBound, max: &LexBound) -> (usize, usize) {
         let lo = match min {
             LexBound::NegInf => 0,
             LexBound::PosInf => self.len(),
@@ -665,7 +731,17 @@ mod tests {
         assert_eq!(l.lex_range(&LexBound::Value(b("b"), false), &LexBound::PosInf), (1, 4));
         assert_eq!(l.lex_range(&LexBound::Value(b("b"), true), &LexBound::Value(b("d"), true)), (2, 3));
         assert_eq!(l.lex_range(&LexBound::NegInf, &LexBound::Value(b("bb"), false)), (0, 2));
-        assert_eq!(l.lex_range(&LexBound::PosInf, &LexBound::NegInf), (4, 4));
+        let (lo, hi) = l.lex_range(&LexBound::PosInf, &LexBound::NegInf);
+        assert_eq!(lo, hi, "an inverted range is empty");
+        // Both walks agree with the descent when members are in lex order.
+        for (min, max) in [
+            (LexBound::NegInf, LexBound::PosInf),
+            (LexBound::Value(b("b"), false), LexBound::Value(b("c"), true)),
+            (LexBound::Value(b("a"), true), LexBound::PosInf),
+        ] {
+            assert_eq!(l.lex_walk(&min, &max, false), l.lex_descend(&min, &max));
+            assert_eq!(l.lex_walk(&min, &max, true), l.lex_descend(&min, &max));
+        }
     }
 
     #[test]
