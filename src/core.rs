@@ -60,6 +60,11 @@ pub struct Stats {
     pub keyspace_hits: u64,
     pub keyspace_misses: u64,
     pub total_error_replies: u64,
+    /// Error replies by prefix (`INFO errorstats`), in Redis's order.
+    pub error_counts: std::collections::BTreeMap<Bytes, u64>,
+    /// The reply of the command being finished repeats an error already
+    /// counted (a script returning a `redis.call` error): count it once.
+    pub error_already_counted: bool,
     pub pubsub_messages: u64,
     pub slowlog: std::collections::VecDeque<SlowEntry>,
     pub slowlog_next_id: u64,
@@ -68,6 +73,24 @@ pub struct Stats {
     /// command time.
     pub nested_calls: u64,
     pub nested_nanos: u64,
+}
+
+impl Stats {
+    /// Counts an error reply (Redis's `afterErrorReply`): its prefix is the
+    /// first word when a space comes within 32 bytes, else `ERR`.
+    pub fn count_error(&mut self, text: &[u8]) {
+        self.total_error_replies += 1;
+        let prefix = match text[..text.len().min(32)].iter().position(|&c| c == b' ') {
+            Some(n) if n > 0 => &text[..n],
+            _ => b"ERR",
+        };
+        if let Some(n) = self.error_counts.get_mut(prefix) {
+            *n += 1;
+        } else if self.error_counts.len() < 128 {
+            // Redis stops adding new prefixes past 128 (ERROR_STATS_NUMBER).
+            self.error_counts.insert(Bytes::copy_from_slice(prefix), 1);
+        }
+    }
 }
 
 /// All mutable server state. See the module docs.

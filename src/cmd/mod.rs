@@ -416,8 +416,11 @@ fn reject(ctx: &mut Ctx<'_>, cmd: Option<&Command>, err: CmdError) -> Reply {
     if let Some(c) = cmd {
         ctx.core.stats.commands[c.id].rejected += 1;
     }
-    ctx.core.stats.total_error_replies += 1;
-    err.into()
+    let reply: Reply = err.into();
+    if let Reply::Error(text) = &reply {
+        ctx.core.stats.count_error(text);
+    }
+    reply
 }
 
 /// Runs one command line from a client, with every check Redis makes before
@@ -486,19 +489,16 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes]) -> Reply {
     st.usec += usec;
     stats.total_commands += 1;
     let reply = match result {
-        Ok(r) => {
-            if r.is_error() {
-                st.failed += 1;
-                stats.total_error_replies += 1;
-            }
-            r
-        }
-        Err(e) => {
-            st.failed += 1;
-            stats.total_error_replies += 1;
-            e.into()
-        }
+        Ok(r) => r,
+        Err(e) => e.into(),
     };
+    if let Reply::Error(text) = &reply {
+        st.failed += 1;
+        // A script's reply repeating a `redis.call` error counts once.
+        if !std::mem::take(&mut stats.error_already_counted) {
+            stats.count_error(text);
+        }
+    }
     if top {
         let threshold = ctx.core.config.slowlog_slower_than;
         if threshold >= 0 && usec as i64 >= threshold && !cmd.has(flags::SKIP_SLOWLOG) {

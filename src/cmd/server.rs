@@ -801,6 +801,7 @@ fn config_resetstat(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     st.keyspace_hits = 0;
     st.keyspace_misses = 0;
     st.total_error_replies = 0;
+    st.error_counts.clear();
     st.pubsub_messages = 0;
     if let Some(s) = ctx.core.scripting.as_mut() {
         s.reset_stats();
@@ -1109,7 +1110,12 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) -> bool {
             l!("used_cpu_user:0.000000");
         }
         "modules" => l!("# Modules"),
-        "errorstats" => l!("# Errorstats"),
+        "errorstats" => {
+            l!("# Errorstats");
+            for (prefix, n) in &core.stats.error_counts {
+                l!("errorstat_{}:count={}", String::from_utf8_lossy(prefix), n);
+            }
+        }
         "cluster" => {
             l!("# Cluster");
             l!("cluster_enabled:0");

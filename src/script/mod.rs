@@ -378,6 +378,7 @@ impl Scripting {
             panic: None,
             rng: &mut self.rng,
             repl_flags: 3,
+            error_counted: false,
         };
         let reply = {
             // SAFETY: `run` outlives the guard; the core is only reached
@@ -398,6 +399,9 @@ impl Scripting {
         st.is_function.store(false, Ordering::Release);
         // SELECT inside the script only moved the script's client.
         ctx.client.shared.db.store(ctx.client.db, Ordering::Relaxed);
+        if run.error_counted && reply.is_error() {
+            ctx.core.stats.error_already_counted = true;
+        }
         if let Some(p) = run.panic.take() {
             std::panic::resume_unwind(p);
         }
@@ -461,6 +465,13 @@ unsafe fn call_in_vm(
         }
     };
     ffi::lua_sethook(l, None, 0, 0);
+    if ffi::lua_type(l, -1) == ffi::LUA_TTABLE {
+        lua::get_field_raw(l, -1, "ignore_error_stats_update");
+        if let Some(run) = run::current() {
+            run.error_counted = ffi::lua_toboolean(l, -1) != 0;
+        }
+        ffi::lua_pop(l, 1);
+    }
     let reply = if status != 0 {
         error_reply(l, funcname)
     } else {

@@ -69,6 +69,10 @@ pub(crate) struct RunCtx {
     pub rng: *mut Rand48,
     /// `redis.set_repl` flags (accepted, no replication here).
     pub repl_flags: i32,
+    /// The script's error reply repeats an error already counted in the
+    /// error statistics (a `redis.call` error, Redis's
+    /// `ignore_error_stats_update`).
+    pub error_counted: bool,
 }
 
 thread_local! {
@@ -153,7 +157,7 @@ impl RunCtx {
         if let Some(id) = id {
             core.stats.commands[id].rejected += 1;
         }
-        core.stats.total_error_replies += 1;
+        core.stats.count_error(b"ERR");
     }
 
     /// Called every N instructions: enters BUSY mode past the threshold,

@@ -171,3 +171,37 @@ fn slowlog_records_slow_commands() {
     assert_eq!(e[3].bulks(), vec![b"SET".to_vec(), b"slow".to_vec(), b"1".to_vec()]);
     assert!(c.cmd(&["SLOWLOG", "LEN"]).as_int().unwrap() >= 1);
 }
+
+/// `INFO stats` hit/miss counters and `INFO errorstats` count what Redis
+/// counts: read lookups only, and a script's error that repeats a
+/// `redis.call` error once.
+#[test]
+fn keyspace_hits_misses_and_error_stats() {
+    let srv = common::server();
+    let mut c = RawConn::connect(srv.port());
+    let field = |c: &mut RawConn, section: &str, name: &str| -> Option<String> {
+        let Value::Bulk(Some(info)) = c.cmd(&["INFO", section]) else { panic!("INFO {section}") };
+        let info = String::from_utf8(info).unwrap();
+        info.lines().find_map(|l| l.strip_prefix(&format!("{name}:")).map(str::to_string))
+    };
+    c.cmd(&["SET", "s", "v"]);
+    c.cmd(&["CONFIG", "RESETSTAT"]);
+    c.cmd(&["GET", "s"]); // hit
+    c.cmd(&["MGET", "s", "nope", "nope"]); // hit, miss, miss
+    c.cmd(&["SET", "nope", "v"]); // a write: not counted
+    c.cmd(&["DEL", "nope"]);
+    c.cmd(&["EVAL", "return redis.call('exists', 's')", "0"]); // hit
+    assert_eq!(field(&mut c, "stats", "keyspace_hits").as_deref(), Some("3"));
+    assert_eq!(field(&mut c, "stats", "keyspace_misses").as_deref(), Some("2"));
+
+    c.cmd(&["HGET", "s", "f"]); // WRONGTYPE
+    c.cmd(&["NOSUCH"]); // ERR
+    c.cmd(&["EVAL", "return redis.call('hget', 's', 'f')", "0"]); // WRONGTYPE once, not twice
+    c.cmd(&["EVAL", "return {err='MINE oops'}", "0"]); // MINE
+    assert_eq!(field(&mut c, "errorstats", "errorstat_WRONGTYPE").as_deref(), Some("count=2"));
+    assert_eq!(field(&mut c, "errorstats", "errorstat_ERR").as_deref(), Some("count=1"));
+    assert_eq!(field(&mut c, "errorstats", "errorstat_MINE").as_deref(), Some("count=1"));
+    assert_eq!(field(&mut c, "stats", "total_error_replies").as_deref(), Some("4"));
+    c.cmd(&["CONFIG", "RESETSTAT"]);
+    assert_eq!(field(&mut c, "errorstats", "errorstat_WRONGTYPE"), None);
+}
