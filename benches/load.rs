@@ -167,6 +167,10 @@ fn b(s: impl Into<String>) -> Vec<u8> {
     s.into().into_bytes()
 }
 
+/// The server under test allocates with jemalloc, as the `rlockd` binary does.
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 use rlockd::script::locks::{REDLOCK_RELEASE, REENTRANT_LOCK, REENTRANT_UNLOCK};
 
 /// The script's SHA1, computed once (the client must not burn the CPU the
