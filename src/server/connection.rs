@@ -354,7 +354,9 @@ impl Conn {
             ReplyMode::Skip | ReplyMode::Off => true,
             ReplyMode::On => skipping,
         };
-        if !suppress {
+        // Pushes (subscribe confirmations) are never silenced, as in Redis
+        // (its CLIENT_PUSHING flag), like the messages that follow them.
+        if !suppress || matches!(reply, Reply::Push(_)) {
             reply.encode(self.client.resp, &mut self.out);
         }
     }
