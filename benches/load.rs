@@ -168,6 +168,7 @@ fn b(s: impl Into<String>) -> Vec<u8> {
 }
 
 /// The server under test allocates with jemalloc, as the `rlockd` binary does.
+#[cfg(feature = "jemalloc")]
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 

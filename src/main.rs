@@ -9,12 +9,14 @@ use clap::Parser;
 /// stalls for tens of milliseconds when a mass expiry frees a million keys
 /// (see BENCHMARKS.md, active expiry). The library leaves the allocator to
 /// the embedding program.
+#[cfg(feature = "jemalloc")]
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 /// jemalloc options: a background thread returns freed pages to the OS
 /// about a second after they go idle, without waiting for further
 /// allocations (so memory freed by expiry leaves RSS while the server idles).
+#[cfg(feature = "jemalloc")]
 #[allow(non_upper_case_globals)]
 #[export_name = "_rjem_malloc_conf"]
 pub static malloc_conf: &[u8; 60] = b"background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0\0";
