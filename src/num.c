@@ -41,7 +41,7 @@ static int rl_string2ld(const char *s, size_t len, long double *out) {
     buf[len] = '\0';
     errno = 0;
     v = strtold(buf, &eptr);
-    if (isspace((unsigned char)buf[0]) || eptr[0] != '\0' ||
+    if (isspace((unsigned char)buf[0]) || eptr[0] != '\0' || (size_t)(eptr - buf) != len ||
         (errno == ERANGE && (v == HUGE_VAL || v == -HUGE_VAL || fpclassify(v) == FP_ZERO)) ||
         errno == EINVAL || isnan(v))
         return 0;

@@ -6,6 +6,7 @@ mod common;
 mod blocking;
 mod compat;
 mod diff;
+mod diff_random;
 mod hash;
 mod keyspace;
 mod list;
