@@ -2,7 +2,8 @@
 //! handful of keys, sent to rlockd and to a real redis-server, every reply
 //! compared. Keys change type all the time, so wrong-type errors, empty
 //! aggregates being deleted, number parsing and formatting, and scripts
-//! reading what other commands wrote are all exercised. The scripted cases in
+//! reading what other commands wrote are all exercised, inside and outside
+//! MULTI/EXEC. The scripted cases in
 //! `tests/diff/` pin known scenarios; this finds the ones nobody thought of
 //! (it found INCRBYFLOAT accepting "0\0inf").
 //!
@@ -60,7 +61,7 @@ impl Gen {
         let l2 = self.pick(LEX);
         let side = self.pick(&["LEFT", "RIGHT"]);
         let side2 = self.pick(&["LEFT", "RIGHT"]);
-        match self.rng.random_range(0..86) {
+        match self.rng.random_range(0..92) {
             // strings
             0 => vec!["SET", k, v],
             1 => vec!["GET", k],
@@ -155,6 +156,11 @@ impl Gen {
             80 => vec!["ZRANGE", k, s, s2, "BYSCORE", "REV", "LIMIT", n, n2],
             81 => vec!["ZMPOP", "1", k, self.pick(&["MIN", "MAX"]), "COUNT", n],
             82 => vec!["ZDIFFSTORE", k, "2", k2, self.key()],
+            // transactions: queued replies, EXECABORT, nested MULTI, WATCH
+            83 | 84 => vec!["MULTI"],
+            85 | 86 => vec!["EXEC"],
+            87 => vec!["DISCARD"],
+            88 => vec!["WATCH", k],
             // scripts reading and writing what the other commands left
             _ => {
                 let script = self.pick(SCRIPTS);
