@@ -103,6 +103,8 @@ pub struct Core {
     pub pubsub: PubSub,
     pub blocking: Blocking,
     pub watches: Watches,
+    /// Clients in `MONITOR` mode.
+    pub monitors: crate::monitor::Monitors,
     /// The Lua engine; taken out (`None`) while a script runs.
     pub scripting: Option<Box<Scripting>>,
     /// Unix ms of the last (pretend) save, for `LASTSAVE`/`INFO persistence`.
@@ -126,6 +128,7 @@ impl Core {
             pubsub: PubSub::default(),
             blocking: Blocking::default(),
             watches: Watches::default(),
+            monitors: Default::default(),
             scripting: Some(Box::new(Scripting::new())),
             lastsave: now_ms / 1000,
             call_depth: 0,

@@ -34,6 +34,7 @@ pub mod core;
 pub mod db;
 pub mod error;
 pub mod glob;
+pub mod monitor;
 pub mod num;
 pub mod protocol;
 pub mod pubsub;

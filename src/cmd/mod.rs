@@ -471,6 +471,11 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes]) -> Reply {
     if top {
         ctx.core.ks.now = ctx.shared.clock.now_ms();
     }
+    let monitored = !ctx.core.monitors.is_empty() && !ctx.client.no_block;
+    if monitored && cmd.has(flags::SKIP_MONITOR) && cmd.has(flags::MOVABLEKEYS) {
+        // EVAL/FCALL and friends: shown before the commands their script runs.
+        feed_monitors(ctx, argv);
+    }
     ctx.core.call_depth += 1;
     let read_lookups = std::mem::replace(&mut ctx.core.ks.sig.read_lookups, cmd.has(flags::READONLY));
     let start = Instant::now();
@@ -499,6 +504,9 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes]) -> Reply {
             stats.count_error(text);
         }
     }
+    if monitored && !cmd.has(flags::SKIP_MONITOR) && !cmd.has(flags::ADMIN) {
+        feed_monitors(ctx, argv);
+    }
     if top {
         let threshold = ctx.core.config.slowlog_slower_than;
         if threshold >= 0 && usec as i64 >= threshold && !cmd.has(flags::SKIP_SLOWLOG) {
@@ -510,6 +518,11 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes]) -> Reply {
         }
     }
     reply
+}
+
+fn feed_monitors(ctx: &mut Ctx<'_>, argv: &[Bytes]) {
+    let source = if ctx.client.is_script() { "lua".to_string() } else { ctx.client.shared.addr.to_string() };
+    ctx.core.monitors.feed(ctx.shared.clock.now_us(), ctx.client.db, &source, argv);
 }
 
 fn record_slow(ctx: &mut Ctx<'_>, argv: &[Bytes], usec: u64) {

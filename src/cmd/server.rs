@@ -326,6 +326,9 @@ fn quit(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
 
 fn reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     crate::tx::discard_state(ctx);
+    if ctx.core.monitors.remove(ctx.client.id) {
+        ctx.client.shared.monitor.store(false, std::sync::atomic::Ordering::Relaxed);
+    }
     crate::pubsub::unsubscribe_all(ctx);
     ctx.client.set_db(0);
     ctx.client.set_resp(Resp::V2);
@@ -1398,6 +1401,18 @@ fn role(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     Ok(Reply::Array(vec![Reply::bulk_str("master"), Reply::Int(0), Reply::Array(vec![])]))
 }
 
-fn monitor(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    Err(CmdError::custom("ERR MONITOR is not supported by rlockd"))
+/// `MONITOR`: from now on this client also receives a line for every
+/// command the server runs (see [`crate::monitor`]).
+fn monitor(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    if ctx.client.in_exec || ctx.client.multi.is_some() {
+        return Err(CmdError::custom("ERR MONITOR isn't allowed for DENY BLOCKING client"));
+    }
+    let shared = &ctx.client.shared;
+    if shared.monitor.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        // Already monitoring: Redis ignores it, without a reply.
+        ctx.client.reply_mode = ReplyMode::SkipThis;
+        return Ok(Reply::ok());
+    }
+    ctx.core.monitors.add(shared.clone());
+    Ok(Reply::ok())
 }

@@ -66,6 +66,8 @@ pub struct ClientShared {
     pub sub_shard: AtomicUsize,
     pub in_multi: AtomicBool,
     pub blocked: AtomicBool,
+    /// In `MONITOR` mode (flag `O` in CLIENT LIST).
+    pub monitor: AtomicBool,
     /// Bytes queued on `tx` and not yet written to the socket.
     pub pending_bytes: AtomicUsize,
     /// Unix ms since when `pending_bytes` has been over the soft limit (0 = not over).
@@ -94,6 +96,7 @@ impl ClientShared {
             sub_shard: AtomicUsize::new(0),
             in_multi: AtomicBool::new(false),
             blocked: AtomicBool::new(false),
+            monitor: AtomicBool::new(false),
             pending_bytes: AtomicUsize::new(0),
             soft_limit_since: AtomicU64::new(0),
             tx,
@@ -134,15 +137,19 @@ impl ClientShared {
 
     /// `CLIENT LIST` / `CLIENT INFO` line (without trailing newline).
     pub fn info_line(&self, now_ms: u64, fd: u64) -> String {
+        // Redis's order: O (monitor), P, x, b.
         let mut flags = String::new();
+        if self.monitor.load(Ordering::Relaxed) {
+            flags.push('O');
+        }
+        if self.subscriptions() > 0 {
+            flags.push('P');
+        }
         if self.in_multi.load(Ordering::Relaxed) {
             flags.push('x');
         }
         if self.blocked.load(Ordering::Relaxed) {
             flags.push('b');
-        }
-        if self.subscriptions() > 0 {
-            flags.push('P');
         }
         if flags.is_empty() {
             flags.push('N');

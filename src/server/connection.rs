@@ -81,6 +81,7 @@ fn unregister(core: &mut Core, cs: &ClientShared) {
     core.clients.shift_remove(&cs.id);
     core.pubsub.remove_client(cs);
     core.watches.unwatch(cs.id);
+    core.monitors.remove(cs.id);
     crate::blocking::remove_client(core, cs.id);
 }
 

@@ -205,3 +205,50 @@ fn keyspace_hits_misses_and_error_stats() {
     c.cmd(&["CONFIG", "RESETSTAT"]);
     assert_eq!(field(&mut c, "errorstats", "errorstat_WRONGTYPE"), None);
 }
+
+/// MONITOR streams every command that ran, in Redis's format: scripts'
+/// commands as `[db lua]` after their EVAL, commands inside EXEC before the
+/// EXEC, refused and admin commands not at all, AUTH redacted.
+#[test]
+fn monitor_streams_commands_like_redis() {
+    let srv = common::server();
+    let mut mon = RawConn::connect(srv.port());
+    assert_eq!(mon.cmd(&["MONITOR"]), Value::Simple(b"OK".to_vec()));
+    let mut c = RawConn::connect(srv.port());
+    c.cmd(&["SET", "k", "a b\"c\n"]);
+    c.cmd(&["EVAL", "return redis.call('get', KEYS[1])", "1", "k"]);
+    c.cmd(&["MULTI"]);
+    c.cmd(&["INCR", "n"]);
+    c.cmd(&["EXEC"]);
+    c.cmd(&["NOSUCH"]);
+    c.cmd(&["CONFIG", "GET", "maxclients"]);
+    c.cmd(&["AUTH", "secret"]);
+    c.cmd(&["SELECT", "2"]);
+    c.cmd(&["PING"]);
+    let expected = [
+        "[0 ADDR] \"SET\" \"k\" \"a b\\\"c\\n\"",
+        "[0 ADDR] \"EVAL\" \"return redis.call('get', KEYS[1])\" \"1\" \"k\"",
+        "[0 lua] \"get\" \"k\"",
+        "[0 ADDR] \"MULTI\"",
+        "[0 ADDR] \"INCR\" \"n\"",
+        "[0 ADDR] \"EXEC\"",
+        "[0 ADDR] \"AUTH\" \"(redacted)\"",
+        "[2 ADDR] \"SELECT\" \"2\"",
+        "[2 ADDR] \"PING\"",
+    ];
+    for want in expected {
+        let Some(Value::Simple(line)) = mon.read() else { panic!("monitor line for {want}") };
+        let line = String::from_utf8(line).unwrap();
+        let (stamp, rest) = line.split_once(' ').expect("timestamp");
+        assert!(stamp.contains('.') && stamp.parse::<f64>().is_ok(), "{line}");
+        let addr = rest.split(['[', ']']).nth(1).and_then(|s| s.split_once(' ')).map(|(_, a)| a).unwrap_or("");
+        let rest = if addr == "lua" { rest.to_string() } else { rest.replacen(addr, "ADDR", 1) };
+        assert_eq!(rest, want);
+    }
+    let Value::Bulk(Some(list)) = c.cmd(&["CLIENT", "LIST"]) else { panic!("CLIENT LIST") };
+    assert!(String::from_utf8_lossy(&list).contains("flags=O"), "the monitor shows flag O");
+    // RESET leaves monitor mode.
+    assert_eq!(mon.cmd(&["RESET"]), Value::Simple(b"RESET".to_vec()));
+    c.cmd(&["PING"]);
+    assert_eq!(mon.cmd(&["PING"]), Value::Simple(b"PONG".to_vec()));
+}
