@@ -276,7 +276,7 @@ fn move_(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn object_encoding(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    Ok(ctx.db().get(&args[2]).map_or(Reply::Nil, |v| Reply::bulk_str(v.encoding())))
+    Ok(ctx.db().entry(&args[2]).map_or(Reply::Nil, |e| Reply::bulk_str(e.encoding())))
 }
 
 fn object_freq(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {

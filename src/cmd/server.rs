@@ -1232,13 +1232,13 @@ fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
         "object" if args.len() == 3 => {
             let mut db = ctx.db();
-            let Some(v) = db.get(&args[2]) else {
+            let Some(e) = db.entry(&args[2]) else {
                 return Err(CmdError::NoSuchKey);
             };
             Ok(Reply::Status(Bytes::from(format!(
                 "Value at:0x0 refcount:1 encoding:{} serializedlength:{} lru:0 lru_seconds_idle:0",
-                v.encoding(),
-                v.approx_size()
+                e.encoding(),
+                e.value.approx_size()
             ))))
         }
         "reload" | "change-repl-id" | "quicklist-packed-threshold" | "set-skip-checksum-validation" => Ok(Reply::ok()),

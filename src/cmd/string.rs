@@ -4,7 +4,7 @@ use bytes::{Bytes, BytesMut};
 
 use super::util::{eq, int};
 use super::{cmd, CommandSpec, Ctx};
-use crate::db::{notify, Value};
+use crate::db::{notify, StrEnc, Value};
 use crate::error::{CmdError, CmdResult};
 use crate::num::{self, LdError};
 use crate::protocol::Reply;
@@ -311,6 +311,7 @@ fn incrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     })?;
     let b = Bytes::from(new);
     db.set(key, Value::Str(b.clone()), true);
+    db.set_str_enc(key, StrEnc::NotInt);
     db.notify(notify::STRING, "incrbyfloat", key);
     Ok(Reply::Bulk(b))
 }
@@ -350,6 +351,7 @@ fn append(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let Some(Value::Str(s)) = db.get_mut(key) else { unreachable!("checked string above") };
     edit_string(s, |m| m.extend_from_slice(&args[2]));
     let len = s.len();
+    db.set_str_enc(key, StrEnc::Raw);
     db.touch(key);
     db.notify(notify::STRING, "append", key);
     Ok(Reply::Int(len as i64))
@@ -410,6 +412,7 @@ fn setrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             let len = v.len();
             let mut db = ctx.db();
             db.set(key, Value::Str(Bytes::from(v)), false);
+            db.set_str_enc(key, StrEnc::Raw);
             db.notify(notify::STRING, "setrange", key);
             Ok(Reply::Int(len as i64))
         }
@@ -428,6 +431,7 @@ fn setrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
                 m[offset..need].copy_from_slice(value);
             });
             let len = s.len();
+            db.set_str_enc(key, StrEnc::Raw);
             db.touch(key);
             db.notify(notify::STRING, "setrange", key);
             Ok(Reply::Int(len as i64))

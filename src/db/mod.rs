@@ -36,6 +36,42 @@ pub struct Entry {
     pub value: Value,
     /// Absolute deadline in unix milliseconds.
     pub expire: Option<u64>,
+    /// How Redis would have encoded this string, where its history (not
+    /// its content) decides (`OBJECT ENCODING`).
+    pub str_enc: StrEnc,
+}
+
+/// A string's encoding as far as history decides it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum StrEnc {
+    /// Set whole (SET, INCR…): `int`, `embstr` or `raw` from the content.
+    #[default]
+    Auto,
+    /// Edited in place (APPEND, SETRANGE): `raw`.
+    Raw,
+    /// Stored from a formatted float (INCRBYFLOAT): never `int`.
+    NotInt,
+}
+
+impl Entry {
+    pub fn new(value: Value) -> Entry {
+        Entry { value, expire: None, str_enc: StrEnc::Auto }
+    }
+
+    /// What `OBJECT ENCODING` answers for this key.
+    pub fn encoding(&self) -> &'static str {
+        match (&self.value, self.str_enc) {
+            (Value::Str(_), StrEnc::Raw) => "raw",
+            (Value::Str(s), StrEnc::NotInt) => {
+                if s.len() <= 44 {
+                    "embstr"
+                } else {
+                    "raw"
+                }
+            }
+            (v, _) => v.encoding(),
+        }
+    }
 }
 
 /// One database (`SELECT n`).
@@ -204,6 +240,13 @@ impl DbView<'_> {
         self.entry(key).is_some()
     }
 
+    /// Records how a string was last written (see [`StrEnc`]).
+    pub fn set_str_enc(&mut self, key: &[u8], enc: StrEnc) {
+        if let Some(e) = self.db.map.get_mut(key) {
+            e.str_enc = enc;
+        }
+    }
+
     /// String value of `key`; `WRONGTYPE` for other types.
     pub fn get_str(&mut self, key: &[u8]) -> Result<Option<&Bytes>, CmdError> {
         match self.get(key) {
@@ -222,6 +265,7 @@ impl DbView<'_> {
             Some(i) => {
                 let (k, e) = self.db.map.get_index_mut(i).expect("index");
                 e.value = value;
+                e.str_enc = StrEnc::Auto;
                 if !keep_ttl {
                     if let Some(at) = e.expire.take() {
                         let k = k.clone();
@@ -230,7 +274,7 @@ impl DbView<'_> {
                 }
             }
             None => {
-                self.db.map.insert(own(key), Entry { value, expire: None });
+                self.db.map.insert(own(key), Entry::new(value));
             }
         }
         self.sig.touch(self.index, key);
@@ -238,7 +282,7 @@ impl DbView<'_> {
 
     /// Adds a new key (the caller knows it does not exist). Signals.
     pub fn insert_new(&mut self, key: &Bytes, value: Value) {
-        self.db.map.insert(own(key), Entry { value, expire: None });
+        self.db.map.insert(own(key), Entry::new(value));
         self.sig.touch(self.index, key);
     }
 
@@ -270,8 +314,9 @@ impl DbView<'_> {
 
     /// Stores a whole entry (value and deadline), replacing any existing key. Signals.
     pub fn put_entry(&mut self, key: &Bytes, entry: Entry) {
-        let expire = entry.expire;
+        let (expire, enc) = (entry.expire, entry.str_enc);
         self.set(key, entry.value, false);
+        self.set_str_enc(key, enc);
         if let Some(at) = expire {
             self.set_expire(key, at);
         }
@@ -488,7 +533,7 @@ mod tests {
     fn scan_returns_every_key_present_throughout_despite_deletes() {
         let mut db = Db::default();
         for i in 0..1000 {
-            db.map.insert(Bytes::from(format!("k{i}")), Entry { value: Value::Str(Bytes::new()), expire: None });
+            db.map.insert(Bytes::from(format!("k{i}")), Entry::new(Value::Str(Bytes::new())));
         }
         let stable: Vec<Bytes> = (500..1000).map(|i| Bytes::from(format!("k{i}"))).collect();
         let mut seen = std::collections::HashSet::new();
@@ -502,7 +547,7 @@ mod tests {
             // Churn: delete some of the unstable keys, add new ones.
             if step < 500 {
                 db.map.swap_remove(format!("k{step}").as_bytes());
-                db.map.insert(Bytes::from(format!("n{step}")), Entry { value: Value::Str(Bytes::new()), expire: None });
+                db.map.insert(Bytes::from(format!("n{step}")), Entry::new(Value::Str(Bytes::new())));
             }
             step += 1;
             cursor = next;
