@@ -73,9 +73,29 @@ pub struct Stats {
     /// command time.
     pub nested_calls: u64,
     pub nested_nanos: u64,
+    /// `instantaneous_ops_per_sec`: ops/s over the last 16 samples taken by
+    /// the server cron (Redis's STATS_METRIC_SAMPLES), and the last sample.
+    pub ops_rates: [u64; 16],
+    pub ops_rate_idx: usize,
+    pub ops_last: (u64, u64),
 }
 
 impl Stats {
+    /// Records a commands-per-second sample (called about every 100 ms).
+    pub fn sample_ops(&mut self, now_ms: u64) {
+        let (t0, n0) = self.ops_last;
+        if t0 != 0 && now_ms > t0 {
+            let rate = self.total_commands.saturating_sub(n0) * 1000 / (now_ms - t0);
+            self.ops_rates[self.ops_rate_idx] = rate;
+            self.ops_rate_idx = (self.ops_rate_idx + 1) % self.ops_rates.len();
+        }
+        self.ops_last = (now_ms, self.total_commands);
+    }
+
+    pub fn instantaneous_ops(&self) -> u64 {
+        self.ops_rates.iter().sum::<u64>() / self.ops_rates.len() as u64
+    }
+
     /// Counts an error reply (Redis's `afterErrorReply`): its prefix is the
     /// first word when a space comes within 32 bytes, else `ERR`.
     pub fn count_error(&mut self, text: &[u8]) {
@@ -218,6 +238,15 @@ pub enum BusyOutcome {
     Retry(ClientState),
 }
 
+/// Bytes and socket operations, as `INFO stats` reports them.
+#[derive(Debug, Default)]
+pub struct NetStats {
+    pub input_bytes: AtomicU64,
+    pub output_bytes: AtomicU64,
+    pub reads: AtomicU64,
+    pub writes: AtomicU64,
+}
+
 /// `CLIENT PAUSE` state.
 #[derive(Debug, Default)]
 pub struct Pause {
@@ -252,6 +281,9 @@ pub struct Shared {
     /// Unix ms when the server started.
     pub started_ms: u64,
     pub run_id: String,
+    /// Network counters for `INFO stats`, updated by connections without
+    /// the core lock.
+    pub net: NetStats,
     /// Set to request shutdown; every task watches it.
     pub shutdown: tokio::sync::watch::Sender<bool>,
 }
@@ -289,6 +321,7 @@ impl Shared {
             local_addr: config.bind,
             started_ms: now,
             run_id: new_run_id(),
+            net: NetStats::default(),
             shutdown,
         })
     }

@@ -34,6 +34,19 @@ pub mod core;
 pub mod db;
 pub mod error;
 pub mod glob;
+
+static ALLOCATOR: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
+
+/// Names the process's allocator for `INFO memory` (`mem_allocator`); the
+/// `rlockd` binary sets it when it allocates with jemalloc.
+pub fn set_allocator_name(name: &'static str) {
+    let _ = ALLOCATOR.set(name);
+}
+
+/// The allocator `INFO memory` reports (`libc` unless told otherwise).
+pub fn allocator_name() -> &'static str {
+    ALLOCATOR.get().copied().unwrap_or("libc")
+}
 pub mod monitor;
 pub mod num;
 pub mod protocol;

@@ -136,6 +136,8 @@ fn split_args(args: Vec<String>) -> Result<SplitArgs, String> {
 }
 
 fn main() -> ExitCode {
+    #[cfg(feature = "jemalloc")]
+    rlockd::set_allocator_name("jemalloc-5.3.0");
     let (known, extra) = match split_args(std::env::args().collect()) {
         Ok(v) => v,
         Err(e) => {

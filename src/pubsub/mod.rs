@@ -152,6 +152,10 @@ impl PubSub {
         self.patterns.len()
     }
 
+    pub fn shard_channel_count(&self) -> usize {
+        self.shard.len()
+    }
+
     /// Publishes to channel subscribers and matching patterns. Returns the
     /// number of receivers. With `defer`, the messages are queued until
     /// [`flush`] (the receivers are resolved now).

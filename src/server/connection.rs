@@ -129,7 +129,10 @@ impl Conn {
                 r = self.socket.read_buf(&mut self.rbuf) => {
                     match r {
                         Ok(0) | Err(_) => return,
-                        Ok(_) => {}
+                        Ok(n) => {
+                            self.shared.net.input_bytes.fetch_add(n as u64, Ordering::Relaxed);
+                            self.shared.net.reads.fetch_add(1, Ordering::Relaxed);
+                        }
                     }
                     cs.last_interaction_ms.store(self.shared.clock.now_ms(), Ordering::Relaxed);
                     if self.process_input().await.is_err() || self.client.close {
@@ -162,6 +165,8 @@ impl Conn {
     async fn flush(&mut self) -> std::io::Result<()> {
         if !self.out.is_empty() {
             self.socket.write_all(&self.out).await?;
+            self.shared.net.output_bytes.fetch_add(self.out.len() as u64, Ordering::Relaxed);
+            self.shared.net.writes.fetch_add(1, Ordering::Relaxed);
             self.out.clear();
         }
         if self.pushed_unflushed > 0 {

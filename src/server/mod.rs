@@ -156,7 +156,11 @@ async fn run(listener: TcpListener, shared: Arc<Shared>) {
 async fn active_expire(shared: Arc<Shared>) {
     let mut shutdown = shared.shutdown.subscribe();
     loop {
-        let hz = { shared.core.lock().await.config.hz.max(1) };
+        let hz = {
+            let mut core = shared.core.lock().await;
+            core.stats.sample_ops(shared.clock.now_ms());
+            core.config.hz.max(1)
+        };
         tokio::select! {
             _ = shutdown.changed() => return,
             _ = tokio::time::sleep(Duration::from_millis(1000 / hz)) => {}

@@ -252,3 +252,27 @@ fn monitor_streams_commands_like_redis() {
     c.cmd(&["PING"]);
     assert_eq!(mon.cmd(&["PING"]), Value::Simple(b"PONG".to_vec()));
 }
+
+/// Every INFO section lists the fields redis-server 7.0 lists, in the same
+/// order (monitoring tools and client libraries read them by name); rlockd
+/// adds only `rlockd_version`.
+#[test]
+fn info_fields_match_redis() {
+    let Some(oracle) = Oracle::start() else {
+        return;
+    };
+    let srv = common::server();
+    let fields = |port: u16, section: &str| -> Vec<String> {
+        let mut c = RawConn::connect(port);
+        let Value::Bulk(Some(info)) = c.cmd(&["INFO", section]) else { panic!("INFO {section}") };
+        String::from_utf8(info)
+            .unwrap()
+            .lines()
+            .filter_map(|l| l.split_once(':').map(|(k, _)| k.to_string()))
+            .filter(|k| k != "rlockd_version")
+            .collect()
+    };
+    for section in ["server", "clients", "memory", "persistence", "stats", "replication", "cpu", "cluster"] {
+        assert_eq!(fields(srv.port(), section), fields(oracle.port, section), "INFO {section}");
+    }
+}
