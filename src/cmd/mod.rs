@@ -15,6 +15,7 @@
 //! [`call`] is the only place a handler is invoked, and the only place the
 //! command's frozen time is taken (at nesting depth 0).
 
+pub mod acl;
 pub mod blocking;
 pub mod cluster;
 pub mod generic;
@@ -231,7 +232,7 @@ pub struct Table {
 }
 
 /// Families and their `COMMAND DOCS` group names.
-fn families() -> [(&'static str, &'static [CommandSpec]); 12] {
+fn families() -> [(&'static str, &'static [CommandSpec]); 13] {
     [
         ("generic", generic::COMMANDS),
         ("string", string::COMMANDS),
@@ -245,6 +246,7 @@ fn families() -> [(&'static str, &'static [CommandSpec]); 12] {
         ("transactions", tx::COMMANDS),
         ("blocking", blocking::COMMANDS),
         ("cluster", cluster::COMMANDS),
+        ("server", acl::COMMANDS),
     ]
 }
 

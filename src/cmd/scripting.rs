@@ -153,7 +153,7 @@ fn fcall_ro(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 /// `HELP` replies of `SCRIPT` and `FUNCTION` (Redis 7.0 `addReplyHelp`).
-fn help(cmd: &str, lines: &[&str]) -> Reply {
+pub(super) fn help(cmd: &str, lines: &[&str]) -> Reply {
     let mut out =
         vec![Reply::Status(Bytes::from(format!("{cmd} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:")))];
     out.extend(lines.iter().map(|l| Reply::Status(Bytes::copy_from_slice(l.as_bytes()))));
@@ -163,7 +163,7 @@ fn help(cmd: &str, lines: &[&str]) -> Reply {
 }
 
 /// `addReplySubcommandSyntaxError`.
-fn subcommand_syntax(args: &[Bytes]) -> CmdError {
+pub(super) fn subcommand_syntax(args: &[Bytes]) -> CmdError {
     CmdError::custom(format!(
         "ERR unknown subcommand or wrong number of arguments for '{}'. Try {} HELP.",
         String::from_utf8_lossy(&args[1]),
