@@ -22,6 +22,7 @@ pub mod generic;
 pub mod hash;
 pub mod help;
 pub mod list;
+pub mod meta;
 pub mod pubsub;
 pub mod scripting;
 pub mod server;

@@ -829,6 +829,7 @@ fn command_info_reply(c: &Command) -> Reply {
         c.spec.acl.split_whitespace().map(|a| Reply::Status(Bytes::from_static(a.as_bytes()))).collect();
     let mut subs: Vec<&Command> = c.subcommands.values().collect();
     subs.sort_by(|a, b| a.fullname.cmp(&b.fullname));
+    let meta = super::meta::get(&c.fullname);
     Reply::Array(vec![
         Reply::bulk_str(&c.fullname),
         Reply::Int(i64::from(c.spec.arity)),
@@ -837,8 +838,8 @@ fn command_info_reply(c: &Command) -> Reply {
         Reply::Int(i64::from(c.spec.last_key)),
         Reply::Int(i64::from(c.spec.step)),
         Reply::Set(acl),
-        Reply::Set(vec![]),
-        Reply::Array(vec![]),
+        meta.map_or_else(|| Reply::Set(vec![]), |m| m.tips.clone()),
+        meta.map_or_else(|| Reply::Array(vec![]), |m| m.key_specs.clone()),
         Reply::Array(subs.into_iter().map(command_info_reply).collect()),
     ])
 }
@@ -869,12 +870,18 @@ fn command_info(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     Ok(Reply::Array(args[2..].iter().map(|n| lookup_full(n).map_or(Reply::Nil, command_info_reply)).collect()))
 }
 
+/// Redis's documentation of the command (see `cmd::meta`), or the table's
+/// summary for the commands Redis 7.0 does not have; subcommands are the
+/// ones rlockd implements.
 fn command_docs_entry(c: &Command) -> (Reply, Reply) {
-    let mut m = vec![
-        (Reply::bulk_str("summary"), Reply::bulk_str(c.spec.summary)),
-        (Reply::bulk_str("since"), Reply::bulk_str(c.spec.since)),
-        (Reply::bulk_str("group"), Reply::bulk_str(c.group)),
-    ];
+    let mut m = match super::meta::get(&c.fullname) {
+        Some(meta) => meta.docs.clone(),
+        None => vec![
+            (Reply::bulk_str("summary"), Reply::bulk_str(c.spec.summary)),
+            (Reply::bulk_str("since"), Reply::bulk_str(c.spec.since)),
+            (Reply::bulk_str("group"), Reply::bulk_str(c.group)),
+        ],
+    };
     if !c.subcommands.is_empty() {
         let mut subs: Vec<&Command> = c.subcommands.values().collect();
         subs.sort_by(|a, b| a.fullname.cmp(&b.fullname));

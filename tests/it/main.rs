@@ -4,6 +4,7 @@
 mod common;
 
 mod blocking;
+mod command_meta;
 mod compat;
 mod diff;
 mod diff_random;

@@ -1,0 +1,119 @@
+//! Redis 7.0's own command metadata that the table does not carry: each
+//! command's tips and key specifications (`COMMAND INFO`) and its full
+//! documentation (`COMMAND DOCS`: complexity, arguments, history…).
+//!
+//! `meta.resp3` is generated from a real redis-server by the test
+//! `command_meta::metadata_file_matches_redis` (run it with
+//! `RLOCKD_REGENERATE_META=1` to rewrite the file); the same test fails when
+//! the file and the oracle disagree. The table stays the source of truth for
+//! what rlockd implements: subcommand lists are built from the table, and a
+//! command without an entry here (the 7.2 commands rlockd adds) falls back
+//! to what the table knows.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use bytes::Bytes;
+
+use crate::protocol::Reply;
+
+/// Metadata of one command (by full name, `client|setname`).
+#[derive(Debug)]
+pub struct Meta {
+    pub tips: Reply,
+    pub key_specs: Reply,
+    /// The `COMMAND DOCS` map, without `subcommands`.
+    pub docs: Vec<(Reply, Reply)>,
+}
+
+static DATA: &[u8] = include_bytes!("meta.resp3");
+
+/// The metadata of `fullname`, if Redis 7.0 has the command.
+pub fn get(fullname: &str) -> Option<&'static Meta> {
+    static MAP: OnceLock<HashMap<String, Meta>> = OnceLock::new();
+    MAP.get_or_init(load).get(fullname)
+}
+
+fn load() -> HashMap<String, Meta> {
+    let mut p = Parser { b: DATA, i: 0 };
+    let Some(Reply::Map(entries)) = p.value() else { panic!("meta.resp3: not a map") };
+    entries
+        .into_iter()
+        .map(|(name, v)| {
+            let Reply::Bulk(name) = name else { panic!("meta.resp3: bad name") };
+            let Reply::Array(mut parts) = v else { panic!("meta.resp3: bad entry") };
+            assert_eq!(parts.len(), 3, "meta.resp3: entry of 3");
+            let docs = match parts.pop() {
+                Some(Reply::Map(m)) => m,
+                _ => panic!("meta.resp3: docs"),
+            };
+            let key_specs = parts.pop().expect("key specs");
+            let tips = parts.pop().expect("tips");
+            (String::from_utf8_lossy(&name).into_owned(), Meta { tips, key_specs, docs })
+        })
+        .collect()
+}
+
+/// A RESP3 reader for the embedded (trusted) data.
+struct Parser<'a> {
+    b: &'a [u8],
+    i: usize,
+}
+
+impl Parser<'_> {
+    fn line(&mut self) -> &[u8] {
+        let start = self.i;
+        let end = start + self.b[start..].windows(2).position(|w| w == b"\r\n").expect("meta.resp3: line end");
+        self.i = end + 2;
+        &self.b[start..end]
+    }
+
+    fn number(&mut self) -> i64 {
+        std::str::from_utf8(self.line()).ok().and_then(|s| s.parse().ok()).expect("meta.resp3: number")
+    }
+
+    fn items(&mut self) -> Vec<Reply> {
+        let n = self.number();
+        (0..n).map(|_| self.value().expect("meta.resp3: item")).collect()
+    }
+
+    fn value(&mut self) -> Option<Reply> {
+        let tag = *self.b.get(self.i)?;
+        self.i += 1;
+        Some(match tag {
+            b'+' => Reply::Status(Bytes::copy_from_slice(self.line())),
+            b':' => Reply::Int(self.number()),
+            b'$' => {
+                let n = self.number() as usize;
+                let v = Bytes::copy_from_slice(&self.b[self.i..self.i + n]);
+                self.i += n + 2;
+                Reply::Bulk(v)
+            }
+            b'_' => {
+                self.line();
+                Reply::Nil
+            }
+            b'*' => Reply::Array(self.items()),
+            b'~' => Reply::Set(self.items()),
+            b'%' => {
+                let n = self.number();
+                Reply::Map((0..n).map(|_| (self.value().expect("key"), self.value().expect("value"))).collect())
+            }
+            other => panic!("meta.resp3: unexpected type {}", other as char),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn embedded_metadata_parses() {
+        let get = super::get("get").expect("GET is in Redis 7.0");
+        assert!(
+            matches!(&get.key_specs, crate::protocol::Reply::Set(v) if v.len() == 1),
+            "one key spec (a set, as Redis sends it)"
+        );
+        assert!(super::get("client|setname").is_some());
+        assert!(super::get("waitaof").is_none(), "a 7.2 command has no 7.0 metadata");
+    }
+}

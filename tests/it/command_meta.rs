@@ -1,0 +1,94 @@
+//! Keeps `src/cmd/meta.resp3` (Redis 7.0's tips, key specs and docs for the
+//! commands rlockd implements) equal to what the oracle says. (Redis lists
+//! subcommands in its dict order, which changes with each process's hash
+//! seed; rlockd lists them sorted.)
+//!
+//! `RLOCKD_REGENERATE_META=1 cargo test --test it metadata_file` rewrites the
+//! file from the installed redis-server; without it, any difference fails.
+
+use super::common::oracle::Oracle;
+use super::common::resp::{RawConn, Value};
+
+/// RESP3 encoding of a reply read from the oracle.
+fn encode(v: &Value, out: &mut Vec<u8>) {
+    match v {
+        Value::Simple(s) => {
+            out.push(b'+');
+            out.extend_from_slice(s);
+            out.extend_from_slice(b"\r\n");
+        }
+        Value::Int(n) => out.extend_from_slice(format!(":{n}\r\n").as_bytes()),
+        Value::Bulk(Some(b)) => {
+            out.extend_from_slice(format!("${}\r\n", b.len()).as_bytes());
+            out.extend_from_slice(b);
+            out.extend_from_slice(b"\r\n");
+        }
+        Value::Bulk(None) | Value::Null | Value::Agg(_, None) => out.extend_from_slice(b"_\r\n"),
+        Value::Agg(tag, Some(items)) => {
+            out.extend_from_slice(format!("{}{}\r\n", *tag as char, items.len()).as_bytes());
+            for i in items {
+                encode(i, out);
+            }
+        }
+        Value::Map(pairs) => {
+            out.extend_from_slice(format!("%{}\r\n", pairs.len()).as_bytes());
+            for (k, v) in pairs {
+                encode(k, out);
+                encode(v, out);
+            }
+        }
+        other => panic!("unexpected metadata value {other:?}"),
+    }
+}
+
+#[test]
+fn metadata_file_matches_redis() {
+    let Some(oracle) = Oracle::start() else {
+        return;
+    };
+    let srv = rlockd::Server::start().expect("rlockd");
+    let mut ours = RawConn::connect(srv.port());
+    let mut redis = RawConn::connect(oracle.port);
+    redis.cmd(&["HELLO", "3"]);
+    let Value::Agg(_, Some(names)) = ours.cmd(&["COMMAND", "LIST"]) else { panic!("COMMAND LIST") };
+    let mut names: Vec<String> = names
+        .into_iter()
+        .map(|n| match n {
+            Value::Bulk(Some(b)) => String::from_utf8(b).unwrap(),
+            other => panic!("name {other:?}"),
+        })
+        .collect();
+    names.sort();
+    let mut entries = Vec::new();
+    for name in &names {
+        let Value::Agg(_, Some(info)) = redis.cmd(&["COMMAND", "INFO", name]) else { panic!("COMMAND INFO {name}") };
+        let Value::Agg(_, Some(info)) = &info[0] else {
+            continue; // not a Redis 7.0 command
+        };
+        let Value::Map(docs) = redis.cmd(&["COMMAND", "DOCS", name]) else { panic!("COMMAND DOCS {name}") };
+        let Some((_, Value::Map(doc))) = docs.into_iter().next() else { panic!("docs of {name}") };
+        let doc: Vec<(Value, Value)> =
+            doc.into_iter().filter(|(k, _)| *k != Value::Bulk(Some(b"subcommands".to_vec()))).collect();
+        entries.push((name.clone(), info[7].clone(), info[8].clone(), doc));
+    }
+    let mut out = format!("%{}\r\n", entries.len()).into_bytes();
+    for (name, tips, key_specs, doc) in &entries {
+        encode(&Value::Bulk(Some(name.as_bytes().to_vec())), &mut out);
+        out.extend_from_slice(b"*3\r\n");
+        encode(tips, &mut out);
+        encode(key_specs, &mut out);
+        encode(&Value::Map(doc.clone()), &mut out);
+    }
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/cmd/meta.resp3");
+    if std::env::var("RLOCKD_REGENERATE_META").is_ok_and(|v| v == "1") {
+        std::fs::write(&path, &out).expect("write meta.resp3");
+        eprintln!("wrote {} ({} commands)", path.display(), entries.len());
+        return;
+    }
+    let current = std::fs::read(&path).expect("read meta.resp3");
+    assert!(
+        current == out,
+        "src/cmd/meta.resp3 differs from redis-server's metadata; regenerate it with \
+         RLOCKD_REGENERATE_META=1 cargo test --test it metadata_file"
+    );
+}
