@@ -122,6 +122,8 @@ static PARAMS: &[Param] = &[
     p("slowlog-log-slower-than", "10000", Kind::Int(-1, i64::MAX)),
     p("slowlog-max-len", "128", Kind::Int(0, i64::MAX)),
     p("latency-monitor-threshold", "0", Kind::Int(0, i64::MAX)),
+    p("latency-tracking", "yes", Kind::Bool),
+    p("latency-tracking-info-percentiles", "50 99 99.9", Kind::Special),
     p("lazyfree-lazy-eviction", "no", Kind::Bool),
     p("lazyfree-lazy-expire", "no", Kind::Bool),
     p("lazyfree-lazy-server-del", "no", Kind::Bool),
@@ -248,6 +250,10 @@ pub struct RuntimeConfig {
     pub hz: u64,
     pub slowlog_slower_than: i64,
     pub slowlog_max_len: usize,
+    /// `latency-tracking`: per-command latency histograms.
+    pub latency_tracking: bool,
+    /// `latency-tracking-info-percentiles`, as parsed.
+    pub latency_percentiles: Vec<f64>,
 }
 
 impl RuntimeConfig {
@@ -262,6 +268,8 @@ impl RuntimeConfig {
             hz: 10,
             slowlog_slower_than: 10000,
             slowlog_max_len: 128,
+            latency_tracking: true,
+            latency_percentiles: vec![50.0, 99.0, 99.9],
         };
         rc.force("port", &cfg.bind.port().to_string());
         rc.force("bind", &cfg.bind.ip().to_string());
@@ -346,6 +354,23 @@ impl RuntimeConfig {
                     }
                     None => return Err(fail("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.")),
                 },
+                "latency-tracking-info-percentiles" => {
+                    let mut ps = Vec::new();
+                    for w in v.split_whitespace() {
+                        let Some(p) = crate::num::parse_double(w.as_bytes()) else {
+                            return Err(fail("Invalid latency-tracking-info-percentiles parameters"));
+                        };
+                        if !(0.0..=100.0).contains(&p) {
+                            return Err(fail(
+                                "latency-tracking-info-percentiles parameters should sit between [0.0,100.0]",
+                            ));
+                        }
+                        ps.push(p);
+                    }
+                    let stored = ps.iter().map(|p| fmt_percentile(*p)).collect::<Vec<_>>().join(" ");
+                    self.latency_percentiles = ps;
+                    stored
+                }
                 "client-output-buffer-limit" => {
                     self.apply_obuf_limits(&v).map_err(|e| fail(&e))?;
                     self.obuf_string()
@@ -362,6 +387,7 @@ impl RuntimeConfig {
             "hz" => self.hz = stored.parse::<u64>().unwrap_or(10).clamp(1, 500),
             "slowlog-log-slower-than" => self.slowlog_slower_than = stored.parse().unwrap_or(10000),
             "slowlog-max-len" => self.slowlog_max_len = stored.parse().unwrap_or(128),
+            "latency-tracking" => self.latency_tracking = stored == "yes",
             _ => {}
         }
         Ok(())
@@ -396,6 +422,12 @@ impl RuntimeConfig {
         let l = self.pubsub_limit;
         format!("normal 0 0 0 slave 268435456 67108864 60 pubsub {} {} {}", l.hard, l.soft, l.soft_secs)
     }
+}
+
+/// A percentile as Redis prints it: `%f` without trailing zeros (`99.9`).
+pub fn fmt_percentile(p: f64) -> String {
+    let s = format!("{p:.6}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 #[cfg(test)]

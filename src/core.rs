@@ -36,6 +36,39 @@ pub struct CmdStat {
     pub usec: u64,
     pub rejected: u64,
     pub failed: u64,
+    /// Latency histogram (`LATENCY HISTOGRAM`, `INFO latencystats`): calls
+    /// by power-of-two bucket, bucket `b` holding latencies up to
+    /// 1024·2^b ns (the last one everything longer).
+    pub latency: [u64; LATENCY_BUCKETS],
+}
+
+/// Buckets of [`CmdStat::latency`]: 1.024 µs … about 8.6 s.
+pub const LATENCY_BUCKETS: usize = 24;
+
+impl CmdStat {
+    pub fn record_latency(&mut self, usec: u64) {
+        let ns = usec.saturating_mul(1000);
+        let b = if ns <= 1024 { 0 } else { (64 - ((ns - 1) >> 10).leading_zeros()) as usize };
+        self.latency[b.min(LATENCY_BUCKETS - 1)] += 1;
+    }
+
+    pub fn latency_samples(&self) -> u64 {
+        self.latency.iter().sum()
+    }
+
+    /// The upper bound (ns) of the bucket holding percentile `p`.
+    pub fn latency_percentile_ns(&self, p: f64) -> u64 {
+        let total = self.latency_samples();
+        let want = ((p / 100.0) * total as f64).ceil().max(1.0) as u64;
+        let mut seen = 0;
+        for (b, n) in self.latency.iter().enumerate() {
+            seen += n;
+            if seen >= want {
+                return 1024 << b;
+            }
+        }
+        1024 << (LATENCY_BUCKETS - 1)
+    }
 }
 
 /// One `SLOWLOG` entry.

@@ -492,9 +492,14 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes]) -> Reply {
         stats.nested_calls += 1;
         stats.nested_nanos += nanos;
     }
+    let track_latency = ctx.core.config.latency_tracking;
+    let stats = &mut ctx.core.stats;
     let st = &mut stats.commands[cmd.id];
     st.calls += 1;
     st.usec += usec;
+    if track_latency {
+        st.record_latency(usec);
+    }
     stats.total_commands += 1;
     let reply = match result {
         Ok(r) => r,

@@ -169,6 +169,10 @@ static LATENCY_SUBS: &[CommandSpec] = &[
         .doc("Return a human readable latency analysis report.", "2.8.13"),
     cmd("help", latency_help, 2, "loading stale", 0, 0, 0, "@slow")
         .doc("Show helpful text about the different subcommands.", "2.8.13"),
+    cmd("graph", latency_graph, 3, "admin noscript loading stale", 0, 0, 0, "@admin @slow @dangerous")
+        .doc("Return a latency graph for the event.", "2.8.13"),
+    cmd("histogram", latency_histogram, -2, "admin noscript loading stale", 0, 0, 0, "@admin @slow @dangerous")
+        .doc("Return the cumulative distribution of latencies of a subset of commands or all.", "7.0.0"),
     cmd("history", latency_history, 3, "admin noscript loading stale", 0, 0, 0, "@admin @slow @dangerous")
         .doc("Return timestamp-latency samples for the event.", "2.8.13"),
     cmd("latest", latency_latest, 2, "admin noscript loading stale", 0, 0, 0, "@admin @slow @dangerous")
@@ -1305,7 +1309,28 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) -> bool {
                 );
             }
         }
-        "latencystats" => l!("# Latencystats"),
+        "latencystats" => {
+            l!("# Latencystats");
+            let names: Vec<String> = core
+                .config
+                .latency_percentiles
+                .iter()
+                .map(|p| format!("p{}", crate::config::fmt_percentile(*p)))
+                .collect();
+            for (id, st) in core.stats.commands.iter().enumerate() {
+                if st.latency_samples() == 0 {
+                    continue;
+                }
+                let values: Vec<String> = core
+                    .config
+                    .latency_percentiles
+                    .iter()
+                    .zip(&names)
+                    .map(|(p, n)| format!("{n}={:.3}", st.latency_percentile_ns(*p) as f64 / 1000.0))
+                    .collect();
+                l!("latency_percentiles_usec_{}:{}", table().names[id], values.join(","));
+            }
+        }
         "scriptstats" => {
             // rlockd's own section: where each cached script's time goes.
             l!("# Scriptstats");
@@ -1467,6 +1492,65 @@ fn latency_latest(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
 
 fn latency_history(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     Ok(Reply::Array(vec![]))
+}
+
+/// rlockd records no latency events (`latency-monitor-threshold` events).
+fn latency_graph(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    Err(CmdError::custom(format!("ERR No samples available for event '{}'", String::from_utf8_lossy(&args[2]))))
+}
+
+/// `LATENCY HISTOGRAM [command ...]`: per command, its calls and the
+/// cumulative count at each power-of-two latency bound (µs), as Redis's
+/// hdr-histogram walk prints them.
+fn latency_histogram(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let t = table();
+    let mut chosen: Vec<&Command> = Vec::new();
+    if args.len() == 2 {
+        for c in t.commands.values() {
+            chosen.push(c);
+            chosen.extend(c.subcommands.values());
+        }
+    } else {
+        for name in &args[2..] {
+            if let Some(c) = lookup_full(name) {
+                chosen.push(c);
+                chosen.extend(c.subcommands.values());
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for c in chosen {
+        let st = &ctx.core.stats.commands[c.id];
+        let total = st.latency_samples();
+        if total == 0 {
+            continue;
+        }
+        let mut cdf = Vec::new();
+        let mut cumulative = 0;
+        for (b, n) in st.latency.iter().enumerate() {
+            if *n == 0 {
+                continue;
+            }
+            cumulative += n;
+            cdf.push((Reply::Int(hdr_label_usec(1024 << b) as i64), Reply::Int(cumulative as i64)));
+        }
+        out.push((
+            Reply::bulk_str(&c.fullname),
+            Reply::Map(vec![
+                (Reply::bulk_str("calls"), Reply::Int(total as i64)),
+                (Reply::bulk_str("histogram_usec"), Reply::Map(cdf)),
+            ]),
+        ));
+    }
+    Ok(Reply::Map(out))
+}
+
+/// The µs label Redis prints for a power-of-two bound of `ns`: the highest
+/// value equivalent to it in an hdr histogram with 2 significant digits.
+fn hdr_label_usec(ns: u64) -> u64 {
+    let magnitude = 63 - ns.leading_zeros() as u64;
+    let granularity = 1u64 << magnitude.saturating_sub(7);
+    (ns + granularity - 1) / 1000
 }
 
 fn latency_reset(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {

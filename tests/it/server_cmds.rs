@@ -73,7 +73,7 @@ fn command_table_matches_redis_metadata() {
 }
 
 /// Redis 7.0 subcommands rlockd does not implement (unknown-subcommand error).
-const NOT_IMPLEMENTED: &[&str] = &["command|getkeysandflags", "latency|graph", "latency|histogram"];
+const NOT_IMPLEMENTED: &[&str] = &["command|getkeysandflags"];
 
 /// A RESP2 `COMMAND DOCS` reply without its `subcommands` listing (each
 /// subcommand's docs are compared on their own).
@@ -321,4 +321,32 @@ fn info_fields_match_redis() {
     for section in ["server", "clients", "memory", "persistence", "stats", "replication", "cpu", "cluster"] {
         assert_eq!(fields(srv.port(), section), fields(oracle.port, section), "INFO {section}");
     }
+}
+
+/// Per-command latency histograms: `LATENCY HISTOGRAM` gives calls and a
+/// cumulative distribution, `INFO latencystats` the configured percentiles,
+/// and `latency-tracking no` stops recording.
+#[test]
+fn latency_histograms_and_percentiles() {
+    let srv = common::server();
+    let mut c = RawConn::connect(srv.port());
+    for _ in 0..20 {
+        c.cmd(&["SET", "k", "v"]);
+    }
+    let Value::Agg(_, Some(h)) = c.cmd(&["LATENCY", "HISTOGRAM", "set"]) else { panic!("histogram") };
+    assert_eq!(h[0], Value::Bulk(Some(b"set".to_vec())));
+    let Value::Agg(_, Some(body)) = &h[1] else { panic!("body") };
+    assert_eq!(body[..2], [Value::Bulk(Some(b"calls".to_vec())), Value::Int(20)]);
+    let Value::Agg(_, Some(cdf)) = &body[3] else { panic!("cdf") };
+    let counts: Vec<i64> = cdf.iter().skip(1).step_by(2).filter_map(Value::as_int).collect();
+    assert!(counts.windows(2).all(|w| w[0] < w[1]), "cumulative: {counts:?}");
+    assert_eq!(counts.last(), Some(&20));
+    let Value::Bulk(Some(info)) = c.cmd(&["INFO", "latencystats"]) else { panic!("INFO") };
+    let info = String::from_utf8(info).unwrap();
+    let line = info.lines().find(|l| l.starts_with("latency_percentiles_usec_set:")).expect("set line");
+    assert!(line.contains(":p50=") && line.contains(",p99=") && line.contains(",p99.9="), "{line}");
+    c.cmd(&["CONFIG", "SET", "latency-tracking", "no"]);
+    c.cmd(&["CONFIG", "RESETSTAT"]);
+    c.cmd(&["SET", "k", "v"]);
+    assert_eq!(c.cmd(&["LATENCY", "HISTOGRAM", "set"]), Value::Agg(b'*', Some(vec![])));
 }
