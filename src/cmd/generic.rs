@@ -299,8 +299,18 @@ fn object_idletime(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     Ok(Reply::Int(0))
 }
 
+/// 1, except for the integers 0..9999 Redis stores as shared objects
+/// (refcount `INT_MAX`).
 fn object_refcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    Ok(if ctx.db().exists(&args[2]) { Reply::Int(1) } else { Reply::Nil })
+    let mut db = ctx.db();
+    let Some(e) = db.entry(&args[2]) else { return Ok(Reply::Nil) };
+    let shared = match &e.value {
+        crate::db::Value::Str(s) if e.encoding() == "int" => {
+            crate::num::parse_i64_strict(s).is_some_and(|n| (0..10_000).contains(&n))
+        }
+        _ => false,
+    };
+    Ok(Reply::Int(if shared { i64::from(i32::MAX) } else { 1 }))
 }
 
 fn object_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
