@@ -42,6 +42,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         .doc("Increment the float value of a key by the given amount", "2.6.0"),
     cmd("append", append, 3, "write denyoom fast", 1, 1, 1, "@write @string @fast")
         .doc("Append a value to a key", "2.0.0"),
+    cmd("lcs", lcs, -3, "readonly", 1, 2, 1, "@read @string @slow").doc("Find longest common substring", "7.0.0"),
     cmd("strlen", strlen, 2, "readonly fast", 1, 1, 1, "@read @string @fast")
         .doc("Get the length of the value stored in a key", "2.2.0"),
     cmd("getrange", getrange, 4, "readonly", 1, 1, 1, "@read @string @slow")
@@ -437,4 +438,119 @@ fn setrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             Ok(Reply::Int(len as i64))
         }
     }
+}
+
+/// `LCS a b [LEN] [IDX] [MINMATCHLEN n] [WITHMATCHLEN]`: Redis's dynamic
+/// programming table and its backward walk, so the matched ranges come out
+/// exactly as Redis reports them.
+fn lcs(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let (a, b) = {
+        let mut db = ctx.db();
+        let wrong = || CmdError::custom("ERR The specified keys must contain string values");
+        let a = match db.get(&args[1]) {
+            None => Bytes::new(),
+            Some(Value::Str(s)) => s.clone(),
+            Some(_) => return Err(wrong()),
+        };
+        let b = match db.get(&args[2]) {
+            None => Bytes::new(),
+            Some(Value::Str(s)) => s.clone(),
+            Some(_) => return Err(wrong()),
+        };
+        (a, b)
+    };
+    let (mut get_len, mut get_idx, mut with_match_len, mut min_match_len) = (false, false, false, 0i64);
+    let mut j = 3;
+    while j < args.len() {
+        if eq(&args[j], "idx") {
+            get_idx = true;
+        } else if eq(&args[j], "len") {
+            get_len = true;
+        } else if eq(&args[j], "withmatchlen") {
+            with_match_len = true;
+        } else if eq(&args[j], "minmatchlen") && j + 1 < args.len() {
+            min_match_len = int(&args[j + 1])?.max(0);
+            j += 1;
+        } else {
+            return Err(CmdError::Syntax);
+        }
+        j += 1;
+    }
+    if get_idx && get_len {
+        return Err(CmdError::custom("ERR If you want both the length and indexes, please just use IDX."));
+    }
+    let (alen, blen) = (a.len(), b.len());
+    let cells = (alen as u64 + 1) * (blen as u64 + 1);
+    if cells.saturating_mul(4) > ctx.core.config.proto_max_bulk as u64 {
+        return Err(CmdError::custom("ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len"));
+    }
+    let w = blen + 1;
+    let mut t = vec![0u32; cells as usize];
+    for i in 1..=alen {
+        for j in 1..=blen {
+            t[i * w + j] = if a[i - 1] == b[j - 1] {
+                t[(i - 1) * w + j - 1] + 1
+            } else {
+                t[(i - 1) * w + j].max(t[i * w + j - 1])
+            };
+        }
+    }
+    let total = t[alen * w + blen] as usize;
+    let compute = get_idx || !get_len;
+    let mut result = vec![0u8; if compute { total } else { 0 }];
+    let mut matches = Vec::new();
+    let (mut idx, mut i, mut j) = (total, alen, blen);
+    // `arange_start == alen` means no range is open.
+    let (mut a_start, mut a_end, mut b_start, mut b_end) = (alen, 0, 0, 0);
+    while compute && i > 0 && j > 0 {
+        let mut emit = false;
+        if a[i - 1] == b[j - 1] {
+            result[idx - 1] = a[i - 1];
+            if a_start == alen {
+                (a_start, a_end, b_start, b_end) = (i - 1, i - 1, j - 1, j - 1);
+            } else if a_start == i && b_start == j {
+                a_start -= 1;
+                b_start -= 1;
+            } else {
+                emit = true;
+            }
+            if a_start == 0 || b_start == 0 {
+                emit = true;
+            }
+            idx -= 1;
+            i -= 1;
+            j -= 1;
+        } else {
+            if t[(i - 1) * w + j] > t[i * w + j - 1] {
+                i -= 1;
+            } else {
+                j -= 1;
+            }
+            if a_start != alen {
+                emit = true;
+            }
+        }
+        if emit {
+            let len = a_end as i64 - a_start as i64 + 1;
+            if get_idx && (min_match_len == 0 || len >= min_match_len) {
+                let range = |s: usize, e: usize| Reply::Array(vec![Reply::Int(s as i64), Reply::Int(e as i64)]);
+                let mut m = vec![range(a_start, a_end), range(b_start, b_end)];
+                if with_match_len {
+                    m.push(Reply::Int(len));
+                }
+                matches.push(Reply::Array(m));
+            }
+            a_start = alen;
+        }
+    }
+    Ok(if get_idx {
+        Reply::Map(vec![
+            (Reply::bulk_str("matches"), Reply::Array(matches)),
+            (Reply::bulk_str("len"), Reply::Int(total as i64)),
+        ])
+    } else if get_len {
+        Reply::Int(total as i64)
+    } else {
+        Reply::Bulk(Bytes::from(result))
+    })
 }

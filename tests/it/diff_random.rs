@@ -161,6 +161,7 @@ impl Gen {
             85 | 86 => vec!["EXEC"],
             87 => vec!["DISCARD"],
             88 => vec!["WATCH", k],
+            89 => vec!["LCS", k, k2, self.pick(&["LEN", "IDX", "WITHMATCHLEN", "MINMATCHLEN"]), self.pick(&["1", "2"])],
             // scripts reading and writing what the other commands left
             _ => {
                 let script = self.pick(SCRIPTS);
