@@ -16,6 +16,7 @@
 //! command's frozen time is taken (at nesting depth 0).
 
 pub mod acl;
+pub mod bitmap;
 pub mod blocking;
 pub mod cluster;
 pub mod generic;
@@ -233,7 +234,7 @@ pub struct Table {
 }
 
 /// Families and their `COMMAND DOCS` group names.
-fn families() -> [(&'static str, &'static [CommandSpec]); 13] {
+fn families() -> [(&'static str, &'static [CommandSpec]); 14] {
     [
         ("generic", generic::COMMANDS),
         ("string", string::COMMANDS),
@@ -248,6 +249,7 @@ fn families() -> [(&'static str, &'static [CommandSpec]); 13] {
         ("blocking", blocking::COMMANDS),
         ("cluster", cluster::COMMANDS),
         ("server", acl::COMMANDS),
+        ("bitmap", bitmap::COMMANDS),
     ]
 }
 

@@ -326,7 +326,7 @@ fn check_len(ctx: &Ctx<'_>, total: u64) -> Result<(), CmdError> {
 
 /// Appends/overwrites inside a stored string without copying it when it is
 /// uniquely owned (amortised growth, like Redis's sds).
-fn edit_string(slot: &mut Bytes, f: impl FnOnce(&mut BytesMut)) {
+pub(super) fn edit_string(slot: &mut Bytes, f: impl FnOnce(&mut BytesMut)) {
     let taken = std::mem::take(slot);
     let mut m = match taken.try_into_mut() {
         Ok(m) => m,

@@ -61,7 +61,7 @@ impl Gen {
         let l2 = self.pick(LEX);
         let side = self.pick(&["LEFT", "RIGHT"]);
         let side2 = self.pick(&["LEFT", "RIGHT"]);
-        match self.rng.random_range(0..92) {
+        match self.rng.random_range(0..94) {
             // strings
             0 => vec!["SET", k, v],
             1 => vec!["GET", k],
@@ -162,6 +162,13 @@ impl Gen {
             87 => vec!["DISCARD"],
             88 => vec!["WATCH", k],
             89 => vec!["LCS", k, k2, self.pick(&["LEN", "IDX", "WITHMATCHLEN", "MINMATCHLEN"]), self.pick(&["1", "2"])],
+            90 => match self.rng.random_range(0..5) {
+                0 => vec!["SETBIT", k, self.pick(&["0", "7", "13", "40", "-1"]), self.pick(&["0", "1", "2"])],
+                1 => vec!["GETBIT", k, self.pick(&["0", "7", "13", "40"])],
+                2 => vec!["BITCOUNT", k, n, n2, self.pick(&["BIT", "BYTE"])],
+                3 => vec!["BITPOS", k, self.pick(&["0", "1"]), n, n2, self.pick(&["BIT", "BYTE"])],
+                _ => vec!["BITOP", self.pick(&["AND", "OR", "XOR", "NOT"]), k, k2, self.key()],
+            },
             // scripts reading and writing what the other commands left
             _ => {
                 let script = self.pick(SCRIPTS);
