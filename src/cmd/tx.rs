@@ -64,6 +64,7 @@ fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     }
     let was_in_exec = std::mem::replace(&mut ctx.client.in_exec, true);
     let mut replies = Vec::with_capacity(state.queue.len());
+    let resp3 = ctx.client.resp == crate::protocol::Resp::V3;
     for argv in &state.queue {
         let reply = match table().lookup(argv) {
             Lookup::Found(c) => super::call(ctx, c, argv),
@@ -71,7 +72,12 @@ fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
             Lookup::Unknown => super::unknown_command_error(argv).into(),
             Lookup::UnknownSub => super::unknown_subcommand_error(argv).into(),
         };
-        replies.push(reply);
+        // Messages this command published (or keyspace events it raised),
+        // in order; a RESP3 subscriber gets its own inside the EXEC array,
+        // before this command's reply, as Redis writes them.
+        crate::pubsub::publish_events(ctx.core, true);
+        let mine = if resp3 { ctx.core.pubsub.take_pending_for(id) } else { Vec::new() };
+        replies.push(if mine.is_empty() { reply } else { Reply::AfterPushes(mine, Box::new(reply)) });
     }
     ctx.client.in_exec = was_in_exec;
     Ok(Reply::Array(replies))

@@ -41,6 +41,11 @@ pub enum Reply {
     BigNumber(Bytes),
     /// Out-of-band message (pub/sub); RESP2 sends it as an array.
     Push(Vec<Reply>),
+    /// A reply preceded by the pushes its command produced for the same
+    /// client: how one element of an EXEC array carries the messages a
+    /// RESP3 subscriber published to itself inside the transaction (Redis
+    /// writes them into the array as they happen).
+    AfterPushes(Vec<Reply>, Box<Reply>),
 }
 
 impl Reply {
@@ -61,7 +66,11 @@ impl Reply {
         Reply::Bulk(Bytes::copy_from_slice(s.as_bytes()))
     }
     pub fn is_error(&self) -> bool {
-        matches!(self, Reply::Error(_))
+        match self {
+            Reply::Error(_) => true,
+            Reply::AfterPushes(_, r) => r.is_error(),
+            _ => false,
+        }
     }
     /// Array of bulk strings.
     pub fn bulks<I: IntoIterator<Item = Bytes>>(items: I) -> Reply {
@@ -152,6 +161,12 @@ impl Reply {
                 } else {
                     put_bulk(out, b);
                 }
+            }
+            Reply::AfterPushes(pushes, reply) => {
+                for p in pushes {
+                    p.encode(resp, out);
+                }
+                reply.encode(resp, out);
             }
         }
     }

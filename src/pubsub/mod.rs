@@ -152,6 +152,20 @@ impl PubSub {
         self.patterns.len()
     }
 
+    /// Takes the deferred messages addressed to client `id` (as pushes, in
+    /// publish order); the other receivers still get them at the end of the
+    /// command.
+    pub fn take_pending_for(&mut self, id: u64) -> Vec<Reply> {
+        let mut mine = Vec::new();
+        for d in &mut self.pending {
+            if let Some(i) = d.to.iter().position(|c| c.id == id) {
+                d.to.remove(i);
+                mine.push(Reply::Push(d.parts.iter().map(|p| Reply::Bulk(p.clone())).collect()));
+            }
+        }
+        mine
+    }
+
     pub fn shard_channel_count(&self) -> usize {
         self.shard.len()
     }

@@ -56,6 +56,7 @@ pub(crate) unsafe fn push_reply(l: State, r: &Reply, resp3: bool) {
             }
         }
         Reply::Array(items) | Reply::Push(items) => push_array(l, items.iter(), items.len(), resp3),
+        Reply::AfterPushes(_, r) => push_reply(l, r, resp3),
         Reply::Set(items) => {
             if resp3 {
                 ffi::lua_createtable(l, 0, 1);

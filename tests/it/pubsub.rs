@@ -358,3 +358,35 @@ fn redis_crate_pubsub() {
     ps.unsubscribe("crate-chan").expect("unsubscribe");
     ps.punsubscribe("crate-*").expect("punsubscribe");
 }
+
+/// A RESP3 subscriber that publishes to itself inside MULTI/EXEC gets its
+/// messages (and keyspace events) inside the EXEC array, each before the
+/// reply of the command that caused it: the bytes redis-server 7.0 sends.
+#[test]
+fn own_messages_inside_exec_come_inside_the_array() {
+    use std::io::{Read, Write};
+    let srv = common::server();
+    let mut s = std::net::TcpStream::connect(srv.addr()).unwrap();
+    s.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
+    let mut read_all = |s: &mut std::net::TcpStream| {
+        let mut out = Vec::new();
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = s.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            out.extend_from_slice(&buf[..n]);
+        }
+        out
+    };
+    s.write_all(b"HELLO 3\r\nCONFIG SET notify-keyspace-events KEA\r\nSUBSCRIBE ch\r\nPSUBSCRIBE __keyevent@0__:*\r\n")
+        .unwrap();
+    read_all(&mut s);
+    s.write_all(b"MULTI\r\nPUBLISH ch one\r\nSET k v\r\nPUBLISH ch two\r\nPING\r\nEXEC\r\n").unwrap();
+    let got = read_all(&mut s);
+    let want = "+OK\r\n+QUEUED\r\n+QUEUED\r\n+QUEUED\r\n+QUEUED\r\n*4\r\n\
+                >3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$3\r\none\r\n:1\r\n\
+                >4\r\n$8\r\npmessage\r\n$16\r\n__keyevent@0__:*\r\n$18\r\n__keyevent@0__:set\r\n$1\r\nk\r\n+OK\r\n\
+                >3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$3\r\ntwo\r\n:1\r\n+PONG\r\n";
+    assert_eq!(String::from_utf8_lossy(&got), want);
+}
