@@ -368,7 +368,7 @@ fn own_messages_inside_exec_come_inside_the_array() {
     let srv = common::server();
     let mut s = std::net::TcpStream::connect(srv.addr()).unwrap();
     s.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
-    let mut read_all = |s: &mut std::net::TcpStream| {
+    let read_all = |s: &mut std::net::TcpStream| {
         let mut out = Vec::new();
         let mut buf = [0u8; 4096];
         while let Ok(n) = s.read(&mut buf) {
