@@ -1,4 +1,4 @@
-//! Bitmaps: SETBIT, GETBIT, BITCOUNT, BITPOS, BITOP — strings seen as bit
+//! Bitmaps: SETBIT, GETBIT, BITCOUNT, BITPOS, BITOP, BITFIELD — strings seen as bit
 //! arrays, bit 0 being the most significant bit of the first byte, with
 //! Redis 7.0's argument order, ranges (BYTE/BIT) and errors.
 
@@ -21,6 +21,10 @@ pub static COMMANDS: &[CommandSpec] = &[
         .doc("Find first bit set or clear in a string", "2.8.7"),
     cmd("bitop", bitop, -4, "write denyoom", 2, -1, 1, "@write @bitmap @slow")
         .doc("Perform bitwise operations between strings", "2.6.0"),
+    cmd("bitfield", bitfield, -2, "write denyoom", 1, 1, 1, "@write @bitmap @slow")
+        .doc("Perform arbitrary bitfield integer operations on strings", "3.2.0"),
+    cmd("bitfield_ro", bitfield_ro, -2, "readonly fast", 1, 1, 1, "@read @bitmap @fast")
+        .doc("Perform arbitrary bitfield integer operations on strings. Read-only variant of BITFIELD", "6.0.0"),
 ];
 
 const OFFSET_ERR: &str = "ERR bit offset is not an integer or out of range";
@@ -48,21 +52,28 @@ fn setbit(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let byte = (offset >> 3) as usize;
     let mask = 0x80u8 >> (offset & 7);
     let mut db = ctx.db();
-    let old = match db.get_mut(key) {
+    // Redis signals (WATCH, keyspace event) only when the key is created or
+    // grown, or the bit really changes.
+    let (old, changed) = match db.get_mut(key) {
         Some(Value::Str(s)) => {
-            let mut old = false;
-            super::string::edit_string(s, |m| {
-                if m.len() <= byte {
-                    m.resize(byte + 1, 0);
-                }
-                old = m[byte] & mask != 0;
-                if on == 1 {
-                    m[byte] |= mask;
-                } else {
-                    m[byte] &= !mask;
-                }
-            });
-            old
+            let (mut old, mut changed) = (false, false);
+            if s.len() > byte && (s[byte] & mask != 0) == (on == 1) {
+                old = on == 1;
+            } else {
+                super::string::edit_string(s, |m| {
+                    if m.len() <= byte {
+                        m.resize(byte + 1, 0);
+                    }
+                    old = m[byte] & mask != 0;
+                    if on == 1 {
+                        m[byte] |= mask;
+                    } else {
+                        m[byte] &= !mask;
+                    }
+                });
+                changed = true;
+            }
+            (old, changed)
         }
         Some(_) => return Err(CmdError::WrongType),
         None => {
@@ -71,12 +82,14 @@ fn setbit(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
                 m[byte] |= mask;
             }
             db.set(key, Value::Str(Bytes::from(m)), false);
-            false
+            (false, true)
         }
     };
-    db.set_str_enc(key, StrEnc::Raw);
-    db.touch(key);
-    db.notify(notify::STRING, "setbit", key);
+    if changed {
+        db.set_str_enc(key, StrEnc::Raw);
+        db.touch(key);
+        db.notify(notify::STRING, "setbit", key);
+    }
     Ok(Reply::Int(i64::from(old)))
 }
 
@@ -289,4 +302,284 @@ fn bitop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     db.set_str_enc(dst, StrEnc::Raw);
     db.notify(notify::STRING, "set", dst);
     Ok(Reply::Int(maxlen as i64))
+}
+
+/// One parsed BITFIELD operation.
+struct BfOp {
+    kind: BfKind,
+    signed: bool,
+    bits: u32,
+    offset: u64,
+    value: i64,
+    overflow: Overflow,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum BfKind {
+    Get,
+    Set,
+    Incrby,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Overflow {
+    Wrap,
+    Sat,
+    Fail,
+}
+
+fn bitfield(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    bitfield_generic(ctx, args, false)
+}
+
+fn bitfield_ro(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    bitfield_generic(ctx, args, true)
+}
+
+/// `getBitfieldTypeFromArgument`: `i1`..`i64` or `u1`..`u63`.
+fn bitfield_type(arg: &[u8]) -> Result<(bool, u32), CmdError> {
+    let err = || {
+        CmdError::custom(
+            "ERR Invalid bitfield type. Use something like i16 u8. Note that u64 is not supported but i64 is.",
+        )
+    };
+    let signed = match arg.first() {
+        Some(b'i') => true,
+        Some(b'u') => false,
+        _ => return Err(err()),
+    };
+    match crate::num::parse_i64_strict(&arg[1..]) {
+        Some(n) if n >= 1 && n <= if signed { 64 } else { 63 } => Ok((signed, n as u32)),
+        _ => Err(err()),
+    }
+}
+
+/// A BITFIELD offset: a bit number, or `#n` for the n-th field of `bits`.
+fn bitfield_offset(ctx: &Ctx<'_>, arg: &[u8], bits: u32) -> Result<u64, CmdError> {
+    let (hash, digits) = match arg.first() {
+        Some(b'#') => (true, &arg[1..]),
+        _ => (false, arg),
+    };
+    let n = crate::num::parse_i64_strict(digits).ok_or_else(|| CmdError::custom(OFFSET_ERR))?;
+    let n = if hash { n.wrapping_mul(i64::from(bits)) } else { n };
+    if n < 0 || (n >> 3) >= ctx.core.config.proto_max_bulk {
+        return Err(CmdError::custom(OFFSET_ERR));
+    }
+    Ok(n as u64)
+}
+
+fn get_unsigned(p: &[u8], mut offset: u64, bits: u32) -> u64 {
+    let mut v = 0u64;
+    for _ in 0..bits {
+        let byte = p.get((offset >> 3) as usize).copied().unwrap_or(0);
+        v = (v << 1) | u64::from((byte >> (7 - (offset & 7))) & 1);
+        offset += 1;
+    }
+    v
+}
+
+fn get_signed(p: &[u8], offset: u64, bits: u32) -> i64 {
+    let mut v = get_unsigned(p, offset, bits);
+    if bits < 64 && v & (1 << (bits - 1)) != 0 {
+        v |= u64::MAX << bits;
+    }
+    v as i64
+}
+
+fn set_unsigned(p: &mut [u8], mut offset: u64, bits: u32, value: u64) {
+    for j in 0..bits {
+        let bit = (value >> (bits - 1 - j)) & 1;
+        let byte = (offset >> 3) as usize;
+        let shift = 7 - (offset & 7);
+        p[byte] = (p[byte] & !(1 << shift)) | ((bit as u8) << shift);
+        offset += 1;
+    }
+}
+
+/// `checkUnsignedBitfieldOverflow`: 0, or ±1 with the wrapped/saturated value.
+fn unsigned_overflow(value: u64, incr: i64, bits: u32, ow: Overflow) -> (i32, u64) {
+    let max = if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
+    let maxincr = max.wrapping_sub(value) as i64;
+    let minincr = value.wrapping_neg() as i64;
+    let wrap = || value.wrapping_add(incr as u64) & !(u64::MAX.checked_shl(bits).unwrap_or(0));
+    if value > max || (incr > 0 && incr > maxincr) {
+        (1, if ow == Overflow::Wrap { wrap() } else { max })
+    } else if incr < 0 && incr < minincr {
+        (-1, if ow == Overflow::Wrap { wrap() } else { 0 })
+    } else {
+        (0, 0)
+    }
+}
+
+/// `checkSignedBitfieldOverflow`.
+fn signed_overflow(value: i64, incr: i64, bits: u32, ow: Overflow) -> (i32, i64) {
+    let max = if bits == 64 { i64::MAX } else { (1i64 << (bits - 1)) - 1 };
+    let min = -max - 1;
+    let maxincr = (max as u64).wrapping_sub(value as u64) as i64;
+    let minincr = min.wrapping_sub(value);
+    let wrap = || {
+        let mut c = (value as u64).wrapping_add(incr as u64);
+        if bits < 64 {
+            let mask = u64::MAX << bits;
+            if c & (1 << (bits - 1)) != 0 {
+                c |= mask;
+            } else {
+                c &= !mask;
+            }
+        }
+        c as i64
+    };
+    if value > max || (bits != 64 && incr > maxincr) || (value >= 0 && incr > 0 && incr > maxincr) {
+        (1, if ow == Overflow::Wrap { wrap() } else { max })
+    } else if value < min || (bits != 64 && incr < minincr) || (value < 0 && incr < 0 && incr < minincr) {
+        (-1, if ow == Overflow::Wrap { wrap() } else { min })
+    } else {
+        (0, 0)
+    }
+}
+
+/// `BITFIELD` / `BITFIELD_RO`: every operation is parsed before any runs.
+fn bitfield_generic(ctx: &mut Ctx<'_>, args: &[Bytes], readonly_cmd: bool) -> CmdResult {
+    let mut ops = Vec::new();
+    let mut overflow = Overflow::Wrap;
+    let mut highest_write: Option<u64> = None;
+    let mut j = 2;
+    while j < args.len() {
+        let rem = args.len() - j - 1;
+        let kind = if eq(&args[j], "get") && rem >= 2 {
+            BfKind::Get
+        } else if eq(&args[j], "set") && rem >= 3 {
+            BfKind::Set
+        } else if eq(&args[j], "incrby") && rem >= 3 {
+            BfKind::Incrby
+        } else if eq(&args[j], "overflow") && rem >= 1 {
+            let t = &args[j + 1];
+            overflow = if eq(t, "wrap") {
+                Overflow::Wrap
+            } else if eq(t, "sat") {
+                Overflow::Sat
+            } else if eq(t, "fail") {
+                Overflow::Fail
+            } else {
+                return Err(CmdError::custom("ERR Invalid OVERFLOW type specified"));
+            };
+            j += 2;
+            continue;
+        } else {
+            return Err(CmdError::Syntax);
+        };
+        let (signed, bits) = bitfield_type(&args[j + 1])?;
+        let offset = bitfield_offset(ctx, &args[j + 2], bits)?;
+        let mut value = 0;
+        if kind != BfKind::Get {
+            let last = offset + u64::from(bits) - 1;
+            highest_write = Some(highest_write.map_or(last, |h| h.max(last)));
+            value = int(&args[j + 3])?;
+        }
+        ops.push(BfOp { kind, signed, bits, offset, value, overflow });
+        j += if kind == BfKind::Get { 3 } else { 4 };
+    }
+    let key = &args[1];
+    let Some(highest) = highest_write else {
+        // Only GETs: read the key (missing = all zeros).
+        let s = read_string(ctx, key)?.unwrap_or_default();
+        return Ok(Reply::Array(
+            ops.iter()
+                .map(|op| {
+                    Reply::Int(if op.signed {
+                        get_signed(&s, op.offset, op.bits)
+                    } else {
+                        get_unsigned(&s, op.offset, op.bits) as i64
+                    })
+                })
+                .collect(),
+        ));
+    };
+    if readonly_cmd {
+        return Err(CmdError::custom("ERR BITFIELD_RO only supports the GET subcommand"));
+    }
+    let need = (highest >> 3) as usize + 1;
+    let mut db = ctx.db();
+    let mut buf = match db.get(key) {
+        None => Vec::new(),
+        Some(Value::Str(s)) => s.to_vec(),
+        Some(_) => return Err(CmdError::WrongType),
+    };
+    // Redis signals the key when a write (not a FAIL overflow) created or
+    // grew the string, or changed a field's value.
+    let grown = !db.exists(key) || buf.len() < need;
+    if buf.len() < need {
+        buf.resize(need, 0);
+    }
+    let mut out = Vec::with_capacity(ops.len());
+    let mut changes = 0;
+    for op in &ops {
+        match op.kind {
+            BfKind::Get => out.push(Reply::Int(if op.signed {
+                get_signed(&buf, op.offset, op.bits)
+            } else {
+                get_unsigned(&buf, op.offset, op.bits) as i64
+            })),
+            BfKind::Set | BfKind::Incrby => {
+                let incr = op.kind == BfKind::Incrby;
+                if op.signed {
+                    let old = get_signed(&buf, op.offset, op.bits);
+                    let (of, limit) = if incr {
+                        signed_overflow(old, op.value, op.bits, op.overflow)
+                    } else {
+                        signed_overflow(op.value, 0, op.bits, op.overflow)
+                    };
+                    let new = if of != 0 {
+                        limit
+                    } else if incr {
+                        old.wrapping_add(op.value)
+                    } else {
+                        op.value
+                    };
+                    if of != 0 && op.overflow == Overflow::Fail {
+                        out.push(Reply::Nil);
+                    } else {
+                        out.push(Reply::Int(if incr { new } else { old }));
+                        set_unsigned(&mut buf, op.offset, op.bits, new as u64);
+                        changes += usize::from(grown || old != new);
+                    }
+                } else {
+                    let old = get_unsigned(&buf, op.offset, op.bits);
+                    let (of, limit) = if incr {
+                        unsigned_overflow(old, op.value, op.bits, op.overflow)
+                    } else {
+                        unsigned_overflow(op.value as u64, 0, op.bits, op.overflow)
+                    };
+                    let new = if of != 0 {
+                        limit
+                    } else if incr {
+                        old.wrapping_add(op.value as u64)
+                    } else {
+                        op.value as u64
+                    };
+                    if of != 0 && op.overflow == Overflow::Fail {
+                        out.push(Reply::Nil);
+                    } else {
+                        out.push(Reply::Int(if incr { new as i64 } else { old as i64 }));
+                        set_unsigned(&mut buf, op.offset, op.bits, new);
+                        changes += usize::from(grown || old != new);
+                    }
+                }
+            }
+        }
+    }
+    let existed = db.get(key).is_some();
+    if existed {
+        if let Some(Value::Str(s)) = db.get_mut(key) {
+            *s = Bytes::from(buf);
+        }
+    } else {
+        db.set(key, Value::Str(Bytes::from(buf)), false);
+    }
+    db.set_str_enc(key, StrEnc::Raw);
+    if changes > 0 {
+        db.touch(key);
+        db.notify(notify::STRING, "setbit", key);
+    }
+    Ok(Reply::Array(out))
 }

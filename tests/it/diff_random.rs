@@ -61,7 +61,7 @@ impl Gen {
         let l2 = self.pick(LEX);
         let side = self.pick(&["LEFT", "RIGHT"]);
         let side2 = self.pick(&["LEFT", "RIGHT"]);
-        match self.rng.random_range(0..94) {
+        match self.rng.random_range(0..95) {
             // strings
             0 => vec!["SET", k, v],
             1 => vec!["GET", k],
@@ -169,6 +169,16 @@ impl Gen {
                 3 => vec!["BITPOS", k, self.pick(&["0", "1"]), n, n2, self.pick(&["BIT", "BYTE"])],
                 _ => vec!["BITOP", self.pick(&["AND", "OR", "XOR", "NOT"]), k, k2, self.key()],
             },
+            91 => vec![
+                "BITFIELD",
+                k,
+                "OVERFLOW",
+                self.pick(&["WRAP", "SAT", "FAIL"]),
+                self.pick(&["SET", "INCRBY", "GET"]),
+                self.pick(&["i8", "u4", "i3", "u63", "i64"]),
+                self.pick(&["0", "5", "#1", "12"]),
+                n,
+            ],
             // scripts reading and writing what the other commands left
             _ => {
                 let script = self.pick(SCRIPTS);
@@ -191,12 +201,17 @@ fn run_seed(seed: u64, count: usize, resp3: bool, ours: u16, redis: u16) -> Vec<
         }
     }
     let mut history: Vec<String> = Vec::new();
+    let mut raw_history: Vec<String> = Vec::new();
     let mut diffs = Vec::new();
     for i in 0..count {
         let cmd = gen.command();
         history.push(cmd.join(" "));
+        raw_history.push(cmd.join("\u{1f}"));
         let (ra, rb) = (a.cmd(&cmd), b.cmd(&cmd));
         if ra != rb {
+            if let Ok(path) = std::env::var("DIFF_RANDOM_DUMP") {
+                std::fs::write(path, raw_history.join("\n")).ok();
+            }
             let recent = history.iter().rev().take(8).rev().cloned().collect::<Vec<_>>().join("\n      ");
             diffs.push(format!(
                 "seed {seed}{} step {i}: {}\n    rlockd: {}\n    redis:  {}\n    after:\n      {recent}",
@@ -234,6 +249,8 @@ fn random_command_sequences_match_redis() {
     };
     let ours = rlockd::Server::start().expect("rlockd");
     // Deeper runs: DIFF_RANDOM_SEEDS=200 DIFF_RANDOM_STEPS=10000 cargo test random_command
+    // (DIFF_RANDOM_DUMP=file writes the commands that led to a difference,
+    // one per line, arguments separated by \x1f, for replaying.)
     let env = |name: &str, default: u64| std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default);
     let (seeds, steps) = (env("DIFF_RANDOM_SEEDS", 4), env("DIFF_RANDOM_STEPS", 2500) as usize);
     let mut diffs = Vec::new();
