@@ -17,7 +17,6 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use tokio::sync::oneshot;
@@ -33,7 +32,8 @@ use crate::server::client::{ClientShared, ClientState};
 pub struct BlockRequest {
     pub waiter: u64,
     pub rx: oneshot::Receiver<Reply>,
-    pub deadline: Option<Instant>,
+    /// Timeout deadline on the server's clock (unix ms).
+    pub deadline: Option<u64>,
 }
 
 /// One blocked client.
@@ -144,7 +144,7 @@ pub fn block_on_keys(
         },
     );
     ctx.core.ks.sig.track_touches = true;
-    let deadline = (timeout_secs > 0.0).then(|| Instant::now() + Duration::from_secs_f64(timeout_secs));
+    let deadline = (timeout_secs > 0.0).then(|| ctx.shared.clock.now_ms() + (timeout_secs * 1000.0) as u64);
     ctx.client.block = Some(BlockRequest { waiter: id, rx, deadline });
     Ok(Reply::Nil)
 }

@@ -14,6 +14,9 @@ pub struct Clock {
     offset_us: AtomicI64,
     /// When non-zero, time stands still at this many microseconds.
     frozen_us: AtomicU64,
+    /// Woken when the clock is moved or frozen/unfrozen, so that waits on
+    /// clock deadlines (blocking-command timeouts, CLIENT PAUSE) re-check.
+    pub changed: tokio::sync::Notify,
 }
 
 impl Clock {
@@ -49,6 +52,7 @@ impl Clock {
         } else {
             self.offset_us.fetch_add(delta_ms.saturating_mul(1000), Ordering::Relaxed);
         }
+        self.changed.notify_waiters();
     }
 
     /// Stops time at its current value (`true`) or lets it run again.
@@ -63,6 +67,7 @@ impl Clock {
                 self.offset_us.store(f as i64 - sys, Ordering::Relaxed);
             }
         }
+        self.changed.notify_waiters();
     }
 }
 

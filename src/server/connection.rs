@@ -297,18 +297,35 @@ impl Conn {
         let cs = self.client.shared.clone();
         cs.blocked.store(true, Ordering::Relaxed);
         let mut shutdown = self.shared.shutdown.subscribe();
-        let sleep = async {
-            match deadline {
-                Some(d) => tokio::time::sleep_until(d.into()).await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::pin!(sleep);
+        let shared = self.shared.clone();
         let mut eof = false;
+        // The timeout is a deadline on the server's clock: a test that
+        // freezes or advances the clock decides when it passes.
         let outcome = loop {
+            // Registered before the clock is read: a move in between wakes us.
+            let clock_moved = shared.clock.changed.notified();
+            tokio::pin!(clock_moved);
+            clock_moved.as_mut().enable();
+            let remaining = match deadline {
+                Some(d) => {
+                    let now = shared.clock.now_ms();
+                    if now >= d {
+                        break None;
+                    }
+                    Some(Duration::from_millis(d - now))
+                }
+                None => None,
+            };
+            let sleep = async {
+                match remaining {
+                    Some(r) => tokio::time::sleep(r).await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 r = &mut rx => break r.ok(),
-                _ = &mut sleep => break None,
+                _ = sleep => continue,
+                _ = &mut clock_moved => continue,
                 _ = cs.kill.notified() => { eof = true; break None }
                 _ = shutdown.changed() => { eof = true; break None }
                 n = self.socket.read_buf(&mut self.rbuf), if !eof => {
@@ -382,14 +399,19 @@ impl Conn {
         }
         self.flush().await?;
         loop {
+            let notified = pause.notify.notified();
+            let clock_moved = shared.clock.changed.notified();
+            tokio::pin!(notified, clock_moved);
+            notified.as_mut().enable();
+            clock_moved.as_mut().enable();
             let until = pause.until_ms.load(Ordering::Acquire);
-            let now = self.shared.clock.now_ms();
+            let now = shared.clock.now_ms();
             if until == 0 || now >= until {
                 return Ok(());
             }
-            let notified = pause.notify.notified();
             tokio::select! {
                 _ = notified => {}
+                _ = clock_moved => {}
                 _ = tokio::time::sleep(Duration::from_millis(until - now)) => {}
             }
         }

@@ -241,3 +241,27 @@ fn resp3_timeout_and_served_replies() {
         )
     );
 }
+
+/// Blocking timeouts are deadlines on the server's clock: with the clock
+/// frozen, a BLPOP with a 1 s timeout stays blocked however long it waits,
+/// and advancing the clock past its deadline times it out at once.
+#[test]
+fn blocking_timeouts_follow_the_server_clock() {
+    let srv = common::server();
+    let mut other = common::conn(&srv);
+    let mut waiter = common::conn(&srv);
+    srv.clock().freeze(true);
+    let t = thread::spawn(move || {
+        let got: Option<(String, String)> = redis::cmd("BLPOP").arg("l").arg(1).query(&mut waiter).unwrap();
+        (got, Instant::now())
+    });
+    wait_blocked(&mut other, 1);
+    thread::sleep(Duration::from_millis(1300));
+    assert_eq!(blocked_clients(&mut other), 1, "a frozen clock never reaches the deadline");
+    let advanced = Instant::now();
+    srv.clock().advance_ms(1000);
+    let (got, done) = t.join().unwrap();
+    assert_eq!(got, None, "timed out");
+    assert!(done.duration_since(advanced) < Duration::from_millis(500), "woken by the clock moving");
+    srv.clock().freeze(false);
+}
