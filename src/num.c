@@ -31,6 +31,25 @@ int rl_string2d(const char *s, size_t len, double *out) {
     return 1;
 }
 
+/* SORT's score: strtod over the C string (it stops at a NUL), leading
+ * spaces and the empty string accepted, trailing bytes, ERANGE and NaN
+ * refused. */
+int rl_sort_score(const char *s, size_t len, double *out) {
+    char *buf = malloc(len + 1);
+    char *eptr;
+    double v;
+    int ok;
+    if (buf == NULL) return 0;
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    errno = 0;
+    v = strtod(buf, &eptr);
+    ok = eptr[0] == '\0' && errno != ERANGE && !isnan(v);
+    free(buf);
+    if (ok) *out = v;
+    return ok;
+}
+
 /* Redis string2ld(). */
 static int rl_string2ld(const char *s, size_t len, long double *out) {
     char buf[RL_MAX_LD_CHARS];

@@ -9,6 +9,7 @@ use crate::error::CmdError;
 
 extern "C" {
     fn rl_string2d(s: *const u8, len: usize, out: *mut f64) -> i32;
+    fn rl_sort_score(s: *const u8, len: usize, out: *mut f64) -> i32;
     fn rl_ld_incr(cur: *const u8, curlen: usize, incr: *const u8, incrlen: usize, out: *mut u8, outlen: usize) -> i32;
     fn rl_ld_normalize(s: *const u8, len: usize, out: *mut u8, outlen: usize) -> i32;
     fn rl_fmt_g17(d: f64, out: *mut u8, outlen: usize) -> i32;
@@ -37,6 +38,14 @@ pub fn parse_double(b: &[u8]) -> Option<f64> {
     let mut out = 0f64;
     // SAFETY: pointer/length come from a valid slice; out is a valid f64.
     let ok = unsafe { rl_string2d(b.as_ptr(), b.len(), &mut out) };
+    (ok == 1).then_some(out)
+}
+
+/// The score `SORT` gives a value (`strtod` as Redis calls it there).
+pub fn sort_score(b: &[u8]) -> Option<f64> {
+    let mut out = 0f64;
+    // SAFETY: pointer/length come from a valid slice; out is a valid f64.
+    let ok = unsafe { rl_sort_score(b.as_ptr(), b.len(), &mut out) };
     (ok == 1).then_some(out)
 }
 

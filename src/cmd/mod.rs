@@ -28,6 +28,7 @@ pub mod pubsub;
 pub mod scripting;
 pub mod server;
 pub mod set;
+pub mod sort;
 pub mod string;
 pub mod tx;
 pub mod util;
@@ -234,7 +235,7 @@ pub struct Table {
 }
 
 /// Families and their `COMMAND DOCS` group names.
-fn families() -> [(&'static str, &'static [CommandSpec]); 14] {
+fn families() -> [(&'static str, &'static [CommandSpec]); 15] {
     [
         ("generic", generic::COMMANDS),
         ("string", string::COMMANDS),
@@ -250,6 +251,7 @@ fn families() -> [(&'static str, &'static [CommandSpec]); 14] {
         ("cluster", cluster::COMMANDS),
         ("server", acl::COMMANDS),
         ("bitmap", bitmap::COMMANDS),
+        ("generic", sort::COMMANDS),
     ]
 }
 

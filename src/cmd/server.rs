@@ -954,6 +954,12 @@ fn command_getkeys(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 /// Positions of the key arguments of `argv` for command `c`.
 pub fn command_keys(c: &Command, argv: &[Bytes]) -> Vec<usize> {
+    if c.spec.name == "sort" {
+        return super::sort::sort_keys(argv);
+    }
+    if c.spec.name == "sort_ro" {
+        return vec![1];
+    }
     if c.has(flags::MOVABLEKEYS) {
         let numkeys_at = match c.spec.name {
             "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro" | "zunionstore" | "zinterstore"
