@@ -157,25 +157,22 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &[Bytes], readonly: bool) -> CmdResult 
     let item = |obj: &Bytes| Item { obj: obj.clone(), score: 0.0, cmp: None };
     match &value {
         // Native order, only the LIMIT range, walked from the chosen end.
+        Value::List(_) | Value::ZSet(_) if native && end < start => {}
         Value::List(l) if native => {
-            if end >= start {
-                let n = (end - start + 1) as usize;
-                if desc {
-                    items.extend(l.iter().rev().skip(start as usize).take(n).map(item));
-                } else {
-                    items.extend(l.iter().skip(start as usize).take(n).map(item));
-                }
+            let n = (end - start + 1) as usize;
+            if desc {
+                items.extend(l.iter().rev().skip(start as usize).take(n).map(item));
+            } else {
+                items.extend(l.iter().skip(start as usize).take(n).map(item));
             }
         }
         Value::ZSet(z) if native => {
-            if end >= start {
-                let n = (end - start + 1) as usize;
-                if desc {
-                    let from = (len - 1 - start) as usize;
-                    items.extend(z.iter_rev_from(from).take(n).map(|(m, _)| item(m)));
-                } else {
-                    items.extend(z.iter_from(start as usize).take(n).map(|(m, _)| item(m)));
-                }
+            let n = (end - start + 1) as usize;
+            if desc {
+                let from = (len - 1 - start) as usize;
+                items.extend(z.iter_rev_from(from).take(n).map(|(m, _)| item(m)));
+            } else {
+                items.extend(z.iter_from(start as usize).take(n).map(|(m, _)| item(m)));
             }
         }
         Value::List(l) => items.extend(l.iter().map(item)),
