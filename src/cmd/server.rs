@@ -145,6 +145,8 @@ static COMMAND_SUBS: &[CommandSpec] = &[
         .doc("Get array of specific Redis command documentation", "7.0.0"),
     cmd("getkeys", command_getkeys, -4, "loading stale", 0, 0, 0, "@slow @connection")
         .doc("Extract keys given a full Redis command", "2.8.13"),
+    cmd("getkeysandflags", command_getkeysandflags, -4, "loading stale", 0, 0, 0, "@slow @connection")
+        .doc("Extract keys and access flags given a full Redis command", "7.0.0"),
     cmd("help", command_help, 2, "loading stale", 0, 0, 0, "@slow @connection")
         .doc("Show helpful text about the different subcommands", "5.0.0"),
     cmd("info", command_info, -2, "loading stale", 0, 0, 0, "@slow @connection")
@@ -938,18 +940,177 @@ fn command_list(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn command_getkeys(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let argv = &args[2..];
+    let keys = getkeys_checked(argv)?;
+    Ok(Reply::bulks(keys.into_iter().map(|(i, _)| argv[i].clone())))
+}
+
+/// `COMMAND GETKEYSANDFLAGS`: each key with its key-spec flags.
+fn command_getkeysandflags(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let argv = &args[2..];
+    let keys = getkeys_checked(argv)?;
+    Ok(Reply::Array(
+        keys.into_iter().map(|(pos, flags)| Reply::Array(vec![Reply::Bulk(argv[pos].clone()), flags])).collect(),
+    ))
+}
+
+/// Redis's `getKeysSubcommandImpl` checks, in its order: unknown command,
+/// a command without keys, arity, then no keys found (an empty list for
+/// commands whose keys are optional, like EVAL).
+fn getkeys_checked(argv: &[Bytes]) -> Result<Vec<(usize, Reply)>, CmdError> {
     let c = match table().lookup(argv) {
         super::Lookup::Found(c) => c,
         _ => return Err(CmdError::custom("ERR Invalid command specified")),
     };
+    let has_keys = match super::meta::get(&c.fullname) {
+        Some(m) => matches!(&m.key_specs, Reply::Set(v) | Reply::Array(v) if !v.is_empty()),
+        None => c.spec.first_key > 0 || c.has(flags::MOVABLEKEYS),
+    };
+    if !has_keys {
+        return Err(CmdError::custom("ERR The command has no key arguments"));
+    }
     if !super::arity_ok(c.spec.arity, argv.len()) {
         return Err(CmdError::custom("ERR Invalid number of arguments specified for command"));
     }
-    let keys = command_keys(c, argv);
+    let keys = keys_and_flags(c, argv);
     if keys.is_empty() {
-        return Err(CmdError::custom("ERR The command has no key arguments"));
+        if c.has(flags::NO_MANDATORY_KEYS) {
+            return Ok(Vec::new());
+        }
+        return Err(CmdError::custom("ERR Invalid arguments specified for command"));
     }
-    Ok(Reply::bulks(keys.into_iter().map(|i| argv[i].clone())))
+    Ok(keys)
+}
+
+fn key_flags(names: &[&str]) -> Reply {
+    Reply::Set(names.iter().map(|n| Reply::Status(Bytes::copy_from_slice(n.as_bytes()))).collect())
+}
+
+/// Key positions with their flags: Redis's own key-getting procedures for
+/// SET, BITFIELD and SORT (whose key specs cannot say), the key specs
+/// (`cmd::meta`) otherwise.
+fn keys_and_flags(c: &Command, argv: &[Bytes]) -> Vec<(usize, Reply)> {
+    match c.fullname.as_str() {
+        "set" => {
+            let get = argv[3..].iter().any(|a| eq(a, "get"));
+            return vec![(1, if get { key_flags(&["RW", "access", "update"]) } else { key_flags(&["OW", "update"]) })];
+        }
+        "bitfield" => {
+            let mut readonly = true;
+            let mut i = 2;
+            while i < argv.len() {
+                let rem = argv.len() - i - 1;
+                if eq(&argv[i], "get") && rem >= 2 {
+                    i += 2;
+                } else if eq(&argv[i], "overflow") && rem >= 1 {
+                    i += 1;
+                } else {
+                    readonly = false;
+                    break;
+                }
+                i += 1;
+            }
+            let flags = if readonly { key_flags(&["RO", "access"]) } else { key_flags(&["RW", "access", "update"]) };
+            return vec![(1, flags)];
+        }
+        "sort" | "sort_ro" => {
+            return command_keys(c, argv)
+                .into_iter()
+                .map(|p| (p, if p == 1 { key_flags(&["RO", "access"]) } else { key_flags(&["OW", "update"]) }))
+                .collect();
+        }
+        _ => {}
+    }
+    let specs = match super::meta::get(&c.fullname).map(|m| &m.key_specs) {
+        Some(Reply::Set(specs) | Reply::Array(specs)) => specs,
+        // The 7.2 commands rlockd adds: positions from the table.
+        _ => return command_keys(c, argv).into_iter().map(|p| (p, Reply::Set(Vec::new()))).collect(),
+    };
+    let mut out = Vec::new();
+    for spec in specs {
+        let Some(found) = spec_keys(spec, argv) else { return Vec::new() };
+        let flags = map_get(spec, "flags").cloned().unwrap_or(Reply::Set(Vec::new()));
+        out.extend(found.into_iter().map(|p| (p, flags.clone())));
+    }
+    out
+}
+
+fn map_get<'a>(m: &'a Reply, key: &str) -> Option<&'a Reply> {
+    let Reply::Map(pairs) = m else { return None };
+    pairs.iter().find(|(k, _)| matches!(k, Reply::Bulk(b) if &b[..] == key.as_bytes())).map(|(_, v)| v)
+}
+
+fn map_int(m: &Reply, key: &str) -> Option<i64> {
+    match map_get(m, key)? {
+        Reply::Int(n) => Some(*n),
+        _ => None,
+    }
+}
+
+/// Redis's `getKeysUsingKeySpecs` for one spec; None for an invalid spec.
+fn spec_keys(spec: &Reply, argv: &[Bytes]) -> Option<Vec<usize>> {
+    let argc = argv.len() as i64;
+    let bs = map_get(spec, "begin_search")?;
+    let bs_spec = map_get(bs, "spec")?;
+    let mut first = match map_get(bs, "type")? {
+        Reply::Bulk(t) if &t[..] == b"index" => map_int(bs_spec, "index")?,
+        Reply::Bulk(t) if &t[..] == b"keyword" => {
+            let Reply::Bulk(kw) = map_get(bs_spec, "keyword")? else { return None };
+            let from = map_int(bs_spec, "startfrom")?;
+            let start = if from > 0 { from } else { argc + from };
+            let end = if from > 0 { argc - 1 } else { 0 };
+            let mut i = start;
+            let mut found = 0;
+            loop {
+                if i >= argc || i < 1 {
+                    break;
+                }
+                if argv[i as usize].eq_ignore_ascii_case(kw) {
+                    found = i + 1;
+                    break;
+                }
+                if i == end {
+                    break;
+                }
+                i = if start <= end { i + 1 } else { i - 1 };
+            }
+            if found == 0 {
+                return Some(Vec::new());
+            }
+            found
+        }
+        _ => return None,
+    };
+    let fk = map_get(spec, "find_keys")?;
+    let fk_spec = map_get(fk, "spec")?;
+    let (last, step) = match map_get(fk, "type")? {
+        Reply::Bulk(t) if &t[..] == b"range" => {
+            let lastkey = map_int(fk_spec, "lastkey")?;
+            let step = map_int(fk_spec, "keystep")?;
+            let limit = map_int(fk_spec, "limit")?;
+            let last = if lastkey >= 0 {
+                first + lastkey
+            } else if limit == 0 {
+                argc + lastkey
+            } else {
+                first + ((argc - first) / limit + lastkey)
+            };
+            (last, step)
+        }
+        Reply::Bulk(t) if &t[..] == b"keynum" => {
+            let idx = map_int(fk_spec, "keynumidx")?;
+            if idx >= argc - first {
+                return None;
+            }
+            let n = crate::num::parse_i64_strict(&argv[(first + idx) as usize]).filter(|n| *n >= 0)?;
+            first += map_int(fk_spec, "firstkey")?;
+            (first + n - 1, map_int(fk_spec, "keystep")?)
+        }
+        _ => return None,
+    };
+    if last >= argc || last < first || first >= argc {
+        return if last == first - 1 { Some(Vec::new()) } else { None };
+    }
+    Some((first..=last).step_by(step.max(1) as usize).map(|i| i as usize).collect())
 }
 
 /// Positions of the key arguments of `argv` for command `c`.

@@ -73,7 +73,7 @@ fn command_table_matches_redis_metadata() {
 }
 
 /// Redis 7.0 subcommands rlockd does not implement (unknown-subcommand error).
-const NOT_IMPLEMENTED: &[&str] = &["command|getkeysandflags"];
+const NOT_IMPLEMENTED: &[&str] = &[];
 
 /// A RESP2 `COMMAND DOCS` reply without its `subcommands` listing (each
 /// subcommand's docs are compared on their own).
