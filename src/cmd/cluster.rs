@@ -11,6 +11,8 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd("cluster", container, -2, "", 0, 0, 0, "@slow")
         .subs(CLUSTER_SUBS)
         .doc("A container for cluster commands", "3.0.0"),
+    cmd("asking", disabled, 1, "fast", 0, 0, 0, "@fast @connection")
+        .doc("Sent by cluster clients after an -ASK redirect", "3.0.0"),
     cmd("readonly", disabled, 1, "loading stale fast", 0, 0, 0, "@fast @connection")
         .doc("Enables read queries for a connection to a cluster replica node", "3.0.0"),
     cmd("readwrite", disabled, 1, "loading stale fast", 0, 0, 0, "@fast @connection")

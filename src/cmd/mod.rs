@@ -29,6 +29,7 @@ pub mod scripting;
 pub mod server;
 pub mod set;
 pub mod sort;
+pub mod standalone;
 pub mod string;
 pub mod tx;
 pub mod util;
@@ -235,7 +236,7 @@ pub struct Table {
 }
 
 /// Families and their `COMMAND DOCS` group names.
-fn families() -> [(&'static str, &'static [CommandSpec]); 15] {
+fn families() -> [(&'static str, &'static [CommandSpec]); 16] {
     [
         ("generic", generic::COMMANDS),
         ("string", string::COMMANDS),
@@ -252,6 +253,7 @@ fn families() -> [(&'static str, &'static [CommandSpec]); 15] {
         ("server", acl::COMMANDS),
         ("bitmap", bitmap::COMMANDS),
         ("generic", sort::COMMANDS),
+        ("server", standalone::COMMANDS),
     ]
 }
 
