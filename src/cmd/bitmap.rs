@@ -85,8 +85,9 @@ fn setbit(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             (false, true)
         }
     };
+    // Redis unshares the string (making it raw) even when no bit changes.
+    db.set_str_enc(key, StrEnc::Raw);
     if changed {
-        db.set_str_enc(key, StrEnc::Raw);
         db.touch(key);
         db.notify(notify::STRING, "setbit", key);
     }

@@ -99,6 +99,9 @@ fn hset_generic(ctx: &mut Ctx<'_>, args: &[Bytes], is_hset: bool) -> CmdResult {
             }
         }
     }
+    // Past hash-max-listpack-entries/value a hash stays a hashtable.
+    let outgrown = h.len() > 128 || args[2..].iter().any(|a| a.len() > 64);
+    db.mark_outgrown(key, outgrown);
     db.touch(key);
     db.notify(notify::HASH, "hset", key);
     Ok(if is_hset { Reply::Int(created) } else { Reply::ok() })
@@ -120,6 +123,8 @@ fn hsetnx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Ok(Reply::Int(0));
     }
     h.insert(own(&args[2]), own(&args[3]));
+    let outgrown = h.len() > 128 || args[2].len() > 64 || args[3].len() > 64;
+    db.mark_outgrown(key, outgrown);
     db.touch(key);
     db.notify(notify::HASH, "hset", key);
     Ok(Reply::Int(1))
@@ -210,6 +215,8 @@ fn hincrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Err(CmdError::Overflow);
     };
     h.insert(own(&args[2]), num::int_bytes(new));
+    let outgrown = h.len() > 128 || args[2].len() > 64;
+    db.mark_outgrown(key, outgrown);
     db.touch(key);
     db.notify(notify::HASH, "hincrby", key);
     Ok(Reply::Int(new))
@@ -240,6 +247,8 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
     };
     h.insert(own(&args[2]), new.clone());
+    let outgrown = h.len() > 128 || args[2].len() > 64 || new.len() > 64;
+    db.mark_outgrown(key, outgrown);
     db.touch(key);
     db.notify(notify::HASH, "hincrbyfloat", key);
     Ok(Reply::Bulk(new))

@@ -93,7 +93,11 @@ fn sadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             added += 1;
         }
     }
+    // Redis converts an intset to a hashtable for a non-integer member or
+    // past set-max-intset-entries, and never back.
+    let outgrown = s.len() > 512 || args[2..].iter().any(|m| crate::num::parse_i64_strict(m).is_none());
     if added > 0 {
+        db.mark_outgrown(key, outgrown);
         db.touch(key);
         db.notify(notify::SET, "sadd", key);
     }
@@ -258,6 +262,8 @@ fn smove(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     let d = get_set(&mut db, dst)?.expect("exists");
     if d.insert(own(m)) {
+        let outgrown = d.len() > 512 || crate::num::parse_i64_strict(m).is_none();
+        db.mark_outgrown(dst, outgrown);
         db.touch(dst);
         db.notify(notify::SET, "sadd", dst);
     }

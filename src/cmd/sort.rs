@@ -129,6 +129,10 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &[Bytes], readonly: bool) -> CmdResult 
         Some(v @ (Value::List(_) | Value::Set(_) | Value::ZSet(_))) => Some(v.clone()),
         Some(_) => return Err(CmdError::WrongType),
     };
+    if matches!(value, Some(Value::ZSet(_))) {
+        // Redis converts a sorted set to a skip list to sort it, for good.
+        ctx.db().mark_outgrown(&args[1], true);
+    }
     let value = value.unwrap_or(Value::List(Default::default()));
     // A set has no order of its own: stored or scripted results are sorted.
     if dontsort && matches!(value, Value::Set(_)) && (store.is_some() || ctx.client.is_script()) {

@@ -271,6 +271,7 @@ fn zadd_generic(ctx: &mut Ctx<'_>, args: &[Bytes], mut flags: u8) -> CmdResult {
     let (mut added, mut updated, mut processed) = (0i64, 0i64, 0i64);
     let mut last_score = 0.0;
     let mut result: Result<(), CmdError> = Ok(());
+    let mut outgrown = false;
     if exists || !xx {
         if !exists {
             db.insert_new(key, Value::ZSet(Box::default()));
@@ -314,8 +315,11 @@ fn zadd_generic(ctx: &mut Ctx<'_>, args: &[Bytes], mut flags: u8) -> CmdResult {
                 }
             }
         }
+        outgrown = z.len() > 128 || (0..elements).any(|j| args[idx + 1 + j * 2].len() > 64);
     }
     if added > 0 || updated > 0 {
+        // Past zset-max-listpack-entries/value a sorted set stays a skip list.
+        db.mark_outgrown(key, outgrown);
         db.touch(key);
         db.notify(notify::ZSET, if incr { "zincr" } else { "zadd" }, key);
     }

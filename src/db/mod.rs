@@ -51,6 +51,10 @@ pub enum StrEnc {
     Raw,
     /// Stored from a formatted float (INCRBYFLOAT): never `int`.
     NotInt,
+    /// A set, hash or sorted set that outgrew its compact encoding (intset
+    /// or listpack) in place: Redis never converts it back, however small
+    /// it gets (`hashtable` / `skiplist` from then on).
+    Big,
 }
 
 impl Entry {
@@ -69,6 +73,8 @@ impl Entry {
                     "raw"
                 }
             }
+            (Value::Set(_) | Value::Hash(_), StrEnc::Big) => "hashtable",
+            (Value::ZSet(_), StrEnc::Big) => "skiplist",
             (v, _) => v.encoding(),
         }
     }
@@ -238,6 +244,14 @@ impl DbView<'_> {
 
     pub fn exists(&mut self, key: &[u8]) -> bool {
         self.entry(key).is_some()
+    }
+
+    /// Marks an aggregate grown in place past its compact encoding when
+    /// `outgrown` (see [`StrEnc::Big`]).
+    pub fn mark_outgrown(&mut self, key: &[u8], outgrown: bool) {
+        if outgrown {
+            self.set_str_enc(key, StrEnc::Big);
+        }
     }
 
     /// Records how a string was last written (see [`StrEnc`]).
