@@ -365,12 +365,17 @@ unsafe fn protect(l: State, idx: c_int) {
 }
 
 /// If the value at `idx` is a proxy, replaces it (in place) by its table.
-unsafe fn unproxy(l: State, idx: c_int) {
+pub(crate) unsafe fn unproxy(l: State, idx: c_int) {
     if ffi::lua_type(l, idx) != ffi::LUA_TTABLE {
         return;
     }
     let idx = ffi::lua_absindex(l, idx);
     get_field_raw(l, ffi::LUA_REGISTRYINDEX, REG_REAL);
+    if ffi::lua_type(l, -1) != ffi::LUA_TTABLE {
+        // A state without the sandbox (the libraries' own tests).
+        ffi::lua_pop(l, 1);
+        return;
+    }
     ffi::lua_pushvalue(l, idx);
     ffi::lua_rawget(l, -2);
     if ffi::lua_type(l, -1) == ffi::LUA_TTABLE {

@@ -288,6 +288,10 @@ unsafe fn encode_one(
         ffi::LUA_TNUMBER => append_number(l, cfg, buf, -1)?,
         ffi::LUA_TBOOLEAN => buf.extend_from_slice(if ffi::lua_toboolean(l, -1) != 0 { b"true" } else { b"false" }),
         ffi::LUA_TTABLE => {
+            // A read-only library table encodes as the table it stands for.
+            if ffi::lua_checkstack(l, 4) != 0 {
+                crate::script::sandbox::unproxy(l, -1);
+            }
             let depth = frames.len() as c_int + 1;
             if !(depth <= cfg.encode_max_depth && ffi::lua_checkstack(l, 3) != 0) {
                 return Err(Fail::msg(format!("Cannot serialise, excessive nesting ({depth})")));
