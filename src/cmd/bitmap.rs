@@ -501,82 +501,80 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, args: &[Bytes], readonly_cmd: bool) -> Cm
     }
     let need = (highest >> 3) as usize + 1;
     let mut db = ctx.db();
-    let mut buf = match db.get(key) {
-        None => Vec::new(),
-        Some(Value::Str(s)) => s.to_vec(),
+    let created = match db.get(key) {
+        None => true,
+        Some(Value::Str(_)) => false,
         Some(_) => return Err(CmdError::WrongType),
     };
+    if created {
+        db.set(key, Value::Str(Bytes::new()), false);
+    }
+    let Some(Value::Str(stored)) = db.get_mut(key) else { unreachable!("a string now") };
     // Redis signals the key when a write (not a FAIL overflow) created or
     // grew the string, or changed a field's value.
-    let grown = !db.exists(key) || buf.len() < need;
-    if buf.len() < need {
-        buf.resize(need, 0);
-    }
+    let grown = created || stored.len() < need;
     let mut out = Vec::with_capacity(ops.len());
     let mut changes = 0;
-    for op in &ops {
-        match op.kind {
-            BfKind::Get => out.push(Reply::Int(if op.signed {
-                get_signed(&buf, op.offset, op.bits)
-            } else {
-                get_unsigned(&buf, op.offset, op.bits) as i64
-            })),
-            BfKind::Set | BfKind::Incrby => {
-                let incr = op.kind == BfKind::Incrby;
-                if op.signed {
-                    let old = get_signed(&buf, op.offset, op.bits);
-                    let (of, limit) = if incr {
-                        signed_overflow(old, op.value, op.bits, op.overflow)
-                    } else {
-                        signed_overflow(op.value, 0, op.bits, op.overflow)
-                    };
-                    let new = if of != 0 {
-                        limit
-                    } else if incr {
-                        old.wrapping_add(op.value)
-                    } else {
-                        op.value
-                    };
-                    if of != 0 && op.overflow == Overflow::Fail {
-                        out.push(Reply::Nil);
-                    } else {
-                        out.push(Reply::Int(if incr { new } else { old }));
-                        set_unsigned(&mut buf, op.offset, op.bits, new as u64);
-                        changes += usize::from(grown || old != new);
-                    }
+    super::string::edit_string(stored, |buf| {
+        if buf.len() < need {
+            buf.resize(need, 0);
+        }
+        for op in &ops {
+            match op.kind {
+                BfKind::Get => out.push(Reply::Int(if op.signed {
+                    get_signed(&buf[..], op.offset, op.bits)
                 } else {
-                    let old = get_unsigned(&buf, op.offset, op.bits);
-                    let (of, limit) = if incr {
-                        unsigned_overflow(old, op.value, op.bits, op.overflow)
+                    get_unsigned(&buf[..], op.offset, op.bits) as i64
+                })),
+                BfKind::Set | BfKind::Incrby => {
+                    let incr = op.kind == BfKind::Incrby;
+                    if op.signed {
+                        let old = get_signed(&buf[..], op.offset, op.bits);
+                        let (of, limit) = if incr {
+                            signed_overflow(old, op.value, op.bits, op.overflow)
+                        } else {
+                            signed_overflow(op.value, 0, op.bits, op.overflow)
+                        };
+                        let new = if of != 0 {
+                            limit
+                        } else if incr {
+                            old.wrapping_add(op.value)
+                        } else {
+                            op.value
+                        };
+                        if of != 0 && op.overflow == Overflow::Fail {
+                            out.push(Reply::Nil);
+                        } else {
+                            out.push(Reply::Int(if incr { new } else { old }));
+                            set_unsigned(&mut buf[..], op.offset, op.bits, new as u64);
+                            changes += usize::from(grown || old != new);
+                        }
                     } else {
-                        unsigned_overflow(op.value as u64, 0, op.bits, op.overflow)
-                    };
-                    let new = if of != 0 {
-                        limit
-                    } else if incr {
-                        old.wrapping_add(op.value as u64)
-                    } else {
-                        op.value as u64
-                    };
-                    if of != 0 && op.overflow == Overflow::Fail {
-                        out.push(Reply::Nil);
-                    } else {
-                        out.push(Reply::Int(if incr { new as i64 } else { old as i64 }));
-                        set_unsigned(&mut buf, op.offset, op.bits, new);
-                        changes += usize::from(grown || old != new);
+                        let old = get_unsigned(&buf[..], op.offset, op.bits);
+                        let (of, limit) = if incr {
+                            unsigned_overflow(old, op.value, op.bits, op.overflow)
+                        } else {
+                            unsigned_overflow(op.value as u64, 0, op.bits, op.overflow)
+                        };
+                        let new = if of != 0 {
+                            limit
+                        } else if incr {
+                            old.wrapping_add(op.value as u64)
+                        } else {
+                            op.value as u64
+                        };
+                        if of != 0 && op.overflow == Overflow::Fail {
+                            out.push(Reply::Nil);
+                        } else {
+                            out.push(Reply::Int(if incr { new as i64 } else { old as i64 }));
+                            set_unsigned(&mut buf[..], op.offset, op.bits, new);
+                            changes += usize::from(grown || old != new);
+                        }
                     }
                 }
             }
         }
-    }
-    let existed = db.get(key).is_some();
-    if existed {
-        if let Some(Value::Str(s)) = db.get_mut(key) {
-            *s = Bytes::from(buf);
-        }
-    } else {
-        db.set(key, Value::Str(Bytes::from(buf)), false);
-    }
+    });
     db.set_str_enc(key, StrEnc::Raw);
     if changes > 0 {
         db.touch(key);

@@ -1013,7 +1013,8 @@ fn keys_and_flags(c: &Command, argv: &[Bytes]) -> Vec<(usize, Reply)> {
             return vec![(1, flags)];
         }
         "sort" | "sort_ro" => {
-            return command_keys(c, argv)
+            let keys = if c.fullname == "sort" { super::sort::sort_keys(argv) } else { vec![1] };
+            return keys
                 .into_iter()
                 .map(|p| (p, if p == 1 { key_flags(&["RO", "access"]) } else { key_flags(&["OW", "update"]) }))
                 .collect();
@@ -1023,7 +1024,7 @@ fn keys_and_flags(c: &Command, argv: &[Bytes]) -> Vec<(usize, Reply)> {
     let specs = match super::meta::get(&c.fullname).map(|m| &m.key_specs) {
         Some(Reply::Set(specs) | Reply::Array(specs)) => specs,
         // The 7.2 commands rlockd adds: positions from the table.
-        _ => return command_keys(c, argv).into_iter().map(|p| (p, Reply::Set(Vec::new()))).collect(),
+        _ => return table_keys(c, argv).into_iter().map(|p| (p, Reply::Set(Vec::new()))).collect(),
     };
     let mut out = Vec::new();
     for spec in specs {
@@ -1113,33 +1114,9 @@ fn spec_keys(spec: &Reply, argv: &[Bytes]) -> Option<Vec<usize>> {
     Some((first..=last).step_by(step.max(1) as usize).map(|i| i as usize).collect())
 }
 
-/// Positions of the key arguments of `argv` for command `c`.
-pub fn command_keys(c: &Command, argv: &[Bytes]) -> Vec<usize> {
-    if c.spec.name == "sort" {
-        return super::sort::sort_keys(argv);
-    }
-    if c.spec.name == "sort_ro" {
-        return vec![1];
-    }
-    if c.has(flags::MOVABLEKEYS) {
-        let numkeys_at = match c.spec.name {
-            "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro" | "zunionstore" | "zinterstore"
-            | "zdiffstore" => 2,
-            "zunion" | "zinter" | "zdiff" | "zintercard" | "sintercard" | "lmpop" | "zmpop" => 1,
-            "blmpop" | "bzmpop" => 2,
-            _ => return Vec::new(),
-        };
-        let Some(n) = argv.get(numkeys_at).and_then(|a| crate::num::parse_i64_strict(a)) else {
-            return Vec::new();
-        };
-        let mut out: Vec<usize> = Vec::new();
-        if matches!(c.spec.name, "zunionstore" | "zinterstore" | "zdiffstore") {
-            out.push(1);
-        }
-        let first = numkeys_at + 1;
-        out.extend((first..first + n.max(0) as usize).filter(|i| *i < argv.len()));
-        return out;
-    }
+/// Key positions from the table's first/last/step (the commands Redis 7.0
+/// has no key specs for: rlockd's 7.2 additions).
+fn table_keys(c: &Command, argv: &[Bytes]) -> Vec<usize> {
     let (first, last, step) = (c.spec.first_key, c.spec.last_key, c.spec.step);
     if first <= 0 {
         return Vec::new();

@@ -124,65 +124,70 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &[Bytes], readonly: bool) -> CmdResult 
         }
         j += 1;
     }
-    let value = match ctx.db().get(&args[1]) {
-        None => None,
-        Some(v @ (Value::List(_) | Value::Set(_) | Value::ZSet(_))) => Some(v.clone()),
-        Some(_) => return Err(CmdError::WrongType),
+    #[derive(PartialEq)]
+    enum Kind {
+        List,
+        Set,
+        ZSet,
+    }
+    // The elements are read straight from the stored value (no copy of it).
+    let (kind, native, mut start, mut end, mut items) = {
+        let mut db = ctx.db();
+        let (kind, len) = match db.get(&args[1]) {
+            None => (Kind::List, 0),
+            Some(Value::List(l)) => (Kind::List, l.len()),
+            Some(Value::Set(s)) => (Kind::Set, s.len()),
+            Some(Value::ZSet(z)) => (Kind::ZSet, z.len()),
+            Some(_) => return Err(CmdError::WrongType),
+        };
+        let len = len as i64;
+        let mut start = limit_start.max(0).min(len);
+        let limit_count = limit_count.max(-1).min(len);
+        let mut end = if limit_count < 0 { len - 1 } else { start + limit_count - 1 };
+        if start >= len {
+            start = len - 1;
+            end = len - 2;
+        }
+        if end >= len {
+            end = len - 1;
+        }
+        let native = dontsort && kind != Kind::Set;
+        let mut items: Vec<Item> = Vec::new();
+        let item = |obj: &Bytes| Item { obj: obj.clone(), score: 0.0, cmp: None };
+        let n = (end - start + 1).max(0) as usize;
+        match db.get(&args[1]) {
+            // Native order, only the LIMIT range, walked from the chosen end.
+            Some(Value::List(l)) if native => {
+                if desc {
+                    items.extend(l.iter().rev().skip(start as usize).take(n).map(item));
+                } else {
+                    items.extend(l.iter().skip(start as usize).take(n).map(item));
+                }
+            }
+            Some(Value::ZSet(z)) if native && n > 0 => {
+                if desc {
+                    items.extend(z.iter_rev_from((len - 1 - start) as usize).take(n).map(|(m, _)| item(m)));
+                } else {
+                    items.extend(z.iter_from(start as usize).take(n).map(|(m, _)| item(m)));
+                }
+            }
+            Some(Value::ZSet(_)) if native => {}
+            Some(Value::List(l)) => items.extend(l.iter().map(item)),
+            Some(Value::Set(s)) => items.extend(s.iter().map(item)),
+            Some(Value::ZSet(z)) => items.extend(z.iter().map(|(m, _)| item(m))),
+            _ => {}
+        }
+        (kind, native, start, end, items)
     };
-    if matches!(value, Some(Value::ZSet(_))) {
+    if kind == Kind::ZSet {
         // Redis converts a sorted set to a skip list to sort it, for good.
         ctx.db().mark_outgrown(&args[1], true);
     }
-    let value = value.unwrap_or(Value::List(Default::default()));
     // A set has no order of its own: stored or scripted results are sorted.
-    if dontsort && matches!(value, Value::Set(_)) && (store.is_some() || ctx.client.is_script()) {
+    if dontsort && kind == Kind::Set && (store.is_some() || ctx.client.is_script()) {
         dontsort = false;
         alpha = true;
         sortby = None;
-    }
-    let len = match &value {
-        Value::List(l) => l.len(),
-        Value::Set(s) => s.len(),
-        Value::ZSet(z) => z.len(),
-        _ => 0,
-    } as i64;
-    let mut start = limit_start.max(0).min(len);
-    let limit_count = limit_count.max(-1).min(len);
-    let mut end = if limit_count < 0 { len - 1 } else { start + limit_count - 1 };
-    if start >= len {
-        start = len - 1;
-        end = len - 2;
-    }
-    if end >= len {
-        end = len - 1;
-    }
-    let native = dontsort && matches!(value, Value::List(_) | Value::ZSet(_));
-    let mut items: Vec<Item> = Vec::new();
-    let item = |obj: &Bytes| Item { obj: obj.clone(), score: 0.0, cmp: None };
-    match &value {
-        // Native order, only the LIMIT range, walked from the chosen end.
-        Value::List(_) | Value::ZSet(_) if native && end < start => {}
-        Value::List(l) if native => {
-            let n = (end - start + 1) as usize;
-            if desc {
-                items.extend(l.iter().rev().skip(start as usize).take(n).map(item));
-            } else {
-                items.extend(l.iter().skip(start as usize).take(n).map(item));
-            }
-        }
-        Value::ZSet(z) if native => {
-            let n = (end - start + 1) as usize;
-            if desc {
-                let from = (len - 1 - start) as usize;
-                items.extend(z.iter_rev_from(from).take(n).map(|(m, _)| item(m)));
-            } else {
-                items.extend(z.iter_from(start as usize).take(n).map(|(m, _)| item(m)));
-            }
-        }
-        Value::List(l) => items.extend(l.iter().map(item)),
-        Value::Set(s) => items.extend(s.iter().map(item)),
-        Value::ZSet(z) => items.extend(z.iter().map(|(m, _)| item(m))),
-        _ => {}
     }
     if native {
         end -= start;

@@ -132,6 +132,12 @@ fn expire_ms(ctx: &Ctx<'_>, name: &str, arg: &[u8], f: u32) -> Result<u64, CmdEr
 }
 
 /// The shared core of SET, SETNX, SETEX, PSETEX.
+/// The string at `key`, read the way Redis's `lookupKeyRead` does inside a
+/// write command (counted as a keyspace hit or miss); WRONGTYPE otherwise.
+fn read_counted(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<Option<Bytes>, CmdError> {
+    ctx.with_read_lookups(true, |ctx| ctx.db().get_str(key).map(|v| v.cloned()))
+}
+
 fn set_generic(
     ctx: &mut Ctx<'_>,
     key: &Bytes,
@@ -143,7 +149,7 @@ fn set_generic(
 ) -> CmdResult {
     let mut get_reply = None;
     if f & SET_GET != 0 {
-        get_reply = Some(Reply::from(ctx.with_read_lookups(true, |ctx| ctx.db().get_str(key).map(|v| v.cloned()))?));
+        get_reply = Some(Reply::from(read_counted(ctx, key)?));
     }
     let mut db = ctx.db();
     let found = db.exists(key);
@@ -183,7 +189,7 @@ fn psetex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn getset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let old = ctx.with_read_lookups(true, |ctx| ctx.db().get_str(&args[1]).map(|v| v.cloned()))?;
+    let old = read_counted(ctx, &args[1])?;
     let mut db = ctx.db();
     db.set(&args[1], Value::Str(Bytes::copy_from_slice(&args[2])), false);
     db.notify(notify::STRING, "set", &args[1]);
@@ -191,7 +197,7 @@ fn getset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn getdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let old = ctx.with_read_lookups(true, |ctx| ctx.db().get_str(&args[1]).map(|v| v.cloned()))?;
+    let old = read_counted(ctx, &args[1])?;
     let mut db = ctx.db();
     if old.is_some() {
         db.remove(&args[1]);
@@ -203,7 +209,7 @@ fn getdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 fn getex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let (f, exp) = parse_string_opts(&args[2..], false)?;
     let key = &args[1];
-    let Some(val) = ctx.with_read_lookups(true, |ctx| ctx.db().get_str(key).map(|v| v.cloned()))? else {
+    let Some(val) = read_counted(ctx, key)? else {
         return Ok(Reply::Nil);
     };
     let at = match exp {

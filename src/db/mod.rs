@@ -196,12 +196,14 @@ pub struct DbView<'a> {
 impl DbView<'_> {
     /// Deletes `key` if its deadline has passed. Returns true if it was expired.
     fn expire_if_needed(&mut self, key: &[u8]) -> bool {
-        let Some((idx, _, e)) = self.db.map.get_full(key) else {
-            return false;
-        };
-        match e.expire {
+        self.db.map.get_index_of(key).is_some_and(|idx| self.expire_index_if_due(idx))
+    }
+
+    /// Deletes the entry at `idx` if its deadline has passed (true if so).
+    fn expire_index_if_due(&mut self, idx: usize) -> bool {
+        match self.db.map.get_index(idx).and_then(|(_, e)| e.expire) {
             Some(at) if at <= self.now => {
-                let (k, _) = self.db.map.swap_remove_index(idx).expect("index from get_full");
+                let (k, _) = self.db.map.swap_remove_index(idx).expect("index in range");
                 self.db.expires.remove(&(at, k.clone()));
                 self.sig.expired += 1;
                 self.sig.touch(self.index, &k);
@@ -212,17 +214,18 @@ impl DbView<'_> {
         }
     }
 
-    /// The live entry for `key`.
+    /// The live entry for `key` (one hash lookup: the expiry check and the
+    /// access share it).
     pub fn entry(&mut self, key: &[u8]) -> Option<&mut Entry> {
-        self.expire_if_needed(key);
+        let idx = self.db.map.get_index_of(key).filter(|&i| !self.expire_index_if_due(i));
         if self.sig.read_lookups {
-            self.count_lookup(key);
+            self.count_lookup(key, idx.is_some());
         }
-        self.db.map.get_mut(key)
+        self.db.map.get_index_mut(idx?).map(|(_, e)| e)
     }
 
-    fn count_lookup(&mut self, key: &[u8]) {
-        if self.db.map.contains_key(key) {
+    fn count_lookup(&mut self, key: &[u8], hit: bool) {
+        if hit {
             self.sig.hits += 1;
         } else {
             self.sig.misses += 1;
