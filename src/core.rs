@@ -387,7 +387,18 @@ impl Shared {
     }
 
     /// Requests a clean shutdown of the whole server.
+    /// (Tasks wait for it with [`shutdown_requested`].)
     pub fn request_shutdown(&self) {
-        let _ = self.shutdown.send(true);
+        // `send_replace` stores the value even when no task has subscribed
+        // yet (a server stopped before any client connected); `send` would
+        // drop it and the server would never stop.
+        self.shutdown.send_replace(true);
     }
+}
+
+/// Resolves once shutdown is requested on `rx` — also when it was requested
+/// before `rx` subscribed (a plain `changed()` would miss that and wait forever).
+pub async fn shutdown_requested(rx: &mut tokio::sync::watch::Receiver<bool>) {
+    // The guard `wait_for` returns is dropped at once: it is not `Send`.
+    let _ = rx.wait_for(|stop| *stop).await;
 }

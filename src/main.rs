@@ -206,7 +206,7 @@ fn main() -> ExitCode {
         tokio::select! {
             _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT received, shutting down"),
             _ = term.recv() => tracing::info!("SIGTERM received, shutting down"),
-            _ = stop.changed() => tracing::info!("SHUTDOWN received"),
+            _ = rlockd::core::shutdown_requested(&mut stop) => tracing::info!("SHUTDOWN received"),
         }
     });
     server.stop();

@@ -114,7 +114,7 @@ impl Conn {
             self.rbuf.reserve(READ_CHUNK);
             tokio::select! {
                 biased;
-                _ = shutdown.changed() => return,
+                _ = crate::core::shutdown_requested(&mut shutdown) => return,
                 _ = cs.kill.notified() => return,
                 Some(msg) = self.rx.recv() => {
                     self.queue_outbound(msg);
@@ -327,7 +327,7 @@ impl Conn {
                 _ = sleep => continue,
                 _ = &mut clock_moved => continue,
                 _ = cs.kill.notified() => { eof = true; break None }
-                _ = shutdown.changed() => { eof = true; break None }
+                _ = crate::core::shutdown_requested(&mut shutdown) => { eof = true; break None }
                 n = self.socket.read_buf(&mut self.rbuf), if !eof => {
                     // Keep pipelined input for later; notice a closed peer.
                     if matches!(n, Ok(0) | Err(_)) {

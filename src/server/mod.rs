@@ -135,7 +135,7 @@ async fn run(listener: TcpListener, shared: Arc<Shared>) {
     tokio::spawn(active_expire(shared.clone()));
     loop {
         tokio::select! {
-            _ = shutdown.changed() => break,
+            _ = crate::core::shutdown_requested(&mut shutdown) => break,
             r = listener.accept() => match r {
                 Ok((socket, peer)) => {
                     tokio::spawn(connection::handle(shared.clone(), socket, peer));
@@ -162,7 +162,7 @@ async fn active_expire(shared: Arc<Shared>) {
             core.config.hz.max(1)
         };
         tokio::select! {
-            _ = shutdown.changed() => return,
+            _ = crate::core::shutdown_requested(&mut shutdown) => return,
             _ = tokio::time::sleep(Duration::from_millis(1000 / hz)) => {}
         }
         loop {

@@ -10,6 +10,7 @@ mod diff;
 mod diff_random;
 mod hash;
 mod keyspace;
+mod lifecycle;
 mod list;
 mod locks;
 mod protocol;
