@@ -1,0 +1,101 @@
+//! The fixes our Lua 5.1.5 carries, applied by `build.rs` to a copy of the
+//! `lua-src` crate's sources in `OUT_DIR` before they are compiled.
+//!
+//! Redis does not run upstream Lua 5.1.5: its `deps/lua` carries security
+//! fixes, and a server that runs users' scripts must carry them too. Each
+//! patch here is written for rlockd from the public description of the bug
+//! (the CVE advisory and the upstream Lua bug list) and names what it fixes.
+//! Each has a regression test that runs its public reproducer against rlockd
+//! and, in the differential suite, against redis-server
+//! (`tests/it/lua_vm_cves.rs`, `tests/diff/lua_vm_cves.redis`).
+//!
+//! An edit is a piece of the pristine source (`find`) and what replaces it.
+//! `build.rs` fails the build when `find` is not found exactly once — unless
+//! the replacement is already there, which means the registry copy carries
+//! the fix itself. So a new `lua-src` release can never silently drop a fix.
+//!
+//! Adding a patch: add a `Patch` to `PATCHES` with the smallest `find` that
+//! is unique in its file, add its reproducer to the two test files, and list
+//! it in ARCHITECTURE.md ("The Lua VM").
+
+/// One replacement in one file.
+pub struct Edit {
+    /// Exact text of the unpatched source (must occur exactly once).
+    pub find: &'static str,
+    /// What the text becomes.
+    pub replace: &'static str,
+}
+
+/// A fix: one identifier, one file, one or more edits.
+pub struct Patch {
+    /// The CVE (or upstream bug) it fixes.
+    pub id: &'static str,
+    /// File under `lua-5.1.5/`.
+    pub file: &'static str,
+    /// The edits, applied in order.
+    pub edits: &'static [Edit],
+}
+
+pub const PATCHES: &[Patch] = &[
+    // CVE-2025-46817: `unpack(t, i, e)` computed the count as `e - i + 1` in
+    // int. With `e = 2147483647` the sum overflows; because signed overflow
+    // is undefined, the compiler may drop the `n <= 0` test that was meant to
+    // catch it, `lua_checkstack` accepts the negative count, and the loop
+    // pushes values far past the end of the Lua stack (a segfault, or worse).
+    // The loop's `i++ < e` also overflows when `e` is INT_MAX. Count in
+    // unsigned arithmetic, refuse any count the stack cannot hold, and never
+    // step the index past `e`.
+    Patch {
+        id: "CVE-2025-46817 (unpack count overflow)",
+        file: "lbaselib.c",
+        edits: &[Edit {
+            find: "  n = e - i + 1;  /* number of elements */
+  if (n <= 0 || !lua_checkstack(L, n))  /* n <= 0 means arith. overflow */
+    return luaL_error(L, \"too many results to unpack\");
+  lua_rawgeti(L, 1, i);  /* push arg[i] (avoiding overflow problems) */
+  while (i++ < e)  /* push arg[i + 1...e] */
+    lua_rawgeti(L, 1, i);
+  return n;",
+            replace: "  {
+    /* rlockd: CVE-2025-46817. The span e - i is computed unsigned (it
+       cannot overflow there), counts the stack cannot hold are refused
+       before anything is pushed, and i is never incremented past e. */
+    unsigned int span = (unsigned int)e - (unsigned int)i;
+    (void)n;
+    if (span >= (unsigned int)INT_MAX || !lua_checkstack(L, (int)(span + 1)))
+      return luaL_error(L, \"too many results to unpack\");
+    lua_rawgeti(L, 1, i);
+    while (i < e) {
+      i++;
+      lua_rawgeti(L, 1, i);
+    }
+    return (int)(span + 1);
+  }",
+        }],
+    },
+    // CVE-2025-46817, second half: the array-part test in `luaH_getnum`
+    // computed `key - 1` in int, which overflows for INT_MIN (reachable
+    // through `unpack(t, -2147483648, ...)`). Compare the key itself.
+    Patch {
+        id: "CVE-2025-46817 (luaH_getnum index overflow)",
+        file: "ltable.c",
+        edits: &[Edit {
+            find: "  if (cast(unsigned int, key-1) < cast(unsigned int, t->sizearray))",
+            replace: "  if (1 <= key && key <= t->sizearray)  /* rlockd: CVE-2025-46817 */",
+        }],
+    },
+    // CVE-2014-5461 (Lua 5.1 bug list, fixed in 5.2.2): a vararg function
+    // with many fixed parameters, called with few arguments, had its fixed
+    // parameters copied above the frame without room being checked: a stack
+    // overflow. The check must cover `maxstacksize + numparams`. The
+    // `lua-src` copy already carries this fix; the edit documents it and
+    // fails the build should a future copy lose it.
+    Patch {
+        id: "CVE-2014-5461 (vararg stack check)",
+        file: "ldo.c",
+        edits: &[Edit {
+            find: "    luaD_checkstack(L, p->maxstacksize);\n",
+            replace: "    luaD_checkstack(L, p->maxstacksize + p->numparams);\n",
+        }],
+    },
+];

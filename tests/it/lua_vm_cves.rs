@@ -1,0 +1,74 @@
+//! The Lua VM's security fixes (lua/vm/patches.rs), each with its public
+//! reproducer: the script gets Redis's answer, the server keeps serving, and
+//! what other clients stored is still there. `tests/diff/lua_vm_cves.redis`
+//! runs the same reproducers against redis-server.
+
+use crate::common::{conn, server};
+
+/// Runs `script` and returns its error text (the script must fail).
+fn eval_err(con: &mut redis::Connection, script: &str) -> String {
+    let r: redis::RedisResult<redis::Value> = redis::cmd("EVAL").arg(script).arg(0).query(con);
+    match r {
+        Err(e) => e.to_string(),
+        Ok(v) => panic!("{script}: expected an error, got {v:?}"),
+    }
+}
+
+fn still_serving(con: &mut redis::Connection, other: &mut redis::Connection) {
+    let pong: String = redis::cmd("PING").query(con).expect("ping");
+    assert_eq!(pong, "PONG");
+    let held: Option<String> = redis::cmd("GET").arg("lock").query(other).expect("get");
+    assert_eq!(held.as_deref(), Some("owner-1"), "another client's lock survived");
+}
+
+#[test]
+fn cve_2025_46817_unpack_with_overflowing_ranges() {
+    let srv = server();
+    let mut other = conn(&srv);
+    let _: () = redis::cmd("SET").arg("lock").arg("owner-1").query(&mut other).unwrap();
+    let mut con = conn(&srv);
+    for (i, e) in [(-2i64, 2147483647i64), (0, 2147483647), (-2147483648, -2), (-2147483648, 2147483647), (1, 8000)] {
+        let err = eval_err(&mut con, &format!("return {{unpack({{1,2,3}}, {i}, {e})}}"));
+        assert!(err.contains("too many results to unpack"), "unpack({i}, {e}): {err}");
+        still_serving(&mut con, &mut other);
+    }
+    // The edges of the range still work: nothing, or a few nils.
+    let n: i64 = redis::cmd("EVAL")
+        .arg("return select('#', unpack({1,2,3}, 2147483646, 2147483647))")
+        .arg(0)
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(n, 2);
+    let n: i64 = redis::cmd("EVAL").arg("return select('#', unpack({1,2,3}, -1, -2))").arg(0).query(&mut con).unwrap();
+    assert_eq!(n, 0);
+    let v: Vec<String> = redis::cmd("EVAL")
+        .arg("local n = select('#', unpack({1,2,3}, -1, 5)) local v = {unpack({1,2,3}, -1, 5)} for k = 1, n do v[k] = v[k] or '_' end return v")
+        .arg(0)
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(v, ["_", "_", "1", "2", "3", "_", "_"]);
+    // Through FCALL as well.
+    let _: String = redis::cmd("FUNCTION")
+        .arg("LOAD")
+        .arg("#!lua name=cve\nredis.register_function('big', function() return {unpack({1,2,3}, -2, 2147483647)} end)")
+        .query(&mut con)
+        .unwrap();
+    let r: redis::RedisResult<redis::Value> = redis::cmd("FCALL").arg("big").arg(0).query(&mut con);
+    assert!(r.unwrap_err().to_string().contains("too many results to unpack"));
+    still_serving(&mut con, &mut other);
+}
+
+#[test]
+fn cve_2014_5461_vararg_with_many_fixed_parameters() {
+    let srv = server();
+    let mut con = conn(&srv);
+    let r: Vec<i64> = redis::cmd("EVAL")
+        .arg(
+            "local p = {} for i = 1, 150 do p[i] = 'a' .. i end local f = loadstring('return function(' .. \
+             table.concat(p, ',') .. ', ...) return 7, select(\"#\", ...) end')() return {f()}",
+        )
+        .arg(0)
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(r, [7, 0]);
+}
