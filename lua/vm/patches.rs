@@ -84,6 +84,36 @@ pub const PATCHES: &[Patch] = &[
             replace: "  if (1 <= key && key <= t->sizearray)  /* rlockd: CVE-2025-46817 */",
         }],
     },
+    // CVE-2025-49844: `luaY_parser` created the chunk-name string and handed
+    // it to the lexer without anchoring it anywhere the collector can see. A
+    // garbage collection triggered while parsing (a script that allocates
+    // heavily, then calls `loadstring` on a large source) could free the name
+    // while the lexer still used it for error messages: a use-after-free.
+    // Keep the name on the Lua stack for the whole parse.
+    Patch {
+        id: "CVE-2025-49844 (parser chunk name use-after-free)",
+        file: "lparser.c",
+        edits: &[
+            Edit {
+                find: "  lexstate.buff = buff;
+  luaX_setinput(L, &lexstate, z, luaS_new(L, name));",
+                replace: "  /* rlockd: CVE-2025-49844. The chunk name stays on the stack (where the
+     collector sees it) until the parse is over. */
+  TString *chunkname = luaS_new(L, name);
+  setsvalue2s(L, L->top, chunkname);
+  incr_top(L);
+  lexstate.buff = buff;
+  luaX_setinput(L, &lexstate, z, chunkname);",
+            },
+            Edit {
+                find: "  close_func(&lexstate);
+  lua_assert(funcstate.prev == NULL);",
+                replace: "  close_func(&lexstate);
+  L->top--;  /* rlockd: CVE-2025-49844, release the chunk name */
+  lua_assert(funcstate.prev == NULL);",
+            },
+        ],
+    },
     // CVE-2014-5461 (Lua 5.1 bug list, fixed in 5.2.2): a vararg function
     // with many fixed parameters, called with few arguments, had its fixed
     // parameters copied above the frame without room being checked: a stack

@@ -59,6 +59,32 @@ fn cve_2025_46817_unpack_with_overflowing_ranges() {
 }
 
 #[test]
+fn cve_2025_49844_collection_during_parse() {
+    let srv = server();
+    let mut other = conn(&srv);
+    let _: () = redis::cmd("SET").arg("lock").arg("owner-1").query(&mut other).unwrap();
+    let mut con = conn(&srv);
+    // `load` with a reader that collects garbage: the first read happens
+    // before the parser has anything that references the chunk name.
+    let sum: i64 = redis::cmd("EVAL")
+        .arg(
+            "local r = 0 for i = 1, 300 do local n = 0 local f = load(function() n = n + 1 \
+             collectgarbage('collect') if n == 1 then return 'return ' .. i end end) r = r + f() end return r",
+        )
+        .arg(0)
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(sum, 300 * 301 / 2);
+    let err: String = redis::cmd("EVAL")
+        .arg("local n = 0 local f, e = load(function() n = n + 1 collectgarbage('collect') if n == 1 then return 'return +' end end) return e")
+        .arg(0)
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(err, "(load):1: unexpected symbol near '+'");
+    still_serving(&mut con, &mut other);
+}
+
+#[test]
 fn cve_2014_5461_vararg_with_many_fixed_parameters() {
     let srv = server();
     let mut con = conn(&srv);
