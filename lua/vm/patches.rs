@@ -114,6 +114,77 @@ pub const PATCHES: &[Patch] = &[
             },
         ],
     },
+    // CVE-2025-46819: two out-of-bounds reads in the lexer.
+    // (1) A long-bracket delimiter with over 2^30 '=' (a 1 GB source built
+    // with string.rep) overflowed the int arithmetic `2*(2 + sep)` that cuts
+    // the delimiters off a long string, so the string was built from memory
+    // outside the buffer. The separator is now counted in size_t with the
+    // encoding later Lua versions use: count + 2 for a well-formed `[=*[`,
+    // 1 for a lone bracket, 0 for an unfinished `[==`.
+    // (2) An error raised before the first token was read (a chunk of more
+    // than INT_MAX lines) printed "near <token>" from an uninitialised token,
+    // reading a garbage buffer. The current token starts as "none".
+    Patch {
+        id: "CVE-2025-46819 (lexer out-of-bounds reads)",
+        file: "llex.c",
+        edits: &[
+            Edit {
+                find: "void luaX_setinput (lua_State *L, LexState *ls, ZIO *z, TString *source) {
+",
+                replace: "void luaX_setinput (lua_State *L, LexState *ls, ZIO *z, TString *source) {
+  ls->t.token = 0;  /* rlockd: CVE-2025-46819, no token read yet */
+",
+            },
+            Edit {
+                find: "static int skip_sep (LexState *ls) {
+  int count = 0;",
+                replace: "/* rlockd: CVE-2025-46819. Returns count + 2 for a well-formed '[=*[' or
+   ']=*]', 1 for a bracket with no '=', 0 for an unfinished '[=*'. */
+static size_t skip_sep (LexState *ls) {
+  size_t count = 0;",
+            },
+            Edit {
+                find: "  return (ls->current == s) ? count : (-count) - 1;",
+                replace: "  if (ls->current == s) return count + 2;
+  return (count == 0) ? 1 : 0;",
+            },
+            Edit {
+                find: "static void read_long_string (LexState *ls, SemInfo *seminfo, int sep) {",
+                replace: "static void read_long_string (LexState *ls, SemInfo *seminfo, size_t sep) {",
+            },
+            Edit {
+                find: "    seminfo->ts = luaX_newstring(ls, luaZ_buffer(ls->buff) + (2 + sep),
+                                     luaZ_bufflen(ls->buff) - 2*(2 + sep));",
+                replace: "    seminfo->ts = luaX_newstring(ls, luaZ_buffer(ls->buff) + sep,
+                                     luaZ_bufflen(ls->buff) - 2 * sep);",
+            },
+            Edit {
+                find: "          int sep = skip_sep(ls);
+          luaZ_resetbuffer(ls->buff);  /* `skip_sep' may dirty the buffer */
+          if (sep >= 0) {",
+                replace: "          size_t sep = skip_sep(ls);
+          luaZ_resetbuffer(ls->buff);  /* `skip_sep' may dirty the buffer */
+          if (sep >= 2) {",
+            },
+            Edit {
+                find: "        int sep = skip_sep(ls);
+        if (sep >= 0) {
+          read_long_string(ls, seminfo, sep);
+          return TK_STRING;
+        }
+        else if (sep == -1) return '[';
+        else luaX_lexerror(ls, \"invalid long string delimiter\", TK_STRING);",
+                replace: "        size_t sep = skip_sep(ls);
+        if (sep >= 2) {
+          read_long_string(ls, seminfo, sep);
+          return TK_STRING;
+        }
+        else if (sep == 0)  /* '[=' with no second bracket */
+          luaX_lexerror(ls, \"invalid long string delimiter\", TK_STRING);
+        return '[';",
+            },
+        ],
+    },
     // CVE-2014-5461 (Lua 5.1 bug list, fixed in 5.2.2): a vararg function
     // with many fixed parameters, called with few arguments, had its fixed
     // parameters copied above the frame without room being checked: a stack

@@ -85,6 +85,25 @@ fn cve_2025_49844_collection_during_parse() {
 }
 
 #[test]
+fn cve_2025_46819_lexer_bounds() {
+    let srv = server();
+    let mut other = conn(&srv);
+    let _: () = redis::cmd("SET").arg("lock").arg("owner-1").query(&mut other).unwrap();
+    let mut con = conn(&srv);
+    let err = eval_err(&mut con, "return [==x");
+    assert!(err.contains("invalid long string delimiter near '[=='"), "{err}");
+    let n: i64 = redis::cmd("EVAL")
+        .arg("local sep = string.rep('=', 100000) return #loadstring('return [' .. sep .. '[x]' .. sep .. ']')()")
+        .arg(0)
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(n, 1);
+    let s: String = redis::cmd("EVAL").arg("return [[a [[ b]]").arg(0).query(&mut con).unwrap();
+    assert_eq!(s, "a [[ b");
+    still_serving(&mut con, &mut other);
+}
+
+#[test]
 fn cve_2014_5461_vararg_with_many_fixed_parameters() {
     let srv = server();
     let mut con = conn(&srv);
