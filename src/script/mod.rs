@@ -25,6 +25,11 @@ mod redis_lib;
 mod run;
 mod sandbox;
 
+/// Stack size of the threads that run commands and scripts: converting a
+/// script's reply recurses once per nesting level, and Redis allows nesting
+/// until the Lua stack is full (~8000 levels). Only touched pages cost memory.
+pub const SCRIPT_THREAD_STACK: usize = 64 << 20;
+
 use std::collections::HashMap;
 use std::ffi::c_int;
 use std::sync::atomic::Ordering;

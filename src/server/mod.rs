@@ -51,6 +51,7 @@ impl Server {
         let shared = Arc::new(Shared::new(&cfg)?);
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(config.worker_threads.max(2))
+            .thread_stack_size(crate::script::SCRIPT_THREAD_STACK)
             .thread_name("rlockd")
             .enable_all()
             .build()

@@ -292,11 +292,15 @@ fn differential_suite() {
         let handles: Vec<_> = files
             .iter()
             .map(|f| {
-                s.spawn(move || {
-                    let oracle = Oracle::start().expect("redis-server");
-                    let ours = rlockd::Server::start().expect("rlockd");
-                    (f.display().to_string(), run_file(f, ours.port(), oracle.port))
-                })
+                // Deep enough for replies nested as far as Redis allows (~8000).
+                std::thread::Builder::new()
+                    .stack_size(256 << 20)
+                    .spawn_scoped(s, move || {
+                        let oracle = Oracle::start().expect("redis-server");
+                        let ours = rlockd::Server::start().expect("rlockd");
+                        (f.display().to_string(), run_file(f, ours.port(), oracle.port))
+                    })
+                    .expect("case thread")
             })
             .collect();
         handles.into_iter().map(|h| h.join().expect("case thread")).collect()

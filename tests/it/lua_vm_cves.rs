@@ -117,3 +117,49 @@ fn cve_2014_5461_vararg_with_many_fixed_parameters() {
         .unwrap();
     assert_eq!(r, [7, 0]);
 }
+
+#[test]
+fn cve_2021_32626_replies_and_arguments_cross_the_stack_safely() {
+    let srv = server();
+    let mut con = conn(&srv);
+    // 7999 arguments unpacked into redis.call.
+    let n: i64 = redis::cmd("EVAL")
+        .arg("local a = {} for i = 1, 7999 do a[i] = 1 end return redis.call('lpush', KEYS[1], unpack(a))")
+        .arg(1)
+        .arg("l")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(n, 7999);
+    // A 100 000-element reply, with the stack already nearly full.
+    let _: i64 = redis::cmd("EVAL")
+        .arg("local t = {} for i = 1, 100000 do t[#t + 1] = i if #t == 5000 then redis.call('rpush', KEYS[1], unpack(t)) t = {} end end return 1")
+        .arg(1)
+        .arg("big")
+        .query(&mut con)
+        .unwrap();
+    let n: i64 = redis::cmd("EVAL")
+        .arg("local a = {} for i = 1, 7990 do a[i] = i end local function g(...) return #redis.call('lrange', KEYS[1], 0, -1) + select('#', ...) end return g(unpack(a))")
+        .arg(1)
+        .arg("big")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(n, 100_000 + 7990);
+    // A self-referencing table: nested as deep as Redis nests it (7995
+    // arrays), then its error. Read raw: client libraries refuse such depth.
+    use std::io::{Read, Write};
+    let mut raw = std::net::TcpStream::connect(srv.addr()).unwrap();
+    let script = "local a = {} local b = {a} a[1] = b return a";
+    write!(raw, "*3\r\n$4\r\nEVAL\r\n${}\r\n{script}\r\n$1\r\n0\r\n", script.len()).unwrap();
+    let want_tail = b"-ERR reached lua stack limit\r\n";
+    let mut got = Vec::new();
+    let mut buf = [0u8; 65536];
+    while !got.ends_with(want_tail) {
+        let n = raw.read(&mut buf).unwrap();
+        assert!(n > 0, "connection closed");
+        got.extend_from_slice(&buf[..n]);
+    }
+    assert_eq!(got.len(), 7995 * 4 + want_tail.len());
+    assert!(got.chunks(4).take(7995).all(|c| c == b"*1\r\n"));
+    let pong: String = redis::cmd("PING").query(&mut con).unwrap();
+    assert_eq!(pong, "PONG");
+}
