@@ -13,6 +13,7 @@ mod keyspace;
 mod lifecycle;
 mod list;
 mod locks;
+mod lua_lib_cves;
 mod lua_vm_cves;
 mod protocol;
 mod pubsub;
