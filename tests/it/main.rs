@@ -20,6 +20,7 @@ mod pubsub;
 mod scripting;
 mod server_cmds;
 mod set;
+mod soak;
 mod strings;
 mod tx;
 mod zset;
