@@ -254,6 +254,21 @@ pub struct RuntimeConfig {
     pub latency_tracking: bool,
     /// `latency-tracking-info-percentiles`, as parsed.
     pub latency_percentiles: Vec<f64>,
+    /// `maxmemory` in bytes (0: no limit).
+    pub maxmemory: u64,
+    /// `maxmemory-policy`.
+    pub maxmemory_policy: crate::db::evict::Policy,
+    /// `maxmemory-samples`.
+    pub maxmemory_samples: usize,
+    /// `min-replicas-to-write` (there are never replicas: any value > 0
+    /// refuses writes with NOREPLICAS, as on a Redis without replicas).
+    pub min_replicas_to_write: i64,
+    /// `maxclients`.
+    pub maxclients: usize,
+    /// `timeout`: idle seconds before a normal client is closed (0: never).
+    pub timeout_secs: u64,
+    /// `protected-mode`.
+    pub protected_mode: bool,
 }
 
 impl RuntimeConfig {
@@ -270,6 +285,13 @@ impl RuntimeConfig {
             slowlog_max_len: 128,
             latency_tracking: true,
             latency_percentiles: vec![50.0, 99.0, 99.9],
+            maxmemory: 0,
+            maxmemory_policy: crate::db::evict::Policy::NoEviction,
+            maxmemory_samples: 5,
+            min_replicas_to_write: 0,
+            maxclients: 10000,
+            timeout_secs: 0,
+            protected_mode: true,
         };
         rc.force("port", &cfg.bind.port().to_string());
         rc.force("bind", &cfg.bind.ip().to_string());
@@ -388,6 +410,13 @@ impl RuntimeConfig {
             "slowlog-log-slower-than" => self.slowlog_slower_than = stored.parse().unwrap_or(10000),
             "slowlog-max-len" => self.slowlog_max_len = stored.parse().unwrap_or(128),
             "latency-tracking" => self.latency_tracking = stored == "yes",
+            "maxmemory" => self.maxmemory = stored.parse().unwrap_or(0),
+            "maxmemory-policy" => self.maxmemory_policy = crate::db::evict::Policy::parse(&stored),
+            "maxmemory-samples" => self.maxmemory_samples = stored.parse().unwrap_or(5),
+            "min-replicas-to-write" => self.min_replicas_to_write = stored.parse().unwrap_or(0),
+            "maxclients" => self.maxclients = stored.parse().unwrap_or(10000),
+            "timeout" => self.timeout_secs = stored.parse().unwrap_or(0),
+            "protected-mode" => self.protected_mode = stored == "yes",
             _ => {}
         }
         Ok(())
