@@ -11,6 +11,7 @@ mod diff_random;
 mod hash;
 mod keyspace;
 mod lifecycle;
+mod limits;
 mod list;
 mod locks;
 mod lua_lib_cves;
