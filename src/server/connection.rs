@@ -307,6 +307,14 @@ impl Conn {
             if self.client.close {
                 break;
             }
+            if let Some(core) = guard.as_ref() {
+                if self.over_normal_limit(core) {
+                    // Redis closes such a client without sending what it queued.
+                    self.out.clear();
+                    self.client.close = true;
+                    break;
+                }
+            }
             if self.out.len() >= OUT_FLUSH {
                 guard = None;
                 self.flush().await?;
@@ -314,6 +322,38 @@ impl Conn {
         }
         drop(guard);
         self.flush().await
+    }
+
+    /// `client-output-buffer-limit normal` for the replies not yet written
+    /// (pub/sub clients answer to the pubsub class instead).
+    fn over_normal_limit(&self, core: &Core) -> bool {
+        let limit = core.config.normal_limit;
+        if limit.hard == 0 && limit.soft == 0 || self.client.shared.subscriptions() > 0 {
+            return false;
+        }
+        let pending = self.out.len() as u64;
+        let cs = &self.client.shared;
+        if limit.hard > 0 && pending >= limit.hard {
+            tracing::warn!(client = cs.id, pending, "client over the hard output buffer limit: closing");
+            return true;
+        }
+        if limit.soft > 0 && pending >= limit.soft {
+            let now = self.shared.clock.now_ms();
+            let since = cs.soft_limit_since.load(Ordering::Relaxed);
+            if since == 0 {
+                cs.soft_limit_since.store(now.max(1), Ordering::Relaxed);
+            } else if now.saturating_sub(since) >= limit.soft_secs * 1000 {
+                tracing::warn!(
+                    client = cs.id,
+                    pending,
+                    "client over the soft output buffer limit for too long: closing"
+                );
+                return true;
+            }
+        } else {
+            cs.soft_limit_since.store(0, Ordering::Relaxed);
+        }
+        false
     }
 
     /// Waits for a blocked command's reply. `None`: the client went away

@@ -100,3 +100,25 @@ fn maxmemory_evicts_by_allocator_figure() {
     let Value::Bulk(Some(stats)) = c.cmd(&["INFO", "stats"]) else { panic!("INFO stats") };
     assert!(String::from_utf8_lossy(&stats).contains("evicted_keys:100"));
 }
+
+#[test]
+fn normal_output_buffer_limit_closes_the_client() {
+    let srv = server();
+    let port = srv.port();
+    let mut admin = RawConn::connect(port);
+    assert_eq!(admin.cmd(&["CONFIG", "SET", "client-output-buffer-limit", "normal 1mb 0 0"]), ok());
+    assert_eq!(
+        admin.cmd(&["CONFIG", "GET", "client-output-buffer-limit"]).bulks()[1],
+        b"normal 1048576 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60".to_vec()
+    );
+    let big = "x".repeat(2 << 20);
+    assert_eq!(admin.cmd(&["SET", "big", &big]), ok());
+    let mut reader = RawConn::connect(port);
+    reader.send(&[b"GET".to_vec(), b"big".to_vec()]);
+    assert!(closed(&mut reader), "a 2 MiB reply is over the 1 MiB hard limit");
+    // A reply under the limit is served, and others are unaffected.
+    assert_eq!(admin.cmd(&["STRLEN", "big"]), Value::Int(2 << 20));
+    assert_eq!(admin.cmd(&["CONFIG", "SET", "client-output-buffer-limit", "normal 0 0 0"]), ok());
+    let mut reader = RawConn::connect(port);
+    assert_eq!(reader.cmd(&["GET", "big"]), Value::Bulk(Some(big.into_bytes())));
+}
