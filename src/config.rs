@@ -86,6 +86,8 @@ static PARAMS: &[Param] = &[
     fixed("port", "6379", Kind::Int(0, 65535)),
     fixed("bind", "127.0.0.1", Kind::Str),
     fixed("daemonize", "no", Kind::Bool),
+    // rlockd's own: the RLOCKD test-control namespace (set at start only).
+    fixed("test-control", "yes", Kind::Bool),
     fixed("cluster-enabled", "no", Kind::Bool),
     fixed("unixsocket", "", Kind::Str),
     p("maxmemory", "0", Kind::Mem),
@@ -306,6 +308,15 @@ impl RuntimeConfig {
             rc.set(b"requirepass", pw.as_bytes()).map_err(|e| e.to_string())?;
         }
         for (k, v) in &cfg.params {
+            // Set at start only (CONFIG SET refuses it as immutable).
+            if k.eq_ignore_ascii_case("test-control") {
+                let v = v.to_ascii_lowercase();
+                if v != "yes" && v != "no" {
+                    return Err(format!("argument must be 'yes' or 'no' for 'test-control': {v}"));
+                }
+                rc.force("test-control", &v);
+                continue;
+            }
             rc.set(k.as_bytes(), v.as_bytes()).map_err(|e| e.to_string())?;
         }
         Ok(rc)

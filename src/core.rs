@@ -165,6 +165,8 @@ pub struct Core {
     /// The last top-level command found the server over `maxmemory` with
     /// nothing left to evict (a script's first write is refused then).
     pub pre_command_oom: bool,
+    /// `RLOCKD SNAPSHOT`s: whole keyspaces by name.
+    pub snapshots: std::collections::HashMap<Bytes, Vec<crate::db::Db>>,
     /// Unix ms of the last (pretend) save, for `LASTSAVE`/`INFO persistence`.
     pub lastsave: u64,
     /// Nesting depth of [`crate::cmd::call`] (0 = top level).
@@ -189,6 +191,7 @@ impl Core {
             monitors: Default::default(),
             scripting: Some(Box::new(Scripting::new())),
             pre_command_oom: false,
+            snapshots: std::collections::HashMap::new(),
             lastsave: now_ms / 1000,
             call_depth: 0,
             active_expire: true,

@@ -58,5 +58,6 @@ pub mod testing;
 pub mod tx;
 
 pub use config::Config;
+pub use db::locks::{Holder, LockView, Waiter};
 pub use error::Error;
 pub use server::Server;

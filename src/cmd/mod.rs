@@ -19,6 +19,7 @@ pub mod acl;
 pub mod bitmap;
 pub mod blocking;
 pub mod cluster;
+pub(crate) mod control;
 pub mod generic;
 pub mod hash;
 pub mod help;
@@ -439,6 +440,18 @@ pub fn process(ctx: &mut Ctx<'_>, argv: Vec<Bytes>) -> Reply {
     let tbl = table();
     let cmd = match tbl.lookup(&argv) {
         Lookup::Found(c) => c,
+        Lookup::Unknown if control::is_control(ctx, &argv) => {
+            if !ctx.client.authenticated && ctx.core.config.requirepass.is_some() {
+                return reject(ctx, None, CmdError::NoAuth);
+            }
+            let reply = match control::run(ctx, &argv) {
+                Ok(r) => r,
+                Err(e) => reject(ctx, None, e),
+            };
+            // Expiries, WATCH and wake-ups the control command caused.
+            ctx.core.after_command();
+            return reply;
+        }
         Lookup::Unknown => return reject(ctx, None, unknown_command_error(&argv)),
         Lookup::UnknownSub => return reject(ctx, None, unknown_subcommand_error(&argv)),
     };

@@ -13,6 +13,7 @@
 //! connection's read buffer, which would keep that buffer alive).
 
 pub mod evict;
+pub mod locks;
 pub mod value;
 pub mod zset;
 
@@ -85,7 +86,7 @@ impl Entry {
 }
 
 /// One database (`SELECT n`).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Db {
     pub map: Map<Bytes, Entry>,
     pub expires: BTreeSet<(u64, Bytes)>,

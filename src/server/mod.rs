@@ -95,6 +95,49 @@ impl Server {
         &self.shared.clock
     }
 
+    /// Runs `f` on the server's state under its lock, from any thread or
+    /// runtime (the lock is taken on a helper thread, so this also works
+    /// inside `#[tokio::test]`).
+    fn with_core<R: Send>(&self, f: impl FnOnce(&mut crate::core::Core) -> R + Send) -> R {
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let mut core = self.shared.core.blocking_lock();
+                let r = f(&mut core);
+                core.after_command();
+                r
+            })
+            .join()
+            .expect("server state access")
+        })
+    }
+
+    /// Every lock in the keyspace (as `RLOCKD LOCKS`): kind, holders with
+    /// re-entry counts and leases, waiters in order.
+    pub fn locks(&self) -> Vec<crate::db::locks::LockView> {
+        let now = self.shared.clock.now_ms();
+        self.with_core(|core| crate::db::locks::scan(&core.ks.dbs, None, now))
+    }
+
+    /// Moves the clock by `ms` and expires every key now due at once (as
+    /// `RLOCKD CLOCK ADVANCE`).
+    pub fn advance_clock(&self, ms: i64) {
+        self.shared.clock.advance_ms(ms);
+        let now = self.shared.clock.now_ms();
+        self.with_core(|core| crate::cmd::control::expire_now(core, now));
+    }
+
+    /// Captures the whole keyspace with its TTLs (as `RLOCKD SNAPSHOT`).
+    pub fn snapshot(&self, name: &str) {
+        let name = bytes::Bytes::copy_from_slice(name.as_bytes());
+        self.with_core(|core| crate::cmd::control::snapshot(core, name));
+    }
+
+    /// Brings a snapshot back in place of the whole keyspace (as `RLOCKD
+    /// RESTORE`); false if there is none by that name.
+    pub fn restore(&self, name: &str) -> bool {
+        self.with_core(|core| crate::cmd::control::restore(core, name.as_bytes()))
+    }
+
     /// True once shutdown was requested (by `SHUTDOWN`, a signal or `stop`).
     pub fn is_shutting_down(&self) -> bool {
         *self.shared.shutdown.borrow()

@@ -6,6 +6,7 @@ mod common;
 mod blocking;
 mod command_meta;
 mod compat;
+mod control;
 mod diff;
 mod diff_random;
 mod hash;
