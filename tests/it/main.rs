@@ -3,6 +3,7 @@
 
 mod common;
 
+mod binary;
 mod blocking;
 mod command_meta;
 mod compat;
