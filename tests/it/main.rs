@@ -9,6 +9,7 @@ mod command_meta;
 mod compat;
 mod diff;
 mod diff_random;
+mod examples;
 mod hash;
 mod keyspace;
 mod lifecycle;

@@ -115,7 +115,17 @@ pub struct Run {
 
 /// Runs `program args...` to its end (killed after 20 s: a hang guard).
 pub fn run(program: &str, args: &[&str]) -> Run {
-    let mut child = Command::new(program)
+    run_in(None, program, args, Duration::from_secs(20))
+}
+
+/// Runs `program args...` in `dir` to its end, killed after `limit` (a hang
+/// guard, not a speed check).
+pub fn run_in(dir: Option<&std::path::Path>, program: &str, args: &[&str], limit: Duration) -> Run {
+    let mut cmd = Command::new(program);
+    if let Some(dir) = dir {
+        cmd.current_dir(dir);
+    }
+    let mut child = cmd
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -134,7 +144,7 @@ pub fn run(program: &str, args: &[&str]) -> Run {
         let _ = err.read_to_end(&mut s);
         s
     });
-    let deadline = Instant::now() + Duration::from_secs(20);
+    let deadline = Instant::now() + limit;
     let status = loop {
         if let Some(s) = child.try_wait().expect("try_wait") {
             break s;
