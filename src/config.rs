@@ -496,4 +496,22 @@ mod tests {
         assert_eq!(c.pubsub_limit, BufferLimit { hard: 1 << 20, soft: 512 << 10, soft_secs: 5 });
         assert!(c.set(b"port", b"1").is_err());
     }
+
+    #[test]
+    fn start_up_parameters() {
+        let mut c = RuntimeConfig::new(&Config::default()).unwrap();
+        // Immutable parameters may be set at start, as in a redis.conf.
+        assert_eq!(c.load("daemonize", "yes"), Ok(()));
+        assert_eq!(
+            c.load("loglevel", "chatty"),
+            Err(Some("argument(s) must be one of the following: debug, verbose, notice, warning".into()))
+        );
+        assert_eq!(c.load("nope", "1"), Err(None));
+        // The listener's settings come from Config's fields only.
+        assert!(
+            RuntimeConfig::new(&Config { params: vec![("port".into(), "1".into())], ..Default::default() }).is_err()
+        );
+        let c = RuntimeConfig::new(&Config { tcp_backlog: 7, ..Default::default() }).unwrap();
+        assert_eq!(c.get_str("tcp-backlog"), "7");
+    }
 }
