@@ -7,6 +7,7 @@ mod binary;
 mod blocking;
 mod command_meta;
 mod compat;
+mod container;
 mod diff;
 mod diff_random;
 mod examples;
