@@ -15,10 +15,16 @@ pub struct Config {
     pub bind: SocketAddr,
     pub requirepass: Option<String>,
     pub databases: usize,
-    /// Tokio worker threads for this server (at least 2, so a long script
-    /// never stops the server from answering `BUSY`).
+    /// Tokio worker threads for this server: at least 2, so a long script
+    /// never stops the server from answering `BUSY` (fewer is refused with
+    /// [`Error::Config`](crate::Error::Config)).
     pub worker_threads: usize,
-    /// Extra `CONFIG SET`-able parameters applied at start (`name`, `value`).
+    /// The listen backlog (`tcp-backlog`, 511 as in Redis; the kernel caps
+    /// it at `net.core.somaxconn`).
+    pub tcp_backlog: u32,
+    /// Extra parameters applied at start (`name`, `value`), as in a
+    /// redis.conf: any `CONFIG SET`-able one, and the immutable ones
+    /// `CONFIG GET` reports.
     pub params: Vec<(String, String)>,
 }
 
@@ -29,6 +35,7 @@ impl Default for Config {
             requirepass: None,
             databases: 16,
             worker_threads: 2,
+            tcp_backlog: 511,
             params: Vec::new(),
         }
     }
@@ -90,6 +97,7 @@ static PARAMS: &[Param] = &[
     fixed("test-control", "yes", Kind::Bool),
     fixed("cluster-enabled", "no", Kind::Bool),
     fixed("unixsocket", "", Kind::Str),
+    fixed("tcp-backlog", "511", Kind::Int(0, i32::MAX as i64)),
     p("maxmemory", "0", Kind::Mem),
     p("maxmemory-policy", "noeviction", Kind::Enum(POLICIES)),
     p("maxmemory-samples", "5", Kind::Int(1, 64)),
@@ -232,6 +240,13 @@ pub fn notify_to_string(f: u32) -> String {
     s
 }
 
+/// Why a parameter could not be set.
+enum ApplyError {
+    Unknown,
+    /// Redis's reason, without the `CONFIG SET failed` framing.
+    Invalid(String),
+}
+
 /// Parsed `client-output-buffer-limit` for one class: hard, soft bytes, soft seconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BufferLimit {
@@ -301,23 +316,22 @@ impl RuntimeConfig {
             timeout_secs: 0,
             protected_mode: true,
         };
+        for (k, v) in &cfg.params {
+            if ["port", "bind", "databases", "tcp-backlog"].iter().any(|f| f.eq_ignore_ascii_case(k)) {
+                return Err(format!("'{k}' is set by the Config field of that name, not in params"));
+            }
+            rc.load(k, v).map_err(|why| match why {
+                Some(why) => format!("'{k} {v}': {why}"),
+                None => format!("'{k}': unknown parameter"),
+            })?;
+        }
+        // The listener's own settings: what `Config` says is what is used.
         rc.force("port", &cfg.bind.port().to_string());
         rc.force("bind", &cfg.bind.ip().to_string());
         rc.force("databases", &cfg.databases.to_string());
+        rc.force("tcp-backlog", &cfg.tcp_backlog.to_string());
         if let Some(pw) = &cfg.requirepass {
             rc.set(b"requirepass", pw.as_bytes()).map_err(|e| e.to_string())?;
-        }
-        for (k, v) in &cfg.params {
-            // Set at start only (CONFIG SET refuses it as immutable).
-            if k.eq_ignore_ascii_case("test-control") {
-                let v = v.to_ascii_lowercase();
-                if v != "yes" && v != "no" {
-                    return Err(format!("argument must be 'yes' or 'no' for 'test-control': {v}"));
-                }
-                rc.force("test-control", &v);
-                continue;
-            }
-            rc.set(k.as_bytes(), v.as_bytes()).map_err(|e| e.to_string())?;
         }
         Ok(rc)
     }
@@ -354,15 +368,38 @@ impl RuntimeConfig {
     /// `CONFIG SET name value`. Errors are Redis's texts.
     pub fn set(&mut self, name: &[u8], value: &[u8]) -> Result<(), CmdError> {
         let lname = String::from_utf8_lossy(name).to_ascii_lowercase();
+        self.apply(name, value, false).map_err(|e| match e {
+            ApplyError::Unknown => {
+                CmdError::custom(format!("ERR Unknown option or number of arguments for CONFIG SET - '{lname}'"))
+            }
+            ApplyError::Invalid(why) => {
+                CmdError::custom(format!("ERR CONFIG SET failed (possibly related to argument '{lname}') - {why}"))
+            }
+        })
+    }
+
+    /// Sets a parameter at start, as a redis.conf line does: immutable
+    /// parameters too. The error is the reason Redis gives when it refuses
+    /// the line (`argument couldn't be parsed into an integer`…), or
+    /// `None` for a name rlockd does not know.
+    pub fn load(&mut self, name: &str, value: &str) -> Result<(), Option<String>> {
+        self.apply(name.as_bytes(), value.as_bytes(), true).map_err(|e| match e {
+            ApplyError::Unknown => None,
+            ApplyError::Invalid(why) => Some(why),
+        })
+    }
+
+    /// True if `name` (or its alias) is a parameter rlockd knows.
+    pub fn knows(name: &str) -> bool {
+        find(name.as_bytes()).is_some()
+    }
+
+    fn apply(&mut self, name: &[u8], value: &[u8], at_start: bool) -> Result<(), ApplyError> {
         let Some(param) = find(name) else {
-            return Err(CmdError::custom(format!(
-                "ERR Unknown option or number of arguments for CONFIG SET - '{lname}'"
-            )));
+            return Err(ApplyError::Unknown);
         };
-        let fail = |why: &str| {
-            CmdError::custom(format!("ERR CONFIG SET failed (possibly related to argument '{lname}') - {why}"))
-        };
-        if param.immutable {
+        let fail = |why: &str| ApplyError::Invalid(why.to_string());
+        if param.immutable && !at_start {
             return Err(fail("can't set immutable config"));
         }
         let v = String::from_utf8_lossy(value).to_string();
@@ -501,5 +538,23 @@ mod tests {
         c.set(b"client-output-buffer-limit", b"pubsub 1mb 512kb 5").unwrap();
         assert_eq!(c.pubsub_limit, BufferLimit { hard: 1 << 20, soft: 512 << 10, soft_secs: 5 });
         assert!(c.set(b"port", b"1").is_err());
+    }
+
+    #[test]
+    fn start_up_parameters() {
+        let mut c = RuntimeConfig::new(&Config::default()).unwrap();
+        // Immutable parameters may be set at start, as in a redis.conf.
+        assert_eq!(c.load("daemonize", "yes"), Ok(()));
+        assert_eq!(
+            c.load("loglevel", "chatty"),
+            Err(Some("argument(s) must be one of the following: debug, verbose, notice, warning".into()))
+        );
+        assert_eq!(c.load("nope", "1"), Err(None));
+        // The listener's settings come from Config's fields only.
+        assert!(
+            RuntimeConfig::new(&Config { params: vec![("port".into(), "1".into())], ..Default::default() }).is_err()
+        );
+        let c = RuntimeConfig::new(&Config { tcp_backlog: 7, ..Default::default() }).unwrap();
+        assert_eq!(c.get_str("tcp-backlog"), "7");
     }
 }

@@ -259,7 +259,9 @@ unsafe extern "C-unwind" fn log(l: State) -> c_int {
     }
     let text = String::from_utf8_lossy(&msg);
     match level {
-        0 | 1 => tracing::debug!(target: "rlockd::lua", "{text}"),
+        // LOG_DEBUG and LOG_VERBOSE: the binary's `debug` and `verbose` levels.
+        0 => tracing::trace!(target: "rlockd::lua", "{text}"),
+        1 => tracing::debug!(target: "rlockd::lua", "{text}"),
         2 => tracing::info!(target: "rlockd::lua", "{text}"),
         _ => tracing::warn!(target: "rlockd::lua", "{text}"),
     }
@@ -391,7 +393,9 @@ pub(crate) unsafe fn install_overrides(l: State, g: c_int) {
 pub(crate) unsafe extern "C-unwind" fn count_hook(l: State, _ar: *mut ffi::lua_Debug) {
     let Some(run) = current() else { return };
     if run.check_interrupt() {
-        tracing::warn!("Lua script killed by user with SCRIPT KILL.");
+        if !run.stopped_by_shutdown() {
+            tracing::warn!("Lua script killed by user with SCRIPT KILL.");
+        }
         // From now on fire at every line, so pcall cannot swallow the kill.
         ffi::lua_sethook(l, Some(count_hook), ffi::LUA_MASKLINE, 0);
         push_error_table(l, b"Script killed by user with SCRIPT KILL...");

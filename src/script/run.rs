@@ -174,6 +174,14 @@ impl RunCtx {
 
     /// Called every N instructions: enters BUSY mode past the threshold,
     /// then runs the `allow-busy` commands connections queued meanwhile,
+    /// True when the server is stopping (SHUTDOWN NOSAVE while the script
+    /// runs) rather than the script being killed by SCRIPT/FUNCTION KILL.
+    pub(crate) fn stopped_by_shutdown(&self) -> bool {
+        // SAFETY: see `shared()`.
+        let shared: &Shared = unsafe { &*self.shared };
+        *shared.shutdown.borrow()
+    }
+
     /// and reports whether the script must be killed.
     pub(crate) fn check_interrupt(&mut self) -> bool {
         // SAFETY: see `shared()`.

@@ -283,6 +283,12 @@ impl Conn {
                 let mut ctx = Ctx { core, client: &mut self.client, shared: &shared };
                 cmd::process(&mut ctx, argv)
             };
+            if *shared.shutdown.borrow() && !self.client.close {
+                // A script stopped by SHUTDOWN NOSAVE from another client:
+                // Redis exits without answering it.
+                self.client.close = true;
+                break;
+            }
             self.parser.unauthenticated = !self.client.authenticated;
             // What this command queued for this very client (its own pub/sub
             // messages, extra subscribe confirmations) precedes its reply, as
@@ -505,8 +511,12 @@ impl Conn {
             "script|kill" => WhileBusy::Reply(cmd::scripting::kill_busy_script(shared, false)),
             "function|kill" => WhileBusy::Reply(cmd::scripting::kill_busy_script(shared, true)),
             "shutdown" if argv[1..].iter().any(|a| a.eq_ignore_ascii_case(b"nosave")) => {
+                // As on Redis, the server goes away without a reply, to this
+                // client and to the one whose script was running.
+                tracing::info!("SHUTDOWN NOSAVE requested by client {} while a script runs", self.client.id);
                 shared.request_shutdown();
                 self.client.close = true;
+                self.client.reply_mode = ReplyMode::SkipThis;
                 WhileBusy::Reply(Reply::ok())
             }
             _ => WhileBusy::InScript,

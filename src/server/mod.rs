@@ -42,15 +42,20 @@ impl Server {
 
     /// Starts a server with `config`. Returns once it accepts connections.
     pub fn start_with(config: Config) -> Result<Server, Error> {
-        let std_listener = std::net::TcpListener::bind(config.bind)
+        if config.worker_threads < 2 {
+            return Err(Error::Config(format!(
+                "worker_threads must be at least 2 (got {}): one thread runs a long script while another answers BUSY",
+                config.worker_threads
+            )));
+        }
+        let std_listener = listen(config.bind, config.tcp_backlog)
             .map_err(|source| Error::Bind { addr: config.bind.to_string(), source })?;
-        std_listener.set_nonblocking(true).map_err(Error::Runtime)?;
         let addr = std_listener.local_addr().map_err(Error::Runtime)?;
         let mut cfg = config.clone();
         cfg.bind = addr;
         let shared = Arc::new(Shared::new(&cfg)?);
         let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(config.worker_threads.max(2))
+            .worker_threads(config.worker_threads)
             .thread_stack_size(crate::script::SCRIPT_THREAD_STACK)
             .thread_name("rlockd")
             .enable_all()
@@ -171,6 +176,33 @@ impl Server {
 impl Drop for Server {
     fn drop(&mut self) {
         self.shutdown_and_join();
+    }
+}
+
+/// Binds a non-blocking listener with `backlog` pending connections, as
+/// redis-server does with `tcp-backlog` (std's `bind` always asks for 128).
+/// `SO_REUSEADDR` as std and Redis set it: a restarted server can rebind a
+/// port with connections still in TIME_WAIT.
+fn listen(addr: SocketAddr, backlog: u32) -> std::io::Result<std::net::TcpListener> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    socket.set_reuse_address(true)?;
+    socket.bind(&addr.into())?;
+    warn_if_backlog_capped(backlog);
+    socket.listen(i32::try_from(backlog).unwrap_or(i32::MAX))?;
+    socket.set_nonblocking(true)?;
+    Ok(socket.into())
+}
+
+/// Redis's start-up warning when the kernel silently lowers the backlog.
+fn warn_if_backlog_capped(backlog: u32) {
+    let Ok(text) = std::fs::read_to_string("/proc/sys/net/core/somaxconn") else { return };
+    if let Ok(max) = text.trim().parse::<u32>() {
+        if max < backlog {
+            tracing::warn!(
+                "WARNING: The TCP backlog setting of {backlog} cannot be enforced because /proc/sys/net/core/somaxconn is set to the lower value of {max}."
+            );
+        }
     }
 }
 

@@ -3,12 +3,15 @@
 
 mod common;
 
+mod binary;
 mod blocking;
 mod command_meta;
 mod compat;
+mod container;
 mod control;
 mod diff;
 mod diff_random;
+mod examples;
 mod hash;
 mod keyspace;
 mod lifecycle;
