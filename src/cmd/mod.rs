@@ -461,6 +461,9 @@ pub fn process(ctx: &mut Ctx<'_>, argv: Vec<Bytes>) -> Reply {
     if !ctx.client.authenticated && ctx.core.config.requirepass.is_some() && !cmd.has(flags::NO_AUTH) {
         return reject(ctx, Some(cmd), CmdError::NoAuth);
     }
+    if ctx.client.multi.is_some() && cmd.has(flags::NO_MULTI) {
+        return reject(ctx, Some(cmd), CmdError::custom("ERR Command not allowed inside a transaction"));
+    }
     if let Some(err) = limits::check(ctx, cmd, &argv) {
         return reject(ctx, Some(cmd), err);
     }

@@ -739,7 +739,7 @@ fn client_caching(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
 fn client_reply(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let a = &args[2];
     if eq(a, "on") {
-        ctx.client.reply_mode = ReplyMode::On;
+        ctx.client.reply_mode = ReplyMode::OnNow;
         Ok(Reply::ok())
     } else if eq(a, "off") {
         ctx.client.reply_mode = ReplyMode::Off;

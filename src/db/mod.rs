@@ -310,6 +310,7 @@ impl DbView<'_> {
                 let mut e = Entry::new(value);
                 e.lru = lru_stamp(self.now);
                 self.db.map.insert(own(key), e);
+                self.sig.notify(notify::NEW, "new", self.index, key);
             }
         }
         self.sig.touch(self.index, key);
@@ -320,6 +321,7 @@ impl DbView<'_> {
         let mut e = Entry::new(value);
         e.lru = lru_stamp(self.now);
         self.db.map.insert(own(key), e);
+        self.sig.notify(notify::NEW, "new", self.index, key);
         self.sig.touch(self.index, key);
     }
 

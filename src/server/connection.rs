@@ -448,6 +448,10 @@ impl Conn {
             // Just armed by this command (CLIENT REPLY SKIP), or replies off.
             ReplyMode::Skip | ReplyMode::Off => true,
             ReplyMode::On => skipping,
+            ReplyMode::OnNow => {
+                self.client.reply_mode = ReplyMode::On;
+                false
+            }
         };
         // Pushes (subscribe confirmations) are never silenced, as in Redis
         // (its CLIENT_PUSHING flag), like the messages that follow them.
