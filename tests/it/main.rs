@@ -8,6 +8,7 @@ mod command_meta;
 mod compat;
 mod diff;
 mod diff_random;
+mod fuzz_regressions;
 mod hash;
 mod keyspace;
 mod lifecycle;
