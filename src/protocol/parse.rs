@@ -245,12 +245,18 @@ fn hex_val(c: u8) -> Option<u8> {
 /// Redis `sdssplitargs`: whitespace-separated words, "double quotes" with
 /// C escapes (`\n`, `\xHH`…), 'single quotes' with only `\'`. A closing quote
 /// must be followed by a space or the end. `None` on unbalanced quotes.
+/// C's `isspace`, which Redis's `sdssplitargs` uses: ASCII whitespace plus
+/// the vertical tab.
+fn is_c_space(c: u8) -> bool {
+    c.is_ascii_whitespace() || c == 0x0b
+}
+
 pub fn split_args(line: &[u8]) -> Option<Vec<Bytes>> {
     let mut out = Vec::new();
     let mut i = 0;
     let n = line.len();
     loop {
-        while i < n && line[i].is_ascii_whitespace() {
+        while i < n && is_c_space(line[i]) {
             i += 1;
         }
         if i >= n {
@@ -283,7 +289,7 @@ pub fn split_args(line: &[u8]) -> Option<Vec<Bytes>> {
                         other => other,
                     });
                 } else if c == b'"' {
-                    if i + 1 < n && !line[i + 1].is_ascii_whitespace() {
+                    if i + 1 < n && !is_c_space(line[i + 1]) {
                         return None;
                     }
                     i += 1;
@@ -301,7 +307,7 @@ pub fn split_args(line: &[u8]) -> Option<Vec<Bytes>> {
                     i += 1;
                     cur.push(b'\'');
                 } else if c == b'\'' {
-                    if i + 1 < n && !line[i + 1].is_ascii_whitespace() {
+                    if i + 1 < n && !is_c_space(line[i + 1]) {
                         return None;
                     }
                     i += 1;
@@ -424,6 +430,13 @@ mod tests {
         assert_eq!(parse_all(&big).1.unwrap().0, "too big bulk count string");
         // A NUL inside an argument is data.
         assert_eq!(parse_all(b"*1\r\n$3\r\na\0b\r\n").0, vec![vec![Bytes::from_static(b"a\0b")]]);
+    }
+
+    #[test]
+    fn inline_separators_are_c_isspace() {
+        let args = split_args(b"\x0bECHO\x0b\x0bx").unwrap();
+        assert_eq!(args, vec![Bytes::from("ECHO\x0b\x0bx")]);
+        assert_eq!(split_args(b"ECHO \"a\"\x0b").unwrap(), vec![Bytes::from("ECHO"), Bytes::from("a")]);
     }
 
     #[test]
