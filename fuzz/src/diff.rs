@@ -478,9 +478,10 @@ fn hide_addresses(b: &[u8]) -> Vec<u8> {
 
 /// The top-level elements of an aggregate reply, sorted; other replies as they are.
 fn sorted(frame: &[u8]) -> Vec<Vec<u8>> {
-    let header_end = frame.iter().position(|&c| c == b'\n').map_or(frame.len(), |i| i + 1);
-    let count =
-        std::str::from_utf8(&frame[1..header_end.saturating_sub(2).max(1)]).ok().and_then(|s| s.parse::<i64>().ok());
+    let Some(header_end) = frame.iter().position(|&c| c == b'\n').map(|i| i + 1).filter(|&e| e >= 4) else {
+        return vec![frame.to_vec()];
+    };
+    let count = std::str::from_utf8(&frame[1..header_end - 2]).ok().and_then(|s| s.parse::<i64>().ok());
     let is_map = frame.first() == Some(&b'%');
     let n = match (frame.first(), count) {
         (Some(b'*' | b'~'), Some(n)) if n > 0 => n as usize,
@@ -511,11 +512,12 @@ fn sorted(frame: &[u8]) -> Vec<Vec<u8>> {
 }
 
 fn show(b: &[u8]) -> String {
-    let s = b.escape_ascii().to_string();
-    if s.len() > 400 {
-        format!("{}…", &s[..s.char_indices().nth(400).map_or(s.len(), |(i, _)| i)])
+    if b.len() > 400 {
+        // Long values: a prefix, the length and a hash of the whole.
+        let hash = b.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &c| (h ^ u64::from(c)).wrapping_mul(0x100_0000_01b3));
+        format!("{}… ({} bytes, fnv {hash:016x})", b[..400].escape_ascii(), b.len())
     } else {
-        s
+        b.escape_ascii().to_string()
     }
 }
 
@@ -593,7 +595,16 @@ fn dump(port: u16) -> Vec<String> {
                 b"+zset\r\n" => c.cmd(&[b"ZRANGE", key, b"0", b"-1", b"WITHSCORES"]),
                 _ => Vec::new(),
             };
+            // Absolute deadlines (EXPIREAT 4000000000…) compare exactly; a
+            // relative one (PEXPIRE in a script) only as "has a TTL".
             let ttl = c.cmd(&[b"EXPIRETIME", key]);
+            let at = std::str::from_utf8(&ttl[1..ttl.len().saturating_sub(2).max(1)])
+                .ok()
+                .and_then(|s| s.parse::<i64>().ok());
+            let ttl = match at {
+                Some(t) if t > 0 && t < 3_000_000_000 => b"relative".to_vec(),
+                _ => ttl,
+            };
             out.push(format!("{db}:{} {} {} {}", show(key), show(&ty), show(&ttl), show(&val)));
         }
     }
