@@ -246,6 +246,10 @@ pub struct RuntimeConfig {
     pub notify_flags: u32,
     pub busy_threshold_ms: u64,
     pub pubsub_limit: BufferLimit,
+    /// `client-output-buffer-limit normal` (0 0 0: none).
+    pub normal_limit: BufferLimit,
+    /// `client-output-buffer-limit replica`: kept for CONFIG GET (no replicas here).
+    pub replica_limit: BufferLimit,
     pub proto_max_bulk: i64,
     pub hz: u64,
     pub slowlog_slower_than: i64,
@@ -254,6 +258,21 @@ pub struct RuntimeConfig {
     pub latency_tracking: bool,
     /// `latency-tracking-info-percentiles`, as parsed.
     pub latency_percentiles: Vec<f64>,
+    /// `maxmemory` in bytes (0: no limit).
+    pub maxmemory: u64,
+    /// `maxmemory-policy`.
+    pub maxmemory_policy: crate::db::evict::Policy,
+    /// `maxmemory-samples`.
+    pub maxmemory_samples: usize,
+    /// `min-replicas-to-write` (there are never replicas: any value > 0
+    /// refuses writes with NOREPLICAS, as on a Redis without replicas).
+    pub min_replicas_to_write: i64,
+    /// `maxclients`.
+    pub maxclients: usize,
+    /// `timeout`: idle seconds before a normal client is closed (0: never).
+    pub timeout_secs: u64,
+    /// `protected-mode`.
+    pub protected_mode: bool,
 }
 
 impl RuntimeConfig {
@@ -264,12 +283,21 @@ impl RuntimeConfig {
             notify_flags: 0,
             busy_threshold_ms: 5000,
             pubsub_limit: BufferLimit { hard: 32 << 20, soft: 8 << 20, soft_secs: 60 },
+            normal_limit: BufferLimit { hard: 0, soft: 0, soft_secs: 0 },
+            replica_limit: BufferLimit { hard: 256 << 20, soft: 64 << 20, soft_secs: 60 },
             proto_max_bulk: 512 << 20,
             hz: 10,
             slowlog_slower_than: 10000,
             slowlog_max_len: 128,
             latency_tracking: true,
             latency_percentiles: vec![50.0, 99.0, 99.9],
+            maxmemory: 0,
+            maxmemory_policy: crate::db::evict::Policy::NoEviction,
+            maxmemory_samples: 5,
+            min_replicas_to_write: 0,
+            maxclients: 10000,
+            timeout_secs: 0,
+            protected_mode: true,
         };
         rc.force("port", &cfg.bind.port().to_string());
         rc.force("bind", &cfg.bind.ip().to_string());
@@ -388,6 +416,13 @@ impl RuntimeConfig {
             "slowlog-log-slower-than" => self.slowlog_slower_than = stored.parse().unwrap_or(10000),
             "slowlog-max-len" => self.slowlog_max_len = stored.parse().unwrap_or(128),
             "latency-tracking" => self.latency_tracking = stored == "yes",
+            "maxmemory" => self.maxmemory = stored.parse().unwrap_or(0),
+            "maxmemory-policy" => self.maxmemory_policy = crate::db::evict::Policy::parse(&stored),
+            "maxmemory-samples" => self.maxmemory_samples = stored.parse().unwrap_or(5),
+            "min-replicas-to-write" => self.min_replicas_to_write = stored.parse().unwrap_or(0),
+            "maxclients" => self.maxclients = stored.parse().unwrap_or(10000),
+            "timeout" => self.timeout_secs = stored.parse().unwrap_or(0),
+            "protected-mode" => self.protected_mode = stored == "yes",
             _ => {}
         }
         Ok(())
@@ -398,7 +433,7 @@ impl RuntimeConfig {
         if parts.is_empty() || !parts.len().is_multiple_of(4) {
             return Err("Wrong number of arguments in buffer limit configuration.".into());
         }
-        let mut pubsub = self.pubsub_limit;
+        let (mut normal, mut replica, mut pubsub) = (self.normal_limit, self.replica_limit, self.pubsub_limit);
         for c in parts.chunks(4) {
             let class = c[0].to_ascii_lowercase();
             if !matches!(class.as_str(), "normal" | "slave" | "replica" | "pubsub") {
@@ -410,17 +445,23 @@ impl RuntimeConfig {
             if secs < 0 {
                 return Err("Error in hard, soft or soft_seconds setting in buffer limit configuration.".into());
             }
-            if class == "pubsub" {
-                pubsub = BufferLimit { hard: hard as u64, soft: soft as u64, soft_secs: secs as u64 };
+            let limit = BufferLimit { hard: hard as u64, soft: soft as u64, soft_secs: secs as u64 };
+            match class.as_str() {
+                "pubsub" => pubsub = limit,
+                "normal" => normal = limit,
+                _ => replica = limit,
             }
         }
-        self.pubsub_limit = pubsub;
+        (self.normal_limit, self.replica_limit, self.pubsub_limit) = (normal, replica, pubsub);
         Ok(())
     }
 
     fn obuf_string(&self) -> String {
-        let l = self.pubsub_limit;
-        format!("normal 0 0 0 slave 268435456 67108864 60 pubsub {} {} {}", l.hard, l.soft, l.soft_secs)
+        let (n, r, p) = (self.normal_limit, self.replica_limit, self.pubsub_limit);
+        format!(
+            "normal {} {} {} slave {} {} {} pubsub {} {} {}",
+            n.hard, n.soft, n.soft_secs, r.hard, r.soft, r.soft_secs, p.hard, p.soft, p.soft_secs
+        )
     }
 }
 

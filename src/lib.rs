@@ -34,6 +34,7 @@ pub mod core;
 pub mod db;
 pub mod error;
 pub mod glob;
+pub mod memory;
 
 static ALLOCATOR: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
 

@@ -11,7 +11,13 @@ use clap::Parser;
 /// the embedding program.
 #[cfg(feature = "jemalloc")]
 #[global_allocator]
-static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+static GLOBAL: rlockd::memory::CountingAlloc<tikv_jemallocator::Jemalloc> =
+    rlockd::memory::CountingAlloc(tikv_jemallocator::Jemalloc);
+
+/// Without jemalloc the binary still counts what it allocates (`used_memory`).
+#[cfg(not(feature = "jemalloc"))]
+#[global_allocator]
+static GLOBAL: rlockd::memory::CountingAlloc<std::alloc::System> = rlockd::memory::CountingAlloc(std::alloc::System);
 
 /// jemalloc options: a background thread returns freed pages to the OS
 /// about a second after they go idle, without waiting for further

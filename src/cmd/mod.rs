@@ -22,6 +22,7 @@ pub mod cluster;
 pub mod generic;
 pub mod hash;
 pub mod help;
+pub(crate) mod limits;
 pub mod list;
 pub mod meta;
 pub mod pubsub;
@@ -446,6 +447,9 @@ pub fn process(ctx: &mut Ctx<'_>, argv: Vec<Bytes>) -> Reply {
     }
     if !ctx.client.authenticated && ctx.core.config.requirepass.is_some() && !cmd.has(flags::NO_AUTH) {
         return reject(ctx, Some(cmd), CmdError::NoAuth);
+    }
+    if let Some(err) = limits::check(ctx, cmd, &argv) {
+        return reject(ctx, Some(cmd), err);
     }
     if ctx.client.in_resp2_pubsub() && !PUBSUB_CONTEXT_ALLOWED.contains(&cmd.spec.name) {
         return reject(ctx, Some(cmd), pubsub_context_error(cmd));

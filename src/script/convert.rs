@@ -26,12 +26,25 @@ use mlua::ffi;
 use super::lua::{c_double_to_i64, get_field_raw, push_bytes, push_error_table, set_field_raw, State};
 use crate::protocol::Reply;
 
+/// How many Lua stack slots pushing `r` uses at most: a level holds up to
+/// four values (a RESP3 map's two tables, a key and a value) while the next
+/// level is pushed.
+pub(crate) fn push_slots(r: &Reply) -> c_int {
+    let deepest = |items: &mut dyn Iterator<Item = &Reply>| items.map(push_slots).max().unwrap_or(0);
+    match r {
+        Reply::Array(items) | Reply::Push(items) | Reply::Set(items) => 4 + deepest(&mut items.iter()),
+        Reply::Map(pairs) => 4 + deepest(&mut pairs.iter().flat_map(|(k, v)| [k, v])),
+        Reply::AfterPushes(_, r) => push_slots(r),
+        _ => 3,
+    }
+}
+
 /// Pushes the Lua form of a command reply.
 ///
 /// # Safety
-/// `l` is a valid state with room for a few values.
+/// `l` is a valid state with room for [`push_slots`]`(r)` values (the
+/// caller checks it with `lua_checkstack`: CVE-2021-32626).
 pub(crate) unsafe fn push_reply(l: State, r: &Reply, resp3: bool) {
-    ffi::lua_checkstack(l, 4);
     match r {
         Reply::Status(s) => {
             ffi::lua_createtable(l, 0, 1);
@@ -156,14 +169,18 @@ pub(crate) unsafe fn lua_to_reply(l: State, idx: c_int, resp3: bool) -> Reply {
     to_reply(l, idx, resp3, 0)
 }
 
-/// Nesting deeper than this is answered with Redis's stack-limit error (Redis
-/// reaches it when the Lua stack is full, around 8000 levels; the Rust stack
-/// of a worker thread is the tighter bound here).
-const MAX_DEPTH: u32 = 1000;
+/// A guard far beyond where the Lua stack runs out (each level holds one
+/// value on it, and `lua_checkstack` refuses past 8000), so nesting ends
+/// where Redis's does: with its stack-limit error, about 7995 levels down.
+/// The threads that run scripts have stacks sized for that depth
+/// (`SCRIPT_THREAD_STACK`).
+const MAX_DEPTH: u32 = 10_000;
 
 unsafe fn to_reply(l: State, idx: c_int, resp3: bool, depth: u32) -> Reply {
     let idx = ffi::lua_absindex(l, idx);
-    if depth >= MAX_DEPTH || ffi::lua_checkstack(l, 4) == 0 {
+    // A level pushes at most 3 values (a map's table, key and value). Asking
+    // for exactly that much makes the nesting limit Redis's to the level.
+    if depth >= MAX_DEPTH || ffi::lua_checkstack(l, 3) == 0 {
         return Reply::error("ERR reached lua stack limit");
     }
     match ffi::lua_type(l, idx) {

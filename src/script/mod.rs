@@ -25,6 +25,11 @@ mod redis_lib;
 mod run;
 mod sandbox;
 
+/// Stack size of the threads that run commands and scripts: converting a
+/// script's reply recurses once per nesting level, and Redis allows nesting
+/// until the Lua stack is full (~8000 levels). Only touched pages cost memory.
+pub const SCRIPT_THREAD_STACK: usize = 64 << 20;
+
 use std::collections::HashMap;
 use std::ffi::c_int;
 use std::sync::atomic::Ordering;
@@ -274,6 +279,23 @@ impl Scripting {
         }
     }
 
+    /// The flags a script declares, for the limits checked before it runs
+    /// (Redis's `evalGetCommandFlags` / `fcallGetCommandFlags`): `argv` is
+    /// the whole `EVAL*` / `FCALL*` command. `None` when unknown (an
+    /// uncached sha, a missing function, a bad shebang).
+    pub fn declared_flags(&self, command: &str, argv: &[Bytes]) -> Option<ScriptFlags> {
+        let body = argv.get(1)?;
+        match command {
+            "eval" | "eval_ro" => match self.scripts.get(&sha_key(sha1_hex(body).as_bytes())?) {
+                Some(s) => Some(s.flags),
+                None => parse_shebang(body).ok().map(|(f, _)| f),
+            },
+            "evalsha" | "evalsha_ro" => self.scripts.get(&sha_key(body)?).map(|s| s.flags),
+            "fcall" | "fcall_ro" => self.libraries.find(body).map(|f| f.flags),
+            _ => None,
+        }
+    }
+
     /// `FCALL`, `FCALL_RO`.
     pub fn fcall(&mut self, ctx: &mut Ctx<'_>, args: &[Bytes], ro: bool) -> Reply {
         let Some(f) = self.libraries.find(&args[1]) else {
@@ -370,6 +392,7 @@ impl Scripting {
             shared,
             client,
             readonly,
+            allow_oom: flags.has(ScriptFlags::ALLOW_OOM),
             resp3: false,
             started: Instant::now(),
             threshold_ms: threshold,

@@ -8,7 +8,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use bytes::Bytes;
 use mlua::ffi;
 
-use super::convert::push_reply;
+use super::convert::{push_reply, push_slots};
 use super::lua::{
     cstr, fmt_g17, push_bytes, push_error_table, push_where_msg, raise, set_field_raw, set_fn, set_num, State,
 };
@@ -54,6 +54,13 @@ unsafe fn generic_command(l: State, raise_error: bool) -> c_int {
             (true, false)
         }
         Some(argv) => match catch_unwind(AssertUnwindSafe(|| run.call(&argv))) {
+            // Room for the whole reply is made before anything is pushed; a
+            // stack that cannot grow that far gets Redis's stack-limit error
+            // instead of writes past its end (CVE-2021-32626).
+            Ok(Ok(reply)) if ffi::lua_checkstack(l, push_slots(&reply)) == 0 => {
+                push_error_table(l, b"ERR reached lua stack limit");
+                (true, false)
+            }
             Ok(Ok(reply)) => {
                 push_reply(l, &reply, run.resp3);
                 (matches!(reply, Reply::Error(_)), false)

@@ -54,6 +54,8 @@ pub(crate) struct RunCtx {
     pub client: ClientState,
     /// `EVAL_RO`, `FCALL_RO`, or a `no-writes` script.
     pub readonly: bool,
+    /// The script declared `allow-oom`.
+    pub allow_oom: bool,
     /// `redis.setresp(3)` was called.
     pub resp3: bool,
     pub started: Instant,
@@ -138,6 +140,16 @@ impl RunCtx {
         if self.readonly && (cmd.has(flags::WRITE) || cmd.has(flags::MAY_REPLICATE)) {
             self.count_rejected(Some(cmd.id));
             return Err("Write commands are not allowed from read-only scripts.");
+        }
+        // SAFETY: as below; a shared look at the configuration and state.
+        let limit = {
+            let (core, shared) = unsafe { (&mut *self.core, &*self.shared) };
+            let ctx = Ctx { core, client: &mut self.client, shared };
+            cmd::limits::script_check(&ctx, cmd, self.wrote, self.allow_oom)
+        };
+        if let Some(refusal) = limit {
+            self.count_rejected(Some(cmd.id));
+            return Err(refusal);
         }
         if cmd.is_write() && !self.wrote {
             self.wrote = true;

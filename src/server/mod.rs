@@ -51,6 +51,7 @@ impl Server {
         let shared = Arc::new(Shared::new(&cfg)?);
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(config.worker_threads.max(2))
+            .thread_stack_size(crate::script::SCRIPT_THREAD_STACK)
             .thread_name("rlockd")
             .enable_all()
             .build()
@@ -150,6 +151,30 @@ async fn run(listener: TcpListener, shared: Arc<Shared>) {
     tracing::debug!("rlockd stopping");
 }
 
+/// `timeout`: closes normal clients idle for longer than it (Redis's
+/// `clientsCronHandleTimeout`): not blocked, subscribed or monitoring ones.
+/// Idle time is measured on the server clock, so advancing it counts.
+fn close_idle_clients(core: &crate::core::Core, now_ms: u64) {
+    let secs = core.config.timeout_secs;
+    if secs == 0 {
+        return;
+    }
+    for cs in core.clients.values() {
+        let subscribed = cs.sub_channels.load(Ordering::Relaxed)
+            + cs.sub_patterns.load(Ordering::Relaxed)
+            + cs.sub_shard.load(Ordering::Relaxed)
+            > 0;
+        if subscribed || cs.blocked.load(Ordering::Relaxed) || cs.monitor.load(Ordering::Relaxed) {
+            continue;
+        }
+        let idle_secs = (now_ms / 1000).saturating_sub(cs.last_interaction_ms.load(Ordering::Relaxed) / 1000);
+        if idle_secs > secs {
+            tracing::debug!(id = cs.id, "closing idle client");
+            cs.kill();
+        }
+    }
+}
+
 /// Active expiry: every `1000/hz` ms, delete every due key in slices of at
 /// most ~1 ms of lock time, yielding between slices so other clients never
 /// wait long.
@@ -158,7 +183,9 @@ async fn active_expire(shared: Arc<Shared>) {
     loop {
         let hz = {
             let mut core = shared.core.lock().await;
-            core.stats.sample_ops(shared.clock.now_ms());
+            let now = shared.clock.now_ms();
+            core.stats.sample_ops(now);
+            close_idle_clients(&core, now);
             core.config.hz.max(1)
         };
         tokio::select! {
