@@ -348,7 +348,7 @@ fn expire_generic(ctx: &mut Ctx<'_>, args: &[Bytes], base_ms: u64, seconds: bool
         } else if eq(a, "lt") {
             EXPIRE_LT
         } else {
-            return Err(CmdError::custom(format!("ERR Unsupported option {}", String::from_utf8_lossy(a))));
+            return Err(CmdError::echo("ERR Unsupported option ", a, ""));
         };
     }
     if fl & EXPIRE_NX != 0 && fl & (EXPIRE_XX | EXPIRE_GT | EXPIRE_LT) != 0 {

@@ -211,10 +211,7 @@ impl Scripting {
         // SAFETY: raw operations on our own VM.
         unsafe {
             if let Err(msg) = sandbox::load_chunk(l, &body[shebang_len..], b"@user_script") {
-                return Err(CmdError::custom(format!(
-                    "ERR Error compiling script (new function): {}",
-                    String::from_utf8_lossy(c_prefix(&msg))
-                )));
+                return Err(CmdError::echo("ERR Error compiling script (new function): ", c_prefix(&msg), ""));
             }
             let fref = ffi::luaL_ref(l, ffi::LUA_REGISTRYINDEX);
             self.scripts.insert(key, EvalScript { fref, body: body.clone(), flags, stats: ScriptStats::default() });
@@ -557,10 +554,7 @@ fn parse_shebang(body: &[u8]) -> Result<(ScriptFlags, usize), CmdError> {
         _ => return Err(CmdError::custom("ERR Invalid engine in script shebang")),
     };
     if &parts[0][..] != b"#!lua" {
-        return Err(CmdError::custom(format!(
-            "ERR Unexpected engine in script shebang: {}",
-            String::from_utf8_lossy(&parts[0])
-        )));
+        return Err(CmdError::echo("ERR Unexpected engine in script shebang: ", &parts[0], ""));
     }
     let mut flags = ScriptFlags::default();
     for part in &parts[1..] {
@@ -571,16 +565,11 @@ fn parse_shebang(body: &[u8]) -> Result<(ScriptFlags, usize), CmdError> {
             for f in list.split(|&c| c == b',') {
                 match ScriptFlags::from_name(f, false) {
                     Some(x) => flags.0 |= x.0,
-                    None => {
-                        return Err(CmdError::custom(format!(
-                            "ERR Unexpected flag in script shebang: {}",
-                            String::from_utf8_lossy(f)
-                        )))
-                    }
+                    None => return Err(CmdError::echo("ERR Unexpected flag in script shebang: ", f, "")),
                 }
             }
         } else {
-            return Err(CmdError::custom(format!("ERR Unknown lua shebang option: {}", String::from_utf8_lossy(part))));
+            return Err(CmdError::echo("ERR Unknown lua shebang option: ", part, ""));
         }
     }
     Ok((flags, end))

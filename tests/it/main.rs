@@ -12,6 +12,7 @@ mod control;
 mod diff;
 mod diff_random;
 mod examples;
+mod fuzz_regressions;
 mod hash;
 mod keyspace;
 mod lifecycle;
