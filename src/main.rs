@@ -242,6 +242,10 @@ Options:
   --tcp-backlog <n>     listen backlog (default 511, capped by the kernel's
                         net.core.somaxconn)
   --threads <n>         worker threads, at least 2 (default 2; rlockd only)
+  --nodes <n>           serve n independent servers (own keyspace, clock and
+                        test control) on ports port..port+n-1, for Redlock and
+                        MultiLock tests (default 1; rlockd only; with --port 0
+                        each picks a free port)
   --<name> <value>      any parameter CONFIG GET/SET knows, e.g.
                         --notify-keyspace-events KEA  --maxmemory 100mb
                         --busy-reply-threshold 1000  --hz 100
@@ -312,6 +316,8 @@ struct Settings {
     databases: usize,
     loglevel: String,
     threads: usize,
+    /// `--nodes N`: N independent servers on consecutive ports.
+    nodes: usize,
     tcp_backlog: u32,
     /// Parameters for the server's `CONFIG` table, in order.
     params: Vec<(String, String)>,
@@ -328,6 +334,7 @@ impl Default for Settings {
             databases: 16,
             loglevel: "notice".into(),
             threads: 2,
+            nodes: 1,
             tcp_backlog: 511,
             params: Vec::new(),
             notes: Vec::new(),
@@ -522,6 +529,14 @@ fn apply(directives: Vec<Directive>, read_file: &dyn Fn(&str) -> std::io::Result
             return Err(fatal_config(&d, "wrong number of arguments"));
         }
         let value = d.args.join(" ");
+        if name == "nodes" {
+            match value.parse::<usize>() {
+                Ok(n) if (1..=64).contains(&n) => s.nodes = n,
+                Ok(_) => return Err(fatal_config(&d, "argument must be between 1 and 64 inclusive")),
+                Err(_) => return Err(fatal_config(&d, "argument couldn't be parsed into an integer")),
+            }
+            continue;
+        }
         if name == "threads" {
             match value.parse::<usize>() {
                 Ok(n) if (2..=1024).contains(&n) => s.threads = n,
@@ -749,7 +764,7 @@ fn main() -> ExitCode {
         tcp_backlog: s.tcp_backlog,
         params: s.params.clone(),
     };
-    let server = match rlockd::Server::start_with(config) {
+    let servers = match rlockd::Server::start_many(s.nodes, config) {
         Ok(s) => s,
         Err(e) => {
             tracing::warn!("{e}");
@@ -757,22 +772,33 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    tracing::info!("Running mode=standalone, port={}.", server.port());
+    for server in &servers {
+        tracing::info!("Running mode=standalone, port={}.", server.port());
+    }
     tracing::info!("Ready to accept connections");
-    println!("rlockd {VERSION} ready to accept connections on {} (port {})", server.addr(), server.port());
-    let mut stop = server.shutdown_signal();
+    for server in &servers {
+        println!("rlockd {VERSION} ready to accept connections on {} (port {})", server.addr(), server.port());
+    }
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("signal runtime");
     rt.block_on(async {
         let mut term =
             tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
+        // SHUTDOWN stops its own node; the process ends with the last one.
+        let mut nodes = tokio::task::JoinSet::new();
+        for server in &servers {
+            let mut stop = server.shutdown_signal();
+            nodes.spawn(async move { rlockd::core::shutdown_requested(&mut stop).await });
+        }
         tokio::select! {
             _ = tokio::signal::ctrl_c() => tracing::warn!("Received SIGINT scheduling shutdown..."),
             _ = term.recv() => tracing::warn!("Received SIGTERM scheduling shutdown..."),
-            _ = rlockd::core::shutdown_requested(&mut stop) => {}
+            _ = async { while nodes.join_next().await.is_some() {} } => {}
         }
     });
     tracing::warn!("User requested shutdown...");
-    server.stop();
+    for server in servers {
+        server.stop();
+    }
     tracing::warn!("rlockd is now ready to exit, bye bye...");
     ExitCode::SUCCESS
 }

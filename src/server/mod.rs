@@ -78,6 +78,25 @@ impl Server {
         Ok(Server { addr, password: config.requirepass.clone(), shared, thread: Some(thread) })
     }
 
+    /// Starts `n` independent servers (own keyspace, clock, test control)
+    /// on consecutive ports from `config`'s (each on a free port if it is
+    /// 0): the nodes of a Redlock or MultiLock test. All or nothing.
+    pub fn start_many(n: usize, config: Config) -> Result<Vec<Server>, Error> {
+        (0..n)
+            .map(|i| {
+                let mut c = config.clone();
+                if c.bind.port() != 0 {
+                    let port = u16::try_from(usize::from(c.bind.port()) + i).map_err(|_| Error::Bind {
+                        addr: format!("port {}+{i}", c.bind.port()),
+                        source: std::io::ErrorKind::InvalidInput.into(),
+                    })?;
+                    c.bind.set_port(port);
+                }
+                Server::start_with(c)
+            })
+            .collect()
+    }
+
     /// The address the server listens on.
     pub fn addr(&self) -> SocketAddr {
         self.addr

@@ -170,3 +170,61 @@ fn readme_example_lease_expires_while_the_holder_is_paused() {
     srv.advance_clock(30_000); // no sleeping: the lease is over now
     assert!(srv.locks().is_empty());
 }
+
+/// Reads `n` "ready" lines from the binary and returns the ports they name.
+fn ready_ports(out: &mut impl std::io::BufRead, n: usize) -> Vec<u16> {
+    let mut ports = Vec::new();
+    let mut line = String::new();
+    while ports.len() < n {
+        line.clear();
+        assert!(out.read_line(&mut line).expect("stdout") > 0, "binary exited early");
+        if let Some(p) = line.trim_end().strip_suffix(')').and_then(|l| l.rsplit("(port ").next()) {
+            ports.push(p.parse().expect("port"));
+        }
+    }
+    ports
+}
+
+#[test]
+fn many_nodes_from_one_process_each_with_its_own_clock() {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_rlockd"))
+        .args(["--nodes", "3", "--port", "0"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start rlockd");
+    let mut out = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+    let ports = ready_ports(&mut out, 3);
+    let mut nodes: Vec<RawConn> = ports.iter().map(|p| RawConn::connect(*p)).collect();
+    // Independent keyspaces.
+    assert_eq!(nodes[0].cmd(&["SET", "lock", "a", "NX", "PX", "10000"]), ok());
+    assert_eq!(nodes[1].cmd(&["SET", "lock", "b", "NX", "PX", "10000"]), ok());
+    // Independent clocks: a skew on one node moves no other.
+    let Value::Int(before) = nodes[2].cmd(&["RLOCKD", "CLOCK", "GET"]) else { panic!() };
+    let Value::Int(skewed) = nodes[0].cmd(&["RLOCKD", "CLOCK", "SKEW", "3600000"]) else { panic!() };
+    let Value::Int(after) = nodes[2].cmd(&["RLOCKD", "CLOCK", "GET"]) else { panic!() };
+    assert!(skewed >= before + 3_600_000);
+    assert!(after < before + 60_000);
+    assert_eq!(nodes[0].cmd(&["EXISTS", "lock"]), Value::Int(0), "the skew expired node 0's lock only");
+    assert_eq!(nodes[1].cmd(&["EXISTS", "lock"]), Value::Int(1));
+    // SHUTDOWN stops one node; the others serve on; the last one ends the process.
+    for (i, node) in nodes.iter_mut().enumerate() {
+        node.send(&[b"SHUTDOWN".to_vec(), b"NOSAVE".to_vec()]);
+        assert_eq!(node.read(), None);
+        if i < 2 {
+            assert_eq!(RawConn::connect(ports[2]).cmd(&["PING"]), Value::Simple(b"PONG".to_vec()));
+        }
+    }
+    assert!(child.wait().expect("exit").success());
+}
+
+#[test]
+fn start_many_in_process() {
+    let nodes = rlockd::Server::start_many(5, rlockd::Config::default()).expect("start");
+    assert_eq!(nodes.len(), 5);
+    let ports: std::collections::BTreeSet<u16> = nodes.iter().map(|n| n.port()).collect();
+    assert_eq!(ports.len(), 5);
+    nodes[0].clock().freeze(true);
+    nodes[1].advance_clock(60_000);
+    assert!(nodes[1].clock().now_ms() > nodes[2].clock().now_ms() + 50_000);
+}
