@@ -165,6 +165,11 @@ pub struct Core {
     /// The last top-level command found the server over `maxmemory` with
     /// nothing left to evict (a script's first write is refused then).
     pub pre_command_oom: bool,
+    /// Lock events and violations (`RLOCKD EVENTS`/`CHECK`); `None` with
+    /// `test-control no`.
+    pub lock_history: Option<crate::db::lock_history::LockHistory>,
+    /// Who ran the current top-level command (for lock events).
+    pub actor: crate::db::lock_history::Actor,
     /// `RLOCKD SNAPSHOT`s: whole keyspaces by name.
     pub snapshots: std::collections::HashMap<Bytes, Vec<crate::db::Db>>,
     /// Unix ms of the last (pretend) save, for `LASTSAVE`/`INFO persistence`.
@@ -177,9 +182,11 @@ pub struct Core {
 
 impl Core {
     pub fn new(config: RuntimeConfig, databases: usize, now_ms: u64) -> Core {
+        let record_locks = config.get_str("test-control") == "yes";
         let mut ks = Keyspace::new(databases);
         ks.now = now_ms;
         ks.sig.notify_flags = config.notify_flags;
+        ks.sig.track_touches = record_locks;
         Core {
             ks,
             config,
@@ -192,6 +199,8 @@ impl Core {
             scripting: Some(Box::new(Scripting::new())),
             pre_command_oom: false,
             snapshots: std::collections::HashMap::new(),
+            lock_history: record_locks.then(Default::default),
+            actor: Default::default(),
             lastsave: now_ms / 1000,
             call_depth: 0,
             active_expire: true,
@@ -210,6 +219,9 @@ impl Core {
         self.stats.keyspace_misses += std::mem::take(&mut sig.misses);
         if !sig.touched.is_empty() {
             let touched = std::mem::take(&mut sig.touched);
+            if let Some(history) = self.lock_history.as_mut() {
+                history.observe(&touched, &self.ks, self.ks.now, &self.actor);
+            }
             self.watches.on_touched(&touched, &self.ks);
             self.blocking.on_touched(&touched);
             let mut t = touched;
@@ -218,7 +230,8 @@ impl Core {
         }
         // Keyspace events, then messages deferred by EXEC / scripts.
         crate::pubsub::flush(self);
-        self.ks.sig.track_touches = self.watches.is_active() || self.blocking.is_active();
+        self.ks.sig.track_touches =
+            self.watches.is_active() || self.blocking.is_active() || self.lock_history.is_some();
     }
 
     /// Refreshes cached config-derived flags after `CONFIG SET`.

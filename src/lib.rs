@@ -58,6 +58,7 @@ pub mod testing;
 pub mod tx;
 
 pub use config::Config;
+pub use db::lock_history::LockEvent;
 pub use db::locks::{Holder, LockView, Waiter};
 pub use error::Error;
 pub use server::Server;

@@ -31,6 +31,10 @@ const HELP: &[&str] = &[
     "    Time, offset from the system clock, frozen or not.",
     "LOCKS [<pattern>] [TEXT]",
     "    The locks in the keyspace: kind, holders, leases, waiters.",
+    "EVENTS [<key>] [SINCE <id>]",
+    "    What happened to the locks: acquired, reentered, renewed, released, expired.",
+    "CHECK [RESET]",
+    "    Every safety violation seen (empty: nothing was unsafe); RESET forgets them.",
     "SNAPSHOT <name>",
     "    Capture every database with its TTLs under that name.",
     "RESTORE <name>",
@@ -86,6 +90,36 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> CmdResult {
         }
         let found = locks::scan(&ctx.core.ks.dbs, pattern, ctx.shared.clock.now_ms());
         return Ok(if text { locks_text(&found) } else { Reply::Array(found.iter().map(lock_reply).collect()) });
+    }
+    if eq(sub, "events") && n <= 5 {
+        let mut key = None;
+        let mut since = 0u64;
+        let mut i = 2;
+        while i < n {
+            if eq(&argv[i], "since") && i + 1 < n {
+                since =
+                    u64::try_from(int(&argv[i + 1])?).map_err(|_| CmdError::custom("ERR SINCE must be positive"))?;
+                i += 2;
+            } else if key.is_none() {
+                key = Some(&argv[i][..]);
+                i += 1;
+            } else {
+                return Err(CmdError::Syntax);
+            }
+        }
+        let events = ctx.core.lock_history.as_ref().map(|h| h.events(key, since)).unwrap_or_default();
+        return Ok(Reply::Array(events.iter().map(event_reply).collect()));
+    }
+    if eq(sub, "check") && n <= 3 {
+        let Some(history) = ctx.core.lock_history.as_mut() else { return Ok(Reply::Array(Vec::new())) };
+        if n == 3 {
+            if !eq(&argv[2], "reset") {
+                return Err(CmdError::Syntax);
+            }
+            history.reset();
+            return Ok(Reply::ok());
+        }
+        return Ok(Reply::Array(history.violations().iter().map(|v| Reply::bulk_str(v)).collect()));
     }
     if eq(sub, "snapshot") && n == 3 {
         snapshot(ctx.core, argv[2].clone());
@@ -162,6 +196,7 @@ fn clock(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Option<CmdResult> {
 /// rather than at the next active-expiry round: a test sees the effect of
 /// the time it set as soon as the command returns.
 pub(crate) fn expire_now(core: &mut Core, now_ms: u64) {
+    core.ks.now = now_ms;
     let ks = &mut core.ks;
     for i in 0..ks.dbs.len() {
         while ks.dbs[i].expire_due(i, now_ms, 1024, &mut ks.sig) == 1024 {}
@@ -191,6 +226,21 @@ pub(crate) fn restore(core: &mut Core, name: &[u8]) -> bool {
     }
     ks.dbs = dbs;
     true
+}
+
+fn event_reply(e: &crate::db::lock_history::LockEvent) -> Reply {
+    Reply::Map(vec![
+        (Reply::bulk_str("id"), Reply::Int(e.id as i64)),
+        (Reply::bulk_str("time_ms"), Reply::Int(e.time_ms as i64)),
+        (Reply::bulk_str("db"), Reply::Int(e.db as i64)),
+        (Reply::bulk_str("key"), Reply::Bulk(e.key.clone())),
+        (Reply::bulk_str("kind"), Reply::bulk_str(e.kind)),
+        (Reply::bulk_str("event"), Reply::bulk_str(e.event)),
+        (Reply::bulk_str("holder"), Reply::Bulk(e.holder.clone())),
+        (Reply::bulk_str("count"), Reply::Int(e.count)),
+        (Reply::bulk_str("client"), Reply::Int(e.client as i64)),
+        (Reply::bulk_str("command"), Reply::bulk_str(&e.command)),
+    ])
 }
 
 fn opt_int(v: Option<i64>) -> Reply {

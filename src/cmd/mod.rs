@@ -499,6 +499,12 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes]) -> Reply {
     let top = ctx.core.call_depth == 0;
     if top {
         ctx.core.ks.now = ctx.shared.clock.now_ms();
+        if ctx.core.lock_history.is_some() {
+            let detail = matches!(cmd.spec.name, "evalsha" | "evalsha_ro" | "fcall" | "fcall_ro")
+                .then(|| argv.get(1).cloned())
+                .flatten();
+            ctx.core.actor = crate::db::lock_history::Actor { client: ctx.client.id, command: cmd.spec.name, detail };
+        }
     }
     let monitored = !ctx.core.monitors.is_empty() && !ctx.client.no_block;
     if monitored && cmd.has(flags::SKIP_MONITOR) && cmd.has(flags::MOVABLEKEYS) {

@@ -86,103 +86,107 @@ fn auxiliary(key: &[u8]) -> bool {
 pub fn scan(dbs: &[Db], pattern: Option<&[u8]>, now_ms: u64) -> Vec<LockView> {
     let mut out = Vec::new();
     for (index, db) in dbs.iter().enumerate() {
-        let ttl =
-            |key: &[u8]| -> Option<i64> { db.map.get(key).and_then(|e| e.expire).map(|at| at as i64 - now_ms as i64) };
-        let live = |key: &[u8]| db.map.get(key).filter(|e| e.expire.is_none_or(|at| at > now_ms));
         let mut keys: Vec<&Bytes> = db.map.keys().collect();
         keys.sort();
         for key in keys {
-            if auxiliary(key) || pattern.is_some_and(|p| !crate::glob::matches(p, key, false)) {
+            if pattern.is_some_and(|p| !crate::glob::matches(p, key, false)) {
                 continue;
             }
-            let Some(entry) = live(key) else { continue };
-            let mut view = LockView {
-                db: index,
-                key: key.clone(),
-                kind: "",
-                mode: None,
-                holders: Vec::new(),
-                waiters: Vec::new(),
-                lease_ms: ttl(key),
-                value: None,
-            };
-            match &entry.value {
-                Value::Hash(h) => {
-                    let mode = h.get(&b"mode"[..]).filter(|m| &m[..] == b"read" || &m[..] == b"write");
-                    let holders: Vec<Holder> = h
-                        .iter()
-                        .filter(|(f, _)| &f[..] != b"mode")
-                        .filter_map(|(f, v)| Some((f, int(v)?)))
-                        .filter(|(f, _)| holder_id(f))
-                        .map(|(f, count)| Holder { id: f.clone(), count, lease_ms: None, score: None })
-                        .collect();
-                    if holders.is_empty() && mode.is_none() {
-                        continue;
-                    }
-                    if holders.len() + usize::from(mode.is_some()) != h.len() {
-                        continue; // other fields: not a lock hash
-                    }
-                    view.holders = holders;
-                    if let Some(m) = mode {
-                        view.kind = "read-write";
-                        view.mode = Some(m.clone());
-                        for holder in &mut view.holders {
-                            // The longest lease among this holder's read holds.
-                            let mut prefix = Vec::new();
-                            prefix.push(b'{');
-                            prefix.extend_from_slice(key);
-                            prefix.extend_from_slice(b"}:");
-                            prefix.extend_from_slice(&holder.id);
-                            prefix.extend_from_slice(b":rwlock_timeout:");
-                            holder.lease_ms = db
-                                .map
-                                .iter()
-                                .filter(|(k, e)| k.starts_with(&prefix) && e.expire.is_none_or(|at| at > now_ms))
-                                .filter_map(|(k, _)| ttl(k))
-                                .max();
-                        }
-                    } else {
-                        let queue_key = [&b"redisson_lock_queue:{"[..], key, b"}"].concat();
-                        let timeout_key = [&b"redisson_lock_timeout:{"[..], key, b"}"].concat();
-                        let queue = live(&queue_key).and_then(|e| match &e.value {
-                            Value::List(l) => Some(l.clone()),
-                            _ => None,
-                        });
-                        view.kind = if queue.is_some() { "fair" } else { "reentrant" };
-                        let timeouts = live(&timeout_key).and_then(|e| match &e.value {
-                            Value::ZSet(z) => Some(z.as_ref().clone()),
-                            _ => None,
-                        });
-                        for id in queue.into_iter().flatten() {
-                            let deadline_ms = timeouts.as_ref().and_then(|z| z.score(&id)).map(|s| s as i64);
-                            view.waiters.push(Waiter { id, deadline_ms });
-                        }
-                    }
-                }
-                Value::Str(s) => match (int(s), view.lease_ms) {
-                    (Some(n), None) => {
-                        view.kind = "counter";
-                        view.value = Some(n);
-                    }
-                    (_, Some(lease)) => {
-                        view.kind = "token";
-                        view.holders.push(Holder { id: s.clone(), count: 1, lease_ms: Some(lease), score: None });
-                    }
-                    (None, None) => continue,
-                },
-                Value::ZSet(z) => {
-                    view.kind = "zset-semaphore";
-                    view.holders = z
-                        .iter()
-                        .map(|(m, score)| Holder { id: m.clone(), count: 1, lease_ms: None, score: Some(score) })
-                        .collect();
-                }
-                _ => continue,
-            }
-            out.push(view);
+            out.extend(view_key(db, index, key, now_ms));
         }
     }
     out
+}
+
+/// The lock stored at `key` of database `db` (number `index`), if its
+/// value has one of the layouts of the module docs.
+pub fn view_key(db: &Db, index: usize, key: &Bytes, now_ms: u64) -> Option<LockView> {
+    if auxiliary(key) {
+        return None;
+    }
+    let ttl =
+        |key: &[u8]| -> Option<i64> { db.map.get(key).and_then(|e| e.expire).map(|at| at as i64 - now_ms as i64) };
+    let live = |key: &[u8]| db.map.get(key).filter(|e| e.expire.is_none_or(|at| at > now_ms));
+    let entry = live(key)?;
+    let mut view = LockView {
+        db: index,
+        key: key.clone(),
+        kind: "",
+        mode: None,
+        holders: Vec::new(),
+        waiters: Vec::new(),
+        lease_ms: ttl(key),
+        value: None,
+    };
+    match &entry.value {
+        Value::Hash(h) => {
+            let mode = h.get(&b"mode"[..]).filter(|m| &m[..] == b"read" || &m[..] == b"write");
+            let holders: Vec<Holder> = h
+                .iter()
+                .filter(|(f, _)| &f[..] != b"mode")
+                .filter_map(|(f, v)| Some((f, int(v)?)))
+                .filter(|(f, _)| holder_id(f))
+                .map(|(f, count)| Holder { id: f.clone(), count, lease_ms: None, score: None })
+                .collect();
+            if holders.is_empty() && mode.is_none() {
+                return None;
+            }
+            if holders.len() + usize::from(mode.is_some()) != h.len() {
+                return None; // other fields: not a lock hash
+            }
+            view.holders = holders;
+            if let Some(m) = mode {
+                view.kind = "read-write";
+                view.mode = Some(m.clone());
+                for holder in &mut view.holders {
+                    // The longest lease among this holder's read holds.
+                    let prefix = [&b"{"[..], key, b"}:", &holder.id, b":rwlock_timeout:"].concat();
+                    holder.lease_ms = db
+                        .map
+                        .iter()
+                        .filter(|(k, e)| k.starts_with(&prefix) && e.expire.is_none_or(|at| at > now_ms))
+                        .filter_map(|(k, _)| ttl(k))
+                        .max();
+                }
+            } else {
+                let queue_key = [&b"redisson_lock_queue:{"[..], key, b"}"].concat();
+                let timeout_key = [&b"redisson_lock_timeout:{"[..], key, b"}"].concat();
+                let queue = live(&queue_key).and_then(|e| match &e.value {
+                    Value::List(l) => Some(l.clone()),
+                    _ => None,
+                });
+                view.kind = if queue.is_some() { "fair" } else { "reentrant" };
+                let timeouts = live(&timeout_key).and_then(|e| match &e.value {
+                    Value::ZSet(z) => Some(z.as_ref().clone()),
+                    _ => None,
+                });
+                for id in queue.into_iter().flatten() {
+                    let deadline_ms = timeouts.as_ref().and_then(|z| z.score(&id)).map(|s| s as i64);
+                    view.waiters.push(Waiter { id, deadline_ms });
+                }
+            }
+        }
+        Value::Str(s) => match (int(s), view.lease_ms) {
+            (Some(n), None) => {
+                view.kind = "counter";
+                view.value = Some(n);
+            }
+            (_, Some(lease)) => {
+                view.kind = "token";
+                view.holders.push(Holder { id: s.clone(), count: 1, lease_ms: Some(lease), score: None });
+            }
+            (None, None) => return None,
+        },
+        Value::ZSet(z) => {
+            view.kind = "zset-semaphore";
+            view.holders = z
+                .iter()
+                .map(|(m, score)| Holder { id: m.clone(), count: 1, lease_ms: None, score: Some(score) })
+                .collect();
+        }
+        _ => return None,
+    }
+    Some(view)
 }
 
 #[cfg(test)]

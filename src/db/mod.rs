@@ -13,6 +13,7 @@
 //! connection's read buffer, which would keep that buffer alive).
 
 pub mod evict;
+pub mod lock_history;
 pub mod locks;
 pub mod value;
 pub mod zset;
@@ -128,7 +129,8 @@ pub struct KeyEvent {
 pub struct Signals {
     /// Count of modifications (Redis `server.dirty`).
     pub dirty: u64,
-    /// Record touched keys (only while someone WATCHes or blocks on keys).
+    /// Record touched keys (only while someone WATCHes or blocks on keys,
+    /// or the lock history records).
     pub track_touches: bool,
     pub touched: Vec<(usize, Bytes)>,
     /// Active `notify-keyspace-events` classes (0 = off).

@@ -142,6 +142,17 @@ impl Server {
         self.with_core(|core| crate::db::locks::scan(&core.ks.dbs, None, now))
     }
 
+    /// What happened to the locks so far, oldest first (as `RLOCKD EVENTS`).
+    pub fn lock_events(&self) -> Vec<crate::db::lock_history::LockEvent> {
+        self.with_core(|core| core.lock_history.as_ref().map(|h| h.events(None, 0)).unwrap_or_default())
+    }
+
+    /// Every lock-safety violation seen (as `RLOCKD CHECK`): empty when
+    /// nothing was unsafe. A test can end with `assert!(srv.check_locks().is_empty())`.
+    pub fn check_locks(&self) -> Vec<String> {
+        self.with_core(|core| core.lock_history.as_ref().map(|h| h.violations().to_vec()).unwrap_or_default())
+    }
+
     /// Moves the clock by `ms` and expires every key now due at once (as
     /// `RLOCKD CLOCK ADVANCE`).
     pub fn advance_clock(&self, ms: i64) {
@@ -294,6 +305,9 @@ async fn active_expire(shared: Arc<Shared>) {
                     break;
                 }
                 let now = shared.clock.now_ms();
+                // Expiry is the server's own doing, at this time.
+                core.ks.now = now;
+                core.actor = Default::default();
                 let start = Instant::now();
                 let ks = &mut core.ks;
                 'dbs: for i in 0..ks.dbs.len() {

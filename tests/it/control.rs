@@ -228,3 +228,104 @@ fn start_many_in_process() {
     nodes[1].advance_clock(60_000);
     assert!(nodes[1].clock().now_ms() > nodes[2].clock().now_ms() + 50_000);
 }
+
+const REENTRANT_RENEW: &str = include_str!("../../lua/reentrant_renew.lua");
+const REENTRANT_UNLOCK: &str = include_str!("../../lua/reentrant_unlock.lua");
+
+/// (event, holder) pairs of `RLOCKD EVENTS key`.
+fn events(c: &mut RawConn, key: &str) -> Vec<(String, String)> {
+    let Value::Agg(_, Some(list)) = c.cmd(&["RLOCKD", "EVENTS", key]) else { panic!("EVENTS") };
+    list.iter()
+        .map(|e| {
+            let s = |n: &str| match field(e, n) {
+                Value::Bulk(Some(b)) => String::from_utf8_lossy(b).into_owned(),
+                other => panic!("{n}: {other:?}"),
+            };
+            (s("event"), s("holder"))
+        })
+        .collect()
+}
+
+#[test]
+fn events_follow_a_lock_through_its_life() {
+    let srv = server();
+    let mut c = resp3(srv.port());
+    let lock = |c: &mut RawConn, holder: &str| c.cmd(&["EVAL", REENTRANT_LOCK, "1", "L", "30000", holder]);
+    assert_eq!(lock(&mut c, "u1:1"), Value::Null);
+    assert_eq!(lock(&mut c, "u1:1"), Value::Null);
+    assert_eq!(c.cmd(&["EVAL", REENTRANT_RENEW, "1", "L", "60000", "u1:1"]), Value::Int(1));
+    assert_eq!(
+        c.cmd(&["EVAL", REENTRANT_UNLOCK, "2", "L", "redisson_lock__channel:{L}", "0", "30000", "u1:1"]),
+        Value::Int(0)
+    );
+    assert_eq!(
+        c.cmd(&["EVAL", REENTRANT_UNLOCK, "2", "L", "redisson_lock__channel:{L}", "0", "30000", "u1:1"]),
+        Value::Int(1)
+    );
+    let pairs = |v: &[(&str, &str)]| v.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect::<Vec<_>>();
+    assert_eq!(
+        events(&mut c, "L"),
+        pairs(&[
+            ("acquired", "u1:1"),
+            ("reentered", "u1:1"),
+            ("renewed", "u1:1"),
+            ("released", "u1:1"),
+            ("released", "u1:1"),
+        ])
+    );
+    // Who did it: the client and the command.
+    let Value::Agg(_, Some(list)) = c.cmd(&["RLOCKD", "EVENTS", "L", "SINCE", "4"]) else { panic!() };
+    assert_eq!(list.len(), 1);
+    assert_eq!(*field(&list[0], "command"), bulk("eval"));
+    assert!(matches!(field(&list[0], "client"), Value::Int(id) if *id > 0));
+    assert_eq!(c.cmd(&["RLOCKD", "CHECK"]), Value::Agg(b'*', Some(vec![])));
+    assert!(srv.check_locks().is_empty());
+    assert_eq!(srv.lock_events().len(), 5);
+}
+
+#[test]
+fn check_catches_a_lock_taken_after_its_lease_expired_while_held() {
+    let srv = server();
+    let mut c = resp3(srv.port());
+    let Value::Int(_) = c.cmd(&["RLOCKD", "CLOCK", "FREEZE"]) else { panic!() };
+    assert_eq!(c.cmd(&["EVAL", REENTRANT_LOCK, "1", "L", "30000", "u1:1"]), Value::Null);
+    // The holder is paused past its lease: nobody released it.
+    let Value::Int(_) = c.cmd(&["RLOCKD", "CLOCK", "ADVANCE", "30001"]) else { panic!() };
+    assert_eq!(events(&mut c, "L").last().cloned(), Some(("expired".into(), "u1:1".into())));
+    // A second client takes it: two holders believe they own it.
+    assert_eq!(c.cmd(&["EVAL", REENTRANT_LOCK, "1", "L", "30000", "u2:9"]), Value::Null);
+    let Value::Agg(_, Some(v)) = c.cmd(&["RLOCKD", "CHECK"]) else { panic!("CHECK") };
+    assert_eq!(v.len(), 1);
+    let Value::Bulk(Some(text)) = &v[0] else { panic!() };
+    let text = String::from_utf8_lossy(text);
+    assert!(text.contains("acquired by u2:9 after its lease expired while held by u1:1"), "{text}");
+    assert_eq!(srv.check_locks().len(), 1);
+    assert_eq!(c.cmd(&["RLOCKD", "CHECK", "RESET"]), ok());
+    assert!(srv.check_locks().is_empty());
+    // The same holder coming back after its own expiry is not a violation.
+    let Value::Int(_) = c.cmd(&["RLOCKD", "CLOCK", "ADVANCE", "30001"]) else { panic!() };
+    assert_eq!(c.cmd(&["EVAL", REENTRANT_LOCK, "1", "L", "30000", "u2:9"]), Value::Null);
+    assert!(srv.check_locks().is_empty());
+}
+
+#[test]
+fn check_catches_a_semaphore_below_zero_and_a_fair_lock_out_of_order() {
+    let srv = server();
+    let mut c = resp3(srv.port());
+    assert_eq!(c.cmd(&["SET", "permits", "1"]), ok());
+    assert_eq!(c.cmd(&["DECRBY", "permits", "2"]), Value::Int(-1));
+    // A fair lock with u2 then u3 queued; u3 is let in first by a buggy client.
+    let fair = ["F", "redisson_lock_queue:{F}", "redisson_lock_timeout:{F}"];
+    let take = |c: &mut RawConn, h: &str| {
+        c.cmd(&["EVAL", FAIR_LOCK, "3", fair[0], fair[1], fair[2], "30000", h, "5000", "1000"])
+    };
+    assert_eq!(take(&mut c, "u1:1"), Value::Null);
+    assert!(matches!(take(&mut c, "u2:2"), Value::Int(_)));
+    assert!(matches!(take(&mut c, "u3:3"), Value::Int(_)));
+    assert_eq!(c.cmd(&["DEL", "F"]), Value::Int(1));
+    assert_eq!(c.cmd(&["HSET", "F", "u3:3", "1"]), Value::Int(1));
+    let v = srv.check_locks();
+    assert_eq!(v.len(), 2, "{v:?}");
+    assert!(v.iter().any(|s| s.contains("permits: counter below zero")));
+    assert!(v.iter().any(|s| s.contains("fair lock served u3:3 before u2:2")));
+}

@@ -1,0 +1,307 @@
+//! What happened to each lock, and whether it was ever unsafe
+//! (`RLOCKD EVENTS`, `RLOCKD CHECK`, `Server::lock_events`/`check_locks`).
+//!
+//! After every command, the keys it touched (expiries included) are read
+//! again as locks ([`super::locks::view_key`]) and compared with what they
+//! were: holders that appear are `acquired` (or `reentered`), holders that
+//! go are `released` — or `expired` when the lease ran out with no release,
+//! the failure behind two holders at once; a longer lease with the same
+//! holders is `renewed`. The comparison also finds violations: a lock taken
+//! by another owner after it expired while held, a fair lock served out of
+//! queue order, a writer beside other owners' readers, a counter (semaphore)
+//! below zero.
+
+use std::collections::{HashMap, VecDeque};
+
+use bytes::Bytes;
+
+use super::locks::{view_key, LockView};
+use super::Keyspace;
+
+/// Events kept for `RLOCKD EVENTS` (the oldest go first).
+const MAX_EVENTS: usize = 10_000;
+
+/// One thing that happened to a lock.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LockEvent {
+    /// Increasing id (for `SINCE`).
+    pub id: u64,
+    /// Server time, unix ms.
+    pub time_ms: u64,
+    /// Database index.
+    pub db: usize,
+    /// The lock's key.
+    pub key: Bytes,
+    /// The lock's kind (see [`super::locks`]).
+    pub kind: &'static str,
+    /// `acquired`, `reentered`, `renewed`, `released`, `expired`, `counter`.
+    pub event: &'static str,
+    /// The holder concerned (empty for `counter`).
+    pub holder: Bytes,
+    /// Its hold count afterwards (a counter's value for `counter`).
+    pub count: i64,
+    /// The client whose command did it (0: the server's own expiry).
+    pub client: u64,
+    /// That command (with the script's sha for `EVALSHA`).
+    pub command: String,
+}
+
+/// Who ran the command being observed (kept cheap: it is set for every
+/// top-level command while the history records).
+#[derive(Debug, Clone, Default)]
+pub struct Actor {
+    /// Client id (0: the server itself).
+    pub client: u64,
+    /// Command name (`hincrby`, `evalsha`…).
+    pub command: &'static str,
+    /// The script's sha for `EVALSHA`/`FCALL`'s function name.
+    pub detail: Option<Bytes>,
+}
+
+impl Actor {
+    fn describe(&self) -> String {
+        match &self.detail {
+            Some(d) => format!("{} {}", self.command, String::from_utf8_lossy(d)),
+            None => self.command.to_string(),
+        }
+    }
+}
+
+/// The recorder: last view of every lock, events, violations.
+#[derive(Debug, Default)]
+pub struct LockHistory {
+    /// Last view of each lock with the absolute deadline of its key.
+    seen: HashMap<(usize, Bytes), (LockView, Option<u64>)>,
+    /// Holders of locks that expired while held, until the lock is taken again.
+    expired_held: HashMap<(usize, Bytes), Vec<Bytes>>,
+    /// The last waiting queue seen for each fair lock, kept while the lock
+    /// is free, to check who is served next.
+    queues: HashMap<(usize, Bytes), Vec<Bytes>>,
+    events: VecDeque<LockEvent>,
+    next_id: u64,
+    violations: Vec<String>,
+}
+
+/// The lock a key belongs to: itself, or the lock named inside the braces of
+/// a fair lock's queue / timeout set or a read hold's lease key.
+fn lock_key(key: &[u8]) -> Bytes {
+    for prefix in [&b"redisson_lock_queue:{"[..], b"redisson_lock_timeout:{"] {
+        if let Some(rest) = key.strip_prefix(prefix).and_then(|r| r.strip_suffix(b"}")) {
+            return Bytes::copy_from_slice(rest);
+        }
+    }
+    if key.starts_with(b"{") && key.windows(16).any(|w| w == b":rwlock_timeout:") {
+        if let Some(end) = key.iter().position(|&c| c == b'}') {
+            return Bytes::copy_from_slice(&key[1..end]);
+        }
+    }
+    Bytes::copy_from_slice(key)
+}
+
+/// The owner part of a Redisson holder id (`uuid:thread[:write]` → `uuid:thread`).
+fn owner(id: &[u8]) -> &[u8] {
+    id.strip_suffix(b":write").unwrap_or(id)
+}
+
+impl LockHistory {
+    /// Compares the touched keys' locks with their last views.
+    pub fn observe(&mut self, touched: &[(usize, Bytes)], ks: &Keyspace, now_ms: u64, actor: &Actor) {
+        let mut done: std::collections::HashSet<(usize, Bytes)> = std::collections::HashSet::new();
+        for (db, key) in touched {
+            let id = (*db, lock_key(key));
+            if !done.insert(id.clone()) {
+                continue;
+            }
+            let now_view = ks.dbs.get(*db).and_then(|d| view_key(d, *db, &id.1, now_ms));
+            let before = self.seen.remove(&id);
+            self.compare(&id, before, now_view.as_ref(), now_ms, actor);
+            if let Some(v) = now_view {
+                let deadline = v.lease_ms.map(|ms| now_ms.saturating_add_signed(ms));
+                self.seen.insert(id, (v, deadline));
+            }
+        }
+    }
+
+    fn compare(
+        &mut self,
+        id: &(usize, Bytes),
+        before: Option<(LockView, Option<u64>)>,
+        after: Option<&LockView>,
+        now_ms: u64,
+        actor: &Actor,
+    ) {
+        let (old, old_deadline) = match before {
+            Some((v, d)) => (Some(v), d),
+            None => (None, None),
+        };
+        let kind = after.or(old.as_ref()).map_or("", |v| v.kind);
+        let old_holders: Vec<(Bytes, i64)> =
+            old.as_ref().map(|v| v.holders.iter().map(|h| (h.id.clone(), h.count)).collect()).unwrap_or_default();
+        let new_holders: Vec<(Bytes, i64)> =
+            after.map(|v| v.holders.iter().map(|h| (h.id.clone(), h.count)).collect()).unwrap_or_default();
+        // Holders that left: released, or expired if the key's lease ran out.
+        let expired = after.is_none() && old_deadline.is_some_and(|d| d <= now_ms);
+        let mut gone = Vec::new();
+        for (h, _) in &old_holders {
+            if !new_holders.iter().any(|(n, _)| n == h) {
+                let event = if expired { "expired" } else { "released" };
+                self.push(id, kind, event, h.clone(), 0, now_ms, actor);
+                gone.push(h.clone());
+            }
+        }
+        if expired && !gone.is_empty() {
+            self.expired_held.insert(id.clone(), gone);
+        }
+        for (h, count) in &new_holders {
+            match old_holders.iter().find(|(o, _)| o == h) {
+                None => {
+                    self.push(id, kind, "acquired", h.clone(), *count, now_ms, actor);
+                    if let Some(previous) = self.expired_held.remove(id) {
+                        if !previous.iter().any(|p| owner(p) == owner(h)) {
+                            self.violate(format!(
+                                "db{} {}: acquired by {} after its lease expired while held by {} (two holders at once)",
+                                id.0,
+                                String::from_utf8_lossy(&id.1),
+                                String::from_utf8_lossy(h),
+                                previous.iter().map(|p| String::from_utf8_lossy(p).into_owned()).collect::<Vec<_>>().join(", ")
+                            ));
+                        }
+                    }
+                    if let Some(queue) = self.queues.get(id) {
+                        if queue.iter().position(|w| w == h).is_some_and(|pos| pos > 0) {
+                            let first = String::from_utf8_lossy(&queue[0]).into_owned();
+                            self.violate(format!(
+                                "db{} {}: fair lock served {} before {first}, who was first in the queue",
+                                id.0,
+                                String::from_utf8_lossy(&id.1),
+                                String::from_utf8_lossy(h),
+                            ));
+                        }
+                    }
+                }
+                Some((_, old_count)) if count > old_count => {
+                    self.push(id, kind, "reentered", h.clone(), *count, now_ms, actor)
+                }
+                Some((_, old_count)) if count < old_count => {
+                    self.push(id, kind, "released", h.clone(), *count, now_ms, actor)
+                }
+                Some(_) => {}
+            }
+        }
+        if let (Some(o), Some(a)) = (&old, after) {
+            let same = old_holders == new_holders && !new_holders.is_empty();
+            let new_deadline = a.lease_ms.map(|ms| now_ms.saturating_add_signed(ms));
+            if same && new_deadline > old_deadline && old_deadline.is_some() {
+                for (h, count) in &new_holders {
+                    self.push(id, kind, "renewed", h.clone(), *count, now_ms, actor);
+                }
+            }
+            if o.value != a.value {
+                if let Some(v) = a.value {
+                    self.push(id, kind, "counter", Bytes::new(), v, now_ms, actor);
+                }
+            }
+        } else if let (None, Some(a)) = (&old, after) {
+            if let Some(v) = a.value {
+                self.push(id, kind, "counter", Bytes::new(), v, now_ms, actor);
+            }
+        }
+        if let Some(a) = after.filter(|a| a.kind == "fair") {
+            self.queues.insert(id.clone(), a.waiters.iter().map(|w| w.id.clone()).collect());
+        }
+        if let Some(a) = after {
+            if a.value.is_some_and(|v| v < 0) {
+                self.violate(format!(
+                    "db{} {}: counter below zero ({}): more permits taken than the semaphore has",
+                    id.0,
+                    String::from_utf8_lossy(&id.1),
+                    a.value.unwrap_or(0)
+                ));
+            }
+            if a.kind == "read-write" {
+                let writers: Vec<&[u8]> =
+                    a.holders.iter().filter(|h| h.id.ends_with(b":write")).map(|h| owner(&h.id)).collect();
+                let foreign_reader = a
+                    .holders
+                    .iter()
+                    .filter(|h| !h.id.ends_with(b":write"))
+                    .any(|r| writers.iter().any(|w| *w != owner(&r.id)));
+                if !writers.is_empty() && (foreign_reader || writers.len() > 1) {
+                    self.violate(format!(
+                        "db{} {}: a writer holds the read-write lock beside other owners",
+                        id.0,
+                        String::from_utf8_lossy(&id.1)
+                    ));
+                }
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn push(
+        &mut self,
+        id: &(usize, Bytes),
+        kind: &'static str,
+        event: &'static str,
+        holder: Bytes,
+        count: i64,
+        now_ms: u64,
+        actor: &Actor,
+    ) {
+        self.next_id += 1;
+        let (client, command) =
+            if event == "expired" { (0, "(expiry)".to_string()) } else { (actor.client, actor.describe()) };
+        self.events.push_back(LockEvent {
+            id: self.next_id,
+            time_ms: now_ms,
+            db: id.0,
+            key: id.1.clone(),
+            kind,
+            event,
+            holder,
+            count,
+            client,
+            command,
+        });
+        if self.events.len() > MAX_EVENTS {
+            self.events.pop_front();
+        }
+    }
+
+    fn violate(&mut self, what: String) {
+        if !self.violations.contains(&what) {
+            self.violations.push(what);
+        }
+    }
+
+    /// Events after id `since`, of `key` if given, oldest first.
+    pub fn events(&self, key: Option<&[u8]>, since: u64) -> Vec<LockEvent> {
+        self.events.iter().filter(|e| e.id > since && key.is_none_or(|k| &e.key[..] == k)).cloned().collect()
+    }
+
+    /// Every violation seen so far.
+    pub fn violations(&self) -> &[String] {
+        &self.violations
+    }
+
+    /// Forgets events and violations (`RLOCKD CHECK RESET`), keeps the views.
+    pub fn reset(&mut self) {
+        self.events.clear();
+        self.violations.clear();
+        self.expired_held.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auxiliary_keys_map_to_their_lock() {
+        assert_eq!(&lock_key(b"redisson_lock_queue:{a}")[..], b"a");
+        assert_eq!(&lock_key(b"redisson_lock_timeout:{a}")[..], b"a");
+        assert_eq!(&lock_key(b"{rw}:u:1:rwlock_timeout:1")[..], b"rw");
+        assert_eq!(&lock_key(b"plain")[..], b"plain");
+        assert_eq!(owner(b"u:1:write"), b"u:1");
+    }
+}
