@@ -51,6 +51,12 @@ impl CmdError {
     }
 }
 
+impl From<crate::num::NotInteger> for CmdError {
+    fn from(_: crate::num::NotInteger) -> Self {
+        CmdError::NotInteger
+    }
+}
+
 impl From<CmdError> for crate::protocol::Reply {
     fn from(e: CmdError) -> Self {
         crate::protocol::Reply::Error(e.to_bytes())

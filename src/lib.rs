@@ -27,6 +27,7 @@
 #![warn(clippy::all)]
 
 pub mod blocking;
+pub mod client;
 pub mod clock;
 pub mod cmd;
 pub mod config;
@@ -55,6 +56,7 @@ pub mod script;
 pub mod server;
 pub mod testing;
 pub mod tx;
+pub mod version;
 
 pub use config::Config;
 pub use error::Error;

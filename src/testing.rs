@@ -16,11 +16,11 @@ use std::sync::Arc;
 use bytes::Bytes;
 use tokio::sync::mpsc;
 
+use crate::client::{ClientShared, ClientState, Outbound};
 use crate::cmd::{self, Ctx};
 use crate::config::Config;
 use crate::core::Shared;
 use crate::protocol::Reply;
-use crate::server::client::{ClientShared, ClientState, Outbound};
 
 /// A server state and one connected client, without sockets.
 pub struct Harness {
@@ -42,7 +42,7 @@ impl Harness {
     }
 
     pub fn with_config(config: Config) -> Harness {
-        let shared = Arc::new(Shared::new(&config).expect("valid config"));
+        let shared = Arc::new(Shared::new(&config, crate::cmd::table().len()).expect("valid config"));
         let (tx, pushes) = mpsc::unbounded_channel();
         let addr: SocketAddr = config.bind;
         let cs = Arc::new(ClientShared::new(shared.next_id(), addr, addr, shared.clock.now_ms(), tx));
@@ -68,7 +68,7 @@ impl Harness {
         let reply = cmd::process(&mut ctx, argv);
         // A blocking command cannot wait here: give up at once, like a timeout.
         if let Some(req) = self.client.block.take() {
-            return crate::blocking::cancel(&mut core, req.waiter).unwrap_or(Reply::NilArray);
+            return core.blocking.cancel(req.waiter).unwrap_or(Reply::NilArray);
         }
         reply
     }

@@ -13,7 +13,6 @@ use std::collections::{HashMap, HashSet};
 
 use bytes::Bytes;
 
-use crate::cmd::Ctx;
 use crate::db::Keyspace;
 
 /// One key watched by a client.
@@ -124,11 +123,4 @@ impl Watches {
 /// deleting it).
 pub fn is_expired(ks: &Keyspace, db: usize, key: &[u8], now: u64) -> bool {
     ks.dbs.get(db).and_then(|d| d.map.get(key)).and_then(|e| e.expire).is_some_and(|at| at <= now)
-}
-
-/// Drops the client's MULTI state and WATCHes (DISCARD, RESET, disconnect).
-pub fn discard_state(ctx: &mut Ctx<'_>) {
-    ctx.client.multi = None;
-    ctx.client.shared.in_multi.store(false, std::sync::atomic::Ordering::Relaxed);
-    ctx.core.watches.unwatch(ctx.client.id);
 }

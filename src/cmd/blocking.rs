@@ -10,8 +10,8 @@ use bytes::Bytes;
 
 use super::list::{self, key_and_elements, parse_end, parse_lr, parse_mpop, End};
 use super::zset::{parse_minmax, zmpop_reply, zpop_first};
-use super::{cmd, CommandSpec, Ctx};
-use crate::blocking::{block_on_keys, can_block};
+use super::{cmd, CommandSpec, Ctx, Lookup};
+use crate::client::{BlockRequest, ClientState};
 use crate::error::{CmdError, CmdResult};
 use crate::num;
 use crate::protocol::Reply;
@@ -177,6 +177,102 @@ fn bzmpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Ok(Reply::NilArray);
     }
     block_on_keys(ctx, args, &p.keys, timeout, Reply::NilArray)
+}
+
+/// True if the running command may block (not inside a script, `EXEC`, or
+/// the re-run of a waiter).
+pub fn can_block(ctx: &Ctx<'_>) -> bool {
+    !ctx.client.is_script() && !ctx.client.in_exec && !ctx.client.no_block
+}
+
+/// Blocks the calling client on `keys` (in the client's database) for
+/// `timeout_secs` (0 = forever). `timeout_reply` is sent if it times out.
+/// The returned reply is a placeholder the connection does not send.
+pub fn block_on_keys(
+    ctx: &mut Ctx<'_>,
+    argv: &[Bytes],
+    keys: &[Bytes],
+    timeout_secs: f64,
+    timeout_reply: Reply,
+) -> CmdResult {
+    let (id, rx) = ctx.core.blocking.add_waiter(
+        ctx.client.shared.clone(),
+        ctx.client.db,
+        ctx.client.resp,
+        argv.to_vec(),
+        keys,
+        timeout_reply,
+    );
+    ctx.core.ks.sig.track_touches = true;
+    let deadline = (timeout_secs > 0.0).then(|| ctx.shared.clock.now_ms() + (timeout_secs * 1000.0) as u64);
+    ctx.client.block = Some(BlockRequest { waiter: id, rx, deadline });
+    Ok(Reply::Nil)
+}
+
+/// Serves waiters of ready keys (called by dispatch after a top-level command).
+pub fn serve_ready(ctx: &mut Ctx<'_>) {
+    if !ctx.core.blocking.begin_serving() {
+        return;
+    }
+    while let Some(key) = ctx.core.blocking.ready.pop_front() {
+        while let Some(&id) = ctx.core.blocking.by_key.get(&key).and_then(|q| q.front()) {
+            let (client, db, resp, argv) = {
+                let w = &ctx.core.blocking.waiters[&id];
+                (w.client.clone(), w.db, w.resp, w.argv.clone())
+            };
+            // Redis serves a waiter from the key that became ready, and only
+            // if it holds the type the command pops from; then any error
+            // (a BLMOVE destination of the wrong type) is the answer.
+            let wants = if argv[0].len() > 2 && argv[0][..2].eq_ignore_ascii_case(b"bz") { "zset" } else { "list" };
+            let type_ok = ctx.core.ks.dbs[key.0].map.get(&key.1[..]).is_some_and(|e| e.value.type_name() == wants);
+            if !type_ok {
+                break;
+            }
+            let argv = narrow_to_key(argv, &key.1);
+            let Lookup::Found(c) = super::table().lookup(&argv) else {
+                break;
+            };
+            let mut state = ClientState::new(client, true);
+            state.db = db;
+            state.resp = resp;
+            state.no_block = true;
+            let reply = {
+                let mut sub = Ctx { core: ctx.core, client: &mut state, shared: ctx.shared };
+                super::call(&mut sub, c, &argv)
+            };
+            let nothing = matches!(reply, Reply::Nil | Reply::NilArray);
+            if nothing {
+                break;
+            }
+            ctx.core.blocking.serve(id, reply);
+        }
+    }
+    ctx.core.blocking.end_serving();
+    ctx.core.ks.sig.track_touches = ctx.core.watches.is_active() || ctx.core.blocking.is_active();
+}
+
+/// A blocked command's arguments with its keys narrowed to `key`, the one
+/// that became ready (`BLPOP a b 0` → `BLPOP b 0`; `BLMPOP 0 2 a b LEFT` →
+/// `BLMPOP 0 1 b LEFT`): the re-run pops from that key, as Redis does.
+fn narrow_to_key(argv: Vec<Bytes>, key: &Bytes) -> Vec<Bytes> {
+    let name = argv[0].to_ascii_lowercase();
+    match &name[..] {
+        b"blpop" | b"brpop" | b"bzpopmin" | b"bzpopmax" => {
+            vec![argv[0].clone(), key.clone(), argv[argv.len() - 1].clone()]
+        }
+        b"blmpop" | b"bzmpop" => {
+            let numkeys = std::str::from_utf8(&argv[2]).ok().and_then(|n| n.parse::<usize>().ok());
+            match numkeys {
+                Some(n) if 3 + n <= argv.len() => {
+                    let mut v = vec![argv[0].clone(), argv[1].clone(), Bytes::from_static(b"1"), key.clone()];
+                    v.extend_from_slice(&argv[3 + n..]);
+                    v
+                }
+                _ => argv,
+            }
+        }
+        _ => argv,
+    }
 }
 
 #[cfg(test)]

@@ -45,11 +45,11 @@ use std::time::Instant;
 
 use bytes::Bytes;
 
+use crate::client::ClientState;
 use crate::core::{Core, Shared, SlowEntry};
 use crate::db::DbView;
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
-use crate::server::client::ClientState;
 
 /// What a handler gets: the whole server state (under the core lock), the
 /// calling client, and the server's shared parts.
@@ -415,7 +415,7 @@ fn reject(ctx: &mut Ctx<'_>, cmd: Option<&Command>, err: CmdError) -> Reply {
     // discards the transaction and answers EXECABORT.
     let err = match cmd {
         Some(c) if c.spec.name == "exec" => {
-            crate::tx::discard_state(ctx);
+            tx::discard_state(ctx);
             let text = err.to_string();
             let text = text.strip_prefix("ERR ").unwrap_or(&text);
             CmdError::custom(format!("EXECABORT Transaction discarded because of: {text}"))
@@ -451,7 +451,7 @@ pub fn process(ctx: &mut Ctx<'_>, argv: Vec<Bytes>) -> Reply {
         return reject(ctx, Some(cmd), pubsub_context_error(cmd));
     }
     // Only a busy script's hook runs commands nested in a call (see
-    // `server::connection::serve_busy_queue`).
+    // `scripting::serve_busy_queue`).
     if ctx.core.call_depth > 0
         && ctx.shared.script.busy.load(std::sync::atomic::Ordering::Acquire)
         && !cmd.has(flags::ALLOW_BUSY)
@@ -528,7 +528,7 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes]) -> Reply {
         }
         ctx.core.after_command();
         if ctx.core.blocking.has_ready() {
-            crate::blocking::serve_ready(ctx);
+            blocking::serve_ready(ctx);
         }
     }
     reply

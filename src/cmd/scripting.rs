@@ -9,7 +9,8 @@ use bytes::Bytes;
 
 use super::util::eq;
 use super::{cmd, container, CommandSpec, Ctx};
-use crate::core::Shared;
+use crate::client::ClientState;
+use crate::core::{BusyOutcome, BusyRequest, Core, Shared};
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
 use crate::script::Scripting;
@@ -446,5 +447,54 @@ fn function_restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             Ok(Reply::ok())
         }
         Err(e) => Err(CmdError::custom(format!("ERR {e}"))),
+    }
+}
+
+/// Runs the commands connections queued while the script is busy (called
+/// from the script's interrupt hook, between Lua instructions). They run
+/// nested in the script's call, so they neither refresh the script's frozen
+/// time nor trigger post-command work mid-script; the script's own
+/// `redis.call` statistics are left untouched.
+pub fn serve_busy_queue(core: &mut Core, shared: &Shared) {
+    let requests = std::mem::take(&mut shared.script.busy_queue.lock().requests);
+    if requests.is_empty() {
+        return;
+    }
+    let nested = (core.stats.nested_calls, core.stats.nested_nanos);
+    let mut answers = Vec::with_capacity(requests.len());
+    for BusyRequest { argv, mut client, register, done } in requests {
+        let mut max_bulk = None;
+        let reply = if register && {
+            max_bulk = core.register_client(&mut client);
+            max_bulk.is_none()
+        } {
+            client.close = true;
+            Reply::error("ERR max number of clients reached")
+        } else {
+            let mut ctx = Ctx { core: &mut *core, client: &mut client, shared };
+            super::process(&mut ctx, argv)
+        };
+        answers.push((done, BusyOutcome::Done { reply, client, max_bulk }));
+    }
+    (core.stats.nested_calls, core.stats.nested_nanos) = nested;
+    // Answer from another thread: this worker stays blocked by the script,
+    // and tasks woken from it would wait in its local queue (see
+    // `RunCtx::check_interrupt`).
+    let gone: Vec<ClientState> = std::thread::scope(|s| {
+        s.spawn(|| {
+            answers
+                .into_iter()
+                .filter_map(|(done, outcome)| match done.send(outcome) {
+                    Err(BusyOutcome::Done { client, max_bulk: Some(_), .. }) => Some(client),
+                    _ => None,
+                })
+                .collect()
+        })
+        .join()
+        .unwrap_or_default()
+    });
+    // A connection that went away after being registered here.
+    for client in gone {
+        core.unregister_client(&client.shared);
     }
 }

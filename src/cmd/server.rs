@@ -10,14 +10,10 @@ use bytes::Bytes;
 use super::generic::{db_index, help_reply};
 use super::util::{eq, int};
 use super::{cmd, container, flags, table, Command, CommandSpec, Ctx};
+use crate::client::ReplyMode;
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::{Reply, Resp};
-use crate::server::client::ReplyMode;
-
-/// The Redis version rlockd reports (and whose behaviour it follows).
-pub const REDIS_VERSION: &str = "7.0.15";
-/// `REDIS_VERSION_NUM` as Lua sees it (0x00MMmmpp).
-pub const REDIS_VERSION_NUM: i64 = 0x0007_000f;
+use crate::version::REDIS_VERSION;
 
 pub static COMMANDS: &[CommandSpec] = &[
     cmd("ping", ping, -1, "fast", 0, 0, 0, "@fast @connection")
@@ -331,11 +327,11 @@ fn quit(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
 }
 
 fn reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    crate::tx::discard_state(ctx);
+    super::tx::discard_state(ctx);
     if ctx.core.monitors.remove(ctx.client.id) {
         ctx.client.shared.monitor.store(false, std::sync::atomic::Ordering::Relaxed);
     }
-    crate::pubsub::unsubscribe_all(ctx);
+    super::pubsub::unsubscribe_all(ctx);
     ctx.client.set_db(0);
     ctx.client.set_resp(Resp::V2);
     ctx.client.reply_mode = ReplyMode::On;
@@ -440,7 +436,7 @@ fn swapdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
         ks.dbs.swap(a, b);
         ks.sig.dirty += 1;
-        crate::blocking::on_swapdb(ctx.core, a, b);
+        ctx.core.blocking.on_swapdb(a, b);
     }
     Ok(Reply::ok())
 }
@@ -763,7 +759,7 @@ fn client_unblock(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if args.len() > 4 {
         return Err(CmdError::Syntax);
     }
-    Ok(Reply::Int(i64::from(crate::blocking::unblock_client(ctx.core, id as u64, with_error))))
+    Ok(Reply::Int(i64::from(ctx.core.blocking.unblock_client(id as u64, with_error))))
 }
 
 fn client_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {

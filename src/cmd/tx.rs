@@ -11,9 +11,9 @@ use std::sync::atomic::Ordering;
 use bytes::Bytes;
 
 use super::{cmd, table, CommandSpec, Ctx, Lookup};
+use crate::client::MultiState;
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
-use crate::server::client::MultiState;
 
 pub static COMMANDS: &[CommandSpec] = &[
     cmd("multi", multi, 1, "noscript loading stale fast allow_busy", 0, 0, 0, "@fast @transaction")
@@ -41,7 +41,7 @@ fn discard(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     if ctx.client.multi.is_none() {
         return Err(CmdError::custom("ERR DISCARD without MULTI"));
     }
-    crate::tx::discard_state(ctx);
+    discard_state(ctx);
     Ok(Reply::ok())
 }
 
@@ -75,7 +75,7 @@ fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
         // Messages this command published (or keyspace events it raised),
         // in order; a RESP3 subscriber gets its own inside the EXEC array,
         // before this command's reply, as Redis writes them.
-        crate::pubsub::publish_events(ctx.core, true);
+        ctx.core.publish_events(true);
         let mine = if resp3 { ctx.core.pubsub.take_pending_for(id) } else { Vec::new() };
         replies.push(if mine.is_empty() { reply } else { Reply::AfterPushes(mine, Box::new(reply)) });
     }
@@ -100,4 +100,11 @@ fn watch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 fn unwatch(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     ctx.core.watches.unwatch(ctx.client.id);
     Ok(Reply::ok())
+}
+
+/// Drops the client's MULTI state and WATCHes (DISCARD, RESET, disconnect).
+pub fn discard_state(ctx: &mut Ctx<'_>) {
+    ctx.client.multi = None;
+    ctx.client.shared.in_multi.store(false, Ordering::Relaxed);
+    ctx.core.watches.unwatch(ctx.client.id);
 }

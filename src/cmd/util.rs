@@ -14,7 +14,7 @@ pub fn eq(arg: &[u8], kw: &str) -> bool {
 /// Strict integer (`ERR value is not an integer or out of range`).
 #[inline]
 pub fn int(arg: &[u8]) -> Result<i64, CmdError> {
-    num::parse_int(arg)
+    Ok(num::parse_int(arg)?)
 }
 
 /// Double (`ERR value is not a valid float`).

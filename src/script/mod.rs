@@ -40,10 +40,10 @@ use mlua::ffi;
 
 pub use redis_lib::sha1_hex;
 
+use crate::client::{ClientKind, ClientState};
 use crate::cmd::Ctx;
 use crate::error::CmdError;
 use crate::protocol::{Reply, Resp};
-use crate::server::client::{ClientKind, ClientState};
 use lua::State;
 use run::{Rand48, RunCtx, RunGuard};
 use sandbox::{Vm, VmKind};
@@ -226,7 +226,7 @@ impl Scripting {
     pub fn eval(&mut self, ctx: &mut Ctx<'_>, args: &[Bytes], evalsha: bool, ro: bool) -> Reply {
         let numkeys = match crate::num::parse_int(&args[2]) {
             Ok(n) => n,
-            Err(e) => return e.into(),
+            Err(e) => return CmdError::from(e).into(),
         };
         if numkeys > (args.len() - 3) as i64 {
             return Reply::error("ERR Number of keys can't be greater than number of args");
@@ -396,7 +396,7 @@ impl Scripting {
         if self.runs.is_multiple_of(50) {
             vm.gc_step();
         }
-        crate::server::connection::close_busy_queue(shared);
+        shared.script.close_busy_queue();
         st.running.store(false, Ordering::Release);
         st.busy.store(false, Ordering::Release);
         st.kill.store(false, Ordering::Release);

@@ -345,8 +345,8 @@ pub(crate) unsafe fn push_version_and_log(l: State) {
     set_num(l, "LOG_VERBOSE", 1.0);
     set_num(l, "LOG_NOTICE", 2.0);
     set_num(l, "LOG_WARNING", 3.0);
-    set_num(l, "REDIS_VERSION_NUM", crate::cmd::server::REDIS_VERSION_NUM as f64);
-    push_bytes(l, crate::cmd::server::REDIS_VERSION.as_bytes());
+    set_num(l, "REDIS_VERSION_NUM", crate::version::REDIS_VERSION_NUM as f64);
+    push_bytes(l, crate::version::REDIS_VERSION.as_bytes());
     set_field_raw(l, -2, "REDIS_VERSION");
 }
 

@@ -13,10 +13,10 @@ use std::time::Instant;
 
 use bytes::Bytes;
 
+use crate::client::ClientState;
 use crate::cmd::{self, flags, Ctx, Lookup};
 use crate::core::{Core, Shared};
 use crate::protocol::{Reply, Resp};
-use crate::server::client::ClientState;
 
 /// Redis's `redisLrand48`: the 48-bit LCG of `lrand48`, seeded like Redis.
 #[derive(Debug, Clone)]
@@ -194,7 +194,7 @@ impl RunCtx {
             });
         }
         // SAFETY: between Lua instructions nothing else borrows the core.
-        crate::server::connection::serve_busy_queue(unsafe { &mut *self.core }, shared);
+        crate::cmd::scripting::serve_busy_queue(unsafe { &mut *self.core }, shared);
         shared.script.kill.load(Ordering::Acquire) || *shared.shutdown.borrow()
     }
 }

@@ -4,7 +4,6 @@
 //! the same from `#[test]`, `#[tokio::test]` (any flavour) and a binary, and
 //! many servers can live in one process. Dropping the handle stops it.
 
-pub mod client;
 pub mod connection;
 
 use std::net::SocketAddr;
@@ -48,7 +47,7 @@ impl Server {
         let addr = std_listener.local_addr().map_err(Error::Runtime)?;
         let mut cfg = config.clone();
         cfg.bind = addr;
-        let shared = Arc::new(Shared::new(&cfg)?);
+        let shared = Arc::new(Shared::new(&cfg, crate::cmd::table().len())?);
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(config.worker_threads.max(2))
             .thread_stack_size(crate::script::SCRIPT_THREAD_STACK)

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use parking_lot::Mutex;
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::{mpsc, oneshot, Notify};
 
 use crate::protocol::{Reply, Resp};
 
@@ -182,6 +182,15 @@ impl ClientShared {
     }
 }
 
+/// What a connection awaits after a blocking command registered a waiter.
+#[derive(Debug)]
+pub struct BlockRequest {
+    pub waiter: u64,
+    pub rx: oneshot::Receiver<Reply>,
+    /// Timeout deadline on the server's clock (unix ms).
+    pub deadline: Option<u64>,
+}
+
 /// Commands queued by `MULTI`.
 #[derive(Debug, Default)]
 pub struct MultiState {
@@ -201,7 +210,7 @@ pub struct ClientState {
     pub shared: Arc<ClientShared>,
     pub multi: Option<MultiState>,
     /// Set by a blocking command that must wait; the connection awaits it.
-    pub block: Option<crate::blocking::BlockRequest>,
+    pub block: Option<BlockRequest>,
     pub reply_mode: ReplyMode,
     /// Close the connection once pending replies are written.
     pub close: bool,
