@@ -10,6 +10,7 @@ mod diff;
 mod diff_random;
 mod hash;
 mod keyspace;
+mod layering;
 mod lifecycle;
 mod list;
 mod locks;
