@@ -178,7 +178,7 @@ impl Scripting {
     }
 
     fn fvm(&mut self) -> &Vm {
-        self.fvm.get_or_insert_with(|| Vm::new(VmKind::Function))
+        self.fvm.get_or_insert_with(|| Vm::for_functions(functions::register_function))
     }
 
     /// The body of a cached script (Redis keeps them to replicate `EVALSHA`

@@ -290,7 +290,7 @@ unsafe fn encode_one(
         ffi::LUA_TTABLE => {
             // A read-only library table encodes as the table it stands for.
             if ffi::lua_checkstack(l, 4) != 0 {
-                crate::script::sandbox::unproxy(l, -1);
+                crate::script::lua::unproxy(l, -1);
             }
             let depth = frames.len() as c_int + 1;
             if !(depth <= cfg.encode_max_depth && ffi::lua_checkstack(l, 3) != 0) {
