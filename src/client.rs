@@ -214,8 +214,6 @@ pub struct ClientState {
     pub reply_mode: ReplyMode,
     /// Close the connection once pending replies are written.
     pub close: bool,
-    /// The script being run is read-only (`EVAL_RO`, `no-writes` flag).
-    pub script_readonly: bool,
     /// True while `EXEC` runs this client's queued commands.
     pub in_exec: bool,
     /// Blocking commands must not block (re-run of a blocked client's command).
@@ -235,7 +233,6 @@ impl ClientState {
             block: None,
             reply_mode: ReplyMode::On,
             close: false,
-            script_readonly: false,
             in_exec: false,
             no_block: false,
         }

@@ -13,7 +13,9 @@ use crate::glob;
 pub struct Config {
     /// Address to listen on; port 0 picks a free port.
     pub bind: SocketAddr,
+    /// The password clients must `AUTH` with (`requirepass`); none: no auth.
     pub requirepass: Option<String>,
+    /// Number of databases (`SELECT 0` … `databases - 1`).
     pub databases: usize,
     /// Tokio worker threads for this server (at least 2, so a long script
     /// never stops the server from answering `BUSY`).

@@ -70,14 +70,19 @@ pub type CmdResult = Result<crate::protocol::Reply, CmdError>;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
+    /// The listening socket could not be bound.
     #[error("cannot bind {addr}: {source}")]
     Bind {
+        /// The address asked for.
         addr: String,
+        /// Why binding failed.
         #[source]
         source: std::io::Error,
     },
+    /// The server's threads could not be started.
     #[error("cannot start the server runtime: {0}")]
     Runtime(#[source] std::io::Error),
+    /// A configuration value was refused (the text says which and why).
     #[error("invalid configuration: {0}")]
     Config(String),
 }

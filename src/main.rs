@@ -198,7 +198,7 @@ fn main() -> ExitCode {
         server.addr(),
         server.port()
     );
-    let mut stop = server.shutdown_signal();
+    let stop = server.shutdown_requested();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("signal runtime");
     rt.block_on(async {
         let mut term =
@@ -206,7 +206,7 @@ fn main() -> ExitCode {
         tokio::select! {
             _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT received, shutting down"),
             _ = term.recv() => tracing::info!("SIGTERM received, shutting down"),
-            _ = rlockd::core::shutdown_requested(&mut stop) => tracing::info!("SHUTDOWN received"),
+            _ = stop => tracing::info!("SHUTDOWN received"),
         }
     });
     server.stop();

@@ -22,12 +22,19 @@ use crate::config::Config;
 use crate::core::Shared;
 use crate::protocol::Reply;
 
+/// The sorted set behind `ZADD`, `ZRANGE`…, for the benches.
+pub use crate::db::zset::{ScoreBound, ZSet};
+/// Splits a line the way `redis-cli` and inline commands do (quotes and
+/// escapes): the differential scenarios are written this way.
+pub use crate::protocol::parse::split_args;
+
 /// A server state and one connected client, without sockets.
 pub struct Harness {
-    pub shared: Arc<Shared>,
-    pub client: ClientState,
-    /// Messages pushed to this client (pub/sub, unblocked replies).
-    pub pushes: mpsc::UnboundedReceiver<Outbound>,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) client: ClientState,
+    /// Keeps the client's push channel open, as a connection does
+    /// (pub/sub messages and unblocked replies are queued to it).
+    _pushes: mpsc::UnboundedReceiver<Outbound>,
 }
 
 impl Default for Harness {
@@ -37,10 +44,12 @@ impl Default for Harness {
 }
 
 impl Harness {
+    /// A server state with the default configuration, and its client.
     pub fn new() -> Harness {
         Self::with_config(Config::default())
     }
 
+    /// A server state configured by `config`, and its client.
     pub fn with_config(config: Config) -> Harness {
         let shared = Arc::new(Shared::new(&config, crate::cmd::table().len()).expect("valid config"));
         let (tx, pushes) = mpsc::unbounded_channel();
@@ -48,7 +57,7 @@ impl Harness {
         let cs = Arc::new(ClientShared::new(shared.next_id(), addr, addr, shared.clock.now_ms(), tx));
         let authenticated = config.requirepass.is_none();
         shared.core.blocking_lock().clients.insert(cs.id, cs.clone());
-        Harness { client: ClientState::new(cs, authenticated), shared, pushes }
+        Harness { client: ClientState::new(cs, authenticated), shared, _pushes: pushes }
     }
 
     /// Runs one command line as a client would send it.

@@ -224,7 +224,7 @@ pub fn serve_ready(ctx: &mut Ctx<'_>) {
             // if it holds the type the command pops from; then any error
             // (a BLMOVE destination of the wrong type) is the answer.
             let wants = if argv[0].len() > 2 && argv[0][..2].eq_ignore_ascii_case(b"bz") { "zset" } else { "list" };
-            let type_ok = ctx.core.ks.dbs[key.0].map.get(&key.1[..]).is_some_and(|e| e.value.type_name() == wants);
+            let type_ok = ctx.core.ks.dbs[key.0].peek(&key.1).is_some_and(|e| e.value.type_name() == wants);
             if !type_ok {
                 break;
             }

@@ -320,9 +320,6 @@ impl Table {
     pub fn len(&self) -> usize {
         self.names.len()
     }
-    pub fn is_empty(&self) -> bool {
-        self.names.is_empty()
-    }
 
     /// Finds a top-level command by name, any letter case.
     pub fn get(&'static self, name: &[u8]) -> Option<&'static Command> {

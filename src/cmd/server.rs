@@ -381,12 +381,12 @@ fn flush_opts(args: &[Bytes]) -> Result<(), CmdError> {
 fn flush_db(ctx: &mut Ctx<'_>, index: usize) {
     let ks = &mut ctx.core.ks;
     if ks.sig.track_touches {
-        let keys: Vec<Bytes> = ks.dbs[index].map.keys().cloned().collect();
+        let keys: Vec<Bytes> = ks.dbs[index].keys().cloned().collect();
         for k in keys {
             ks.sig.touch(index, &k);
         }
     }
-    ks.sig.dirty += ks.dbs[index].map.len() as u64;
+    ks.sig.dirty += ks.dbs[index].len() as u64;
     ks.dbs[index].clear();
 }
 
@@ -425,7 +425,7 @@ fn swapdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         let ks = &mut ctx.core.ks;
         if ks.sig.track_touches {
             for i in [a, b] {
-                let keys: Vec<Bytes> = ks.dbs[i].map.keys().cloned().collect();
+                let keys: Vec<Bytes> = ks.dbs[i].keys().cloned().collect();
                 for k in keys {
                     ks.sig.touch(i, &k);
                     // The key appears in the other db too (WATCH of a key
@@ -1295,7 +1295,7 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) -> bool {
             l!("mem_clients_normal:0");
             l!("mem_cluster_links:0");
             l!("mem_aof_buffer:0");
-            l!("mem_allocator:{}", crate::allocator_name());
+            l!("mem_allocator:{}", crate::version::allocator_name());
             l!("active_defrag_running:0");
             l!("lazyfree_pending_objects:0");
             l!("lazyfreed_objects:0");
@@ -1426,8 +1426,8 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) -> bool {
         "keyspace" => {
             l!("# Keyspace");
             for (i, db) in core.ks.dbs.iter().enumerate() {
-                if !db.map.is_empty() {
-                    l!("db{}:keys={},expires={},avg_ttl=0", i, db.map.len(), db.expires.len());
+                if !db.is_empty() {
+                    l!("db{}:keys={},expires={},avg_ttl=0", i, db.len(), db.expires_len());
                 }
             }
         }

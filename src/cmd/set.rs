@@ -276,10 +276,10 @@ fn load_sets<'a>(db: &'a mut DbView<'_>, keys: &[Bytes]) -> Result<Vec<Option<&'
     for k in keys {
         get_set(db, k)?;
     }
-    let map = &db.db.map;
+    let raw = db.raw();
     Ok(keys
         .iter()
-        .map(|k| match map.get(&k[..]).map(|e| &e.value) {
+        .map(|k| match raw.peek(k).map(|e| &e.value) {
             Some(Value::Set(s)) => Some(s),
             _ => None,
         })

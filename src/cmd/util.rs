@@ -18,11 +18,13 @@ pub fn int(arg: &[u8]) -> Result<i64, CmdError> {
 }
 
 /// Double (`ERR value is not a valid float`).
+#[allow(dead_code)] // a helper kept for the command families
 pub fn float(arg: &[u8]) -> Result<f64, CmdError> {
     num::parse_double(arg).ok_or(CmdError::NotFloat)
 }
 
 /// Bytes of a `Display` value.
+#[allow(dead_code)] // a helper kept for the command families
 pub fn bytes_of(s: impl ToString) -> Bytes {
     Bytes::from(s.to_string())
 }
@@ -73,6 +75,7 @@ pub fn scan_opts(args: &[Bytes], allow_type: bool) -> Result<ScanOpts, CmdError>
 
 /// Redis-style `start`/`end` index normalisation for inclusive ranges
 /// (`GETRANGE`, `LRANGE`…). Returns `None` for an empty range.
+#[allow(dead_code)] // a helper kept for the command families
 pub fn normalize_range(start: i64, end: i64, len: usize) -> Option<(usize, usize)> {
     let len = len as i64;
     let mut s = if start < 0 { len + start } else { start };

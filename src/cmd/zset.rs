@@ -985,12 +985,12 @@ fn setop_generic(
         }
     }
     // Borrow every source immutably (lazy expiry already ran above).
-    let map = &db.db.map;
+    let raw = db.raw();
     let mut src: Vec<(usize, Src<'_>, f64)> = keys
         .iter()
         .enumerate()
         .map(|(i, k)| {
-            let s = match map.get(&k[..]).map(|e| &e.value) {
+            let s = match raw.peek(k).map(|e| &e.value) {
                 Some(Value::ZSet(z)) => Src::Z(z),
                 Some(Value::Set(s)) => Src::S(s),
                 _ => Src::Missing,

@@ -93,7 +93,6 @@ impl ScriptFlags {
 struct EvalScript {
     /// `luaL_ref` of the compiled body in the `EVAL` VM's registry.
     fref: c_int,
-    body: Bytes,
     flags: ScriptFlags,
     stats: ScriptStats,
 }
@@ -181,12 +180,6 @@ impl Scripting {
         self.fvm.get_or_insert_with(|| Vm::for_functions(functions::register_function))
     }
 
-    /// The body of a cached script (Redis keeps them to replicate `EVALSHA`
-    /// as `EVAL`).
-    pub fn script_body(&self, sha: &str) -> Option<&Bytes> {
-        self.scripts.get(&sha_key(sha.as_bytes())?).map(|s| &s.body)
-    }
-
     /// `SCRIPT EXISTS` for one sha (letter case ignored).
     pub fn script_exists(&self, sha: &[u8]) -> bool {
         sha_key(sha).is_some_and(|k| self.scripts.contains_key(&k))
@@ -217,7 +210,7 @@ impl Scripting {
                 )));
             }
             let fref = ffi::luaL_ref(l, ffi::LUA_REGISTRYINDEX);
-            self.scripts.insert(key, EvalScript { fref, body: body.clone(), flags, stats: ScriptStats::default() });
+            self.scripts.insert(key, EvalScript { fref, flags, stats: ScriptStats::default() });
         }
         Ok(sha)
     }

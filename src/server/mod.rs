@@ -77,6 +77,7 @@ impl Server {
         self.addr
     }
 
+    /// The port it listens on.
     pub fn port(&self) -> u16 {
         self.addr.port()
     }
@@ -102,6 +103,13 @@ impl Server {
     /// A receiver that changes when shutdown is requested.
     pub fn shutdown_signal(&self) -> tokio::sync::watch::Receiver<bool> {
         self.shared.shutdown.subscribe()
+    }
+
+    /// Resolves once shutdown is requested (by `SHUTDOWN`, a signal handler
+    /// or [`stop`](Self::stop)), also when that happened before the call.
+    pub fn shutdown_requested(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let mut rx = self.shared.shutdown.subscribe();
+        async move { crate::core::shutdown_requested(&mut rx).await }
     }
 
     /// Stops the server and waits for its threads to finish.
