@@ -18,10 +18,16 @@
 pub mod acl;
 pub mod bitmap;
 pub mod blocking;
+pub mod client;
 pub mod cluster;
+pub mod command;
+pub mod config;
+pub mod connection;
+pub mod diag;
 pub mod generic;
 pub mod hash;
 pub mod help;
+pub mod info;
 pub mod list;
 pub mod meta;
 pub mod pubsub;
@@ -236,11 +242,17 @@ pub struct Table {
 }
 
 /// Families and their `COMMAND DOCS` group names.
-fn families() -> [(&'static str, &'static [CommandSpec]); 16] {
+fn families() -> [(&'static str, &'static [CommandSpec]); 22] {
     [
         ("generic", generic::COMMANDS),
         ("string", string::COMMANDS),
         ("server", server::COMMANDS),
+        ("server", connection::COMMANDS),
+        ("server", client::COMMANDS),
+        ("server", config::COMMANDS),
+        ("server", command::COMMANDS),
+        ("server", info::COMMANDS),
+        ("server", diag::COMMANDS),
         ("hash", hash::COMMANDS),
         ("list", list::COMMANDS),
         ("set", set::COMMANDS),

@@ -29,6 +29,18 @@ pub fn bytes_of(s: impl ToString) -> Bytes {
     Bytes::from(s.to_string())
 }
 
+/// A text report (INFO, CLIENT INFO, MEMORY DOCTOR…): a verbatim string
+/// for a RESP3 client, a bulk string otherwise.
+pub fn info_text(ctx: &super::Ctx<'_>, line: String) -> crate::protocol::Reply {
+    use crate::protocol::{Reply, Resp};
+    let text = Bytes::from(line);
+    if ctx.client.resp == Resp::V3 {
+        Reply::Verbatim("txt", text)
+    } else {
+        Reply::Bulk(text)
+    }
+}
+
 /// `SCAN`-family cursor (`ERR invalid cursor`).
 pub fn cursor(arg: &[u8]) -> Result<u64, CmdError> {
     std::str::from_utf8(arg)
