@@ -4,6 +4,7 @@
 use bytes::Bytes;
 
 use super::generic::help_reply;
+use super::meta::{BeginSearch, FindKeys, KeySpec};
 use super::util::eq;
 use super::{cmd, flags, table, Command, CommandSpec, Ctx};
 use crate::error::{CmdError, CmdResult};
@@ -164,7 +165,7 @@ fn getkeys_checked(argv: &[Bytes]) -> Result<Vec<(usize, Reply)>, CmdError> {
         _ => return Err(CmdError::custom("ERR Invalid command specified")),
     };
     let has_keys = match super::meta::get(&c.fullname) {
-        Some(m) => matches!(&m.key_specs, Reply::Set(v) | Reply::Array(v) if !v.is_empty()),
+        Some(m) => !m.keys.is_empty(),
         None => c.spec.first_key > 0 || c.has(flags::MOVABLEKEYS),
     };
     if !has_keys {
@@ -223,42 +224,26 @@ fn keys_and_flags(c: &Command, argv: &[Bytes]) -> Vec<(usize, Reply)> {
         }
         _ => {}
     }
-    let specs = match super::meta::get(&c.fullname).map(|m| &m.key_specs) {
-        Some(Reply::Set(specs) | Reply::Array(specs)) => specs,
+    let Some(meta) = super::meta::get(&c.fullname) else {
         // The 7.2 commands rlockd adds: positions from the table.
-        _ => return table_keys(c, argv).into_iter().map(|p| (p, Reply::Set(Vec::new()))).collect(),
+        return table_keys(c, argv).into_iter().map(|p| (p, Reply::Set(Vec::new()))).collect();
     };
     let mut out = Vec::new();
-    for spec in specs {
+    for spec in &meta.keys {
         let Some(found) = spec_keys(spec, argv) else { return Vec::new() };
-        let flags = map_get(spec, "flags").cloned().unwrap_or(Reply::Set(Vec::new()));
-        out.extend(found.into_iter().map(|p| (p, flags.clone())));
+        out.extend(found.into_iter().map(|p| (p, spec.flags.clone())));
     }
     out
 }
 
-fn map_get<'a>(m: &'a Reply, key: &str) -> Option<&'a Reply> {
-    let Reply::Map(pairs) = m else { return None };
-    pairs.iter().find(|(k, _)| matches!(k, Reply::Bulk(b) if &b[..] == key.as_bytes())).map(|(_, v)| v)
-}
-
-fn map_int(m: &Reply, key: &str) -> Option<i64> {
-    match map_get(m, key)? {
-        Reply::Int(n) => Some(*n),
-        _ => None,
-    }
-}
-
-/// Redis's `getKeysUsingKeySpecs` for one spec; None for an invalid spec.
-fn spec_keys(spec: &Reply, argv: &[Bytes]) -> Option<Vec<usize>> {
+/// Redis's `getKeysUsingKeySpecs` for one spec; None for a spec it cannot
+/// evaluate (or arguments that do not fit it).
+fn spec_keys(spec: &KeySpec, argv: &[Bytes]) -> Option<Vec<usize>> {
     let argc = argv.len() as i64;
-    let bs = map_get(spec, "begin_search")?;
-    let bs_spec = map_get(bs, "spec")?;
-    let mut first = match map_get(bs, "type")? {
-        Reply::Bulk(t) if &t[..] == b"index" => map_int(bs_spec, "index")?,
-        Reply::Bulk(t) if &t[..] == b"keyword" => {
-            let Reply::Bulk(kw) = map_get(bs_spec, "keyword")? else { return None };
-            let from = map_int(bs_spec, "startfrom")?;
+    let mut first = match &spec.begin {
+        BeginSearch::Index(i) => *i,
+        BeginSearch::Keyword { keyword, startfrom } => {
+            let from = *startfrom;
             let start = if from > 0 { from } else { argc + from };
             let end = if from > 0 { argc - 1 } else { 0 };
             let mut i = start;
@@ -267,7 +252,7 @@ fn spec_keys(spec: &Reply, argv: &[Bytes]) -> Option<Vec<usize>> {
                 if i >= argc || i < 1 {
                     break;
                 }
-                if argv[i as usize].eq_ignore_ascii_case(kw) {
+                if argv[i as usize].eq_ignore_ascii_case(keyword) {
                     found = i + 1;
                     break;
                 }
@@ -281,15 +266,10 @@ fn spec_keys(spec: &Reply, argv: &[Bytes]) -> Option<Vec<usize>> {
             }
             found
         }
-        _ => return None,
+        BeginSearch::Unknown => return None,
     };
-    let fk = map_get(spec, "find_keys")?;
-    let fk_spec = map_get(fk, "spec")?;
-    let (last, step) = match map_get(fk, "type")? {
-        Reply::Bulk(t) if &t[..] == b"range" => {
-            let lastkey = map_int(fk_spec, "lastkey")?;
-            let step = map_int(fk_spec, "keystep")?;
-            let limit = map_int(fk_spec, "limit")?;
+    let (last, step) = match spec.find {
+        FindKeys::Range { lastkey, keystep, limit } => {
             let last = if lastkey >= 0 {
                 first + lastkey
             } else if limit == 0 {
@@ -297,18 +277,17 @@ fn spec_keys(spec: &Reply, argv: &[Bytes]) -> Option<Vec<usize>> {
             } else {
                 first + ((argc - first) / limit + lastkey)
             };
-            (last, step)
+            (last, keystep)
         }
-        Reply::Bulk(t) if &t[..] == b"keynum" => {
-            let idx = map_int(fk_spec, "keynumidx")?;
-            if idx >= argc - first {
+        FindKeys::Keynum { keynumidx, firstkey, keystep } => {
+            if keynumidx >= argc - first {
                 return None;
             }
-            let n = crate::num::parse_i64_strict(&argv[(first + idx) as usize]).filter(|n| *n >= 0)?;
-            first += map_int(fk_spec, "firstkey")?;
-            (first + n - 1, map_int(fk_spec, "keystep")?)
+            let n = crate::num::parse_i64_strict(&argv[(first + keynumidx) as usize]).filter(|n| *n >= 0)?;
+            first += firstkey;
+            (first + n - 1, keystep)
         }
-        _ => return None,
+        FindKeys::Unknown => return None,
     };
     if last >= argc || last < first || first >= argc {
         return if last == first - 1 { Some(Vec::new()) } else { None };
