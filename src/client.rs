@@ -24,13 +24,20 @@ pub enum Outbound {
     Reply(Reply),
 }
 
-/// What kind of client runs a command.
+/// On whose behalf a command runs: what it may do (block, be shown to
+/// MONITOR) follows from it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ClientKind {
-    /// A TCP connection.
-    Normal,
-    /// The pseudo-client of a running Lua script.
+pub enum Caller {
+    /// A connection's own command.
+    Client,
+    /// A command queued by `MULTI`, run by `EXEC`: may not block (Redis's
+    /// "deny blocking").
+    Exec,
+    /// The pseudo-client of a running Lua script: may not block.
     Script,
+    /// A blocked client's command re-run to serve it: may not block again,
+    /// and is not fed to MONITOR a second time.
+    BlockedRerun,
 }
 
 /// `CLIENT REPLY` mode.
@@ -203,8 +210,10 @@ pub struct MultiState {
 #[derive(Debug)]
 pub struct ClientState {
     pub id: u64,
-    pub kind: ClientKind,
-    pub db: usize,
+    pub caller: Caller,
+    /// The selected database; mirrored in `shared.db` for `CLIENT LIST`
+    /// ([`ClientState::set_db`] keeps them equal).
+    db: usize,
     pub resp: Resp,
     pub authenticated: bool,
     pub shared: Arc<ClientShared>,
@@ -214,17 +223,13 @@ pub struct ClientState {
     pub reply_mode: ReplyMode,
     /// Close the connection once pending replies are written.
     pub close: bool,
-    /// True while `EXEC` runs this client's queued commands.
-    pub in_exec: bool,
-    /// Blocking commands must not block (re-run of a blocked client's command).
-    pub no_block: bool,
 }
 
 impl ClientState {
     pub fn new(shared: Arc<ClientShared>, authenticated: bool) -> Self {
         ClientState {
             id: shared.id,
-            kind: ClientKind::Normal,
+            caller: Caller::Client,
             db: 0,
             resp: Resp::V2,
             authenticated,
@@ -233,11 +238,15 @@ impl ClientState {
             block: None,
             reply_mode: ReplyMode::On,
             close: false,
-            in_exec: false,
-            no_block: false,
         }
     }
 
+    /// The selected database.
+    pub fn db(&self) -> usize {
+        self.db
+    }
+
+    /// Selects database `db`.
     pub fn set_db(&mut self, db: usize) {
         self.db = db;
         self.shared.db.store(db, Ordering::Relaxed);
@@ -254,6 +263,12 @@ impl ClientState {
     }
 
     pub fn is_script(&self) -> bool {
-        self.kind == ClientKind::Script
+        self.caller == Caller::Script
+    }
+
+    /// True if a blocking command may block (not inside a script, `EXEC`,
+    /// or the re-run of a waiter).
+    pub fn may_block(&self) -> bool {
+        self.caller == Caller::Client
     }
 }

@@ -11,7 +11,7 @@ use bytes::Bytes;
 use super::list::{self, key_and_elements, parse_end, parse_lr, parse_mpop, End};
 use super::zset::{parse_minmax, zmpop_reply, zpop_first};
 use super::{cmd, CommandSpec, Ctx, Lookup};
-use crate::client::{BlockRequest, ClientState};
+use crate::client::{BlockRequest, Caller, ClientState};
 use crate::error::{CmdError, CmdResult};
 use crate::num;
 use crate::protocol::Reply;
@@ -182,7 +182,7 @@ fn bzmpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 /// True if the running command may block (not inside a script, `EXEC`, or
 /// the re-run of a waiter).
 pub fn can_block(ctx: &Ctx<'_>) -> bool {
-    !ctx.client.is_script() && !ctx.client.in_exec && !ctx.client.no_block
+    ctx.client.may_block()
 }
 
 /// Blocks the calling client on `keys` (in the client's database) for
@@ -197,7 +197,7 @@ pub fn block_on_keys(
 ) -> CmdResult {
     let (id, rx) = ctx.core.blocking.add_waiter(
         ctx.client.shared.clone(),
-        ctx.client.db,
+        ctx.client.db(),
         ctx.client.resp,
         argv.to_vec(),
         keys,
@@ -233,9 +233,9 @@ pub fn serve_ready(ctx: &mut Ctx<'_>) {
                 break;
             };
             let mut state = ClientState::new(client, true);
-            state.db = db;
+            state.set_db(db);
             state.resp = resp;
-            state.no_block = true;
+            state.caller = Caller::BlockedRerun;
             let reply = {
                 let mut sub = Ctx { core: ctx.core, client: &mut state, shared: ctx.shared };
                 super::call(&mut sub, c, &argv)

@@ -218,7 +218,7 @@ pub(crate) fn db_index(ctx: &Ctx<'_>, arg: &[u8]) -> Result<usize, CmdError> {
 
 fn copy_(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let (src, dst) = (&args[1], &args[2]);
-    let mut target = ctx.client.db;
+    let mut target = ctx.client.db();
     let mut replace = false;
     let mut i = 3;
     while i < args.len() {
@@ -232,7 +232,7 @@ fn copy_(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             return Err(CmdError::Syntax);
         }
     }
-    if target == ctx.client.db && src == dst {
+    if target == ctx.client.db() && src == dst {
         return Err(CmdError::custom("ERR source and destination objects are the same"));
     }
     let Some(entry) = ctx.with_read_lookups(true, |ctx| ctx.db().entry(src).cloned()) else {
@@ -253,7 +253,7 @@ fn copy_(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 fn move_(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
     let target = db_index(ctx, &args[2])?;
-    if target == ctx.client.db {
+    if target == ctx.client.db() {
         return Err(CmdError::custom("ERR source and destination objects are the same"));
     }
     if !ctx.db().exists(key) {

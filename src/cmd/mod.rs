@@ -51,7 +51,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 
-use crate::client::ClientState;
+use crate::client::{Caller, ClientState};
 use crate::core::{Core, Shared, SlowEntry};
 use crate::db::DbView;
 use crate::error::{CmdError, CmdResult};
@@ -78,7 +78,7 @@ impl Ctx<'_> {
 
     /// The client's selected database, at the command's frozen time.
     pub fn db(&mut self) -> DbView<'_> {
-        self.core.ks.view(self.client.db)
+        self.core.ks.view(self.client.db())
     }
 
     /// The command's frozen time (unix ms).
@@ -134,12 +134,43 @@ pub mod flags {
         ("no_async_loading", NO_ASYNC_LOADING),
     ];
 
-    /// Parses a space-separated flag list; panics on an unknown name (a
-    /// table typo is a programming error caught by the table test).
-    pub fn parse(s: &str) -> u32 {
-        s.split_whitespace()
-            .map(|f| NAMES.iter().find(|(n, _)| *n == f).unwrap_or_else(|| panic!("unknown command flag {f}")).1)
-            .fold(0, |a, b| a | b)
+    /// Parses a space-separated flag list. It runs when the table is
+    /// compiled (rows are `static`): an unknown name is a compile error.
+    pub const fn parse(s: &str) -> u32 {
+        let b = s.as_bytes();
+        let mut bits = 0;
+        let mut i = 0;
+        while i < b.len() {
+            if b[i] == b' ' {
+                i += 1;
+                continue;
+            }
+            let start = i;
+            while i < b.len() && b[i] != b' ' {
+                i += 1;
+            }
+            bits |= bit_of(b, start, i);
+        }
+        bits
+    }
+
+    /// The bit of the flag named by `b[start..end]`.
+    const fn bit_of(b: &[u8], start: usize, end: usize) -> u32 {
+        let mut n = 0;
+        while n < NAMES.len() {
+            let name = NAMES[n].0.as_bytes();
+            if name.len() == end - start {
+                let mut k = 0;
+                while k < name.len() && name[k] == b[start + k] {
+                    k += 1;
+                }
+                if k == name.len() {
+                    return NAMES[n].1;
+                }
+            }
+            n += 1;
+        }
+        panic!("unknown command flag in the command table")
     }
 }
 
@@ -152,6 +183,9 @@ pub struct CommandSpec {
     pub arity: i32,
     /// Space-separated flags, as `COMMAND INFO` prints them.
     pub flags: &'static str,
+    /// The same flags as bits ([`flags`]), computed when the table is
+    /// compiled.
+    pub flag_bits: u32,
     pub first_key: i32,
     pub last_key: i32,
     pub step: i32,
@@ -181,6 +215,7 @@ pub const fn cmd(
         handler,
         arity,
         flags,
+        flag_bits: flags::parse(flags),
         first_key,
         last_key,
         step,
@@ -279,7 +314,7 @@ fn build_table() -> Table {
                 spec,
                 id: names.len(),
                 fullname: spec.name.to_string(),
-                flags: flags::parse(spec.flags),
+                flags: spec.flag_bits,
                 group,
                 subcommands: NameMap::default(),
             };
@@ -292,7 +327,7 @@ fn build_table() -> Table {
                         spec: sub,
                         id: names.len(),
                         fullname: full.clone(),
-                        flags: flags::parse(sub.flags),
+                        flags: sub.flag_bits,
                         group,
                         subcommands: NameMap::default(),
                     },
@@ -489,7 +524,7 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes]) -> Reply {
     if top {
         ctx.core.ks.now = ctx.shared.clock.now_ms();
     }
-    let monitored = !ctx.core.monitors.is_empty() && !ctx.client.no_block;
+    let monitored = !ctx.core.monitors.is_empty() && ctx.client.caller != Caller::BlockedRerun;
     if monitored && cmd.has(flags::SKIP_MONITOR) && cmd.has(flags::MOVABLEKEYS) {
         // EVAL/FCALL and friends: shown before the commands their script runs.
         feed_monitors(ctx, argv);
@@ -545,7 +580,7 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes]) -> Reply {
 
 fn feed_monitors(ctx: &mut Ctx<'_>, argv: &[Bytes]) {
     let source = if ctx.client.is_script() { "lua".to_string() } else { ctx.client.shared.addr.to_string() };
-    ctx.core.monitors.feed(ctx.shared.clock.now_us(), ctx.client.db, &source, argv);
+    ctx.core.monitors.feed(ctx.shared.clock.now_us(), ctx.client.db(), &source, argv);
 }
 
 fn record_slow(ctx: &mut Ctx<'_>, argv: &[Bytes], usec: u64) {

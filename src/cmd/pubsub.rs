@@ -11,7 +11,7 @@ use std::sync::atomic::Ordering;
 use bytes::Bytes;
 
 use super::{cmd, container, CommandSpec, Ctx};
-use crate::client::Outbound;
+use crate::client::{Caller, Outbound};
 use crate::error::{CmdError, CmdResult};
 use crate::glob;
 use crate::protocol::Reply;
@@ -125,7 +125,7 @@ fn ssubscribe(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     // Redis 7.0 flags a client running EXEC as "deny blocking", which only
     // SSUBSCRIBE refuses (SUBSCRIBE/PSUBSCRIBE allow MULTI for backward
     // compatibility).
-    if ctx.client.in_exec {
+    if ctx.client.caller == Caller::Exec {
         return Err(CmdError::custom("ERR SSUBSCRIBE isn't allowed for a DENY BLOCKING client"));
     }
     subscribe_generic(ctx, args, Kind::Shard, "ssubscribe")

@@ -10,7 +10,7 @@ use bytes::Bytes;
 
 use super::util::eq;
 use super::{cmd, container, flags, table, CommandSpec, Ctx, Lookup};
-use crate::client::{ClientKind, ClientState};
+use crate::client::{Caller, ClientState};
 use crate::core::{BusyOutcome, BusyRequest, Core, Shared};
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::{Reply, Resp};
@@ -142,10 +142,9 @@ struct ScriptRun<'c, 'a> {
 impl<'c, 'a> ScriptRun<'c, 'a> {
     fn new(ctx: &'c mut Ctx<'a>) -> Self {
         let mut client = ClientState::new(ctx.client.shared.clone(), true);
-        client.kind = ClientKind::Script;
-        client.db = ctx.client.db;
+        client.caller = Caller::Script;
+        client.set_db(ctx.client.db());
         client.resp = Resp::V2;
-        client.in_exec = ctx.client.in_exec;
         let threshold_ms = ctx.core.config.busy_threshold_ms;
         ScriptRun {
             ctx,
@@ -259,7 +258,7 @@ impl ScriptHost for ScriptRun<'_, '_> {
         st.wrote.store(false, Ordering::Release);
         st.is_function.store(false, Ordering::Release);
         // SELECT inside the script only moved the script's client.
-        self.ctx.client.shared.db.store(self.ctx.client.db, Ordering::Relaxed);
+        self.ctx.client.shared.db.store(self.ctx.client.db(), Ordering::Relaxed);
         if error_counted && reply.is_error() {
             self.ctx.core.stats.error_already_counted = true;
         }

@@ -8,7 +8,7 @@ use bytes::Bytes;
 
 use super::util::{eq, int};
 use super::{cmd, CommandSpec, Ctx};
-use crate::client::ReplyMode;
+use crate::client::{Caller, ReplyMode};
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
 
@@ -103,7 +103,7 @@ fn flush_db(ctx: &mut Ctx<'_>, index: usize) {
 
 fn flushdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     flush_opts(args)?;
-    let i = ctx.client.db;
+    let i = ctx.client.db();
     flush_db(ctx, i);
     Ok(Reply::ok())
 }
@@ -204,7 +204,7 @@ fn role(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
 /// `MONITOR`: from now on this client also receives a line for every
 /// command the server runs (see [`crate::monitor`]).
 fn monitor(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    if ctx.client.in_exec || ctx.client.multi.is_some() {
+    if ctx.client.caller == Caller::Exec || ctx.client.multi.is_some() {
         return Err(CmdError::custom("ERR MONITOR isn't allowed for DENY BLOCKING client"));
     }
     let shared = &ctx.client.shared;

@@ -4,14 +4,14 @@
 //! MULTI, WATCH, QUIT and RESET is answered `QUEUED` inside MULTI, and a
 //! command rejected while queuing marks the transaction dirty). EXEC runs
 //! the queue through [`super::call`] under the core lock already held, with
-//! `in_exec` set so blocking commands answer at once.
+//! the client's caller set to `Exec` so blocking commands answer at once.
 
 use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 
 use super::{cmd, table, CommandSpec, Ctx, Lookup};
-use crate::client::MultiState;
+use crate::client::{Caller, MultiState};
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
 
@@ -62,7 +62,7 @@ fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     if aborted {
         return Ok(Reply::NilArray);
     }
-    let was_in_exec = std::mem::replace(&mut ctx.client.in_exec, true);
+    let caller = std::mem::replace(&mut ctx.client.caller, Caller::Exec);
     let mut replies = Vec::with_capacity(state.queue.len());
     let resp3 = ctx.client.resp == crate::protocol::Resp::V3;
     for argv in &state.queue {
@@ -79,7 +79,7 @@ fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
         let mine = if resp3 { ctx.core.pubsub.take_pending_for(id) } else { Vec::new() };
         replies.push(if mine.is_empty() { reply } else { Reply::AfterPushes(mine, Box::new(reply)) });
     }
-    ctx.client.in_exec = was_in_exec;
+    ctx.client.caller = caller;
     Ok(Reply::Array(replies))
 }
 
@@ -87,7 +87,7 @@ fn watch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if ctx.client.multi.is_some() {
         return Err(CmdError::custom("ERR WATCH inside MULTI is not allowed"));
     }
-    let db = ctx.client.db;
+    let db = ctx.client.db();
     let now = ctx.now_ms();
     for key in &args[1..] {
         // Redis's keyIsExpired: looks, never deletes.
