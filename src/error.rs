@@ -31,6 +31,20 @@ pub enum CmdError {
     DbIndex,
     #[error("NOAUTH Authentication required.")]
     NoAuth,
+    #[error("ERR value is out of range")]
+    ValueOutOfRange,
+    #[error("ERR timeout is negative")]
+    NegativeTimeout,
+    #[error("ERR timeout is not an integer or out of range")]
+    TimeoutNotInteger,
+    #[error("ERR timeout is not a float or out of range")]
+    TimeoutNotFloat,
+    #[error("ERR source and destination objects are the same")]
+    SameObject,
+    #[error("ERR increment would produce NaN or Infinity")]
+    NanOrInfinity,
+    #[error("ERR count should be greater than or equal to -1")]
+    CountBelowMinusOne,
     /// Any other text, code included (`"ERR ..."`, `"NOSCRIPT ..."`).
     #[error("{}", String::from_utf8_lossy(.0))]
     Raw(Bytes),

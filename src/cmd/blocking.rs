@@ -68,11 +68,11 @@ const MAX_WAIT_SECS: f64 = 1e10;
 /// "forever", like `0`); values whose millisecond count does not fit a
 /// `long long` (including `inf`) come out negative in C.
 pub(crate) fn timeout_arg(arg: &[u8]) -> Result<f64, CmdError> {
-    let negative = || CmdError::custom("ERR timeout is negative");
+    let negative = || CmdError::NegativeTimeout;
     let secs = match num::parse_double(arg) {
         Some(v) => v,
         None => match num::normalize_long_double(arg).as_deref() {
-            None => return Err(CmdError::custom("ERR timeout is not a float or out of range")),
+            None => return Err(CmdError::TimeoutNotFloat),
             // Beyond double range: tiny ones truncate to 0 ms, huge ones overflow.
             Some("0" | "-0") => 0.0,
             Some(_) => return Err(negative()),
@@ -286,11 +286,11 @@ mod tests {
         assert_eq!(timeout_arg(b"0.0001").unwrap(), 0.0);
         assert_eq!(timeout_arg(b"-0.0001").unwrap(), 0.0);
         assert_eq!(timeout_arg(b"1e-400").unwrap(), 0.0);
-        let neg = CmdError::custom("ERR timeout is negative");
+        let neg = CmdError::NegativeTimeout;
         assert_eq!(timeout_arg(b"-1").unwrap_err(), neg);
         assert_eq!(timeout_arg(b"inf").unwrap_err(), neg);
         assert_eq!(timeout_arg(b"1e20").unwrap_err(), neg);
         assert_eq!(timeout_arg(b"1e400").unwrap_err(), neg);
-        assert_eq!(timeout_arg(b"abc").unwrap_err(), CmdError::custom("ERR timeout is not a float or out of range"));
+        assert_eq!(timeout_arg(b"abc").unwrap_err(), CmdError::TimeoutNotFloat);
     }
 }

@@ -241,9 +241,9 @@ fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn client_pause(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let ms = int(&args[2]).map_err(|_| CmdError::custom("ERR timeout is not an integer or out of range"))?;
+    let ms = int(&args[2]).map_err(|_| CmdError::TimeoutNotInteger)?;
     if ms < 0 {
-        return Err(CmdError::custom("ERR timeout is negative"));
+        return Err(CmdError::NegativeTimeout);
     }
     let writes_only = match args.get(3) {
         None => false,

@@ -232,9 +232,9 @@ fn slowlog_get(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let count = match args.get(2) {
         None => 10,
         Some(a) => {
-            let n = int(a).map_err(|_| CmdError::custom("ERR count should be greater than or equal to -1"))?;
+            let n = int(a).map_err(|_| CmdError::CountBelowMinusOne)?;
             if n < -1 {
-                return Err(CmdError::custom("ERR count should be greater than or equal to -1"));
+                return Err(CmdError::CountBelowMinusOne);
             }
             if n == -1 {
                 usize::MAX

@@ -233,7 +233,7 @@ fn copy_(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
     }
     if target == ctx.client.db() && src == dst {
-        return Err(CmdError::custom("ERR source and destination objects are the same"));
+        return Err(CmdError::SameObject);
     }
     let Some(entry) = ctx.with_read_lookups(true, |ctx| ctx.db().entry(src).cloned()) else {
         return Ok(Reply::Int(0));
@@ -254,7 +254,7 @@ fn move_(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
     let target = db_index(ctx, &args[2])?;
     if target == ctx.client.db() {
-        return Err(CmdError::custom("ERR source and destination objects are the same"));
+        return Err(CmdError::SameObject);
     }
     if !ctx.db().exists(key) {
         return Ok(Reply::Int(0));

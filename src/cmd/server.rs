@@ -177,9 +177,9 @@ fn bgrewriteaof(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
 
 fn wait(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     int(&args[1])?;
-    let t = int(&args[2]).map_err(|_| CmdError::custom("ERR timeout is not an integer or out of range"))?;
+    let t = int(&args[2]).map_err(|_| CmdError::TimeoutNotInteger)?;
     if t < 0 {
-        return Err(CmdError::custom("ERR timeout is negative"));
+        return Err(CmdError::NegativeTimeout);
     }
     Ok(Reply::Int(0))
 }
@@ -187,9 +187,9 @@ fn wait(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 fn waitaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let numlocal = int(&args[1])?;
     int(&args[2])?;
-    let t = int(&args[3]).map_err(|_| CmdError::custom("ERR timeout is not an integer or out of range"))?;
+    let t = int(&args[3]).map_err(|_| CmdError::TimeoutNotInteger)?;
     if t < 0 {
-        return Err(CmdError::custom("ERR timeout is negative"));
+        return Err(CmdError::NegativeTimeout);
     }
     if numlocal > 0 && ctx.core.config.get_str("appendonly") != "yes" {
         return Err(CmdError::custom("ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled."));
