@@ -14,13 +14,12 @@
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
 
 use bytes::Bytes;
 use tokio::sync::{Mutex, MutexGuard, Notify};
 
 use crate::blocking::Blocking;
-use crate::client::{ClientShared, ClientState};
+use crate::client::{ClientRecord, ClientShared, ClientState};
 use crate::clock::Clock;
 use crate::config::RuntimeConfig;
 use crate::db::{Keyspace, Map};
@@ -152,7 +151,7 @@ pub struct Core {
     pub config: RuntimeConfig,
     pub stats: Stats,
     /// Connected clients by id.
-    pub clients: Map<u64, Arc<ClientShared>>,
+    pub clients: Map<u64, ClientRecord>,
     pub pubsub: PubSub,
     pub blocking: Blocking,
     pub watches: Watches,
@@ -229,7 +228,7 @@ impl Core {
             self.stats.rejected_connections += 1;
             return None;
         }
-        self.clients.insert(client.id, client.shared.clone());
+        self.clients.insert(client.id, ClientRecord::new(client.shared.clone()));
         self.stats.total_connections += 1;
         client.authenticated = self.config.requirepass.is_none();
         Some(self.config.proto_max_bulk)
@@ -243,6 +242,12 @@ impl Core {
         self.watches.unwatch(cs.id);
         self.monitors.remove(cs.id);
         self.blocking.remove_client(cs.id);
+    }
+
+    /// The record of client `id` (the connection's, for a script or a
+    /// blocked client's re-run, which share its id).
+    pub fn client_record(&mut self, id: u64) -> Option<&mut ClientRecord> {
+        self.clients.get_mut(&id)
     }
 
     /// Refreshes cached config-derived flags after `CONFIG SET`.

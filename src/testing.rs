@@ -56,7 +56,7 @@ impl Harness {
         let addr: SocketAddr = config.bind;
         let cs = Arc::new(ClientShared::new(shared.next_id(), addr, addr, shared.clock.now_ms(), tx));
         let authenticated = config.requirepass.is_none();
-        shared.core.blocking_lock().clients.insert(cs.id, cs.clone());
+        shared.core.blocking_lock().clients.insert(cs.id, crate::client::ClientRecord::new(cs.clone()));
         Harness { client: ClientState::new(cs, authenticated), shared, _pushes: pushes }
     }
 

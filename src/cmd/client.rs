@@ -1,11 +1,13 @@
 //! `CLIENT` and its subcommands.
 
+use std::sync::atomic::Ordering;
+
 use bytes::Bytes;
 
 use super::generic::help_reply;
 use super::util::{eq, info_text, int};
-use super::{cmd, container, CommandSpec, Ctx};
-use crate::client::ReplyMode;
+use super::{cmd, container, table, CommandSpec, Ctx};
+use crate::client::{ClientRecord, ClientShared, ReplyMode, NO_COMMAND};
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
 
@@ -57,13 +59,15 @@ fn client_id(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
 }
 
 fn client_getname(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    let n = ctx.client.shared.name.lock().clone();
+    let n = ctx.core.clients.get(&ctx.client.id).map(|r| r.name.clone()).unwrap_or_default();
     Ok(if n.is_empty() { Reply::Nil } else { Reply::Bulk(n) })
 }
 
 fn client_setname(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     super::connection::valid_client_name(&args[2])?;
-    *ctx.client.shared.name.lock() = args[2].clone();
+    if let Some(r) = ctx.core.client_record(ctx.client.id) {
+        r.name = args[2].clone();
+    }
     Ok(Reply::ok())
 }
 
@@ -71,24 +75,42 @@ fn client_setinfo(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if args.len() != 4 {
         return Err(CmdError::WrongArity("client|setinfo".into()));
     }
-    let slot = if eq(&args[2], "lib-name") {
+    let lib_name = if eq(&args[2], "lib-name") {
         super::connection::valid_client_name(&args[3])
             .map_err(|_| CmdError::custom("ERR lib-name cannot contain spaces, newlines or special characters."))?;
-        &ctx.client.shared.lib_name
+        true
     } else if eq(&args[2], "lib-ver") {
         super::connection::valid_client_name(&args[3])
             .map_err(|_| CmdError::custom("ERR lib-ver cannot contain spaces, newlines or special characters."))?;
-        &ctx.client.shared.lib_ver
+        false
     } else {
         return Err(CmdError::custom(format!("ERR Unrecognized option '{}'", String::from_utf8_lossy(&args[2]))));
     };
-    *slot.lock() = args[3].clone();
+    if let Some(r) = ctx.core.client_record(ctx.client.id) {
+        if lib_name {
+            r.lib_name = args[3].clone();
+        } else {
+            r.lib_ver = args[3].clone();
+        }
+    }
     Ok(Reply::ok())
 }
 
 fn client_info(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    let line = ctx.client.shared.info_line(ctx.now_ms(), ctx.client.id + 7);
+    let now = ctx.now_ms();
+    let line = match ctx.core.clients.get(&ctx.client.id) {
+        Some(r) => r.info_line(now, ctx.client.id + 7, last_cmd_name(&r.shared)),
+        None => ClientRecord::new(ctx.client.shared.clone()).info_line(now, ctx.client.id + 7, "NULL"),
+    };
     Ok(info_text(ctx, format!("{line}\n")))
+}
+
+/// The name of the last command `c` ran (`cmd=` in CLIENT LIST).
+fn last_cmd_name(c: &ClientShared) -> &'static str {
+    match c.last_cmd.load(Ordering::Relaxed) {
+        NO_COMMAND => "NULL",
+        id => table().names.get(id).map_or("NULL", String::as_str),
+    }
 }
 
 fn client_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
@@ -119,7 +141,8 @@ fn client_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     let now = ctx.now_ms();
     let mut out = String::new();
-    for (id, c) in &ctx.core.clients {
+    for (id, r) in &ctx.core.clients {
+        let c = &r.shared;
         if let Some(ids) = &ids {
             if !ids.contains(id) {
                 continue;
@@ -136,7 +159,7 @@ fn client_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
                 continue;
             }
         }
-        out.push_str(&c.info_line(now, id + 7));
+        out.push_str(&r.info_line(now, id + 7, last_cmd_name(c)));
         out.push('\n');
     }
     Ok(info_text(ctx, out))
@@ -147,7 +170,7 @@ fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if args.len() == 3 {
         // Old form: CLIENT KILL addr:port
         let addr = String::from_utf8_lossy(&args[2]).to_string();
-        let target = ctx.core.clients.values().find(|c| c.addr.to_string() == addr).cloned();
+        let target = ctx.core.clients.values().find(|r| r.shared.addr.to_string() == addr).map(|r| r.shared.clone());
         return match target {
             Some(c) => {
                 if c.id == self_id {
@@ -213,7 +236,7 @@ fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     let now = ctx.now_ms();
     let mut killed = 0;
-    let victims: Vec<_> = ctx.core.clients.values().cloned().collect();
+    let victims: Vec<_> = ctx.core.clients.values().map(|r| r.shared.clone()).collect();
     for c in victims {
         if id_f.is_some_and(|id| id != c.id)
             || addr_f.as_ref().is_some_and(|a| *a != c.addr.to_string())

@@ -128,8 +128,8 @@ fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if !ctx.client.authenticated && ctx.core.config.requirepass.is_some() {
         return Err(CmdError::custom("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"));
     }
-    if let Some(n) = name {
-        *ctx.client.shared.name.lock() = n;
+    if let (Some(n), Some(r)) = (name, ctx.core.client_record(ctx.client.id)) {
+        r.name = n;
     }
     if ver == 3 {
         ctx.client.set_resp(Resp::V3);
@@ -162,7 +162,9 @@ fn reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     ctx.client.set_db(0);
     ctx.client.set_resp(Resp::V2);
     ctx.client.reply_mode = ReplyMode::On;
-    *ctx.client.shared.name.lock() = Bytes::new();
+    if let Some(r) = ctx.core.client_record(ctx.client.id) {
+        r.name = Bytes::new();
+    }
     ctx.client.authenticated = ctx.core.config.requirepass.is_none();
     Ok(Reply::status("RESET"))
 }

@@ -114,7 +114,7 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) -> bool {
             l!("rlockd_version:{}", env!("CARGO_PKG_VERSION"));
         }
         "clients" => {
-            let blocked = core.clients.values().filter(|c| c.blocked.load(Ordering::Relaxed)).count();
+            let blocked = core.clients.values().filter(|r| r.shared.blocked.load(Ordering::Relaxed)).count();
             l!("# Clients");
             l!("connected_clients:{}", core.clients.len());
             l!("cluster_connections:0");

@@ -509,12 +509,8 @@ pub fn process(ctx: &mut Ctx<'_>, argv: Vec<Bytes>) -> Reply {
         }
         return Reply::status("QUEUED");
     }
-    *ctx.client.shared.last_cmd.lock() = static_name(cmd);
+    ctx.client.shared.last_cmd.store(cmd.id, std::sync::atomic::Ordering::Relaxed);
     call(ctx, cmd, &argv)
-}
-
-fn static_name(cmd: &'static Command) -> &'static str {
-    cmd.fullname.as_str()
 }
 
 /// Invokes a command's handler: frozen time at depth 0, statistics,
@@ -608,7 +604,7 @@ fn record_slow(ctx: &mut Ctx<'_>, argv: &[Bytes], usec: u64) {
         duration_us: usec,
         args,
         addr: ctx.client.shared.addr.to_string(),
-        name: ctx.client.shared.name.lock().clone(),
+        name: ctx.core.clients.get(&ctx.client.id).map(|r| r.name.clone()).unwrap_or_default(),
     };
     stats.slowlog_next_id += 1;
     stats.slowlog.push_front(entry);
