@@ -49,6 +49,9 @@ pub enum ReplyMode {
     Skip,
     /// Internal: skip the reply of the current command.
     SkipThis,
+    /// Internal: `CLIENT REPLY ON` just ran; its own `+OK` is sent even if a
+    /// `SKIP` was pending for it (Redis clears the skip flag there).
+    OnNow,
 }
 
 /// Fields of a client that other tasks read.

@@ -56,6 +56,35 @@ impl Clock {
         self.changed.notify_waiters();
     }
 
+    /// Jumps to `unix_ms` (forward or back); a frozen clock stays frozen there.
+    pub fn set_ms(&self, unix_ms: u64) {
+        let target_us = unix_ms.saturating_mul(1000);
+        if self.frozen_us.load(Ordering::Relaxed) != 0 {
+            self.frozen_us.store(target_us.max(1), Ordering::Relaxed);
+        } else {
+            self.offset_us.store(target_us as i64 - system_us(), Ordering::Relaxed);
+        }
+        self.changed.notify_waiters();
+    }
+
+    /// Runs `skew_ms` ahead of (or behind, if negative) the system clock,
+    /// replacing any earlier offset; a frozen clock is let go.
+    pub fn skew_ms(&self, skew_ms: i64) {
+        self.frozen_us.store(0, Ordering::Relaxed);
+        self.offset_us.store(skew_ms.saturating_mul(1000), Ordering::Relaxed);
+        self.changed.notify_waiters();
+    }
+
+    /// How far this clock is from the system clock, in milliseconds.
+    pub fn offset_ms(&self) -> i64 {
+        (self.now_us() as i64 - system_us()) / 1000
+    }
+
+    /// True while time stands still.
+    pub fn is_frozen(&self) -> bool {
+        self.frozen_us.load(Ordering::Relaxed) != 0
+    }
+
     /// Stops time at its current value (`true`) or lets it run again.
     pub fn freeze(&self, frozen: bool) {
         if frozen {
@@ -70,6 +99,10 @@ impl Clock {
         }
         self.changed.notify_waiters();
     }
+}
+
+fn system_us() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros() as i64).unwrap_or(0)
 }
 
 #[cfg(test)]
@@ -87,5 +120,17 @@ mod tests {
         assert_eq!(c.now_ms(), t + 1500);
         c.freeze(false);
         assert!(c.now_ms() >= t + 1500);
+    }
+
+    #[test]
+    fn set_and_skew() {
+        let c = Clock::new();
+        c.freeze(true);
+        c.set_ms(1_000_000);
+        assert_eq!(c.now_ms(), 1_000_000);
+        assert!(c.is_frozen());
+        c.skew_ms(-60_000);
+        assert!(!c.is_frozen());
+        assert!((c.offset_ms() + 60_000).abs() < 1000);
     }
 }

@@ -17,11 +17,48 @@ pub struct Config {
     pub requirepass: Option<String>,
     /// Number of databases (`SELECT 0` … `databases - 1`).
     pub databases: usize,
-    /// Tokio worker threads for this server (at least 2, so a long script
-    /// never stops the server from answering `BUSY`).
+    /// Tokio worker threads for this server: at least 2, so a long script
+    /// never stops the server from answering `BUSY` (fewer is refused with
+    /// [`Error::Config`](crate::Error::Config)).
     pub worker_threads: usize,
-    /// Extra `CONFIG SET`-able parameters applied at start (`name`, `value`).
+    /// The listen backlog (`tcp-backlog`, 511 as in Redis; the kernel caps
+    /// it at `net.core.somaxconn`).
+    pub tcp_backlog: u32,
+    /// Extra parameters applied at start (`name`, `value`), as in a
+    /// redis.conf: any `CONFIG SET`-able one, and the immutable ones
+    /// `CONFIG GET` reports.
     pub params: Vec<(String, String)>,
+}
+
+/// Checks configuration directives as the server does at start (a
+/// redis.conf line or a `--name value` option), with the server's own
+/// parameter table: the `rlockd` binary validates its command line with it.
+#[derive(Debug)]
+pub struct ParamCheck(RuntimeConfig);
+
+impl ParamCheck {
+    /// A check starting from the default configuration.
+    pub fn new() -> ParamCheck {
+        ParamCheck(RuntimeConfig::new(&Config::default()).expect("the default configuration is valid"))
+    }
+
+    /// True if `name` (or its alias) is a parameter rlockd knows.
+    pub fn knows(name: &str) -> bool {
+        RuntimeConfig::knows(name)
+    }
+
+    /// Applies `name value` as a start-up directive (later ones win). The
+    /// error is the reason Redis gives when it refuses the line, or `None`
+    /// for a name rlockd does not know.
+    pub fn load(&mut self, name: &str, value: &str) -> Result<(), Option<String>> {
+        self.0.load(name, value)
+    }
+}
+
+impl Default for ParamCheck {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl Default for Config {
@@ -31,6 +68,7 @@ impl Default for Config {
             requirepass: None,
             databases: 16,
             worker_threads: 2,
+            tcp_backlog: 511,
             params: Vec::new(),
         }
     }
@@ -88,8 +126,11 @@ static PARAMS: &[Param] = &[
     fixed("port", "6379", Kind::Int(0, 65535)),
     fixed("bind", "127.0.0.1", Kind::Str),
     fixed("daemonize", "no", Kind::Bool),
+    // rlockd's own: the RLOCKD test-control namespace (set at start only).
+    fixed("test-control", "yes", Kind::Bool),
     fixed("cluster-enabled", "no", Kind::Bool),
     fixed("unixsocket", "", Kind::Str),
+    fixed("tcp-backlog", "511", Kind::Int(0, i32::MAX as i64)),
     p("maxmemory", "0", Kind::Mem),
     p("maxmemory-policy", "noeviction", Kind::Enum(POLICIES)),
     p("maxmemory-samples", "5", Kind::Int(1, 64)),
@@ -232,6 +273,13 @@ pub fn notify_to_string(f: u32) -> String {
     s
 }
 
+/// Why a parameter could not be set.
+enum ApplyError {
+    Unknown,
+    /// Redis's reason, without the `CONFIG SET failed` framing.
+    Invalid(String),
+}
+
 /// Parsed `client-output-buffer-limit` for one class: hard, soft bytes, soft seconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BufferLimit {
@@ -248,6 +296,10 @@ pub struct RuntimeConfig {
     pub notify_flags: u32,
     pub busy_threshold_ms: u64,
     pub pubsub_limit: BufferLimit,
+    /// `client-output-buffer-limit normal` (0 0 0: none).
+    pub normal_limit: BufferLimit,
+    /// `client-output-buffer-limit replica`: kept for CONFIG GET (no replicas here).
+    pub replica_limit: BufferLimit,
     pub proto_max_bulk: i64,
     pub hz: u64,
     pub slowlog_slower_than: i64,
@@ -256,6 +308,21 @@ pub struct RuntimeConfig {
     pub latency_tracking: bool,
     /// `latency-tracking-info-percentiles`, as parsed.
     pub latency_percentiles: Vec<f64>,
+    /// `maxmemory` in bytes (0: no limit).
+    pub maxmemory: u64,
+    /// `maxmemory-policy`.
+    pub maxmemory_policy: crate::db::evict::Policy,
+    /// `maxmemory-samples`.
+    pub maxmemory_samples: usize,
+    /// `min-replicas-to-write` (there are never replicas: any value > 0
+    /// refuses writes with NOREPLICAS, as on a Redis without replicas).
+    pub min_replicas_to_write: i64,
+    /// `maxclients`.
+    pub maxclients: usize,
+    /// `timeout`: idle seconds before a normal client is closed (0: never).
+    pub timeout_secs: u64,
+    /// `protected-mode`.
+    pub protected_mode: bool,
 }
 
 impl RuntimeConfig {
@@ -266,21 +333,38 @@ impl RuntimeConfig {
             notify_flags: 0,
             busy_threshold_ms: 5000,
             pubsub_limit: BufferLimit { hard: 32 << 20, soft: 8 << 20, soft_secs: 60 },
+            normal_limit: BufferLimit { hard: 0, soft: 0, soft_secs: 0 },
+            replica_limit: BufferLimit { hard: 256 << 20, soft: 64 << 20, soft_secs: 60 },
             proto_max_bulk: 512 << 20,
             hz: 10,
             slowlog_slower_than: 10000,
             slowlog_max_len: 128,
             latency_tracking: true,
             latency_percentiles: vec![50.0, 99.0, 99.9],
+            maxmemory: 0,
+            maxmemory_policy: crate::db::evict::Policy::NoEviction,
+            maxmemory_samples: 5,
+            min_replicas_to_write: 0,
+            maxclients: 10000,
+            timeout_secs: 0,
+            protected_mode: true,
         };
+        for (k, v) in &cfg.params {
+            if ["port", "bind", "databases", "tcp-backlog"].iter().any(|f| f.eq_ignore_ascii_case(k)) {
+                return Err(format!("'{k}' is set by the Config field of that name, not in params"));
+            }
+            rc.load(k, v).map_err(|why| match why {
+                Some(why) => format!("'{k} {v}': {why}"),
+                None => format!("'{k}': unknown parameter"),
+            })?;
+        }
+        // The listener's own settings: what `Config` says is what is used.
         rc.force("port", &cfg.bind.port().to_string());
         rc.force("bind", &cfg.bind.ip().to_string());
         rc.force("databases", &cfg.databases.to_string());
+        rc.force("tcp-backlog", &cfg.tcp_backlog.to_string());
         if let Some(pw) = &cfg.requirepass {
             rc.set(b"requirepass", pw.as_bytes()).map_err(|e| e.to_string())?;
-        }
-        for (k, v) in &cfg.params {
-            rc.set(k.as_bytes(), v.as_bytes()).map_err(|e| e.to_string())?;
         }
         Ok(rc)
     }
@@ -317,15 +401,38 @@ impl RuntimeConfig {
     /// `CONFIG SET name value`. Errors are Redis's texts.
     pub fn set(&mut self, name: &[u8], value: &[u8]) -> Result<(), CmdError> {
         let lname = String::from_utf8_lossy(name).to_ascii_lowercase();
+        self.apply(name, value, false).map_err(|e| match e {
+            ApplyError::Unknown => {
+                CmdError::custom(format!("ERR Unknown option or number of arguments for CONFIG SET - '{lname}'"))
+            }
+            ApplyError::Invalid(why) => {
+                CmdError::custom(format!("ERR CONFIG SET failed (possibly related to argument '{lname}') - {why}"))
+            }
+        })
+    }
+
+    /// Sets a parameter at start, as a redis.conf line does: immutable
+    /// parameters too. The error is the reason Redis gives when it refuses
+    /// the line (`argument couldn't be parsed into an integer`…), or
+    /// `None` for a name rlockd does not know.
+    pub fn load(&mut self, name: &str, value: &str) -> Result<(), Option<String>> {
+        self.apply(name.as_bytes(), value.as_bytes(), true).map_err(|e| match e {
+            ApplyError::Unknown => None,
+            ApplyError::Invalid(why) => Some(why),
+        })
+    }
+
+    /// True if `name` (or its alias) is a parameter rlockd knows.
+    pub fn knows(name: &str) -> bool {
+        find(name.as_bytes()).is_some()
+    }
+
+    fn apply(&mut self, name: &[u8], value: &[u8], at_start: bool) -> Result<(), ApplyError> {
         let Some(param) = find(name) else {
-            return Err(CmdError::custom(format!(
-                "ERR Unknown option or number of arguments for CONFIG SET - '{lname}'"
-            )));
+            return Err(ApplyError::Unknown);
         };
-        let fail = |why: &str| {
-            CmdError::custom(format!("ERR CONFIG SET failed (possibly related to argument '{lname}') - {why}"))
-        };
-        if param.immutable {
+        let fail = |why: &str| ApplyError::Invalid(why.to_string());
+        if param.immutable && !at_start {
             return Err(fail("can't set immutable config"));
         }
         let v = String::from_utf8_lossy(value).to_string();
@@ -390,6 +497,13 @@ impl RuntimeConfig {
             "slowlog-log-slower-than" => self.slowlog_slower_than = stored.parse().unwrap_or(10000),
             "slowlog-max-len" => self.slowlog_max_len = stored.parse().unwrap_or(128),
             "latency-tracking" => self.latency_tracking = stored == "yes",
+            "maxmemory" => self.maxmemory = stored.parse().unwrap_or(0),
+            "maxmemory-policy" => self.maxmemory_policy = crate::db::evict::Policy::parse(&stored),
+            "maxmemory-samples" => self.maxmemory_samples = stored.parse().unwrap_or(5),
+            "min-replicas-to-write" => self.min_replicas_to_write = stored.parse().unwrap_or(0),
+            "maxclients" => self.maxclients = stored.parse().unwrap_or(10000),
+            "timeout" => self.timeout_secs = stored.parse().unwrap_or(0),
+            "protected-mode" => self.protected_mode = stored == "yes",
             _ => {}
         }
         Ok(())
@@ -400,7 +514,7 @@ impl RuntimeConfig {
         if parts.is_empty() || !parts.len().is_multiple_of(4) {
             return Err("Wrong number of arguments in buffer limit configuration.".into());
         }
-        let mut pubsub = self.pubsub_limit;
+        let (mut normal, mut replica, mut pubsub) = (self.normal_limit, self.replica_limit, self.pubsub_limit);
         for c in parts.chunks(4) {
             let class = c[0].to_ascii_lowercase();
             if !matches!(class.as_str(), "normal" | "slave" | "replica" | "pubsub") {
@@ -412,17 +526,23 @@ impl RuntimeConfig {
             if secs < 0 {
                 return Err("Error in hard, soft or soft_seconds setting in buffer limit configuration.".into());
             }
-            if class == "pubsub" {
-                pubsub = BufferLimit { hard: hard as u64, soft: soft as u64, soft_secs: secs as u64 };
+            let limit = BufferLimit { hard: hard as u64, soft: soft as u64, soft_secs: secs as u64 };
+            match class.as_str() {
+                "pubsub" => pubsub = limit,
+                "normal" => normal = limit,
+                _ => replica = limit,
             }
         }
-        self.pubsub_limit = pubsub;
+        (self.normal_limit, self.replica_limit, self.pubsub_limit) = (normal, replica, pubsub);
         Ok(())
     }
 
     fn obuf_string(&self) -> String {
-        let l = self.pubsub_limit;
-        format!("normal 0 0 0 slave 268435456 67108864 60 pubsub {} {} {}", l.hard, l.soft, l.soft_secs)
+        let (n, r, p) = (self.normal_limit, self.replica_limit, self.pubsub_limit);
+        format!(
+            "normal {} {} {} slave {} {} {} pubsub {} {} {}",
+            n.hard, n.soft, n.soft_secs, r.hard, r.soft, r.soft_secs, p.hard, p.soft, p.soft_secs
+        )
     }
 }
 
@@ -451,5 +571,23 @@ mod tests {
         c.set(b"client-output-buffer-limit", b"pubsub 1mb 512kb 5").unwrap();
         assert_eq!(c.pubsub_limit, BufferLimit { hard: 1 << 20, soft: 512 << 10, soft_secs: 5 });
         assert!(c.set(b"port", b"1").is_err());
+    }
+
+    #[test]
+    fn start_up_parameters() {
+        let mut c = RuntimeConfig::new(&Config::default()).unwrap();
+        // Immutable parameters may be set at start, as in a redis.conf.
+        assert_eq!(c.load("daemonize", "yes"), Ok(()));
+        assert_eq!(
+            c.load("loglevel", "chatty"),
+            Err(Some("argument(s) must be one of the following: debug, verbose, notice, warning".into()))
+        );
+        assert_eq!(c.load("nope", "1"), Err(None));
+        // The listener's settings come from Config's fields only.
+        assert!(
+            RuntimeConfig::new(&Config { params: vec![("port".into(), "1".into())], ..Default::default() }).is_err()
+        );
+        let c = RuntimeConfig::new(&Config { tcp_backlog: 7, ..Default::default() }).unwrap();
+        assert_eq!(c.get_str("tcp-backlog"), "7");
     }
 }

@@ -89,6 +89,8 @@ pub struct Stats {
     pub total_connections: u64,
     pub rejected_connections: u64,
     pub expired_keys: u64,
+    /// Keys evicted under `maxmemory`.
+    pub evicted_keys: u64,
     pub keyspace_hits: u64,
     pub keyspace_misses: u64,
     pub total_error_replies: u64,
@@ -159,6 +161,11 @@ pub struct Core {
     pub monitors: crate::monitor::Monitors,
     /// The Lua engine; taken out (`None`) while a script runs.
     pub scripting: Option<Box<Scripting>>,
+    /// The last top-level command found the server over `maxmemory` with
+    /// nothing left to evict (a script's first write is refused then).
+    pub pre_command_oom: bool,
+    /// `RLOCKD SNAPSHOT`s: whole keyspaces by name.
+    pub snapshots: std::collections::HashMap<Bytes, Vec<crate::db::Db>>,
     /// Unix ms of the last (pretend) save, for `LASTSAVE`/`INFO persistence`.
     pub lastsave: u64,
     /// Nesting depth of [`crate::cmd::call`] (0 = top level).
@@ -184,6 +191,8 @@ impl Core {
             watches: Watches::default(),
             monitors: Default::default(),
             scripting: Some(Box::new(Scripting::new())),
+            pre_command_oom: false,
+            snapshots: std::collections::HashMap::new(),
             lastsave: now_ms / 1000,
             call_depth: 0,
             active_expire: true,

@@ -56,6 +56,13 @@ impl CmdError {
         CmdError::Raw(Bytes::from(s.into()))
     }
 
+    /// An error echoing a client's argument the way Redis's `%s` does: its
+    /// bytes as sent (not a UTF-8 rendering), up to the first NUL.
+    pub fn echo(prefix: &str, arg: &[u8], suffix: &str) -> CmdError {
+        let arg = &arg[..arg.iter().position(|&c| c == 0).unwrap_or(arg.len())];
+        CmdError::Raw([prefix.as_bytes(), arg, suffix.as_bytes()].concat().into())
+    }
+
     /// The full error text as bytes.
     pub fn to_bytes(&self) -> Bytes {
         match self {

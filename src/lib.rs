@@ -22,6 +22,11 @@
 //! * [`locks`] — the lock scripts rlockd ships (Redisson's,
 //!   redis-py's, redlock's), for clients that load them.
 //! * [`Error`] — why a server could not start.
+//! * For the `rlockd` binary and other embedders: [`memory::CountingAlloc`]
+//!   (exact `used_memory`), [`ParamCheck`] (redis.conf directives checked
+//!   as the server checks them), [`protocol::split_args`], [`REDIS_VERSION`],
+//!   [`set_allocator_name`]; and the lock views of the test-control API
+//!   ([`LockView`], [`Holder`], [`Waiter`]).
 //!
 //! Everything else (the command table, the keyspace, the Lua engine) is
 //! internal; ARCHITECTURE.md describes it.
@@ -32,8 +37,8 @@
 #![warn(clippy::all)]
 #![warn(missing_docs)]
 
-// The stack, lowest first (see ARCHITECTURE.md; `tests/it/layering.rs`
-// keeps it a stack). Only what users need is public.
+// The modules form a stack (drawn in ARCHITECTURE.md, kept one by
+// `tests/it/layering.rs`). Only what users need is public.
 mod blocking;
 mod client;
 mod clock;
@@ -43,6 +48,7 @@ mod core;
 mod db;
 mod error;
 mod glob;
+pub mod memory;
 mod monitor;
 mod num;
 pub mod protocol;
@@ -54,8 +60,9 @@ mod tx;
 mod version;
 
 pub use clock::Clock;
-pub use config::Config;
+pub use config::{Config, ParamCheck};
+pub use db::locks::{Holder, LockView, Waiter};
 pub use error::Error;
 pub use script::locks;
 pub use server::Server;
-pub use version::set_allocator_name;
+pub use version::{set_allocator_name, REDIS_VERSION};

@@ -24,9 +24,8 @@ use crate::protocol::Reply;
 
 /// The sorted set behind `ZADD`, `ZRANGE`…, for the benches.
 pub use crate::db::zset::{ScoreBound, ZSet};
-/// Splits a line the way `redis-cli` and inline commands do (quotes and
-/// escapes): the differential scenarios are written this way.
-pub use crate::protocol::parse::split_args;
+/// Redis's `string2ll` (strict base-10 integers), for the fuzz checks.
+pub use crate::num::parse_i64_strict;
 
 /// A server state and one connected client, without sockets.
 pub struct Harness {

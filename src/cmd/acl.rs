@@ -144,7 +144,7 @@ fn acl_cat(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         3 => {
             let name = String::from_utf8_lossy(&args[2]).to_ascii_lowercase();
             if !CATEGORIES.contains(&name.as_str()) {
-                return Err(CmdError::custom(format!("ERR Unknown category '{}'", String::from_utf8_lossy(&args[2]))));
+                return Err(CmdError::echo("ERR Unknown category '", &args[2], "'"));
             }
             let tag = format!("@{name}");
             let t = table();
@@ -213,12 +213,12 @@ fn acl_setuser(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
 
 fn acl_dryrun(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if &args[2][..] != b"default" {
-        return Err(CmdError::custom(format!("ERR User '{}' not found", String::from_utf8_lossy(&args[2]))));
+        return Err(CmdError::echo("ERR User '", &args[2], "' not found"));
     }
     let argv = &args[3..];
     let c = match table().lookup(argv) {
         Lookup::Found(c) => c,
-        _ => return Err(CmdError::custom(format!("ERR Command '{}' not found", String::from_utf8_lossy(&argv[0])))),
+        _ => return Err(CmdError::echo("ERR Command '", &argv[0], "' not found")),
     };
     if !super::arity_ok(c.spec.arity, argv.len()) {
         return Err(CmdError::WrongArity(c.fullname.clone()));

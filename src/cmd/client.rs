@@ -84,7 +84,7 @@ fn client_setinfo(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             .map_err(|_| CmdError::custom("ERR lib-ver cannot contain spaces, newlines or special characters."))?;
         false
     } else {
-        return Err(CmdError::custom(format!("ERR Unrecognized option '{}'", String::from_utf8_lossy(&args[2]))));
+        return Err(CmdError::echo("ERR Unrecognized option '", &args[2], "'"));
     };
     if let Some(r) = ctx.core.client_record(ctx.client.id) {
         if lib_name {
@@ -209,7 +209,7 @@ fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         } else if eq(k, "type") {
             let t = String::from_utf8_lossy(v).to_ascii_lowercase();
             if !matches!(t.as_str(), "normal" | "master" | "replica" | "slave" | "pubsub") {
-                return Err(CmdError::custom(format!("ERR Unknown client type '{}'", String::from_utf8_lossy(v))));
+                return Err(CmdError::echo("ERR Unknown client type '", v, "'"));
             }
             type_f = Some(t);
         } else if eq(k, "user") {
@@ -231,7 +231,7 @@ fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     if let Some(u) = &user_f {
         if u != b"default" {
-            return Err(CmdError::custom(format!("ERR No such user '{}'", String::from_utf8_lossy(u))));
+            return Err(CmdError::echo("ERR No such user '", u, "'"));
         }
     }
     let now = ctx.now_ms();
@@ -337,7 +337,7 @@ fn client_caching(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
 fn client_reply(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let a = &args[2];
     if eq(a, "on") {
-        ctx.client.reply_mode = ReplyMode::On;
+        ctx.client.reply_mode = ReplyMode::OnNow;
         Ok(Reply::ok())
     } else if eq(a, "off") {
         ctx.client.reply_mode = ReplyMode::Off;

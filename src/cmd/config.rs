@@ -60,6 +60,7 @@ fn config_resetstat(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     st.total_commands = 0;
     st.total_connections = 0;
     st.expired_keys = 0;
+    st.evicted_keys = 0;
     st.keyspace_hits = 0;
     st.keyspace_misses = 0;
     st.total_error_replies = 0;

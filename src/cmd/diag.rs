@@ -121,7 +121,7 @@ fn memory_usage(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn memory_stats(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    let rss = super::info::rss_bytes() as i64;
+    let rss = crate::memory::rss() as i64;
     Ok(Reply::Map(vec![
         (Reply::bulk_str("peak.allocated"), Reply::Int(rss)),
         (Reply::bulk_str("total.allocated"), Reply::Int(rss)),

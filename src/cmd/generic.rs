@@ -285,13 +285,14 @@ fn object_freq(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn object_idletime(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    if !ctx.db().exists(&args[2]) {
+    let Some(stamp) = ctx.db().idle_stamp(&args[2]) else {
         return Ok(Reply::Nil);
-    }
+    };
     if ctx.core.config.get_str("maxmemory-policy").contains("lfu") {
         return Err(CmdError::custom("ERR An LRU maxmemory policy is not selected, access time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."));
     }
-    Ok(Reply::Int(0))
+    let now = crate::db::lru_stamp(ctx.now_ms());
+    Ok(Reply::Int(i64::from(now.saturating_sub(stamp))))
 }
 
 /// 1, except for the integers 0..9999 Redis stores as shared objects
@@ -342,7 +343,7 @@ fn expire_generic(ctx: &mut Ctx<'_>, args: &[Bytes], base_ms: u64, seconds: bool
         } else if eq(a, "lt") {
             EXPIRE_LT
         } else {
-            return Err(CmdError::custom(format!("ERR Unsupported option {}", String::from_utf8_lossy(a))));
+            return Err(CmdError::echo("ERR Unsupported option ", a, ""));
         };
     }
     if fl & EXPIRE_NX != 0 && fl & (EXPIRE_XX | EXPIRE_GT | EXPIRE_LT) != 0 {

@@ -72,13 +72,6 @@ fn bytes_human(n: u64) -> String {
     }
 }
 
-pub(super) fn rss_bytes() -> u64 {
-    std::fs::read_to_string("/proc/self/statm")
-        .ok()
-        .and_then(|s| s.split_whitespace().nth(1).and_then(|v| v.parse::<u64>().ok()))
-        .map_or(0, |pages| pages * 4096)
-}
-
 fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) -> bool {
     let now = ctx.now_ms();
     let up = now.saturating_sub(ctx.shared.started_ms) / 1000;
@@ -126,7 +119,9 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) -> bool {
             l!("clients_in_timeout_table:{blocked}");
         }
         "memory" => {
-            let rss = rss_bytes();
+            let rss = crate::memory::rss();
+            let used = crate::memory::used_memory();
+            let peak = crate::memory::peak(used);
             let (lua, funcs, scripts) = core
                 .scripting
                 .as_ref()
@@ -134,18 +129,18 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) -> bool {
             let maxmemory: u64 = core.config.get_str("maxmemory").parse().unwrap_or(0);
             let total = total_system_memory();
             l!("# Memory");
-            l!("used_memory:{rss}");
-            l!("used_memory_human:{}", bytes_human(rss));
+            l!("used_memory:{used}");
+            l!("used_memory_human:{}", bytes_human(used));
             l!("used_memory_rss:{rss}");
             l!("used_memory_rss_human:{}", bytes_human(rss));
-            l!("used_memory_peak:{rss}");
-            l!("used_memory_peak_human:{}", bytes_human(rss));
-            l!("used_memory_peak_perc:100.00%");
+            l!("used_memory_peak:{peak}");
+            l!("used_memory_peak_human:{}", bytes_human(peak));
+            l!("used_memory_peak_perc:{:.2}%", used as f64 * 100.0 / peak.max(1) as f64);
             l!("used_memory_overhead:0");
             l!("used_memory_startup:0");
-            l!("used_memory_dataset:{rss}");
+            l!("used_memory_dataset:{used}");
             l!("used_memory_dataset_perc:100.00%");
-            l!("allocator_allocated:{rss}");
+            l!("allocator_allocated:{used}");
             l!("allocator_active:{rss}");
             l!("allocator_resident:{rss}");
             l!("total_system_memory:{total}");
@@ -242,7 +237,7 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) -> bool {
             l!("expired_stale_perc:0.00");
             l!("expired_time_cap_reached_count:0");
             l!("expire_cycle_cpu_milliseconds:0");
-            l!("evicted_keys:0");
+            l!("evicted_keys:{}", st.evicted_keys);
             l!("evicted_clients:0");
             l!("total_eviction_exceeded_time:0");
             l!("current_eviction_exceeded_time:0");

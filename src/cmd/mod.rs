@@ -23,11 +23,13 @@ pub mod cluster;
 pub mod command;
 pub mod config;
 pub mod connection;
+pub(crate) mod control;
 pub mod diag;
 pub mod generic;
 pub mod hash;
 pub mod help;
 pub mod info;
+pub(crate) mod limits;
 pub mod list;
 pub mod meta;
 pub mod pubsub;
@@ -482,6 +484,18 @@ pub fn process(ctx: &mut Ctx<'_>, argv: Vec<Bytes>) -> Reply {
     let tbl = table();
     let cmd = match tbl.lookup(&argv) {
         Lookup::Found(c) => c,
+        Lookup::Unknown if control::is_control(ctx, &argv) => {
+            if !ctx.client.authenticated && ctx.core.config.requirepass.is_some() {
+                return reject(ctx, None, CmdError::NoAuth);
+            }
+            let reply = match control::run(ctx, &argv) {
+                Ok(r) => r,
+                Err(e) => reject(ctx, None, e),
+            };
+            // Expiries, WATCH and wake-ups the control command caused.
+            ctx.core.after_command();
+            return reply;
+        }
         Lookup::Unknown => return reject(ctx, None, unknown_command_error(&argv)),
         Lookup::UnknownSub => return reject(ctx, None, unknown_subcommand_error(&argv)),
     };
@@ -490,6 +504,12 @@ pub fn process(ctx: &mut Ctx<'_>, argv: Vec<Bytes>) -> Reply {
     }
     if !ctx.client.authenticated && ctx.core.config.requirepass.is_some() && !cmd.has(flags::NO_AUTH) {
         return reject(ctx, Some(cmd), CmdError::NoAuth);
+    }
+    if ctx.client.multi.is_some() && cmd.has(flags::NO_MULTI) {
+        return reject(ctx, Some(cmd), CmdError::custom("ERR Command not allowed inside a transaction"));
+    }
+    if let Some(err) = limits::check(ctx, cmd, &argv) {
+        return reject(ctx, Some(cmd), err);
     }
     if ctx.client.in_resp2_pubsub() && !PUBSUB_CONTEXT_ALLOWED.contains(&cmd.spec.name) {
         return reject(ctx, Some(cmd), pubsub_context_error(cmd));

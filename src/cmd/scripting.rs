@@ -14,7 +14,7 @@ use crate::client::{Caller, ClientState};
 use crate::core::{BusyOutcome, BusyRequest, Core, Shared};
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::{Reply, Resp};
-use crate::script::host::{RunInfo, ScriptErr, ScriptHost};
+use crate::script::host::{Interrupt, RunInfo, ScriptErr, ScriptHost};
 use crate::script::Scripting;
 
 pub static COMMANDS: &[CommandSpec] = &[
@@ -130,6 +130,8 @@ struct ScriptRun<'c, 'a> {
     client: ClientState,
     /// `EVAL_RO`, `FCALL_RO`, or a `no-writes` script.
     readonly: bool,
+    /// The script declared `allow-oom`.
+    allow_oom: bool,
     /// The script performed a write command.
     wrote: bool,
     started: Instant,
@@ -150,6 +152,7 @@ impl<'c, 'a> ScriptRun<'c, 'a> {
             ctx,
             client,
             readonly: false,
+            allow_oom: false,
             wrote: false,
             started: Instant::now(),
             threshold_ms,
@@ -171,6 +174,7 @@ impl<'c, 'a> ScriptRun<'c, 'a> {
 impl ScriptHost for ScriptRun<'_, '_> {
     fn begin(&mut self, run: RunInfo) -> bool {
         self.readonly = run.readonly;
+        self.allow_oom = run.allow_oom;
         let shared = self.ctx.shared;
         let st = &shared.script;
         st.kill.store(false, Ordering::Release);
@@ -199,6 +203,13 @@ impl ScriptHost for ScriptRun<'_, '_> {
         if self.readonly && (cmd.has(flags::WRITE) || cmd.has(flags::MAY_REPLICATE)) {
             return Err(self.refuse(Some(cmd.id), ScriptErr::WriteInReadOnly));
         }
+        let limit = {
+            let ctx = Ctx { core: &mut *self.ctx.core, client: &mut self.client, shared: self.ctx.shared };
+            super::limits::script_check(&ctx, cmd, self.wrote, self.allow_oom)
+        };
+        if let Some(refusal) = limit {
+            return Err(self.refuse(Some(cmd.id), ScriptErr::Limit(refusal)));
+        }
         if cmd.is_write() && !self.wrote {
             self.wrote = true;
             self.ctx.shared.script.wrote.store(true, Ordering::Release);
@@ -216,11 +227,11 @@ impl ScriptHost for ScriptRun<'_, '_> {
     /// Enters BUSY mode past the threshold, then runs the `allow-busy`
     /// commands connections queued meanwhile, and reports whether the script
     /// must be killed.
-    fn interrupt(&mut self) -> bool {
+    fn interrupt(&mut self) -> Interrupt {
         let shared: &Shared = self.ctx.shared;
         if !self.timed_out {
             if self.threshold_ms == 0 || (self.started.elapsed().as_millis() as u64) < self.threshold_ms {
-                return false;
+                return Interrupt::Continue;
             }
             self.timed_out = true;
             tracing::warn!(
@@ -246,7 +257,13 @@ impl ScriptHost for ScriptRun<'_, '_> {
             });
         }
         serve_busy_queue(self.ctx.core, shared);
-        shared.script.kill.load(Ordering::Acquire) || *shared.shutdown.borrow()
+        if *shared.shutdown.borrow() {
+            Interrupt::Shutdown
+        } else if shared.script.kill.load(Ordering::Acquire) {
+            Interrupt::Kill
+        } else {
+            Interrupt::Continue
+        }
     }
 
     fn end(&mut self, reply: &Reply, error_counted: bool) {

@@ -12,6 +12,8 @@
 //! Keys are copied into their own allocation when stored (never a slice of a
 //! connection's read buffer, which would keep that buffer alive).
 
+pub mod evict;
+pub mod locks;
 pub mod value;
 pub mod zset;
 
@@ -39,6 +41,9 @@ pub struct Entry {
     /// How Redis would have encoded this string, where its history (not
     /// its content) decides (`OBJECT ENCODING`).
     pub str_enc: StrEnc,
+    /// Last access, in seconds on the server clock (`OBJECT IDLETIME`, the
+    /// LRU eviction policies).
+    pub lru: u32,
 }
 
 /// A string's encoding as far as history decides it.
@@ -59,7 +64,7 @@ pub enum StrEnc {
 
 impl Entry {
     pub fn new(value: Value) -> Entry {
-        Entry { value, expire: None, str_enc: StrEnc::Auto }
+        Entry { value, expire: None, str_enc: StrEnc::Auto, lru: 0 }
     }
 
     /// What `OBJECT ENCODING` answers for this key.
@@ -83,7 +88,7 @@ impl Entry {
 /// One database (`SELECT n`). Its map and expiry index are changed only
 /// by this module (through [`DbView`] and the methods below), which keeps
 /// the expiry-index invariant (see ARCHITECTURE.md).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Db {
     map: Map<Bytes, Entry>,
     expires: BTreeSet<(u64, Bytes)>,
@@ -222,7 +227,18 @@ impl DbView<'_> {
         if self.sig.read_lookups {
             self.count_lookup(key, idx.is_some());
         }
-        self.db.map.get_index_mut(idx?).map(|(_, e)| e)
+        let lru = lru_stamp(self.now);
+        self.db.map.get_index_mut(idx?).map(|(_, e)| {
+            e.lru = lru;
+            e
+        })
+    }
+
+    /// The access stamp of `key` ([`lru_stamp`]), without counting as an
+    /// access (`OBJECT IDLETIME`).
+    pub fn idle_stamp(&mut self, key: &[u8]) -> Option<u32> {
+        let idx = self.db.map.get_index_of(key).filter(|&i| !self.expire_index_if_due(i))?;
+        self.db.map.get_index(idx).map(|(_, e)| e.lru)
     }
 
     fn count_lookup(&mut self, key: &[u8], hit: bool) {
@@ -292,7 +308,10 @@ impl DbView<'_> {
                 }
             }
             None => {
-                self.db.map.insert(own(key), Entry::new(value));
+                let mut e = Entry::new(value);
+                e.lru = lru_stamp(self.now);
+                self.db.map.insert(own(key), e);
+                self.sig.notify(notify::NEW, "new", self.index, key);
             }
         }
         self.sig.touch(self.index, key);
@@ -300,7 +319,10 @@ impl DbView<'_> {
 
     /// Adds a new key (the caller knows it does not exist). Signals.
     pub fn insert_new(&mut self, key: &Bytes, value: Value) {
-        self.db.map.insert(own(key), Entry::new(value));
+        let mut e = Entry::new(value);
+        e.lru = lru_stamp(self.now);
+        self.db.map.insert(own(key), e);
+        self.sig.notify(notify::NEW, "new", self.index, key);
         self.sig.touch(self.index, key);
     }
 
@@ -404,6 +426,11 @@ impl DbView<'_> {
     pub fn raw(&self) -> &Db {
         self.db
     }
+}
+
+/// An entry's access stamp for a time in unix milliseconds.
+pub fn lru_stamp(now_ms: u64) -> u32 {
+    (now_ms / 1000) as u32
 }
 
 impl Db {

@@ -9,5 +9,5 @@
 pub(crate) mod parse;
 mod reply;
 
-pub(crate) use parse::RequestParser;
+pub use parse::{split_args, ProtocolError, RequestParser};
 pub use reply::{Reply, Resp};

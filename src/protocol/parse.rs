@@ -57,11 +57,16 @@ fn find_crlf_line(buf: &[u8]) -> Option<usize> {
     memchr(b'\r', buf)
 }
 
+/// Redis looks for the end of a header or inline line with `strchr` on its
+/// NUL-terminated query buffer: a NUL before the byte sought hides it, and
+/// the request waits for more data (until the size limits refuse it).
 fn memchr(needle: u8, hay: &[u8]) -> Option<usize> {
-    hay.iter().position(|&b| b == needle)
+    let i = hay.iter().position(|&b| b == needle || b == 0)?;
+    (hay[i] == needle).then_some(i)
 }
 
 impl RequestParser {
+    /// A parser with Redis's default limits.
     pub fn new() -> Self {
         RequestParser {
             args: Vec::new(),
@@ -207,6 +212,12 @@ fn hex_val(c: u8) -> Option<u8> {
     }
 }
 
+/// C's `isspace`, which Redis's `sdssplitargs` uses: ASCII whitespace plus
+/// the vertical tab.
+fn is_c_space(c: u8) -> bool {
+    c.is_ascii_whitespace() || c == 0x0b
+}
+
 /// Redis `sdssplitargs`: whitespace-separated words, "double quotes" with
 /// C escapes (`\n`, `\xHH`…), 'single quotes' with only `\'`. A closing quote
 /// must be followed by a space or the end. `None` on unbalanced quotes.
@@ -215,7 +226,7 @@ pub fn split_args(line: &[u8]) -> Option<Vec<Bytes>> {
     let mut i = 0;
     let n = line.len();
     loop {
-        while i < n && line[i].is_ascii_whitespace() {
+        while i < n && is_c_space(line[i]) {
             i += 1;
         }
         if i >= n {
@@ -248,7 +259,7 @@ pub fn split_args(line: &[u8]) -> Option<Vec<Bytes>> {
                         other => other,
                     });
                 } else if c == b'"' {
-                    if i + 1 < n && !line[i + 1].is_ascii_whitespace() {
+                    if i + 1 < n && !is_c_space(line[i + 1]) {
                         return None;
                     }
                     i += 1;
@@ -266,7 +277,7 @@ pub fn split_args(line: &[u8]) -> Option<Vec<Bytes>> {
                     i += 1;
                     cur.push(b'\'');
                 } else if c == b'\'' {
-                    if i + 1 < n && !line[i + 1].is_ascii_whitespace() {
+                    if i + 1 < n && !is_c_space(line[i + 1]) {
                         return None;
                     }
                     i += 1;
@@ -364,6 +375,28 @@ mod tests {
         let mut buf = BytesMut::from(&b"*1000000\r\n$500000000\r\nab"[..]);
         assert!(p.next(&mut buf).unwrap().is_none());
         assert!(buf.capacity() < 4 * MAX_RESERVE);
+    }
+
+    #[test]
+    fn a_nul_hides_the_end_of_a_line_as_in_redis() {
+        for input in [&b"PING\0\r\n"[..], b"\0abc\r\nPING\r\n", b"*1\0\r\n$4\r\nPING\r\n", b"*1\r\n$4\0\r\nPING\r\n"] {
+            assert_eq!(parse_all(input), (vec![], None), "{input:?}");
+        }
+        let mut big = b"\0abc\r\n".to_vec();
+        big.resize(INLINE_MAX + 10, b'x');
+        assert_eq!(parse_all(&big).1.unwrap().0, "too big inline request");
+        let mut big = b"*1\r\n$4\0\r\n".to_vec();
+        big.resize(INLINE_MAX + 10, b'y');
+        assert_eq!(parse_all(&big).1.unwrap().0, "too big bulk count string");
+        // A NUL inside an argument is data.
+        assert_eq!(parse_all(b"*1\r\n$3\r\na\0b\r\n").0, vec![vec![Bytes::from_static(b"a\0b")]]);
+    }
+
+    #[test]
+    fn inline_separators_are_c_isspace() {
+        let args = split_args(b"\x0bECHO\x0b\x0bx").unwrap();
+        assert_eq!(args, vec![Bytes::from("ECHO\x0b\x0bx")]);
+        assert_eq!(split_args(b"ECHO \"a\"\x0b").unwrap(), vec![Bytes::from("ECHO"), Bytes::from("a")]);
     }
 
     #[test]

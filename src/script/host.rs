@@ -24,16 +24,21 @@ pub enum ScriptErr {
     NotAllowed,
     /// A write command from a read-only script (`EVAL_RO`, `no-writes`).
     WriteInReadOnly,
+    /// Refused by a server limit, worded with its own code
+    /// (`-OOM command not allowed…`, `-NOREPLICAS …`).
+    Limit(&'static str),
 }
 
 impl ScriptErr {
-    /// Redis's error text (raised as `ERR <text>`).
+    /// Redis's error text (raised as `ERR <text>`, or with the code a
+    /// leading `-` gives).
     pub fn message(self) -> &'static str {
         match self {
             ScriptErr::UnknownCommand => "Unknown Redis command called from script",
             ScriptErr::WrongArity => "Wrong number of args calling Redis command from script",
             ScriptErr::NotAllowed => "This Redis command is not allowed from script",
             ScriptErr::WriteInReadOnly => "Write commands are not allowed from read-only scripts.",
+            ScriptErr::Limit(text) => text,
         }
     }
 }
@@ -45,6 +50,19 @@ pub struct RunInfo {
     pub is_function: bool,
     /// The script may not write (`EVAL_RO`, `FCALL_RO`, `no-writes`).
     pub readonly: bool,
+    /// The script declared `allow-oom`.
+    pub allow_oom: bool,
+}
+
+/// What the host answers when asked whether to interrupt the script.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Interrupt {
+    /// Go on.
+    Continue,
+    /// Stop: `SCRIPT KILL` / `FUNCTION KILL`.
+    Kill,
+    /// Stop: the server is shutting down (`SHUTDOWN NOSAVE`).
+    Shutdown,
 }
 
 /// The server side of a script run. One host serves one run: [`begin`],
@@ -72,8 +90,8 @@ pub trait ScriptHost {
     fn acl_check(&self, argv: &[Bytes]) -> bool;
 
     /// Asked between Lua instructions: lets the host serve others while
-    /// the script is slow; true to stop the script (`SCRIPT KILL`).
-    fn interrupt(&mut self) -> bool;
+    /// the script is slow, and says whether to stop the script.
+    fn interrupt(&mut self) -> Interrupt;
 
     /// The script ended with `reply`. `error_counted`: the reply repeats an
     /// error the host already counted (a `redis.call` error returned as is).

@@ -204,10 +204,7 @@ impl Scripting {
         // SAFETY: raw operations on our own VM.
         unsafe {
             if let Err(msg) = sandbox::load_chunk(l, &body[shebang_len..], b"@user_script") {
-                return Err(CmdError::custom(format!(
-                    "ERR Error compiling script (new function): {}",
-                    String::from_utf8_lossy(c_prefix(&msg))
-                )));
+                return Err(CmdError::echo("ERR Error compiling script (new function): ", c_prefix(&msg), ""));
             }
             let fref = ffi::luaL_ref(l, ffi::LUA_REGISTRYINDEX);
             self.scripts.insert(key, EvalScript { fref, flags, stats: ScriptStats::default() });
@@ -269,6 +266,23 @@ impl Scripting {
     pub fn reset_stats(&mut self) {
         for s in self.scripts.values_mut() {
             s.stats = ScriptStats::default();
+        }
+    }
+
+    /// The flags a script declares, for the limits checked before it runs
+    /// (Redis's `evalGetCommandFlags` / `fcallGetCommandFlags`): `argv` is
+    /// the whole `EVAL*` / `FCALL*` command. `None` when unknown (an
+    /// uncached sha, a missing function, a bad shebang).
+    pub fn declared_flags(&self, command: &str, argv: &[Bytes]) -> Option<ScriptFlags> {
+        let body = argv.get(1)?;
+        match command {
+            "eval" | "eval_ro" => match self.scripts.get(&sha_key(sha1_hex(body).as_bytes())?) {
+                Some(s) => Some(s.flags),
+                None => parse_shebang(body).ok().map(|(f, _)| f),
+            },
+            "evalsha" | "evalsha_ro" => self.scripts.get(&sha_key(body)?).map(|s| s.flags),
+            "fcall" | "fcall_ro" => self.libraries.find(body).map(|f| f.flags),
+            _ => None,
         }
     }
 
@@ -346,7 +360,8 @@ impl Scripting {
         }
         let readonly = ro || (!compat && flags.has(ScriptFlags::NO_WRITES));
         let is_eval = matches!(target, Target::Eval(_));
-        let interrupts = host.begin(RunInfo { is_function: !is_eval, readonly });
+        let allow_oom = flags.has(ScriptFlags::ALLOW_OOM);
+        let interrupts = host.begin(RunInfo { is_function: !is_eval, readonly, allow_oom });
         let rng = std::mem::take(&mut self.rng);
         let vm = match target {
             Target::Eval(_) => &self.eval,
@@ -507,10 +522,7 @@ fn parse_shebang(body: &[u8]) -> Result<(ScriptFlags, usize), CmdError> {
         _ => return Err(CmdError::custom("ERR Invalid engine in script shebang")),
     };
     if &parts[0][..] != b"#!lua" {
-        return Err(CmdError::custom(format!(
-            "ERR Unexpected engine in script shebang: {}",
-            String::from_utf8_lossy(&parts[0])
-        )));
+        return Err(CmdError::echo("ERR Unexpected engine in script shebang: ", &parts[0], ""));
     }
     let mut flags = ScriptFlags::default();
     for part in &parts[1..] {
@@ -521,16 +533,11 @@ fn parse_shebang(body: &[u8]) -> Result<(ScriptFlags, usize), CmdError> {
             for f in list.split(|&c| c == b',') {
                 match ScriptFlags::from_name(f, false) {
                     Some(x) => flags.0 |= x.0,
-                    None => {
-                        return Err(CmdError::custom(format!(
-                            "ERR Unexpected flag in script shebang: {}",
-                            String::from_utf8_lossy(f)
-                        )))
-                    }
+                    None => return Err(CmdError::echo("ERR Unexpected flag in script shebang: ", f, "")),
                 }
             }
         } else {
-            return Err(CmdError::custom(format!("ERR Unknown lua shebang option: {}", String::from_utf8_lossy(part))));
+            return Err(CmdError::echo("ERR Unknown lua shebang option: ", part, ""));
         }
     }
     Ok((flags, end))
@@ -585,9 +592,13 @@ mod tests {
         fn acl_check(&self, argv: &[Bytes]) -> bool {
             &argv[0][..] != b"nope"
         }
-        fn interrupt(&mut self) -> bool {
+        fn interrupt(&mut self) -> host::Interrupt {
             self.interrupts += 1;
-            self.kill_at.is_some_and(|n| self.interrupts >= n)
+            if self.kill_at.is_some_and(|n| self.interrupts >= n) {
+                host::Interrupt::Kill
+            } else {
+                host::Interrupt::Continue
+            }
         }
         fn end(&mut self, reply: &Reply, error_counted: bool) {
             self.ended = Some((reply.clone(), error_counted));
@@ -610,13 +621,13 @@ mod tests {
         let reply = eng.eval(&mut host, &args(&["EVAL", script, "1", "k", "v"]), false, false);
         assert_eq!(reply, bulks(&["echo", "k", "v", "3"]));
         assert_eq!(host.calls, vec![(args(&["echo", "k", "v", "3"]), false)]);
-        assert_eq!(host.began, Some(RunInfo { is_function: false, readonly: false }));
+        assert_eq!(host.began, Some(RunInfo { is_function: false, readonly: false, allow_oom: false }));
         assert_eq!(host.ended, Some((reply, false)));
         // The script is cached: EVALSHA finds it, and its statistics count the call.
         let sha = sha1_hex(script.as_bytes());
         let reply = eng.eval(&mut host, &args(&["EVALSHA", &sha, "1", "a", "b"]), true, true);
         assert_eq!(reply, bulks(&["echo", "a", "b", "3"]));
-        assert_eq!(host.began, Some(RunInfo { is_function: false, readonly: true }));
+        assert_eq!(host.began, Some(RunInfo { is_function: false, readonly: true, allow_oom: false }));
         let stats = eng.script_stats();
         assert_eq!((stats[0].1.calls, stats[0].1.redis_calls), (2, 2));
     }

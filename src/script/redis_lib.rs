@@ -9,6 +9,7 @@ use bytes::Bytes;
 use mlua::ffi;
 
 use super::convert::{push_reply, push_slots};
+use super::host::Interrupt;
 use super::lua::{
     cstr, fmt_g17, push_bytes, push_error_table, push_where_msg, raise, set_field_raw, set_fn, set_num, State,
 };
@@ -259,7 +260,9 @@ unsafe extern "C-unwind" fn log(l: State) -> c_int {
     }
     let text = String::from_utf8_lossy(&msg);
     match level {
-        0 | 1 => tracing::debug!(target: "rlockd::lua", "{text}"),
+        // LOG_DEBUG and LOG_VERBOSE: the binary's `debug` and `verbose` levels.
+        0 => tracing::trace!(target: "rlockd::lua", "{text}"),
+        1 => tracing::debug!(target: "rlockd::lua", "{text}"),
         2 => tracing::info!(target: "rlockd::lua", "{text}"),
         _ => tracing::warn!(target: "rlockd::lua", "{text}"),
     }
@@ -390,8 +393,11 @@ pub(crate) unsafe fn install_overrides(l: State, g: c_int) {
 /// The instruction-count hook: BUSY detection and `SCRIPT KILL`.
 pub(crate) unsafe extern "C-unwind" fn count_hook(l: State, _ar: *mut ffi::lua_Debug) {
     let Some(run) = current() else { return };
-    if run.host.interrupt() {
-        tracing::warn!("Lua script killed by user with SCRIPT KILL.");
+    let stop = run.host.interrupt();
+    if stop != Interrupt::Continue {
+        if stop == Interrupt::Kill {
+            tracing::warn!("Lua script killed by user with SCRIPT KILL.");
+        }
         // From now on fire at every line, so pcall cannot swallow the kill.
         ffi::lua_sethook(l, Some(count_hook), ffi::LUA_MASKLINE, 0);
         push_error_table(l, b"Script killed by user with SCRIPT KILL...");

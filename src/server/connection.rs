@@ -67,12 +67,38 @@ pub async fn handle(shared: Arc<Shared>, socket: TcpStream, peer: SocketAddr) {
             let _ = conn.socket.write_all(b"-ERR max number of clients reached\r\n").await;
             return;
         }
+        if protected_mode_refuses(&core.config, peer) {
+            core.unregister_client(&cs);
+            core.stats.rejected_connections += 1;
+            drop(core);
+            let _ = conn.socket.write_all(PROTECTED_MODE_DENIED).await;
+            return;
+        }
     }
     conn.run().await;
     if conn.registered {
         let mut core = shared.core.lock().await;
         core.unregister_client(&cs);
     }
+}
+
+/// Redis's answer to a non-loopback client in protected mode.
+const PROTECTED_MODE_DENIED: &[u8] = b"-DENIED Redis is running in protected mode because protected \
+mode is enabled and no password is set for the default user. In this mode connections are only accepted \
+from the loopback interface. If you want to connect from external computers to Redis you may adopt one of \
+the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' \
+from the loopback interface by connecting to Redis from the same host the server is running, however MAKE \
+SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change \
+permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, \
+and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server \
+manually just for testing, restart it with the '--protected-mode no' option. 4) Setup a an authentication \
+password for the default user. NOTE: You only need to do one of the above things in order for the server \
+to start accepting connections from the outside.\r\n";
+
+/// Protected mode (the default) with no password: only loopback clients
+/// are served, as in Redis's `clientAcceptHandler`.
+fn protected_mode_refuses(cfg: &crate::config::RuntimeConfig, peer: SocketAddr) -> bool {
+    cfg.protected_mode && cfg.requirepass.is_none() && !peer.ip().is_loopback()
 }
 
 impl Conn {
@@ -247,6 +273,12 @@ impl Conn {
                 let mut ctx = Ctx { core, client: &mut self.client, shared: &shared };
                 cmd::process(&mut ctx, argv)
             };
+            if *shared.shutdown.borrow() && !self.client.close {
+                // A script stopped by SHUTDOWN NOSAVE from another client:
+                // Redis exits without answering it.
+                self.client.close = true;
+                break;
+            }
             self.parser.unauthenticated = !self.client.authenticated;
             // What this command queued for this very client (its own pub/sub
             // messages, extra subscribe confirmations) precedes its reply, as
@@ -271,6 +303,14 @@ impl Conn {
             if self.client.close {
                 break;
             }
+            if let Some(core) = guard.as_ref() {
+                if self.over_normal_limit(core) {
+                    // Redis closes such a client without sending what it queued.
+                    self.out.clear();
+                    self.client.close = true;
+                    break;
+                }
+            }
             if self.out.len() >= OUT_FLUSH {
                 guard = None;
                 self.flush().await?;
@@ -278,6 +318,38 @@ impl Conn {
         }
         drop(guard);
         self.flush().await
+    }
+
+    /// `client-output-buffer-limit normal` for the replies not yet written
+    /// (pub/sub clients answer to the pubsub class instead).
+    fn over_normal_limit(&self, core: &Core) -> bool {
+        let limit = core.config.normal_limit;
+        if limit.hard == 0 && limit.soft == 0 || self.client.shared.subscriptions() > 0 {
+            return false;
+        }
+        let pending = self.out.len() as u64;
+        let cs = &self.client.shared;
+        if limit.hard > 0 && pending >= limit.hard {
+            tracing::warn!(client = cs.id, pending, "client over the hard output buffer limit: closing");
+            return true;
+        }
+        if limit.soft > 0 && pending >= limit.soft {
+            let now = self.shared.clock.now_ms();
+            let since = cs.soft_limit_since.load(Ordering::Relaxed);
+            if since == 0 {
+                cs.soft_limit_since.store(now.max(1), Ordering::Relaxed);
+            } else if now.saturating_sub(since) >= limit.soft_secs * 1000 {
+                tracing::warn!(
+                    client = cs.id,
+                    pending,
+                    "client over the soft output buffer limit for too long: closing"
+                );
+                return true;
+            }
+        } else {
+            cs.soft_limit_since.store(0, Ordering::Relaxed);
+        }
+        false
     }
 
     /// Waits for a blocked command's reply. `None`: the client went away
@@ -366,6 +438,10 @@ impl Conn {
             // Just armed by this command (CLIENT REPLY SKIP), or replies off.
             ReplyMode::Skip | ReplyMode::Off => true,
             ReplyMode::On => skipping,
+            ReplyMode::OnNow => {
+                self.client.reply_mode = ReplyMode::On;
+                false
+            }
         };
         // Pushes (subscribe confirmations) are never silenced, as in Redis
         // (its CLIENT_PUSHING flag), like the messages that follow them.
@@ -429,8 +505,12 @@ impl Conn {
             "script|kill" => WhileBusy::Reply(cmd::scripting::kill_busy_script(shared, false)),
             "function|kill" => WhileBusy::Reply(cmd::scripting::kill_busy_script(shared, true)),
             "shutdown" if argv[1..].iter().any(|a| a.eq_ignore_ascii_case(b"nosave")) => {
+                // As on Redis, the server goes away without a reply, to this
+                // client and to the one whose script was running.
+                tracing::info!("SHUTDOWN NOSAVE requested by client {} while a script runs", self.client.id);
                 shared.request_shutdown();
                 self.client.close = true;
+                self.client.reply_mode = ReplyMode::SkipThis;
                 WhileBusy::Reply(Reply::ok())
             }
             _ => WhileBusy::InScript,
@@ -482,4 +562,27 @@ fn is_cross_protocol_attack(argv: &[Bytes]) -> bool {
 enum WhileBusy {
     Reply(Reply),
     InScript,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn protected_mode_serves_loopback_only_without_a_password() {
+        let mut cfg = crate::config::RuntimeConfig::new(&crate::config::Config::default()).expect("config");
+        let remote: SocketAddr = "192.0.2.7:5000".parse().unwrap();
+        let local: SocketAddr = "127.0.0.1:5000".parse().unwrap();
+        let local6: SocketAddr = "[::1]:5000".parse().unwrap();
+        assert!(protected_mode_refuses(&cfg, remote));
+        assert!(!protected_mode_refuses(&cfg, local));
+        assert!(!protected_mode_refuses(&cfg, local6));
+        cfg.set(b"requirepass", b"secret").unwrap();
+        assert!(!protected_mode_refuses(&cfg, remote));
+        cfg.set(b"requirepass", b"").unwrap();
+        cfg.set(b"protected-mode", b"no").unwrap();
+        assert!(!protected_mode_refuses(&cfg, remote));
+        assert_eq!(PROTECTED_MODE_DENIED.len(), 1067);
+        assert!(PROTECTED_MODE_DENIED.ends_with(b"outside.\r\n"));
+    }
 }

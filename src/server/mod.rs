@@ -41,15 +41,20 @@ impl Server {
 
     /// Starts a server with `config`. Returns once it accepts connections.
     pub fn start_with(config: Config) -> Result<Server, Error> {
-        let std_listener = std::net::TcpListener::bind(config.bind)
+        if config.worker_threads < 2 {
+            return Err(Error::Config(format!(
+                "worker_threads must be at least 2 (got {}): one thread runs a long script while another answers BUSY",
+                config.worker_threads
+            )));
+        }
+        let std_listener = listen(config.bind, config.tcp_backlog)
             .map_err(|source| Error::Bind { addr: config.bind.to_string(), source })?;
-        std_listener.set_nonblocking(true).map_err(Error::Runtime)?;
         let addr = std_listener.local_addr().map_err(Error::Runtime)?;
         let mut cfg = config.clone();
         cfg.bind = addr;
         let shared = Arc::new(Shared::new(&cfg, crate::cmd::table().len())?);
         let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(config.worker_threads.max(2))
+            .worker_threads(config.worker_threads)
             .thread_stack_size(crate::script::SCRIPT_THREAD_STACK)
             .thread_name("rlockd")
             .enable_all()
@@ -70,6 +75,25 @@ impl Server {
             .map_err(Error::Runtime)?;
         tracing::debug!(%addr, "rlockd listening");
         Ok(Server { addr, password: config.requirepass.clone(), shared, thread: Some(thread) })
+    }
+
+    /// Starts `n` independent servers (own keyspace, clock, test control)
+    /// on consecutive ports from `config`'s (each on a free port if it is
+    /// 0): the nodes of a Redlock or MultiLock test. All or nothing.
+    pub fn start_many(n: usize, config: Config) -> Result<Vec<Server>, Error> {
+        (0..n)
+            .map(|i| {
+                let mut c = config.clone();
+                if c.bind.port() != 0 {
+                    let port = u16::try_from(usize::from(c.bind.port()) + i).map_err(|_| Error::Bind {
+                        addr: format!("port {}+{i}", c.bind.port()),
+                        source: std::io::ErrorKind::InvalidInput.into(),
+                    })?;
+                    c.bind.set_port(port);
+                }
+                Server::start_with(c)
+            })
+            .collect()
     }
 
     /// The address the server listens on.
@@ -93,6 +117,49 @@ impl Server {
     /// The server's clock (all expiry and `TIME` read it).
     pub fn clock(&self) -> &Clock {
         &self.shared.clock
+    }
+
+    /// Runs `f` on the server's state under its lock, from any thread or
+    /// runtime (the lock is taken on a helper thread, so this also works
+    /// inside `#[tokio::test]`).
+    fn with_core<R: Send>(&self, f: impl FnOnce(&mut crate::core::Core) -> R + Send) -> R {
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let mut core = self.shared.core.blocking_lock();
+                let r = f(&mut core);
+                core.after_command();
+                r
+            })
+            .join()
+            .expect("server state access")
+        })
+    }
+
+    /// Every lock in the keyspace (as `RLOCKD LOCKS`): kind, holders with
+    /// re-entry counts and leases, waiters in order.
+    pub fn locks(&self) -> Vec<crate::db::locks::LockView> {
+        let now = self.shared.clock.now_ms();
+        self.with_core(|core| crate::db::locks::scan(&core.ks.dbs, None, now))
+    }
+
+    /// Moves the clock by `ms` and expires every key now due at once (as
+    /// `RLOCKD CLOCK ADVANCE`).
+    pub fn advance_clock(&self, ms: i64) {
+        self.shared.clock.advance_ms(ms);
+        let now = self.shared.clock.now_ms();
+        self.with_core(|core| crate::cmd::control::expire_now(core, now));
+    }
+
+    /// Captures the whole keyspace with its TTLs (as `RLOCKD SNAPSHOT`).
+    pub fn snapshot(&self, name: &str) {
+        let name = bytes::Bytes::copy_from_slice(name.as_bytes());
+        self.with_core(|core| crate::cmd::control::snapshot(core, name));
+    }
+
+    /// Brings a snapshot back in place of the whole keyspace (as `RLOCKD
+    /// RESTORE`); false if there is none by that name.
+    pub fn restore(&self, name: &str) -> bool {
+        self.with_core(|core| crate::cmd::control::restore(core, name.as_bytes()))
     }
 
     /// True once shutdown was requested (by `SHUTDOWN`, a signal or `stop`).
@@ -138,6 +205,33 @@ impl Drop for Server {
     }
 }
 
+/// Binds a non-blocking listener with `backlog` pending connections, as
+/// redis-server does with `tcp-backlog` (std's `bind` always asks for 128).
+/// `SO_REUSEADDR` as std and Redis set it: a restarted server can rebind a
+/// port with connections still in TIME_WAIT.
+fn listen(addr: SocketAddr, backlog: u32) -> std::io::Result<std::net::TcpListener> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    socket.set_reuse_address(true)?;
+    socket.bind(&addr.into())?;
+    warn_if_backlog_capped(backlog);
+    socket.listen(i32::try_from(backlog).unwrap_or(i32::MAX))?;
+    socket.set_nonblocking(true)?;
+    Ok(socket.into())
+}
+
+/// Redis's start-up warning when the kernel silently lowers the backlog.
+fn warn_if_backlog_capped(backlog: u32) {
+    let Ok(text) = std::fs::read_to_string("/proc/sys/net/core/somaxconn") else { return };
+    if let Ok(max) = text.trim().parse::<u32>() {
+        if max < backlog {
+            tracing::warn!(
+                "WARNING: The TCP backlog setting of {backlog} cannot be enforced because /proc/sys/net/core/somaxconn is set to the lower value of {max}."
+            );
+        }
+    }
+}
+
 async fn run(listener: TcpListener, shared: Arc<Shared>) {
     let mut shutdown = shared.shutdown.subscribe();
     tokio::spawn(active_expire(shared.clone()));
@@ -158,6 +252,30 @@ async fn run(listener: TcpListener, shared: Arc<Shared>) {
     tracing::debug!("rlockd stopping");
 }
 
+/// `timeout`: closes normal clients idle for longer than it (Redis's
+/// `clientsCronHandleTimeout`): not blocked, subscribed or monitoring ones.
+/// Idle time is measured on the server clock, so advancing it counts.
+fn close_idle_clients(core: &crate::core::Core, now_ms: u64) {
+    let secs = core.config.timeout_secs;
+    if secs == 0 {
+        return;
+    }
+    for cs in core.clients.values().map(|r| &r.shared) {
+        let subscribed = cs.sub_channels.load(Ordering::Relaxed)
+            + cs.sub_patterns.load(Ordering::Relaxed)
+            + cs.sub_shard.load(Ordering::Relaxed)
+            > 0;
+        if subscribed || cs.blocked.load(Ordering::Relaxed) || cs.monitor.load(Ordering::Relaxed) {
+            continue;
+        }
+        let idle_secs = (now_ms / 1000).saturating_sub(cs.last_interaction_ms.load(Ordering::Relaxed) / 1000);
+        if idle_secs > secs {
+            tracing::debug!(id = cs.id, "closing idle client");
+            cs.kill();
+        }
+    }
+}
+
 /// Active expiry: every `1000/hz` ms, delete every due key in slices of at
 /// most ~1 ms of lock time, yielding between slices so other clients never
 /// wait long.
@@ -166,7 +284,9 @@ async fn active_expire(shared: Arc<Shared>) {
     loop {
         let hz = {
             let mut core = shared.core.lock().await;
-            core.stats.sample_ops(shared.clock.now_ms());
+            let now = shared.clock.now_ms();
+            core.stats.sample_ops(now);
+            close_idle_clients(&core, now);
             core.config.hz.max(1)
         };
         tokio::select! {

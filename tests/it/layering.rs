@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 /// The layers, lowest first. A new top-level module must be added here.
 const LAYERS: &[&[&str]] = &[
-    &["num", "glob", "clock", "version"],
+    &["num", "glob", "clock", "version", "memory"],
     &["protocol"],
     &["error"],
     &["db"],

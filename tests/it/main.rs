@@ -3,23 +3,31 @@
 
 mod common;
 
+mod binary;
 mod blocking;
 mod command_meta;
 mod compat;
+mod container;
+mod control;
 mod diff;
 mod diff_random;
+mod examples;
+mod fuzz_regressions;
 mod hash;
 mod keyspace;
 mod layering;
 mod lifecycle;
+mod limits;
 mod list;
 mod locks;
+mod lua_lib_cves;
 mod lua_vm_cves;
 mod protocol;
 mod pubsub;
 mod scripting;
 mod server_cmds;
 mod set;
+mod soak;
 mod strings;
 mod tx;
 mod zset;

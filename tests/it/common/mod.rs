@@ -2,8 +2,10 @@
 // Each test module uses a different subset of these helpers.
 #![allow(dead_code)]
 
+pub mod binary;
 pub mod oracle;
 pub mod resp;
+pub mod skip;
 
 use rlockd::Server;
 

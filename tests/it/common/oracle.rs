@@ -1,7 +1,9 @@
 //! A real `redis-server` to compare against (the differential oracle).
 //!
-//! Missing `redis-server`: the differential tests print why and skip,
-//! unless `RLOCKD_REQUIRE_REDIS=1` (set by `.ci/run`), where it is a failure.
+//! Missing `redis-server`: the differential tests skip, with a line on
+//! stderr at once and a summary after the harness's result line (see
+//! `skip`), unless `RLOCKD_REQUIRE_REDIS=1` (set by `.ci/run`), where it
+//! is a failure.
 
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
@@ -18,8 +20,12 @@ fn free_port() -> u16 {
     l.local_addr().expect("addr").port()
 }
 
-/// Path of redis-server, if installed.
+/// Path of redis-server, if installed. `RLOCKD_REDIS_SERVER` names another
+/// one (an empty value, or a missing file, is "not installed").
 pub fn redis_server_path() -> Option<String> {
+    if let Ok(p) = std::env::var("RLOCKD_REDIS_SERVER") {
+        return std::path::Path::new(&p).is_file().then_some(p);
+    }
     for dir in std::env::var("PATH").unwrap_or_default().split(':').chain(["/usr/bin", "/usr/local/bin"]) {
         let p = format!("{dir}/redis-server");
         if std::path::Path::new(&p).is_file() {
@@ -29,19 +35,26 @@ pub fn redis_server_path() -> Option<String> {
     None
 }
 
+/// The path of redis-server; when it is not installed, None after
+/// recording the skip (or a panic under `RLOCKD_REQUIRE_REDIS=1`).
+pub fn redis_server_or_skip() -> Option<String> {
+    let path = redis_server_path();
+    if path.is_none() {
+        if std::env::var("RLOCKD_REQUIRE_REDIS").is_ok_and(|v| v == "1") {
+            panic!("redis-server is required (RLOCKD_REQUIRE_REDIS=1) but not installed");
+        }
+        super::skip::skipped(
+            "redis-server is not installed, so nothing was compared with Redis (apt-get install redis-server; RLOCKD_REQUIRE_REDIS=1 makes this a failure)",
+        );
+    }
+    path
+}
+
 impl Oracle {
-    /// Starts redis-server, or returns None (after printing why) when it is
-    /// not installed and not required.
+    /// Starts redis-server, or returns None (after recording the skip) when
+    /// it is not installed and not required.
     pub fn start() -> Option<Oracle> {
-        let Some(path) = redis_server_path() else {
-            if std::env::var("RLOCKD_REQUIRE_REDIS").is_ok_and(|v| v == "1") {
-                panic!("redis-server is required (RLOCKD_REQUIRE_REDIS=1) but not installed");
-            }
-            eprintln!(
-                "SKIPPED: redis-server not installed; the differential tests need it (apt-get install redis-server)"
-            );
-            return None;
-        };
+        let path = redis_server_or_skip()?;
         for _ in 0..5 {
             let port = free_port();
             let child = Command::new(&path)

@@ -1,0 +1,163 @@
+//! The README's "use it from your language" examples, run against the
+//! `rlockd` binary with their real clients: Redisson (Java 17 + Maven),
+//! redis-py (Python 3 + venv/pip) and node-redis (Node + npm), from
+//! `clients/examples/<lang>/`. Their packages are installed once into the
+//! target directory and reused. A missing toolchain skips its example with
+//! a line that the harness does not swallow (see `common::skip`).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::common::binary::{run_in, Binary, Run};
+use crate::common::resp::{RawConn, Value};
+use crate::common::skip::skipped;
+
+/// Hang guard for one step (package downloads included); not a speed check.
+const STEP_LIMIT: Duration = Duration::from_secs(900);
+
+fn source(lang: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("clients/examples").join(lang)
+}
+
+fn work_dir(lang: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join("examples").join(lang);
+    std::fs::create_dir_all(&d).expect("create the example's work directory");
+    d
+}
+
+/// True if `program args` runs and exits 0.
+fn runs(program: &str, args: &[&str]) -> bool {
+    std::process::Command::new(program)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn ok_or_panic(what: &str, r: Run) -> Run {
+    assert_eq!(r.code, Some(0), "{what} failed:\nstdout:\n{}\nstderr:\n{}", r.stdout, r.stderr);
+    r
+}
+
+/// Runs `install` unless `marker` already holds `stamp` (what was installed).
+fn install_once(marker: &Path, stamp: &str, install: impl FnOnce()) {
+    if std::fs::read_to_string(marker).is_ok_and(|s| s == stamp) {
+        return;
+    }
+    install();
+    std::fs::write(marker, stamp).expect("write the install marker");
+}
+
+/// Checks what the example left in the server: its key, and the Lua
+/// scripts its lock ran (EVAL or EVALSHA calls in INFO commandstats).
+fn check_server_side(port: u16, key: &str) {
+    let mut c = RawConn::connect(port);
+    assert_eq!(c.cmd(&["GET", key]), Value::Bulk(Some(b"ok".to_vec())), "{key}");
+    assert_eq!(c.cmd(&["EXISTS", "example:lock"]), Value::Int(0), "the example's lock is still held");
+    let Value::Bulk(Some(stats)) = c.cmd(&["INFO", "commandstats"]) else { panic!("INFO commandstats") };
+    let stats = String::from_utf8_lossy(&stats);
+    assert!(
+        stats.lines().any(|l| l.starts_with("cmdstat_eval:") || l.starts_with("cmdstat_evalsha:")),
+        "the example ran no Lua script:\n{stats}"
+    );
+}
+
+#[test]
+fn redis_py_example() {
+    if !runs("python3", &["-c", "import venv, ensurepip, sys; sys.exit(sys.version_info < (3, 8))"]) {
+        skipped("Python 3.8+ with venv is not installed, so the redis-py example was not run");
+        return;
+    }
+    let src = source("python");
+    let work = work_dir("python");
+    let venv = work.join("venv");
+    let requirements = std::fs::read_to_string(src.join("requirements.txt")).expect("requirements.txt");
+    install_once(&work.join("installed"), &requirements, || {
+        let venv_s = venv.to_str().expect("utf-8 path");
+        ok_or_panic("python3 -m venv", run_in(None, "python3", &["-m", "venv", "--clear", venv_s], STEP_LIMIT));
+        let pip = venv.join("bin/pip");
+        let req = src.join("requirements.txt");
+        ok_or_panic(
+            "pip install",
+            run_in(
+                None,
+                pip.to_str().expect("utf-8 path"),
+                &["install", "-q", "--disable-pip-version-check", "-r", req.to_str().expect("utf-8 path")],
+                STEP_LIMIT,
+            ),
+        );
+    });
+    let srv = Binary::start(&["--port", "0"]);
+    let python = venv.join("bin/python");
+    let r = ok_or_panic(
+        "the redis-py example",
+        run_in(Some(&src), python.to_str().expect("utf-8 path"), &["example.py", &srv.port.to_string()], STEP_LIMIT),
+    );
+    assert_eq!(r.stdout.trim_end(), "python example: ok");
+    check_server_side(srv.port, "example:python");
+}
+
+#[test]
+fn node_redis_example() {
+    if !runs("node", &["--version"]) || !runs("npm", &["--version"]) {
+        skipped("Node.js and npm are not installed, so the node-redis example was not run");
+        return;
+    }
+    let src = source("node");
+    let work = work_dir("node");
+    for f in ["package.json", "package-lock.json", "example.js"] {
+        std::fs::copy(src.join(f), work.join(f)).unwrap_or_else(|e| panic!("copy {f}: {e}"));
+    }
+    let lock = std::fs::read_to_string(src.join("package-lock.json")).expect("package-lock.json");
+    install_once(&work.join("installed"), &lock, || {
+        ok_or_panic(
+            "npm ci",
+            run_in(Some(&work), "npm", &["ci", "--no-audit", "--no-fund", "--loglevel=error"], STEP_LIMIT),
+        );
+    });
+    let srv = Binary::start(&["--port", "0"]);
+    let r = ok_or_panic(
+        "the node-redis example",
+        run_in(Some(&work), "node", &["example.js", &srv.port.to_string()], STEP_LIMIT),
+    );
+    assert_eq!(r.stdout.trim_end(), "node example: ok");
+    check_server_side(srv.port, "example:node");
+}
+
+#[test]
+fn redisson_example() {
+    if !runs("java", &["-version"]) || !runs("mvn", &["-v"]) {
+        skipped("a JDK (17+) and Maven are not installed, so the Redisson example was not run");
+        return;
+    }
+    let src = source("java");
+    let work = work_dir("java");
+    let pom = src.join("pom.xml");
+    let srv = Binary::start(&["--port", "0"]);
+    let build_dir = format!("-Dexample.build.dir={}", work.join("target").display());
+    let address = format!("-Dexec.args=redis://127.0.0.1:{}", srv.port);
+    let r = ok_or_panic(
+        "the Redisson example (mvn compile exec:java)",
+        run_in(
+            None,
+            "mvn",
+            &[
+                "-B",
+                "-q",
+                "-Dstyle.color=never",
+                "-f",
+                pom.to_str().expect("utf-8 path"),
+                &build_dir,
+                "compile",
+                "exec:java",
+                &address,
+            ],
+            STEP_LIMIT,
+        ),
+    );
+    // Maven may wrap the program's output in colour resets.
+    assert!(r.stdout.contains("java example: ok"), "{}", r.stdout);
+    check_server_side(srv.port, "example:java");
+}
