@@ -172,11 +172,11 @@ fn b(s: impl Into<String>) -> Vec<u8> {
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
-use rlockd::script::locks::{REDLOCK_RELEASE, REENTRANT_LOCK, REENTRANT_UNLOCK};
+use rlockd::locks::{REDLOCK_RELEASE, REENTRANT_LOCK, REENTRANT_UNLOCK};
 
 /// The script's SHA1, computed once (the client must not burn the CPU the
 /// servers share).
-fn sha(script: &rlockd::script::locks::LockScript) -> Vec<u8> {
+fn sha(script: &rlockd::locks::LockScript) -> Vec<u8> {
     use std::collections::HashMap;
     use std::sync::{Mutex, OnceLock};
     static CACHE: OnceLock<Mutex<HashMap<&'static str, Vec<u8>>>> = OnceLock::new();
@@ -184,7 +184,7 @@ fn sha(script: &rlockd::script::locks::LockScript) -> Vec<u8> {
     cache.lock().unwrap().entry(script.name).or_insert_with(|| script.sha1().into_bytes()).clone()
 }
 
-fn load(script: &rlockd::script::locks::LockScript) -> Vec<Vec<u8>> {
+fn load(script: &rlockd::locks::LockScript) -> Vec<Vec<u8>> {
     vec![b("SCRIPT"), b("LOAD"), script.source.as_bytes().to_vec()]
 }
 

@@ -1,5 +1,5 @@
 //! Sorted-set structure benchmarks: a 1M-member set built directly with
-//! `rlockd::db::zset::ZSet`, then the operations ZRANGEBYSCORE ... LIMIT and
+//! `rlockd::testing::ZSet` (the sorted set behind ZADD), then the operations ZRANGEBYSCORE ... LIMIT and
 //! ZRANK/ZRANGE-by-rank rely on (O(log n) rank and range positioning).
 //!
 //! Run with `cargo bench --bench zset`.
@@ -9,7 +9,7 @@ use std::hint::black_box;
 use bytes::Bytes;
 use criterion::{criterion_group, criterion_main, Criterion};
 use rand::{Rng, SeedableRng};
-use rlockd::db::zset::{ScoreBound, ZSet};
+use rlockd::testing::{ScoreBound, ZSet};
 
 const N: usize = 1_000_000;
 

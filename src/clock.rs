@@ -20,6 +20,7 @@ pub struct Clock {
 }
 
 impl Clock {
+    /// A clock on wall time.
     pub fn new() -> Self {
         Self::default()
     }

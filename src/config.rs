@@ -13,7 +13,9 @@ use crate::glob;
 pub struct Config {
     /// Address to listen on; port 0 picks a free port.
     pub bind: SocketAddr,
+    /// The password clients must `AUTH` with (`requirepass`); none: no auth.
     pub requirepass: Option<String>,
+    /// Number of databases (`SELECT 0` … `databases - 1`).
     pub databases: usize,
     /// Tokio worker threads for this server: at least 2, so a long script
     /// never stops the server from answering `BUSY` (fewer is refused with
@@ -26,6 +28,37 @@ pub struct Config {
     /// redis.conf: any `CONFIG SET`-able one, and the immutable ones
     /// `CONFIG GET` reports.
     pub params: Vec<(String, String)>,
+}
+
+/// Checks configuration directives as the server does at start (a
+/// redis.conf line or a `--name value` option), with the server's own
+/// parameter table: the `rlockd` binary validates its command line with it.
+#[derive(Debug)]
+pub struct ParamCheck(RuntimeConfig);
+
+impl ParamCheck {
+    /// A check starting from the default configuration.
+    pub fn new() -> ParamCheck {
+        ParamCheck(RuntimeConfig::new(&Config::default()).expect("the default configuration is valid"))
+    }
+
+    /// True if `name` (or its alias) is a parameter rlockd knows.
+    pub fn knows(name: &str) -> bool {
+        RuntimeConfig::knows(name)
+    }
+
+    /// Applies `name value` as a start-up directive (later ones win). The
+    /// error is the reason Redis gives when it refuses the line, or `None`
+    /// for a name rlockd does not know.
+    pub fn load(&mut self, name: &str, value: &str) -> Result<(), Option<String>> {
+        self.0.load(name, value)
+    }
+}
+
+impl Default for ParamCheck {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl Default for Config {

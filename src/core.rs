@@ -14,19 +14,18 @@
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
 
 use bytes::Bytes;
 use tokio::sync::{Mutex, MutexGuard, Notify};
 
 use crate::blocking::Blocking;
+use crate::client::{ClientRecord, ClientShared, ClientState};
 use crate::clock::Clock;
 use crate::config::RuntimeConfig;
 use crate::db::{Keyspace, Map};
 use crate::protocol::Reply;
 use crate::pubsub::PubSub;
 use crate::script::Scripting;
-use crate::server::client::{ClientShared, ClientState};
 use crate::tx::Watches;
 
 /// Per-command statistics (`INFO commandstats`).
@@ -154,7 +153,7 @@ pub struct Core {
     pub config: RuntimeConfig,
     pub stats: Stats,
     /// Connected clients by id.
-    pub clients: Map<u64, Arc<ClientShared>>,
+    pub clients: Map<u64, ClientRecord>,
     pub pubsub: PubSub,
     pub blocking: Blocking,
     pub watches: Watches,
@@ -181,7 +180,9 @@ pub struct Core {
 }
 
 impl Core {
-    pub fn new(config: RuntimeConfig, databases: usize, now_ms: u64) -> Core {
+    /// The state of a new server; `commands` is the number of rows
+    /// (commands and subcommands) of the command table, for statistics.
+    pub fn new(config: RuntimeConfig, databases: usize, now_ms: u64, commands: usize) -> Core {
         let record_locks = config.get_str("test-control") == "yes";
         let mut ks = Keyspace::new(databases);
         ks.now = now_ms;
@@ -190,7 +191,7 @@ impl Core {
         Core {
             ks,
             config,
-            stats: Stats { commands: vec![CmdStat::default(); crate::cmd::table().len()], ..Default::default() },
+            stats: Stats { commands: vec![CmdStat::default(); commands], ..Default::default() },
             clients: Map::default(),
             pubsub: PubSub::default(),
             blocking: Blocking::default(),
@@ -229,9 +230,46 @@ impl Core {
             self.ks.sig.touched = t;
         }
         // Keyspace events, then messages deferred by EXEC / scripts.
-        crate::pubsub::flush(self);
+        self.pubsub.flush(&mut self.ks.sig, self.config.pubsub_limit, self.ks.now);
         self.ks.sig.track_touches =
             self.watches.is_active() || self.blocking.is_active() || self.lock_history.is_some();
+    }
+
+    /// Publishes the keyspace events queued so far (see
+    /// [`PubSub::publish_events`]).
+    pub fn publish_events(&mut self, defer: bool) {
+        let now = self.ks.now;
+        self.pubsub.publish_events(&mut self.ks.sig, self.config.pubsub_limit, now, defer);
+    }
+
+    /// Registers a connection's client; returns the protocol's bulk limit,
+    /// or None when `maxclients` is reached.
+    pub fn register_client(&mut self, client: &mut ClientState) -> Option<i64> {
+        let max: usize = self.config.get_str("maxclients").parse().unwrap_or(10000);
+        if self.clients.len() >= max {
+            self.stats.rejected_connections += 1;
+            return None;
+        }
+        self.clients.insert(client.id, ClientRecord::new(client.shared.clone()));
+        self.stats.total_connections += 1;
+        client.authenticated = self.config.requirepass.is_none();
+        Some(self.config.proto_max_bulk)
+    }
+
+    /// Removes everything a client left in the core (its entry,
+    /// subscriptions, WATCHes, MONITOR, blocked-client waiter).
+    pub fn unregister_client(&mut self, cs: &ClientShared) {
+        self.clients.shift_remove(&cs.id);
+        self.pubsub.remove_client(cs);
+        self.watches.unwatch(cs.id);
+        self.monitors.remove(cs.id);
+        self.blocking.remove_client(cs.id);
+    }
+
+    /// The record of client `id` (the connection's, for a script or a
+    /// blocked client's re-run, which share its id).
+    pub fn client_record(&mut self, id: u64) -> Option<&mut ClientRecord> {
+        self.clients.get_mut(&id)
     }
 
     /// Refreshes cached config-derived flags after `CONFIG SET`.
@@ -261,6 +299,21 @@ pub struct ScriptStatus {
     /// while the script is busy: the script's interrupt hook runs them
     /// between Lua instructions, as Redis does from its busy-script hook.
     pub busy_queue: parking_lot::Mutex<BusyQueue>,
+}
+
+impl ScriptStatus {
+    /// Closes the busy queue when the script ends: queued commands go back
+    /// to their connections to run the normal way.
+    pub fn close_busy_queue(&self) {
+        let requests = {
+            let mut q = self.busy_queue.lock();
+            q.open = false;
+            std::mem::take(&mut q.requests)
+        };
+        for r in requests {
+            let _ = r.done.send(BusyOutcome::Retry(r.client));
+        }
+    }
 }
 
 /// See [`ScriptStatus::busy_queue`].
@@ -358,8 +411,8 @@ fn new_run_id() -> String {
 
 impl Shared {
     /// The state of a new server configured by `config` (`config.bind` is
-    /// the address actually bound).
-    pub fn new(config: &crate::config::Config) -> Result<Shared, crate::error::Error> {
+    /// the address actually bound), for a command table of `commands` rows.
+    pub fn new(config: &crate::config::Config, commands: usize) -> Result<Shared, crate::error::Error> {
         if config.databases == 0 {
             return Err(crate::error::Error::Config("databases must be at least 1".into()));
         }
@@ -368,7 +421,7 @@ impl Shared {
         let now = clock.now_ms();
         let (shutdown, _) = tokio::sync::watch::channel(false);
         Ok(Shared {
-            core: Mutex::new(Core::new(runtime_config, config.databases, now)),
+            core: Mutex::new(Core::new(runtime_config, config.databases, now, commands)),
             clock,
             script: ScriptStatus::default(),
             pause: Pause::default(),

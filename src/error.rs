@@ -31,6 +31,20 @@ pub enum CmdError {
     DbIndex,
     #[error("NOAUTH Authentication required.")]
     NoAuth,
+    #[error("ERR value is out of range")]
+    ValueOutOfRange,
+    #[error("ERR timeout is negative")]
+    NegativeTimeout,
+    #[error("ERR timeout is not an integer or out of range")]
+    TimeoutNotInteger,
+    #[error("ERR timeout is not a float or out of range")]
+    TimeoutNotFloat,
+    #[error("ERR source and destination objects are the same")]
+    SameObject,
+    #[error("ERR increment would produce NaN or Infinity")]
+    NanOrInfinity,
+    #[error("ERR count should be greater than or equal to -1")]
+    CountBelowMinusOne,
     /// Any other text, code included (`"ERR ..."`, `"NOSCRIPT ..."`).
     #[error("{}", String::from_utf8_lossy(.0))]
     Raw(Bytes),
@@ -58,6 +72,12 @@ impl CmdError {
     }
 }
 
+impl From<crate::num::NotInteger> for CmdError {
+    fn from(_: crate::num::NotInteger) -> Self {
+        CmdError::NotInteger
+    }
+}
+
 impl From<CmdError> for crate::protocol::Reply {
     fn from(e: CmdError) -> Self {
         crate::protocol::Reply::Error(e.to_bytes())
@@ -71,14 +91,19 @@ pub type CmdResult = Result<crate::protocol::Reply, CmdError>;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
+    /// The listening socket could not be bound.
     #[error("cannot bind {addr}: {source}")]
     Bind {
+        /// The address asked for.
         addr: String,
+        /// Why binding failed.
         #[source]
         source: std::io::Error,
     },
+    /// The server's threads could not be started.
     #[error("cannot start the server runtime: {0}")]
     Runtime(#[source] std::io::Error),
+    /// A configuration value was refused (the text says which and why).
     #[error("invalid configuration: {0}")]
     Config(String),
 }

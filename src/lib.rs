@@ -11,54 +11,59 @@
 //! drop(srv); // stops the server
 //! ```
 //!
-//! ## Layers
-//! * [`server`] — listener, connection tasks, lifecycle ([`Server`]).
-//! * [`protocol`] — the only code that knows RESP: request parsing and the
-//!   one [`Reply`](protocol::Reply) type with its RESP2/RESP3 encoders.
-//! * [`cmd`] — the command table and dispatch; one handler per command,
-//!   shared by TCP clients, `EXEC` and Lua's `redis.call`.
-//! * [`db`] — keyspace, values, expiry. [`core`] — the state behind the one
-//!   lock that makes commands and scripts atomic.
-//! * [`script`] — the Lua engine. [`pubsub`] — channels and delivery.
+//! ## What is public
+//! * [`Server`] — a running server on its own threads, configured by
+//!   [`Config`], stopped by [`Server::stop`] or by dropping it; its
+//!   [`Clock`] can be frozen and advanced by tests.
+//! * [`protocol::Reply`] — a reply, as commands produce it, with its RESP2
+//!   and RESP3 encodings.
+//! * [`testing`] — commands run without sockets ([`testing::Harness`]) and
+//!   the checks the fuzz targets drive.
+//! * [`locks`] — the lock scripts rlockd ships (Redisson's,
+//!   redis-py's, redlock's), for clients that load them.
+//! * [`Error`] — why a server could not start.
+//! * For the `rlockd` binary and other embedders: [`memory::CountingAlloc`]
+//!   (exact `used_memory`), [`ParamCheck`] (redis.conf directives checked
+//!   as the server checks them), [`protocol::split_args`], [`REDIS_VERSION`],
+//!   [`set_allocator_name`]; and the lock views of the test-control API
+//!   ([`LockView`], [`Holder`], [`Waiter`]).
+//!
+//! Everything else (the command table, the keyspace, the Lua engine) is
+//! internal; ARCHITECTURE.md describes it.
 //!
 //! The library only emits `tracing` events; installing a subscriber is the
 //! binary's (or your test's) business.
 
 #![warn(clippy::all)]
+#![warn(missing_docs)]
 
-pub mod blocking;
-pub mod clock;
-pub mod cmd;
-pub mod config;
-pub mod core;
-pub mod db;
-pub mod error;
-pub mod glob;
+// The modules form a stack (drawn in ARCHITECTURE.md, kept one by
+// `tests/it/layering.rs`). Only what users need is public.
+mod blocking;
+mod client;
+mod clock;
+mod cmd;
+mod config;
+mod core;
+mod db;
+mod error;
+mod glob;
 pub mod memory;
-
-static ALLOCATOR: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
-
-/// Names the process's allocator for `INFO memory` (`mem_allocator`); the
-/// `rlockd` binary sets it when it allocates with jemalloc.
-pub fn set_allocator_name(name: &'static str) {
-    let _ = ALLOCATOR.set(name);
-}
-
-/// The allocator `INFO memory` reports (`libc` unless told otherwise).
-pub fn allocator_name() -> &'static str {
-    ALLOCATOR.get().copied().unwrap_or("libc")
-}
-pub mod monitor;
-pub mod num;
+mod monitor;
+mod num;
 pub mod protocol;
-pub mod pubsub;
-pub mod script;
-pub mod server;
+mod pubsub;
+mod script;
+mod server;
 pub mod testing;
-pub mod tx;
+mod tx;
+mod version;
 
-pub use config::Config;
+pub use clock::Clock;
+pub use config::{Config, ParamCheck};
 pub use db::lock_history::LockEvent;
 pub use db::locks::{Holder, LockView, Waiter};
 pub use error::Error;
+pub use script::locks;
 pub use server::Server;
+pub use version::{set_allocator_name, REDIS_VERSION};

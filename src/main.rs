@@ -10,8 +10,6 @@ use std::io::{IsTerminal, Read};
 use std::net::{IpAddr, SocketAddr};
 use std::process::ExitCode;
 
-use rlockd::config::RuntimeConfig;
-
 /// The binary allocates with jemalloc, as redis-server does: glibc malloc
 /// stalls for tens of milliseconds when a mass expiry frees a million keys
 /// (see BENCHMARKS.md, active expiry). The library leaves the allocator to
@@ -35,7 +33,7 @@ static GLOBAL: rlockd::memory::CountingAlloc<std::alloc::System> = rlockd::memor
 pub static malloc_conf: &[u8; 60] = b"background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0\0";
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
-const REDIS_VERSION: &str = rlockd::cmd::server::REDIS_VERSION;
+const REDIS_VERSION: &str = rlockd::REDIS_VERSION;
 
 /// Directives of redis-server 7.0 that have no effect in rlockd: kept in
 /// memory only, never forked, never replicated, one TCP listener. Besides
@@ -412,7 +410,7 @@ fn directives_from_text(text: &str, first_line: usize, origin: &Origin) -> Resul
             text: line.into(),
             origin: origin.clone(),
         };
-        let Some(words) = rlockd::protocol::parse::split_args(line.as_bytes()) else {
+        let Some(words) = rlockd::protocol::split_args(line.as_bytes()) else {
             return Err(fatal_config(&d, "Unbalanced quotes in configuration line"));
         };
         let mut words = words.into_iter().map(|w| String::from_utf8_lossy(&w).into_owned());
@@ -509,7 +507,7 @@ fn parse_args(
 fn apply(directives: Vec<Directive>, read_file: &dyn Fn(&str) -> std::io::Result<String>) -> Result<Settings, Action> {
     let mut s = Settings::default();
     // Validates values with the server's own parameter table.
-    let mut check = RuntimeConfig::new(&rlockd::Config::default()).expect("default configuration");
+    let mut check = rlockd::ParamCheck::new();
     let mut no_effect: Vec<(Origin, Vec<String>)> = Vec::new();
     let mut queue: std::collections::VecDeque<Directive> = directives.into();
     while let Some(d) = queue.pop_front() {
@@ -550,7 +548,7 @@ fn apply(directives: Vec<Directive>, read_file: &dyn Fn(&str) -> std::io::Result
             }
             continue;
         }
-        let known = RuntimeConfig::knows(name);
+        let known = rlockd::ParamCheck::knows(name);
         if known {
             match check.load(name, &value) {
                 Ok(()) => {}
@@ -786,8 +784,7 @@ fn main() -> ExitCode {
         // SHUTDOWN stops its own node; the process ends with the last one.
         let mut nodes = tokio::task::JoinSet::new();
         for server in &servers {
-            let mut stop = server.shutdown_signal();
-            nodes.spawn(async move { rlockd::core::shutdown_requested(&mut stop).await });
+            nodes.spawn(server.shutdown_requested());
         }
         tokio::select! {
             _ = tokio::signal::ctrl_c() => tracing::warn!("Received SIGINT scheduling shutdown..."),

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use crate::server::client::ClientShared;
+use crate::client::ClientShared;
 
 /// The clients in `MONITOR` mode.
 #[derive(Debug, Default)]

@@ -5,8 +5,6 @@
 //! `INCRBYFLOAT` and friends accept, reject and print exactly the same
 //! strings.
 
-use crate::error::CmdError;
-
 extern "C" {
     fn rl_string2d(s: *const u8, len: usize, out: *mut f64) -> i32;
     fn rl_sort_score(s: *const u8, len: usize, out: *mut f64) -> i32;
@@ -17,20 +15,47 @@ extern "C" {
 
 const LD_BUF: usize = 5 * 1024;
 
-pub use crate::protocol::parse::parse_i64_strict;
-
-/// Redis `string2ll` as used by `getLongLongFromObject`.
-pub fn parse_int(b: &[u8]) -> Result<i64, CmdError> {
-    parse_i64_strict(b).ok_or(CmdError::NotInteger)
+/// Redis `string2ll`: strict base-10 i64, no leading '+', no spaces, no leading zeros
+/// (except "0" itself), "-0" refused.
+pub fn parse_i64_strict(s: &[u8]) -> Option<i64> {
+    if s.is_empty() || s.len() > 20 {
+        return None;
+    }
+    if s.len() == 1 && s[0] == b'0' {
+        return Some(0);
+    }
+    let (neg, digits) = if s[0] == b'-' { (true, &s[1..]) } else { (false, s) };
+    if digits.is_empty() || digits[0] == b'0' {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &c in digits {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
+    }
+    if neg {
+        if v > (i64::MAX as u64) + 1 {
+            None
+        } else {
+            Some((v as i64).wrapping_neg())
+        }
+    } else if v > i64::MAX as u64 {
+        None
+    } else {
+        Some(v as i64)
+    }
 }
 
-/// Non-negative integer or `ERR value is out of range, must be positive`.
-pub fn parse_positive(b: &[u8]) -> Result<i64, CmdError> {
-    let v = parse_int(b)?;
-    if v < 0 {
-        return Err(CmdError::custom("ERR value is out of range, must be positive"));
-    }
-    Ok(v)
+/// An argument that is not a strict integer; converts into
+/// `ERR value is not an integer or out of range`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NotInteger;
+
+/// Redis `string2ll` as used by `getLongLongFromObject`.
+pub fn parse_int(b: &[u8]) -> Result<i64, NotInteger> {
+    parse_i64_strict(b).ok_or(NotInteger)
 }
 
 /// Redis `getDoubleFromObject` (strtod, whole string, no NaN).
@@ -116,6 +141,16 @@ pub fn int_bytes(i: i64) -> bytes::Bytes {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn strict_integer_parsing_matches_string2ll() {
+        assert_eq!(parse_i64_strict(b"0"), Some(0));
+        assert_eq!(parse_i64_strict(b"-9223372036854775808"), Some(i64::MIN));
+        assert_eq!(parse_i64_strict(b"9223372036854775808"), None);
+        for bad in [&b"01"[..], b"-0", b"+1", b" 1", b"", b"-", b"1a"] {
+            assert_eq!(parse_i64_strict(bad), None, "{bad:?}");
+        }
+    }
 
     #[test]
     fn doubles_format_like_redis_7_0() {

@@ -16,18 +16,24 @@ use std::sync::Arc;
 use bytes::Bytes;
 use tokio::sync::mpsc;
 
+use crate::client::{ClientShared, ClientState, Outbound};
 use crate::cmd::{self, Ctx};
 use crate::config::Config;
 use crate::core::Shared;
 use crate::protocol::Reply;
-use crate::server::client::{ClientShared, ClientState, Outbound};
+
+/// The sorted set behind `ZADD`, `ZRANGE`…, for the benches.
+pub use crate::db::zset::{ScoreBound, ZSet};
+/// Redis's `string2ll` (strict base-10 integers), for the fuzz checks.
+pub use crate::num::parse_i64_strict;
 
 /// A server state and one connected client, without sockets.
 pub struct Harness {
-    pub shared: Arc<Shared>,
-    pub client: ClientState,
-    /// Messages pushed to this client (pub/sub, unblocked replies).
-    pub pushes: mpsc::UnboundedReceiver<Outbound>,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) client: ClientState,
+    /// Keeps the client's push channel open, as a connection does
+    /// (pub/sub messages and unblocked replies are queued to it).
+    _pushes: mpsc::UnboundedReceiver<Outbound>,
 }
 
 impl Default for Harness {
@@ -37,18 +43,20 @@ impl Default for Harness {
 }
 
 impl Harness {
+    /// A server state with the default configuration, and its client.
     pub fn new() -> Harness {
         Self::with_config(Config::default())
     }
 
+    /// A server state configured by `config`, and its client.
     pub fn with_config(config: Config) -> Harness {
-        let shared = Arc::new(Shared::new(&config).expect("valid config"));
+        let shared = Arc::new(Shared::new(&config, crate::cmd::table().len()).expect("valid config"));
         let (tx, pushes) = mpsc::unbounded_channel();
         let addr: SocketAddr = config.bind;
         let cs = Arc::new(ClientShared::new(shared.next_id(), addr, addr, shared.clock.now_ms(), tx));
         let authenticated = config.requirepass.is_none();
-        shared.core.blocking_lock().clients.insert(cs.id, cs.clone());
-        Harness { client: ClientState::new(cs, authenticated), shared, pushes }
+        shared.core.blocking_lock().clients.insert(cs.id, crate::client::ClientRecord::new(cs.clone()));
+        Harness { client: ClientState::new(cs, authenticated), shared, _pushes: pushes }
     }
 
     /// Runs one command line as a client would send it.
@@ -68,7 +76,7 @@ impl Harness {
         let reply = cmd::process(&mut ctx, argv);
         // A blocking command cannot wait here: give up at once, like a timeout.
         if let Some(req) = self.client.block.take() {
-            return crate::blocking::cancel(&mut core, req.waiter).unwrap_or(Reply::NilArray);
+            return core.blocking.cancel(req.waiter).unwrap_or(Reply::NilArray);
         }
         reply
     }

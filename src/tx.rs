@@ -13,7 +13,6 @@ use std::collections::{HashMap, HashSet};
 
 use bytes::Bytes;
 
-use crate::cmd::Ctx;
 use crate::db::Keyspace;
 
 /// One key watched by a client.
@@ -75,7 +74,7 @@ impl Watches {
                     continue;
                 };
                 if w.expired {
-                    let gone = ks.dbs.get(k.0).is_none_or(|d| !d.map.contains_key(&k.1[..]));
+                    let gone = ks.dbs.get(k.0).is_none_or(|d| d.peek(&k.1).is_none());
                     if gone {
                         w.expired = false;
                         continue;
@@ -113,22 +112,10 @@ impl Watches {
             }
         }
     }
-
-    /// Number of keys client `id` watches.
-    pub fn count(&self, id: u64) -> usize {
-        self.by_client.get(&id).map_or(0, Vec::len)
-    }
 }
 
 /// Redis's `keyIsExpired`: the key exists with a deadline `<= now` (without
 /// deleting it).
 pub fn is_expired(ks: &Keyspace, db: usize, key: &[u8], now: u64) -> bool {
-    ks.dbs.get(db).and_then(|d| d.map.get(key)).and_then(|e| e.expire).is_some_and(|at| at <= now)
-}
-
-/// Drops the client's MULTI state and WATCHes (DISCARD, RESET, disconnect).
-pub fn discard_state(ctx: &mut Ctx<'_>) {
-    ctx.client.multi = None;
-    ctx.client.shared.in_multi.store(false, std::sync::atomic::Ordering::Relaxed);
-    ctx.core.watches.unwatch(ctx.client.id);
+    ks.dbs.get(db).and_then(|d| d.peek(key)).and_then(|e| e.expire).is_some_and(|at| at <= now)
 }

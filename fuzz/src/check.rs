@@ -254,7 +254,7 @@ pub fn check_parser(data: &[u8]) -> Result<(), String> {
                 // Empty multibulks (`*0`, `*-1`) skipped before the inline line.
                 while line.first() == Some(&b'*') {
                     let cr = line.iter().position(|&c| c == b'\r');
-                    match cr.and_then(|cr| rlockd::protocol::parse::parse_i64_strict(&line[1..cr]).map(|n| (cr, n))) {
+                    match cr.and_then(|cr| rlockd::testing::parse_i64_strict(&line[1..cr]).map(|n| (cr, n))) {
                         Some((cr, n)) if n <= 0 && line.len() >= cr + 2 => line = &line[cr + 2..],
                         _ => return Err(format!("multibulk {line:?} parsed as {argv:?}")),
                     }

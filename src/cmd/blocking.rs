@@ -10,8 +10,8 @@ use bytes::Bytes;
 
 use super::list::{self, key_and_elements, parse_end, parse_lr, parse_mpop, End};
 use super::zset::{parse_minmax, zmpop_reply, zpop_first};
-use super::{cmd, CommandSpec, Ctx};
-use crate::blocking::{block_on_keys, can_block};
+use super::{cmd, CommandSpec, Ctx, Lookup};
+use crate::client::{BlockRequest, Caller, ClientState};
 use crate::error::{CmdError, CmdResult};
 use crate::num;
 use crate::protocol::Reply;
@@ -68,11 +68,11 @@ const MAX_WAIT_SECS: f64 = 1e10;
 /// "forever", like `0`); values whose millisecond count does not fit a
 /// `long long` (including `inf`) come out negative in C.
 pub(crate) fn timeout_arg(arg: &[u8]) -> Result<f64, CmdError> {
-    let negative = || CmdError::custom("ERR timeout is negative");
+    let negative = || CmdError::NegativeTimeout;
     let secs = match num::parse_double(arg) {
         Some(v) => v,
         None => match num::normalize_long_double(arg).as_deref() {
-            None => return Err(CmdError::custom("ERR timeout is not a float or out of range")),
+            None => return Err(CmdError::TimeoutNotFloat),
             // Beyond double range: tiny ones truncate to 0 ms, huge ones overflow.
             Some("0" | "-0") => 0.0,
             Some(_) => return Err(negative()),
@@ -179,6 +179,102 @@ fn bzmpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     block_on_keys(ctx, args, &p.keys, timeout, Reply::NilArray)
 }
 
+/// True if the running command may block (not inside a script, `EXEC`, or
+/// the re-run of a waiter).
+pub fn can_block(ctx: &Ctx<'_>) -> bool {
+    ctx.client.may_block()
+}
+
+/// Blocks the calling client on `keys` (in the client's database) for
+/// `timeout_secs` (0 = forever). `timeout_reply` is sent if it times out.
+/// The returned reply is a placeholder the connection does not send.
+pub fn block_on_keys(
+    ctx: &mut Ctx<'_>,
+    argv: &[Bytes],
+    keys: &[Bytes],
+    timeout_secs: f64,
+    timeout_reply: Reply,
+) -> CmdResult {
+    let (id, rx) = ctx.core.blocking.add_waiter(
+        ctx.client.shared.clone(),
+        ctx.client.db(),
+        ctx.client.resp,
+        argv.to_vec(),
+        keys,
+        timeout_reply,
+    );
+    ctx.core.ks.sig.track_touches = true;
+    let deadline = (timeout_secs > 0.0).then(|| ctx.shared.clock.now_ms() + (timeout_secs * 1000.0) as u64);
+    ctx.client.block = Some(BlockRequest { waiter: id, rx, deadline });
+    Ok(Reply::Nil)
+}
+
+/// Serves waiters of ready keys (called by dispatch after a top-level command).
+pub fn serve_ready(ctx: &mut Ctx<'_>) {
+    if !ctx.core.blocking.begin_serving() {
+        return;
+    }
+    while let Some(key) = ctx.core.blocking.ready.pop_front() {
+        while let Some(&id) = ctx.core.blocking.by_key.get(&key).and_then(|q| q.front()) {
+            let (client, db, resp, argv) = {
+                let w = &ctx.core.blocking.waiters[&id];
+                (w.client.clone(), w.db, w.resp, w.argv.clone())
+            };
+            // Redis serves a waiter from the key that became ready, and only
+            // if it holds the type the command pops from; then any error
+            // (a BLMOVE destination of the wrong type) is the answer.
+            let wants = if argv[0].len() > 2 && argv[0][..2].eq_ignore_ascii_case(b"bz") { "zset" } else { "list" };
+            let type_ok = ctx.core.ks.dbs[key.0].peek(&key.1).is_some_and(|e| e.value.type_name() == wants);
+            if !type_ok {
+                break;
+            }
+            let argv = narrow_to_key(argv, &key.1);
+            let Lookup::Found(c) = super::table().lookup(&argv) else {
+                break;
+            };
+            let mut state = ClientState::new(client, true);
+            state.set_db(db);
+            state.resp = resp;
+            state.caller = Caller::BlockedRerun;
+            let reply = {
+                let mut sub = Ctx { core: ctx.core, client: &mut state, shared: ctx.shared };
+                super::call(&mut sub, c, &argv)
+            };
+            let nothing = matches!(reply, Reply::Nil | Reply::NilArray);
+            if nothing {
+                break;
+            }
+            ctx.core.blocking.serve(id, reply);
+        }
+    }
+    ctx.core.blocking.end_serving();
+    ctx.core.ks.sig.track_touches = ctx.core.watches.is_active() || ctx.core.blocking.is_active();
+}
+
+/// A blocked command's arguments with its keys narrowed to `key`, the one
+/// that became ready (`BLPOP a b 0` → `BLPOP b 0`; `BLMPOP 0 2 a b LEFT` →
+/// `BLMPOP 0 1 b LEFT`): the re-run pops from that key, as Redis does.
+fn narrow_to_key(argv: Vec<Bytes>, key: &Bytes) -> Vec<Bytes> {
+    let name = argv[0].to_ascii_lowercase();
+    match &name[..] {
+        b"blpop" | b"brpop" | b"bzpopmin" | b"bzpopmax" => {
+            vec![argv[0].clone(), key.clone(), argv[argv.len() - 1].clone()]
+        }
+        b"blmpop" | b"bzmpop" => {
+            let numkeys = std::str::from_utf8(&argv[2]).ok().and_then(|n| n.parse::<usize>().ok());
+            match numkeys {
+                Some(n) if 3 + n <= argv.len() => {
+                    let mut v = vec![argv[0].clone(), argv[1].clone(), Bytes::from_static(b"1"), key.clone()];
+                    v.extend_from_slice(&argv[3 + n..]);
+                    v
+                }
+                _ => argv,
+            }
+        }
+        _ => argv,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -190,11 +286,11 @@ mod tests {
         assert_eq!(timeout_arg(b"0.0001").unwrap(), 0.0);
         assert_eq!(timeout_arg(b"-0.0001").unwrap(), 0.0);
         assert_eq!(timeout_arg(b"1e-400").unwrap(), 0.0);
-        let neg = CmdError::custom("ERR timeout is negative");
+        let neg = CmdError::NegativeTimeout;
         assert_eq!(timeout_arg(b"-1").unwrap_err(), neg);
         assert_eq!(timeout_arg(b"inf").unwrap_err(), neg);
         assert_eq!(timeout_arg(b"1e20").unwrap_err(), neg);
         assert_eq!(timeout_arg(b"1e400").unwrap_err(), neg);
-        assert_eq!(timeout_arg(b"abc").unwrap_err(), CmdError::custom("ERR timeout is not a float or out of range"));
+        assert_eq!(timeout_arg(b"abc").unwrap_err(), CmdError::TimeoutNotFloat);
     }
 }

@@ -55,7 +55,7 @@ fn eq(a: &[u8], b: &str) -> bool {
 }
 
 fn int(a: &[u8]) -> Result<i64, CmdError> {
-    crate::num::parse_int(a)
+    Ok(crate::num::parse_int(a)?)
 }
 
 /// Runs `RLOCKD …`.
@@ -219,7 +219,7 @@ pub(crate) fn restore(core: &mut Core, name: &[u8]) -> bool {
     let ks = &mut core.ks;
     for (i, db) in ks.dbs.iter().chain(dbs.iter()).enumerate() {
         let index = i % dbs.len().max(1);
-        let keys: Vec<Bytes> = db.map.keys().cloned().collect();
+        let keys: Vec<Bytes> = db.keys().cloned().collect();
         for k in keys {
             ks.sig.touch(index, &k);
         }

@@ -104,8 +104,7 @@ fn keys(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let pat = &args[1];
     let all = &pat[..] == b"*";
     let out: Vec<Reply> = db
-        .db
-        .map
+        .raw()
         .iter()
         .filter(|(k, e)| e.expire.is_none_or(|at| at > now) && (all || glob::matches(pat, k, false)))
         .map(|(k, _)| Reply::Bulk(k.clone()))
@@ -118,11 +117,11 @@ fn scan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let opts = scan_opts(&args[2..], true)?;
     let now = ctx.now_ms();
     let mut db = ctx.db();
-    let (next, range) = db.db.scan_indices(cur, opts.count);
+    let (next, range) = db.raw().scan_indices(cur, opts.count);
     let mut found: Vec<Bytes> = Vec::new();
     let mut expired: Vec<Bytes> = Vec::new();
     for i in range.rev() {
-        let (k, e) = db.db.map.get_index(i).expect("index in range");
+        let (k, e) = db.raw().get_index(i).expect("index in range");
         if e.expire.is_some_and(|at| at <= now) {
             expired.push(k.clone());
             continue;
@@ -185,24 +184,20 @@ fn random_key(ctx: &mut Ctx<'_>) -> CmdResult {
     let mut db = ctx.db();
     let mut rng = rand::rng();
     for _ in 0..100 {
-        let len = db.db.map.len();
+        let len = db.raw().len();
         if len == 0 {
             return Ok(Reply::Nil);
         }
         let i = rng.random_range(0..len);
-        let k = db.db.map.get_index(i).expect("index").0.clone();
+        let k = db.raw().get_index(i).expect("index").0.clone();
         if db.exists(&k) {
             return Ok(Reply::Bulk(k));
         }
     }
     // Mostly expired keys: fall back to a linear search.
     let now = db.now;
-    Ok(db
-        .db
-        .map
-        .iter()
-        .find(|(_, e)| e.expire.is_none_or(|at| at > now))
-        .map_or(Reply::Nil, |(k, _)| Reply::Bulk(k.clone())))
+    let found = db.raw().iter().find(|(_, e)| e.expire.is_none_or(|at| at > now)).map(|(k, _)| k.clone());
+    Ok(found.map_or(Reply::Nil, Reply::Bulk))
 }
 
 /// Redis `getIntFromObjectOrReply` range error.
@@ -223,7 +218,7 @@ pub(crate) fn db_index(ctx: &Ctx<'_>, arg: &[u8]) -> Result<usize, CmdError> {
 
 fn copy_(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let (src, dst) = (&args[1], &args[2]);
-    let mut target = ctx.client.db;
+    let mut target = ctx.client.db();
     let mut replace = false;
     let mut i = 3;
     while i < args.len() {
@@ -237,8 +232,8 @@ fn copy_(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             return Err(CmdError::Syntax);
         }
     }
-    if target == ctx.client.db && src == dst {
-        return Err(CmdError::custom("ERR source and destination objects are the same"));
+    if target == ctx.client.db() && src == dst {
+        return Err(CmdError::SameObject);
     }
     let Some(entry) = ctx.with_read_lookups(true, |ctx| ctx.db().entry(src).cloned()) else {
         return Ok(Reply::Int(0));
@@ -258,8 +253,8 @@ fn copy_(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 fn move_(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
     let target = db_index(ctx, &args[2])?;
-    if target == ctx.client.db {
-        return Err(CmdError::custom("ERR source and destination objects are the same"));
+    if target == ctx.client.db() {
+        return Err(CmdError::SameObject);
     }
     if !ctx.db().exists(key) {
         return Ok(Reply::Int(0));

@@ -235,7 +235,7 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let res = num::incr_long_double(cur.as_deref(), &args[3]).map_err(|e| match e {
         LdError::Current => CmdError::custom("ERR hash value is not a float"),
         LdError::Increment => CmdError::NotFloat,
-        LdError::NanOrInf => CmdError::custom("ERR increment would produce NaN or Infinity"),
+        LdError::NanOrInf => CmdError::NanOrInfinity,
     });
     let new = match res {
         Ok(n) => Bytes::from(n),
@@ -333,7 +333,7 @@ fn hrandfield(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             _ => return Err(CmdError::Syntax),
         };
         if withvalues && l < i64::MIN / 2 {
-            return Err(CmdError::custom("ERR value is out of range"));
+            return Err(CmdError::ValueOutOfRange);
         }
         let mut db = ctx.db();
         let Some(h) = get_hash(&mut db, &args[1])? else {
@@ -360,7 +360,7 @@ fn hrandfield(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         if l < 0 {
             let n = l.unsigned_abs();
             if n > MAX_RANDOM_REPLY {
-                return Err(CmdError::custom("ERR value is out of range"));
+                return Err(CmdError::ValueOutOfRange);
             }
             let mut rng = rand::rng();
             for _ in 0..n {

@@ -18,11 +18,17 @@
 pub mod acl;
 pub mod bitmap;
 pub mod blocking;
+pub mod client;
 pub mod cluster;
+pub mod command;
+pub mod config;
+pub mod connection;
 pub(crate) mod control;
+pub mod diag;
 pub mod generic;
 pub mod hash;
 pub mod help;
+pub mod info;
 pub(crate) mod limits;
 pub mod list;
 pub mod meta;
@@ -47,11 +53,11 @@ use std::time::Instant;
 
 use bytes::Bytes;
 
+use crate::client::{Caller, ClientState};
 use crate::core::{Core, Shared, SlowEntry};
 use crate::db::DbView;
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
-use crate::server::client::ClientState;
 
 /// What a handler gets: the whole server state (under the core lock), the
 /// calling client, and the server's shared parts.
@@ -74,7 +80,7 @@ impl Ctx<'_> {
 
     /// The client's selected database, at the command's frozen time.
     pub fn db(&mut self) -> DbView<'_> {
-        self.core.ks.view(self.client.db)
+        self.core.ks.view(self.client.db())
     }
 
     /// The command's frozen time (unix ms).
@@ -130,12 +136,43 @@ pub mod flags {
         ("no_async_loading", NO_ASYNC_LOADING),
     ];
 
-    /// Parses a space-separated flag list; panics on an unknown name (a
-    /// table typo is a programming error caught by the table test).
-    pub fn parse(s: &str) -> u32 {
-        s.split_whitespace()
-            .map(|f| NAMES.iter().find(|(n, _)| *n == f).unwrap_or_else(|| panic!("unknown command flag {f}")).1)
-            .fold(0, |a, b| a | b)
+    /// Parses a space-separated flag list. It runs when the table is
+    /// compiled (rows are `static`): an unknown name is a compile error.
+    pub const fn parse(s: &str) -> u32 {
+        let b = s.as_bytes();
+        let mut bits = 0;
+        let mut i = 0;
+        while i < b.len() {
+            if b[i] == b' ' {
+                i += 1;
+                continue;
+            }
+            let start = i;
+            while i < b.len() && b[i] != b' ' {
+                i += 1;
+            }
+            bits |= bit_of(b, start, i);
+        }
+        bits
+    }
+
+    /// The bit of the flag named by `b[start..end]`.
+    const fn bit_of(b: &[u8], start: usize, end: usize) -> u32 {
+        let mut n = 0;
+        while n < NAMES.len() {
+            let name = NAMES[n].0.as_bytes();
+            if name.len() == end - start {
+                let mut k = 0;
+                while k < name.len() && name[k] == b[start + k] {
+                    k += 1;
+                }
+                if k == name.len() {
+                    return NAMES[n].1;
+                }
+            }
+            n += 1;
+        }
+        panic!("unknown command flag in the command table")
     }
 }
 
@@ -148,6 +185,9 @@ pub struct CommandSpec {
     pub arity: i32,
     /// Space-separated flags, as `COMMAND INFO` prints them.
     pub flags: &'static str,
+    /// The same flags as bits ([`flags`]), computed when the table is
+    /// compiled.
+    pub flag_bits: u32,
     pub first_key: i32,
     pub last_key: i32,
     pub step: i32,
@@ -177,6 +217,7 @@ pub const fn cmd(
         handler,
         arity,
         flags,
+        flag_bits: flags::parse(flags),
         first_key,
         last_key,
         step,
@@ -238,11 +279,17 @@ pub struct Table {
 }
 
 /// Families and their `COMMAND DOCS` group names.
-fn families() -> [(&'static str, &'static [CommandSpec]); 16] {
+fn families() -> [(&'static str, &'static [CommandSpec]); 22] {
     [
         ("generic", generic::COMMANDS),
         ("string", string::COMMANDS),
         ("server", server::COMMANDS),
+        ("server", connection::COMMANDS),
+        ("server", client::COMMANDS),
+        ("server", config::COMMANDS),
+        ("server", command::COMMANDS),
+        ("server", info::COMMANDS),
+        ("server", diag::COMMANDS),
         ("hash", hash::COMMANDS),
         ("list", list::COMMANDS),
         ("set", set::COMMANDS),
@@ -269,7 +316,7 @@ fn build_table() -> Table {
                 spec,
                 id: names.len(),
                 fullname: spec.name.to_string(),
-                flags: flags::parse(spec.flags),
+                flags: spec.flag_bits,
                 group,
                 subcommands: NameMap::default(),
             };
@@ -282,7 +329,7 @@ fn build_table() -> Table {
                         spec: sub,
                         id: names.len(),
                         fullname: full.clone(),
-                        flags: flags::parse(sub.flags),
+                        flags: sub.flag_bits,
                         group,
                         subcommands: NameMap::default(),
                     },
@@ -321,9 +368,6 @@ fn lower<'a>(name: &[u8], buf: &'a mut [u8; 32]) -> Option<&'a [u8]> {
 impl Table {
     pub fn len(&self) -> usize {
         self.names.len()
-    }
-    pub fn is_empty(&self) -> bool {
-        self.names.is_empty()
     }
 
     /// Finds a top-level command by name, any letter case.
@@ -417,7 +461,7 @@ fn reject(ctx: &mut Ctx<'_>, cmd: Option<&Command>, err: CmdError) -> Reply {
     // discards the transaction and answers EXECABORT.
     let err = match cmd {
         Some(c) if c.spec.name == "exec" => {
-            crate::tx::discard_state(ctx);
+            tx::discard_state(ctx);
             let text = err.to_string();
             let text = text.strip_prefix("ERR ").unwrap_or(&text);
             CmdError::custom(format!("EXECABORT Transaction discarded because of: {text}"))
@@ -471,7 +515,7 @@ pub fn process(ctx: &mut Ctx<'_>, argv: Vec<Bytes>) -> Reply {
         return reject(ctx, Some(cmd), pubsub_context_error(cmd));
     }
     // Only a busy script's hook runs commands nested in a call (see
-    // `server::connection::serve_busy_queue`).
+    // `scripting::serve_busy_queue`).
     if ctx.core.call_depth > 0
         && ctx.shared.script.busy.load(std::sync::atomic::Ordering::Acquire)
         && !cmd.has(flags::ALLOW_BUSY)
@@ -485,12 +529,8 @@ pub fn process(ctx: &mut Ctx<'_>, argv: Vec<Bytes>) -> Reply {
         }
         return Reply::status("QUEUED");
     }
-    *ctx.client.shared.last_cmd.lock() = static_name(cmd);
+    ctx.client.shared.last_cmd.store(cmd.id, std::sync::atomic::Ordering::Relaxed);
     call(ctx, cmd, &argv)
-}
-
-fn static_name(cmd: &'static Command) -> &'static str {
-    cmd.fullname.as_str()
 }
 
 /// Invokes a command's handler: frozen time at depth 0, statistics,
@@ -506,7 +546,7 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes]) -> Reply {
             ctx.core.actor = crate::db::lock_history::Actor { client: ctx.client.id, command: cmd.spec.name, detail };
         }
     }
-    let monitored = !ctx.core.monitors.is_empty() && !ctx.client.no_block;
+    let monitored = !ctx.core.monitors.is_empty() && ctx.client.caller != Caller::BlockedRerun;
     if monitored && cmd.has(flags::SKIP_MONITOR) && cmd.has(flags::MOVABLEKEYS) {
         // EVAL/FCALL and friends: shown before the commands their script runs.
         feed_monitors(ctx, argv);
@@ -554,7 +594,7 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes]) -> Reply {
         }
         ctx.core.after_command();
         if ctx.core.blocking.has_ready() {
-            crate::blocking::serve_ready(ctx);
+            blocking::serve_ready(ctx);
         }
     }
     reply
@@ -562,7 +602,7 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes]) -> Reply {
 
 fn feed_monitors(ctx: &mut Ctx<'_>, argv: &[Bytes]) {
     let source = if ctx.client.is_script() { "lua".to_string() } else { ctx.client.shared.addr.to_string() };
-    ctx.core.monitors.feed(ctx.shared.clock.now_us(), ctx.client.db, &source, argv);
+    ctx.core.monitors.feed(ctx.shared.clock.now_us(), ctx.client.db(), &source, argv);
 }
 
 fn record_slow(ctx: &mut Ctx<'_>, argv: &[Bytes], usec: u64) {
@@ -590,7 +630,7 @@ fn record_slow(ctx: &mut Ctx<'_>, argv: &[Bytes], usec: u64) {
         duration_us: usec,
         args,
         addr: ctx.client.shared.addr.to_string(),
-        name: ctx.client.shared.name.lock().clone(),
+        name: ctx.core.clients.get(&ctx.client.id).map(|r| r.name.clone()).unwrap_or_default(),
     };
     stats.slowlog_next_id += 1;
     stats.slowlog.push_front(entry);

@@ -11,11 +11,11 @@ use std::sync::atomic::Ordering;
 use bytes::Bytes;
 
 use super::{cmd, container, CommandSpec, Ctx};
+use crate::client::{Caller, Outbound};
 use crate::error::{CmdError, CmdResult};
 use crate::glob;
 use crate::protocol::Reply;
 use crate::pubsub::Kind;
-use crate::server::client::Outbound;
 
 pub static COMMANDS: &[CommandSpec] = &[
     cmd("subscribe", subscribe, -2, "pubsub noscript loading stale", 0, 0, 0, "@pubsub @slow")
@@ -125,7 +125,7 @@ fn ssubscribe(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     // Redis 7.0 flags a client running EXEC as "deny blocking", which only
     // SSUBSCRIBE refuses (SUBSCRIBE/PSUBSCRIBE allow MULTI for backward
     // compatibility).
-    if ctx.client.in_exec {
+    if ctx.client.caller == Caller::Exec {
         return Err(CmdError::custom("ERR SSUBSCRIBE isn't allowed for a DENY BLOCKING client"));
     }
     subscribe_generic(ctx, args, Kind::Shard, "ssubscribe")
@@ -149,7 +149,7 @@ fn sunsubscribe(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 fn defer(ctx: &mut Ctx<'_>) -> bool {
     let defer = ctx.core.call_depth > 1;
     if defer {
-        crate::pubsub::publish_events(ctx.core, true);
+        ctx.core.publish_events(true);
     }
     defer
 }
@@ -243,4 +243,10 @@ fn pubsub_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
         "    Prints this help.",
     ];
     Ok(Reply::Array(LINES.iter().map(|l| Reply::Status(Bytes::from_static(l.as_bytes()))).collect()))
+}
+
+/// RESET: leaves every subscription without sending confirmations.
+pub fn unsubscribe_all(ctx: &mut Ctx<'_>) {
+    let shared = ctx.client.shared.clone();
+    ctx.core.pubsub.remove_client(&shared);
 }

@@ -4,14 +4,17 @@
 
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
+use std::time::Instant;
 
 use bytes::Bytes;
 
 use super::util::eq;
-use super::{cmd, container, CommandSpec, Ctx};
-use crate::core::Shared;
+use super::{cmd, container, flags, table, CommandSpec, Ctx, Lookup};
+use crate::client::{Caller, ClientState};
+use crate::core::{BusyOutcome, BusyRequest, Core, Shared};
 use crate::error::{CmdError, CmdResult};
-use crate::protocol::Reply;
+use crate::protocol::{Reply, Resp};
+use crate::script::host::{Interrupt, RunInfo, ScriptErr, ScriptHost};
 use crate::script::Scripting;
 
 pub static COMMANDS: &[CommandSpec] = &[
@@ -118,6 +121,167 @@ fn with_engine<R>(ctx: &mut Ctx<'_>, f: impl FnOnce(&mut Scripting, &mut Ctx<'_>
     r.map_err(|p| resume_unwind(p))
 }
 
+/// The server side of one script run (Redis's `script.c`, the engine being
+/// `script_lua.c`): the script's pseudo-client, the checks its commands
+/// pass before the shared dispatch, the busy-script state and `SCRIPT KILL`.
+struct ScriptRun<'c, 'a> {
+    ctx: &'c mut Ctx<'a>,
+    /// The script's pseudo-client (kind Script, the caller's db).
+    client: ClientState,
+    /// `EVAL_RO`, `FCALL_RO`, or a `no-writes` script.
+    readonly: bool,
+    /// The script declared `allow-oom`.
+    allow_oom: bool,
+    /// The script performed a write command.
+    wrote: bool,
+    started: Instant,
+    /// `busy-reply-threshold` in ms (0 = never busy).
+    threshold_ms: u64,
+    /// Past the threshold: others answer BUSY.
+    timed_out: bool,
+}
+
+impl<'c, 'a> ScriptRun<'c, 'a> {
+    fn new(ctx: &'c mut Ctx<'a>) -> Self {
+        let mut client = ClientState::new(ctx.client.shared.clone(), true);
+        client.caller = Caller::Script;
+        client.set_db(ctx.client.db());
+        client.resp = Resp::V2;
+        let threshold_ms = ctx.core.config.busy_threshold_ms;
+        ScriptRun {
+            ctx,
+            client,
+            readonly: false,
+            allow_oom: false,
+            wrote: false,
+            started: Instant::now(),
+            threshold_ms,
+            timed_out: false,
+        }
+    }
+
+    /// A refused script command counts as rejected (and as an `ERR` reply).
+    fn refuse(&mut self, id: Option<usize>, why: ScriptErr) -> ScriptErr {
+        let stats = &mut self.ctx.core.stats;
+        if let Some(id) = id {
+            stats.commands[id].rejected += 1;
+        }
+        stats.count_error(b"ERR");
+        why
+    }
+}
+
+impl ScriptHost for ScriptRun<'_, '_> {
+    fn begin(&mut self, run: RunInfo) -> bool {
+        self.readonly = run.readonly;
+        self.allow_oom = run.allow_oom;
+        let shared = self.ctx.shared;
+        let st = &shared.script;
+        st.kill.store(false, Ordering::Release);
+        st.wrote.store(false, Ordering::Release);
+        st.busy.store(false, Ordering::Release);
+        st.is_function.store(run.is_function, Ordering::Release);
+        st.started_us.store(shared.clock.now_us(), Ordering::Release);
+        st.running.store(true, Ordering::Release);
+        self.started = Instant::now();
+        self.threshold_ms > 0
+    }
+
+    /// Redis's `scriptCall`: lookup, arity, `noscript`, read-only checks,
+    /// then the shared dispatch.
+    fn call(&mut self, argv: &[Bytes], resp3: bool) -> Result<Reply, ScriptErr> {
+        let cmd = match table().lookup(argv) {
+            Lookup::Found(c) => c,
+            Lookup::Unknown | Lookup::UnknownSub => return Err(self.refuse(None, ScriptErr::UnknownCommand)),
+        };
+        if !super::arity_ok(cmd.spec.arity, argv.len()) {
+            return Err(self.refuse(Some(cmd.id), ScriptErr::WrongArity));
+        }
+        if cmd.has(flags::NOSCRIPT) {
+            return Err(self.refuse(Some(cmd.id), ScriptErr::NotAllowed));
+        }
+        if self.readonly && (cmd.has(flags::WRITE) || cmd.has(flags::MAY_REPLICATE)) {
+            return Err(self.refuse(Some(cmd.id), ScriptErr::WriteInReadOnly));
+        }
+        let limit = {
+            let ctx = Ctx { core: &mut *self.ctx.core, client: &mut self.client, shared: self.ctx.shared };
+            super::limits::script_check(&ctx, cmd, self.wrote, self.allow_oom)
+        };
+        if let Some(refusal) = limit {
+            return Err(self.refuse(Some(cmd.id), ScriptErr::Limit(refusal)));
+        }
+        if cmd.is_write() && !self.wrote {
+            self.wrote = true;
+            self.ctx.shared.script.wrote.store(true, Ordering::Release);
+        }
+        self.client.resp = if resp3 { Resp::V3 } else { Resp::V2 };
+        let mut ctx = Ctx { core: &mut *self.ctx.core, client: &mut self.client, shared: self.ctx.shared };
+        Ok(super::call(&mut ctx, cmd, argv))
+    }
+
+    /// The default user may run every command: only unknown ones fail.
+    fn acl_check(&self, argv: &[Bytes]) -> bool {
+        matches!(table().lookup(argv), Lookup::Found(_))
+    }
+
+    /// Enters BUSY mode past the threshold, then runs the `allow-busy`
+    /// commands connections queued meanwhile, and reports whether the script
+    /// must be killed.
+    fn interrupt(&mut self) -> Interrupt {
+        let shared: &Shared = self.ctx.shared;
+        if !self.timed_out {
+            if self.threshold_ms == 0 || (self.started.elapsed().as_millis() as u64) < self.threshold_ms {
+                return Interrupt::Continue;
+            }
+            self.timed_out = true;
+            tracing::warn!(
+                "Slow script detected: still in execution after {} milliseconds. You can try killing the script using the {} command.",
+                self.started.elapsed().as_millis(),
+                if shared.script.is_function.load(Ordering::Relaxed) { "FUNCTION KILL" } else { "SCRIPT KILL" }
+            );
+            // Announce from another thread: this worker thread stays blocked
+            // by the script, so tasks woken from here would wait in its local
+            // queue. Woken from outside the runtime they go to the shared
+            // queue, which also wakes an idle worker that then takes over the
+            // I/O driver: other connections get their BUSY replies.
+            shared.script.busy_queue.lock().open = true;
+            let runtime = tokio::runtime::Handle::try_current().ok();
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    shared.script.busy.store(true, Ordering::Release);
+                    shared.script.busy_notify.notify_waiters();
+                    if let Some(rt) = runtime {
+                        rt.spawn(async {});
+                    }
+                });
+            });
+        }
+        serve_busy_queue(self.ctx.core, shared);
+        if *shared.shutdown.borrow() {
+            Interrupt::Shutdown
+        } else if shared.script.kill.load(Ordering::Acquire) {
+            Interrupt::Kill
+        } else {
+            Interrupt::Continue
+        }
+    }
+
+    fn end(&mut self, reply: &Reply, error_counted: bool) {
+        let st = &self.ctx.shared.script;
+        st.close_busy_queue();
+        st.running.store(false, Ordering::Release);
+        st.busy.store(false, Ordering::Release);
+        st.kill.store(false, Ordering::Release);
+        st.wrote.store(false, Ordering::Release);
+        st.is_function.store(false, Ordering::Release);
+        // SELECT inside the script only moved the script's client.
+        self.ctx.client.shared.db.store(self.ctx.client.db(), Ordering::Relaxed);
+        if error_counted && reply.is_error() {
+            self.ctx.core.stats.error_already_counted = true;
+        }
+    }
+}
+
 const NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
 const NOTBUSY: &str = "NOTBUSY No scripts in execution right now.";
 
@@ -125,7 +289,7 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &[Bytes], evalsha: bool, ro: bool) -> C
     if evalsha && args[1].len() != 40 {
         return Ok(Reply::error(NOSCRIPT));
     }
-    with_engine(ctx, |e, ctx| e.eval(ctx, args, evalsha, ro))
+    with_engine(ctx, |e, ctx| e.eval(&mut ScriptRun::new(ctx), args, evalsha, ro))
 }
 
 fn eval(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
@@ -145,11 +309,11 @@ fn evalsha_ro(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn fcall(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    with_engine(ctx, |e, ctx| e.fcall(ctx, args, false))
+    with_engine(ctx, |e, ctx| e.fcall(&mut ScriptRun::new(ctx), args, false))
 }
 
 fn fcall_ro(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    with_engine(ctx, |e, ctx| e.fcall(ctx, args, true))
+    with_engine(ctx, |e, ctx| e.fcall(&mut ScriptRun::new(ctx), args, true))
 }
 
 /// `HELP` replies of `SCRIPT` and `FUNCTION` (Redis 7.0 `addReplyHelp`).
@@ -446,5 +610,54 @@ fn function_restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             Ok(Reply::ok())
         }
         Err(e) => Err(CmdError::custom(format!("ERR {e}"))),
+    }
+}
+
+/// Runs the commands connections queued while the script is busy (called
+/// from the script's interrupt hook, between Lua instructions). They run
+/// nested in the script's call, so they neither refresh the script's frozen
+/// time nor trigger post-command work mid-script; the script's own
+/// `redis.call` statistics are left untouched.
+pub fn serve_busy_queue(core: &mut Core, shared: &Shared) {
+    let requests = std::mem::take(&mut shared.script.busy_queue.lock().requests);
+    if requests.is_empty() {
+        return;
+    }
+    let nested = (core.stats.nested_calls, core.stats.nested_nanos);
+    let mut answers = Vec::with_capacity(requests.len());
+    for BusyRequest { argv, mut client, register, done } in requests {
+        let mut max_bulk = None;
+        let reply = if register && {
+            max_bulk = core.register_client(&mut client);
+            max_bulk.is_none()
+        } {
+            client.close = true;
+            Reply::error("ERR max number of clients reached")
+        } else {
+            let mut ctx = Ctx { core: &mut *core, client: &mut client, shared };
+            super::process(&mut ctx, argv)
+        };
+        answers.push((done, BusyOutcome::Done { reply, client, max_bulk }));
+    }
+    (core.stats.nested_calls, core.stats.nested_nanos) = nested;
+    // Answer from another thread: this worker stays blocked by the script,
+    // and tasks woken from it would wait in its local queue (see
+    // `ScriptRun::interrupt`).
+    let gone: Vec<ClientState> = std::thread::scope(|s| {
+        s.spawn(|| {
+            answers
+                .into_iter()
+                .filter_map(|(done, outcome)| match done.send(outcome) {
+                    Err(BusyOutcome::Done { client, max_bulk: Some(_), .. }) => Some(client),
+                    _ => None,
+                })
+                .collect()
+        })
+        .join()
+        .unwrap_or_default()
+    });
+    // A connection that went away after being registered here.
+    for client in gone {
+        core.unregister_client(&client.shared);
     }
 }

@@ -220,7 +220,7 @@ fn srandmember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         let out: Vec<Bytes> = if l < 0 {
             let n = l.unsigned_abs();
             if n > MAX_RANDOM_REPLY {
-                return Err(CmdError::custom("ERR value is out of range"));
+                return Err(CmdError::ValueOutOfRange);
             }
             let mut rng = rand::rng();
             (0..n).map(|_| s.get_index(rng.random_range(0..size)).expect("index").clone()).collect()
@@ -276,10 +276,10 @@ fn load_sets<'a>(db: &'a mut DbView<'_>, keys: &[Bytes]) -> Result<Vec<Option<&'
     for k in keys {
         get_set(db, k)?;
     }
-    let map = &db.db.map;
+    let raw = db.raw();
     Ok(keys
         .iter()
-        .map(|k| match map.get(&k[..]).map(|e| &e.value) {
+        .map(|k| match raw.peek(k).map(|e| &e.value) {
             Some(Value::Set(s)) => Some(s),
             _ => None,
         })

@@ -314,7 +314,7 @@ fn incrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let cur = db.get_str(key)?.cloned();
     let new = num::incr_long_double(cur.as_deref(), &args[2]).map_err(|e| match e {
         LdError::Current | LdError::Increment => CmdError::NotFloat,
-        LdError::NanOrInf => CmdError::custom("ERR increment would produce NaN or Infinity"),
+        LdError::NanOrInf => CmdError::NanOrInfinity,
     })?;
     let b = Bytes::from(new);
     db.set(key, Value::Str(b.clone()), true);

@@ -4,16 +4,16 @@
 //! MULTI, WATCH, QUIT and RESET is answered `QUEUED` inside MULTI, and a
 //! command rejected while queuing marks the transaction dirty). EXEC runs
 //! the queue through [`super::call`] under the core lock already held, with
-//! `in_exec` set so blocking commands answer at once.
+//! the client's caller set to `Exec` so blocking commands answer at once.
 
 use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 
 use super::{cmd, table, CommandSpec, Ctx, Lookup};
+use crate::client::{Caller, MultiState};
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
-use crate::server::client::MultiState;
 
 pub static COMMANDS: &[CommandSpec] = &[
     cmd("multi", multi, 1, "noscript loading stale fast allow_busy", 0, 0, 0, "@fast @transaction")
@@ -41,7 +41,7 @@ fn discard(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     if ctx.client.multi.is_none() {
         return Err(CmdError::custom("ERR DISCARD without MULTI"));
     }
-    crate::tx::discard_state(ctx);
+    discard_state(ctx);
     Ok(Reply::ok())
 }
 
@@ -62,7 +62,7 @@ fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     if aborted {
         return Ok(Reply::NilArray);
     }
-    let was_in_exec = std::mem::replace(&mut ctx.client.in_exec, true);
+    let caller = std::mem::replace(&mut ctx.client.caller, Caller::Exec);
     let mut replies = Vec::with_capacity(state.queue.len());
     let resp3 = ctx.client.resp == crate::protocol::Resp::V3;
     for argv in &state.queue {
@@ -75,11 +75,11 @@ fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
         // Messages this command published (or keyspace events it raised),
         // in order; a RESP3 subscriber gets its own inside the EXEC array,
         // before this command's reply, as Redis writes them.
-        crate::pubsub::publish_events(ctx.core, true);
+        ctx.core.publish_events(true);
         let mine = if resp3 { ctx.core.pubsub.take_pending_for(id) } else { Vec::new() };
         replies.push(if mine.is_empty() { reply } else { Reply::AfterPushes(mine, Box::new(reply)) });
     }
-    ctx.client.in_exec = was_in_exec;
+    ctx.client.caller = caller;
     Ok(Reply::Array(replies))
 }
 
@@ -87,7 +87,7 @@ fn watch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if ctx.client.multi.is_some() {
         return Err(CmdError::custom("ERR WATCH inside MULTI is not allowed"));
     }
-    let db = ctx.client.db;
+    let db = ctx.client.db();
     let now = ctx.now_ms();
     for key in &args[1..] {
         // Redis's keyIsExpired: looks, never deletes.
@@ -100,4 +100,11 @@ fn watch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 fn unwatch(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     ctx.core.watches.unwatch(ctx.client.id);
     Ok(Reply::ok())
+}
+
+/// Drops the client's MULTI state and WATCHes (DISCARD, RESET, disconnect).
+pub fn discard_state(ctx: &mut Ctx<'_>) {
+    ctx.client.multi = None;
+    ctx.client.shared.in_multi.store(false, Ordering::Relaxed);
+    ctx.core.watches.unwatch(ctx.client.id);
 }

@@ -14,17 +14,31 @@ pub fn eq(arg: &[u8], kw: &str) -> bool {
 /// Strict integer (`ERR value is not an integer or out of range`).
 #[inline]
 pub fn int(arg: &[u8]) -> Result<i64, CmdError> {
-    num::parse_int(arg)
+    Ok(num::parse_int(arg)?)
 }
 
 /// Double (`ERR value is not a valid float`).
+#[allow(dead_code)] // a helper kept for the command families
 pub fn float(arg: &[u8]) -> Result<f64, CmdError> {
     num::parse_double(arg).ok_or(CmdError::NotFloat)
 }
 
 /// Bytes of a `Display` value.
+#[allow(dead_code)] // a helper kept for the command families
 pub fn bytes_of(s: impl ToString) -> Bytes {
     Bytes::from(s.to_string())
+}
+
+/// A text report (INFO, CLIENT INFO, MEMORY DOCTOR…): a verbatim string
+/// for a RESP3 client, a bulk string otherwise.
+pub fn info_text(ctx: &super::Ctx<'_>, line: String) -> crate::protocol::Reply {
+    use crate::protocol::{Reply, Resp};
+    let text = Bytes::from(line);
+    if ctx.client.resp == Resp::V3 {
+        Reply::Verbatim("txt", text)
+    } else {
+        Reply::Bulk(text)
+    }
 }
 
 /// `SCAN`-family cursor (`ERR invalid cursor`).
@@ -73,6 +87,7 @@ pub fn scan_opts(args: &[Bytes], allow_type: bool) -> Result<ScanOpts, CmdError>
 
 /// Redis-style `start`/`end` index normalisation for inclusive ranges
 /// (`GETRANGE`, `LRANGE`…). Returns `None` for an empty range.
+#[allow(dead_code)] // a helper kept for the command families
 pub fn normalize_range(start: i64, end: i64, len: usize) -> Option<(usize, usize)> {
     let len = len as i64;
     let mut s = if start < 0 { len + start } else { start };

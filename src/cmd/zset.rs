@@ -776,7 +776,7 @@ fn zrandmember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             _ => return Err(CmdError::Syntax),
         };
         if withscores && l < i64::MIN / 2 {
-            return Err(CmdError::custom("ERR value is out of range"));
+            return Err(CmdError::ValueOutOfRange);
         }
         let mut db = ctx.db();
         let Some(z) = get_zset(&mut db, &args[1])? else {
@@ -793,7 +793,7 @@ fn zrandmember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         let items: Vec<(Bytes, f64)> = if l < 0 {
             let n = l.unsigned_abs();
             if n > MAX_RANDOM_REPLY {
-                return Err(CmdError::custom("ERR value is out of range"));
+                return Err(CmdError::ValueOutOfRange);
             }
             let mut rng = rand::rng();
             (0..n).map(|_| pick(rng.random_range(0..size))).collect()
@@ -985,12 +985,12 @@ fn setop_generic(
         }
     }
     // Borrow every source immutably (lazy expiry already ran above).
-    let map = &db.db.map;
+    let raw = db.raw();
     let mut src: Vec<(usize, Src<'_>, f64)> = keys
         .iter()
         .enumerate()
         .map(|(i, k)| {
-            let s = match map.get(&k[..]).map(|e| &e.value) {
+            let s = match raw.peek(k).map(|e| &e.value) {
                 Some(Value::ZSet(z)) => Src::Z(z),
                 Some(Value::Set(s)) => Src::S(s),
                 _ => Src::Missing,

@@ -86,11 +86,13 @@ impl Entry {
     }
 }
 
-/// One database (`SELECT n`).
+/// One database (`SELECT n`). Its map and expiry index are changed only
+/// by this module (through [`DbView`] and the methods below), which keeps
+/// the expiry-index invariant (see ARCHITECTURE.md).
 #[derive(Debug, Default, Clone)]
 pub struct Db {
-    pub map: Map<Bytes, Entry>,
-    pub expires: BTreeSet<(u64, Bytes)>,
+    map: Map<Bytes, Entry>,
+    expires: BTreeSet<(u64, Bytes)>,
 }
 
 /// Keyspace-notification classes (`notify-keyspace-events` letters).
@@ -116,7 +118,6 @@ pub mod notify {
 /// A keyspace event to publish once the command completes.
 #[derive(Debug, Clone)]
 pub struct KeyEvent {
-    pub class: u32,
     pub event: &'static str,
     pub db: usize,
     pub key: Bytes,
@@ -156,7 +157,7 @@ impl Signals {
 
     pub fn notify(&mut self, class: u32, event: &'static str, db: usize, key: &Bytes) {
         if self.notify_flags & class != 0 && self.notify_flags & (notify::KEYSPACE | notify::KEYEVENT) != 0 {
-            self.events.push(KeyEvent { class, event, db, key: key.clone() });
+            self.events.push(KeyEvent { event, db, key: key.clone() });
         }
     }
 }
@@ -194,7 +195,7 @@ pub fn own(b: &Bytes) -> Bytes {
 /// A database as seen by one command: lazy expiry at the command's time,
 /// modification signals recorded.
 pub struct DbView<'a> {
-    pub db: &'a mut Db,
+    db: &'a mut Db,
     pub index: usize,
     pub now: u64,
     pub sig: &'a mut Signals,
@@ -422,8 +423,10 @@ impl DbView<'_> {
         self.db.map.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.db.map.is_empty()
+    /// The database as stored, read-only: entries whose deadline passed but
+    /// that were not deleted yet included.
+    pub fn raw(&self) -> &Db {
+        self.db
     }
 }
 
@@ -433,6 +436,42 @@ pub fn lru_stamp(now_ms: u64) -> u32 {
 }
 
 impl Db {
+    /// Number of keys (expired ones not yet deleted included).
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// True without keys.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// Number of keys with a deadline.
+    pub fn expires_len(&self) -> usize {
+        self.expires.len()
+    }
+
+    /// The stored entry of `key`, expired or not; no statistics, no
+    /// deletion (Redis's `dictFind` without `lookupKey`).
+    pub fn peek(&self, key: &[u8]) -> Option<&Entry> {
+        self.map.get(key)
+    }
+
+    /// The entry at insertion index `i` (SCAN, RANDOMKEY).
+    pub fn get_index(&self, i: usize) -> Option<(&Bytes, &Entry)> {
+        self.map.get_index(i)
+    }
+
+    /// Every stored entry, expired or not, in index order.
+    pub fn iter(&self) -> impl Iterator<Item = (&Bytes, &Entry)> + '_ {
+        self.map.iter()
+    }
+
+    /// Every stored key, expired or not.
+    pub fn keys(&self) -> impl Iterator<Item = &Bytes> + '_ {
+        self.map.keys()
+    }
+
     /// Deletes up to `limit` keys whose deadline is `<= now`. Returns the
     /// number deleted; fewer than `limit` means none are left due.
     pub fn expire_due(&mut self, index: usize, now: u64, limit: usize, sig: &mut Signals) -> usize {

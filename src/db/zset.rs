@@ -105,7 +105,9 @@ impl Default for ZSet {
 /// One end of a score range (`ZRANGEBYSCORE`): value and exclusivity.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ScoreBound {
+    /// The score.
     pub value: f64,
+    /// The end itself is outside the range (`(1.5`).
     pub exclusive: bool,
 }
 
@@ -132,6 +134,7 @@ fn cmp_entry(s1: f64, m1: &[u8], s2: f64, m2: &[u8]) -> Ordering {
 }
 
 impl ZSet {
+    /// An empty sorted set.
     pub fn new() -> ZSet {
         let head = Node::new(Bytes::new(), 0.0, MAX_LEVEL);
         ZSet {
@@ -145,10 +148,12 @@ impl ZSet {
         }
     }
 
+    /// Number of members.
     pub fn len(&self) -> usize {
         self.dict.len()
     }
 
+    /// True without members.
     pub fn is_empty(&self) -> bool {
         self.dict.is_empty()
     }
@@ -169,6 +174,7 @@ impl ZSet {
         self.dict.get(member).map(|&i| self.nodes[i as usize].score)
     }
 
+    /// True if `member` is in the set.
     pub fn contains(&self, member: &[u8]) -> bool {
         self.dict.contains_key(member)
     }

@@ -8,6 +8,8 @@
 
 use bytes::{Buf, Bytes, BytesMut};
 
+use crate::num::parse_i64_strict;
+
 /// Largest inline request / header line (Redis `PROTO_INLINE_MAX_SIZE`).
 pub const INLINE_MAX: usize = 64 * 1024;
 /// Default `proto-max-bulk-len`.
@@ -63,40 +65,8 @@ fn memchr(needle: u8, hay: &[u8]) -> Option<usize> {
     (hay[i] == needle).then_some(i)
 }
 
-/// Redis `string2ll`: strict base-10 i64, no leading '+', no spaces, no leading zeros
-/// (except "0" itself), "-0" refused.
-pub fn parse_i64_strict(s: &[u8]) -> Option<i64> {
-    if s.is_empty() || s.len() > 20 {
-        return None;
-    }
-    if s.len() == 1 && s[0] == b'0' {
-        return Some(0);
-    }
-    let (neg, digits) = if s[0] == b'-' { (true, &s[1..]) } else { (false, s) };
-    if digits.is_empty() || digits[0] == b'0' {
-        return None;
-    }
-    let mut v: u64 = 0;
-    for &c in digits {
-        if !c.is_ascii_digit() {
-            return None;
-        }
-        v = v.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
-    }
-    if neg {
-        if v > (i64::MAX as u64) + 1 {
-            None
-        } else {
-            Some((v as i64).wrapping_neg())
-        }
-    } else if v > i64::MAX as u64 {
-        None
-    } else {
-        Some(v as i64)
-    }
-}
-
 impl RequestParser {
+    /// A parser with Redis's default limits.
     pub fn new() -> Self {
         RequestParser {
             args: Vec::new(),
@@ -242,15 +212,15 @@ fn hex_val(c: u8) -> Option<u8> {
     }
 }
 
-/// Redis `sdssplitargs`: whitespace-separated words, "double quotes" with
-/// C escapes (`\n`, `\xHH`…), 'single quotes' with only `\'`. A closing quote
-/// must be followed by a space or the end. `None` on unbalanced quotes.
 /// C's `isspace`, which Redis's `sdssplitargs` uses: ASCII whitespace plus
 /// the vertical tab.
 fn is_c_space(c: u8) -> bool {
     c.is_ascii_whitespace() || c == 0x0b
 }
 
+/// Redis `sdssplitargs`: whitespace-separated words, "double quotes" with
+/// C escapes (`\n`, `\xHH`…), 'single quotes' with only `\'`. A closing quote
+/// must be followed by a space or the end. `None` on unbalanced quotes.
 pub fn split_args(line: &[u8]) -> Option<Vec<Bytes>> {
     let mut out = Vec::new();
     let mut i = 0;
@@ -405,16 +375,6 @@ mod tests {
         let mut buf = BytesMut::from(&b"*1000000\r\n$500000000\r\nab"[..]);
         assert!(p.next(&mut buf).unwrap().is_none());
         assert!(buf.capacity() < 4 * MAX_RESERVE);
-    }
-
-    #[test]
-    fn strict_integer_parsing_matches_string2ll() {
-        assert_eq!(parse_i64_strict(b"0"), Some(0));
-        assert_eq!(parse_i64_strict(b"-9223372036854775808"), Some(i64::MIN));
-        assert_eq!(parse_i64_strict(b"9223372036854775808"), None);
-        for bad in [&b"01"[..], b"-0", b"+1", b" 1", b"", b"-", b"1a"] {
-            assert_eq!(parse_i64_strict(bad), None, "{bad:?}");
-        }
     }
 
     #[test]

@@ -11,8 +11,10 @@ use crate::num::fmt_double;
 /// Protocol version negotiated with `HELLO`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Resp {
+    /// RESP2, the default of every connection.
     #[default]
     V2,
+    /// RESP3 (`HELLO 3`).
     V3,
 }
 
@@ -25,19 +27,27 @@ pub enum Reply {
     Status(Bytes),
     /// `-ERR ...`: the full text, code included, without the leading `-`.
     Error(Bytes),
+    /// `:1`
     Int(i64),
+    /// A bulk string (binary-safe).
     Bulk(Bytes),
     /// Null bulk string: RESP2 `$-1`, RESP3 `_`.
     Nil,
     /// Null array: RESP2 `*-1`, RESP3 `_`.
     NilArray,
+    /// An array of replies.
     Array(Vec<Reply>),
+    /// RESP3 map (RESP2: a flat array of keys and values).
     Map(Vec<(Reply, Reply)>),
+    /// RESP3 set (RESP2: an array).
     Set(Vec<Reply>),
+    /// RESP3 double (RESP2: a bulk string, printed as Redis prints it).
     Double(f64),
+    /// RESP3 boolean (RESP2: the integer 1 or 0).
     Bool(bool),
     /// Verbatim string with its three-letter format (`txt`).
     Verbatim(&'static str, Bytes),
+    /// RESP3 big number (RESP2: a bulk string).
     BigNumber(Bytes),
     /// Out-of-band message (pub/sub); RESP2 sends it as an array.
     Push(Vec<Reply>),
@@ -49,9 +59,11 @@ pub enum Reply {
 }
 
 impl Reply {
+    /// `+OK`
     pub const fn ok() -> Reply {
         Reply::Status(Bytes::from_static(b"OK"))
     }
+    /// A status reply (`+PONG`).
     pub fn status(s: &'static str) -> Reply {
         Reply::Status(Bytes::from_static(s.as_bytes()))
     }
@@ -59,12 +71,15 @@ impl Reply {
     pub fn error(s: impl Into<String>) -> Reply {
         Reply::Error(Bytes::from(s.into()))
     }
+    /// A bulk string.
     pub fn bulk(b: impl Into<Bytes>) -> Reply {
         Reply::Bulk(b.into())
     }
+    /// A bulk string copied from `s`.
     pub fn bulk_str(s: &str) -> Reply {
         Reply::Bulk(Bytes::copy_from_slice(s.as_bytes()))
     }
+    /// True for an error reply (also one preceded by pushes).
     pub fn is_error(&self) -> bool {
         match self {
             Reply::Error(_) => true,

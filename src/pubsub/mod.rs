@@ -11,7 +11,7 @@
 //! the receivers are resolved and counted at once (so `PUBLISH` still
 //! returns its count), but the messages are queued in [`PubSub`] and handed
 //! to the connections only when the top-level command completes
-//! ([`flush`], from `Core::after_command`). Keyspace events are queued by
+//! ([`PubSub::flush`], from `Core::after_command`). Keyspace events are queued by
 //! the keyspace while commands run and published at the same points, in
 //! the order they happened relative to `PUBLISH`es.
 
@@ -22,13 +22,11 @@ use std::sync::Arc;
 use bytes::Bytes;
 use indexmap::{IndexMap, IndexSet};
 
-use crate::cmd::Ctx;
+use crate::client::ClientShared;
 use crate::config::BufferLimit;
-use crate::core::Core;
-use crate::db::{notify, KeyEvent};
+use crate::db::{notify, KeyEvent, Signals};
 use crate::glob;
 use crate::protocol::{Reply, Resp};
-use crate::server::client::ClientShared;
 
 type Subscribers = IndexMap<u64, Arc<ClientShared>, crate::db::Hasher>;
 
@@ -172,7 +170,7 @@ impl PubSub {
 
     /// Publishes to channel subscribers and matching patterns. Returns the
     /// number of receivers. With `defer`, the messages are queued until
-    /// [`flush`] (the receivers are resolved now).
+    /// [`PubSub::flush`] (the receivers are resolved now).
     pub fn publish(&mut self, channel: &[u8], message: &[u8], limit: BufferLimit, now_ms: u64, defer: bool) -> usize {
         let mut n = 0;
         let mut deferred = Vec::new();
@@ -221,7 +219,7 @@ impl PubSub {
         }
     }
 
-    /// True if deliveries are waiting for [`flush`].
+    /// True if deliveries are waiting for [`PubSub::flush`].
     pub fn has_pending(&self) -> bool {
         !self.pending.is_empty()
     }
@@ -341,54 +339,47 @@ impl PubSub {
     }
 }
 
+impl PubSub {
+    /// Publishes the keyspace events queued so far in `sig`, after any
+    /// deferred messages published before them. With `defer` (inside
+    /// `EXEC` or a script) the events join the deferred queue instead.
+    pub fn publish_events(&mut self, sig: &mut Signals, limit: BufferLimit, now: u64, defer: bool) {
+        if sig.events.is_empty() {
+            return;
+        }
+        let events = std::mem::take(&mut sig.events);
+        let flags = sig.notify_flags;
+        if !defer {
+            self.deliver_pending(limit, now);
+        }
+        for ev in &events {
+            self.keyspace_event(ev, flags, limit, now, defer);
+        }
+        let mut events = events;
+        events.clear();
+        if sig.events.is_empty() {
+            sig.events = events;
+        }
+    }
+
+    /// End of a top-level command: publishes its keyspace events and
+    /// delivers every deferred message, in the order they happened.
+    pub fn flush(&mut self, sig: &mut Signals, limit: BufferLimit, now: u64) {
+        self.publish_events(sig, limit, now, false);
+        if self.has_pending() {
+            self.deliver_pending(limit, now);
+        }
+    }
+}
+
 fn subs_empty(s: Option<&ClientSubs>) -> bool {
     s.is_none_or(|s| s.channels.is_empty() && s.patterns.is_empty() && s.shard.is_empty())
-}
-
-/// RESET: leaves every subscription without sending confirmations.
-pub fn unsubscribe_all(ctx: &mut Ctx<'_>) {
-    let shared = ctx.client.shared.clone();
-    ctx.core.pubsub.remove_client(&shared);
-}
-
-/// Publishes the keyspace events queued so far, after any deferred
-/// messages published before them. With `defer` (inside `EXEC` or a
-/// script) the events join the deferred queue instead.
-pub fn publish_events(core: &mut Core, defer: bool) {
-    if core.ks.sig.events.is_empty() {
-        return;
-    }
-    let events = std::mem::take(&mut core.ks.sig.events);
-    let flags = core.ks.sig.notify_flags;
-    let limit = core.config.pubsub_limit;
-    let now = core.ks.now;
-    if !defer {
-        core.pubsub.deliver_pending(limit, now);
-    }
-    for ev in &events {
-        core.pubsub.keyspace_event(ev, flags, limit, now, defer);
-    }
-    let mut events = events;
-    events.clear();
-    if core.ks.sig.events.is_empty() {
-        core.ks.sig.events = events;
-    }
-}
-
-/// End of a top-level command: publishes its keyspace events and delivers
-/// every deferred message, in the order they happened.
-pub fn flush(core: &mut Core) {
-    publish_events(core, false);
-    if core.pubsub.has_pending() {
-        let limit = core.config.pubsub_limit;
-        core.pubsub.deliver_pending(limit, core.ks.now);
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::server::client::Outbound;
+    use crate::client::Outbound;
     use tokio::sync::mpsc;
 
     fn client(id: u64) -> (Arc<ClientShared>, mpsc::UnboundedReceiver<Outbound>) {

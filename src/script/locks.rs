@@ -8,7 +8,7 @@
 //! Each file documents its `KEYS` and `ARGV`.
 //!
 //! ```no_run
-//! use rlockd::script::locks;
+//! use rlockd::locks;
 //! let acquire = locks::REENTRANT_LOCK;
 //! println!("{} is {} bytes, sha {}", acquire.name, acquire.source.len(), acquire.sha1());
 //! ```
@@ -18,8 +18,12 @@
 pub struct LockScript {
     /// File name without `.lua`.
     pub name: &'static str,
+    /// The Lua source.
     pub source: &'static str,
 }
+
+/// Lower-case hex SHA1 of a script body: the name `EVALSHA` knows it by.
+pub use super::sha1_hex;
 
 impl LockScript {
     /// The SHA1 `EVALSHA` knows it by.

@@ -155,6 +155,32 @@ pub(crate) fn c_double_to_i64(d: f64) -> i64 {
     }
 }
 
+/// Registry key of the table mapping each read-only proxy the sandbox
+/// builds to the table it protects.
+pub(crate) const REG_REAL: &str = "rlockd.real";
+
+/// If the value at `idx` is a proxy, replaces it (in place) by its table.
+pub(crate) unsafe fn unproxy(l: State, idx: c_int) {
+    if ffi::lua_type(l, idx) != ffi::LUA_TTABLE {
+        return;
+    }
+    let idx = ffi::lua_absindex(l, idx);
+    get_field_raw(l, ffi::LUA_REGISTRYINDEX, REG_REAL);
+    if ffi::lua_type(l, -1) != ffi::LUA_TTABLE {
+        // A state without the sandbox (the libraries' own tests).
+        ffi::lua_pop(l, 1);
+        return;
+    }
+    ffi::lua_pushvalue(l, idx);
+    ffi::lua_rawget(l, -2);
+    if ffi::lua_type(l, -1) == ffi::LUA_TTABLE {
+        ffi::lua_replace(l, idx);
+        ffi::lua_pop(l, 1);
+    } else {
+        ffi::lua_pop(l, 2);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,23 +1,26 @@
 //! The Lua scripting engine, with Redis 7.0 semantics.
 //!
-//! * [`Scripting`] (one per server, in [`Core::scripting`](crate::core::Core))
-//!   owns one persistent Lua VM for `EVAL` — every script body is compiled
-//!   once and kept in the Lua registry (by reference, found through a map
-//!   keyed by the 40-byte sha) — and a
-//!   second VM for `FUNCTION`/`FCALL` libraries ([`functions`]).
+//! * [`Scripting`] (one per server, kept in the core) owns one persistent
+//!   Lua VM for `EVAL` — every script body is compiled once and kept in the
+//!   Lua registry (by reference, found through a map keyed by the 40-byte
+//!   sha) — and a second VM for `FUNCTION`/`FCALL` libraries ([`functions`]).
+//! * [`host`] is the boundary with the server: the engine asks a
+//!   [`ScriptHost`] to run each `redis.call` and whether to stop; the host
+//!   (the `EVAL`/`FCALL` handlers) makes the script checks and runs the
+//!   command through the same table and dispatch as a TCP client.
 //! * [`sandbox`] builds a VM exactly like Redis's: the same globals, the
 //!   same read-only globals and libraries, the same error handler.
 //! * `redis_lib` is the `redis.*` API; [`convert`] the reply ⇄ Lua rules.
-//! * `run` is the per-run context (`scriptRunCtx`): the script's
-//!   pseudo-client, read-only mode, RESP version, BUSY and SCRIPT KILL.
+//! * `run` is the engine's side of one run: the host, the RESP version set
+//!   by `redis.setresp`, the PRNG, the commands' statistics.
 //! * [`locks`] embeds this crate's own lock scripts (`lua/`).
 //!
-//! A script runs inside the `EVAL`/`FCALL` handler, under the core lock,
-//! with the engine taken out of the core; `redis.call` goes through the very
-//! same command table and dispatch as a TCP client.
+//! The engine knows nothing of the server beyond [`ScriptHost`]; it is
+//! tested alone with a fake host.
 
 pub mod convert;
 pub mod functions;
+pub mod host;
 pub mod libs;
 pub mod locks;
 mod lua;
@@ -32,18 +35,15 @@ pub const SCRIPT_THREAD_STACK: usize = 64 << 20;
 
 use std::collections::HashMap;
 use std::ffi::c_int;
-use std::sync::atomic::Ordering;
-use std::time::Instant;
 
 use bytes::Bytes;
 use mlua::ffi;
 
 pub use redis_lib::sha1_hex;
 
-use crate::cmd::Ctx;
 use crate::error::CmdError;
-use crate::protocol::{Reply, Resp};
-use crate::server::client::{ClientKind, ClientState};
+use crate::protocol::Reply;
+use host::{RunInfo, ScriptHost};
 use lua::State;
 use run::{Rand48, RunCtx, RunGuard};
 use sandbox::{Vm, VmKind};
@@ -93,7 +93,6 @@ impl ScriptFlags {
 struct EvalScript {
     /// `luaL_ref` of the compiled body in the `EVAL` VM's registry.
     fref: c_int,
-    body: Bytes,
     flags: ScriptFlags,
     stats: ScriptStats,
 }
@@ -178,13 +177,7 @@ impl Scripting {
     }
 
     fn fvm(&mut self) -> &Vm {
-        self.fvm.get_or_insert_with(|| Vm::new(VmKind::Function))
-    }
-
-    /// The body of a cached script (Redis keeps them to replicate `EVALSHA`
-    /// as `EVAL`).
-    pub fn script_body(&self, sha: &str) -> Option<&Bytes> {
-        self.scripts.get(&sha_key(sha.as_bytes())?).map(|s| &s.body)
+        self.fvm.get_or_insert_with(|| Vm::for_functions(functions::register_function))
     }
 
     /// `SCRIPT EXISTS` for one sha (letter case ignored).
@@ -214,16 +207,17 @@ impl Scripting {
                 return Err(CmdError::echo("ERR Error compiling script (new function): ", c_prefix(&msg), ""));
             }
             let fref = ffi::luaL_ref(l, ffi::LUA_REGISTRYINDEX);
-            self.scripts.insert(key, EvalScript { fref, body: body.clone(), flags, stats: ScriptStats::default() });
+            self.scripts.insert(key, EvalScript { fref, flags, stats: ScriptStats::default() });
         }
         Ok(sha)
     }
 
-    /// `EVAL`, `EVALSHA`, `EVAL_RO`, `EVALSHA_RO`.
-    pub fn eval(&mut self, ctx: &mut Ctx<'_>, args: &[Bytes], evalsha: bool, ro: bool) -> Reply {
+    /// `EVAL`, `EVALSHA`, `EVAL_RO`, `EVALSHA_RO` (`args` is the whole
+    /// command line); the script's commands go to `host`.
+    pub fn eval(&mut self, host: &mut dyn ScriptHost, args: &[Bytes], evalsha: bool, ro: bool) -> Reply {
         let numkeys = match crate::num::parse_int(&args[2]) {
             Ok(n) => n,
-            Err(e) => return e.into(),
+            Err(e) => return CmdError::from(e).into(),
         };
         if numkeys > (args.len() - 3) as i64 {
             return Reply::error("ERR Number of keys can't be greater than number of args");
@@ -248,15 +242,14 @@ impl Scripting {
         let (keys, argv) = (&args[3..3 + n], &args[3 + n..]);
         let sha = std::str::from_utf8(&key).expect("sha keys are hex");
         let start = std::time::Instant::now();
-        let (calls0, nanos0) = (ctx.core.stats.nested_calls, ctx.core.stats.nested_nanos);
-        let reply = self.run(ctx, Target::Eval(fref), sha, keys, argv, flags, ro);
+        let (reply, calls, call_nanos) = self.run(host, Target::Eval(fref), sha, keys, argv, flags, ro);
         if let Some(s) = self.scripts.get_mut(&key) {
             let st = &mut s.stats;
             st.calls += 1;
             st.errors += u64::from(reply.is_error());
             st.nanos += start.elapsed().as_nanos() as u64;
-            st.redis_calls += ctx.core.stats.nested_calls - calls0;
-            st.redis_nanos += ctx.core.stats.nested_nanos - nanos0;
+            st.redis_calls += calls;
+            st.redis_nanos += call_nanos;
         }
         reply
     }
@@ -293,8 +286,9 @@ impl Scripting {
         }
     }
 
-    /// `FCALL`, `FCALL_RO`.
-    pub fn fcall(&mut self, ctx: &mut Ctx<'_>, args: &[Bytes], ro: bool) -> Reply {
+    /// `FCALL`, `FCALL_RO` (`args` is the whole command line); the
+    /// function's commands go to `host`.
+    pub fn fcall(&mut self, host: &mut dyn ScriptHost, args: &[Bytes], ro: bool) -> Reply {
         let Some(f) = self.libraries.find(&args[1]) else {
             return Reply::error("ERR Function not found");
         };
@@ -310,7 +304,7 @@ impl Scripting {
         }
         let n = numkeys as usize;
         self.fvm();
-        self.run(ctx, Target::Function(fref), &name, &args[3..3 + n], &args[3 + n..], flags, ro)
+        self.run(host, Target::Function(fref), &name, &args[3..3 + n], &args[3 + n..], flags, ro).0
     }
 
     /// `FUNCTION LOAD`.
@@ -347,85 +341,59 @@ impl Scripting {
     }
 
     /// Runs a compiled script or function (`scriptPrepareForRun`,
-    /// `luaCallFunction`, `scriptResetRun`).
+    /// `luaCallFunction`, `scriptResetRun`). Returns the reply, and the
+    /// number and time (ns) of the commands the host ran for it.
     #[allow(clippy::too_many_arguments)]
     fn run(
         &mut self,
-        ctx: &mut Ctx<'_>,
+        host: &mut dyn ScriptHost,
         target: Target,
         funcname: &str,
         keys: &[Bytes],
         argv: &[Bytes],
         flags: ScriptFlags,
         ro: bool,
-    ) -> Reply {
+    ) -> (Reply, u64, u64) {
         let compat = flags.has(ScriptFlags::EVAL_COMPAT);
         if !compat && !flags.has(ScriptFlags::NO_WRITES) && ro {
-            return Reply::error(RO_WRITE_FLAG);
+            return (Reply::error(RO_WRITE_FLAG), 0, 0);
         }
         let readonly = ro || (!compat && flags.has(ScriptFlags::NO_WRITES));
         let is_eval = matches!(target, Target::Eval(_));
+        let allow_oom = flags.has(ScriptFlags::ALLOW_OOM);
+        let interrupts = host.begin(RunInfo { is_function: !is_eval, readonly, allow_oom });
+        let rng = std::mem::take(&mut self.rng);
         let vm = match target {
             Target::Eval(_) => &self.eval,
             Target::Function(_) => self.fvm.as_ref().expect("function VM"),
         };
-        let shared = ctx.shared;
-        let threshold = ctx.core.config.busy_threshold_ms;
-        let st = &shared.script;
-        st.kill.store(false, Ordering::Release);
-        st.wrote.store(false, Ordering::Release);
-        st.busy.store(false, Ordering::Release);
-        st.is_function.store(!is_eval, Ordering::Release);
-        st.started_us.store(shared.clock.now_us(), Ordering::Release);
-        st.running.store(true, Ordering::Release);
-
-        let mut client = ClientState::new(ctx.client.shared.clone(), true);
-        client.kind = ClientKind::Script;
-        client.db = ctx.client.db;
-        client.resp = Resp::V2;
-        client.in_exec = ctx.client.in_exec;
         let mut run = RunCtx {
-            core: &mut *ctx.core,
-            shared,
-            client,
-            readonly,
-            allow_oom: flags.has(ScriptFlags::ALLOW_OOM),
+            host,
             resp3: false,
-            started: Instant::now(),
-            threshold_ms: threshold,
-            timed_out: false,
-            wrote: false,
             panic: None,
-            rng: &mut self.rng,
+            rng,
             repl_flags: 3,
             error_counted: false,
+            calls: 0,
+            call_nanos: 0,
         };
         let reply = {
-            // SAFETY: `run` outlives the guard; the core is only reached
-            // through `run` until the guard is dropped.
+            // SAFETY: `run` outlives the guard, and nothing touches it but
+            // the callbacks (through `run::current`) until the guard drops.
             let _guard = unsafe { RunGuard::install(&mut run) };
-            // SAFETY: raw calls on our own VM, balanced stack.
-            unsafe { call_in_vm(vm, &target, funcname, keys, argv, threshold) }
+            // SAFETY: raw calls on our own VM, which leave its stack as found.
+            unsafe { call_in_vm(vm, &target, funcname, keys, argv, interrupts) }
         };
         self.runs += 1;
         if self.runs.is_multiple_of(50) {
             vm.gc_step();
         }
-        crate::server::connection::close_busy_queue(shared);
-        st.running.store(false, Ordering::Release);
-        st.busy.store(false, Ordering::Release);
-        st.kill.store(false, Ordering::Release);
-        st.wrote.store(false, Ordering::Release);
-        st.is_function.store(false, Ordering::Release);
-        // SELECT inside the script only moved the script's client.
-        ctx.client.shared.db.store(ctx.client.db, Ordering::Relaxed);
-        if run.error_counted && reply.is_error() {
-            ctx.core.stats.error_already_counted = true;
-        }
+        self.rng = run.rng;
+        run.host.end(&reply, run.error_counted);
         if let Some(p) = run.panic.take() {
             std::panic::resume_unwind(p);
         }
-        reply
+        (reply, run.calls, run.call_nanos)
     }
 }
 
@@ -456,7 +424,7 @@ unsafe fn call_in_vm(
     funcname: &str,
     keys: &[Bytes],
     argv: &[Bytes],
-    threshold_ms: u64,
+    interrupts: bool,
 ) -> Reply {
     let l = vm.l;
     let top = ffi::lua_gettop(l);
@@ -469,7 +437,7 @@ unsafe fn call_in_vm(
             vm.set_real_global("KEYS");
             push_string_array(l, argv);
             vm.set_real_global("ARGV");
-            if threshold_ms > 0 {
+            if interrupts {
                 ffi::lua_sethook(l, Some(redis_lib::count_hook), ffi::LUA_MASKCOUNT, 100_000);
             }
             ffi::lua_pcall(l, 0, 1, -2)
@@ -478,7 +446,7 @@ unsafe fn call_in_vm(
             ffi::lua_rawgeti(l, ffi::LUA_REGISTRYINDEX, *fref as ffi::lua_Integer);
             push_string_array(l, keys);
             push_string_array(l, argv);
-            if threshold_ms > 0 {
+            if interrupts {
                 ffi::lua_sethook(l, Some(redis_lib::count_hook), ffi::LUA_MASKCOUNT, 100_000);
             }
             ffi::lua_pcall(l, 2, 1, -4)
@@ -595,6 +563,115 @@ mod tests {
             "ERR Unexpected flag in script shebang: bad"
         );
         assert_eq!(parse_shebang(b"#!lua x=1\nx").unwrap_err().to_string(), "ERR Unknown lua shebang option: x=1");
+    }
+
+    /// A host that records what the engine asks and answers every command
+    /// with its own arguments; `nope` is an unknown command.
+    #[derive(Default)]
+    struct FakeHost {
+        began: Option<RunInfo>,
+        calls: Vec<(Vec<Bytes>, bool)>,
+        interrupts: u32,
+        kill_at: Option<u32>,
+        ended: Option<(Reply, bool)>,
+    }
+
+    impl ScriptHost for FakeHost {
+        fn begin(&mut self, run: RunInfo) -> bool {
+            self.began = Some(run);
+            self.kill_at.is_some()
+        }
+        fn call(&mut self, argv: &[Bytes], resp3: bool) -> Result<Reply, host::ScriptErr> {
+            self.calls.push((argv.to_vec(), resp3));
+            match &argv[0][..] {
+                b"nope" => Err(host::ScriptErr::UnknownCommand),
+                b"fail" => Ok(Reply::error("ERR it failed")),
+                _ => Ok(Reply::Array(argv.iter().cloned().map(Reply::Bulk).collect())),
+            }
+        }
+        fn acl_check(&self, argv: &[Bytes]) -> bool {
+            &argv[0][..] != b"nope"
+        }
+        fn interrupt(&mut self) -> host::Interrupt {
+            self.interrupts += 1;
+            if self.kill_at.is_some_and(|n| self.interrupts >= n) {
+                host::Interrupt::Kill
+            } else {
+                host::Interrupt::Continue
+            }
+        }
+        fn end(&mut self, reply: &Reply, error_counted: bool) {
+            self.ended = Some((reply.clone(), error_counted));
+        }
+    }
+
+    fn args(parts: &[&str]) -> Vec<Bytes> {
+        parts.iter().map(|p| Bytes::copy_from_slice(p.as_bytes())).collect()
+    }
+
+    fn bulks(parts: &[&str]) -> Reply {
+        Reply::Array(parts.iter().map(|p| Reply::Bulk(Bytes::copy_from_slice(p.as_bytes()))).collect())
+    }
+
+    #[test]
+    fn redis_call_goes_to_the_host() {
+        let mut eng = Scripting::new();
+        let mut host = FakeHost::default();
+        let script = "return redis.call('echo', KEYS[1], ARGV[1], 3)";
+        let reply = eng.eval(&mut host, &args(&["EVAL", script, "1", "k", "v"]), false, false);
+        assert_eq!(reply, bulks(&["echo", "k", "v", "3"]));
+        assert_eq!(host.calls, vec![(args(&["echo", "k", "v", "3"]), false)]);
+        assert_eq!(host.began, Some(RunInfo { is_function: false, readonly: false, allow_oom: false }));
+        assert_eq!(host.ended, Some((reply, false)));
+        // The script is cached: EVALSHA finds it, and its statistics count the call.
+        let sha = sha1_hex(script.as_bytes());
+        let reply = eng.eval(&mut host, &args(&["EVALSHA", &sha, "1", "a", "b"]), true, true);
+        assert_eq!(reply, bulks(&["echo", "a", "b", "3"]));
+        assert_eq!(host.began, Some(RunInfo { is_function: false, readonly: true, allow_oom: false }));
+        let stats = eng.script_stats();
+        assert_eq!((stats[0].1.calls, stats[0].1.redis_calls), (2, 2));
+    }
+
+    #[test]
+    fn resp3_and_acl_checks_reach_the_host() {
+        let mut eng = Scripting::new();
+        let mut host = FakeHost::default();
+        let script = "redis.setresp(3) redis.call('x') \
+                      return {redis.acl_check_cmd('get'), pcall(redis.acl_check_cmd, 'nope')}";
+        let reply = eng.eval(&mut host, &args(&["EVAL", script, "0"]), false, false);
+        assert_eq!(host.calls, vec![(args(&["x"]), true)]);
+        // RESP3 booleans: true, then pcall's false for the unknown command.
+        let Reply::Array(items) = reply else { panic!("not an array: {reply:?}") };
+        assert_eq!(items[..2], [Reply::Bool(true), Reply::Bool(false)]);
+    }
+
+    #[test]
+    fn refusals_and_command_errors_become_script_errors() {
+        let mut eng = Scripting::new();
+        let mut host = FakeHost::default();
+        let reply = eng.eval(&mut host, &args(&["EVAL", "return redis.pcall('nope')", "0"]), false, false);
+        assert_eq!(reply, Reply::error("ERR Unknown Redis command called from script"));
+        // A refusal was counted by the host: the script's error repeats it.
+        assert_eq!(host.ended, Some((reply, true)));
+        let reply = eng.eval(&mut host, &args(&["EVAL", "return redis.call('fail')", "0"]), false, false);
+        let Reply::Error(text) = &reply else { panic!("not an error: {reply:?}") };
+        assert!(text.starts_with(b"ERR it failed script: "), "{reply:?}");
+        let reply = eng.eval(&mut host, &args(&["EVAL", "return redis.pcall('fail')", "0"]), false, false);
+        assert_eq!(reply, Reply::error("ERR it failed"));
+    }
+
+    #[test]
+    fn the_host_can_stop_a_runaway_script() {
+        let mut eng = Scripting::new();
+        let mut host = FakeHost { kill_at: Some(3), ..Default::default() };
+        let reply = eng.eval(&mut host, &args(&["EVAL", "while true do pcall(function() end) end", "0"]), false, false);
+        let Reply::Error(text) = &reply else { panic!("not an error: {reply:?}") };
+        assert!(text.starts_with(b"ERR Script killed by user with SCRIPT KILL..."), "{reply:?}");
+        assert_eq!(host.interrupts, 3);
+        // Without interrupts wanted, the hook is not installed at all.
+        let mut host = FakeHost::default();
+        let reply = eng.eval(&mut host, &args(&["EVAL", "for i = 1, 300000 do end return 1", "0"]), false, false);
+        assert_eq!((reply, host.interrupts), (Reply::Int(1), 0));
     }
 
     #[test]

@@ -9,6 +9,7 @@ use bytes::Bytes;
 use mlua::ffi;
 
 use super::convert::{push_reply, push_slots};
+use super::host::Interrupt;
 use super::lua::{
     cstr, fmt_g17, push_bytes, push_error_table, push_where_msg, raise, set_field_raw, set_fn, set_num, State,
 };
@@ -65,8 +66,8 @@ unsafe fn generic_command(l: State, raise_error: bool) -> c_int {
                 push_reply(l, &reply, run.resp3);
                 (matches!(reply, Reply::Error(_)), false)
             }
-            Ok(Err(msg)) => {
-                push_error_table(l, msg.as_bytes());
+            Ok(Err(refused)) => {
+                push_error_table(l, refused.message().as_bytes());
                 ffi::lua_pushboolean(l, 1);
                 set_field_raw(l, -2, "ignore_error_stats_update");
                 (true, false)
@@ -215,16 +216,16 @@ unsafe extern "C-unwind" fn set_repl(l: State) -> c_int {
 /// `redis.acl_check_cmd(cmd, ...)`: the only user is `default`, who may run
 /// everything; unknown commands raise as in Redis.
 unsafe extern "C-unwind" fn acl_check_cmd(l: State) -> c_int {
-    if current().is_none() {
-        raise_err(l, "redis.acl_check_cmd can only be called inside a script invocation");
-    }
+    let Some(run) = current() else {
+        raise_err(l, "redis.acl_check_cmd can only be called inside a script invocation")
+    };
     let argc = ffi::lua_gettop(l);
     if argc == 0 {
         raise_err(l, "Please specify at least one argument for this redis lib call");
     }
     let argv = collect_args(l, argc);
     ffi::lua_pop(l, argc);
-    let known = argv.map(|argv| matches!(crate::cmd::table().lookup(&argv), crate::cmd::Lookup::Found(_)));
+    let known = argv.map(|argv| run.host.acl_check(&argv));
     match known {
         None => raise_err(l, "Lua redis lib command arguments must be strings or integers"),
         Some(false) => raise_err(l, "Invalid command passed to redis.acl_check_cmd()"),
@@ -309,7 +310,7 @@ unsafe fn raise_where(l: State, msg: &'static str) -> ! {
 unsafe extern "C-unwind" fn math_random(l: State) -> c_int {
     let Some(run) = current() else { raise_where(l, "math.random can only be called inside a script invocation") };
     let max = i32::MAX as f64;
-    let r = ((*run.rng).next() as f64 % max) / max;
+    let r = (run.rng.next() as f64 % max) / max;
     match ffi::lua_gettop(l) {
         0 => ffi::lua_pushnumber(l, r),
         1 => {
@@ -336,7 +337,7 @@ unsafe extern "C-unwind" fn math_random(l: State) -> c_int {
 unsafe extern "C-unwind" fn math_randomseed(l: State) -> c_int {
     let Some(run) = current() else { raise_where(l, "math.randomseed can only be called inside a script invocation") };
     let seed = ffi::luaL_checkinteger(l, 1) as i32;
-    (*run.rng).seed(seed);
+    run.rng.seed(seed);
     0
 }
 
@@ -347,8 +348,8 @@ pub(crate) unsafe fn push_version_and_log(l: State) {
     set_num(l, "LOG_VERBOSE", 1.0);
     set_num(l, "LOG_NOTICE", 2.0);
     set_num(l, "LOG_WARNING", 3.0);
-    set_num(l, "REDIS_VERSION_NUM", crate::cmd::server::REDIS_VERSION_NUM as f64);
-    push_bytes(l, crate::cmd::server::REDIS_VERSION.as_bytes());
+    set_num(l, "REDIS_VERSION_NUM", crate::version::REDIS_VERSION_NUM as f64);
+    push_bytes(l, crate::version::REDIS_VERSION.as_bytes());
     set_field_raw(l, -2, "REDIS_VERSION");
 }
 
@@ -392,8 +393,9 @@ pub(crate) unsafe fn install_overrides(l: State, g: c_int) {
 /// The instruction-count hook: BUSY detection and `SCRIPT KILL`.
 pub(crate) unsafe extern "C-unwind" fn count_hook(l: State, _ar: *mut ffi::lua_Debug) {
     let Some(run) = current() else { return };
-    if run.check_interrupt() {
-        if !run.stopped_by_shutdown() {
+    let stop = run.host.interrupt();
+    if stop != Interrupt::Continue {
+        if stop == Interrupt::Kill {
             tracing::warn!("Lua script killed by user with SCRIPT KILL.");
         }
         // From now on fire at every line, so pcall cannot swallow the kill.

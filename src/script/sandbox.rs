@@ -26,11 +26,11 @@ use std::ffi::{c_char, c_int, c_void};
 use mlua::{ffi, Lua, LuaOptions, StdLib};
 
 use super::lua::{
-    cstr, cstr_bytes, get_field_raw, push_bytes, push_where_msg, raise, set_field_raw, set_fn, to_bytes, State,
+    cstr, cstr_bytes, get_field_raw, push_bytes, push_where_msg, raise, set_field_raw, set_fn, to_bytes, unproxy,
+    State, REG_REAL,
 };
 
-/// Registry keys.
-const REG_REAL: &str = "rlockd.real";
+/// Registry keys (and `lua::REG_REAL`).
 const REG_PROXY: &str = "rlockd.proxy";
 const REG_ERRH: &str = "rlockd.errh";
 const REG_GLOBALS_META: &str = "rlockd.gmeta";
@@ -110,6 +110,16 @@ impl std::fmt::Debug for Vm {
 impl Vm {
     /// Builds a fresh, locked-down VM.
     pub(crate) fn new(kind: VmKind) -> Vm {
+        Self::build(kind, None)
+    }
+
+    /// Builds a fresh, locked-down VM for `FUNCTION` libraries, whose
+    /// loading API offers `register_function`.
+    pub(crate) fn for_functions(register_function: ffi::lua_CFunction) -> Vm {
+        Self::build(VmKind::Function, Some(register_function))
+    }
+
+    fn build(kind: VmKind, register_function: Option<ffi::lua_CFunction>) -> Vm {
         let lua = Lua::new_with(StdLib::TABLE | StdLib::STRING | StdLib::MATH, LuaOptions::default())
             .expect("create the Lua VM");
         if let Err(e) = register_external_libs(&lua) {
@@ -121,7 +131,7 @@ impl Vm {
             lua.exec_raw::<()>((), |st| l = st).expect("Lua state");
         }
         // SAFETY: `l` is the main state of `lua`, which we own.
-        unsafe { setup(l, kind) };
+        unsafe { setup(l, kind, register_function) };
         Vm { _lua: lua, l, kind }
     }
 
@@ -193,7 +203,7 @@ pub(crate) unsafe fn load_chunk(l: State, code: &[u8], name: &[u8]) -> Result<()
 }
 
 /// Builds the whole environment on a fresh state.
-unsafe fn setup(l: State, kind: VmKind) {
+unsafe fn setup(l: State, kind: VmKind, register_function: Option<ffi::lua_CFunction>) {
     ffi::lua_newtable(l);
     set_field_raw(l, ffi::LUA_REGISTRYINDEX, REG_REAL);
     ffi::lua_newtable(l);
@@ -256,12 +266,12 @@ unsafe fn setup(l: State, kind: VmKind) {
     ffi::lua_pushvalue(l, g);
     set_field_raw(l, ffi::LUA_REGISTRYINDEX, REG_REAL_GLOBALS);
 
-    if kind == VmKind::Function {
+    if let Some(register_function) = register_function {
         // The API visible while a library loads: redis.register_function,
         // redis.log, LOG_* and the version, nothing else.
         ffi::lua_createtable(l, 0, 1);
         ffi::lua_createtable(l, 0, 8);
-        set_fn(l, "register_function", super::functions::register_function);
+        set_fn(l, "register_function", register_function);
         super::redis_lib::push_version_and_log(l);
         push_error_metatable(l);
         set_field_raw(l, -2, "redis");
@@ -362,28 +372,6 @@ unsafe fn protect(l: State, idx: c_int) {
         ffi::lua_pop(l, 2);
     }
     ffi::lua_remove(l, proxies);
-}
-
-/// If the value at `idx` is a proxy, replaces it (in place) by its table.
-pub(crate) unsafe fn unproxy(l: State, idx: c_int) {
-    if ffi::lua_type(l, idx) != ffi::LUA_TTABLE {
-        return;
-    }
-    let idx = ffi::lua_absindex(l, idx);
-    get_field_raw(l, ffi::LUA_REGISTRYINDEX, REG_REAL);
-    if ffi::lua_type(l, -1) != ffi::LUA_TTABLE {
-        // A state without the sandbox (the libraries' own tests).
-        ffi::lua_pop(l, 1);
-        return;
-    }
-    ffi::lua_pushvalue(l, idx);
-    ffi::lua_rawget(l, -2);
-    if ffi::lua_type(l, -1) == ffi::LUA_TTABLE {
-        ffi::lua_replace(l, idx);
-        ffi::lua_pop(l, 1);
-    } else {
-        ffi::lua_pop(l, 2);
-    }
 }
 
 /// True if the value at `idx` is a proxy.

@@ -16,7 +16,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, MutexGuard};
 
-use super::client::{ClientShared, ClientState, Outbound, ReplyMode};
+use crate::client::{ClientShared, ClientState, Outbound, ReplyMode};
 use crate::cmd::{self, flags, Ctx, Lookup};
 use crate::core::{BusyOutcome, BusyRequest, Core, LockError, Shared};
 use crate::protocol::{Reply, RequestParser};
@@ -68,7 +68,7 @@ pub async fn handle(shared: Arc<Shared>, socket: TcpStream, peer: SocketAddr) {
             return;
         }
         if protected_mode_refuses(&core.config, peer) {
-            unregister(&mut core, &cs);
+            core.unregister_client(&cs);
             core.stats.rejected_connections += 1;
             drop(core);
             let _ = conn.socket.write_all(PROTECTED_MODE_DENIED).await;
@@ -78,7 +78,7 @@ pub async fn handle(shared: Arc<Shared>, socket: TcpStream, peer: SocketAddr) {
     conn.run().await;
     if conn.registered {
         let mut core = shared.core.lock().await;
-        unregister(&mut core, &cs);
+        core.unregister_client(&cs);
     }
 }
 
@@ -101,20 +101,10 @@ fn protected_mode_refuses(cfg: &crate::config::RuntimeConfig, peer: SocketAddr) 
     cfg.protected_mode && cfg.requirepass.is_none() && !peer.ip().is_loopback()
 }
 
-/// Removes everything a client left in the core (its entry, subscriptions,
-/// WATCHes, blocked-client waiter).
-fn unregister(core: &mut Core, cs: &ClientShared) {
-    core.clients.shift_remove(&cs.id);
-    core.pubsub.remove_client(cs);
-    core.watches.unwatch(cs.id);
-    core.monitors.remove(cs.id);
-    crate::blocking::remove_client(core, cs.id);
-}
-
 impl Conn {
     /// Adds this client to the core; false when `maxclients` is reached.
     fn register(&mut self, core: &mut Core) -> bool {
-        match register_client(core, &mut self.client) {
+        match core.register_client(&mut self.client) {
             Some(max_bulk) => {
                 self.registered(max_bulk);
                 true
@@ -364,8 +354,8 @@ impl Conn {
 
     /// Waits for a blocked command's reply. `None`: the client went away
     /// (or was killed, or the server stops) and the waiter was removed.
-    async fn wait_blocked(&mut self, req: crate::blocking::BlockRequest) -> Option<Reply> {
-        let crate::blocking::BlockRequest { waiter, mut rx, deadline } = req;
+    async fn wait_blocked(&mut self, req: crate::client::BlockRequest) -> Option<Reply> {
+        let crate::client::BlockRequest { waiter, mut rx, deadline } = req;
         let cs = self.client.shared.clone();
         cs.blocked.store(true, Ordering::Relaxed);
         let mut shutdown = self.shared.shutdown.subscribe();
@@ -415,11 +405,11 @@ impl Conn {
         }
         let cancelled = {
             let mut core = self.shared.core.lock().await;
-            let cancelled = crate::blocking::cancel(&mut core, waiter);
+            let cancelled = core.blocking.cancel(waiter);
             if eof && self.registered {
                 // Gone while blocked: leave the core in the same lock hold, so
                 // no one sees a client that is neither blocked nor connected.
-                unregister(&mut core, &cs);
+                core.unregister_client(&cs);
                 self.registered = false;
             }
             cancelled
@@ -572,82 +562,6 @@ fn is_cross_protocol_attack(argv: &[Bytes]) -> bool {
 enum WhileBusy {
     Reply(Reply),
     InScript,
-}
-
-/// The core's side of registering a client; returns the protocol's bulk
-/// limit, or None when `maxclients` is reached.
-fn register_client(core: &mut Core, client: &mut ClientState) -> Option<i64> {
-    let max: usize = core.config.get_str("maxclients").parse().unwrap_or(10000);
-    if core.clients.len() >= max {
-        core.stats.rejected_connections += 1;
-        return None;
-    }
-    core.clients.insert(client.id, client.shared.clone());
-    core.stats.total_connections += 1;
-    client.authenticated = core.config.requirepass.is_none();
-    Some(core.config.proto_max_bulk)
-}
-
-/// Runs the commands connections queued while the script is busy (called
-/// from the script's interrupt hook, between Lua instructions). They run
-/// nested in the script's call, so they neither refresh the script's frozen
-/// time nor trigger post-command work mid-script; the script's own
-/// `redis.call` statistics are left untouched.
-pub(crate) fn serve_busy_queue(core: &mut Core, shared: &Shared) {
-    let requests = std::mem::take(&mut shared.script.busy_queue.lock().requests);
-    if requests.is_empty() {
-        return;
-    }
-    let nested = (core.stats.nested_calls, core.stats.nested_nanos);
-    let mut answers = Vec::with_capacity(requests.len());
-    for BusyRequest { argv, mut client, register, done } in requests {
-        let mut max_bulk = None;
-        let reply = if register && {
-            max_bulk = register_client(core, &mut client);
-            max_bulk.is_none()
-        } {
-            client.close = true;
-            Reply::error("ERR max number of clients reached")
-        } else {
-            let mut ctx = Ctx { core: &mut *core, client: &mut client, shared };
-            cmd::process(&mut ctx, argv)
-        };
-        answers.push((done, BusyOutcome::Done { reply, client, max_bulk }));
-    }
-    (core.stats.nested_calls, core.stats.nested_nanos) = nested;
-    // Answer from another thread: this worker stays blocked by the script,
-    // and tasks woken from it would wait in its local queue (see
-    // `RunCtx::check_interrupt`).
-    let gone: Vec<ClientState> = std::thread::scope(|s| {
-        s.spawn(|| {
-            answers
-                .into_iter()
-                .filter_map(|(done, outcome)| match done.send(outcome) {
-                    Err(BusyOutcome::Done { client, max_bulk: Some(_), .. }) => Some(client),
-                    _ => None,
-                })
-                .collect()
-        })
-        .join()
-        .unwrap_or_default()
-    });
-    // A connection that went away after being registered here.
-    for client in gone {
-        unregister(core, &client.shared);
-    }
-}
-
-/// Closes the busy queue when the script ends: queued commands go back to
-/// their connections to run the normal way.
-pub(crate) fn close_busy_queue(shared: &Shared) {
-    let requests = {
-        let mut q = shared.script.busy_queue.lock();
-        q.open = false;
-        std::mem::take(&mut q.requests)
-    };
-    for r in requests {
-        let _ = r.done.send(BusyOutcome::Retry(r.client));
-    }
 }
 
 #[cfg(test)]

@@ -4,7 +4,6 @@
 //! the same from `#[test]`, `#[tokio::test]` (any flavour) and a binary, and
 //! many servers can live in one process. Dropping the handle stops it.
 
-pub mod client;
 pub mod connection;
 
 use std::net::SocketAddr;
@@ -53,7 +52,7 @@ impl Server {
         let addr = std_listener.local_addr().map_err(Error::Runtime)?;
         let mut cfg = config.clone();
         cfg.bind = addr;
-        let shared = Arc::new(Shared::new(&cfg)?);
+        let shared = Arc::new(Shared::new(&cfg, crate::cmd::table().len())?);
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(config.worker_threads)
             .thread_stack_size(crate::script::SCRIPT_THREAD_STACK)
@@ -102,6 +101,7 @@ impl Server {
         self.addr
     }
 
+    /// The port it listens on.
     pub fn port(&self) -> u16 {
         self.addr.port()
     }
@@ -181,6 +181,13 @@ impl Server {
     /// A receiver that changes when shutdown is requested.
     pub fn shutdown_signal(&self) -> tokio::sync::watch::Receiver<bool> {
         self.shared.shutdown.subscribe()
+    }
+
+    /// Resolves once shutdown is requested (by `SHUTDOWN`, a signal handler
+    /// or [`stop`](Self::stop)), also when that happened before the call.
+    pub fn shutdown_requested(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let mut rx = self.shared.shutdown.subscribe();
+        async move { crate::core::shutdown_requested(&mut rx).await }
     }
 
     /// Stops the server and waits for its threads to finish.
@@ -264,7 +271,7 @@ fn close_idle_clients(core: &crate::core::Core, now_ms: u64) {
     if secs == 0 {
         return;
     }
-    for cs in core.clients.values() {
+    for cs in core.clients.values().map(|r| &r.shared) {
         let subscribed = cs.sub_channels.load(Ordering::Relaxed)
             + cs.sub_patterns.load(Ordering::Relaxed)
             + cs.sub_shard.load(Ordering::Relaxed)

@@ -142,11 +142,8 @@ fn version_and_help() {
     for flag in ["-v", "--version"] {
         let r = run(BIN, &[flag]);
         assert_eq!(r.code, Some(0), "{r:?}");
-        let expected = format!(
-            "rlockd {}, compatible with Redis server v={} ",
-            env!("CARGO_PKG_VERSION"),
-            rlockd::cmd::server::REDIS_VERSION
-        );
+        let expected =
+            format!("rlockd {}, compatible with Redis server v={} ", env!("CARGO_PKG_VERSION"), rlockd::REDIS_VERSION);
         assert!(r.stdout.starts_with(&expected), "{r:?}");
     }
     let help = run(BIN, &["--help"]);

@@ -55,7 +55,7 @@ struct Runner {
 }
 
 fn parse_line(line: &str) -> Vec<Vec<u8>> {
-    rlockd::protocol::parse::split_args(line.as_bytes())
+    rlockd::protocol::split_args(line.as_bytes())
         .unwrap_or_else(|| panic!("unbalanced quotes in case line: {line}"))
         .into_iter()
         .map(|b| b.to_vec())

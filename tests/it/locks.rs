@@ -1,5 +1,5 @@
 //! Lock protocols over TCP with the `redis` crate, using rlockd's own lock
-//! scripts (`lua/`, embedded as `rlockd::script::locks`): Redisson's
+//! scripts (`lua/`, embedded as `rlockd::locks`): Redisson's
 //! reentrant, fair and read-write locks, semaphore and count-down latch,
 //! redis-py's token lock and Redlock's release. Every scenario checks the
 //! replies, the pub/sub notifications and the keyspace.
@@ -9,7 +9,7 @@ use std::thread;
 use std::time::Duration;
 
 use redis::{Commands, Connection, PubSub, Script};
-use rlockd::script::locks::{self, LockScript};
+use rlockd::locks::{self, LockScript};
 
 use super::common;
 

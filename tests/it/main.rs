@@ -15,6 +15,7 @@ mod examples;
 mod fuzz_regressions;
 mod hash;
 mod keyspace;
+mod layering;
 mod lifecycle;
 mod limits;
 mod list;

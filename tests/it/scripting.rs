@@ -44,7 +44,7 @@ fn eval_err(c: &mut RawConn, script: &str) -> String {
 }
 
 fn sha(script: &str) -> String {
-    rlockd::script::sha1_hex(script.as_bytes())
+    rlockd::locks::sha1_hex(script.as_bytes())
 }
 
 #[test]

@@ -290,7 +290,7 @@ unsafe fn encode_one(
         ffi::LUA_TTABLE => {
             // A read-only library table encodes as the table it stands for.
             if ffi::lua_checkstack(l, 4) != 0 {
-                crate::script::sandbox::unproxy(l, -1);
+                crate::script::lua::unproxy(l, -1);
             }
             let depth = frames.len() as c_int + 1;
             if !(depth <= cfg.encode_max_depth && ffi::lua_checkstack(l, 3) != 0) {
@@ -551,6 +551,7 @@ impl Parser<'_> {
 
     fn number_token(&mut self) -> Token {
         let index = self.pos;
+        // SAFETY: `pos` is within the text (at most its length: the NUL).
         let start = unsafe { self.data.as_ptr().add(self.pos) } as *const c_char;
         let mut end: *mut c_char = ptr::null_mut();
         // SAFETY: the text is NUL-terminated (Lua strings always are).
@@ -613,6 +614,7 @@ impl Parser<'_> {
     /// Enters a nested array or object needing `slots` Lua stack slots.
     fn descend(&mut self, slots: c_int) -> Result<(), Fail> {
         self.depth += 1;
+        // SAFETY: `l` is the live state the decoder runs in.
         if self.depth <= self.cfg.decode_max_depth && unsafe { ffi::lua_checkstack(self.l, slots) } != 0 {
             return Ok(());
         }

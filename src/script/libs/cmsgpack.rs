@@ -145,7 +145,7 @@ unsafe fn encode_value(l: *mut lua_State, buf: &mut Vec<u8>, level: i32) -> Resu
         ffi::LUA_TTABLE => {
             // A read-only library table packs as the table it stands for.
             if ffi::lua_checkstack(l, 4) != 0 {
-                crate::script::sandbox::unproxy(l, -1);
+                crate::script::lua::unproxy(l, -1);
             }
             if table_is_an_array(l)? {
                 let len = ffi::lua_objlen(l, -1);

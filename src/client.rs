@@ -10,8 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use parking_lot::Mutex;
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::{mpsc, oneshot, Notify};
 
 use crate::protocol::{Reply, Resp};
 
@@ -24,13 +23,20 @@ pub enum Outbound {
     Reply(Reply),
 }
 
-/// What kind of client runs a command.
+/// On whose behalf a command runs: what it may do (block, be shown to
+/// MONITOR) follows from it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ClientKind {
-    /// A TCP connection.
-    Normal,
-    /// The pseudo-client of a running Lua script.
+pub enum Caller {
+    /// A connection's own command.
+    Client,
+    /// A command queued by `MULTI`, run by `EXEC`: may not block (Redis's
+    /// "deny blocking").
+    Exec,
+    /// The pseudo-client of a running Lua script: may not block.
     Script,
+    /// A blocked client's command re-run to serve it: may not block again,
+    /// and is not fed to MONITOR a second time.
+    BlockedRerun,
 }
 
 /// `CLIENT REPLY` mode.
@@ -57,12 +63,11 @@ pub struct ClientShared {
     /// Unix ms at connect.
     pub created_ms: u64,
     pub last_interaction_ms: AtomicU64,
-    pub name: Mutex<Bytes>,
-    pub lib_name: Mutex<Bytes>,
-    pub lib_ver: Mutex<Bytes>,
     pub db: AtomicUsize,
     pub resp: AtomicU8,
-    pub last_cmd: Mutex<&'static str>,
+    /// The last command run, as its command-table id (`NO_COMMAND`: none
+    /// yet); `CLIENT LIST` prints its name.
+    pub last_cmd: AtomicUsize,
     /// Channels / patterns / shard channels subscribed.
     pub sub_channels: AtomicUsize,
     pub sub_patterns: AtomicUsize,
@@ -88,12 +93,9 @@ impl ClientShared {
             laddr,
             created_ms: now_ms,
             last_interaction_ms: AtomicU64::new(now_ms),
-            name: Mutex::new(Bytes::new()),
-            lib_name: Mutex::new(Bytes::new()),
-            lib_ver: Mutex::new(Bytes::new()),
             db: AtomicUsize::new(0),
             resp: AtomicU8::new(2),
-            last_cmd: Mutex::new("NULL"),
+            last_cmd: AtomicUsize::new(NO_COMMAND),
             sub_channels: AtomicUsize::new(0),
             sub_patterns: AtomicUsize::new(0),
             sub_shard: AtomicUsize::new(0),
@@ -137,52 +139,82 @@ impl ClientShared {
             + self.sub_patterns.load(Ordering::Relaxed)
             + self.sub_shard.load(Ordering::Relaxed)
     }
+}
+
+/// `ClientShared::last_cmd` before the first command.
+pub const NO_COMMAND: usize = usize::MAX;
+
+/// A registered client as the core keeps it: the shared part, and what only
+/// commands read and write (always under the core lock, so it needs no lock
+/// of its own).
+#[derive(Debug)]
+pub struct ClientRecord {
+    pub shared: Arc<ClientShared>,
+    /// `CLIENT SETNAME`, `HELLO … SETNAME`.
+    pub name: Bytes,
+    /// `CLIENT SETINFO lib-name`.
+    pub lib_name: Bytes,
+    /// `CLIENT SETINFO lib-ver`.
+    pub lib_ver: Bytes,
+}
+
+impl ClientRecord {
+    pub fn new(shared: Arc<ClientShared>) -> Self {
+        ClientRecord { shared, name: Bytes::new(), lib_name: Bytes::new(), lib_ver: Bytes::new() }
+    }
 
     /// `CLIENT LIST` / `CLIENT INFO` line (without trailing newline).
-    pub fn info_line(&self, now_ms: u64, fd: u64) -> String {
+    pub fn info_line(&self, now_ms: u64, fd: u64, last_cmd: &str) -> String {
+        let c = &*self.shared;
         // Redis's order: O (monitor), P, x, b.
         let mut flags = String::new();
-        if self.monitor.load(Ordering::Relaxed) {
+        if c.monitor.load(Ordering::Relaxed) {
             flags.push('O');
         }
-        if self.subscriptions() > 0 {
+        if c.subscriptions() > 0 {
             flags.push('P');
         }
-        if self.in_multi.load(Ordering::Relaxed) {
+        if c.in_multi.load(Ordering::Relaxed) {
             flags.push('x');
         }
-        if self.blocked.load(Ordering::Relaxed) {
+        if c.blocked.load(Ordering::Relaxed) {
             flags.push('b');
         }
         if flags.is_empty() {
             flags.push('N');
         }
-        let name = self.name.lock().clone();
-        let lib_name = self.lib_name.lock().clone();
-        let lib_ver = self.lib_ver.lock().clone();
-        let last = *self.last_cmd.lock();
+        let (name, lib_name, lib_ver, last) = (&self.name, &self.lib_name, &self.lib_ver, last_cmd);
         format!(
             "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=1024 rbp=0 obl=0 oll=0 omem={} tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
-            self.id,
-            self.addr,
-            self.laddr,
+            c.id,
+            c.addr,
+            c.laddr,
             fd,
-            String::from_utf8_lossy(&name),
-            now_ms.saturating_sub(self.created_ms) / 1000,
-            now_ms.saturating_sub(self.last_interaction_ms.load(Ordering::Relaxed)) / 1000,
+            String::from_utf8_lossy(name),
+            now_ms.saturating_sub(c.created_ms) / 1000,
+            now_ms.saturating_sub(c.last_interaction_ms.load(Ordering::Relaxed)) / 1000,
             flags,
-            self.db.load(Ordering::Relaxed),
-            self.sub_channels.load(Ordering::Relaxed),
-            self.sub_patterns.load(Ordering::Relaxed),
-            self.sub_shard.load(Ordering::Relaxed),
-            if self.in_multi.load(Ordering::Relaxed) { 0 } else { -1 },
-            self.pending_bytes.load(Ordering::Relaxed),
+            c.db.load(Ordering::Relaxed),
+            c.sub_channels.load(Ordering::Relaxed),
+            c.sub_patterns.load(Ordering::Relaxed),
+            c.sub_shard.load(Ordering::Relaxed),
+            if c.in_multi.load(Ordering::Relaxed) { 0 } else { -1 },
+            c.pending_bytes.load(Ordering::Relaxed),
             last,
-            self.resp.load(Ordering::Relaxed),
-            String::from_utf8_lossy(&lib_name),
-            String::from_utf8_lossy(&lib_ver),
+            c.resp.load(Ordering::Relaxed),
+            String::from_utf8_lossy(lib_name),
+            String::from_utf8_lossy(lib_ver),
         )
     }
+}
+
+/// What a connection awaits after a blocking command registered a waiter.
+#[derive(Debug)]
+pub struct BlockRequest {
+    pub waiter: u64,
+    pub rx: oneshot::Receiver<Reply>,
+    /// Timeout deadline on the server's clock (unix ms).
+    pub deadline: Option<u64>,
 }
 
 /// Commands queued by `MULTI`.
@@ -197,30 +229,26 @@ pub struct MultiState {
 #[derive(Debug)]
 pub struct ClientState {
     pub id: u64,
-    pub kind: ClientKind,
-    pub db: usize,
+    pub caller: Caller,
+    /// The selected database; mirrored in `shared.db` for `CLIENT LIST`
+    /// ([`ClientState::set_db`] keeps them equal).
+    db: usize,
     pub resp: Resp,
     pub authenticated: bool,
     pub shared: Arc<ClientShared>,
     pub multi: Option<MultiState>,
     /// Set by a blocking command that must wait; the connection awaits it.
-    pub block: Option<crate::blocking::BlockRequest>,
+    pub block: Option<BlockRequest>,
     pub reply_mode: ReplyMode,
     /// Close the connection once pending replies are written.
     pub close: bool,
-    /// The script being run is read-only (`EVAL_RO`, `no-writes` flag).
-    pub script_readonly: bool,
-    /// True while `EXEC` runs this client's queued commands.
-    pub in_exec: bool,
-    /// Blocking commands must not block (re-run of a blocked client's command).
-    pub no_block: bool,
 }
 
 impl ClientState {
     pub fn new(shared: Arc<ClientShared>, authenticated: bool) -> Self {
         ClientState {
             id: shared.id,
-            kind: ClientKind::Normal,
+            caller: Caller::Client,
             db: 0,
             resp: Resp::V2,
             authenticated,
@@ -229,12 +257,15 @@ impl ClientState {
             block: None,
             reply_mode: ReplyMode::On,
             close: false,
-            script_readonly: false,
-            in_exec: false,
-            no_block: false,
         }
     }
 
+    /// The selected database.
+    pub fn db(&self) -> usize {
+        self.db
+    }
+
+    /// Selects database `db`.
     pub fn set_db(&mut self, db: usize) {
         self.db = db;
         self.shared.db.store(db, Ordering::Relaxed);
@@ -251,6 +282,12 @@ impl ClientState {
     }
 
     pub fn is_script(&self) -> bool {
-        self.kind == ClientKind::Script
+        self.caller == Caller::Script
+    }
+
+    /// True if a blocking command may block (not inside a script, `EXEC`,
+    /// or the re-run of a waiter).
+    pub fn may_block(&self) -> bool {
+        self.caller == Caller::Client
     }
 }

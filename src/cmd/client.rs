@@ -1,0 +1,369 @@
+//! `CLIENT` and its subcommands.
+
+use std::sync::atomic::Ordering;
+
+use bytes::Bytes;
+
+use super::generic::help_reply;
+use super::util::{eq, info_text, int};
+use super::{cmd, container, table, CommandSpec, Ctx};
+use crate::client::{ClientRecord, ClientShared, ReplyMode, NO_COMMAND};
+use crate::error::{CmdError, CmdResult};
+use crate::protocol::Reply;
+
+pub static COMMANDS: &[CommandSpec] = &[cmd("client", container, -2, "", 0, 0, 0, "@slow")
+    .subs(CLIENT_SUBS)
+    .doc("A container for client connection commands", "2.4.0")];
+
+static CLIENT_SUBS: &[CommandSpec] = &[
+    cmd("caching", client_caching, 3, "noscript loading stale", 0, 0, 0, "@slow @connection")
+        .doc("Instruct the server about tracking or not keys in the next request", "6.0.0"),
+    cmd("getname", client_getname, 2, "noscript loading stale", 0, 0, 0, "@slow @connection")
+        .doc("Get the current connection name", "2.6.9"),
+    cmd("getredir", client_getredir, 2, "noscript loading stale", 0, 0, 0, "@slow @connection")
+        .doc("Get tracking notifications redirection client ID if any", "6.0.0"),
+    cmd("help", client_help, 2, "loading stale", 0, 0, 0, "@slow @connection")
+        .doc("Show helpful text about the different subcommands", "5.0.0"),
+    cmd("id", client_id, 2, "noscript loading stale", 0, 0, 0, "@slow @connection")
+        .doc("Returns the client ID for the current connection", "5.0.0"),
+    cmd("info", client_info, 2, "noscript loading stale", 0, 0, 0, "@slow @connection")
+        .doc("Returns information about the current client connection.", "6.2.0"),
+    cmd("kill", client_kill, -3, "admin noscript loading stale", 0, 0, 0, "@admin @slow @dangerous @connection")
+        .doc("Kill the connection of a client", "2.4.0"),
+    cmd("list", client_list, -2, "admin noscript loading stale", 0, 0, 0, "@admin @slow @dangerous @connection")
+        .doc("Get the list of client connections", "2.4.0"),
+    cmd("no-touch", client_no_touch, 3, "noscript loading stale", 0, 0, 0, "@slow @connection")
+        .doc("Controls whether commands sent by the client will alter the LRU/LFU of the keys they access.", "7.2.0"),
+    cmd("setinfo", client_setinfo, -4, "noscript loading stale", 0, 0, 0, "@slow @connection")
+        .doc("Sets information specific to the client or connection.", "7.2.0"),
+    cmd("no-evict", client_no_evict, 3, "admin noscript loading stale", 0, 0, 0, "@admin @slow @dangerous @connection")
+        .doc("Set client eviction mode for the current connection", "7.0.0"),
+    cmd("pause", client_pause, -3, "admin noscript loading stale", 0, 0, 0, "@admin @slow @dangerous @connection")
+        .doc("Stop processing commands from clients for some time", "2.9.50"),
+    cmd("reply", client_reply, 3, "noscript loading stale", 0, 0, 0, "@slow @connection")
+        .doc("Instruct the server whether to reply to commands", "3.2.0"),
+    cmd("setname", client_setname, 3, "noscript loading stale", 0, 0, 0, "@slow @connection")
+        .doc("Set the current connection name", "2.6.9"),
+    cmd("tracking", client_tracking, -3, "noscript loading stale", 0, 0, 0, "@slow @connection")
+        .doc("Enable or disable server assisted client side caching support", "6.0.0"),
+    cmd("trackinginfo", client_trackinginfo, 2, "noscript loading stale", 0, 0, 0, "@slow @connection")
+        .doc("Return information about server assisted client side caching for the current connection", "6.2.0"),
+    cmd("unblock", client_unblock, -3, "admin noscript loading stale", 0, 0, 0, "@admin @slow @dangerous @connection")
+        .doc("Unblock a client blocked in a blocking command from a different connection", "5.0.0"),
+    cmd("unpause", client_unpause, 2, "admin noscript loading stale", 0, 0, 0, "@admin @slow @dangerous @connection")
+        .doc("Resume processing of clients that were paused", "6.2.0"),
+];
+
+fn client_id(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    Ok(Reply::Int(ctx.client.id as i64))
+}
+
+fn client_getname(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    let n = ctx.core.clients.get(&ctx.client.id).map(|r| r.name.clone()).unwrap_or_default();
+    Ok(if n.is_empty() { Reply::Nil } else { Reply::Bulk(n) })
+}
+
+fn client_setname(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    super::connection::valid_client_name(&args[2])?;
+    if let Some(r) = ctx.core.client_record(ctx.client.id) {
+        r.name = args[2].clone();
+    }
+    Ok(Reply::ok())
+}
+
+fn client_setinfo(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    if args.len() != 4 {
+        return Err(CmdError::WrongArity("client|setinfo".into()));
+    }
+    let lib_name = if eq(&args[2], "lib-name") {
+        super::connection::valid_client_name(&args[3])
+            .map_err(|_| CmdError::custom("ERR lib-name cannot contain spaces, newlines or special characters."))?;
+        true
+    } else if eq(&args[2], "lib-ver") {
+        super::connection::valid_client_name(&args[3])
+            .map_err(|_| CmdError::custom("ERR lib-ver cannot contain spaces, newlines or special characters."))?;
+        false
+    } else {
+        return Err(CmdError::echo("ERR Unrecognized option '", &args[2], "'"));
+    };
+    if let Some(r) = ctx.core.client_record(ctx.client.id) {
+        if lib_name {
+            r.lib_name = args[3].clone();
+        } else {
+            r.lib_ver = args[3].clone();
+        }
+    }
+    Ok(Reply::ok())
+}
+
+fn client_info(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    let now = ctx.now_ms();
+    let line = match ctx.core.clients.get(&ctx.client.id) {
+        Some(r) => r.info_line(now, ctx.client.id + 7, last_cmd_name(&r.shared)),
+        None => ClientRecord::new(ctx.client.shared.clone()).info_line(now, ctx.client.id + 7, "NULL"),
+    };
+    Ok(info_text(ctx, format!("{line}\n")))
+}
+
+/// The name of the last command `c` ran (`cmd=` in CLIENT LIST).
+fn last_cmd_name(c: &ClientShared) -> &'static str {
+    match c.last_cmd.load(Ordering::Relaxed) {
+        NO_COMMAND => "NULL",
+        id => table().names.get(id).map_or("NULL", String::as_str),
+    }
+}
+
+fn client_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let mut type_filter: Option<String> = None;
+    let mut ids: Option<Vec<u64>> = None;
+    let mut i = 2;
+    while i < args.len() {
+        if eq(&args[i], "type") && i + 1 < args.len() {
+            let t = String::from_utf8_lossy(&args[i + 1]).to_ascii_lowercase();
+            if !matches!(t.as_str(), "normal" | "master" | "replica" | "slave" | "pubsub") {
+                return Err(CmdError::custom(format!("ERR Unknown client type '{t}'")));
+            }
+            type_filter = Some(t);
+            i += 2;
+        } else if eq(&args[i], "id") && i + 1 < args.len() {
+            let mut v = Vec::new();
+            i += 1;
+            while i < args.len() {
+                let id =
+                    int(&args[i]).ok().filter(|x| *x > 0).ok_or_else(|| CmdError::custom("ERR Invalid client ID"))?;
+                v.push(id as u64);
+                i += 1;
+            }
+            ids = Some(v);
+        } else {
+            return Err(CmdError::Syntax);
+        }
+    }
+    let now = ctx.now_ms();
+    let mut out = String::new();
+    for (id, r) in &ctx.core.clients {
+        let c = &r.shared;
+        if let Some(ids) = &ids {
+            if !ids.contains(id) {
+                continue;
+            }
+        }
+        if let Some(t) = &type_filter {
+            let is_pubsub = c.subscriptions() > 0;
+            let ok = match t.as_str() {
+                "pubsub" => is_pubsub,
+                "normal" => !is_pubsub,
+                _ => false,
+            };
+            if !ok {
+                continue;
+            }
+        }
+        out.push_str(&r.info_line(now, id + 7, last_cmd_name(c)));
+        out.push('\n');
+    }
+    Ok(info_text(ctx, out))
+}
+
+fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let self_id = ctx.client.id;
+    if args.len() == 3 {
+        // Old form: CLIENT KILL addr:port
+        let addr = String::from_utf8_lossy(&args[2]).to_string();
+        let target = ctx.core.clients.values().find(|r| r.shared.addr.to_string() == addr).map(|r| r.shared.clone());
+        return match target {
+            Some(c) => {
+                if c.id == self_id {
+                    ctx.client.close = true;
+                } else {
+                    c.kill();
+                }
+                Ok(Reply::ok())
+            }
+            None => Err(CmdError::custom("ERR No such client")),
+        };
+    }
+    let mut id_f: Option<u64> = None;
+    let mut addr_f: Option<String> = None;
+    let mut laddr_f: Option<String> = None;
+    let mut type_f: Option<String> = None;
+    let mut user_f: Option<Vec<u8>> = None;
+    let mut maxage: Option<u64> = None;
+    let mut skipme = true;
+    let mut i = 2;
+    while i < args.len() {
+        if i + 1 >= args.len() {
+            return Err(CmdError::Syntax);
+        }
+        let (k, v) = (&args[i], &args[i + 1]);
+        if eq(k, "id") {
+            let id = int(v)
+                .ok()
+                .filter(|x| *x > 0)
+                .ok_or_else(|| CmdError::custom("ERR client-id should be greater than 0"))?;
+            id_f = Some(id as u64);
+        } else if eq(k, "addr") {
+            addr_f = Some(String::from_utf8_lossy(v).into());
+        } else if eq(k, "laddr") {
+            laddr_f = Some(String::from_utf8_lossy(v).into());
+        } else if eq(k, "type") {
+            let t = String::from_utf8_lossy(v).to_ascii_lowercase();
+            if !matches!(t.as_str(), "normal" | "master" | "replica" | "slave" | "pubsub") {
+                return Err(CmdError::echo("ERR Unknown client type '", v, "'"));
+            }
+            type_f = Some(t);
+        } else if eq(k, "user") {
+            user_f = Some(v.to_vec());
+        } else if eq(k, "skipme") {
+            skipme = if eq(v, "yes") {
+                true
+            } else if eq(v, "no") {
+                false
+            } else {
+                return Err(CmdError::Syntax);
+            };
+        } else if eq(k, "maxage") {
+            maxage = Some(int(v)?.max(0) as u64);
+        } else {
+            return Err(CmdError::Syntax);
+        }
+        i += 2;
+    }
+    if let Some(u) = &user_f {
+        if u != b"default" {
+            return Err(CmdError::echo("ERR No such user '", u, "'"));
+        }
+    }
+    let now = ctx.now_ms();
+    let mut killed = 0;
+    let victims: Vec<_> = ctx.core.clients.values().map(|r| r.shared.clone()).collect();
+    for c in victims {
+        if id_f.is_some_and(|id| id != c.id)
+            || addr_f.as_ref().is_some_and(|a| *a != c.addr.to_string())
+            || laddr_f.as_ref().is_some_and(|a| *a != c.laddr.to_string())
+            || type_f.as_ref().is_some_and(|t| match t.as_str() {
+                "pubsub" => c.subscriptions() == 0,
+                "normal" => c.subscriptions() > 0,
+                _ => true,
+            })
+            || maxage.is_some_and(|m| now.saturating_sub(c.created_ms) / 1000 < m)
+        {
+            continue;
+        }
+        if c.id == self_id {
+            if skipme {
+                continue;
+            }
+            ctx.client.close = true;
+        } else {
+            c.kill();
+        }
+        killed += 1;
+    }
+    Ok(Reply::Int(killed))
+}
+
+fn client_pause(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let ms = int(&args[2]).map_err(|_| CmdError::TimeoutNotInteger)?;
+    if ms < 0 {
+        return Err(CmdError::NegativeTimeout);
+    }
+    let writes_only = match args.get(3) {
+        None => false,
+        Some(a) if eq(a, "write") => true,
+        Some(a) if eq(a, "all") => false,
+        Some(_) => return Err(CmdError::custom("ERR CLIENT PAUSE mode must be WRITE or ALL")),
+    };
+    if args.len() > 4 {
+        return Err(CmdError::Syntax);
+    }
+    let until = ctx.now_ms().saturating_add(ms as u64);
+    ctx.shared.pause.set(until, writes_only);
+    Ok(Reply::ok())
+}
+
+fn client_unpause(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    ctx.shared.pause.clear();
+    Ok(Reply::ok())
+}
+
+fn on_off(a: &[u8]) -> Result<bool, CmdError> {
+    if eq(a, "on") {
+        Ok(true)
+    } else if eq(a, "off") {
+        Ok(false)
+    } else {
+        Err(CmdError::Syntax)
+    }
+}
+
+fn client_no_evict(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    on_off(&args[2])?;
+    Ok(Reply::ok())
+}
+
+fn client_no_touch(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    on_off(&args[2])?;
+    Ok(Reply::ok())
+}
+
+fn client_tracking(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    if on_off(&args[2])? {
+        return Err(CmdError::custom(
+            "ERR CLIENT TRACKING ON is not supported by rlockd (client-side caching is not implemented)",
+        ));
+    }
+    Ok(Reply::ok())
+}
+
+fn client_trackinginfo(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    Ok(Reply::Map(vec![
+        (Reply::bulk_str("flags"), Reply::Set(vec![Reply::bulk_str("off")])),
+        (Reply::bulk_str("redirect"), Reply::Int(-1)),
+        (Reply::bulk_str("prefixes"), Reply::Array(vec![])),
+    ]))
+}
+
+fn client_getredir(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    Ok(Reply::Int(-1))
+}
+
+fn client_caching(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    Err(CmdError::custom(
+        "ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled",
+    ))
+}
+
+fn client_reply(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let a = &args[2];
+    if eq(a, "on") {
+        ctx.client.reply_mode = ReplyMode::OnNow;
+        Ok(Reply::ok())
+    } else if eq(a, "off") {
+        ctx.client.reply_mode = ReplyMode::Off;
+        Ok(Reply::ok())
+    } else if eq(a, "skip") {
+        ctx.client.reply_mode = ReplyMode::Skip;
+        Ok(Reply::ok())
+    } else {
+        Err(CmdError::Syntax)
+    }
+}
+
+fn client_unblock(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let id = int(&args[2])?;
+    let with_error = match args.get(3) {
+        None => false,
+        Some(a) if eq(a, "timeout") => false,
+        Some(a) if eq(a, "error") => true,
+        Some(_) => return Err(CmdError::custom("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")),
+    };
+    if args.len() > 4 {
+        return Err(CmdError::Syntax);
+    }
+    Ok(Reply::Int(i64::from(ctx.core.blocking.unblock_client(id as u64, with_error))))
+}
+
+fn client_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    Ok(help_reply("CLIENT", super::help::CLIENT_HELP))
+}

@@ -1,0 +1,81 @@
+//! `CONFIG GET/SET/RESETSTAT/REWRITE` (the parameters live in
+//! `crate::config`).
+
+use bytes::Bytes;
+
+use super::generic::help_reply;
+use super::{cmd, container, CommandSpec, Ctx};
+use crate::error::{CmdError, CmdResult};
+use crate::protocol::Reply;
+
+pub static COMMANDS: &[CommandSpec] = &[cmd("config", container, -2, "", 0, 0, 0, "@slow")
+    .subs(CONFIG_SUBS)
+    .doc("A container for server configuration commands", "2.0.0")];
+
+static CONFIG_SUBS: &[CommandSpec] = &[
+    cmd("get", config_get, -3, "admin noscript loading stale", 0, 0, 0, "@admin @slow @dangerous")
+        .doc("Get the values of configuration parameters", "2.0.0"),
+    cmd("help", config_help, 2, "loading stale", 0, 0, 0, "@slow")
+        .doc("Show helpful text about the different subcommands", "5.0.0"),
+    cmd("resetstat", config_resetstat, 2, "admin noscript loading stale", 0, 0, 0, "@admin @slow @dangerous")
+        .doc("Reset the stats returned by INFO", "2.0.0"),
+    cmd("rewrite", config_rewrite, 2, "admin noscript loading stale", 0, 0, 0, "@admin @slow @dangerous")
+        .doc("Rewrite the configuration file with the in memory configuration", "2.8.0"),
+    cmd("set", config_set, -4, "admin noscript loading stale", 0, 0, 0, "@admin @slow @dangerous")
+        .doc("Set configuration parameters to the given values", "2.0.0"),
+];
+
+fn config_get(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let pairs = ctx.core.config.get(&args[2..]);
+    Ok(Reply::Map(pairs.into_iter().map(|(k, v)| (Reply::bulk(Bytes::from(k)), Reply::bulk(Bytes::from(v)))).collect()))
+}
+
+fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    if !args.len().is_multiple_of(2) {
+        return Err(CmdError::Syntax);
+    }
+    let pairs: Vec<&[Bytes]> = args[2..].chunks(2).collect();
+    for (i, p) in pairs.iter().enumerate() {
+        if pairs[..i].iter().any(|q| q[0].eq_ignore_ascii_case(&p[0])) {
+            return Err(CmdError::custom(format!(
+                "ERR CONFIG SET failed (possibly related to argument '{}') - duplicate parameter",
+                String::from_utf8_lossy(&p[0])
+            )));
+        }
+    }
+    // All or nothing, as in Redis.
+    let mut trial = ctx.core.config.clone();
+    for p in &pairs {
+        trial.set(&p[0], &p[1])?;
+    }
+    ctx.core.config = trial;
+    ctx.core.config_changed();
+    Ok(Reply::ok())
+}
+
+fn config_resetstat(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    let n = ctx.core.stats.commands.len();
+    let st = &mut ctx.core.stats;
+    st.commands = vec![Default::default(); n];
+    st.total_commands = 0;
+    st.total_connections = 0;
+    st.expired_keys = 0;
+    st.evicted_keys = 0;
+    st.keyspace_hits = 0;
+    st.keyspace_misses = 0;
+    st.total_error_replies = 0;
+    st.error_counts.clear();
+    st.pubsub_messages = 0;
+    if let Some(s) = ctx.core.scripting.as_mut() {
+        s.reset_stats();
+    }
+    Ok(Reply::ok())
+}
+
+fn config_rewrite(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    Err(CmdError::custom("ERR The server is running without a config file"))
+}
+
+fn config_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    Ok(help_reply("CONFIG", super::help::CONFIG_HELP))
+}

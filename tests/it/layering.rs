@@ -1,0 +1,307 @@
+//! The crate is a stack: a module may use modules of its own layer or
+//! below, never above (see ARCHITECTURE.md, *Layers*). This test reads the
+//! sources and fails on a `crate::…` (or `super::…`) path that reaches up,
+//! on a circle between top-level modules, and on a top-level module that has
+//! no place in the stack yet.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// The layers, lowest first. A new top-level module must be added here.
+const LAYERS: &[&[&str]] = &[
+    &["num", "glob", "clock", "version", "memory"],
+    &["protocol"],
+    &["error"],
+    &["db"],
+    &["client", "config"],
+    &["blocking", "tx", "pubsub", "monitor"],
+    &["script"],
+    &["core"],
+    &["cmd"],
+    &["server", "testing"],
+];
+
+/// Upward uses still being taken apart, `(from, to)`. Keep it empty.
+const NOT_YET: &[(&str, &str)] = &[];
+
+fn layer_of(module: &str) -> Option<usize> {
+    LAYERS.iter().position(|l| l.contains(&module))
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("read src") {
+        let path = entry.expect("dir entry").path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The module path of a source file (`src/cmd/mod.rs` → `[cmd]`,
+/// `src/cmd/list.rs` → `[cmd, list]`).
+fn module_path(src: &Path, file: &Path) -> Vec<String> {
+    let rel = file.strip_prefix(src).expect("under src");
+    let mut parts: Vec<String> = rel.iter().map(|p| p.to_string_lossy().into_owned()).collect();
+    let last = parts.pop().expect("file name");
+    let stem = last.trim_end_matches(".rs");
+    if stem != "mod" {
+        parts.push(stem.to_string());
+    }
+    parts
+}
+
+/// The source with comments, string and character literals blanked out.
+fn code_only(src: &str) -> String {
+    let c: Vec<char> = src.chars().collect();
+    let mut out = String::with_capacity(src.len());
+    let mut i = 0;
+    while i < c.len() {
+        let next = c.get(i + 1).copied();
+        if c[i] == '/' && next == Some('/') {
+            while i < c.len() && c[i] != '\n' {
+                i += 1;
+            }
+        } else if c[i] == '/' && next == Some('*') {
+            let mut depth = 0;
+            while i < c.len() {
+                if c[i] == '/' && c.get(i + 1) == Some(&'*') {
+                    depth += 1;
+                    i += 2;
+                } else if c[i] == '*' && c.get(i + 1) == Some(&'/') {
+                    depth -= 1;
+                    i += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    i += 1;
+                }
+            }
+            out.push(' ');
+        } else if c[i] == 'r' && (next == Some('#') || next == Some('"')) && (i == 0 || !is_ident(c[i - 1])) {
+            // Raw string: r"…", r#"…"#.
+            let mut j = i + 1;
+            let mut hashes = 0;
+            while c.get(j) == Some(&'#') {
+                hashes += 1;
+                j += 1;
+            }
+            if c.get(j) != Some(&'"') {
+                out.push(c[i]);
+                i += 1;
+                continue;
+            }
+            j += 1;
+            loop {
+                if j >= c.len() {
+                    break;
+                }
+                if c[j] == '"' && (0..hashes).all(|h| c.get(j + 1 + h) == Some(&'#')) {
+                    j += 1 + hashes;
+                    break;
+                }
+                j += 1;
+            }
+            out.push_str("\"\"");
+            i = j;
+        } else if c[i] == '"' {
+            i += 1;
+            while i < c.len() && c[i] != '"' {
+                i += if c[i] == '\\' { 2 } else { 1 };
+            }
+            i += 1;
+            out.push_str("\"\"");
+        } else if c[i] == '\'' {
+            // A char literal ('x', '\n', '\''), or a lifetime ('a).
+            if next == Some('\\') {
+                i += 2;
+                while i < c.len() && c[i] != '\'' {
+                    i += 1;
+                }
+                i += 1;
+                out.push_str("' '");
+            } else if c.get(i + 2) == Some(&'\'') {
+                i += 3;
+                out.push_str("' '");
+            } else {
+                out.push(c[i]);
+                i += 1;
+            }
+        } else {
+            out.push(c[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+fn is_ident(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
+/// Top-level modules named by `crate::x` and `super::…::x` paths (including
+/// grouped imports `use crate::{a, b::c}`) in `code`, for a file at `path`.
+fn referenced_modules(code: &str, path: &[String]) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    let c: Vec<char> = code.chars().collect();
+    let mut i = 0;
+    while i < c.len() {
+        if i > 0 && (is_ident(c[i - 1]) || c[i - 1] == ':') {
+            i += 1;
+            continue;
+        }
+        let rest: String = c[i..c.len().min(i + 7)].iter().collect();
+        let (mut depth_left, mut j) = if rest.starts_with("crate::") {
+            (Some(0usize), i + 7)
+        } else if rest.starts_with("super::") {
+            // Each `super::` climbs one module from the file's own.
+            let mut j = i;
+            let mut up = 0;
+            while c[j..].iter().take(7).collect::<String>() == "super::" {
+                up += 1;
+                j += 7;
+            }
+            (path.len().checked_sub(up), j)
+        } else {
+            i += 1;
+            continue;
+        };
+        // Walk down from the resolved module to reach the top level.
+        let mut names = Vec::new();
+        if depth_left == Some(0) {
+            collect_first_segments(&c, &mut j, &mut names);
+        } else if let Some(d) = depth_left.take() {
+            if d >= 1 {
+                names.push(path[0].clone());
+            }
+        }
+        found.extend(names);
+        i = j.max(i + 1);
+    }
+    found
+}
+
+/// At `c[*j]`, after `crate::`: the first segment, or every first segment
+/// of a `{…}` group.
+fn collect_first_segments(c: &[char], j: &mut usize, names: &mut Vec<String>) {
+    if c.get(*j) == Some(&'{') {
+        let mut depth = 0;
+        let mut at_start = true;
+        while *j < c.len() {
+            match c[*j] {
+                '{' => {
+                    depth += 1;
+                    at_start = depth == 1;
+                    *j += 1;
+                }
+                '}' => {
+                    depth -= 1;
+                    *j += 1;
+                    if depth == 0 {
+                        return;
+                    }
+                }
+                ',' => {
+                    at_start = depth == 1;
+                    *j += 1;
+                }
+                ch if ch.is_whitespace() => *j += 1,
+                _ => {
+                    let start = *j;
+                    while *j < c.len() && is_ident(c[*j]) {
+                        *j += 1;
+                    }
+                    if *j == start {
+                        *j += 1;
+                    } else if at_start {
+                        names.push(c[start..*j].iter().collect());
+                    }
+                    at_start = false;
+                }
+            }
+        }
+    } else {
+        let start = *j;
+        while *j < c.len() && is_ident(c[*j]) {
+            *j += 1;
+        }
+        names.push(c[start..*j].iter().collect());
+    }
+}
+
+#[test]
+fn lower_layers_never_import_higher_ones() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    files.sort();
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut problems = Vec::new();
+    for file in &files {
+        let path = module_path(&src, file);
+        let Some(top) = path.first() else {
+            continue; // lib.rs, main.rs: the crate roots
+        };
+        if top == "main" || top == "lib" {
+            continue;
+        }
+        let Some(mine) = layer_of(top) else {
+            problems.push(format!("{}: module `{top}` has no layer in LAYERS", file.display()));
+            continue;
+        };
+        let code = code_only(&std::fs::read_to_string(file).expect("read source"));
+        for used in referenced_modules(&code, &path) {
+            let Some(theirs) = layer_of(&used) else {
+                continue; // an item of the crate root (`crate::Config`), not a module
+            };
+            if NOT_YET.contains(&(top.as_str(), used.as_str())) {
+                continue;
+            }
+            if used != *top {
+                graph.entry(top.clone()).or_default().insert(used.clone());
+            }
+            if theirs > mine {
+                problems.push(format!(
+                    "{}: `{top}` (layer {mine}) uses `{used}` (layer {theirs}), a higher layer",
+                    file.display()
+                ));
+            }
+        }
+    }
+    // No circle between modules of one layer either.
+    for start in graph.keys() {
+        let mut stack = vec![vec![start.clone()]];
+        while let Some(trail) = stack.pop() {
+            let last = trail.last().expect("non-empty");
+            for next in graph.get(last).into_iter().flatten() {
+                if next == start && trail.iter().all(|m| m >= start) {
+                    // Reported once, from its smallest module.
+                    problems.push(format!("circle: {} -> {start}", trail.join(" -> ")));
+                } else if !trail.contains(next) {
+                    let mut t = trail.clone();
+                    t.push(next.clone());
+                    stack.push(t);
+                }
+            }
+        }
+    }
+    problems.sort();
+    problems.dedup();
+    assert!(problems.is_empty(), "the layering is broken:\n{}", problems.join("\n"));
+}
+
+#[test]
+fn the_scanner_sees_imports() {
+    let code = code_only(
+        "use crate::{db::Keyspace, protocol::{Reply, Resp}};\n\
+         // crate::server in a comment\n\
+         let s = \"crate::cmd in a string\";\n\
+         let c = '\"'; fn f<'a>(x: &'a crate::core::Core) {}\n\
+         super::super::tx::discard();\n",
+    );
+    let found = referenced_modules(&code, &["cmd".to_string(), "list".to_string()]);
+    let found: Vec<&str> = found.iter().map(String::as_str).collect();
+    assert_eq!(found, ["core", "db", "protocol", "tx"]);
+}
