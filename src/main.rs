@@ -5,6 +5,8 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+mod watchdog;
+
 /// The binary allocates with jemalloc, as redis-server does: glibc malloc
 /// stalls for tens of milliseconds when a mass expiry frees a million keys
 /// (see BENCHMARKS.md, active expiry). The library leaves the allocator to
@@ -204,6 +206,7 @@ fn main() -> ExitCode {
         server.addr(),
         server.port()
     );
+    watchdog::start_if_requested();
     let mut stop = server.shutdown_signal();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("signal runtime");
     rt.block_on(async {
