@@ -158,7 +158,7 @@ run_java() {
     fi
 }
 
-only=${CLIENTS_ONLY:-python node}
+only=${CLIENTS_ONLY:-python node java}
 for lang in $only; do
     echo
     "run_$lang"
