@@ -3,7 +3,8 @@
 # the way a user receives it and runs its tests against that package:
 #   python: a wheel carrying the binary, installed into a fresh venv, pytest;
 #   node:   `npm pack`, the tarball installed into a scratch project, node --test;
-#   java:   `mvn verify` (the binary packed into the jar, Surefire).
+#   java:   `mvn verify` (the binary packed into the jar, Surefire), then the
+#           Redisson tests again against an older Redisson line.
 # A missing toolchain is a visible skip. Ends with "clients: N passed, M failed"
 # (tests counted from each runner's report) and exits non-zero on any failure.
 # Packages come from PyPI, npm and Maven Central through each tool's own cache
@@ -91,9 +92,13 @@ node_tests() {
 # ---------------------------------------------------------------- Java
 java_tests() {
     rm -rf clients/java/target/surefire-reports
-    say "java: mvn verify"
-    env -u RLOCKD_BINARY mvn -q -B -f clients/java/pom.xml -Drlockd.binary.dir="$scratch/bin" verify
+    say "java: mvn verify (Redisson 3.52.0)"
+    env -u RLOCKD_BINARY mvn -q -B -Dstyle.color=never -f clients/java/pom.xml -Drlockd.binary.dir="$scratch/bin" verify || return 1
+    say "java: the Redisson tests again with an older line (Redisson $old_redisson)"
+    env -u RLOCKD_BINARY mvn -q -B -Dstyle.color=never -f clients/java/pom.xml -Drlockd.binary.dir="$scratch/bin" \
+        -Drlockd.build.dir="$scratch/java-old" -Dredisson.version="$old_redisson" -Dtest=RedissonTest test
 }
+old_redisson=3.17.7
 
 xml_counts() { # junit xml files -> "passed failed skipped"
     python3 - "$@" <<'PY'
@@ -147,7 +152,7 @@ run_java() {
     fi
     java_tests; local rc=$?
     shopt -s nullglob
-    local reports=(clients/java/target/surefire-reports/TEST-*.xml)
+    local reports=(clients/java/target/surefire-reports/TEST-*.xml "$scratch"/java-old/surefire-reports/TEST-*.xml)
     shopt -u nullglob
     if [ "${#reports[@]}" -gt 0 ]; then
         read -r p f s < <(xml_counts "${reports[@]}")

@@ -2,6 +2,8 @@ package dev.rlockd;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
@@ -21,6 +23,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
 import org.redisson.Redisson;
 import org.redisson.api.RCountDownLatch;
 import org.redisson.api.RLock;
+import org.redisson.api.RPermitExpirableSemaphore;
 import org.redisson.api.RReadWriteLock;
 import org.redisson.api.RSemaphore;
 import org.redisson.api.RedissonClient;
@@ -200,6 +203,25 @@ class RedissonTest {
         assertEquals(0, sb.availablePermits());
         sb.release(2);
         assertEquals(2, sa.availablePermits());
+    }
+
+    @Test
+    void permitExpirableSemaphore() throws Exception {
+        RPermitExpirableSemaphore sa = a.getPermitExpirableSemaphore("expirable");
+        assertTrue(sa.trySetPermits(1));
+        String id = sa.acquire();
+        assertNotNull(id);
+        RPermitExpirableSemaphore sb = b.getPermitExpirableSemaphore("expirable");
+        assertNull(sb.tryAcquire());
+        sa.release(id);
+        // a permit leased for 300 ms comes back by itself; the waiter gets it
+        String leased = sb.tryAcquire(0, 300, TimeUnit.MILLISECONDS);
+        assertNotNull(leased);
+        assertNull(sa.tryAcquire());
+        String next = on(() -> sa.tryAcquire(5, 10, TimeUnit.SECONDS));
+        assertNotNull(next);
+        sa.release(next);
+        assertEquals(1, sa.availablePermits());
     }
 
     @Test
