@@ -84,9 +84,14 @@ node_tests() {
     cp -r clients/node/test "$proj"
     say "node: installing $(basename "$scratch"/rlockd-*.tgz) into a scratch project"
     (cd "$proj" && npm install --silent --no-audit --no-fund "$scratch"/rlockd-*.tgz \
-        ioredis@5.9.3 redlock@5.0.0-beta.2 redis@4.7.1) || return 1
+        ioredis@5.9.3 redlock@5.0.0-beta.2 redis@4.7.1 typescript@5.9.3 @types/node@20) || return 1
     (cd "$proj" && env -u RLOCKD_BINARY node --test --test-reporter=spec --test-reporter-destination=stdout \
-        --test-reporter=tap --test-reporter-destination="$scratch/node.tap")
+        --test-reporter=tap --test-reporter-destination="$scratch/node.tap") || return 1
+}
+
+node_types() {
+    say "node: tsc --noEmit against index.d.ts (ESM and CommonJS)"
+    (cd "$scratch/node-project" && npx --no-install tsc -p tsconfig.json)
 }
 
 # ---------------------------------------------------------------- Java
@@ -141,6 +146,9 @@ run_node() {
         p=${p:-0} f=${f:-0} s=${s:-0}
         [ "$rc" != 0 ] && [ "$f" = 0 ] && f=1
         count "$p" "$f" "$s" node
+        if [ -d "$scratch/node-project/node_modules/typescript" ]; then
+            if node_types; then count 1 0 0 "node types"; else count 0 1 0 "node types"; fi
+        fi
     else
         count 0 1 0 "node (pack/install failed)"
     fi
