@@ -98,11 +98,15 @@ node_types() {
 java_tests() {
     rm -rf clients/java/target/surefire-reports
     say "java: mvn verify (Redisson 3.52.0)"
-    env -u RLOCKD_BINARY mvn -q -B -Dstyle.color=never -f clients/java/pom.xml -Drlockd.binary.dir="$scratch/bin" verify || return 1
+    env -u RLOCKD_BINARY mvn -q -B -Dstyle.color=never -f clients/java/pom.xml -Drlockd.binary.dir="$scratch/bin" verify \
+        2>&1 | plain || return 1
     say "java: the Redisson tests again with an older line (Redisson $old_redisson)"
     env -u RLOCKD_BINARY mvn -q -B -Dstyle.color=never -f clients/java/pom.xml -Drlockd.binary.dir="$scratch/bin" \
-        -Drlockd.build.dir="$scratch/java-old" -Dredisson.version="$old_redisson" -Dtest=RedissonTest test
+        -Drlockd.build.dir="$scratch/java-old" -Dredisson.version="$old_redisson" -Dtest=RedissonTest test \
+        2>&1 | plain
 }
+# Maven's quiet mode still writes colour resets; pipefail keeps its exit status.
+plain() { sed 's/\x1b\[[0-9;]*m//g'; }
 old_redisson=3.17.7
 
 xml_counts() { # junit xml files -> "passed failed skipped"

@@ -206,6 +206,11 @@ public final class RlockdServer implements AutoCloseable {
         return host;
     }
 
+    /** The {@code requirepass} the server was started with, or null. */
+    public String password() {
+        return password;
+    }
+
     /** {@code redis://[:password@]127.0.0.1:PORT}, as Redisson's {@code setAddress} and Lettuce take it. */
     public String url() {
         return "redis://" + (password != null ? ":" + password + "@" : "") + host + ":" + port;
