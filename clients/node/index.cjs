@@ -261,9 +261,32 @@ function parse(buf, pos) {
   }
 }
 
+/**
+ * Wraps a test body: starts a server, passes it (and the runner's context) to
+ * `fn`, stops it afterwards, and when `fn` throws appends the server's log to
+ * the error. `test("x", withServer(async (srv) => { ... }))`
+ */
+function withServer(fn, options) {
+  return async (...ctx) => {
+    const srv = await RlockdServer.start(options);
+    try {
+      return await fn(srv, ...ctx);
+    } catch (e) {
+      const log = `--- rlockd log (port ${srv.port}) ---\n${srv.logs()}`;
+      if (e instanceof Error) {
+        e.message = `${e.message}\n${log}`;
+        e.rlockdLogs = srv.logs();
+      }
+      throw e;
+    } finally {
+      await srv.stop();
+    }
+  };
+}
+
 // A normal exit (or process.exit) stops every server still running.
 process.on("exit", () => {
   for (const srv of live) srv._kill();
 });
 
-module.exports = { RlockdServer, RlockdError, binaryPath };
+module.exports = { RlockdServer, RlockdError, binaryPath, withServer };

@@ -46,9 +46,19 @@ export declare class RlockdError extends Error {
 /** Path of the rlockd executable that `start()` would run. */
 export declare function binaryPath(explicit?: string): string;
 
+/**
+ * Wraps a test body: starts a server, passes it and the runner's arguments to `fn`,
+ * stops it afterwards; when `fn` throws, the server's log is appended to the error.
+ */
+export declare function withServer<A extends unknown[], R>(
+  fn: (server: RlockdServer, ...context: A) => R | Promise<R>,
+  options?: RlockdOptions,
+): (...context: A) => Promise<R>;
+
 declare const _default: {
   RlockdServer: typeof RlockdServer;
   RlockdError: typeof RlockdError;
   binaryPath: typeof binaryPath;
+  withServer: typeof withServer;
 };
 export default _default;

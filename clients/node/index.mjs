@@ -4,4 +4,5 @@ import cjs from "./index.cjs";
 export const RlockdServer = cjs.RlockdServer;
 export const RlockdError = cjs.RlockdError;
 export const binaryPath = cjs.binaryPath;
+export const withServer = cjs.withServer;
 export default cjs;

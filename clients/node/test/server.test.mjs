@@ -6,7 +6,7 @@ import fs from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { RlockdServer, RlockdError, binaryPath } from "rlockd";
+import { RlockdServer, RlockdError, binaryPath, withServer } from "rlockd";
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -161,5 +161,32 @@ test("a normal exit stops servers that were not stopped", async () => {
   assert.equal(code, 0);
   const pid = Number(out.trim());
   assert.ok(pid > 0);
+  assert.ok(await waitUntil(() => !alive(pid)));
+});
+
+test("withServer passes a running server and stops it after the body", async () => {
+  let pid;
+  const body = withServer(async (srv, label) => {
+    pid = srv.pid;
+    assert.equal(label, "ctx");
+    return srv.command("PING");
+  });
+  assert.equal(await body("ctx"), "PONG");
+  assert.ok(await waitUntil(() => !alive(pid)));
+});
+
+test("withServer appends the server log to a failing body's error", async () => {
+  let pid;
+  const body = withServer(async (srv) => {
+    pid = srv.pid;
+    assert.equal(1, 2, "on purpose");
+  }, { args: ["--loglevel", "verbose"] });
+  await assert.rejects(body(), (e) => {
+    assert.match(e.message, /on purpose/);
+    assert.match(e.message, /--- rlockd log \(port \d+\) ---/);
+    assert.match(e.message, /ready to accept connections/);
+    assert.match(e.rlockdLogs, /ready to accept connections/);
+    return true;
+  });
   assert.ok(await waitUntil(() => !alive(pid)));
 });

@@ -1,6 +1,6 @@
 // Compiled with tsc --noEmit by clients/test.sh: the declarations in index.d.ts
 // describe the ESM entry as it is used.
-import { RlockdServer, RlockdError, binaryPath } from "rlockd";
+import { RlockdServer, RlockdError, binaryPath, withServer } from "rlockd";
 import type { RlockdOptions, RespReply } from "rlockd";
 
 const options: RlockdOptions = { port: 0, password: "pw", args: ["--loglevel", "verbose"], startupTimeoutMs: 5000 };
@@ -27,3 +27,9 @@ export async function use(): Promise<void> {
   }
   void [url, port, running, reply, pong, logs, exe, wrong];
 }
+
+// withServer keeps the body's return type and the runner's arguments.
+export const body: (label: string) => Promise<number> = withServer(async (srv: RlockdServer, label: string) => {
+  await srv.ping();
+  return label.length;
+});
