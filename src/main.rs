@@ -10,6 +10,8 @@ use std::io::{IsTerminal, Read};
 use std::net::{IpAddr, SocketAddr};
 use std::process::ExitCode;
 
+mod watchdog;
+
 /// The binary allocates with jemalloc, as redis-server does: glibc malloc
 /// stalls for tens of milliseconds when a mass expiry frees a million keys
 /// (see BENCHMARKS.md, active expiry). The library leaves the allocator to
@@ -777,6 +779,7 @@ fn main() -> ExitCode {
     for server in &servers {
         println!("rlockd {VERSION} ready to accept connections on {} (port {})", server.addr(), server.port());
     }
+    watchdog::start_if_requested();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("signal runtime");
     rt.block_on(async {
         let mut term =

@@ -19,6 +19,8 @@ const LAYERS: &[&[&str]] = &[
     &["core"],
     &["cmd"],
     &["server", "testing"],
+    // Modules of the binary (src/main.rs), above the library.
+    &["watchdog"],
 ];
 
 /// Upward uses still being taken apart, `(from, to)`. Keep it empty.

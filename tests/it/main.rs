@@ -30,4 +30,5 @@ mod set;
 mod soak;
 mod strings;
 mod tx;
+mod watchdog;
 mod zset;

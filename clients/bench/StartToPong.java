@@ -1,0 +1,28 @@
+// Start-to-first-PONG of the Java front end: RlockdServer.start() until the
+// first PING is answered through srv.command, N times (after one warm-up start,
+// which also extracts the binary to the cache).
+//   java -cp clients/java/target/classes clients/bench/StartToPong.java [N]
+import dev.rlockd.RlockdServer;
+import java.util.Arrays;
+
+public class StartToPong {
+    public static void main(String[] args) {
+        int n = args.length > 0 ? Integer.parseInt(args[0]) : 20;
+        try (RlockdServer warm = RlockdServer.start()) {
+            warm.ping();
+        }
+        double[] ms = new double[n];
+        for (int i = 0; i < n; i++) {
+            long t0 = System.nanoTime();
+            try (RlockdServer srv = RlockdServer.start()) {
+                if (!srv.ping()) {
+                    throw new IllegalStateException("no PONG");
+                }
+                ms[i] = (System.nanoTime() - t0) / 1e6;
+            }
+        }
+        Arrays.sort(ms);
+        System.out.printf("java start-to-first-PONG over %d, srv.command: median %.1f ms, p90 %.1f ms, min %.1f ms%n",
+                n, ms[n / 2], ms[(int) Math.ceil(n * 0.9) - 1], ms[0]);
+    }
+}

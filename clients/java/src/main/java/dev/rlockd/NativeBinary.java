@@ -1,0 +1,132 @@
+package dev.rlockd;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.file.AtomicMoveNotSupportedException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+
+/**
+ * Finds the rlockd executable: the {@code rlockd.binary} system property, the
+ * {@code RLOCKD_BINARY} environment variable, else the binary packed in this
+ * jar, extracted once to a cache directory.
+ *
+ * <p>The cache entry is named after the SHA-256 of the packed binary
+ * ({@code ~/.cache/rlockd/<sha256>/rlockd}, or under {@code rlockd.cache.dir} /
+ * {@code XDG_CACHE_HOME}) and is checked against it before use. Each JVM
+ * writes to its own temporary file and renames it into place atomically, so
+ * concurrent test JVMs never see a half-written binary.
+ */
+public final class NativeBinary {
+    static final String RESOURCE = "/dev/rlockd/native/linux-x86_64/rlockd";
+    public static final String PROPERTY = "rlockd.binary";
+    public static final String ENV = "RLOCKD_BINARY";
+
+    private static volatile Path extracted;
+
+    private NativeBinary() {}
+
+    /** The executable {@link RlockdServer} runs when none is given. */
+    public static Path path() {
+        String prop = System.getProperty(PROPERTY);
+        if (prop != null && !prop.isEmpty()) {
+            return checked(Paths.get(prop), "the " + PROPERTY + " system property");
+        }
+        String env = System.getenv(ENV);
+        if (env != null && !env.isEmpty()) {
+            return checked(Paths.get(env), "the " + ENV + " environment variable");
+        }
+        Path p = extracted;
+        if (p == null) {
+            synchronized (NativeBinary.class) {
+                if (extracted == null) {
+                    extracted = extractTo(cacheDir());
+                }
+                p = extracted;
+            }
+        }
+        return p;
+    }
+
+    static Path checked(Path p, String source) {
+        if (!Files.isRegularFile(p)) {
+            throw new RlockdException("rlockd binary not found: " + p + " (from " + source + ")");
+        }
+        if (!Files.isExecutable(p)) {
+            throw new RlockdException("rlockd binary is not executable: " + p + " (from " + source + ")");
+        }
+        return p;
+    }
+
+    static Path cacheDir() {
+        String dir = System.getProperty("rlockd.cache.dir");
+        if (dir != null && !dir.isEmpty()) {
+            return Paths.get(dir);
+        }
+        String xdg = System.getenv("XDG_CACHE_HOME");
+        Path base = xdg != null && !xdg.isEmpty() ? Paths.get(xdg) : Paths.get(System.getProperty("user.home"), ".cache");
+        return base.resolve("rlockd");
+    }
+
+    /** Extracts the packed binary under {@code cache} (or reuses a verified copy) and returns its path. */
+    static Path extractTo(Path cache) {
+        byte[] bytes;
+        try (InputStream in = NativeBinary.class.getResourceAsStream(RESOURCE)) {
+            if (in == null) {
+                throw new RlockdException("rlockd binary not found: this jar carries none (" + RESOURCE
+                        + "); set -D" + PROPERTY + " or " + ENV + " to an rlockd executable");
+            }
+            bytes = in.readAllBytes();
+        } catch (IOException e) {
+            throw new RlockdException("cannot read the packed rlockd binary", null, e);
+        }
+        String sha = sha256(bytes);
+        Path dir = cache.resolve(sha);
+        Path target = dir.resolve("rlockd");
+        try {
+            if (Files.isRegularFile(target) && sha.equals(sha256(Files.readAllBytes(target)))) {
+                if (!Files.isExecutable(target)) {
+                    Files.setPosixFilePermissions(target, PosixFilePermissions.fromString("rwxr-xr-x"));
+                }
+                return target;
+            }
+            Files.createDirectories(dir);
+            Path tmp = Files.createTempFile(dir, "rlockd-", ".tmp");
+            try {
+                Files.write(tmp, bytes);
+                Files.setPosixFilePermissions(tmp, PosixFilePermissions.fromString("rwxr-xr-x"));
+                try {
+                    Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+                } catch (AtomicMoveNotSupportedException e) {
+                    Files.move(tmp, target, StandardCopyOption.REPLACE_EXISTING);
+                }
+            } finally {
+                Files.deleteIfExists(tmp);
+            }
+            if (!sha.equals(sha256(Files.readAllBytes(target)))) {
+                throw new RlockdException("extracted rlockd binary fails its checksum: " + target);
+            }
+            return target;
+        } catch (IOException e) {
+            throw new RlockdException("cannot extract the rlockd binary to " + dir, null, e);
+        }
+    }
+
+    static String sha256(byte[] bytes) {
+        try {
+            byte[] d = MessageDigest.getInstance("SHA-256").digest(bytes);
+            StringBuilder sb = new StringBuilder(64);
+            for (byte b : d) {
+                sb.append(Character.forDigit((b >> 4) & 0xf, 16)).append(Character.forDigit(b & 0xf, 16));
+            }
+            return sb.toString();
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+}

@@ -1,0 +1,286 @@
+package dev.rlockd;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.InputStreamReader;
+import java.io.OutputStream;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * One rlockd process on 127.0.0.1.
+ *
+ * <pre>{@code
+ * try (RlockdServer srv = RlockdServer.start()) {
+ *     config.useSingleServer().setAddress(srv.url());
+ * }
+ * }</pre>
+ *
+ * <p>The server is stopped by {@link #close()}, by a JVM shutdown hook, and by
+ * the server itself when this JVM dies (even by SIGKILL): its standard input is
+ * a pipe from this JVM and end of file makes it exit.
+ */
+public final class RlockdServer implements AutoCloseable {
+    private static final Pattern READY = Pattern.compile("ready to accept connections.*\\(port (\\d+)\\)");
+    private static final Set<RlockdServer> LIVE = ConcurrentHashMap.newKeySet();
+
+    static {
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            for (RlockdServer s : LIVE) {
+                s.process.destroyForcibly();
+            }
+        }, "rlockd-shutdown"));
+    }
+
+    private final Process process;
+    private final String host;
+    private final String password;
+    private final int port;
+    private final StringBuffer log;
+
+    private RlockdServer(Process process, String host, String password, int port, StringBuffer log) {
+        this.process = process;
+        this.host = host;
+        this.password = password;
+        this.port = port;
+        this.log = log;
+    }
+
+    /** Starts a server on a free port with the default options. */
+    public static RlockdServer start() {
+        return builder().start();
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** Options of a server: port, password, extra arguments, binary, start-up timeout. */
+    public static final class Builder {
+        private int port;
+        private String host = "127.0.0.1";
+        private String password;
+        private final List<String> args = new ArrayList<>();
+        private Path binary;
+        private long startupTimeoutMillis = 10_000;
+
+        /** TCP port; 0 (the default) lets the server pick a free one. */
+        public Builder port(int port) {
+            this.port = port;
+            return this;
+        }
+
+        public Builder host(String host) {
+            this.host = host;
+            return this;
+        }
+
+        /** Sets {@code requirepass}; {@link RlockdServer#url()} then carries it. */
+        public Builder password(String password) {
+            this.password = password;
+            return this;
+        }
+
+        /** Extra command-line options, e.g. {@code arg("--notify-keyspace-events", "KEA")}. */
+        public Builder arg(String... more) {
+            Collections.addAll(args, more);
+            return this;
+        }
+
+        /** The executable to run (default: {@link NativeBinary#path()}). */
+        public Builder binary(Path binary) {
+            this.binary = binary;
+            return this;
+        }
+
+        public Builder startupTimeout(long millis) {
+            this.startupTimeoutMillis = millis;
+            return this;
+        }
+
+        public RlockdServer start() {
+            Path exe = binary != null ? NativeBinary.checked(binary, "the builder's binary()") : NativeBinary.path();
+            List<String> cmd = new ArrayList<>();
+            Collections.addAll(cmd, exe.toString(), "--port", Integer.toString(port), "--bind", host);
+            if (password != null) {
+                Collections.addAll(cmd, "--requirepass", password);
+            }
+            cmd.addAll(args);
+            ProcessBuilder pb = new ProcessBuilder(cmd);
+            Map<String, String> env = pb.environment();
+            env.put("RLOCKD_STDIN_WATCHDOG", "1");
+            env.put("NO_COLOR", "1");
+            Process p;
+            try {
+                p = pb.start();
+            } catch (IOException e) {
+                throw new RlockdException("cannot run " + exe + ": " + e.getMessage(), null, e);
+            }
+            StringBuffer log = new StringBuffer();
+            int[] found = {0};
+            CountDownLatch ready = new CountDownLatch(1);
+            Thread out = pump(p.getInputStream(), log, line -> {
+                Matcher m = READY.matcher(line);
+                if (found[0] == 0 && m.find()) {
+                    found[0] = Integer.parseInt(m.group(1));
+                    ready.countDown();
+                }
+            });
+            Thread err = pump(p.getErrorStream(), log, line -> { });
+            long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(startupTimeoutMillis);
+            try {
+                while (!ready.await(5, TimeUnit.MILLISECONDS)) {
+                    if (!p.isAlive() || System.nanoTime() > deadline) {
+                        break;
+                    }
+                }
+            } catch (InterruptedException e) {
+                p.destroyForcibly();
+                Thread.currentThread().interrupt();
+                throw new RlockdException("interrupted while starting rlockd");
+            }
+            if (ready.getCount() != 0) {
+                boolean exited = !p.isAlive();
+                p.destroyForcibly();
+                try {
+                    p.waitFor(5, TimeUnit.SECONDS);
+                    out.join(1000);
+                    err.join(1000);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+                String text = log.toString();
+                if (text.toLowerCase().contains("in use")) {
+                    throw new RlockdException("rlockd could not listen on " + host + ":" + port
+                            + ": the port is already in use", text, null);
+                }
+                String why = exited ? "exited with code " + p.exitValue()
+                        : "printed no ready line within " + startupTimeoutMillis + " ms";
+                throw new RlockdException("rlockd " + why + " (" + String.join(" ", cmd) + ")", text, null);
+            }
+            RlockdServer srv = new RlockdServer(p, host, password, found[0], log);
+            LIVE.add(srv);
+            return srv;
+        }
+    }
+
+    private interface LineSink {
+        void line(String line);
+    }
+
+    private static Thread pump(InputStream in, StringBuffer log, LineSink sink) {
+        Thread t = new Thread(() -> {
+            try (BufferedReader r = new BufferedReader(new InputStreamReader(in, StandardCharsets.UTF_8))) {
+                String line;
+                while ((line = r.readLine()) != null) {
+                    log.append(line).append('\n');
+                    sink.line(line);
+                }
+            } catch (IOException ignored) {
+                // the process is gone
+            }
+        }, "rlockd-log");
+        t.setDaemon(true);
+        t.start();
+        return t;
+    }
+
+    public int port() {
+        return port;
+    }
+
+    public String host() {
+        return host;
+    }
+
+    /** The {@code requirepass} the server was started with, or null. */
+    public String password() {
+        return password;
+    }
+
+    /** {@code redis://[:password@]127.0.0.1:PORT}, as Redisson's {@code setAddress} and Lettuce take it. */
+    public String url() {
+        return "redis://" + (password != null ? ":" + password + "@" : "") + host + ":" + port;
+    }
+
+    public long pid() {
+        return process.pid();
+    }
+
+    public boolean isRunning() {
+        return process.isAlive();
+    }
+
+    /** Everything the server printed so far (stdout and stderr). */
+    public String logs() {
+        return log.toString();
+    }
+
+    /**
+     * Sends one command on a new connection and returns the reply decoded from RESP2:
+     * a status as String, a bulk string as byte[], an integer as Long, an array as List;
+     * an error reply throws {@link RlockdException}.
+     */
+    public Object command(String... args) {
+        try (Socket s = new Socket()) {
+            s.connect(new InetSocketAddress(host, port), 5000);
+            s.setSoTimeout(10_000);
+            OutputStream out = s.getOutputStream();
+            Resp.Reader in = new Resp.Reader(s.getInputStream());
+            if (password != null) {
+                out.write(Resp.encode("AUTH", password));
+                in.read();
+            }
+            out.write(Resp.encode(args));
+            out.flush();
+            return in.read();
+        } catch (IOException e) {
+            throw new RlockdException("command failed: " + e.getMessage(), null, e);
+        }
+    }
+
+    public boolean ping() {
+        return "PONG".equals(command("PING"));
+    }
+
+    /** Stops the server (SIGTERM, then SIGKILL after 5 s). Safe to call twice. */
+    @Override
+    public void close() {
+        LIVE.remove(this);
+        if (process.isAlive()) {
+            process.destroy();
+            try {
+                if (!process.waitFor(5, TimeUnit.SECONDS)) {
+                    process.destroyForcibly();
+                    process.waitFor(5, TimeUnit.SECONDS);
+                }
+            } catch (InterruptedException e) {
+                process.destroyForcibly();
+                Thread.currentThread().interrupt();
+            }
+        }
+        try {
+            process.getOutputStream().close();
+        } catch (IOException ignored) {
+            // already closed
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "RlockdServer[" + url() + (isRunning() ? "" : ", stopped") + "]";
+    }
+}

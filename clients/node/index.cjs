@@ -1,0 +1,292 @@
+// rlockd for Node: starts, addresses and stops the rlockd binary.
+"use strict";
+const { spawn } = require("node:child_process");
+const fs = require("node:fs");
+const net = require("node:net");
+const path = require("node:path");
+
+const READY = /ready to accept connections.*\(port (\d+)\)/;
+const live = new Set();
+
+class RlockdError extends Error {
+  constructor(message, logs) {
+    super(message);
+    this.name = "RlockdError";
+    this.logs = logs;
+  }
+}
+
+/** Path of the rlockd executable: `explicit`, then RLOCKD_BINARY, then the bundled one. */
+function binaryPath(explicit) {
+  let file;
+  let source;
+  if (explicit) {
+    file = explicit;
+    source = "the binary option";
+  } else if (process.env.RLOCKD_BINARY) {
+    file = process.env.RLOCKD_BINARY;
+    source = "the RLOCKD_BINARY environment variable";
+  } else {
+    file = path.join(__dirname, "bin", "rlockd");
+    source = "the rlockd package";
+  }
+  let st;
+  try {
+    st = fs.statSync(file);
+  } catch {
+    st = null;
+  }
+  if (!st || !st.isFile()) {
+    throw new RlockdError(
+      `rlockd binary not found: ${file} (from ${source}); install the rlockd package on ` +
+        `Linux x86-64 or set RLOCKD_BINARY to an rlockd executable`,
+    );
+  }
+  try {
+    fs.accessSync(file, fs.constants.X_OK);
+  } catch {
+    try {
+      fs.chmodSync(file, st.mode | 0o111); // unpacked without its mode bits
+    } catch {
+      throw new RlockdError(`rlockd binary is not executable: ${file} (from ${source})`);
+    }
+  }
+  return file;
+}
+
+class RlockdServer {
+  constructor(opts) {
+    this.host = opts.host || "127.0.0.1";
+    this.password = opts.password;
+    this.port = undefined;
+    this._opts = opts;
+    this._log = [];
+    this._child = null;
+    this._exited = null;
+  }
+
+  /**
+   * Starts a server and resolves once it accepts connections.
+   * @param {{port?: number, host?: string, password?: string, args?: string[], binary?: string, startupTimeoutMs?: number}} [opts]
+   */
+  static async start(opts = {}) {
+    const srv = new RlockdServer(opts);
+    await srv._start();
+    return srv;
+  }
+
+  get url() {
+    const auth = this.password ? `:${encodeURIComponent(this.password)}@` : "";
+    return `redis://${auth}${this.host}:${this.port}`;
+  }
+
+  get pid() {
+    return this._child ? this._child.pid : undefined;
+  }
+
+  get running() {
+    return this._child !== null && this._child.exitCode === null && this._child.signalCode === null;
+  }
+
+  /** Everything the server printed so far (stdout and stderr). */
+  logs() {
+    return this._log.join("");
+  }
+
+  _start() {
+    const exe = binaryPath(this._opts.binary);
+    const requested = this._opts.port || 0;
+    const args = ["--port", String(requested), "--bind", this.host];
+    if (this.password) args.push("--requirepass", this.password);
+    args.push(...(this._opts.args || []).map(String));
+    const child = spawn(exe, args, {
+      stdio: ["pipe", "pipe", "pipe"],
+      env: { ...process.env, RLOCKD_STDIN_WATCHDOG: "1", NO_COLOR: "1" },
+    });
+    this._child = child;
+    this._exited = new Promise((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })));
+    // The server watches its stdin: when this process dies the pipe closes and
+    // it exits. Neither the child nor its pipes keep the event loop alive.
+    child.unref();
+    for (const s of [child.stdin, child.stdout, child.stderr]) s.unref?.();
+    child.stdin.on("error", () => {});
+    live.add(this);
+    const timeoutMs = this._opts.startupTimeoutMs ?? 10000;
+    return new Promise((resolve, reject) => {
+      let stdout = "";
+      let done = false;
+      const fail = (why) => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        this._kill();
+        const log = this.logs().trim() || "(no output)";
+        const msg = /in use/i.test(log)
+          ? `rlockd could not listen on ${this.host}:${requested}: the port is already in use`
+          : `rlockd ${why} (${exe} ${args.join(" ")})`;
+        reject(new RlockdError(`${msg}\n--- rlockd log ---\n${log}`, log));
+      };
+      const timer = setTimeout(() => fail(`printed no ready line within ${timeoutMs} ms`), timeoutMs);
+      child.stdout.on("data", (chunk) => {
+        const text = chunk.toString("utf8");
+        this._log.push(text);
+        if (done) return;
+        stdout += text;
+        const m = READY.exec(stdout);
+        if (m) {
+          done = true;
+          clearTimeout(timer);
+          this.port = Number(m[1]);
+          resolve();
+        }
+      });
+      child.stderr.on("data", (chunk) => this._log.push(chunk.toString("utf8")));
+      child.once("error", (e) => fail(`could not be run: ${e.message}`));
+      child.once("exit", (code, signal) => {
+        live.delete(this);
+        // let the pipes drain so that the error carries the whole log
+        setImmediate(() => fail(signal ? `was killed by ${signal}` : `exited with code ${code}`));
+      });
+    });
+  }
+
+  _kill() {
+    if (this.running) this._child.kill("SIGKILL");
+    live.delete(this);
+  }
+
+  /** Stops the server (SIGTERM, SIGKILL after `timeoutMs`). Safe to call twice. */
+  async stop(timeoutMs = 5000) {
+    const child = this._child;
+    if (!child) return;
+    live.delete(this);
+    if (this.running) {
+      child.kill("SIGTERM");
+      let timer;
+      const late = new Promise((resolve) => {
+        timer = setTimeout(() => resolve("late"), timeoutMs);
+      });
+      if ((await Promise.race([this._exited, late])) === "late") child.kill("SIGKILL");
+      clearTimeout(timer);
+      await this._exited;
+    }
+    child.stdin.destroy();
+  }
+
+  async [Symbol.asyncDispose ?? Symbol.for("Symbol.asyncDispose")]() {
+    await this.stop();
+  }
+
+  /**
+   * Sends one command on a new connection and resolves with the decoded reply:
+   * bulk strings as Buffer, status replies as string, integers as number,
+   * arrays as arrays; an error reply rejects with an RlockdError.
+   */
+  command(...args) {
+    const cmds = this.password ? [["AUTH", this.password], args] : [args];
+    return new Promise((resolve, reject) => {
+      const sock = net.connect(this.port, this.host);
+      sock.setTimeout(10000, () => sock.destroy(new RlockdError("command timed out")));
+      let buf = Buffer.alloc(0);
+      let replies = [];
+      sock.on("connect", () => sock.write(Buffer.concat(cmds.map(encode))));
+      sock.on("data", (d) => {
+        buf = Buffer.concat([buf, d]);
+        for (;;) {
+          const r = parse(buf, 0);
+          if (!r) return;
+          replies.push(r.value);
+          buf = buf.subarray(r.end);
+          if (replies.length === cmds.length) {
+            sock.end();
+            const last = replies[replies.length - 1];
+            const err = replies.find((x) => x instanceof RlockdError);
+            return err ? reject(err) : resolve(last);
+          }
+        }
+      });
+      sock.on("error", reject);
+    });
+  }
+
+  async ping() {
+    return (await this.command("PING")) === "PONG";
+  }
+}
+
+function encode(args) {
+  const parts = [Buffer.from(`*${args.length}\r\n`)];
+  for (const a of args) {
+    const b = Buffer.isBuffer(a) ? a : Buffer.from(String(a));
+    parts.push(Buffer.from(`$${b.length}\r\n`), b, Buffer.from("\r\n"));
+  }
+  return Buffer.concat(parts);
+}
+
+// RESP2 reply at `pos`: {value, end} or null when incomplete.
+function parse(buf, pos) {
+  const nl = buf.indexOf("\r\n", pos);
+  if (nl < 0) return null;
+  const kind = String.fromCharCode(buf[pos]);
+  const line = buf.toString("utf8", pos + 1, nl);
+  const next = nl + 2;
+  switch (kind) {
+    case "+":
+      return { value: line, end: next };
+    case "-":
+      return { value: new RlockdError(line), end: next };
+    case ":":
+      return { value: Number(line), end: next };
+    case "$": {
+      const n = Number(line);
+      if (n < 0) return { value: null, end: next };
+      if (buf.length < next + n + 2) return null;
+      return { value: buf.subarray(next, next + n), end: next + n + 2 };
+    }
+    case "*": {
+      const n = Number(line);
+      if (n < 0) return { value: null, end: next };
+      const items = [];
+      let at = next;
+      for (let i = 0; i < n; i++) {
+        const r = parse(buf, at);
+        if (!r) return null;
+        items.push(r.value);
+        at = r.end;
+      }
+      return { value: items, end: at };
+    }
+    default:
+      return { value: new RlockdError(`unexpected reply ${line}`), end: next };
+  }
+}
+
+/**
+ * Wraps a test body: starts a server, passes it (and the runner's context) to
+ * `fn`, stops it afterwards, and when `fn` throws appends the server's log to
+ * the error. `test("x", withServer(async (srv) => { ... }))`
+ */
+function withServer(fn, options) {
+  return async (...ctx) => {
+    const srv = await RlockdServer.start(options);
+    try {
+      return await fn(srv, ...ctx);
+    } catch (e) {
+      const log = `--- rlockd log (port ${srv.port}) ---\n${srv.logs()}`;
+      if (e instanceof Error) {
+        e.message = `${e.message}\n${log}`;
+        e.rlockdLogs = srv.logs();
+      }
+      throw e;
+    } finally {
+      await srv.stop();
+    }
+  };
+}
+
+// A normal exit (or process.exit) stops every server still running.
+process.on("exit", () => {
+  for (const srv of live) srv._kill();
+});
+
+module.exports = { RlockdServer, RlockdError, binaryPath, withServer };

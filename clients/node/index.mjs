@@ -1,0 +1,8 @@
+// ESM entry: the implementation is index.cjs (one module state for both).
+import cjs from "./index.cjs";
+
+export const RlockdServer = cjs.RlockdServer;
+export const RlockdError = cjs.RlockdError;
+export const binaryPath = cjs.binaryPath;
+export const withServer = cjs.withServer;
+export default cjs;

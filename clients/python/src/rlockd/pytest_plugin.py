@@ -1,0 +1,82 @@
+"""pytest plugin (registered through the ``pytest11`` entry point).
+
+Fixtures: ``rlockd_server`` (a fresh server per test), ``rlockd_session_server``
+(one for the run), ``rlockd_url`` (the session server's URL, flushed before
+each test) and ``rlockd_server_factory`` (more servers in one test). When a
+test that used any of them fails, each server's log is attached to the report.
+"""
+
+import pytest
+
+from ._server import Server
+
+_SERVERS = "_rlockd_servers"
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("rlockd")
+    group.addoption("--rlockd-binary", dest="rlockd_binary", default=None,
+                    help="rlockd executable to run (default: RLOCKD_BINARY, then the bundled one)")
+    parser.addini("rlockd_binary", "rlockd executable to run", default=None)
+
+
+def _binary(config):
+    return config.getoption("rlockd_binary") or config.getini("rlockd_binary") or None
+
+
+def _track(request, srv):
+    node = request.node
+    servers = getattr(node, _SERVERS, None)
+    if servers is None:
+        servers = []
+        setattr(node, _SERVERS, servers)
+    servers.append(srv)
+
+
+@pytest.fixture
+def rlockd_server_factory(request):
+    """``factory(**kwargs)`` starts a :class:`rlockd.Server`; all stop after the test."""
+    started = []
+
+    def factory(**kwargs):
+        kwargs.setdefault("binary", _binary(request.config))
+        srv = Server(**kwargs).start()
+        started.append(srv)
+        _track(request, srv)
+        return srv
+
+    yield factory
+    for srv in started:
+        srv.stop()
+
+
+@pytest.fixture
+def rlockd_server(rlockd_server_factory):
+    """A fresh rlockd server for this test."""
+    return rlockd_server_factory()
+
+
+@pytest.fixture(scope="session")
+def rlockd_session_server(request):
+    """One rlockd server shared by the whole test session."""
+    srv = Server(binary=_binary(request.config)).start()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture
+def rlockd_url(request, rlockd_session_server):
+    """URL of the session server, emptied (FLUSHALL) before the test."""
+    rlockd_session_server.execute_command("FLUSHALL")
+    _track(request, rlockd_session_server)
+    return rlockd_session_server.url
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed:
+        for srv in getattr(item, _SERVERS, ()):
+            where = f"port {srv._port}" if srv._port else "not started"
+            report.sections.append((f"rlockd log ({where})", srv.logs or "(empty)\n"))

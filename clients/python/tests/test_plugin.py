@@ -1,0 +1,51 @@
+"""The pytest fixtures, and the server log in a failing test's report."""
+
+import redis
+
+pytest_plugins = ["pytester"]
+
+
+def test_session_url_is_flushed_and_shared(rlockd_url, rlockd_session_server):
+    r = redis.Redis.from_url(rlockd_url)
+    assert rlockd_url == rlockd_session_server.url
+    assert r.dbsize() == 0
+    r.set("left-over", 1)
+
+
+def test_session_url_again(rlockd_url):
+    assert redis.Redis.from_url(rlockd_url).dbsize() == 0
+
+
+def test_function_servers_differ(pytester):
+    pytester.makepyfile("""
+        seen = []
+        def test_a(rlockd_server):
+            seen.append(rlockd_server.port)
+            assert rlockd_server.ping()
+        def test_b(rlockd_server):
+            seen.append(rlockd_server.port)
+            assert rlockd_server.ping()
+            assert seen[0] != seen[1]
+    """)
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=2)
+
+
+def test_failure_report_carries_the_server_log(pytester):
+    pytester.makepyfile("""
+        def test_fails(rlockd_server):
+            rlockd_server.execute_command("SET", "k", "v")
+            assert False, "on purpose"
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*rlockd log (port *)*", "*ready to accept connections*"])
+
+
+def test_binary_option(pytester, tmp_path):
+    pytester.makepyfile("""
+        def test_x(rlockd_server):
+            pass
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--rlockd-binary", str(tmp_path / "none"))
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*rlockd binary not found*"])
