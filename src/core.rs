@@ -14,6 +14,7 @@
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 
 use bytes::Bytes;
 use tokio::sync::{Mutex, MutexGuard, Notify};
@@ -22,6 +23,7 @@ use crate::blocking::Blocking;
 use crate::client::{ClientRecord, ClientShared, ClientState};
 use crate::clock::Clock;
 use crate::config::RuntimeConfig;
+use crate::db::lock_history::LOCK_EVENTS_CHANNEL;
 use crate::db::{Keyspace, Map};
 use crate::protocol::Reply;
 use crate::pubsub::PubSub;
@@ -167,6 +169,8 @@ pub struct Core {
     /// Lock events and violations (`RLOCKD EVENTS`/`CHECK`); `None` with
     /// `test-control no`.
     pub lock_history: Option<crate::db::lock_history::LockHistory>,
+    /// The newest lock event already published on the events channel.
+    pub lock_events_published: u64,
     /// Who ran the current top-level command (for lock events).
     pub actor: crate::db::lock_history::Actor,
     /// `RLOCKD SNAPSHOT`s: whole keyspaces by name.
@@ -201,6 +205,7 @@ impl Core {
             pre_command_oom: false,
             snapshots: std::collections::HashMap::new(),
             lock_history: record_locks.then(Default::default),
+            lock_events_published: 0,
             actor: Default::default(),
             lastsave: now_ms / 1000,
             call_depth: 0,
@@ -222,6 +227,14 @@ impl Core {
             let touched = std::mem::take(&mut sig.touched);
             if let Some(history) = self.lock_history.as_mut() {
                 history.observe(&touched, &self.ks, self.ks.now, &self.actor);
+                let since = std::mem::replace(&mut self.lock_events_published, history.last_id());
+                if since < history.last_id() && self.pubsub.has_listeners(LOCK_EVENTS_CHANNEL.as_bytes()) {
+                    for e in history.events(None, since) {
+                        let msg = e.to_json();
+                        let (limit, now) = (self.config.pubsub_limit, self.ks.now);
+                        self.pubsub.publish(LOCK_EVENTS_CHANNEL.as_bytes(), msg.as_bytes(), limit, now, false);
+                    }
+                }
             }
             self.watches.on_touched(&touched, &self.ks);
             self.blocking.on_touched(&touched);
@@ -394,6 +407,8 @@ pub struct Shared {
     pub net: NetStats,
     /// Set to request shutdown; every task watches it.
     pub shutdown: tokio::sync::watch::Sender<bool>,
+    /// Injected faults (`RLOCKD FAULT`), also read by pub/sub delivery.
+    pub faults: Arc<crate::faults::Faults>,
 }
 
 /// Why the core could not be had.
@@ -420,8 +435,11 @@ impl Shared {
         let clock = Clock::new();
         let now = clock.now_ms();
         let (shutdown, _) = tokio::sync::watch::channel(false);
+        let faults = Arc::new(crate::faults::Faults::default());
+        let mut core = Core::new(runtime_config, config.databases, now, commands);
+        core.pubsub.faults = faults.clone();
         Ok(Shared {
-            core: Mutex::new(Core::new(runtime_config, config.databases, now, commands)),
+            core: Mutex::new(core),
             clock,
             script: ScriptStatus::default(),
             pause: Pause::default(),
@@ -431,6 +449,7 @@ impl Shared {
             run_id: new_run_id(),
             net: NetStats::default(),
             shutdown,
+            faults,
         })
     }
 

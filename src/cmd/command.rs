@@ -184,6 +184,11 @@ fn getkeys_checked(argv: &[Bytes]) -> Result<Vec<(usize, Reply)>, CmdError> {
     Ok(keys)
 }
 
+/// The keys command `c` names in `argv` (as `COMMAND GETKEYS` finds them).
+pub(crate) fn command_keys(c: &Command, argv: &[Bytes]) -> Vec<Bytes> {
+    keys_and_flags(c, argv).into_iter().filter_map(|(pos, _)| argv.get(pos).cloned()).collect()
+}
+
 fn key_flags(names: &[&str]) -> Reply {
     Reply::Set(names.iter().map(|n| Reply::Status(Bytes::copy_from_slice(n.as_bytes()))).collect())
 }

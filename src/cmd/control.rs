@@ -13,6 +13,7 @@ use bytes::Bytes;
 use super::{CmdError, CmdResult, Ctx};
 use crate::core::Core;
 use crate::db::locks::{self, LockView};
+use crate::faults::{Fault, FaultInfo, FaultKind, Faults};
 use crate::protocol::Reply;
 
 const HELP: &[&str] = &[
@@ -41,6 +42,24 @@ const HELP: &[&str] = &[
     "    Replace every database with a snapshot (as after a failover).",
     "SNAPSHOTS",
     "    The snapshot names.",
+    "FAULT <kind> [<args>] [COMMAND <pattern>] [KEY <pattern>] [CLIENT <name-pattern>] [ID <client-id>]",
+    "      [CHANNEL <pattern>] [TIMES <n>]",
+    "    Inject a fault for matching commands, clients or channels (every condition given must hold;",
+    "    TIMES: only that many times). Returns the fault's id. Kinds:",
+    "    ERROR <message>           answer with this error instead of running the command",
+    "    LATENCY <ms> [JITTER <ms>] hold the reply back",
+    "    CLOSE [BEFORE|AFTER]      close the connection before the command runs, or after it ran unanswered",
+    "    FREEZE <ms>               answer nothing for that long (the clock runs on)",
+    "    SLOWWRITE <bytes> <ms>    write the reply that many bytes at a time, that far apart",
+    "    CUTWRITE <bytes>          write only that much of the reply, then close",
+    "    DROPMSG                   lose messages published on matching channels",
+    "    DELAYMSG <ms>             deliver them that much later",
+    "FAULT KILL [CLIENT <name-pattern>] [ID <client-id>]",
+    "    Close matching connections now (not this one); returns how many.",
+    "FAULT LIST",
+    "    The faults set, with their hits.",
+    "FAULT CLEAR [<id>]",
+    "    Remove one fault, or all; returns how many.",
     "HELP",
     "    Print this help.",
 ];
@@ -132,12 +151,179 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> CmdResult {
             Err(CmdError::custom(format!("ERR no snapshot named '{}'", String::from_utf8_lossy(&argv[2]))))
         };
     }
+    if eq(sub, "fault") && n >= 3 {
+        return fault(ctx, &argv[2..]);
+    }
     if eq(sub, "snapshots") && n == 2 {
         let mut names: Vec<&Bytes> = ctx.core.snapshots.keys().collect();
         names.sort();
         return Ok(Reply::Array(names.into_iter().map(|k| Reply::Bulk(k.clone())).collect()));
     }
     Err(unknown())
+}
+
+fn uint(a: &[u8]) -> Result<u64, CmdError> {
+    u64::try_from(int(a)?).map_err(|_| CmdError::custom("ERR value is out of range, must be positive"))
+}
+
+/// `RLOCKD FAULT …`.
+fn fault(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let op = &args[0];
+    if eq(op, "list") && args.len() == 1 {
+        return Ok(Reply::Array(ctx.shared.faults.list().iter().map(fault_reply).collect()));
+    }
+    if eq(op, "clear") && args.len() <= 2 {
+        let id = args.get(1).map(|a| uint(a)).transpose()?;
+        return Ok(Reply::Int(ctx.shared.faults.clear(id) as i64));
+    }
+    let (kind, rest) = parse_kind(args)?;
+    let is_kill = kind.is_none();
+    let mut f = Fault::new(kind.unwrap_or(FaultKind::DropMessages));
+    let mut i = 0;
+    while i < rest.len() {
+        let Some(v) = rest.get(i + 1) else { return Err(CmdError::Syntax) };
+        let o = &rest[i];
+        if eq(o, "command") {
+            f.scope.command = Some(Bytes::from(v.to_ascii_lowercase()));
+        } else if eq(o, "key") {
+            f.scope.key = Some(v.clone());
+        } else if eq(o, "client") {
+            f.scope.client_name = Some(v.clone());
+        } else if eq(o, "id") {
+            f.scope.client_id = Some(uint(v)?);
+        } else if eq(o, "channel") {
+            f.scope.channel = Some(v.clone());
+        } else if eq(o, "times") {
+            f.times = Some(uint(v)?);
+        } else {
+            return Err(CmdError::Syntax);
+        }
+        i += 2;
+    }
+    match is_kill {
+        // KILL acts now and stays nowhere.
+        true => {
+            if !f.scope.clients_only() || f.times.is_some() {
+                return Err(CmdError::custom("ERR FAULT KILL takes only CLIENT and ID"));
+            }
+            Ok(Reply::Int(kill_clients(ctx.core, &f.scope, ctx.client.id) as i64))
+        }
+        false => {
+            let message_fault = matches!(f.kind, FaultKind::DropMessages | FaultKind::DelayMessages { .. });
+            let s = &f.scope;
+            let command_scope =
+                s.command.is_some() || s.key.is_some() || s.client_name.is_some() || s.client_id.is_some();
+            if message_fault && command_scope {
+                return Err(CmdError::custom("ERR DROPMSG and DELAYMSG take CHANNEL, not COMMAND, KEY, CLIENT or ID"));
+            }
+            if !message_fault && s.channel.is_some() {
+                return Err(CmdError::custom("ERR CHANNEL goes with DROPMSG and DELAYMSG only"));
+            }
+            Ok(Reply::Int(add_fault(ctx.core, &ctx.shared.faults, f, ctx.client.id) as i64))
+        }
+    }
+}
+
+/// The fault kind at the head of `args` (None: `KILL`) and the options after it.
+fn parse_kind(args: &[Bytes]) -> Result<(Option<FaultKind>, &[Bytes]), CmdError> {
+    let op = &args[0];
+    let need = |k: usize| if args.len() > k { Ok(()) } else { Err(CmdError::Syntax) };
+    let kind = if eq(op, "error") {
+        need(1)?;
+        let text: Vec<u8> = args[1].iter().map(|&c| if c == b'\r' || c == b'\n' { b' ' } else { c }).collect();
+        if text.is_empty() {
+            return Err(CmdError::custom("ERR the error message must not be empty"));
+        }
+        return Ok((Some(FaultKind::Error(Bytes::from(text))), &args[2..]));
+    } else if eq(op, "latency") {
+        need(1)?;
+        let ms = uint(&args[1])?;
+        if args.len() > 3 && eq(&args[2], "jitter") {
+            return Ok((Some(FaultKind::Latency { ms, jitter_ms: uint(&args[3])? }), &args[4..]));
+        }
+        return Ok((Some(FaultKind::Latency { ms, jitter_ms: 0 }), &args[2..]));
+    } else if eq(op, "close") {
+        if args.len() > 1 && (eq(&args[1], "before") || eq(&args[1], "after")) {
+            return Ok((Some(FaultKind::Close { after: eq(&args[1], "after") }), &args[2..]));
+        }
+        FaultKind::Close { after: false }
+    } else if eq(op, "freeze") {
+        need(1)?;
+        return Ok((Some(FaultKind::Freeze { ms: uint(&args[1])? }), &args[2..]));
+    } else if eq(op, "slowwrite") {
+        need(2)?;
+        let chunk = usize::try_from(uint(&args[1])?.max(1)).unwrap_or(usize::MAX);
+        return Ok((Some(FaultKind::SlowWrite { chunk, delay_ms: uint(&args[2])? }), &args[3..]));
+    } else if eq(op, "cutwrite") {
+        need(1)?;
+        let bytes = usize::try_from(uint(&args[1])?).unwrap_or(usize::MAX);
+        return Ok((Some(FaultKind::CutWrite { bytes }), &args[2..]));
+    } else if eq(op, "dropmsg") {
+        FaultKind::DropMessages
+    } else if eq(op, "delaymsg") {
+        need(1)?;
+        return Ok((Some(FaultKind::DelayMessages { ms: uint(&args[1])? }), &args[2..]));
+    } else if eq(op, "kill") {
+        return Ok((None, &args[1..]));
+    } else {
+        return Err(CmdError::custom(format!("ERR unknown fault '{}'. Try RLOCKD HELP.", String::from_utf8_lossy(op))));
+    };
+    Ok((Some(kind), &args[1..]))
+}
+
+/// Sets `f` (for `RLOCKD FAULT` and [`crate::Server::add_fault`]). A freeze
+/// stops the matching connections open now at once (except `caller`'s, so
+/// the test that sets it gets its answer); later ones freeze on their first
+/// matching command.
+pub(crate) fn add_fault(core: &Core, faults: &Faults, f: Fault, caller: u64) -> u64 {
+    if matches!(f.kind, FaultKind::Freeze { .. }) && f.scope.clients_only() {
+        let ids = core
+            .clients
+            .values()
+            .filter(|r| r.shared.id != caller && f.scope.client_matches(r.shared.id, &r.name))
+            .map(|r| r.shared.id)
+            .collect();
+        return faults.add_freezing(f, ids);
+    }
+    faults.add(f)
+}
+
+/// Closes the connections matching `scope` (not `caller`'s); returns how many.
+pub(crate) fn kill_clients(core: &Core, scope: &crate::faults::Scope, caller: u64) -> usize {
+    let mut n = 0;
+    for r in core.clients.values() {
+        if r.shared.id != caller && scope.client_matches(r.shared.id, &r.name) {
+            r.shared.kill();
+            n += 1;
+        }
+    }
+    n
+}
+
+fn fault_reply(info: &FaultInfo) -> Reply {
+    let f = &info.fault;
+    let params = match &f.kind {
+        FaultKind::Error(t) => Reply::Bulk(t.clone()),
+        FaultKind::Latency { ms, jitter_ms } => Reply::bulk_str(&format!("{ms} ms, jitter {jitter_ms} ms")),
+        FaultKind::Close { after } => Reply::bulk_str(if *after { "after" } else { "before" }),
+        FaultKind::Freeze { ms } | FaultKind::DelayMessages { ms } => Reply::bulk_str(&format!("{ms} ms")),
+        FaultKind::SlowWrite { chunk, delay_ms } => Reply::bulk_str(&format!("{chunk} bytes every {delay_ms} ms")),
+        FaultKind::CutWrite { bytes } => Reply::bulk_str(&format!("{bytes} bytes")),
+        FaultKind::DropMessages => Reply::bulk_str(""),
+    };
+    let opt = |b: &Option<Bytes>| b.clone().map_or(Reply::Nil, Reply::Bulk);
+    Reply::Map(vec![
+        (Reply::bulk_str("id"), Reply::Int(info.id as i64)),
+        (Reply::bulk_str("kind"), Reply::bulk_str(f.kind.name())),
+        (Reply::bulk_str("params"), params),
+        (Reply::bulk_str("command"), opt(&f.scope.command)),
+        (Reply::bulk_str("key"), opt(&f.scope.key)),
+        (Reply::bulk_str("client"), opt(&f.scope.client_name)),
+        (Reply::bulk_str("client_id"), f.scope.client_id.map_or(Reply::Nil, |i| Reply::Int(i as i64))),
+        (Reply::bulk_str("channel"), opt(&f.scope.channel)),
+        (Reply::bulk_str("times_left"), f.times.map_or(Reply::Nil, |t| Reply::Int(t as i64))),
+        (Reply::bulk_str("hits"), Reply::Int(info.hits as i64)),
+    ])
 }
 
 /// `RLOCKD CLOCK …`; `None` for an unknown form.

@@ -105,6 +105,7 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) -> bool {
             l!("config_file:");
             l!("io_threads_active:0");
             l!("rlockd_version:{}", env!("CARGO_PKG_VERSION"));
+            l!("rlockd_test_control:{}", core.config.get_str("test-control"));
         }
         "clients" => {
             let blocked = core.clients.values().filter(|r| r.shared.blocked.load(Ordering::Relaxed)).count();

@@ -478,6 +478,20 @@ fn reject(ctx: &mut Ctx<'_>, cmd: Option<&Command>, err: CmdError) -> Reply {
     reply
 }
 
+/// Runs `f` on one client command as the injected faults see it (the key
+/// list is only built if a fault asks for it).
+pub(crate) fn with_probe<R>(
+    core: &Core,
+    client_id: u64,
+    cmd: &Command,
+    argv: &[Bytes],
+    f: impl FnOnce(&crate::faults::Probe<'_>) -> R,
+) -> R {
+    let name = core.clients.get(&client_id).map(|r| r.name.clone()).unwrap_or_default();
+    let keys = || command::command_keys(cmd, argv);
+    f(&crate::faults::Probe { command: &cmd.fullname, keys: &keys, client_id, client_name: &name })
+}
+
 /// Runs one command line from a client, with every check Redis makes before
 /// calling a command (see the module docs for the order).
 pub fn process(ctx: &mut Ctx<'_>, argv: Vec<Bytes>) -> Reply {
@@ -507,6 +521,12 @@ pub fn process(ctx: &mut Ctx<'_>, argv: Vec<Bytes>) -> Reply {
     }
     if ctx.client.multi.is_some() && cmd.has(flags::NO_MULTI) {
         return reject(ctx, Some(cmd), CmdError::custom("ERR Command not allowed inside a transaction"));
+    }
+    if ctx.shared.faults.active() {
+        let faults = &ctx.shared.faults;
+        if let Some(text) = with_probe(ctx.core, ctx.client.id, cmd, &argv, |p| faults.injected_error(p)) {
+            return reject(ctx, Some(cmd), CmdError::custom(String::from_utf8_lossy(&text).into_owned()));
+        }
     }
     if let Some(err) = limits::check(ctx, cmd, &argv) {
         return reject(ctx, Some(cmd), err);

@@ -46,6 +46,38 @@ pub struct LockEvent {
     pub command: String,
 }
 
+impl LockEvent {
+    /// The event as one line of JSON, as published on
+    /// [`LOCK_EVENTS_CHANNEL`] (binary bytes of keys and holders are shown as
+    /// UTF-8 with replacement characters).
+    pub fn to_json(&self) -> String {
+        fn string(out: &mut String, b: &[u8]) {
+            out.push('"');
+            for ch in String::from_utf8_lossy(b).chars() {
+                match ch {
+                    '"' => out.push_str("\\\""),
+                    '\\' => out.push_str("\\\\"),
+                    c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+                    c => out.push(c),
+                }
+            }
+            out.push('"');
+        }
+        let mut out = format!("{{\"id\":{},\"time_ms\":{},\"db\":{},\"key\":", self.id, self.time_ms, self.db);
+        string(&mut out, &self.key);
+        out.push_str(&format!(",\"kind\":\"{}\",\"event\":\"{}\",\"holder\":", self.kind, self.event));
+        string(&mut out, &self.holder);
+        out.push_str(&format!(",\"count\":{},\"client\":{},\"command\":", self.count, self.client));
+        string(&mut out, self.command.as_bytes());
+        out.push('}');
+        out
+    }
+}
+
+/// The channel every lock event is published on, as JSON, while someone
+/// listens.
+pub const LOCK_EVENTS_CHANNEL: &str = "__rlockd__:lockevents";
+
 /// Who ran the command being observed (kept cheap: it is set for every
 /// top-level command while the history records).
 #[derive(Debug, Clone, Default)]
@@ -279,6 +311,11 @@ impl LockHistory {
         self.events.iter().filter(|e| e.id > since && key.is_none_or(|k| &e.key[..] == k)).cloned().collect()
     }
 
+    /// The id of the newest event (0: none yet).
+    pub fn last_id(&self) -> u64 {
+        self.next_id
+    }
+
     /// Every violation seen so far.
     pub fn violations(&self) -> &[String] {
         &self.violations
@@ -295,6 +332,26 @@ impl LockHistory {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn events_as_json() {
+        let e = LockEvent {
+            id: 3,
+            time_ms: 1000,
+            db: 0,
+            key: Bytes::from_static(b"my\"lock"),
+            kind: "reentrant",
+            event: "acquired",
+            holder: Bytes::from_static(b"uuid:1"),
+            count: 1,
+            client: 7,
+            command: "evalsha abc".into(),
+        };
+        assert_eq!(
+            e.to_json(),
+            r#"{"id":3,"time_ms":1000,"db":0,"key":"my\"lock","kind":"reentrant","event":"acquired","holder":"uuid:1","count":1,"client":7,"command":"evalsha abc"}"#
+        );
+    }
 
     #[test]
     fn auxiliary_keys_map_to_their_lock() {

@@ -25,6 +25,7 @@ use indexmap::{IndexMap, IndexSet};
 use crate::client::ClientShared;
 use crate::config::BufferLimit;
 use crate::db::{notify, KeyEvent, Signals};
+use crate::faults::{Faults, MessageFate};
 use crate::glob;
 use crate::protocol::{Reply, Resp};
 
@@ -57,6 +58,8 @@ pub struct PubSub {
     pub published: u64,
     /// Deliveries deferred until the running top-level command completes.
     pending: Vec<Deferred>,
+    /// The server's injected faults (messages dropped or delayed).
+    pub faults: Arc<Faults>,
 }
 
 /// One message whose delivery waits for the end of the running `EXEC` or
@@ -172,6 +175,8 @@ impl PubSub {
     /// number of receivers. With `defer`, the messages are queued until
     /// [`PubSub::flush`] (the receivers are resolved now).
     pub fn publish(&mut self, channel: &[u8], message: &[u8], limit: BufferLimit, now_ms: u64, defer: bool) -> usize {
+        let fate = self.faults.message_fate(channel);
+        let defer = defer || fate != MessageFate::Deliver;
         let mut n = 0;
         let mut deferred = Vec::new();
         if let Some(subs) = self.channels.get(channel) {
@@ -185,22 +190,55 @@ impl PubSub {
             let parts: [&[u8]; 4] = [b"pmessage", pat, channel, message];
             n += route(subs, &parts, limit, now_ms, defer.then_some(&mut deferred));
         }
-        self.pending.append(&mut deferred);
+        self.dispose(deferred, fate, limit, now_ms);
         self.published += 1;
         n
     }
 
     /// Publishes to shard-channel subscribers (`SPUBLISH`).
     pub fn spublish(&mut self, channel: &[u8], message: &[u8], limit: BufferLimit, now_ms: u64, defer: bool) -> usize {
+        let fate = self.faults.message_fate(channel);
+        let defer = defer || fate != MessageFate::Deliver;
         let mut n = 0;
         let mut deferred = Vec::new();
         if let Some(subs) = self.shard.get(channel) {
             let parts: [&[u8]; 3] = [b"smessage", channel, message];
             n += route(subs, &parts, limit, now_ms, defer.then_some(&mut deferred));
         }
-        self.pending.append(&mut deferred);
+        self.dispose(deferred, fate, limit, now_ms);
         self.published += 1;
         n
+    }
+
+    /// Deferred deliveries of one publish: kept for the end of the command,
+    /// or (under an injected message fault) lost or handed over late.
+    fn dispose(&mut self, mut deferred: Vec<Deferred>, fate: MessageFate, limit: BufferLimit, now_ms: u64) {
+        match fate {
+            MessageFate::Deliver => self.pending.append(&mut deferred),
+            MessageFate::Drop => {}
+            MessageFate::Delay(d) => {
+                let late = move || {
+                    for msg in deferred {
+                        let parts: Vec<&[u8]> = msg.parts.iter().map(|p| &p[..]).collect();
+                        let mut enc = Encoded::new(&parts);
+                        for c in &msg.to {
+                            deliver(c, enc.get(c.resp()), limit, now_ms);
+                        }
+                    }
+                };
+                match tokio::runtime::Handle::try_current() {
+                    Ok(rt) => {
+                        rt.spawn(async move {
+                            tokio::time::sleep(d).await;
+                            late();
+                        });
+                    }
+                    // Outside the server's runtime (an in-process call):
+                    // nothing can wait, deliver now.
+                    Err(_) => late(),
+                }
+            }
+        }
     }
 
     /// Publishes a keyspace notification.
@@ -217,6 +255,11 @@ impl PubSub {
             let ch = format!("__keyevent@{}__:{}", ev.db, ev.event);
             self.publish(ch.as_bytes(), &ev.key, limit, now_ms, defer);
         }
+    }
+
+    /// True if a `PUBLISH` on `channel` would reach anyone.
+    pub fn has_listeners(&self, channel: &[u8]) -> bool {
+        self.channels.contains_key(channel) || self.patterns.keys().any(|p| glob::matches(p, channel, false))
     }
 
     /// True if deliveries are waiting for [`PubSub::flush`].

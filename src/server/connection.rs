@@ -19,6 +19,7 @@ use tokio::sync::{mpsc, MutexGuard};
 use crate::client::{ClientShared, ClientState, Outbound, ReplyMode};
 use crate::cmd::{self, flags, Ctx, Lookup};
 use crate::core::{BusyOutcome, BusyRequest, Core, LockError, Shared};
+use crate::faults::ConnFaults;
 use crate::protocol::{Reply, RequestParser};
 
 const READ_CHUNK: usize = 16 * 1024;
@@ -38,6 +39,19 @@ struct Conn {
     pushed_unflushed: usize,
     /// The client is in `Core::clients`.
     registered: bool,
+    /// Injected latency: the next flush waits this long first.
+    delay: Option<Duration>,
+    /// Injected write fault for the next flush.
+    write_fault: Option<WriteFault>,
+}
+
+/// How an injected fault writes the output.
+#[derive(Debug, Clone, Copy)]
+enum WriteFault {
+    /// In pieces of this many bytes, this far apart.
+    Slow(usize, Duration),
+    /// Up to this offset of the output, then the connection closes.
+    Cut(usize),
 }
 
 /// Serves one connection until it closes, is killed, or the server stops.
@@ -57,6 +71,8 @@ pub async fn handle(shared: Arc<Shared>, socket: TcpStream, peer: SocketAddr) {
         rx,
         pushed_unflushed: 0,
         registered: false,
+        delay: None,
+        write_fault: None,
     };
     // Register now; while a script is busy, the first command that gets the
     // lock registers instead (a new connection must still get BUSY / be able
@@ -127,6 +143,14 @@ impl Conn {
             if cs.killed.load(Ordering::Acquire) || *shutdown.borrow() {
                 return;
             }
+            if self.shared.faults.active() {
+                if let Some(until) = self.shared.faults.frozen_until(cs.id) {
+                    if !self.wait_frozen(until).await {
+                        return;
+                    }
+                    continue;
+                }
+            }
             self.rbuf.reserve(READ_CHUNK);
             tokio::select! {
                 biased;
@@ -179,8 +203,29 @@ impl Conn {
     }
 
     async fn flush(&mut self) -> std::io::Result<()> {
+        if let Some(d) = self.delay.take() {
+            tokio::time::sleep(d).await;
+        }
         if !self.out.is_empty() {
-            self.socket.write_all(&self.out).await?;
+            match self.write_fault.take() {
+                None => self.socket.write_all(&self.out).await?,
+                Some(WriteFault::Slow(chunk, gap)) => {
+                    for (i, piece) in self.out.chunks(chunk).enumerate() {
+                        if i > 0 {
+                            tokio::time::sleep(gap).await;
+                        }
+                        self.socket.write_all(piece).await?;
+                    }
+                }
+                Some(WriteFault::Cut(at)) => {
+                    let at = at.min(self.out.len());
+                    let written = self.socket.write_all(&self.out[..at]).await;
+                    self.out.clear();
+                    self.client.close = true;
+                    written?;
+                    return Err(std::io::Error::other("reply cut by an injected fault"));
+                }
+            }
             self.shared.net.output_bytes.fetch_add(self.out.len() as u64, Ordering::Relaxed);
             self.shared.net.writes.fetch_add(1, Ordering::Relaxed);
             self.out.clear();
@@ -264,6 +309,34 @@ impl Conn {
                     }
                 }
             }
+            let cf = match guard.as_deref() {
+                Some(core) if shared.faults.active() => command_faults(&shared, core, self.client.id, &argv),
+                _ => ConnFaults::default(),
+            };
+            if !cf.is_none() {
+                if let Some(until) = cf.frozen_until {
+                    guard = None;
+                    self.flush().await?;
+                    if !self.wait_frozen(until).await {
+                        self.client.close = true;
+                        break;
+                    }
+                    guard = Some(shared.core.lock().await);
+                }
+                if cf.close_before {
+                    self.client.close = true;
+                    break;
+                }
+                if let Some(d) = cf.delay {
+                    self.delay = Some(self.delay.map_or(d, |o| o.max(d)));
+                }
+                if let Some((chunk, gap)) = cf.slow_write {
+                    self.write_fault = Some(WriteFault::Slow(chunk, gap));
+                }
+                if let Some(n) = cf.cut_write {
+                    self.write_fault = Some(WriteFault::Cut(self.out.len().saturating_add(n)));
+                }
+            }
             let core = guard.as_mut().expect("lock held");
             let skipping = self.client.reply_mode == ReplyMode::Skip;
             if skipping {
@@ -280,6 +353,11 @@ impl Conn {
                 break;
             }
             self.parser.unauthenticated = !self.client.authenticated;
+            if cf.close_after {
+                // Ran, but the client never hears.
+                self.client.close = true;
+                break;
+            }
             // What this command queued for this very client (its own pub/sub
             // messages, extra subscribe confirmations) precedes its reply, as
             // in Redis: nothing else can queue to us while we hold the lock.
@@ -450,6 +528,18 @@ impl Conn {
         }
     }
 
+    /// Waits out an injected freeze; false if the client was killed or the
+    /// server stops meanwhile.
+    async fn wait_frozen(&mut self, until: std::time::Instant) -> bool {
+        let cs = self.client.shared.clone();
+        let mut shutdown = self.shared.shutdown.subscribe();
+        tokio::select! {
+            _ = tokio::time::sleep_until(until.into()) => true,
+            _ = cs.kill.notified() => false,
+            _ = crate::core::shutdown_requested(&mut shutdown) => false,
+        }
+    }
+
     /// Waits out `CLIENT PAUSE` if it applies to this command.
     async fn wait_pause(&mut self, argv: &[Bytes]) -> std::io::Result<()> {
         let shared = self.shared.clone();
@@ -550,6 +640,18 @@ impl Conn {
                 Some(Reply::error("ERR internal error while the server was busy"))
             }
         }
+    }
+}
+
+/// The connection-level faults for one command (`RLOCKD` itself is never
+/// faulted, so a test can always clear what it set).
+fn command_faults(shared: &Shared, core: &Core, client_id: u64, argv: &[Bytes]) -> ConnFaults {
+    if argv[0].eq_ignore_ascii_case(b"rlockd") {
+        return ConnFaults::default();
+    }
+    match cmd::table().lookup(argv) {
+        Lookup::Found(c) => cmd::with_probe(core, client_id, c, argv, |p| shared.faults.on_command(p)),
+        _ => ConnFaults::default(),
     }
 }
 

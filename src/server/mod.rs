@@ -173,6 +173,43 @@ impl Server {
         self.with_core(|core| crate::cmd::control::restore(core, name.as_bytes()))
     }
 
+    /// Injects a fault (as `RLOCKD FAULT`); returns its id. A freeze scoped
+    /// to clients only stops the matching connections open now at once.
+    ///
+    /// ```no_run
+    /// use rlockd::{Fault, FaultKind};
+    /// let srv = rlockd::Server::start().unwrap();
+    /// // The next two EVALSHA on lock keys answer LOADING instead of running.
+    /// let id = srv.add_fault(
+    ///     Fault::new(FaultKind::Error("LOADING Redis is loading the dataset in memory".into()))
+    ///         .command("evalsha")
+    ///         .key("lock:*")
+    ///         .times(2),
+    /// );
+    /// srv.clear_faults(Some(id));
+    /// ```
+    pub fn add_fault(&self, fault: crate::Fault) -> u64 {
+        let faults = self.shared.faults.clone();
+        self.with_core(move |core| crate::cmd::control::add_fault(core, &faults, fault, 0))
+    }
+
+    /// Removes fault `id`, or every fault (as `RLOCKD FAULT CLEAR`); returns
+    /// how many were removed.
+    pub fn clear_faults(&self, id: Option<u64>) -> usize {
+        self.shared.faults.clear(id)
+    }
+
+    /// The faults set now, with how often each applied (as `RLOCKD FAULT LIST`).
+    pub fn faults(&self) -> Vec<crate::FaultInfo> {
+        self.shared.faults.list()
+    }
+
+    /// Closes the connections matching `scope` (client name pattern and/or
+    /// id) now, as `RLOCKD FAULT KILL`; returns how many.
+    pub fn kill_clients(&self, scope: &crate::FaultScope) -> usize {
+        self.with_core(|core| crate::cmd::control::kill_clients(core, scope, 0))
+    }
+
     /// True once shutdown was requested (by `SHUTDOWN`, a signal or `stop`).
     pub fn is_shutting_down(&self) -> bool {
         *self.shared.shutdown.borrow()

@@ -153,8 +153,14 @@ fn test_control_can_be_switched_off() {
         c.cmd(&["RLOCKD", "CLOCK", "GET"]),
         Value::Error(b"ERR unknown command 'RLOCKD', with args beginning with: 'CLOCK' 'GET' ".to_vec())
     );
+    let info = |c: &mut RawConn| match c.cmd(&["INFO", "server"]) {
+        Value::Bulk(Some(b)) => String::from_utf8(b).unwrap(),
+        other => panic!("INFO: {other:?}"),
+    };
+    assert!(info(&mut c).contains("\r\nrlockd_test_control:no\r\n"));
     let on = server();
     let mut c = RawConn::connect(on.port());
+    assert!(info(&mut c).contains("\r\nrlockd_test_control:yes\r\n"));
     assert!(matches!(c.cmd(&["RLOCKD", "HELP"]), Value::Agg(_, Some(l)) if l.len() > 10));
     assert!(matches!(c.cmd(&["RLOCKD", "NOPE"]), Value::Error(e) if e.starts_with(b"ERR unknown subcommand")));
 }
@@ -328,4 +334,33 @@ fn check_catches_a_semaphore_below_zero_and_a_fair_lock_out_of_order() {
     assert_eq!(v.len(), 2, "{v:?}");
     assert!(v.iter().any(|s| s.contains("permits: counter below zero")));
     assert!(v.iter().any(|s| s.contains("fair lock served u3:3 before u2:2")));
+}
+
+#[test]
+fn lock_events_are_published_live_as_json() {
+    let srv = server();
+    let mut sub = RawConn::connect(srv.port());
+    sub.send(&[b"SUBSCRIBE".to_vec(), b"__rlockd__:lockevents".to_vec()]);
+    assert!(sub.read().is_some());
+    let mut c = RawConn::connect(srv.port());
+    assert_eq!(c.cmd(&["EVAL", REENTRANT_LOCK, "1", "liveLock", "30000", "uuid-9:1"]), Value::Bulk(None));
+    let msg = sub.read().expect("a lock event");
+    let parts = msg.bulks();
+    assert_eq!(parts[0], b"message".to_vec());
+    assert_eq!(parts[1], b"__rlockd__:lockevents".to_vec());
+    let json = String::from_utf8(parts[2].clone()).unwrap();
+    assert!(json.starts_with("{\"id\":"), "{json}");
+    for needle in [
+        "\"key\":\"liveLock\"",
+        "\"kind\":\"reentrant\"",
+        "\"event\":\"acquired\"",
+        "\"holder\":\"uuid-9:1\"",
+        "\"command\":\"eval\"",
+    ] {
+        assert!(json.contains(needle), "{needle} in {json}");
+    }
+    // Moving the clock past the lease publishes its expiry.
+    assert!(matches!(c.cmd(&["RLOCKD", "CLOCK", "ADVANCE", "31000"]), Value::Int(_)));
+    let json = String::from_utf8(sub.read().expect("expiry event").bulks()[2].clone()).unwrap();
+    assert!(json.contains("\"event\":\"expired\""), "{json}");
 }

@@ -14,7 +14,7 @@ const LAYERS: &[&[&str]] = &[
     &["error"],
     &["db"],
     &["client", "config"],
-    &["blocking", "tx", "pubsub", "monitor"],
+    &["blocking", "tx", "pubsub", "monitor", "faults"],
     &["script"],
     &["core"],
     &["cmd"],

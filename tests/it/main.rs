@@ -12,6 +12,7 @@ mod control;
 mod diff;
 mod diff_random;
 mod examples;
+mod faults;
 mod front_ends;
 mod fuzz_regressions;
 mod hash;
