@@ -364,3 +364,48 @@ fn lock_events_are_published_live_as_json() {
     let json = String::from_utf8(sub.read().expect("expiry event").bulks()[2].clone()).unwrap();
     assert!(json.contains("\"event\":\"expired\""), "{json}");
 }
+
+/// Redlock over five nodes with the Jepsen-style nemeses test control
+/// offers: one node frozen (a pause or partition: the client's request times
+/// out there) and clocks jumped forward on others. With one node frozen and
+/// one skewed, a second client cannot reach a majority; once three clocks
+/// jumped past the lease it can, and two clients hold "the" lock — the
+/// clock-dependence of Redlock's safety argument, shown in milliseconds.
+#[test]
+fn redlock_over_five_nodes_with_one_frozen_and_clocks_skewed() {
+    let nodes = rlockd::Server::start_many(5, rlockd::Config::default()).expect("start");
+    let mut ctl: Vec<RawConn> = nodes.iter().map(|n| RawConn::connect(n.port())).collect();
+    assert!(matches!(ctl[0].cmd(&["RLOCKD", "FAULT", "FREEZE", "3000"]), Value::Int(_)));
+    // One acquisition attempt: SET NX PX on every node, 300 ms per node.
+    let acquire = |token: &str| -> usize {
+        let mut won = 0;
+        for n in &nodes {
+            let mut c = RawConn::connect(n.port());
+            c.set_read_timeout(std::time::Duration::from_millis(300));
+            c.send(&[
+                b"SET".to_vec(),
+                b"res".to_vec(),
+                token.as_bytes().to_vec(),
+                b"NX".to_vec(),
+                b"PX".to_vec(),
+                b"10000".to_vec(),
+            ]);
+            if c.read() == Some(ok()) {
+                won += 1;
+            }
+        }
+        won
+    };
+    assert_eq!(acquire("client-a"), 4, "every node but the frozen one");
+    // Node 1's clock jumps past the lease: its copy of A's lock expires.
+    assert!(matches!(ctl[1].cmd(&["RLOCKD", "CLOCK", "SKEW", "10001"]), Value::Int(_)));
+    assert_eq!(acquire("client-b"), 1, "B gets node 1 only: no majority, the lock is safe");
+    for i in [2, 3] {
+        assert!(matches!(ctl[i].cmd(&["RLOCKD", "CLOCK", "SKEW", "10001"]), Value::Int(_)));
+    }
+    // B already holds node 1; nodes 2 and 3 now expired A's copies.
+    assert_eq!(acquire("client-b"), 2);
+    let holders: Vec<Value> = ctl[1..].iter_mut().map(|c| c.cmd(&["GET", "res"])).collect();
+    assert_eq!(holders, vec![bulk("client-b"), bulk("client-b"), bulk("client-b"), bulk("client-a")]);
+    // B has 3 of 5 while A still believes it holds its 4 of 5: unsafe.
+}
