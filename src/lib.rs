@@ -67,5 +67,6 @@ pub use db::locks::{Holder, LockView, Waiter};
 pub use error::Error;
 pub use faults::{Fault, FaultInfo, FaultKind, Scope as FaultScope};
 pub use script::locks;
+pub use script::ScriptProfile;
 pub use server::Server;
 pub use version::{set_allocator_name, REDIS_VERSION};

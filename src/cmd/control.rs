@@ -54,6 +54,9 @@ const HELP: &[&str] = &[
     "    CUTWRITE <bytes>          write only that much of the reply, then close",
     "    DROPMSG                   lose messages published on matching channels",
     "    DELAYMSG <ms>             deliver them that much later",
+    "SCRIPTS [<sha>]",
+    "    Each cached script's cost in machine-independent figures: Lua instructions, commands by",
+    "    name, keys read and written (totals and per call), beside its calls, errors and time.",
     "FAULT KILL [CLIENT <name-pattern>] [ID <client-id>]",
     "    Close matching connections now (not this one); returns how many.",
     "FAULT LIST",
@@ -150,6 +153,17 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> CmdResult {
         } else {
             Err(CmdError::custom(format!("ERR no snapshot named '{}'", String::from_utf8_lossy(&argv[2]))))
         };
+    }
+    if eq(sub, "scripts") && n <= 3 {
+        let want = argv.get(2).map(|s| s.to_ascii_lowercase());
+        let profiles = ctx.core.scripting.as_ref().map(|s| s.script_profiles()).unwrap_or_default();
+        return Ok(Reply::Array(
+            profiles
+                .iter()
+                .filter(|(sha, _, _)| want.as_ref().is_none_or(|w| w == sha.as_bytes()))
+                .map(|(sha, st, p)| script_reply(sha, st, p))
+                .collect(),
+        ));
     }
     if eq(sub, "fault") && n >= 3 {
         return fault(ctx, &argv[2..]);
@@ -298,6 +312,24 @@ pub(crate) fn kill_clients(core: &Core, scope: &crate::faults::Scope, caller: u6
         }
     }
     n
+}
+
+fn script_reply(sha: &str, st: &crate::script::ScriptStats, p: &crate::script::ScriptProfile) -> Reply {
+    let per_call = |v: u64| Reply::Double(if st.calls == 0 { 0.0 } else { v as f64 / st.calls as f64 });
+    let commands = p.commands.iter().map(|(name, n)| (Reply::bulk_str(name), Reply::Int(*n as i64))).collect();
+    Reply::Map(vec![
+        (Reply::bulk_str("sha"), Reply::bulk_str(sha)),
+        (Reply::bulk_str("calls"), Reply::Int(st.calls as i64)),
+        (Reply::bulk_str("errors"), Reply::Int(st.errors as i64)),
+        (Reply::bulk_str("instructions"), Reply::Int(p.instructions as i64)),
+        (Reply::bulk_str("instructions_per_call"), per_call(p.instructions)),
+        (Reply::bulk_str("redis_calls"), Reply::Int(st.redis_calls as i64)),
+        (Reply::bulk_str("redis_calls_per_call"), per_call(st.redis_calls)),
+        (Reply::bulk_str("commands"), Reply::Map(commands)),
+        (Reply::bulk_str("keys_read"), Reply::Int(p.keys_read as i64)),
+        (Reply::bulk_str("keys_written"), Reply::Int(p.keys_written as i64)),
+        (Reply::bulk_str("usec"), Reply::Int((st.nanos / 1000) as i64)),
+    ])
 }
 
 fn fault_reply(info: &FaultInfo) -> Reply {

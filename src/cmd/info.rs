@@ -357,14 +357,16 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) -> bool {
             // rlockd's own section: where each cached script's time goes.
             l!("# Scriptstats");
             if let Some(scripting) = core.scripting.as_ref() {
+                let profiles = scripting.script_profiles();
                 for (sha, st) in scripting.script_stats() {
                     if st.calls == 0 {
                         continue;
                     }
+                    let p = profiles.iter().find(|(s, _, _)| *s == sha).map(|(_, _, p)| p.clone()).unwrap_or_default();
                     let usec = st.nanos as f64 / 1000.0;
                     let redis_usec = st.redis_nanos as f64 / 1000.0;
                     l!(
-                        "script_{sha}:calls={},errors={},usec={:.0},usec_per_call={:.2},redis_calls={},redis_calls_per_call={:.2},redis_usec={:.0},lua_usec={:.0}",
+                        "script_{sha}:calls={},errors={},usec={:.0},usec_per_call={:.2},redis_calls={},redis_calls_per_call={:.2},redis_usec={:.0},lua_usec={:.0},instructions_per_call={:.1},keys_read_per_call={:.2},keys_written_per_call={:.2}",
                         st.calls,
                         st.errors,
                         usec,
@@ -372,7 +374,10 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) -> bool {
                         st.redis_calls,
                         st.redis_calls as f64 / st.calls as f64,
                         redis_usec,
-                        (usec - redis_usec).max(0.0)
+                        (usec - redis_usec).max(0.0),
+                        p.instructions as f64 / st.calls as f64,
+                        p.keys_read as f64 / st.calls as f64,
+                        p.keys_written as f64 / st.calls as f64
                     );
                 }
             }

@@ -14,7 +14,7 @@ use crate::client::{Caller, ClientState};
 use crate::core::{BusyOutcome, BusyRequest, Core, Shared};
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::{Reply, Resp};
-use crate::script::host::{Interrupt, RunInfo, ScriptErr, ScriptHost};
+use crate::script::host::{CallInfo, Interrupt, RunInfo, ScriptErr, ScriptHost};
 use crate::script::Scripting;
 
 pub static COMMANDS: &[CommandSpec] = &[
@@ -189,7 +189,7 @@ impl ScriptHost for ScriptRun<'_, '_> {
 
     /// Redis's `scriptCall`: lookup, arity, `noscript`, read-only checks,
     /// then the shared dispatch.
-    fn call(&mut self, argv: &[Bytes], resp3: bool) -> Result<Reply, ScriptErr> {
+    fn call(&mut self, argv: &[Bytes], resp3: bool) -> Result<(Reply, CallInfo), ScriptErr> {
         let cmd = match table().lookup(argv) {
             Lookup::Found(c) => c,
             Lookup::Unknown | Lookup::UnknownSub => return Err(self.refuse(None, ScriptErr::UnknownCommand)),
@@ -216,7 +216,8 @@ impl ScriptHost for ScriptRun<'_, '_> {
         }
         self.client.resp = if resp3 { Resp::V3 } else { Resp::V2 };
         let mut ctx = Ctx { core: &mut *self.ctx.core, client: &mut self.client, shared: self.ctx.shared };
-        Ok(super::call(&mut ctx, cmd, argv))
+        let info = CallInfo { command: cmd.spec.name, keys: key_count(cmd, argv.len()), write: cmd.is_write() };
+        Ok((super::call(&mut ctx, cmd, argv), info))
     }
 
     /// The default user may run every command: only unknown ones fail.
@@ -280,6 +281,21 @@ impl ScriptHost for ScriptRun<'_, '_> {
             self.ctx.core.stats.error_already_counted = true;
         }
     }
+}
+
+/// How many keys a command of `argc` arguments names by its first/last/step
+/// positions (cheap: no key-spec walk; movable-key commands count their
+/// fixed positions only).
+fn key_count(cmd: &super::Command, argc: usize) -> u32 {
+    let (first, last, step) = (cmd.spec.first_key as i64, cmd.spec.last_key as i64, cmd.spec.step as i64);
+    if first <= 0 || step <= 0 {
+        return 0;
+    }
+    let last = if last < 0 { argc as i64 + last } else { last.min(argc as i64 - 1) };
+    if last < first {
+        return 0;
+    }
+    ((last - first) / step + 1) as u32
 }
 
 const NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";

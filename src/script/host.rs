@@ -43,6 +43,19 @@ impl ScriptErr {
     }
 }
 
+/// What the host tells the engine about a command it ran for a script:
+/// the parts of a script's deterministic profile only the command table
+/// knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallInfo {
+    /// The command's name (a container's, for a subcommand).
+    pub command: &'static str,
+    /// How many keys it named.
+    pub keys: u32,
+    /// It is a write command (its keys count as written, else as read).
+    pub write: bool,
+}
+
 /// What the engine tells its host when a script starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RunInfo {
@@ -82,8 +95,8 @@ pub trait ScriptHost {
     /// Runs one command of the script (`redis.call`, `redis.pcall`), its
     /// reply shaped for RESP3 when `resp3` (`redis.setresp(3)`). `Err` is a
     /// refusal before the command ran; a command's own error is an
-    /// `Ok(Reply::Error)`.
-    fn call(&mut self, argv: &[Bytes], resp3: bool) -> Result<Reply, ScriptErr>;
+    /// `Ok(Reply::Error)`, beside what the command was.
+    fn call(&mut self, argv: &[Bytes], resp3: bool) -> Result<(Reply, CallInfo), ScriptErr>;
 
     /// `redis.acl_check_cmd`: true if `argv` names a command the script's
     /// user may run.

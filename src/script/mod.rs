@@ -45,6 +45,7 @@ use crate::error::CmdError;
 use crate::protocol::Reply;
 use host::{RunInfo, ScriptHost};
 use lua::State;
+pub use run::ScriptProfile;
 use run::{Rand48, RunCtx, RunGuard};
 use sandbox::{Vm, VmKind};
 
@@ -95,6 +96,7 @@ struct EvalScript {
     fref: c_int,
     flags: ScriptFlags,
     stats: ScriptStats,
+    profile: ScriptProfile,
 }
 
 /// Where one cached script's time goes (`INFO scriptstats`).
@@ -207,7 +209,10 @@ impl Scripting {
                 return Err(CmdError::echo("ERR Error compiling script (new function): ", c_prefix(&msg), ""));
             }
             let fref = ffi::luaL_ref(l, ffi::LUA_REGISTRYINDEX);
-            self.scripts.insert(key, EvalScript { fref, flags, stats: ScriptStats::default() });
+            self.scripts.insert(
+                key,
+                EvalScript { fref, flags, stats: ScriptStats::default(), profile: ScriptProfile::default() },
+            );
         }
         Ok(sha)
     }
@@ -242,8 +247,11 @@ impl Scripting {
         let (keys, argv) = (&args[3..3 + n], &args[3 + n..]);
         let sha = std::str::from_utf8(&key).expect("sha keys are hex");
         let start = std::time::Instant::now();
-        let (reply, calls, call_nanos) = self.run(host, Target::Eval(fref), sha, keys, argv, flags, ro);
+        let profile = self.scripts.get_mut(&key).map(|s| std::mem::take(&mut s.profile)).unwrap_or_default();
+        let (reply, calls, call_nanos, profile) =
+            self.run(host, Target::Eval(fref), sha, keys, argv, flags, ro, profile);
         if let Some(s) = self.scripts.get_mut(&key) {
+            s.profile = profile;
             let st = &mut s.stats;
             st.calls += 1;
             st.errors += u64::from(reply.is_error());
@@ -266,6 +274,7 @@ impl Scripting {
     pub fn reset_stats(&mut self) {
         for s in self.scripts.values_mut() {
             s.stats = ScriptStats::default();
+            s.profile = ScriptProfile::default();
         }
     }
 
@@ -304,7 +313,17 @@ impl Scripting {
         }
         let n = numkeys as usize;
         self.fvm();
-        self.run(host, Target::Function(fref), &name, &args[3..3 + n], &args[3 + n..], flags, ro).0
+        self.run(
+            host,
+            Target::Function(fref),
+            &name,
+            &args[3..3 + n],
+            &args[3 + n..],
+            flags,
+            ro,
+            ScriptProfile::default(),
+        )
+        .0
     }
 
     /// `FUNCTION LOAD`.
@@ -341,8 +360,9 @@ impl Scripting {
     }
 
     /// Runs a compiled script or function (`scriptPrepareForRun`,
-    /// `luaCallFunction`, `scriptResetRun`). Returns the reply, and the
-    /// number and time (ns) of the commands the host ran for it.
+    /// `luaCallFunction`, `scriptResetRun`). Returns the reply, the number
+    /// and time (ns) of the commands the host ran for it, and `profile`
+    /// with this run added.
     #[allow(clippy::too_many_arguments)]
     fn run(
         &mut self,
@@ -353,10 +373,11 @@ impl Scripting {
         argv: &[Bytes],
         flags: ScriptFlags,
         ro: bool,
-    ) -> (Reply, u64, u64) {
+        profile: ScriptProfile,
+    ) -> (Reply, u64, u64, ScriptProfile) {
         let compat = flags.has(ScriptFlags::EVAL_COMPAT);
         if !compat && !flags.has(ScriptFlags::NO_WRITES) && ro {
-            return (Reply::error(RO_WRITE_FLAG), 0, 0);
+            return (Reply::error(RO_WRITE_FLAG), 0, 0, profile);
         }
         let readonly = ro || (!compat && flags.has(ScriptFlags::NO_WRITES));
         let is_eval = matches!(target, Target::Eval(_));
@@ -376,13 +397,16 @@ impl Scripting {
             error_counted: false,
             calls: 0,
             call_nanos: 0,
+            interrupts,
+            hook_fires: 0,
+            profile,
         };
         let reply = {
             // SAFETY: `run` outlives the guard, and nothing touches it but
             // the callbacks (through `run::current`) until the guard drops.
             let _guard = unsafe { RunGuard::install(&mut run) };
             // SAFETY: raw calls on our own VM, which leave its stack as found.
-            unsafe { call_in_vm(vm, &target, funcname, keys, argv, interrupts) }
+            unsafe { call_in_vm(vm, &target, funcname, keys, argv) }
         };
         self.runs += 1;
         if self.runs.is_multiple_of(50) {
@@ -393,7 +417,18 @@ impl Scripting {
         if let Some(p) = run.panic.take() {
             std::panic::resume_unwind(p);
         }
-        (reply, run.calls, run.call_nanos)
+        (reply, run.calls, run.call_nanos, run.profile)
+    }
+
+    /// The deterministic profile of every cached script, by sha (sorted).
+    pub fn script_profiles(&self) -> Vec<(String, ScriptStats, ScriptProfile)> {
+        let mut v: Vec<_> = self
+            .scripts
+            .iter()
+            .map(|(sha, s)| (String::from_utf8_lossy(sha).into_owned(), s.stats, s.profile.clone()))
+            .collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v
     }
 }
 
@@ -417,15 +452,19 @@ unsafe fn push_string_array(l: State, items: &[Bytes]) {
     }
 }
 
+/// Instructions between two firings of the count hook (Redis's period):
+/// BUSY detection and `SCRIPT KILL` are checked there, and it counts the
+/// instructions a script runs.
+const HOOK_PERIOD: c_int = 100_000;
+
+extern "C" {
+    /// Instructions still to go before the count hook fires
+    /// (lua/vm/instructions.c, compiled with the VM).
+    fn rlockd_lua_hook_remaining(l: State) -> c_int;
+}
+
 /// The call itself, on the VM's stack; always leaves the stack as found.
-unsafe fn call_in_vm(
-    vm: &Vm,
-    target: &Target,
-    funcname: &str,
-    keys: &[Bytes],
-    argv: &[Bytes],
-    interrupts: bool,
-) -> Reply {
+unsafe fn call_in_vm(vm: &Vm, target: &Target, funcname: &str, keys: &[Bytes], argv: &[Bytes]) -> Reply {
     let l = vm.l;
     let top = ffi::lua_gettop(l);
     ffi::lua_checkstack(l, 8);
@@ -437,21 +476,24 @@ unsafe fn call_in_vm(
             vm.set_real_global("KEYS");
             push_string_array(l, argv);
             vm.set_real_global("ARGV");
-            if interrupts {
-                ffi::lua_sethook(l, Some(redis_lib::count_hook), ffi::LUA_MASKCOUNT, 100_000);
-            }
+            ffi::lua_sethook(l, Some(redis_lib::count_hook), ffi::LUA_MASKCOUNT, HOOK_PERIOD);
             ffi::lua_pcall(l, 0, 1, -2)
         }
         Target::Function(fref) => {
             ffi::lua_rawgeti(l, ffi::LUA_REGISTRYINDEX, *fref as ffi::lua_Integer);
             push_string_array(l, keys);
             push_string_array(l, argv);
-            if interrupts {
-                ffi::lua_sethook(l, Some(redis_lib::count_hook), ffi::LUA_MASKCOUNT, 100_000);
-            }
+            ffi::lua_sethook(l, Some(redis_lib::count_hook), ffi::LUA_MASKCOUNT, HOOK_PERIOD);
             ffi::lua_pcall(l, 2, 1, -4)
         }
     };
+    // Instructions run: whole periods between firings, then what was used
+    // of the last one (see lua/vm/instructions.c).
+    let remaining = rlockd_lua_hook_remaining(l);
+    if let Some(run) = run::current() {
+        let used_of_last = (HOOK_PERIOD - remaining.clamp(0, HOOK_PERIOD)) as u64;
+        run.profile.instructions += run.hook_fires * HOOK_PERIOD as u64 + used_of_last;
+    }
     ffi::lua_sethook(l, None, 0, 0);
     if ffi::lua_type(l, -1) == ffi::LUA_TTABLE {
         lua::get_field_raw(l, -1, "ignore_error_stats_update");
@@ -581,12 +623,16 @@ mod tests {
             self.began = Some(run);
             self.kill_at.is_some()
         }
-        fn call(&mut self, argv: &[Bytes], resp3: bool) -> Result<Reply, host::ScriptErr> {
+        fn call(&mut self, argv: &[Bytes], resp3: bool) -> Result<(Reply, host::CallInfo), host::ScriptErr> {
             self.calls.push((argv.to_vec(), resp3));
+            // `set` writes its one key, anything else reads its arguments.
+            let write = &argv[0][..] == b"set";
+            let name = if write { "set" } else { "echo" };
+            let info = host::CallInfo { command: name, keys: if write { 1 } else { argv.len() as u32 - 1 }, write };
             match &argv[0][..] {
                 b"nope" => Err(host::ScriptErr::UnknownCommand),
-                b"fail" => Ok(Reply::error("ERR it failed")),
-                _ => Ok(Reply::Array(argv.iter().cloned().map(Reply::Bulk).collect())),
+                b"fail" => Ok((Reply::error("ERR it failed"), info)),
+                _ => Ok((Reply::Array(argv.iter().cloned().map(Reply::Bulk).collect()), info)),
             }
         }
         fn acl_check(&self, argv: &[Bytes]) -> bool {
@@ -630,6 +676,42 @@ mod tests {
         assert_eq!(host.began, Some(RunInfo { is_function: false, readonly: true, allow_oom: false }));
         let stats = eng.script_stats();
         assert_eq!((stats[0].1.calls, stats[0].1.redis_calls), (2, 2));
+    }
+
+    /// The profile counts the same instructions for the same work on every
+    /// run (across hook periods too), and the host's commands and keys.
+    #[test]
+    fn profile_counts_instructions_commands_and_keys() {
+        let mut eng = Scripting::new();
+        let mut host = FakeHost::default();
+        let script = "local x = 0 for i = 1, tonumber(ARGV[1]) do x = x + i end \
+                      redis.call('set', KEYS[1], x) redis.call('echo', 'a', 'b') redis.call('echo', 'c') return x";
+        let sha = sha1_hex(script.as_bytes());
+        let run = |eng: &mut Scripting, host: &mut FakeHost, n: &str| {
+            let cmd = if eng.script_profiles().is_empty() { "EVAL" } else { "EVALSHA" };
+            let body = if cmd == "EVAL" { script.to_string() } else { sha.clone() };
+            eng.eval(host, &args(&[cmd, &body, "1", "k", n]), cmd == "EVALSHA", false);
+            eng.script_profiles()[0].2.clone()
+        };
+        let one = run(&mut eng, &mut host, "10").instructions;
+        let two = run(&mut eng, &mut host, "10").instructions;
+        assert!(one > 20, "{one}");
+        assert_eq!(two, 2 * one, "the same run costs the same");
+        // A loop of a million steps crosses the hook period many times: each
+        // step costs the same few instructions, so the difference between
+        // two loop lengths is exact.
+        let big = run(&mut eng, &mut host, "1000000").instructions - two;
+        let bigger = run(&mut eng, &mut host, "2000000").instructions - two - big;
+        // cost(n) = fixed + step * n, exactly.
+        let step = (big - one) / (1_000_000 - 10);
+        assert_eq!(step * (1_000_000 - 10), big - one, "{one} {big} {bigger}");
+        assert_eq!(bigger - big, step * 1_000_000, "{one} {big} {bigger}");
+        assert!(big > 1_000_000, "{big}");
+        let p = eng.script_profiles()[0].2.clone();
+        assert_eq!(p.commands, vec![("set", 4), ("echo", 8)]);
+        assert_eq!((p.keys_written, p.keys_read), (4, 12));
+        // No busy threshold: the hook counted, but never asked the host.
+        assert_eq!(host.interrupts, 0);
     }
 
     #[test]

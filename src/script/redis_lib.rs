@@ -391,8 +391,15 @@ pub(crate) unsafe fn install_overrides(l: State, g: c_int) {
 }
 
 /// The instruction-count hook: BUSY detection and `SCRIPT KILL`.
-pub(crate) unsafe extern "C-unwind" fn count_hook(l: State, _ar: *mut ffi::lua_Debug) {
+pub(crate) unsafe extern "C-unwind" fn count_hook(l: State, ar: *mut ffi::lua_Debug) {
     let Some(run) = current() else { return };
+    // SAFETY: Lua passes the hook a valid activation record.
+    if !ar.is_null() && unsafe { (*ar).event } == ffi::LUA_HOOKCOUNT {
+        run.hook_fires += 1;
+    }
+    if !run.interrupts {
+        return;
+    }
     let stop = run.host.interrupt();
     if stop != Interrupt::Continue {
         if stop == Interrupt::Kill {

@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 
-use super::host::{ScriptErr, ScriptHost};
+use super::host::{CallInfo, ScriptErr, ScriptHost};
 use crate::protocol::Reply;
 
 /// Redis's `redisLrand48`: the 48-bit LCG of `lrand48`, seeded like Redis.
@@ -64,6 +64,43 @@ pub(crate) struct RunCtx<'h> {
     /// Commands the host ran for the script, and their time (ns).
     pub calls: u64,
     pub call_nanos: u64,
+    /// The host asked for [`ScriptHost::interrupt`] (the count hook fires
+    /// anyway, to count instructions).
+    pub interrupts: bool,
+    /// Times the count hook fired.
+    pub hook_fires: u64,
+    /// The script's deterministic profile, added to by this run.
+    pub profile: ScriptProfile,
+}
+
+/// What a cached script costs, in figures that do not depend on the machine
+/// or its load: Lua VM instructions executed, the commands it ran (by
+/// name) and the keys they named. Totals over all runs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ScriptProfile {
+    /// Lua VM instructions executed (C functions such as `redis.call` or
+    /// `string.format` count as the one instruction that calls them).
+    pub instructions: u64,
+    /// Keys named by the read commands it ran.
+    pub keys_read: u64,
+    /// Keys named by the write commands it ran.
+    pub keys_written: u64,
+    /// Commands it ran, by name, in the order first seen.
+    pub commands: Vec<(&'static str, u64)>,
+}
+
+impl ScriptProfile {
+    fn record(&mut self, info: &CallInfo) {
+        if info.write {
+            self.keys_written += u64::from(info.keys);
+        } else {
+            self.keys_read += u64::from(info.keys);
+        }
+        match self.commands.iter_mut().find(|(name, _)| *name == info.command) {
+            Some((_, n)) => *n += 1,
+            None => self.commands.push((info.command, 1)),
+        }
+    }
 }
 
 thread_local! {
@@ -115,12 +152,11 @@ impl RunCtx<'_> {
     /// commands that ran and their time (`INFO scriptstats`).
     pub(crate) fn call(&mut self, argv: &[Bytes]) -> Result<Reply, ScriptErr> {
         let start = Instant::now();
-        let r = self.host.call(argv, self.resp3);
-        if r.is_ok() {
-            self.calls += 1;
-            self.call_nanos += start.elapsed().as_nanos() as u64;
-        }
-        r
+        let (reply, info) = self.host.call(argv, self.resp3)?;
+        self.calls += 1;
+        self.call_nanos += start.elapsed().as_nanos() as u64;
+        self.profile.record(&info);
+        Ok(reply)
     }
 }
 

@@ -210,6 +210,18 @@ impl Server {
         self.with_core(|core| crate::cmd::control::kill_clients(core, scope, 0))
     }
 
+    /// Each cached `EVAL` script's machine-independent cost (as `RLOCKD
+    /// SCRIPTS`), by sha: calls, and the [`ScriptProfile`](crate::ScriptProfile)
+    /// totals (instructions, commands by name, keys read and written).
+    pub fn script_profiles(&self) -> Vec<(String, u64, crate::ScriptProfile)> {
+        self.with_core(|core| {
+            core.scripting
+                .as_ref()
+                .map(|s| s.script_profiles().into_iter().map(|(sha, st, p)| (sha, st.calls, p)).collect())
+                .unwrap_or_default()
+        })
+    }
+
     /// True once shutdown was requested (by `SHUTDOWN`, a signal or `stop`).
     pub fn is_shutting_down(&self) -> bool {
         *self.shared.shutdown.borrow()

@@ -409,3 +409,41 @@ fn redlock_over_five_nodes_with_one_frozen_and_clocks_skewed() {
     assert_eq!(holders, vec![bulk("client-b"), bulk("client-b"), bulk("client-b"), bulk("client-a")]);
     // B has 3 of 5 while A still believes it holds its 4 of 5: unsafe.
 }
+
+/// `RLOCKD SCRIPTS`: each cached script's cost in figures that do not
+/// depend on the machine — the same instructions for the same work, the
+/// commands it ran and the keys they named.
+#[test]
+fn scripts_report_a_machine_independent_cost() {
+    let srv = server();
+    let mut c = resp3(srv.port());
+    let Value::Bulk(Some(sha)) = c.cmd(&["SCRIPT", "LOAD", REENTRANT_LOCK]) else { panic!("SCRIPT LOAD") };
+    let sha = String::from_utf8(sha).unwrap();
+    for i in 0..3 {
+        assert_eq!(c.cmd(&["EVALSHA", &sha, "1", &format!("lock{i}"), "30000", "uuid-1:1"]), Value::Null);
+    }
+    let Value::Agg(_, Some(list)) = c.cmd(&["RLOCKD", "SCRIPTS"]) else { panic!("RLOCKD SCRIPTS") };
+    assert_eq!(list.len(), 1);
+    let p = &list[0];
+    assert_eq!(field(p, "sha"), &bulk(&sha));
+    assert_eq!(field(p, "calls"), &Value::Int(3));
+    let Value::Int(instructions) = field(p, "instructions") else { panic!("instructions") };
+    assert!(*instructions > 0 && instructions % 3 == 0, "three identical runs: {instructions}");
+    // EXISTS (a read of one key), then HINCRBY and PEXPIRE (writes).
+    let Value::Map(commands) = field(p, "commands") else { panic!("commands") };
+    assert_eq!(
+        commands,
+        &vec![(bulk("exists"), Value::Int(3)), (bulk("hincrby"), Value::Int(3)), (bulk("pexpire"), Value::Int(3))]
+    );
+    assert_eq!(field(p, "keys_read"), &Value::Int(3));
+    assert_eq!(field(p, "keys_written"), &Value::Int(6));
+    // The same figures through the Rust API, and per call in INFO.
+    let profiles = srv.script_profiles();
+    assert_eq!(profiles[0].0, sha);
+    assert_eq!(profiles[0].2.instructions as i64, *instructions);
+    let info = match c.cmd(&["INFO", "scriptstats"]) {
+        Value::Verbatim(b) | Value::Bulk(Some(b)) => String::from_utf8(b).unwrap(),
+        other => panic!("INFO: {other:?}"),
+    };
+    assert!(info.contains(&format!(",instructions_per_call={:.1},", *instructions as f64 / 3.0)), "{info}");
+}
