@@ -19,8 +19,8 @@ const LAYERS: &[&[&str]] = &[
     &["core"],
     &["cmd"],
     &["server", "testing"],
-    // Modules of the binary (src/main.rs), above the library.
-    &["watchdog"],
+    // Modules of the binaries (src/main.rs's watchdog, src/bin/), above the library.
+    &["watchdog", "bin"],
 ];
 
 /// Upward uses still being taken apart, `(from, to)`. Keep it empty.

@@ -3,6 +3,7 @@
 
 mod common;
 
+mod bench_tool;
 mod binary;
 mod blocking;
 mod command_meta;

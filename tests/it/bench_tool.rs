@@ -1,0 +1,49 @@
+//! `rlockd-bench` against an in-process server: every workload runs with
+//! its reply checks (a wrong reply or two holders of one lock fail the
+//! run), and the CSV/JSON reports hold a row per workload. Checks the tool,
+//! not speed: the figures are only required to exist.
+
+use std::process::Command;
+
+use crate::common::server;
+
+#[test]
+fn every_workload_runs_and_reports() {
+    let srv = server();
+    let dir = std::env::temp_dir().join(format!("rlockd-bench-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = dir.join("token.lua");
+    std::fs::write(&script, "return redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', 30000)").unwrap();
+    let (csv, json) = (dir.join("out.csv"), dir.join("out.json"));
+    let workloads =
+        format!("ping,set,get,lock-unlock,reentrant,contended,renew,semaphore,fair,script:{}", script.display());
+    let out = Command::new(env!("CARGO_BIN_EXE_rlockd-bench"))
+        .arg(format!("inproc=127.0.0.1:{}", srv.port()))
+        .args(["-w", &workloads, "-c", "3", "-r", "1", "-d", "0.15", "--names", "2", "--held", "30", "-q"])
+        .args(["--keys", "tok:{c}:{i}", "--args", "{r}"])
+        .arg("--csv")
+        .arg(&csv)
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .expect("run rlockd-bench");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let csv = std::fs::read_to_string(&csv).unwrap();
+    assert_eq!(csv.lines().count(), 11, "{csv}");
+    for line in csv.lines().skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        let ops: f64 = f[2].parse().unwrap();
+        assert!(ops > 0.0, "{line}");
+        assert_eq!(f[1], "inproc");
+        assert_eq!(f[9], "1.0000", "the only target is its own baseline: {line}");
+    }
+    let json = std::fs::read_to_string(&json).unwrap();
+    assert!(json.starts_with("[{\"workload\":\"ping\"") && json.contains("\"workload\":\"contended\""), "{json}");
+    assert!(stdout.contains("| lock-unlock | inproc |"), "{stdout}");
+    // A bad option is refused with the usage.
+    let bad = Command::new(env!("CARGO_BIN_EXE_rlockd-bench")).arg("--nope").output().unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("usage: rlockd-bench"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
