@@ -1,5 +1,6 @@
 // rlockd for Node: starts, addresses and stops the rlockd binary.
 "use strict";
+const { AssertionError } = require("node:assert");
 const { spawn } = require("node:child_process");
 const fs = require("node:fs");
 const net = require("node:net");
@@ -53,6 +54,36 @@ function binaryPath(explicit) {
   }
   return file;
 }
+
+/** Thrown by `assertLocksSafe()`: the server saw lock safety violations (listed in `violations`). */
+class LocksUnsafeError extends AssertionError {
+  constructor(violations) {
+    const list = violations.map((v) => `  - ${v}`).join("\n");
+    super({ message: `rlockd saw ${violations.length} lock safety violation(s):\n${list}` });
+    this.name = "LocksUnsafeError";
+    this.violations = violations;
+  }
+}
+
+// Fault kinds and their parameters, in RLOCKD FAULT order.
+const FAULT_PARAMS = {
+  error: ["message"],
+  latency: ["ms"],
+  close: [],
+  freeze: ["ms"],
+  slowwrite: ["bytes", "ms"],
+  cutwrite: ["bytes"],
+  dropmsg: [],
+  delaymsg: ["ms"],
+};
+const FAULT_SCOPE = [
+  ["command", "COMMAND"],
+  ["key", "KEY"],
+  ["client", "CLIENT"],
+  ["id", "ID"],
+  ["channel", "CHANNEL"],
+  ["times", "TIMES"],
+];
 
 class RlockdServer {
   constructor(opts) {
@@ -212,6 +243,217 @@ class RlockdServer {
   async ping() {
     return (await this.command("PING")) === "PONG";
   }
+
+  // ------------------------------------------------------------ test control
+  // The RLOCKD commands as methods, through command(); RESP2 maps arrive as
+  // flat arrays [k1, v1, k2, v2, ...].
+
+  _rlockd(...args) {
+    return this.command("RLOCKD", ...args);
+  }
+
+  /** The server's time, unix ms. */
+  async clockMs() {
+    return await this._rlockd("CLOCK", "GET");
+  }
+
+  /** Time, offset from the system clock, frozen or not. */
+  async clockInfo() {
+    const m = toMap(await this._rlockd("CLOCK", "INFO"));
+    return { nowMs: m.now_ms, offsetMs: m.offset_ms, frozen: m.frozen === 1 };
+  }
+
+  /** Moves the server's time by `ms` (negative: back); keys now due expire before it resolves. Resolves with the new time. */
+  advanceClock(ms) {
+    return this._rlockd("CLOCK", "ADVANCE", Math.trunc(ms));
+  }
+
+  /** Jumps to `unixMs`; resolves with the new time. */
+  setClock(unixMs) {
+    return this._rlockd("CLOCK", "SET", Math.trunc(unixMs));
+  }
+
+  /** Stops the server's time (TTLs, TIME, blocking timeouts, scripts). */
+  async freezeClock() {
+    await this._rlockd("CLOCK", "FREEZE");
+  }
+
+  /** Lets the server's time run again from where it stands. */
+  async resumeClock() {
+    await this._rlockd("CLOCK", "RESUME");
+  }
+
+  /** Runs `ms` ahead of (negative: behind) the system clock; resolves with the new time. */
+  skewClock(ms) {
+    return this._rlockd("CLOCK", "SKEW", Math.trunc(ms));
+  }
+
+  /** Every lock in the keyspace (keys matching the glob `pattern`). */
+  async locks(pattern) {
+    const reply = await this._rlockd("LOCKS", ...(pattern === undefined ? [] : [pattern]));
+    return reply.map(toLock);
+  }
+
+  /** The same, readable: one line per lock, holder and waiter. */
+  async locksText(pattern) {
+    const reply = await this._rlockd("LOCKS", ...(pattern === undefined ? [] : [pattern]), "TEXT");
+    return text(reply);
+  }
+
+  /** What happened to the locks (of `key`), after event id `since`. */
+  async lockEvents({ key, since = 0 } = {}) {
+    const args = ["EVENTS"];
+    if (key !== undefined) args.push(key);
+    if (since) args.push("SINCE", since);
+    return (await this._rlockd(...args)).map(toEvent);
+  }
+
+  /** Every safety violation the server saw (empty: nothing was unsafe). */
+  async checkLocks() {
+    return (await this._rlockd("CHECK")).map(text);
+  }
+
+  /** Forgets the lock events and violations seen so far. */
+  async resetLockChecks() {
+    await this._rlockd("CHECK", "RESET");
+  }
+
+  /** Rejects with a LocksUnsafeError (an AssertionError) listing the violations, if any. */
+  async assertLocksSafe() {
+    const violations = await this.checkLocks();
+    if (violations.length) throw new LocksUnsafeError(violations);
+  }
+
+  /** Captures every database, TTLs included, under `name`. */
+  async snapshot(name) {
+    await this._rlockd("SNAPSHOT", name);
+  }
+
+  /** Replaces every database with snapshot `name` (as after a failover). */
+  async restore(name) {
+    await this._rlockd("RESTORE", name);
+  }
+
+  async snapshots() {
+    return (await this._rlockd("SNAPSHOTS")).map(text);
+  }
+
+  /**
+   * Sets a fault; resolves with its id.
+   * `addFault({ kind: "latency", ms: 200, client: "worker-*", times: 3 })`
+   */
+  async addFault(spec) {
+    const kind = String(spec && spec.kind).toLowerCase();
+    const params = FAULT_PARAMS[kind];
+    if (!params) {
+      throw new TypeError(`unknown fault kind ${spec && spec.kind}; one of ${Object.keys(FAULT_PARAMS).join(", ")}`);
+    }
+    const args = ["FAULT", kind.toUpperCase()];
+    for (const p of params) {
+      if (spec[p] === undefined || spec[p] === null) throw new TypeError(`fault ${kind} needs ${p}`);
+      args.push(spec[p]);
+    }
+    if (kind === "close" && spec.when !== undefined) args.push(spec.when);
+    if (spec.jitterMs !== undefined) {
+      if (kind !== "latency") throw new TypeError("jitterMs goes with latency only");
+      args.push("JITTER", spec.jitterMs);
+    }
+    for (const [field, word] of FAULT_SCOPE) {
+      if (spec[field] !== undefined && spec[field] !== null) args.push(word, spec[field]);
+    }
+    return await this._rlockd(...args);
+  }
+
+  /** The faults set, with how often each applied. */
+  async faults() {
+    return (await this._rlockd("FAULT", "LIST")).map(toFault);
+  }
+
+  /** Removes fault `id`, or all of them; resolves with how many went. */
+  clearFaults(id) {
+    return this._rlockd("FAULT", "CLEAR", ...(id === undefined ? [] : [id]));
+  }
+
+  /** Closes the connections matching `client` (a name pattern) and/or `id` now; resolves with how many. */
+  killClients({ client, id } = {}) {
+    const args = ["FAULT", "KILL"];
+    if (client !== undefined) args.push("CLIENT", client);
+    if (id !== undefined) args.push("ID", id);
+    return this._rlockd(...args);
+  }
+}
+
+function text(v) {
+  return Buffer.isBuffer(v) ? v.toString("utf8") : v;
+}
+
+function optText(v) {
+  return v === null || v === undefined ? null : text(v);
+}
+
+// A RESP2 flat array [k1, v1, ...] as an object.
+function toMap(flat) {
+  if (!Array.isArray(flat) || flat.length % 2) throw new RlockdError(`expected a map, got ${flat}`);
+  const m = {};
+  for (let i = 0; i < flat.length; i += 2) m[text(flat[i])] = flat[i + 1];
+  return m;
+}
+
+function toLock(flat) {
+  const m = toMap(flat);
+  return {
+    key: text(m.key),
+    db: m.db,
+    kind: text(m.kind),
+    mode: optText(m.mode),
+    leaseMs: m.lease_ms,
+    value: m.value,
+    holders: m.holders.map((h) => {
+      const x = toMap(h);
+      return {
+        id: text(x.id),
+        count: x.count,
+        leaseMs: x.lease_ms,
+        score: x.score === null ? null : Number(text(x.score)),
+      };
+    }),
+    waiters: m.waiters.map((w) => {
+      const x = toMap(w);
+      return { id: text(x.id), deadlineMs: x.deadline_ms };
+    }),
+  };
+}
+
+function toEvent(flat) {
+  const m = toMap(flat);
+  return {
+    id: m.id,
+    timeMs: m.time_ms,
+    db: m.db,
+    key: text(m.key),
+    kind: text(m.kind),
+    event: text(m.event),
+    holder: text(m.holder),
+    count: m.count,
+    client: m.client,
+    command: text(m.command),
+  };
+}
+
+function toFault(flat) {
+  const m = toMap(flat);
+  return {
+    id: m.id,
+    kind: text(m.kind),
+    params: text(m.params),
+    command: optText(m.command),
+    key: optText(m.key),
+    client: optText(m.client),
+    clientId: m.client_id,
+    channel: optText(m.channel),
+    timesLeft: m.times_left,
+    hits: m.hits,
+  };
 }
 
 function encode(args) {
@@ -289,4 +531,4 @@ process.on("exit", () => {
   for (const srv of live) srv._kill();
 });
 
-module.exports = { RlockdServer, RlockdError, binaryPath, withServer };
+module.exports = { RlockdServer, RlockdError, LocksUnsafeError, binaryPath, withServer };

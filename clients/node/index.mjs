@@ -3,6 +3,7 @@ import cjs from "./index.cjs";
 
 export const RlockdServer = cjs.RlockdServer;
 export const RlockdError = cjs.RlockdError;
+export const LocksUnsafeError = cjs.LocksUnsafeError;
 export const binaryPath = cjs.binaryPath;
 export const withServer = cjs.withServer;
 export default cjs;

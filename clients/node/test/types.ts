@@ -1,7 +1,7 @@
 // Compiled with tsc --noEmit by clients/test.sh: the declarations in index.d.ts
 // describe the ESM entry as it is used.
-import { RlockdServer, RlockdError, binaryPath, withServer } from "rlockd";
-import type { RlockdOptions, RespReply } from "rlockd";
+import { RlockdServer, RlockdError, LocksUnsafeError, binaryPath, withServer } from "rlockd";
+import type { RlockdOptions, RespReply, LockInfo, LockEvent, FaultInfo, FaultSpec, ClockInfo } from "rlockd";
 
 const options: RlockdOptions = { port: 0, password: "pw", args: ["--loglevel", "verbose"], startupTimeoutMs: 5000 };
 
@@ -33,3 +33,62 @@ export const body: (label: string) => Promise<number> = withServer(async (srv: R
   await srv.ping();
   return label.length;
 });
+
+// Test control: typed records, typed fault specs.
+export async function control(srv: RlockdServer): Promise<void> {
+  const now: number = await srv.advanceClock(30_000);
+  await srv.freezeClock();
+  await srv.resumeClock();
+  const set: number = await srv.setClock(now);
+  const skewed: number = await srv.skewClock(-500);
+  const info: ClockInfo = await srv.clockInfo();
+  const frozen: boolean = info.frozen;
+  const locks: LockInfo[] = await srv.locks("order:*");
+  const holder: string = locks[0].holders[0].id;
+  const lease: number | null = locks[0].leaseMs;
+  const waiterDeadline: number | null = locks[0].waiters[0].deadlineMs;
+  const text: string = await srv.locksText();
+  const events: LockEvent[] = await srv.lockEvents({ key: "orders", since: 3 });
+  const what: "acquired" | "reentered" | "renewed" | "released" | "expired" | "counter" = events[0].event;
+  const violations: string[] = await srv.checkLocks();
+  await srv.assertLocksSafe();
+  await srv.resetLockChecks();
+  await srv.snapshot("a");
+  await srv.restore("a");
+  const names: string[] = await srv.snapshots();
+  const specs: FaultSpec[] = [
+    { kind: "error", message: "LOADING Redis is loading the dataset in memory", command: "evalsha", times: 3 },
+    { kind: "latency", ms: 200, jitterMs: 50, client: "worker-*" },
+    { kind: "close", when: "after", command: "eval", key: "lock:*" },
+    { kind: "freeze", ms: 5000, id: 7 },
+    { kind: "slowwrite", bytes: 10, ms: 20 },
+    { kind: "cutwrite", bytes: 5 },
+    { kind: "dropmsg", channel: "redisson_lock__channel:*" },
+    { kind: "delaymsg", ms: 1000, channel: "x" },
+  ];
+  const id: number = await srv.addFault(specs[0]);
+  const faults: FaultInfo[] = await srv.faults();
+  const hits: number = faults[0].hits;
+  const left: number | null = faults[0].timesLeft;
+  const cleared: number = await srv.clearFaults(id);
+  const killed: number = await srv.killClients({ client: "worker-*" });
+  // @ts-expect-error a latency fault needs its ms
+  await srv.addFault({ kind: "latency" });
+  // @ts-expect-error CHANNEL goes with message faults only
+  await srv.addFault({ kind: "latency", ms: 1, channel: "x" });
+  // @ts-expect-error message faults take no command scope
+  await srv.addFault({ kind: "dropmsg", command: "publish" });
+  // @ts-expect-error no such fault
+  await srv.addFault({ kind: "explode" });
+  // @ts-expect-error close is before or after
+  await srv.addFault({ kind: "close", when: "during" });
+  try {
+    await srv.assertLocksSafe();
+  } catch (e) {
+    if (e instanceof LocksUnsafeError) {
+      const seen: string[] = e.violations;
+      void seen;
+    }
+  }
+  void [set, skewed, frozen, holder, lease, waiterDeadline, text, what, violations, names, hits, left, cleared, killed];
+}

@@ -10,6 +10,7 @@ import time
 import weakref
 
 from ._binary import binary_path
+from ._control import TestControl
 
 READY = re.compile(r"ready to accept connections.*\(port (\d+)\)")
 _live = weakref.WeakSet()
@@ -23,7 +24,7 @@ class ResponseError(RlockdError):
     """An error reply (``-ERR ...``) to :meth:`Server.execute_command`."""
 
 
-class Server:
+class Server(TestControl):
     """One rlockd process on 127.0.0.1.
 
     ``port=0`` (the default) lets the server pick a free port. ``args`` are
@@ -31,6 +32,10 @@ class Server:
     The server is stopped by :meth:`stop`, at the end of a ``with`` block, at
     interpreter exit, and by the server itself when this process dies (its
     standard input is a pipe from here; end of file makes it exit).
+
+    The test control (``RLOCKD ...``) is there as methods: ``advance_clock``,
+    ``locks``, ``lock_events``, ``assert_locks_safe``, ``snapshot``,
+    ``add_fault``... (see :class:`rlockd.TestControl`).
     """
 
     def __init__(self, port=0, *, host="127.0.0.1", password=None, args=(), binary=None,

@@ -1,9 +1,10 @@
 """pytest plugin (registered through the ``pytest11`` entry point).
 
 Fixtures: ``rlockd_server`` (a fresh server per test), ``rlockd_session_server``
-(one for the run), ``rlockd_url`` (the session server's URL, flushed before
-each test) and ``rlockd_server_factory`` (more servers in one test). When a
-test that used any of them fails, each server's log is attached to the report.
+(one for the run), ``rlockd_url`` (the session server's URL, flushed and its
+test control reset before each test) and ``rlockd_server_factory`` (more servers
+in one test). When a test that used any of them fails, each server's log is
+attached to the report.
 """
 
 import pytest
@@ -66,8 +67,13 @@ def rlockd_session_server(request):
 
 @pytest.fixture
 def rlockd_url(request, rlockd_session_server):
-    """URL of the session server, emptied (FLUSHALL) before the test."""
-    rlockd_session_server.execute_command("FLUSHALL")
+    """URL of the session server, emptied (FLUSHALL) before the test, its test control
+    reset: clock back to the system's and running, no faults, no lock events or violations."""
+    srv = rlockd_session_server
+    srv.execute_command("FLUSHALL")
+    srv.skew_clock(0)
+    srv.clear_faults()
+    srv.reset_lock_checks()
     _track(request, rlockd_session_server)
     return rlockd_session_server.url
 

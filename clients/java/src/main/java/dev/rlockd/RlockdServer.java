@@ -9,6 +9,7 @@ import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
@@ -28,6 +29,10 @@ import java.util.regex.Pattern;
  *     config.useSingleServer().setAddress(srv.url());
  * }
  * }</pre>
+ *
+ * <p>The test control ({@code RLOCKD ...}) is there as methods: {@link #advanceClock(long)},
+ * {@link #locks()}, {@link #lockEvents()}, {@link #assertLocksSafe()}, {@link #snapshot(String)},
+ * {@link #addFault(Fault)}...
  *
  * <p>The server is stopped by {@link #close()}, by a JVM shutdown hook, and by
  * the server itself when this JVM dies (even by SIGKILL): its standard input is
@@ -254,6 +259,181 @@ public final class RlockdServer implements AutoCloseable {
 
     public boolean ping() {
         return "PONG".equals(command("PING"));
+    }
+
+    // ------------------------------------------------------------ test control
+    // The RLOCKD commands as methods, through command(); an error reply throws RlockdException.
+
+    private Object rlockd(String... args) {
+        String[] all = new String[args.length + 1];
+        all[0] = "RLOCKD";
+        System.arraycopy(args, 0, all, 1, args.length);
+        return command(all);
+    }
+
+    /** The server's time, unix ms. */
+    public long clockMs() {
+        return Control.integer(rlockd("CLOCK", "GET"));
+    }
+
+    /** The server's time, its offset from the system clock, frozen or not. */
+    public ClockInfo clockInfo() {
+        Map<String, Object> m = Control.map(rlockd("CLOCK", "INFO"));
+        return new ClockInfo(Control.integer(m.get("now_ms")), Control.integer(m.get("offset_ms")),
+                Control.integer(m.get("frozen")) != 0);
+    }
+
+    /**
+     * Moves the server's time by {@code ms} (negative: back). Keys now due expire before this
+     * returns, with their {@code expired} events. Returns the new time.
+     */
+    public long advanceClock(long ms) {
+        return Control.integer(rlockd("CLOCK", "ADVANCE", Long.toString(ms)));
+    }
+
+    /** {@link #advanceClock(long)} by a duration. */
+    public long advanceClock(Duration by) {
+        return advanceClock(by.toMillis());
+    }
+
+    /** Jumps to {@code unixMs} (back or forth). Returns the new time. */
+    public long setClock(long unixMs) {
+        return Control.integer(rlockd("CLOCK", "SET", Long.toString(unixMs)));
+    }
+
+    /** Stops the server's time (TTLs, TIME, blocking timeouts, scripts). */
+    public void freezeClock() {
+        rlockd("CLOCK", "FREEZE");
+    }
+
+    /** Lets the server's time run again from where it stands. */
+    public void resumeClock() {
+        rlockd("CLOCK", "RESUME");
+    }
+
+    /** Runs {@code ms} ahead of (negative: behind) the system clock. Returns the new time. */
+    public long skewClock(long ms) {
+        return Control.integer(rlockd("CLOCK", "SKEW", Long.toString(ms)));
+    }
+
+    /** Every lock in the keyspace. */
+    public List<LockInfo> locks() {
+        return lockList(rlockd("LOCKS"));
+    }
+
+    /** The locks whose keys match the glob {@code pattern}. */
+    public List<LockInfo> locks(String pattern) {
+        return lockList(rlockd("LOCKS", pattern));
+    }
+
+    private static List<LockInfo> lockList(Object reply) {
+        List<LockInfo> out = new ArrayList<>();
+        for (Object o : Control.list(reply)) {
+            out.add(Control.lock(o));
+        }
+        return out;
+    }
+
+    /** The locks, readable: one line per lock, holder and waiter. */
+    public String locksText() {
+        return Control.text(rlockd("LOCKS", "TEXT"));
+    }
+
+    /** What happened to every lock: acquired, reentered, renewed, released, expired. */
+    public List<LockEvent> lockEvents() {
+        return eventList(rlockd("EVENTS"));
+    }
+
+    /** What happened to the lock {@code key}. */
+    public List<LockEvent> lockEvents(String key) {
+        return eventList(rlockd("EVENTS", key));
+    }
+
+    /** What happened to the lock {@code key} (every lock if null) after event id {@code since}. */
+    public List<LockEvent> lockEvents(String key, long since) {
+        List<String> args = new ArrayList<>(List.of("EVENTS"));
+        if (key != null) {
+            args.add(key);
+        }
+        Collections.addAll(args, "SINCE", Long.toString(since));
+        return eventList(rlockd(args.toArray(new String[0])));
+    }
+
+    private static List<LockEvent> eventList(Object reply) {
+        List<LockEvent> out = new ArrayList<>();
+        for (Object o : Control.list(reply)) {
+            out.add(Control.event(o));
+        }
+        return out;
+    }
+
+    /** Every lock safety violation the server saw (empty: nothing was unsafe). */
+    public List<String> checkLocks() {
+        return Control.texts(rlockd("CHECK"));
+    }
+
+    /** Forgets the lock events and violations seen so far. */
+    public void resetLockChecks() {
+        rlockd("CHECK", "RESET");
+    }
+
+    /** Throws {@link LocksUnsafeError} (an {@link AssertionError}) listing the violations, if any. */
+    public void assertLocksSafe() {
+        List<String> violations = checkLocks();
+        if (!violations.isEmpty()) {
+            throw new LocksUnsafeError(violations);
+        }
+    }
+
+    /** Captures every database, TTLs included, under {@code name}. */
+    public void snapshot(String name) {
+        rlockd("SNAPSHOT", name);
+    }
+
+    /** Replaces every database with snapshot {@code name} (as after a failover). */
+    public void restore(String name) {
+        rlockd("RESTORE", name);
+    }
+
+    /** The snapshot names. */
+    public List<String> snapshots() {
+        return Control.texts(rlockd("SNAPSHOTS"));
+    }
+
+    /** Sets a fault; returns its id. {@code srv.addFault(Fault.latency(200).client("worker-*").times(3))} */
+    public long addFault(Fault fault) {
+        List<String> args = new ArrayList<>(List.of("FAULT"));
+        args.addAll(fault.args());
+        return Control.integer(rlockd(args.toArray(new String[0])));
+    }
+
+    /** The faults set, with how often each applied. */
+    public List<FaultInfo> faults() {
+        List<FaultInfo> out = new ArrayList<>();
+        for (Object o : Control.list(rlockd("FAULT", "LIST"))) {
+            out.add(Control.fault(o));
+        }
+        return out;
+    }
+
+    /** Removes every fault; returns how many went. */
+    public long clearFaults() {
+        return Control.integer(rlockd("FAULT", "CLEAR"));
+    }
+
+    /** Removes fault {@code id}; returns 1, or 0 if it was gone. */
+    public long clearFault(long id) {
+        return Control.integer(rlockd("FAULT", "CLEAR", Long.toString(id)));
+    }
+
+    /** Closes the connections whose client name matches {@code namePattern} now; returns how many. */
+    public long killClients(String namePattern) {
+        return Control.integer(rlockd("FAULT", "KILL", "CLIENT", namePattern));
+    }
+
+    /** Closes the connection with client id {@code id} now; returns 1, or 0 if there is none. */
+    public long killClient(long id) {
+        return Control.integer(rlockd("FAULT", "KILL", "ID", Long.toString(id)));
     }
 
     /** Stops the server (SIGTERM, then SIGKILL after 5 s). Safe to call twice. */
