@@ -117,6 +117,22 @@ pub fn normalize_long_double(s: &[u8]) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
+/// `%.17g`, exactly as C prints it (`-nan`, `inf`, `-0`…), into `out`;
+/// returns the length. Whole numbers below 2^53 — the common case, a lease
+/// or a count passed from Lua — take a fast path with the same digits.
+pub fn fmt_g17_into(d: f64, out: &mut [u8; 64]) -> usize {
+    const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53: every integer below is exact
+    if d.fract() == 0.0 && d.abs() < EXACT && !(d == 0.0 && d.is_sign_negative()) {
+        let mut b = itoa::Buffer::new();
+        let s = b.format(d as i64).as_bytes();
+        out[..s.len()].copy_from_slice(s);
+        return s.len();
+    }
+    // SAFETY: `out` has 64 bytes; %.17g of any double needs at most ~25.
+    let n = unsafe { rl_fmt_g17(d, out.as_mut_ptr(), out.len()) };
+    n.clamp(0, 63) as usize
+}
+
 /// A double printed as Redis 7.0's `addReplyDouble` prints it (`%.17g`,
 /// `inf`/`-inf`).
 pub fn fmt_double(d: f64) -> String {
@@ -127,9 +143,8 @@ pub fn fmt_double(d: f64) -> String {
         return "nan".into();
     }
     let mut buf = [0u8; 64];
-    // SAFETY: buf is 64 bytes; %.17g of a finite double needs at most ~25.
-    let n = unsafe { rl_fmt_g17(d, buf.as_mut_ptr(), buf.len()) };
-    String::from_utf8_lossy(&buf[..n.max(0) as usize]).into_owned()
+    let n = fmt_g17_into(d, &mut buf);
+    String::from_utf8_lossy(&buf[..n]).into_owned()
 }
 
 /// Integer to bytes.
@@ -141,6 +156,43 @@ pub fn int_bytes(i: i64) -> bytes::Bytes {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn g17_fast_path_prints_what_c_prints() {
+        let c = |d: f64| {
+            let mut buf = [0u8; 64];
+            // SAFETY: as in fmt_g17_into.
+            let n = unsafe { rl_fmt_g17(d, buf.as_mut_ptr(), buf.len()) };
+            buf[..n as usize].to_vec()
+        };
+        let ours = |d: f64| {
+            let mut buf = [0u8; 64];
+            let n = fmt_g17_into(d, &mut buf);
+            buf[..n].to_vec()
+        };
+        let mut samples =
+            vec![0.0, -0.0, 1.0, -1.0, 30000.0, 1e15, -1e15, 9_007_199_254_740_991.0, 9_007_199_254_740_992.0];
+        samples.extend([
+            1e17,
+            1e20,
+            0.5,
+            -2.5,
+            f64::MAX,
+            f64::MIN_POSITIVE,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+        ]);
+        let mut x = 1.0f64;
+        for _ in 0..200 {
+            x = x * 3.7 + 1.0;
+            samples.push(x.floor());
+            samples.push(-x.floor());
+        }
+        for d in samples {
+            assert_eq!(ours(d), c(d), "{d:e}");
+        }
+    }
 
     #[test]
     fn strict_integer_parsing_matches_string2ll() {

@@ -11,11 +11,13 @@
 //! queue order, a writer beside other owners' readers, a counter (semaphore)
 //! below zero.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+type HashMap<K, V> = std::collections::HashMap<K, V, super::Hasher>;
 
 use bytes::Bytes;
 
-use super::locks::{view_key, LockView};
+use super::locks::{view_key, Holder, LockView};
 use super::Keyspace;
 
 /// Events kept for `RLOCKD EVENTS` (the oldest go first).
@@ -92,10 +94,13 @@ pub struct Actor {
 
 impl Actor {
     fn describe(&self) -> String {
-        match &self.detail {
-            Some(d) => format!("{} {}", self.command, String::from_utf8_lossy(d)),
-            None => self.command.to_string(),
+        let mut s = String::with_capacity(self.command.len() + self.detail.as_ref().map_or(0, |d| d.len() + 1));
+        s.push_str(self.command);
+        if let Some(d) = &self.detail {
+            s.push(' ');
+            s.push_str(&String::from_utf8_lossy(d));
         }
+        s
     }
 }
 
@@ -116,7 +121,7 @@ pub struct LockHistory {
 
 /// The lock a key belongs to: itself, or the lock named inside the braces of
 /// a fair lock's queue / timeout set or a read hold's lease key.
-fn lock_key(key: &[u8]) -> Bytes {
+fn lock_key(key: &Bytes) -> Bytes {
     for prefix in [&b"redisson_lock_queue:{"[..], b"redisson_lock_timeout:{"] {
         if let Some(rest) = key.strip_prefix(prefix).and_then(|r| r.strip_suffix(b"}")) {
             return Bytes::copy_from_slice(rest);
@@ -127,7 +132,7 @@ fn lock_key(key: &[u8]) -> Bytes {
             return Bytes::copy_from_slice(&key[1..end]);
         }
     }
-    Bytes::copy_from_slice(key)
+    key.clone()
 }
 
 /// The owner part of a Redisson holder id (`uuid:thread[:write]` → `uuid:thread`).
@@ -138,11 +143,15 @@ fn owner(id: &[u8]) -> &[u8] {
 impl LockHistory {
     /// Compares the touched keys' locks with their last views.
     pub fn observe(&mut self, touched: &[(usize, Bytes)], ks: &Keyspace, now_ms: u64, actor: &Actor) {
-        let mut done: std::collections::HashSet<(usize, Bytes)> = std::collections::HashSet::new();
+        // A command touches few keys: a linear look-up beats a set.
+        let mut done: Vec<(usize, Bytes)> = Vec::new();
         for (db, key) in touched {
             let id = (*db, lock_key(key));
-            if !done.insert(id.clone()) {
-                continue;
+            if touched.len() > 1 {
+                if done.contains(&id) {
+                    continue;
+                }
+                done.push(id.clone());
             }
             let now_view = ks.dbs.get(*db).and_then(|d| view_key(d, *db, &id.1, now_ms));
             let before = self.seen.remove(&id);
@@ -167,65 +176,62 @@ impl LockHistory {
             None => (None, None),
         };
         let kind = after.or(old.as_ref()).map_or("", |v| v.kind);
-        let old_holders: Vec<(Bytes, i64)> =
-            old.as_ref().map(|v| v.holders.iter().map(|h| (h.id.clone(), h.count)).collect()).unwrap_or_default();
-        let new_holders: Vec<(Bytes, i64)> =
-            after.map(|v| v.holders.iter().map(|h| (h.id.clone(), h.count)).collect()).unwrap_or_default();
+        let old_holders: &[Holder] = old.as_ref().map_or(&[], |v| &v.holders);
+        let new_holders: &[Holder] = after.map_or(&[], |v| &v.holders);
         // Holders that left: released, or expired if the key's lease ran out.
         let expired = after.is_none() && old_deadline.is_some_and(|d| d <= now_ms);
         let mut gone = Vec::new();
-        for (h, _) in &old_holders {
-            if !new_holders.iter().any(|(n, _)| n == h) {
+        for h in old_holders {
+            if !new_holders.iter().any(|n| n.id == h.id) {
                 let event = if expired { "expired" } else { "released" };
-                self.push(id, kind, event, h.clone(), 0, now_ms, actor);
-                gone.push(h.clone());
+                self.push(id, kind, event, h.id.clone(), 0, now_ms, actor);
+                gone.push(h.id.clone());
             }
         }
         if expired && !gone.is_empty() {
             self.expired_held.insert(id.clone(), gone);
         }
-        for (h, count) in &new_holders {
-            match old_holders.iter().find(|(o, _)| o == h) {
+        for h in new_holders {
+            let (hid, count) = (&h.id, h.count);
+            match old_holders.iter().find(|o| o.id == *hid) {
                 None => {
-                    self.push(id, kind, "acquired", h.clone(), *count, now_ms, actor);
+                    self.push(id, kind, "acquired", hid.clone(), count, now_ms, actor);
                     if let Some(previous) = self.expired_held.remove(id) {
-                        if !previous.iter().any(|p| owner(p) == owner(h)) {
+                        if !previous.iter().any(|p| owner(p) == owner(hid)) {
                             self.violate(format!(
                                 "db{} {}: acquired by {} after its lease expired while held by {} (two holders at once)",
                                 id.0,
                                 String::from_utf8_lossy(&id.1),
-                                String::from_utf8_lossy(h),
+                                String::from_utf8_lossy(hid),
                                 previous.iter().map(|p| String::from_utf8_lossy(p).into_owned()).collect::<Vec<_>>().join(", ")
                             ));
                         }
                     }
                     if let Some(queue) = self.queues.get(id) {
-                        if queue.iter().position(|w| w == h).is_some_and(|pos| pos > 0) {
+                        if queue.iter().position(|w| w == hid).is_some_and(|pos| pos > 0) {
                             let first = String::from_utf8_lossy(&queue[0]).into_owned();
                             self.violate(format!(
                                 "db{} {}: fair lock served {} before {first}, who was first in the queue",
                                 id.0,
                                 String::from_utf8_lossy(&id.1),
-                                String::from_utf8_lossy(h),
+                                String::from_utf8_lossy(hid),
                             ));
                         }
                     }
                 }
-                Some((_, old_count)) if count > old_count => {
-                    self.push(id, kind, "reentered", h.clone(), *count, now_ms, actor)
-                }
-                Some((_, old_count)) if count < old_count => {
-                    self.push(id, kind, "released", h.clone(), *count, now_ms, actor)
-                }
+                Some(o) if count > o.count => self.push(id, kind, "reentered", hid.clone(), count, now_ms, actor),
+                Some(o) if count < o.count => self.push(id, kind, "released", hid.clone(), count, now_ms, actor),
                 Some(_) => {}
             }
         }
         if let (Some(o), Some(a)) = (&old, after) {
-            let same = old_holders == new_holders && !new_holders.is_empty();
+            let same = old_holders.len() == new_holders.len()
+                && old_holders.iter().zip(new_holders).all(|(x, y)| x.id == y.id && x.count == y.count)
+                && !new_holders.is_empty();
             let new_deadline = a.lease_ms.map(|ms| now_ms.saturating_add_signed(ms));
             if same && new_deadline > old_deadline && old_deadline.is_some() {
-                for (h, count) in &new_holders {
-                    self.push(id, kind, "renewed", h.clone(), *count, now_ms, actor);
+                for h in new_holders {
+                    self.push(id, kind, "renewed", h.id.clone(), h.count, now_ms, actor);
                 }
             }
             if o.value != a.value {
@@ -282,7 +288,7 @@ impl LockHistory {
     ) {
         self.next_id += 1;
         let (client, command) =
-            if event == "expired" { (0, "(expiry)".to_string()) } else { (actor.client, actor.describe()) };
+            if event == "expired" { (0, String::from("(expiry)")) } else { (actor.client, actor.describe()) };
         self.events.push_back(LockEvent {
             id: self.next_id,
             time_ms: now_ms,
@@ -355,10 +361,10 @@ mod tests {
 
     #[test]
     fn auxiliary_keys_map_to_their_lock() {
-        assert_eq!(&lock_key(b"redisson_lock_queue:{a}")[..], b"a");
-        assert_eq!(&lock_key(b"redisson_lock_timeout:{a}")[..], b"a");
-        assert_eq!(&lock_key(b"{rw}:u:1:rwlock_timeout:1")[..], b"rw");
-        assert_eq!(&lock_key(b"plain")[..], b"plain");
+        assert_eq!(&lock_key(&Bytes::from_static(b"redisson_lock_queue:{a}"))[..], b"a");
+        assert_eq!(&lock_key(&Bytes::from_static(b"redisson_lock_timeout:{a}"))[..], b"a");
+        assert_eq!(&lock_key(&Bytes::from_static(b"{rw}:u:1:rwlock_timeout:1"))[..], b"rw");
+        assert_eq!(&lock_key(&Bytes::from_static(b"plain"))[..], b"plain");
         assert_eq!(owner(b"u:1:write"), b"u:1");
     }
 }

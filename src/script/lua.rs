@@ -136,13 +136,9 @@ pub(crate) unsafe fn set_num(l: State, name: &str, n: f64) {
 /// `%.17g`, exactly as C prints it (`-nan`, `inf`…): how Redis turns Lua
 /// numbers into command arguments.
 pub(crate) fn fmt_g17(d: f64) -> Vec<u8> {
-    extern "C" {
-        fn rl_fmt_g17(d: f64, out: *mut u8, outlen: usize) -> i32;
-    }
     let mut buf = [0u8; 64];
-    // SAFETY: buf has 64 bytes; %.17g of any double needs at most ~25.
-    let n = unsafe { rl_fmt_g17(d, buf.as_mut_ptr(), buf.len()) };
-    buf[..n.clamp(0, 63) as usize].to_vec()
+    let n = crate::num::fmt_g17_into(d, &mut buf);
+    buf[..n].to_vec()
 }
 
 /// C's `(long long)d` as x86-64 computes it: out-of-range and NaN give
