@@ -122,8 +122,9 @@ impl Group {
     }
 }
 
-/// Entry counts of one listpack node as Redis would hold it.
-#[derive(Debug, Clone, Copy)]
+/// One listpack node as Redis would hold it: its counts, its size in
+/// bytes and its master fields (which decide where Redis starts a new node).
+#[derive(Debug, Clone)]
 struct Node {
     /// Entries ever appended to the node (deleted ones included).
     total: u32,
@@ -131,10 +132,63 @@ struct Node {
     live: u32,
     /// The last id appended to the node (deleted or not).
     last: StreamId,
+    /// Bytes of the listpack (`lpBytes`).
+    bytes: usize,
+    /// The master entry's field names.
+    fields: Vec<Bytes>,
 }
 
 /// Listpack nodes hold at most this many entries (`stream-node-max-entries`).
 pub const NODE_MAX_ENTRIES: u32 = 100;
+/// A node is closed once an entry would take it to this many bytes
+/// (`stream-node-max-bytes`, counting the new entry's raw field and value
+/// lengths as Redis does).
+pub const NODE_MAX_BYTES: usize = 4096;
+
+/// Listpack layout sizes (Redis's `listpack.c` encodings).
+mod lp {
+    /// Header (total bytes, element count) plus the end byte.
+    pub const EMPTY: usize = 7;
+
+    fn backlen(enc: usize) -> usize {
+        match enc {
+            0..=127 => 1,
+            128..=16382 => 2,
+            16383..=2097150 => 3,
+            2097151..=268435454 => 4,
+            _ => 5,
+        }
+    }
+
+    /// An integer element.
+    pub fn int(v: i64) -> usize {
+        let enc = match v {
+            0..=127 => 1,
+            -4096..=4095 => 2,
+            -32768..=32767 => 3,
+            -8388608..=8388607 => 4,
+            -2147483648..=2147483647 => 5,
+            _ => 9,
+        };
+        enc + backlen(enc)
+    }
+
+    /// A string element (stored as an integer when it reads as one).
+    pub fn string(s: &[u8]) -> usize {
+        if let Some(v) = crate::num::parse_i64_strict(s) {
+            return int(v);
+        }
+        let n = s.len();
+        let header = if n < 64 {
+            1
+        } else if n < 4096 {
+            2
+        } else {
+            5
+        };
+        header + n + backlen(header + n)
+    }
+}
 
 /// A stream.
 #[derive(Debug, Clone, Default)]
@@ -156,6 +210,26 @@ pub struct Stream {
 pub enum Trim {
     MaxLen(u64),
     MinId(StreamId),
+}
+
+/// Bytes one entry takes in its node's listpack: flags, id deltas from the
+/// master id, the field names unless they match the master's, the values,
+/// and the element count.
+fn entry_bytes(master: &StreamId, id: &StreamId, fields: &Fields, same_fields: bool) -> usize {
+    let n = fields.len() as i64;
+    let mut b = lp::int(if same_fields { 2 } else { 0 })
+        + lp::int(id.ms.wrapping_sub(master.ms) as i64)
+        + lp::int(id.seq.wrapping_sub(master.seq) as i64);
+    if !same_fields {
+        b += lp::int(n);
+    }
+    for (f, v) in fields {
+        if !same_fields {
+            b += lp::string(f);
+        }
+        b += lp::string(v);
+    }
+    b + lp::int(if same_fields { n + 3 } else { 2 * n + 4 })
 }
 
 impl Stream {
@@ -196,14 +270,29 @@ impl Stream {
 
     /// Appends an entry whose id the caller checked is above `last_id`.
     pub fn append(&mut self, id: StreamId, fields: Fields) {
-        match self.nodes.iter_mut().next_back() {
-            Some((_, n)) if n.total < NODE_MAX_ENTRIES => {
+        let raw: usize = fields.iter().map(|(f, v)| f.len() + v.len()).sum();
+        let tail = self.nodes.iter_mut().next_back().filter(|(_, n)| {
+            // Redis's checks: bytes first, then the entry count.
+            n.bytes + raw < NODE_MAX_BYTES && n.total < NODE_MAX_ENTRIES
+        });
+        match tail {
+            Some((master, n)) => {
+                let same = n.fields.len() == fields.len() && n.fields.iter().zip(&fields).all(|(a, (b, _))| a == b);
+                n.bytes += entry_bytes(master, &id, &fields, same);
                 n.total += 1;
                 n.live += 1;
                 n.last = id;
             }
-            _ => {
-                self.nodes.insert(id, Node { total: 1, live: 1, last: id });
+            None => {
+                let names: Vec<Bytes> = fields.iter().map(|(f, _)| f.clone()).collect();
+                let master = lp::EMPTY
+                    + lp::int(1)
+                    + lp::int(0)
+                    + lp::int(names.len() as i64)
+                    + names.iter().map(|f| lp::string(f)).sum::<usize>()
+                    + lp::int(0);
+                let bytes = master + entry_bytes(&id, &id, &fields, true);
+                self.nodes.insert(id, Node { total: 1, live: 1, last: id, bytes, fields: names });
             }
         }
         if self.entries.is_empty() {
@@ -260,10 +349,11 @@ impl Stream {
                     break;
                 }
             }
-            let Some((&start, &node)) = self.nodes.iter().next() else {
+            let Some((&start, node)) = self.nodes.iter().next() else {
                 break;
             };
-            if limit > 0 && deleted + u64::from(node.live) > limit {
+            let (live, last) = (node.live, node.last);
+            if limit > 0 && deleted + u64::from(live) > limit {
                 break;
             }
             let node_end = self.nodes.range(start..).nth(1).map(|(k, _)| *k);
@@ -272,8 +362,8 @@ impl Stream {
                 None => self.entries.range(start..).map(|(k, _)| *k).collect(),
             };
             let remove_node = match how {
-                Trim::MaxLen(max) => self.entries.len() as u64 - u64::from(node.live) >= max,
-                Trim::MinId(min) => node.last < min,
+                Trim::MaxLen(max) => self.entries.len() as u64 - u64::from(live) >= max,
+                Trim::MinId(min) => last < min,
             };
             if remove_node {
                 for id in &node_ids {
@@ -441,6 +531,16 @@ mod tests {
         assert!(s.delete(&id(4)));
         assert_eq!(s.first_id, id(5));
         assert_eq!(s.max_deleted_id, id(4));
+    }
+
+    #[test]
+    fn nodes_close_on_bytes_as_well_as_entries() {
+        let mut s = Stream::default();
+        // 200 raw bytes per entry: the 4096-byte listpack fills first.
+        for i in 1..=40 {
+            s.append(id(i), vec![(Bytes::from("f"), Bytes::from(vec![b'x'; 199]))]);
+        }
+        assert!(s.node_count() > 1 && s.node_count() < 40, "{}", s.node_count());
     }
 
     #[test]
