@@ -517,7 +517,7 @@ fn xsetid(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if !max_xdel.is_zero() {
         s.max_deleted_id = max_xdel;
     }
-    db.touch(key);
+    db.sig.dirty += 1;
     db.notify(notify::STREAM, "xsetid", key);
     Ok(Reply::ok())
 }
@@ -695,7 +695,8 @@ fn read_generic(ctx: &mut Ctx<'_>, args: &[Bytes], group_cmd: bool) -> CmdResult
         out.push((Reply::Bulk(key.clone()), Reply::Array(items)));
     }
     if wrote {
-        // Group state changed (Redis counts it dirty; it signals no key).
+        // Group state changed: Redis counts it dirty but signals no key
+        // (WATCH stays valid), as for every group-only change here.
         db.sig.dirty += 1;
     }
     for key in &created {
@@ -864,7 +865,7 @@ fn xgroup_create(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Err(CmdError::custom("BUSYGROUP Consumer Group name already exists"));
     }
     s.groups.insert(own(&args[3]), Group::new(id, entries_read));
-    db.touch(key);
+    db.sig.dirty += 1;
     db.notify(notify::STREAM, "xgroup-create", key);
     Ok(Reply::ok())
 }
@@ -888,7 +889,7 @@ fn xgroup_setid(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let g = s.groups.get_mut(&args[3]).expect("checked");
     g.last_id = id;
     g.entries_read = entries_read;
-    db.touch(key);
+    db.sig.dirty += 1;
     db.notify(notify::STREAM, "xgroup-setid", key);
     Ok(Reply::ok())
 }
@@ -901,9 +902,12 @@ fn xgroup_destroy(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if s.groups.remove(&args[3]).is_none() {
         return Ok(Reply::Int(0));
     }
-    // Touching wakes XREADGROUP waiters, which then answer NOGROUP.
-    db.touch(key);
+    // Redis does not signal the key as modified (WATCH stays valid), but
+    // wakes the XREADGROUP readers blocked on it, which answer NOGROUP.
+    db.sig.dirty += 1;
     db.notify(notify::STREAM, "xgroup-destroy", key);
+    let ready = (db.index, key.clone());
+    ctx.core.blocking.on_touched(&[ready]);
     Ok(Reply::Int(1))
 }
 
@@ -918,7 +922,7 @@ fn xgroup_createconsumer(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Ok(Reply::Int(0));
     }
     g.consumers.insert(own(&args[4]), crate::db::stream::Consumer { seen_time: now, ..Default::default() });
-    db.touch(key);
+    db.sig.dirty += 1;
     db.notify(notify::STREAM, "xgroup-createconsumer", key);
     Ok(Reply::Int(1))
 }
@@ -935,7 +939,7 @@ fn xgroup_delconsumer(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     for id in &c.pel {
         g.pel.remove(id);
     }
-    db.touch(key);
+    db.sig.dirty += 1;
     db.notify(notify::STREAM, "xgroup-delconsumer", key);
     Ok(Reply::Int(c.pel.len() as i64))
 }
@@ -958,7 +962,7 @@ fn xack(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let g = s.groups.get_mut(&args[2]).expect("checked");
     let acked = ids.iter().filter(|id| g.unpend(id)).count();
     if acked > 0 {
-        db.touch(key);
+        db.sig.dirty += 1;
     }
     Ok(Reply::Int(acked as i64))
 }
@@ -1156,7 +1160,7 @@ fn xclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         out.push(if justid { id_reply(&id) } else { entry_reply(&id, s.get(&id).expect("exists")) });
     }
     if changed {
-        db.touch(key);
+        db.sig.dirty += 1;
     }
     if created {
         db.notify(notify::STREAM, "xgroup-createconsumer", key);
@@ -1251,7 +1255,7 @@ fn xautoclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     .unwrap_or(StreamId::MIN);
     if changed {
-        db.touch(key);
+        db.sig.dirty += 1;
     }
     if created {
         db.notify(notify::STREAM, "xgroup-createconsumer", key);
