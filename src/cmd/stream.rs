@@ -871,14 +871,10 @@ fn xgroup_create(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn xgroup_setid(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    xgroup_checks(ctx, args, false, true)?;
+    // Redis checks the shape and ENTRIESREAD before the key.
     if args.len() != 5 && args.len() != 7 {
         return Err(subcommand_syntax(args));
     }
-    let key = &args[2];
-    let mut db = ctx.db();
-    let s = get_stream(&mut db, key)?.expect("checked");
-    let id = if &args[4][..] == b"$" { s.last_id } else { parse_id(&args[4], 0)? };
     let mut entries_read = None;
     if args.len() == 7 {
         if !eq(&args[5], "entriesread") {
@@ -886,6 +882,11 @@ fn xgroup_setid(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
         entries_read = parse_entries_read(&args[6])?;
     }
+    xgroup_checks(ctx, args, false, true)?;
+    let key = &args[2];
+    let mut db = ctx.db();
+    let s = get_stream(&mut db, key)?.expect("checked");
+    let id = if &args[4][..] == b"$" { s.last_id } else { parse_id(&args[4], 0)? };
     let g = s.groups.get_mut(&args[3]).expect("checked");
     g.last_id = id;
     g.entries_read = entries_read;
@@ -1171,13 +1172,6 @@ fn xclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 fn xautoclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let (key, gname, cname) = (&args[1], &args[2], &args[3]);
     let now = ctx.now_ms();
-    {
-        let mut db = ctx.db();
-        let s = get_stream(&mut db, key)?;
-        if !s.is_some_and(|s| s.groups.contains_key(gname)) {
-            return Err(nogroup(key, gname));
-        }
-    }
     let min_idle = crate::num::parse_int(&args[4])
         .map_err(|_| CmdError::custom("ERR Invalid min-idle-time argument for XAUTOCLAIM"))?
         .max(0);
@@ -1200,6 +1194,15 @@ fn xautoclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             return Err(CmdError::Syntax);
         }
         j += 1;
+    }
+    // Arguments first, then the key and group (Redis reports syntax
+    // errors before any other).
+    {
+        let mut db = ctx.db();
+        let s = get_stream(&mut db, key)?;
+        if !s.is_some_and(|s| s.groups.contains_key(gname)) {
+            return Err(nogroup(key, gname));
+        }
     }
     let mut db = ctx.db();
     let s = get_stream(&mut db, key)?.expect("checked");
@@ -1320,19 +1323,16 @@ fn xinfo_groups(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn xinfo_stream(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    // Redis looks the key up before reading the options.
     let full = match args.len() {
-        3 => None,
-        4 if eq(&args[3], "full") => Some(10),
-        6 if eq(&args[3], "full") && eq(&args[4], "count") => Some(int(&args[5])?.max(0)),
-        _ => {
-            // Redis looks the key up first.
-            let mut db = ctx.db();
-            info_stream_of(&mut db, &args[2])?;
-            return Err(subcommand_syntax(args));
-        }
+        3 => Ok(None),
+        4 if eq(&args[3], "full") => Ok(Some(10)),
+        6 if eq(&args[3], "full") && eq(&args[4], "count") => int(&args[5]).map(|n| Some(n.max(0))),
+        _ => Err(subcommand_syntax(args)),
     };
     let mut db = ctx.db();
     let s = info_stream_of(&mut db, &args[2])?;
+    let full = full?;
     let mut out = vec![
         ("length", Reply::Int(s.len() as i64)),
         ("radix-tree-keys", Reply::Int(s.node_count() as i64)),
