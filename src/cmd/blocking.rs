@@ -218,7 +218,11 @@ pub fn serve_ready(ctx: &mut Ctx<'_>) {
         if serve_stream_waiters(ctx, &key) {
             continue;
         }
-        while let Some(&id) = ctx.core.blocking.by_key.get(&key).and_then(|q| q.front()) {
+        // The first pop waiting on the key (stream readers wait for a stream).
+        let first_pop = |b: &crate::blocking::Blocking| {
+            b.by_key.get(&key).and_then(|q| q.iter().find(|id| !is_stream_reader(&b.waiters[id].argv)).copied())
+        };
+        while let Some(id) = first_pop(&ctx.core.blocking) {
             let (client, db, resp, argv) = {
                 let w = &ctx.core.blocking.waiters[&id];
                 (w.client.clone(), w.db, w.resp, w.argv.clone())
@@ -254,30 +258,29 @@ pub fn serve_ready(ctx: &mut Ctx<'_>) {
     ctx.core.ks.sig.track_touches = ctx.core.watches.is_active() || ctx.core.blocking.is_active();
 }
 
-/// Stream readers (XREAD, XREADGROUP) waiting on `key`: each re-runs in
-/// arrival order, narrowed to that key, and is served if it reads
-/// something. Unlike pops, one reader finding nothing says nothing about
-/// the next (their ids differ), so every one is tried. False if the first
-/// waiter is not a stream reader.
+fn is_stream_reader(argv: &[Bytes]) -> bool {
+    argv[0].eq_ignore_ascii_case(b"xread") || argv[0].eq_ignore_ascii_case(b"xreadgroup")
+}
+
+/// Stream readers (XREAD, XREADGROUP) waiting on `key`, when it holds a
+/// stream: each re-runs in arrival order, narrowed to that key, and is
+/// served if it reads something. Unlike pops, one reader finding nothing
+/// says nothing about the next (their ids differ), so every one is tried.
+/// True if the key is a stream (pops waiting on it cannot be served).
 fn serve_stream_waiters(ctx: &mut Ctx<'_>, key: &(usize, Bytes)) -> bool {
-    let Some(queue) = ctx.core.blocking.by_key.get(key) else {
-        return false;
-    };
-    let is_reader =
-        |argv: &[Bytes]| argv[0].eq_ignore_ascii_case(b"xread") || argv[0].eq_ignore_ascii_case(b"xreadgroup");
-    let ids: Vec<u64> = queue.iter().copied().collect();
-    if !ids.first().is_some_and(|id| is_reader(&ctx.core.blocking.waiters[id].argv)) {
-        return false;
-    }
     let is_stream = ctx.core.ks.dbs[key.0].peek(&key.1).is_some_and(|e| e.value.type_name() == "stream");
     if !is_stream {
-        return true;
+        return false;
     }
+    let Some(queue) = ctx.core.blocking.by_key.get(key) else {
+        return true;
+    };
+    let ids: Vec<u64> = queue.iter().copied().collect();
     for id in ids {
         let Some(w) = ctx.core.blocking.waiters.get(&id) else {
             continue;
         };
-        if !is_reader(&w.argv) {
+        if !is_stream_reader(&w.argv) {
             continue;
         }
         let (client, db, resp) = (w.client.clone(), w.db, w.resp);

@@ -1315,7 +1315,7 @@ fn xinfo_groups(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
                     ("pending", Reply::Int(g.pel.len() as i64)),
                     ("last-delivered-id", id_reply(&g.last_id)),
                     ("entries-read", opt_int(g.entries_read)),
-                    ("lag", opt_int(s.group_lag(g))),
+                    ("lag", s.group_lag(g).map_or(Reply::Nil, Reply::Int)),
                 ])
             })
             .collect(),
@@ -1399,7 +1399,7 @@ fn xinfo_stream(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
                 ("name", Reply::Bulk(n.clone())),
                 ("last-delivered-id", id_reply(&g.last_id)),
                 ("entries-read", opt_int(g.entries_read)),
-                ("lag", opt_int(s.group_lag(g))),
+                ("lag", s.group_lag(g).map_or(Reply::Nil, Reply::Int)),
                 ("pel-count", Reply::Int(g.pel.len() as i64)),
                 ("pending", Reply::Array(pending)),
                 ("consumers", Reply::Array(consumers)),

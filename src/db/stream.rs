@@ -449,25 +449,27 @@ impl Stream {
         if self.max_deleted_id.is_zero() || self.max_deleted_id < self.first_id {
             let len = self.entries.len() as u64;
             if *id < self.first_id {
-                return Some(self.entries_added - len);
+                return Some(self.entries_added.wrapping_sub(len));
             } else if *id == self.first_id {
-                return Some(self.entries_added - len + 1);
+                return Some(self.entries_added.wrapping_sub(len).wrapping_add(1));
             }
         }
         None
     }
 
-    /// A group's lag, if it can be known.
-    pub fn group_lag(&self, g: &Group) -> Option<u64> {
+    /// A group's lag, if it can be known (signed as Redis computes it: a
+    /// counter set past the stream's gives a negative lag).
+    pub fn group_lag(&self, g: &Group) -> Option<i64> {
+        let lag = |read: u64| (self.entries_added as i64).wrapping_sub(read as i64);
         if self.entries_added == 0 {
             return Some(0);
         }
         if let Some(read) = g.entries_read {
             if !self.range_has_tombstones(g.last_id, StreamId::MAX) {
-                return Some(self.entries_added.saturating_sub(read));
+                return Some(lag(read));
             }
         }
-        self.estimate_distance(&g.last_id).map(|read| self.entries_added.saturating_sub(read))
+        self.estimate_distance(&g.last_id).map(lag)
     }
 
     /// Advances a group past `id` (delivered with `>`), keeping its read
@@ -481,7 +483,7 @@ impl Stream {
         };
         if id > g.last_id {
             match g.entries_read {
-                Some(n) if !tomb => g.entries_read = Some(n + 1),
+                Some(n) if !tomb => g.entries_read = Some(n.wrapping_add(1)),
                 _ if added > 0 => g.entries_read = est,
                 _ => {}
             }
