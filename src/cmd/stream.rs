@@ -1016,12 +1016,14 @@ fn xpending(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             Reply::Array(consumers),
         ]));
     };
-    let ids: Vec<StreamId> = match &consumer {
+    // Walked lazily from `start`: a long PEL costs only what is returned
+    // (and what the IDLE filter skips).
+    let ids: Box<dyn Iterator<Item = StreamId> + '_> = match &consumer {
         Some(c) => match g.consumers.get(c) {
             None => return Ok(Reply::Array(Vec::new())),
-            Some(c) => c.pel.iter().copied().filter(|id| *id >= start).collect(),
+            Some(c) => Box::new(c.pel.range(start..).copied()),
         },
-        None => g.pel.range(start..).map(|(id, _)| *id).collect(),
+        None => Box::new(g.pel.range(start..).map(|(id, _)| *id)),
     };
     let mut out = Vec::new();
     for id in ids {
