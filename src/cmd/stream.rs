@@ -12,7 +12,7 @@ use super::generic::help_reply;
 use super::util::{eq, int};
 use super::{cmd, container, CommandSpec, Ctx};
 use crate::client::Caller;
-use crate::db::stream::{Fields, Group, PendingEntry, Stream, StreamId, Trim};
+use crate::db::stream::{Fields, Group, NodeLimits, PendingEntry, Stream, StreamId, Trim};
 use crate::db::{notify, own, DbView, Value};
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::{Reply, Resp};
@@ -224,7 +224,7 @@ struct TrimArgs {
     id: Option<(StreamId, bool)>,
 }
 
-fn parse_add_or_trim(args: &[Bytes], xadd: bool) -> Result<TrimArgs, CmdError> {
+fn parse_add_or_trim(args: &[Bytes], xadd: bool, limits: NodeLimits) -> Result<TrimArgs, CmdError> {
     let mut t = TrimArgs::default();
     let mut limit: i64 = 0;
     let mut limit_given = false;
@@ -289,7 +289,7 @@ fn parse_add_or_trim(args: &[Bytes], xadd: bool) -> Result<TrimArgs, CmdError> {
         }
         t.limit = limit as u64;
     } else if t.approx {
-        t.limit = 100 * u64::from(crate::db::stream::NODE_MAX_ENTRIES);
+        t.limit = limits.approx_trim_limit();
     }
     Ok(t)
 }
@@ -329,7 +329,8 @@ fn nogroup(key: &[u8], group: &[u8]) -> CmdError {
 // XADD XRANGE XREVRANGE XLEN XDEL XTRIM XSETID
 
 fn xadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let t = parse_add_or_trim(args, true)?;
+    let limits = ctx.core.config.stream_node;
+    let t = parse_add_or_trim(args, true, limits)?;
     let field_pos = t.id_pos + 1;
     if args.len() < field_pos + 2 || !(args.len() - field_pos).is_multiple_of(2) {
         return Err(CmdError::WrongArity("xadd".into()));
@@ -383,7 +384,7 @@ fn xadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
     };
     let fields: Fields = args[field_pos..].chunks(2).map(|p| (own(&p[0]), own(&p[1]))).collect();
-    s.append(id, fields);
+    s.append(id, fields, limits);
     let trimmed = match t.how {
         Some(how) => s.trim(how, t.approx, t.limit),
         None => 0,
@@ -398,7 +399,7 @@ fn xadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn xtrim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
-    let t = parse_add_or_trim(args, false)?;
+    let t = parse_add_or_trim(args, false, ctx.core.config.stream_node)?;
     let mut db = ctx.db();
     let Some(s) = get_stream(&mut db, key)? else {
         return Ok(Reply::Int(0));

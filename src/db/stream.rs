@@ -132,18 +132,43 @@ struct Node {
     live: u32,
     /// The last id appended to the node (deleted or not).
     last: StreamId,
-    /// Bytes of the listpack (`lpBytes`).
+    /// Bytes of the listpack (`lpBytes`) but for its first two elements
+    /// (the live and deleted counts, whose encodings grow with them).
     bytes: usize,
     /// The master entry's field names.
     fields: Vec<Bytes>,
 }
 
-/// Listpack nodes hold at most this many entries (`stream-node-max-entries`).
-pub const NODE_MAX_ENTRIES: u32 = 100;
-/// A node is closed once an entry would take it to this many bytes
-/// (`stream-node-max-bytes`, counting the new entry's raw field and value
-/// lengths as Redis does).
-pub const NODE_MAX_BYTES: usize = 4096;
+/// Where Redis closes a listpack node: `stream-node-max-entries` entries
+/// (deleted ones included), or an entry that would take it to
+/// `stream-node-max-bytes` (counting the entry's raw field and value
+/// lengths, as Redis does). 0 means no limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NodeLimits {
+    pub max_bytes: u64,
+    pub max_entries: i64,
+}
+
+impl Default for NodeLimits {
+    fn default() -> Self {
+        NodeLimits { max_bytes: 4096, max_entries: 100 }
+    }
+}
+
+impl NodeLimits {
+    /// The default LIMIT of a `~` trim: 100 nodes' worth of entries.
+    pub fn approx_trim_limit(&self) -> u64 {
+        let limit = self.max_entries.saturating_mul(100);
+        if limit <= 0 {
+            10_000
+        } else {
+            limit.min(1_000_000) as u64
+        }
+    }
+}
+
+/// Largest listpack Redis builds whatever `stream-node-max-bytes` says.
+const LISTPACK_MAX_SIZE: u64 = 1 << 30;
 
 /// Listpack layout sizes (Redis's `listpack.c` encodings).
 mod lp {
@@ -232,6 +257,13 @@ fn entry_bytes(master: &StreamId, id: &StreamId, fields: &Fields, same_fields: b
     b + lp::int(if same_fields { n + 3 } else { 2 * n + 4 })
 }
 
+impl Node {
+    /// The listpack's size with its current counts.
+    fn lp_bytes(&self) -> usize {
+        self.bytes + lp::int(i64::from(self.live)) + lp::int(i64::from(self.total - self.live))
+    }
+}
+
 impl Stream {
     pub fn len(&self) -> usize {
         self.entries.len()
@@ -269,11 +301,17 @@ impl Stream {
     }
 
     /// Appends an entry whose id the caller checked is above `last_id`.
-    pub fn append(&mut self, id: StreamId, fields: Fields) {
+    pub fn append(&mut self, id: StreamId, fields: Fields, limits: NodeLimits) {
         let raw: usize = fields.iter().map(|(f, v)| f.len() + v.len()).sum();
+        let max_bytes = if limits.max_bytes == 0 || limits.max_bytes > LISTPACK_MAX_SIZE {
+            LISTPACK_MAX_SIZE
+        } else {
+            limits.max_bytes
+        };
         let tail = self.nodes.iter_mut().next_back().filter(|(_, n)| {
             // Redis's checks: bytes first, then the entry count.
-            n.bytes + raw < NODE_MAX_BYTES && n.total < NODE_MAX_ENTRIES
+            ((n.lp_bytes() + raw) as u64) < max_bytes
+                && (limits.max_entries == 0 || i64::from(n.total) < limits.max_entries)
         });
         match tail {
             Some((master, n)) => {
@@ -286,8 +324,6 @@ impl Stream {
             None => {
                 let names: Vec<Bytes> = fields.iter().map(|(f, _)| f.clone()).collect();
                 let master = lp::EMPTY
-                    + lp::int(1)
-                    + lp::int(0)
                     + lp::int(names.len() as i64)
                     + names.iter().map(|f| lp::string(f)).sum::<usize>()
                     + lp::int(0);
@@ -509,7 +545,7 @@ mod tests {
     fn filled(n: u64) -> Stream {
         let mut s = Stream::default();
         for i in 1..=n {
-            s.append(id(i), vec![(Bytes::from("f"), Bytes::from("v"))]);
+            s.append(id(i), vec![(Bytes::from("f"), Bytes::from("v"))], NodeLimits::default());
         }
         s
     }
@@ -540,7 +576,7 @@ mod tests {
         let mut s = Stream::default();
         // 200 raw bytes per entry: the 4096-byte listpack fills first.
         for i in 1..=40 {
-            s.append(id(i), vec![(Bytes::from("f"), Bytes::from(vec![b'x'; 199]))]);
+            s.append(id(i), vec![(Bytes::from("f"), Bytes::from(vec![b'x'; 199]))], NodeLimits::default());
         }
         assert!(s.node_count() > 1 && s.node_count() < 40, "{}", s.node_count());
     }
