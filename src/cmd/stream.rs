@@ -666,7 +666,12 @@ fn read_generic(ctx: &mut Ctx<'_>, args: &[Bytes], group_cmd: bool) -> CmdResult
         };
         let items = match (&group, f) {
             (None, ReadFrom::After(after)) => {
-                if s.is_empty() || s.last_entry_id() <= *after {
+                // Served now if an entry is there to read; a blocked reader
+                // is served once the stream's last id moved past its own,
+                // even if the entries went meanwhile (Redis answers it an
+                // empty list then).
+                let top = if rerun { s.last_id } else { s.last_entry_id() };
+                if top <= *after || (!rerun && s.is_empty()) {
                     continue;
                 }
                 let Some(start) = after.incr() else { continue };
@@ -682,7 +687,8 @@ fn read_generic(ctx: &mut Ctx<'_>, args: &[Bytes], group_cmd: bool) -> CmdResult
             }
             (Some((g, c)), ReadFrom::New) => {
                 let last = s.groups[g].last_id;
-                if s.is_empty() || s.last_entry_id() <= last {
+                let top = if rerun { s.last_id } else { s.last_entry_id() };
+                if top <= last || (!rerun && s.is_empty()) {
                     continue;
                 }
                 wrote = true;
