@@ -160,6 +160,8 @@ static PARAMS: &[Param] = &[
     alias("zset-max-listpack-entries", "zset-max-ziplist-entries", "128", Kind::Int(0, i64::MAX)),
     alias("zset-max-listpack-value", "zset-max-ziplist-value", "64", Kind::Int(0, i64::MAX)),
     p("set-max-intset-entries", "512", Kind::Int(0, i64::MAX)),
+    p("stream-node-max-bytes", "4096", Kind::Mem),
+    p("stream-node-max-entries", "100", Kind::Int(0, i64::MAX)),
     alias("list-max-listpack-size", "list-max-ziplist-size", "-2", Kind::Int(i32::MIN as i64, i32::MAX as i64)),
     p("list-compress-depth", "0", Kind::Int(0, i32::MAX as i64)),
     p("slowlog-log-slower-than", "10000", Kind::Int(-1, i64::MAX)),
@@ -323,6 +325,9 @@ pub struct RuntimeConfig {
     pub timeout_secs: u64,
     /// `protected-mode`.
     pub protected_mode: bool,
+    /// `stream-node-max-bytes` and `stream-node-max-entries`: where a
+    /// stream's listpack node is closed (0: no limit).
+    pub stream_node: crate::db::stream::NodeLimits,
 }
 
 impl RuntimeConfig {
@@ -348,6 +353,7 @@ impl RuntimeConfig {
             maxclients: 10000,
             timeout_secs: 0,
             protected_mode: true,
+            stream_node: crate::db::stream::NodeLimits::default(),
         };
         for (k, v) in &cfg.params {
             if ["port", "bind", "databases", "tcp-backlog"].iter().any(|f| f.eq_ignore_ascii_case(k)) {
@@ -504,6 +510,8 @@ impl RuntimeConfig {
             "maxclients" => self.maxclients = stored.parse().unwrap_or(10000),
             "timeout" => self.timeout_secs = stored.parse().unwrap_or(0),
             "protected-mode" => self.protected_mode = stored == "yes",
+            "stream-node-max-bytes" => self.stream_node.max_bytes = stored.parse().unwrap_or(4096),
+            "stream-node-max-entries" => self.stream_node.max_entries = stored.parse().unwrap_or(100),
             _ => {}
         }
         Ok(())

@@ -215,7 +215,14 @@ pub fn serve_ready(ctx: &mut Ctx<'_>) {
         return;
     }
     while let Some(key) = ctx.core.blocking.ready.pop_front() {
-        while let Some(&id) = ctx.core.blocking.by_key.get(&key).and_then(|q| q.front()) {
+        if serve_stream_waiters(ctx, &key) {
+            continue;
+        }
+        // The first pop waiting on the key (stream readers wait for a stream).
+        let first_pop = |b: &crate::blocking::Blocking| {
+            b.by_key.get(&key).and_then(|q| q.iter().find(|id| !is_stream_reader(&b.waiters[id].argv)).copied())
+        };
+        while let Some(id) = first_pop(&ctx.core.blocking) {
             let (client, db, resp, argv) = {
                 let w = &ctx.core.blocking.waiters[&id];
                 (w.client.clone(), w.db, w.resp, w.argv.clone())
@@ -249,6 +256,83 @@ pub fn serve_ready(ctx: &mut Ctx<'_>) {
     }
     ctx.core.blocking.end_serving();
     ctx.core.ks.sig.track_touches = ctx.core.watches.is_active() || ctx.core.blocking.is_active();
+}
+
+fn is_stream_reader(argv: &[Bytes]) -> bool {
+    argv[0].eq_ignore_ascii_case(b"xread") || argv[0].eq_ignore_ascii_case(b"xreadgroup")
+}
+
+/// Stream readers (XREAD, XREADGROUP) waiting on `key`, when it holds a
+/// stream: each re-runs in arrival order, narrowed to that key, and is
+/// served if it reads something. Unlike pops, one reader finding nothing
+/// says nothing about the next (their ids differ), so every one is tried.
+/// True if the key is a stream (pops waiting on it cannot be served).
+fn serve_stream_waiters(ctx: &mut Ctx<'_>, key: &(usize, Bytes)) -> bool {
+    let is_stream = ctx.core.ks.dbs[key.0].peek(&key.1).is_some_and(|e| e.value.type_name() == "stream");
+    if !is_stream {
+        return false;
+    }
+    let Some(queue) = ctx.core.blocking.by_key.get(key) else {
+        return true;
+    };
+    let ids: Vec<u64> = queue.iter().copied().collect();
+    for id in ids {
+        let Some(w) = ctx.core.blocking.waiters.get(&id) else {
+            continue;
+        };
+        if !is_stream_reader(&w.argv) {
+            continue;
+        }
+        let (client, db, resp) = (w.client.clone(), w.db, w.resp);
+        let argv = narrow_streams(&w.argv, &key.1);
+        let Lookup::Found(c) = super::table().lookup(&argv) else {
+            continue;
+        };
+        let mut state = ClientState::new(client, true);
+        state.set_db(db);
+        state.resp = resp;
+        state.caller = Caller::BlockedRerun;
+        let reply = {
+            let mut sub = Ctx { core: ctx.core, client: &mut state, shared: ctx.shared };
+            super::call(&mut sub, c, &argv)
+        };
+        if !matches!(reply, Reply::Nil | Reply::NilArray) {
+            ctx.core.blocking.serve(id, reply);
+        }
+    }
+    true
+}
+
+/// An XREAD / XREADGROUP line narrowed to the stream `key` (and its id):
+/// Redis serves a blocked reader from the one stream that got data.
+fn narrow_streams(argv: &[Bytes], key: &Bytes) -> Vec<Bytes> {
+    // Walk the options as the command parses them (a group or consumer
+    // may be named "streams").
+    let mut i = 1;
+    let pos = loop {
+        let Some(a) = argv.get(i) else {
+            return argv.to_vec();
+        };
+        if a.eq_ignore_ascii_case(b"streams") {
+            break i;
+        }
+        i += if a.eq_ignore_ascii_case(b"group") {
+            3
+        } else if a.eq_ignore_ascii_case(b"count") || a.eq_ignore_ascii_case(b"block") {
+            2
+        } else {
+            1
+        };
+    };
+    let n = (argv.len() - pos - 1) / 2;
+    let keys = &argv[pos + 1..pos + 1 + n];
+    let Some(k) = keys.iter().position(|x| x == key) else {
+        return argv.to_vec();
+    };
+    let mut out = argv[..=pos].to_vec();
+    out.push(key.clone());
+    out.push(argv[pos + 1 + n + k].clone());
+    out
 }
 
 /// A blocked command's arguments with its keys narrowed to `key`, the one

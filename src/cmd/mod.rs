@@ -38,6 +38,7 @@ pub mod server;
 pub mod set;
 pub mod sort;
 pub mod standalone;
+pub mod stream;
 pub mod string;
 pub mod tx;
 pub mod util;
@@ -279,7 +280,7 @@ pub struct Table {
 }
 
 /// Families and their `COMMAND DOCS` group names.
-fn families() -> [(&'static str, &'static [CommandSpec]); 22] {
+fn families() -> [(&'static str, &'static [CommandSpec]); 23] {
     [
         ("generic", generic::COMMANDS),
         ("string", string::COMMANDS),
@@ -303,6 +304,7 @@ fn families() -> [(&'static str, &'static [CommandSpec]); 22] {
         ("bitmap", bitmap::COMMANDS),
         ("generic", sort::COMMANDS),
         ("server", standalone::COMMANDS),
+        ("stream", stream::COMMANDS),
     ]
 }
 

@@ -15,6 +15,7 @@
 pub mod evict;
 pub mod lock_history;
 pub mod locks;
+pub mod stream;
 pub mod value;
 pub mod zset;
 

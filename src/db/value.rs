@@ -5,6 +5,7 @@ use std::collections::VecDeque;
 use bytes::Bytes;
 use indexmap::IndexSet;
 
+use super::stream::Stream;
 use super::zset::ZSet;
 use super::{Hasher, Map};
 
@@ -23,6 +24,7 @@ pub enum Value {
     List(ListValue),
     Set(SetValue),
     ZSet(Box<ZSet>),
+    Stream(Box<Stream>),
 }
 
 impl Value {
@@ -34,10 +36,12 @@ impl Value {
             Value::List(_) => "list",
             Value::Set(_) => "set",
             Value::ZSet(_) => "zset",
+            Value::Stream(_) => "stream",
         }
     }
 
-    /// Empty hashes, lists, sets and sorted sets must not exist.
+    /// Empty hashes, lists, sets and sorted sets must not exist (an empty
+    /// stream may).
     pub fn is_empty_aggregate(&self) -> bool {
         match self {
             Value::Str(_) => false,
@@ -45,6 +49,7 @@ impl Value {
             Value::List(l) => l.is_empty(),
             Value::Set(s) => s.is_empty(),
             Value::ZSet(z) => z.is_empty(),
+            Value::Stream(_) => false,
         }
     }
 
@@ -83,6 +88,7 @@ impl Value {
                     "skiplist"
                 }
             }
+            Value::Stream(_) => "stream",
         }
     }
 
@@ -94,6 +100,7 @@ impl Value {
             Value::List(l) => l.iter().map(|v| v.len() + 32).sum(),
             Value::Set(s) => s.iter().map(|v| v.len() + 40).sum(),
             Value::ZSet(z) => z.approx_size(),
+            Value::Stream(s) => s.approx_size(),
         }
     }
 }

@@ -87,7 +87,10 @@ pub(crate) unsafe fn push_reply(l: State, r: &Reply, resp3: bool) {
         Reply::Map(pairs) => {
             if resp3 {
                 ffi::lua_createtable(l, 0, 1);
-                ffi::lua_createtable(l, 0, pairs.len() as c_int);
+                // Not pre-sized: Redis grows the map's table from empty, and
+                // the rehashes decide the order `next` (and so the reply
+                // made from the table) walks the keys in.
+                ffi::lua_createtable(l, 0, 0);
                 for (k, v) in pairs {
                     push_reply(l, k, resp3);
                     push_reply(l, v, resp3);

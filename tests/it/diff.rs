@@ -210,6 +210,15 @@ fn dump(port: u16) -> BTreeMap<String, String> {
                 "list" => c.cmd(&["LRANGE", &key, "0", "-1"]),
                 "set" => c.cmd(&["SMEMBERS", &key]).sorted(),
                 "zset" => c.cmd(&["ZRANGE", &key, "0", "-1", "WITHSCORES"]),
+                // Entries, the stream's counters and its groups (no times).
+                "stream" => Value::Agg(
+                    b'*',
+                    Some(vec![
+                        c.cmd(&["XRANGE", &key, "-", "+"]),
+                        c.cmd(&["XINFO", "STREAM", &key]),
+                        c.cmd(&["XINFO", "GROUPS", &key]),
+                    ]),
+                ),
                 _ => Value::Null,
             };
             let ttl = match c.cmd(&["PTTL", &key]) {

@@ -23,6 +23,8 @@ const NUMS: &[&str] =
     &["0", "1", "-1", "2", "-2", "5", "-5", "100", "x", "1.5", "9223372036854775807", "-9223372036854775808"];
 const SCORES: &[&str] = &["0", "1", "-1", "2.5", "inf", "-inf", "(1", "(2.5", "x", "1e2", "+inf", "nan"];
 const LEX: &[&str] = &["-", "+", "[a", "(a", "[b", "(m2", "[m1", "[c", "x", "[", "("];
+/// Stream ids: explicit (or `<ms>-*`) so both servers pick the same ones.
+const IDS: &[&str] = &["1-1", "2", "3-*", "3-1", "5-0", "0-1", "0-0", "-", "+", "(2", "x", "4-18446744073709551615"];
 const SCRIPTS: &[&str] = &[
     "return redis.call('type', KEYS[1])",
     "return redis.pcall('incr', KEYS[1])",
@@ -31,6 +33,7 @@ const SCRIPTS: &[&str] = &[
     "return {redis.pcall('lrange', KEYS[1], 0, -1), redis.pcall('zrange', KEYS[2], 0, -1, 'withscores')}",
     "local n = redis.call('exists', KEYS[1]) return n + tonumber(ARGV[1] or 0)",
     "return redis.call('hincrby', KEYS[1], 'count', 1)",
+    "return redis.pcall('xadd', KEYS[1], 'MAXLEN', '~', ARGV[1], '9-*', 'f', 'v')",
 ];
 
 struct Gen {
@@ -60,7 +63,11 @@ impl Gen {
         let l2 = self.pick(LEX);
         let side = self.pick(&["LEFT", "RIGHT"]);
         let side2 = self.pick(&["LEFT", "RIGHT"]);
-        match self.rng.random_range(0..98) {
+        let id = self.pick(IDS);
+        let id2 = self.pick(IDS);
+        let group = self.pick(&["g1", "g2"]);
+        let consumer = self.pick(&["c1", "c2"]);
+        match self.rng.random_range(0..113) {
             // strings
             0 => vec!["SET", k, v],
             1 => vec!["GET", k],
@@ -185,6 +192,50 @@ impl Gen {
                 self.pick(&["0", "5", "#1", "12"]),
                 n,
             ],
+            // streams (no BLOCK, no idle times: replies must not depend on
+            // when each server read its clock)
+            98 | 99 => vec!["XADD", k, id, m, v],
+            100 => vec![
+                "XADD",
+                k,
+                self.pick(&["MAXLEN", "MINID", "NOMKSTREAM"]),
+                self.pick(&["~", "=", "1", "2"]),
+                self.pick(&["1", "2", "3-0"]),
+                id,
+                m,
+                v,
+            ],
+            101 => vec![self.pick(&["XRANGE", "XREVRANGE"]), k, id, id2, "COUNT", n],
+            102 => vec!["XDEL", k, id, id2],
+            103 => {
+                vec!["XTRIM", k, self.pick(&["MAXLEN", "MINID"]), self.pick(&["~", "="]), self.pick(&["0", "1", "3-0"])]
+            }
+            104 => vec![self.pick(&["XLEN", "XINFO"]), k],
+            105 => vec!["XINFO", self.pick(&["STREAM", "GROUPS"]), k],
+            106 => vec![
+                "XGROUP",
+                "CREATE",
+                k,
+                group,
+                self.pick(&["$", "0", "2-0"]),
+                self.pick(&["MKSTREAM", "ENTRIESREAD"]),
+                n,
+            ],
+            107 => {
+                vec!["XREADGROUP", "GROUP", group, consumer, "COUNT", n, "STREAMS", k, self.pick(&[">", "0", "1-1"])]
+            }
+            108 => vec!["XACK", k, group, id, id2],
+            109 => vec!["XPENDING", k, group],
+            110 => vec!["XCLAIM", k, group, consumer, "0", id, self.pick(&["JUSTID", "FORCE", "RETRYCOUNT"]), n],
+            111 => vec!["XAUTOCLAIM", k, group, consumer, "0", id, "COUNT", n],
+            112 => match self.rng.random_range(0..6) {
+                0 => vec!["XREAD", "COUNT", n, "STREAMS", k, k2, id, id2],
+                1 => vec!["XSETID", k, id],
+                2 => vec!["XGROUP", "DESTROY", k, group],
+                3 => vec!["XGROUP", self.pick(&["CREATECONSUMER", "DELCONSUMER"]), k, group, consumer],
+                4 => vec!["XGROUP", "SETID", k, group, id, "ENTRIESREAD", n],
+                _ => vec!["XREVRANGE", k, "+", "-", "COUNT", n],
+            },
             // scripts reading and writing what the other commands left
             _ => {
                 let script = self.pick(SCRIPTS);

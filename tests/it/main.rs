@@ -31,6 +31,7 @@ mod scripting;
 mod server_cmds;
 mod set;
 mod soak;
+mod stream;
 mod strings;
 mod tx;
 mod watchdog;

@@ -1,0 +1,222 @@
+//! Streams over TCP with the redis crate: a BullMQ-style enqueue script,
+//! ids from the server clock, idle times, blocking reads and their
+//! timeouts on the server clock. (Reply-for-reply fidelity with
+//! redis-server is `tests/diff/stream.redis`.)
+
+use std::thread;
+use std::time::{Duration, Instant};
+
+use super::common;
+
+/// `blocked_clients` from `INFO clients`.
+fn blocked_clients(c: &mut redis::Connection) -> i64 {
+    let info: String = redis::cmd("INFO").arg("clients").query(c).unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix("blocked_clients:"))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("blocked_clients in INFO clients")
+}
+
+fn wait_blocked(c: &mut redis::Connection, n: i64) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while blocked_clients(c) != n {
+        assert!(Instant::now() < deadline, "expected {n} blocked client(s)");
+        thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// What BullMQ's `addStandardJob` does with the events stream: an id from
+/// INCR, the job hash, a LPUSH to `wait`, then `XADD events MAXLEN ~ 10000
+/// * event added …` and, as its `trimEvents` does, XTRIM inside the script.
+const ENQUEUE: &str = r#"
+local jobId = redis.call("INCR", KEYS[1])
+local jobKey = KEYS[2] .. jobId
+redis.call("HSET", jobKey, "name", ARGV[1], "data", ARGV[2], "timestamp", ARGV[3])
+redis.call("LPUSH", KEYS[3], jobId)
+local id = redis.call("XADD", KEYS[4], "MAXLEN", "~", 10000, "*", "event", "added", "jobId", jobId, "name", ARGV[1])
+redis.call("XADD", KEYS[4], "*", "event", "waiting", "jobId", jobId, "prev", "added")
+local trimmed = redis.call("XTRIM", KEYS[4], "MAXLEN", "~", tonumber(ARGV[4]))
+return {jobId, id, trimmed, redis.call("XLEN", KEYS[4])}
+"#;
+
+#[test]
+fn bullmq_style_enqueue_script_adds_and_trims_events() {
+    let srv = common::server();
+    let mut c = common::conn(&srv);
+    let keys = ["bull:q:id", "bull:q:", "bull:q:wait", "bull:q:events"];
+    let mut last_id = String::new();
+    for i in 1..=300i64 {
+        let (job, id, _trimmed, len): (i64, String, i64, i64) = redis::cmd("EVAL")
+            .arg(ENQUEUE)
+            .arg(4)
+            .arg(&keys)
+            .arg("send-mail")
+            .arg(format!("{{\"n\":{i}}}"))
+            .arg(1_700_000_000_000i64 + i)
+            .arg(10_000)
+            .query(&mut c)
+            .unwrap();
+        assert_eq!(job, i);
+        assert_eq!(len, 2 * i, "nothing trimmed below the cap");
+        // `*` ids grow strictly and come from the server clock.
+        let (ms, seq) = id.split_once('-').expect("ms-seq");
+        let ms: u64 = ms.parse().unwrap();
+        let _: u64 = seq.parse().unwrap();
+        assert!(ms > 1_600_000_000_000, "{id} is a unix ms time");
+        if !last_id.is_empty() {
+            assert!(cmp_ids(&last_id, &id) == std::cmp::Ordering::Less, "{last_id} then {id}");
+        }
+        last_id = id;
+    }
+    let wait: i64 = redis::cmd("LLEN").arg("bull:q:wait").query(&mut c).unwrap();
+    assert_eq!(wait, 300);
+    // A lower cap: `~` removes whole 100-entry nodes only, never below it.
+    let (_, _, trimmed, len): (i64, String, i64, i64) = redis::cmd("EVAL")
+        .arg(ENQUEUE)
+        .arg(4)
+        .arg(&keys)
+        .arg("send-mail")
+        .arg("{}")
+        .arg(0)
+        .arg(250)
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(trimmed, 300);
+    assert_eq!(len, 302);
+    let first: Vec<(String, Vec<(String, String)>)> =
+        redis::cmd("XRANGE").arg("bull:q:events").arg("-").arg("+").arg("COUNT").arg(1).query(&mut c).unwrap();
+    assert_eq!(first[0].1[1], ("jobId".to_string(), "151".to_string()));
+    let ty: String = redis::cmd("TYPE").arg("bull:q:events").query(&mut c).unwrap();
+    assert_eq!(ty, "stream");
+}
+
+fn cmp_ids(a: &str, b: &str) -> std::cmp::Ordering {
+    let parse = |s: &str| {
+        let (m, q) = s.split_once('-').unwrap();
+        (m.parse::<u64>().unwrap(), q.parse::<u64>().unwrap())
+    };
+    parse(a).cmp(&parse(b))
+}
+
+/// `*` ids and idle times come from the server clock, which tests move.
+#[test]
+fn ids_and_idle_times_follow_the_server_clock() {
+    let srv = common::server();
+    let mut c = common::conn(&srv);
+    srv.clock().freeze(true);
+    srv.clock().set_ms(2_000_000_000_000);
+    let a: String = redis::cmd("XADD").arg("s").arg("*").arg("f").arg("v").query(&mut c).unwrap();
+    let b: String = redis::cmd("XADD").arg("s").arg("*").arg("f").arg("v").query(&mut c).unwrap();
+    assert_eq!((a.as_str(), b.as_str()), ("2000000000000-0", "2000000000000-1"));
+    let _: () = redis::cmd("XGROUP").arg("CREATE").arg("s").arg("g").arg("0").query(&mut c).unwrap();
+    let _: redis::Value =
+        redis::cmd("XREADGROUP").arg("GROUP").arg("g").arg("c").arg("STREAMS").arg("s").arg(">").query(&mut c).unwrap();
+    srv.clock().advance_ms(1500);
+    let pending: Vec<(String, String, i64, i64)> =
+        redis::cmd("XPENDING").arg("s").arg("g").arg("-").arg("+").arg(10).query(&mut c).unwrap();
+    assert_eq!(pending, vec![(a.clone(), "c".into(), 1500, 1), (b.clone(), "c".into(), 1500, 1)]);
+    let idle_filtered: Vec<(String, String, i64, i64)> =
+        redis::cmd("XPENDING").arg("s").arg("g").arg("IDLE").arg(2000).arg("-").arg("+").arg(10).query(&mut c).unwrap();
+    assert!(idle_filtered.is_empty());
+    // XAUTOCLAIM takes only entries idle long enough.
+    let (next, claimed, deleted): (String, Vec<String>, Vec<String>) = redis::cmd("XAUTOCLAIM")
+        .arg("s")
+        .arg("g")
+        .arg("d")
+        .arg(1000)
+        .arg("0")
+        .arg("COUNT")
+        .arg(1)
+        .arg("JUSTID")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!((next.as_str(), claimed, deleted), (b.as_str(), vec![a.clone()], vec![]));
+    // A clock moved backwards never makes an id go back.
+    srv.clock().set_ms(1_000_000_000_000);
+    let d: String = redis::cmd("XADD").arg("s").arg("*").arg("f").arg("v").query(&mut c).unwrap();
+    assert_eq!(d, "2000000000000-2");
+    srv.clock().freeze(false);
+}
+
+#[test]
+fn blocked_xread_is_woken_by_xadd_from_a_script() {
+    let srv = common::server();
+    let mut ctl = common::conn(&srv);
+    let mut reader = common::conn(&srv);
+    let t = thread::spawn(move || {
+        let v: redis::Value =
+            redis::cmd("XREAD").arg("BLOCK").arg(0).arg("STREAMS").arg("s").arg("$").query(&mut reader).unwrap();
+        v
+    });
+    wait_blocked(&mut ctl, 1);
+    let _: String = redis::cmd("EVAL")
+        .arg("return redis.call('XADD', KEYS[1], '5-1', 'k', 'v')")
+        .arg(1)
+        .arg("s")
+        .query(&mut ctl)
+        .unwrap();
+    let got = t.join().unwrap();
+    let want = redis::Value::Array(vec![redis::Value::Array(vec![
+        redis::Value::BulkString(b"s".to_vec()),
+        redis::Value::Array(vec![redis::Value::Array(vec![
+            redis::Value::BulkString(b"5-1".to_vec()),
+            redis::Value::Array(vec![redis::Value::BulkString(b"k".to_vec()), redis::Value::BulkString(b"v".to_vec())]),
+        ])]),
+    ])]);
+    assert_eq!(got, want);
+    assert_eq!(blocked_clients(&mut ctl), 0);
+}
+
+/// BLOCK is a deadline on the server clock: frozen, it never passes;
+/// advanced past it, the reader gets its null reply at once.
+#[test]
+fn xread_block_timeout_follows_the_server_clock() {
+    let srv = common::server();
+    let mut ctl = common::conn(&srv);
+    let mut reader = common::conn(&srv);
+    srv.clock().freeze(true);
+    let t = thread::spawn(move || {
+        let v: redis::Value =
+            redis::cmd("XREAD").arg("BLOCK").arg(500).arg("STREAMS").arg("s").arg("$").query(&mut reader).unwrap();
+        (v, Instant::now())
+    });
+    wait_blocked(&mut ctl, 1);
+    thread::sleep(Duration::from_millis(800));
+    assert_eq!(blocked_clients(&mut ctl), 1, "a frozen clock never reaches the deadline");
+    let moved = Instant::now();
+    srv.clock().advance_ms(600);
+    let (v, done) = t.join().unwrap();
+    assert_eq!(v, redis::Value::Nil);
+    assert!(done.duration_since(moved) < Duration::from_millis(500));
+    srv.clock().freeze(false);
+}
+
+#[test]
+fn client_unblock_ends_a_blocked_xreadgroup() {
+    let srv = common::server();
+    let mut ctl = common::conn(&srv);
+    let mut reader = common::conn(&srv);
+    let _: () = redis::cmd("XGROUP").arg("CREATE").arg("s").arg("g").arg("$").arg("MKSTREAM").query(&mut ctl).unwrap();
+    let id: i64 = redis::cmd("CLIENT").arg("ID").query(&mut reader).unwrap();
+    let t = thread::spawn(move || {
+        let r: redis::RedisResult<redis::Value> = redis::cmd("XREADGROUP")
+            .arg("GROUP")
+            .arg("g")
+            .arg("c")
+            .arg("BLOCK")
+            .arg(0)
+            .arg("STREAMS")
+            .arg("s")
+            .arg(">")
+            .query(&mut reader);
+        r
+    });
+    wait_blocked(&mut ctl, 1);
+    let n: i64 = redis::cmd("CLIENT").arg("UNBLOCK").arg(id).arg("ERROR").query(&mut ctl).unwrap();
+    assert_eq!(n, 1);
+    let err = t.join().unwrap().unwrap_err();
+    assert!(err.to_string().contains("UNBLOCKED"), "{err}");
+    // The consumer was never created: nothing was read.
+    let consumers: Vec<redis::Value> = redis::cmd("XINFO").arg("CONSUMERS").arg("s").arg("g").query(&mut ctl).unwrap();
+    assert!(consumers.is_empty());
+}
