@@ -26,6 +26,7 @@ pub mod connection;
 pub(crate) mod control;
 pub mod diag;
 pub mod generic;
+pub mod geo;
 pub mod hash;
 pub mod help;
 pub mod info;
@@ -279,7 +280,7 @@ pub struct Table {
 }
 
 /// Families and their `COMMAND DOCS` group names.
-fn families() -> [(&'static str, &'static [CommandSpec]); 22] {
+fn families() -> [(&'static str, &'static [CommandSpec]); 23] {
     [
         ("generic", generic::COMMANDS),
         ("string", string::COMMANDS),
@@ -303,6 +304,7 @@ fn families() -> [(&'static str, &'static [CommandSpec]); 22] {
         ("bitmap", bitmap::COMMANDS),
         ("generic", sort::COMMANDS),
         ("server", standalone::COMMANDS),
+        ("geo", geo::COMMANDS),
     ]
 }
 

@@ -13,6 +13,7 @@
 //! connection's read buffer, which would keep that buffer alive).
 
 pub mod evict;
+pub mod geohash;
 pub mod lock_history;
 pub mod locks;
 pub mod value;
