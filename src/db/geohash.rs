@@ -135,10 +135,24 @@ fn decode_wgs84(hash: Bits) -> Area {
     decode(WGS84_LONG, WGS84_LAT, hash)
 }
 
+/// C's `(uint64_t)` conversion of a double as x86-64 compiles it:
+/// `cvttsd2si`, whose out-of-range result is `0x8000000000000000`, with
+/// values from 2^63 up converted after subtracting 2^63 (scores that are
+/// not geohashes decode the way Redis decodes them).
+fn c_u64(x: f64) -> u64 {
+    const TWO63: f64 = 9_223_372_036_854_775_808.0;
+    const INDEFINITE: u64 = 0x8000_0000_0000_0000;
+    let cvt = |v: f64| if (-TWO63..TWO63).contains(&v) { v as i64 as u64 } else { INDEFINITE };
+    if x < TWO63 {
+        cvt(x)
+    } else {
+        cvt(x - TWO63) ^ INDEFINITE
+    }
+}
+
 /// `[longitude, latitude]` of a stored score (the centre of its cell).
 pub fn decode_score(score: f64) -> [f64; 2] {
-    // C's (uint64_t) conversion of the double, as x86-64 does it.
-    let bits = if score < 0.0 { score as i64 as u64 } else { score as u64 };
+    let bits = c_u64(score);
     let area = decode_wgs84(Bits { bits, step: STEP_MAX });
     let lon = ((area.longitude.min + area.longitude.max) / 2.0).clamp(LONG_MIN, LONG_MAX);
     let lat = ((area.latitude.min + area.latitude.max) / 2.0).clamp(LAT_MIN, LAT_MAX);
