@@ -192,9 +192,9 @@ fn op_at(s: &[u8], p: usize) -> (Op, usize) {
     }
 }
 
-/// Calls `f(first_register, run, value)` for each run of a sparse body;
-/// stops early (`Corrupt`) where Redis's readers stop on overflow, and
-/// fails unless exactly 16384 registers are covered.
+/// Calls `f(first_register, run, value)` for each VAL run of a sparse
+/// body; fails (`Corrupt`) as soon as a VAL run would pass the last
+/// register, and unless exactly 16384 registers are covered.
 fn sparse_runs(body: &[u8], mut f: impl FnMut(usize, usize, u8)) -> Result<(), Corrupt> {
     let mut p = 0;
     let mut idx = 0;
@@ -204,7 +204,7 @@ fn sparse_runs(body: &[u8], mut f: impl FnMut(usize, usize, u8)) -> Result<(), C
             Op::Zero(run) | Op::XZero(run) => idx += run,
             Op::Val(v, run) => {
                 if run + idx > REGISTERS {
-                    break;
+                    return Err(Corrupt);
                 }
                 f(idx, run, v);
                 idx += run;
@@ -454,14 +454,14 @@ fn tau(mut x: f64) -> f64 {
     }
 }
 
-fn estimate(histo: &[u32; 64]) -> u64 {
+fn estimate(histo: &[u64; 64]) -> u64 {
     let m = REGISTERS as f64;
-    let mut z = m * tau((m - f64::from(histo[Q as usize + 1])) / m);
+    let mut z = m * tau((m - histo[Q as usize + 1] as f64) / m);
     for j in (1..=Q as usize).rev() {
-        z += f64::from(histo[j]);
+        z += histo[j] as f64;
         z *= 0.5;
     }
-    z += m * sigma(f64::from(histo[0]) / m);
+    z += m * sigma(histo[0] as f64 / m);
     // llroundl: half away from zero; out of range (registers no hash can
     // produce, e.g. all at 63) gives LLONG_MIN, as on x86-64.
     let e = (ALPHA_INF * m * m / z).round();
@@ -474,7 +474,7 @@ fn estimate(histo: &[u32; 64]) -> u64 {
 
 /// The cardinality estimate of a value (not using or touching the cache).
 pub fn count(hll: &[u8]) -> Result<u64, Corrupt> {
-    let mut histo = [0u32; 64];
+    let mut histo = [0u64; 64];
     if hll[4] == DENSE {
         let regs = &hll[HDR..];
         for i in 0..REGISTERS {
@@ -490,11 +490,11 @@ pub fn count(hll: &[u8]) -> Result<u64, Corrupt> {
             let (op, n) = op_at(body, p);
             match op {
                 Op::Zero(r) | Op::XZero(r) => {
-                    histo[0] += r as u32;
+                    histo[0] += r as u64;
                     idx += r;
                 }
                 Op::Val(v, r) => {
-                    histo[usize::from(v)] += r as u32;
+                    histo[usize::from(v)] += r as u64;
                     idx += r;
                 }
             }
@@ -509,7 +509,7 @@ pub fn count(hll: &[u8]) -> Result<u64, Corrupt> {
 
 /// The estimate of raw registers (one byte each: a union being counted).
 pub fn count_raw(max: &[u8]) -> u64 {
-    let mut histo = [0u32; 64];
+    let mut histo = [0u64; 64];
     for &r in max.iter().take(REGISTERS) {
         histo[usize::from(r & 63)] += 1;
     }
