@@ -288,7 +288,9 @@ enum Outcome {
 }
 
 fn search_generic(ctx: &mut Ctx<'_>, args: &[Bytes], src: usize, flags: u8) -> CmdResult {
-    let outcome = with_zset(ctx, &args[src], |z| plan_search(z, args, flags))??;
+    // The source is read as Redis's lookupKeyRead reads it (keyspace hits
+    // and misses), STORE forms included.
+    let outcome = ctx.with_read_lookups(true, |ctx| with_zset(ctx, &args[src], |z| plan_search(z, args, flags)))??;
     let (dst, points, storedist, conversion) = match outcome {
         Outcome::Reply(r) => return Ok(r),
         Outcome::Store { dst, points, storedist, conversion } => (dst, points, storedist, conversion),

@@ -50,11 +50,15 @@ fn get_hll<'a>(db: &'a mut DbView<'_>, key: &[u8]) -> Result<Option<&'a mut Byte
 /// returns (Redis edits the string in place, so a failure midway keeps
 /// what was done). The string is `raw` from then on, as Redis unshares it.
 fn edit<R>(db: &mut DbView<'_>, key: &[u8], f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
-    let Some(Value::Str(s)) = db.get_mut(key) else { unreachable!("checked by the caller") };
+    // The caller's lookup was the one Redis counts (keyspace hits).
+    let counted = std::mem::replace(&mut db.sig.read_lookups, false);
+    let value = db.get_mut(key);
+    let Some(Value::Str(s)) = value else { unreachable!("checked by the caller") };
     let mut v: Vec<u8> = std::mem::take(s).into();
     let r = f(&mut v);
     *s = Bytes::from(v);
     db.set_str_enc(key, StrEnc::Raw);
+    db.sig.read_lookups = counted;
     r
 }
 
