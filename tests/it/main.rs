@@ -15,6 +15,7 @@ mod examples;
 mod front_ends;
 mod fuzz_regressions;
 mod hash;
+mod hll_geo;
 mod keyspace;
 mod layering;
 mod lifecycle;
