@@ -162,6 +162,7 @@ static PARAMS: &[Param] = &[
     p("set-max-intset-entries", "512", Kind::Int(0, i64::MAX)),
     p("stream-node-max-bytes", "4096", Kind::Mem),
     p("stream-node-max-entries", "100", Kind::Int(0, i64::MAX)),
+    p("hll-sparse-max-bytes", "3000", Kind::Mem),
     alias("list-max-listpack-size", "list-max-ziplist-size", "-2", Kind::Int(i32::MIN as i64, i32::MAX as i64)),
     p("list-compress-depth", "0", Kind::Int(0, i32::MAX as i64)),
     p("slowlog-log-slower-than", "10000", Kind::Int(-1, i64::MAX)),
@@ -303,6 +304,8 @@ pub struct RuntimeConfig {
     /// `client-output-buffer-limit replica`: kept for CONFIG GET (no replicas here).
     pub replica_limit: BufferLimit,
     pub proto_max_bulk: i64,
+    /// `hll-sparse-max-bytes`: a sparse HyperLogLog growing past it turns dense.
+    pub hll_sparse_max_bytes: usize,
     pub hz: u64,
     pub slowlog_slower_than: i64,
     pub slowlog_max_len: usize,
@@ -341,6 +344,7 @@ impl RuntimeConfig {
             normal_limit: BufferLimit { hard: 0, soft: 0, soft_secs: 0 },
             replica_limit: BufferLimit { hard: 256 << 20, soft: 64 << 20, soft_secs: 60 },
             proto_max_bulk: 512 << 20,
+            hll_sparse_max_bytes: 3000,
             hz: 10,
             slowlog_slower_than: 10000,
             slowlog_max_len: 128,
@@ -499,6 +503,7 @@ impl RuntimeConfig {
             "requirepass" => self.requirepass = (!stored.is_empty()).then(|| Bytes::from(stored.clone())),
             "busy-reply-threshold" => self.busy_threshold_ms = stored.parse().unwrap_or(5000),
             "proto-max-bulk-len" => self.proto_max_bulk = stored.parse().unwrap_or(512 << 20),
+            "hll-sparse-max-bytes" => self.hll_sparse_max_bytes = stored.parse().unwrap_or(3000),
             "hz" => self.hz = stored.parse::<u64>().unwrap_or(10).clamp(1, 500),
             "slowlog-log-slower-than" => self.slowlog_slower_than = stored.parse().unwrap_or(10000),
             "slowlog-max-len" => self.slowlog_max_len = stored.parse().unwrap_or(128),

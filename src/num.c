@@ -120,3 +120,9 @@ int rl_ld_normalize(const char *s, size_t len, char *out, size_t outlen) {
 int rl_fmt_g17(double d, char *out, size_t outlen) {
     return snprintf(out, outlen, "%.17g", d);
 }
+
+/* A double widened to long double and printed in Redis's human form
+ * (addReplyHumanLongDouble: GEOPOS, WITHCOORD). Returns the length or 0. */
+int rl_fmt_human_double(double d, char *out, size_t outlen) {
+    return rl_ld2string_human(out, outlen, (long double)d);
+}

@@ -11,6 +11,7 @@ extern "C" {
     fn rl_ld_incr(cur: *const u8, curlen: usize, incr: *const u8, incrlen: usize, out: *mut u8, outlen: usize) -> i32;
     fn rl_ld_normalize(s: *const u8, len: usize, out: *mut u8, outlen: usize) -> i32;
     fn rl_fmt_g17(d: f64, out: *mut u8, outlen: usize) -> i32;
+    fn rl_fmt_human_double(d: f64, out: *mut u8, outlen: usize) -> i32;
 }
 
 const LD_BUF: usize = 5 * 1024;
@@ -145,6 +146,17 @@ pub fn fmt_double(d: f64) -> String {
     let mut buf = [0u8; 64];
     let n = fmt_g17_into(d, &mut buf);
     String::from_utf8_lossy(&buf[..n]).into_owned()
+}
+
+/// A double printed as Redis's `addReplyHumanLongDouble` prints it (the
+/// value widened to long double, `%.17Lf` with trailing zeros removed):
+/// geo coordinates.
+pub fn fmt_human_double(d: f64) -> String {
+    let mut out = vec![0u8; LD_BUF];
+    // SAFETY: out has LD_BUF bytes.
+    let n = unsafe { rl_fmt_human_double(d, out.as_mut_ptr(), out.len()) };
+    out.truncate(n.max(0) as usize);
+    String::from_utf8(out).unwrap_or_default()
 }
 
 /// Integer to bytes.

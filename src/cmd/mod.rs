@@ -26,8 +26,10 @@ pub mod connection;
 pub(crate) mod control;
 pub mod diag;
 pub mod generic;
+pub mod geo;
 pub mod hash;
 pub mod help;
+pub mod hll;
 pub mod info;
 pub(crate) mod limits;
 pub mod list;
@@ -235,6 +237,13 @@ impl CommandSpec {
         self.subcommands = subs;
         self
     }
+    /// Adds flags that dispatch honours but `COMMAND INFO` does not print
+    /// (Redis 7.0's PFCOUNT is `may_replicate` inside: it may write the
+    /// value's cached cardinality, so read-only scripts refuse it).
+    pub const fn hidden_flags(mut self, flags: &'static str) -> Self {
+        self.flag_bits |= flags::parse(flags);
+        self
+    }
     /// Adds `COMMAND DOCS` text.
     pub const fn doc(mut self, summary: &'static str, since: &'static str) -> Self {
         self.summary = summary;
@@ -280,7 +289,7 @@ pub struct Table {
 }
 
 /// Families and their `COMMAND DOCS` group names.
-fn families() -> [(&'static str, &'static [CommandSpec]); 23] {
+fn families() -> [(&'static str, &'static [CommandSpec]); 25] {
     [
         ("generic", generic::COMMANDS),
         ("string", string::COMMANDS),
@@ -305,6 +314,8 @@ fn families() -> [(&'static str, &'static [CommandSpec]); 23] {
         ("generic", sort::COMMANDS),
         ("server", standalone::COMMANDS),
         ("stream", stream::COMMANDS),
+        ("geo", geo::COMMANDS),
+        ("hyperloglog", hll::COMMANDS),
     ]
 }
 

@@ -223,7 +223,7 @@ const Z_GT: u8 = 4;
 const Z_LT: u8 = 8;
 const Z_INCR: u8 = 16;
 
-fn zadd_generic(ctx: &mut Ctx<'_>, args: &[Bytes], mut flags: u8) -> CmdResult {
+pub(crate) fn zadd_generic(ctx: &mut Ctx<'_>, args: &[Bytes], mut flags: u8) -> CmdResult {
     let key = &args[1];
     let mut ch = false;
     let mut idx = 2;

@@ -13,6 +13,8 @@
 //! connection's read buffer, which would keep that buffer alive).
 
 pub mod evict;
+pub mod geohash;
+pub mod hll;
 pub mod lock_history;
 pub mod locks;
 pub mod stream;

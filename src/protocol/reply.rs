@@ -43,6 +43,9 @@ pub enum Reply {
     Set(Vec<Reply>),
     /// RESP3 double (RESP2: a bulk string, printed as Redis prints it).
     Double(f64),
+    /// A double printed in Redis's human long-double form (geo
+    /// coordinates): a bulk string in RESP2, a RESP3 double in RESP3.
+    HumanDouble(f64),
     /// RESP3 boolean (RESP2: the integer 1 or 0).
     Bool(bool),
     /// Verbatim string with its three-letter format (`txt`).
@@ -142,6 +145,16 @@ impl Reply {
             }
             Reply::Double(d) => {
                 let s = fmt_double(*d);
+                if resp == Resp::V3 {
+                    out.put_u8(b',');
+                    out.put_slice(s.as_bytes());
+                    out.put_slice(b"\r\n");
+                } else {
+                    put_bulk(out, s.as_bytes());
+                }
+            }
+            Reply::HumanDouble(d) => {
+                let s = crate::num::fmt_human_double(*d);
                 if resp == Resp::V3 {
                     out.put_u8(b',');
                     out.put_slice(s.as_bytes());

@@ -111,6 +111,15 @@ pub(crate) unsafe fn push_reply(l: State, r: &Reply, resp3: bool) {
                 push_bytes(l, crate::num::fmt_double(*d).as_bytes());
             }
         }
+        Reply::HumanDouble(d) => {
+            if resp3 {
+                ffi::lua_createtable(l, 0, 1);
+                ffi::lua_pushnumber(l, *d);
+                set_field_raw(l, -2, "double");
+            } else {
+                push_bytes(l, crate::num::fmt_human_double(*d).as_bytes());
+            }
+        }
         Reply::Bool(b) => {
             if resp3 {
                 ffi::lua_pushboolean(l, *b as c_int)

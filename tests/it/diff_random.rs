@@ -67,7 +67,7 @@ impl Gen {
         let id2 = self.pick(IDS);
         let group = self.pick(&["g1", "g2"]);
         let consumer = self.pick(&["c1", "c2"]);
-        match self.rng.random_range(0..113) {
+        match self.rng.random_range(0..115) {
             // strings
             0 => vec!["SET", k, v],
             1 => vec!["GET", k],
@@ -236,6 +236,33 @@ impl Gen {
                 4 => vec!["XGROUP", "SETID", k, group, id, "ENTRIESREAD", n],
                 _ => vec!["XREVRANGE", k, "+", "-", "COUNT", n],
             },
+            // HyperLogLogs (strings: GET and the string commands above read
+            // and damage them)
+            113 => match self.rng.random_range(0..6) {
+                0 | 1 => vec!["PFADD", k, m, v, n],
+                2 => vec!["PFCOUNT", k],
+                3 => vec!["PFCOUNT", k, k2, self.key()],
+                4 => vec!["PFMERGE", k, k2, self.key()],
+                _ => vec!["PFDEBUG", self.pick(&["ENCODING", "DECODE", "TODENSE", "GETREG"]), k],
+            },
+            // geo sets (sorted sets: ZADD's scores and the zset commands
+            // above mix with them)
+            114 => {
+                let lon = self.pick(&["0", "13.361389", "-122.4", "180", "-180", "181", "x", "15.08"]);
+                let lat = self.pick(&["0", "38.115556", "37.7", "85.05112878", "-85.06", "y", "37.5"]);
+                let radius = self.pick(&["0", "1", "100", "250", "5000", "-1", "r"]);
+                let unit = self.pick(&["m", "km", "mi", "ft", "yd"]);
+                match self.rng.random_range(0..9) {
+                    0 | 1 => vec!["GEOADD", k, self.pick(&["CH", "NX", "XX", "0"]), lon, lat, m],
+                    2 => vec!["GEOPOS", k, m, m2],
+                    3 => vec!["GEODIST", k, m, m2, unit],
+                    4 => vec!["GEOHASH", k, m, m2],
+                    5 => vec!["GEORADIUS", k, lon, lat, radius, unit, "WITHDIST", "WITHCOORD", "ASC"],
+                    6 => vec!["GEORADIUSBYMEMBER", k, m, radius, unit, "WITHHASH", "COUNT", "2", "DESC"],
+                    7 => vec!["GEOSEARCH", k, "FROMMEMBER", m, "BYBOX", radius, radius, unit, "WITHDIST", "ASC"],
+                    _ => vec!["GEOSEARCHSTORE", k2, k, "FROMLONLAT", lon, lat, "BYRADIUS", radius, unit, "STOREDIST"],
+                }
+            }
             // scripts reading and writing what the other commands left
             _ => {
                 let script = self.pick(SCRIPTS);

@@ -17,6 +17,7 @@ mod faults;
 mod front_ends;
 mod fuzz_regressions;
 mod hash;
+mod hll_geo;
 mod keyspace;
 mod layering;
 mod lifecycle;
