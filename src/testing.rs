@@ -27,6 +27,13 @@ pub use crate::db::zset::{ScoreBound, ZSet};
 /// Redis's `string2ll` (strict base-10 integers), for the fuzz checks.
 pub use crate::num::parse_i64_strict;
 
+/// The stack the server gives the threads that run commands and scripts. A
+/// script's reply may nest as deep as Redis allows (about 8,000 levels) and
+/// is converted recursively: run a [`Harness`] that evaluates arbitrary
+/// scripts on a thread with this much stack (a test thread's default 2 MiB
+/// is not enough for the deepest replies).
+pub const SCRIPT_STACK: usize = crate::script::SCRIPT_THREAD_STACK;
+
 /// A server state and one connected client, without sockets.
 pub struct Harness {
     pub(crate) shared: Arc<Shared>,

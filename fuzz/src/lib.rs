@@ -19,10 +19,29 @@ pub fn skipped(argv: &[bytes::Bytes]) -> bool {
         || (name == b"client" && (sub == b"pause" || sub == b"kill"))
 }
 
+/// Runs `f` on a thread with the stack the server gives its command threads
+/// (`testing::SCRIPT_STACK`): a script's reply may nest ~8,000 levels deep,
+/// which overflows the fuzzer's own thread, not the server's. A panic
+/// inside is re-raised here, so libFuzzer still sees it.
+fn on_server_stack<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .stack_size(rlockd::testing::SCRIPT_STACK)
+            .spawn_scoped(s, f)
+            .expect("spawn a thread")
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p))
+    })
+}
+
 /// Runs every command parsed from `data` through a fresh harness and checks
 /// each reply with [`check::check_reply`]. Afterwards the server must still
 /// answer, and each database's `DBSIZE` must agree with `KEYS *`.
 pub fn run_dispatch(data: &[u8]) -> Result<(), String> {
+    on_server_stack(|| dispatch(data))
+}
+
+fn dispatch(data: &[u8]) -> Result<(), String> {
     let mut h = Harness::new();
     let mut p = RequestParser::new();
     let mut buf = BytesMut::from(data);
@@ -74,6 +93,10 @@ pub fn check_harness_alive(h: &mut Harness) -> Result<(), String> {
 /// RESP2 or RESP3, as the first byte says), checks the reply, and checks
 /// that the server still runs scripts and answers afterwards.
 pub fn run_lua(data: &[u8]) -> Result<(), String> {
+    on_server_stack(|| lua(data))
+}
+
+fn lua(data: &[u8]) -> Result<(), String> {
     let (resp3, data) = match data.split_first() {
         Some((b, rest)) => (b & 1 == 1, rest),
         None => (false, data),
