@@ -83,6 +83,25 @@ pub struct ClientShared {
     pub tx: mpsc::UnboundedSender<Outbound>,
     pub killed: AtomicBool,
     pub kill: Notify,
+    /// The connection's buffers as `CLIENT LIST` reports them.
+    pub buffers: Buffers,
+}
+
+/// A connection's buffers, as its task last left them (`CLIENT LIST`'s
+/// `qbuf`, `qbuf-free`, `rbs`, `rbp`, `multi`, `multi-mem`).
+#[derive(Debug, Default)]
+pub struct Buffers {
+    /// Bytes read and not yet parsed.
+    pub qbuf: AtomicUsize,
+    /// The read buffer's capacity.
+    pub qbuf_cap: AtomicUsize,
+    /// The reply buffer's capacity.
+    pub out_cap: AtomicUsize,
+    /// The most reply bytes one batch produced.
+    pub out_peak: AtomicUsize,
+    /// Commands queued in `MULTI`, and their arguments' bytes.
+    pub multi_len: AtomicUsize,
+    pub multi_mem: AtomicUsize,
 }
 
 impl ClientShared {
@@ -107,6 +126,7 @@ impl ClientShared {
             tx,
             killed: AtomicBool::new(false),
             kill: Notify::new(),
+            buffers: Buffers::default(),
         }
     }
 
@@ -164,8 +184,28 @@ impl ClientRecord {
     }
 
     /// `CLIENT LIST` / `CLIENT INFO` line (without trailing newline).
-    pub fn info_line(&self, now_ms: u64, fd: u64, last_cmd: &str) -> String {
+    /// `current`: the asking client's command in progress (its bytes in
+    /// the query buffer and its arguments' bytes), which Redis counts.
+    pub fn info_line(&self, now_ms: u64, fd: u64, last_cmd: &str, current: Option<(usize, usize)>) -> String {
         let c = &*self.shared;
+        let b = &c.buffers;
+        let (cur_qbuf, argv_mem) = current.unwrap_or((0, 0));
+        let qbuf = if current.is_some() { cur_qbuf } else { b.qbuf.load(Ordering::Relaxed) };
+        let qbuf_cap = b.qbuf_cap.load(Ordering::Relaxed).max(qbuf);
+        let rbs = b.out_cap.load(Ordering::Relaxed);
+        let in_multi = c.in_multi.load(Ordering::Relaxed);
+        let multi_mem = if in_multi { b.multi_mem.load(Ordering::Relaxed) } else { 0 };
+        let omem = c.pending_bytes.load(Ordering::Relaxed);
+        let multi = if in_multi { b.multi_len.load(Ordering::Relaxed) as i64 } else { -1 };
+        // What the connection holds: its buffers, arguments and queued
+        // transaction, plus the fixed size of its state.
+        let tot_mem = qbuf_cap
+            + rbs
+            + argv_mem
+            + multi_mem
+            + omem
+            + std::mem::size_of::<ClientShared>()
+            + std::mem::size_of::<ClientState>();
         // Redis's order: O (monitor), P, x, b.
         let mut flags = String::new();
         if c.monitor.load(Ordering::Relaxed) {
@@ -185,7 +225,7 @@ impl ClientRecord {
         }
         let (name, lib_name, lib_ver, last) = (&self.name, &self.lib_name, &self.lib_ver, last_cmd);
         format!(
-            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=1024 rbp=0 obl=0 oll=0 omem={} tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl=0 oll=0 omem={} tot-mem={} events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
             c.id,
             c.addr,
             c.laddr,
@@ -198,8 +238,15 @@ impl ClientRecord {
             c.sub_channels.load(Ordering::Relaxed),
             c.sub_patterns.load(Ordering::Relaxed),
             c.sub_shard.load(Ordering::Relaxed),
-            if c.in_multi.load(Ordering::Relaxed) { 0 } else { -1 },
-            c.pending_bytes.load(Ordering::Relaxed),
+            multi,
+            qbuf,
+            qbuf_cap - qbuf,
+            argv_mem,
+            multi_mem,
+            rbs,
+            b.out_peak.load(Ordering::Relaxed),
+            omem,
+            tot_mem,
             last,
             c.resp.load(Ordering::Relaxed),
             String::from_utf8_lossy(lib_name),
@@ -242,6 +289,9 @@ pub struct ClientState {
     pub reply_mode: ReplyMode,
     /// Close the connection once pending replies are written.
     pub close: bool,
+    /// The command in progress as `CLIENT LIST` counts it: its bytes in the
+    /// query buffer (with what follows it there) and its arguments' bytes.
+    pub current: Option<(usize, usize)>,
 }
 
 impl ClientState {
@@ -257,6 +307,7 @@ impl ClientState {
             block: None,
             reply_mode: ReplyMode::On,
             close: false,
+            current: None,
         }
     }
 

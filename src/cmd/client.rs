@@ -99,8 +99,10 @@ fn client_setinfo(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 fn client_info(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     let now = ctx.now_ms();
     let line = match ctx.core.clients.get(&ctx.client.id) {
-        Some(r) => r.info_line(now, ctx.client.id + 7, last_cmd_name(&r.shared)),
-        None => ClientRecord::new(ctx.client.shared.clone()).info_line(now, ctx.client.id + 7, "NULL"),
+        Some(r) => r.info_line(now, ctx.client.id + 7, last_cmd_name(&r.shared), ctx.client.current),
+        None => {
+            ClientRecord::new(ctx.client.shared.clone()).info_line(now, ctx.client.id + 7, "NULL", ctx.client.current)
+        }
     };
     Ok(info_text(ctx, format!("{line}\n")))
 }
@@ -159,7 +161,8 @@ fn client_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
                 continue;
             }
         }
-        out.push_str(&r.info_line(now, id + 7, last_cmd_name(c)));
+        let current = if *id == ctx.client.id { ctx.client.current } else { None };
+        out.push_str(&r.info_line(now, id + 7, last_cmd_name(c), current));
         out.push('\n');
     }
     Ok(info_text(ctx, out))

@@ -558,6 +558,11 @@ pub fn process(ctx: &mut Ctx<'_>, argv: Vec<Bytes>) -> Reply {
     if ctx.client.multi.is_some() && !matches!(cmd.spec.name, "exec" | "discard" | "multi" | "watch" | "quit" | "reset")
     {
         if let Some(m) = ctx.client.multi.as_mut() {
+            let b = &ctx.client.shared.buffers;
+            b.multi_len.store(m.queue.len() + 1, std::sync::atomic::Ordering::Relaxed);
+            // Redis counts the arguments' bytes and a pointer per argument.
+            let mem = argv.iter().map(|a| a.len() + std::mem::size_of::<usize>()).sum();
+            b.multi_mem.fetch_add(mem, std::sync::atomic::Ordering::Relaxed);
             m.queue.push(argv);
         }
         return Reply::status("QUEUED");

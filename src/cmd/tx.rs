@@ -33,6 +33,9 @@ fn multi(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
         return Err(CmdError::custom("ERR MULTI calls can not be nested"));
     }
     ctx.client.multi = Some(MultiState::default());
+    let b = &ctx.client.shared.buffers;
+    b.multi_len.store(0, Ordering::Relaxed);
+    b.multi_mem.store(0, Ordering::Relaxed);
     ctx.client.shared.in_multi.store(true, Ordering::Relaxed);
     Ok(Reply::ok())
 }
@@ -49,7 +52,13 @@ fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     let Some(state) = ctx.client.multi.take() else {
         return Err(CmdError::custom("ERR EXEC without MULTI"));
     };
+    // `CLIENT LIST` shows the transaction (flag x, multi=N) until EXEC ends.
+    let result = exec_queued(ctx, state);
     ctx.client.shared.in_multi.store(false, Ordering::Relaxed);
+    result
+}
+
+fn exec_queued(ctx: &mut Ctx<'_>, state: MultiState) -> CmdResult {
     let id = ctx.client.id;
     if state.dirty {
         ctx.core.watches.unwatch(id);

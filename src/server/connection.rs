@@ -241,7 +241,9 @@ impl Conn {
     async fn process_input(&mut self) -> std::io::Result<()> {
         let shared = self.shared.clone();
         let mut guard: Option<MutexGuard<'_, Core>> = None;
+        self.note_buffers();
         'commands: loop {
+            let before = self.rbuf.len();
             let argv = match self.parser.next(&mut self.rbuf) {
                 Ok(Some(a)) => a,
                 Ok(None) => break,
@@ -337,6 +339,9 @@ impl Conn {
                     self.write_fault = Some(WriteFault::Cut(self.out.len().saturating_add(n)));
                 }
             }
+            // As Redis counts it: the command is still in the query buffer.
+            let consumed = before - self.rbuf.len();
+            self.client.current = Some((consumed + self.rbuf.len(), argv.iter().map(|a| a.len()).sum()));
             let core = guard.as_mut().expect("lock held");
             let skipping = self.client.reply_mode == ReplyMode::Skip;
             if skipping {
@@ -395,7 +400,20 @@ impl Conn {
             }
         }
         drop(guard);
+        self.client.current = None;
+        self.note_buffers();
         self.flush().await
+    }
+
+    /// Leaves the buffers' sizes where `CLIENT LIST` reads them.
+    fn note_buffers(&self) {
+        let b = &self.client.shared.buffers;
+        b.qbuf.store(self.rbuf.len(), Ordering::Relaxed);
+        b.qbuf_cap.store(self.rbuf.capacity(), Ordering::Relaxed);
+        b.out_cap.store(self.out.capacity(), Ordering::Relaxed);
+        if self.out.len() > b.out_peak.load(Ordering::Relaxed) {
+            b.out_peak.store(self.out.len(), Ordering::Relaxed);
+        }
     }
 
     /// `client-output-buffer-limit normal` for the replies not yet written

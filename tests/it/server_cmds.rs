@@ -350,3 +350,39 @@ fn latency_histograms_and_percentiles() {
     c.cmd(&["SET", "k", "v"]);
     assert_eq!(c.cmd(&["LATENCY", "HISTOGRAM", "set"]), Value::Agg(b'*', Some(vec![])));
 }
+
+/// `CLIENT INFO` / `CLIENT LIST` report the connection's buffers as Redis
+/// counts them where the figure is the protocol's, not the allocator's:
+/// the query buffer holding the command in progress (`qbuf=26` for
+/// `client info`), its arguments' bytes, and a transaction's queued
+/// commands and their bytes while `EXEC` runs them (flag `x`).
+#[test]
+fn client_info_reports_query_and_transaction_buffers_as_redis() {
+    let Some(oracle) = Oracle::start() else { return };
+    let srv = common::server();
+    let fields = |line: &[u8], names: &[&str]| -> Vec<String> {
+        let line = String::from_utf8_lossy(line).into_owned();
+        names
+            .iter()
+            .map(|n| {
+                line.split(' ')
+                    .find_map(|kv| kv.strip_prefix(&format!("{n}=")).map(str::to_string))
+                    .unwrap_or_else(|| panic!("{n} in {line}"))
+            })
+            .collect()
+    };
+    let names = ["flags", "multi", "qbuf", "argv-mem", "multi-mem", "oll", "omem"];
+    for port in [srv.port(), oracle.port] {
+        let mut c = RawConn::connect(port);
+        let Value::Bulk(Some(line)) = c.cmd(&["CLIENT", "INFO"]) else { panic!("CLIENT INFO") };
+        assert_eq!(fields(&line, &names), ["N", "-1", "26", "10", "0", "0", "0"], "port {port}");
+        c.cmd(&["MULTI"]);
+        c.cmd(&["SET", "key", "value"]);
+        c.cmd(&["CLIENT", "INFO"]);
+        let Value::Agg(_, Some(replies)) = c.cmd(&["EXEC"]) else { panic!("EXEC") };
+        let Value::Bulk(Some(line)) = &replies[1] else { panic!("CLIENT INFO in EXEC") };
+        // Two queued commands of 3+3+5 and 6+4 argument bytes, and a
+        // pointer (8 bytes) per argument.
+        assert_eq!(fields(line, &names), ["x", "2", "14", "4", "61", "0", "0"], "port {port}");
+    }
+}
