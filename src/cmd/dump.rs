@@ -81,7 +81,9 @@ fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let lfu = ctx.core.config.get_str("maxmemory-policy").contains("lfu");
     let mut db = ctx.db();
     let deleted = replace && db.remove(key).is_some();
-    let deadline = if ttl != 0 && !absttl { ttl.saturating_add(now as i64) } else { ttl };
+    // Redis adds the time without an overflow check: a wrapped deadline is
+    // in the past, and the key is not created.
+    let deadline = if ttl != 0 && !absttl { ttl.wrapping_add(now as i64) } else { ttl };
     if deadline != 0 && deadline <= now as i64 {
         if deleted {
             db.notify(notify::GENERIC, "del", key);

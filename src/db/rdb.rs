@@ -711,7 +711,9 @@ pub fn restore(payload: &[u8]) -> Result<Value, RdbError> {
     if crc64(0, &payload[..payload.len() - 8]) != crc {
         return Err(RdbError::Checksum);
     }
-    let mut r = Reader { data: &payload[..body_end], pos: 0 };
+    // Redis reads the value from the whole buffer: a value that runs into
+    // the footer is read from the footer's bytes.
+    let mut r = Reader { data: payload, pos: 0 };
     let t = r.byte()?;
     let v = match t {
         T_STRING => Value::Str(Bytes::from(r.string()?)),
