@@ -20,17 +20,12 @@ pub static COMMANDS: &[CommandSpec] = &[
         .doc("An internal command for migrating keys in a cluster", "3.0.0"),
 ];
 
-const STREAM_UNSUPPORTED: &str = "ERR DUMP/RESTORE of stream values is not supported by rlockd";
-
 fn dump(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let mut db = ctx.db();
     let Some(e) = db.entry(&args[1]) else {
         return Ok(Reply::Nil);
     };
-    match rdb::dump(e) {
-        Ok(p) => Ok(Reply::Bulk(Bytes::from(p))),
-        Err(_) => Err(CmdError::custom(STREAM_UNSUPPORTED)),
-    }
+    Ok(Reply::Bulk(Bytes::from(rdb::dump(e))))
 }
 
 fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
@@ -75,7 +70,6 @@ fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         Ok(v) => v,
         Err(RdbError::Checksum) => return Err(CmdError::custom("ERR DUMP payload version or checksum are wrong")),
         Err(RdbError::Format) => return Err(CmdError::custom("ERR Bad data format")),
-        Err(RdbError::Stream) => return Err(CmdError::custom(STREAM_UNSUPPORTED)),
     };
     let now = ctx.now_ms();
     let lfu = ctx.core.config.get_str("maxmemory-policy").contains("lfu");

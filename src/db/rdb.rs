@@ -7,7 +7,9 @@
 //! LZF-compressed when longer than 20 bytes and compression saves at least
 //! 4 bytes; lists as a quicklist of listpack nodes; sets as an intset or a
 //! plain member list; hashes and sorted sets as a listpack or a plain list
-//! (sorted sets with binary doubles). Streams are not serialized.
+//! (sorted sets with binary doubles); streams as listpack nodes (master entry,
+//! id deltas, same-fields flags) with their counters, groups, PELs and
+//! consumers (`RDB_TYPE_STREAM_LISTPACKS_2`).
 //!
 //! Everything read is bound-checked (Redis's `sanitize-dump-payload yes`
 //! checks, always on): a declared length never allocates more than the
@@ -16,6 +18,7 @@
 
 use bytes::Bytes;
 
+use super::stream::{Consumer, Fields, Group, PendingEntry, Stream, StreamId};
 use super::value::{HashValue, ListValue, SetValue};
 use super::zset::ZSet;
 use super::{Entry, Value};
@@ -49,8 +52,6 @@ pub enum RdbError {
     Checksum,
     /// The value does not parse (Redis: `Bad data format`).
     Format,
-    /// A stream (not serialized by rlockd).
-    Stream,
 }
 
 // ---------------------------------------------------------------- CRC-64
@@ -327,9 +328,16 @@ impl Listpack {
     }
 
     fn push(&mut self, s: &[u8]) {
+        match parse_i64_strict(s) {
+            Some(v) => self.push_int(v),
+            None => self.push_str(s),
+        }
+    }
+
+    fn push_int(&mut self, v: i64) {
         let start = self.buf.len();
         let b = &mut self.buf;
-        if let Some(v) = parse_i64_strict(s) {
+        {
             if (0..=127).contains(&v) {
                 b.push(v as u8);
             } else if (-4096..=4095).contains(&v) {
@@ -349,7 +357,16 @@ impl Listpack {
                 b.push(0xf4);
                 b.extend_from_slice(&v.to_le_bytes());
             }
-        } else if s.len() < 64 {
+        }
+        let l = b.len() - start;
+        encode_backlen(b, l);
+        self.count += 1;
+    }
+
+    fn push_str(&mut self, s: &[u8]) {
+        let start = self.buf.len();
+        let b = &mut self.buf;
+        if s.len() < 64 {
             b.push(0x80 | s.len() as u8);
             b.extend_from_slice(s);
         } else if s.len() < 4096 {
@@ -403,8 +420,8 @@ fn score_text(d: f64) -> String {
     crate::num::fmt_double(d)
 }
 
-/// The DUMP payload of `entry`, or `RdbError::Stream` for a stream.
-pub fn dump(entry: &Entry) -> Result<Vec<u8>, RdbError> {
+/// The DUMP payload of `entry`.
+pub fn dump(entry: &Entry) -> Vec<u8> {
     let mut out = Vec::new();
     match &entry.value {
         Value::Str(s) => {
@@ -494,12 +511,89 @@ pub fn dump(entry: &Entry) -> Result<Vec<u8>, RdbError> {
                 }
             }
         }
-        Value::Stream(_) => return Err(RdbError::Stream),
+        Value::Stream(st) => {
+            out.push(T_STREAM_LISTPACKS_2);
+            dump_stream(&mut out, st);
+        }
     }
     out.extend_from_slice(&RDB_VERSION.to_le_bytes());
     let crc = crc64(0, &out);
     out.extend_from_slice(&crc.to_le_bytes());
-    Ok(out)
+    out
+}
+
+const STREAM_ITEM_DELETED: i64 = 1;
+const STREAM_ITEM_SAMEFIELDS: i64 = 2;
+
+fn id_key(id: StreamId) -> [u8; 16] {
+    let mut k = [0u8; 16];
+    k[..8].copy_from_slice(&id.ms.to_be_bytes());
+    k[8..].copy_from_slice(&id.seq.to_be_bytes());
+    k
+}
+
+/// `RDB_TYPE_STREAM_LISTPACKS_2`: the nodes (master id key, listpack),
+/// the counters, then each group with its PEL and consumers.
+fn dump_stream(out: &mut Vec<u8>, st: &Stream) {
+    let nodes = st.dump_nodes();
+    save_len(out, nodes.len() as u64);
+    for (master, mfields, entries) in nodes {
+        save_string(out, &id_key(master));
+        let mut lp = Listpack::new();
+        lp.push_int(entries.len() as i64);
+        lp.push_int(0);
+        lp.push_int(mfields.len() as i64);
+        for f in mfields {
+            lp.push(f);
+        }
+        lp.push_int(0);
+        for (id, fields) in entries {
+            let same = fields.len() == mfields.len() && fields.iter().zip(mfields).all(|((f, _), m)| f == m);
+            lp.push_int(if same { STREAM_ITEM_SAMEFIELDS } else { 0 });
+            lp.push_int(id.ms.wrapping_sub(master.ms) as i64);
+            lp.push_int(id.seq.wrapping_sub(master.seq) as i64);
+            if !same {
+                lp.push_int(fields.len() as i64);
+            }
+            for (f, v) in fields {
+                if !same {
+                    lp.push(f);
+                }
+                lp.push(v);
+            }
+            let n = fields.len() as i64;
+            lp.push_int(if same { n + 3 } else { 2 * n + 4 });
+        }
+        save_string(out, &lp.finish());
+    }
+    save_len(out, st.len() as u64);
+    for id in [st.last_id, st.first_id, st.max_deleted_id] {
+        save_len(out, id.ms);
+        save_len(out, id.seq);
+    }
+    save_len(out, st.entries_added);
+    save_len(out, st.groups.len() as u64);
+    for (name, g) in &st.groups {
+        save_string(out, name);
+        save_len(out, g.last_id.ms);
+        save_len(out, g.last_id.seq);
+        save_len(out, g.entries_read.unwrap_or(u64::MAX));
+        save_len(out, g.pel.len() as u64);
+        for (id, p) in &g.pel {
+            out.extend_from_slice(&id_key(*id));
+            out.extend_from_slice(&p.delivery_time.to_le_bytes());
+            save_len(out, p.delivery_count);
+        }
+        save_len(out, g.consumers.len() as u64);
+        for (cname, c) in &g.consumers {
+            save_string(out, cname);
+            out.extend_from_slice(&c.seen_time.to_le_bytes());
+            save_len(out, c.pel.len() as u64);
+            for id in &c.pel {
+                out.extend_from_slice(&id_key(*id));
+            }
+        }
+    }
 }
 
 // ---------------------------------------------------------------- reading
@@ -696,6 +790,170 @@ fn zset_insert(z: &mut ZSet, m: Bytes, s: f64) -> R<()> {
     Ok(())
 }
 
+impl Reader<'_> {
+    fn stream_id_raw(&mut self) -> R<StreamId> {
+        let k = self.take(16)?;
+        Ok(StreamId::new(
+            u64::from_be_bytes(k[..8].try_into().expect("8")),
+            u64::from_be_bytes(k[8..].try_into().expect("8")),
+        ))
+    }
+
+    fn stream_id_lens(&mut self) -> R<StreamId> {
+        Ok(StreamId::new(self.len()?, self.len()?))
+    }
+
+    fn ms_time(&mut self) -> R<u64> {
+        Ok(u64::from_le_bytes(self.take(8)?.try_into().expect("8")))
+    }
+}
+
+fn lp_int(e: Option<&LpEntry<'_>>) -> R<i64> {
+    match e {
+        Some(LpEntry::Int(v)) => Ok(*v),
+        Some(LpEntry::Str(s)) => parse_i64_strict(s).ok_or(RdbError::Format),
+        None => Err(RdbError::Format),
+    }
+}
+
+/// One node's listpack: master entry, then entries (deleted ones skipped).
+fn load_stream_node(st: &mut Stream, master: StreamId, blob: &[u8]) -> R<()> {
+    let bad = RdbError::Format;
+    let es = parse_listpack(blob)?;
+    let mut it = es.iter();
+    let count = lp_int(it.next())?;
+    let deleted = lp_int(it.next())?;
+    let nfields = lp_int(it.next())?;
+    if count < 0 || deleted < 0 || nfields < 0 || nfields as usize > es.len() {
+        return Err(bad);
+    }
+    let mfields: Vec<Bytes> = (0..nfields).map(|_| it.next().map(LpEntry::to_bytes).ok_or(bad)).collect::<R<_>>()?;
+    if lp_int(it.next())? != 0 {
+        return Err(bad);
+    }
+    let mut live: Vec<(StreamId, Fields)> = Vec::new();
+    let mut seen_deleted = 0i64;
+    let mut last = master;
+    let mut prev: Option<StreamId> = st.max_loaded_id();
+    while let Some(first) = it.next() {
+        let flags = lp_int(Some(first))?;
+        let ms = master.ms.wrapping_add(lp_int(it.next())? as u64);
+        let seq = master.seq.wrapping_add(lp_int(it.next())? as u64);
+        let id = StreamId::new(ms, seq);
+        if id < master || prev.is_some_and(|p| id <= p) {
+            return Err(bad);
+        }
+        prev = Some(id);
+        last = id;
+        let same = flags & STREAM_ITEM_SAMEFIELDS != 0;
+        let n = if same { nfields } else { lp_int(it.next())? };
+        if n < 0 || n as usize > es.len() {
+            return Err(bad);
+        }
+        let mut fields: Fields = Vec::with_capacity(n as usize);
+        for master_field in mfields.iter().chain(std::iter::repeat(&Bytes::new())).take(n as usize) {
+            let f = if same { master_field.clone() } else { it.next().map(LpEntry::to_bytes).ok_or(bad)? };
+            let v = it.next().map(LpEntry::to_bytes).ok_or(bad)?;
+            fields.push((f, v));
+        }
+        let lp_count = lp_int(it.next())?;
+        if lp_count != if same { n + 3 } else { 2 * n + 4 } {
+            return Err(bad);
+        }
+        if flags & STREAM_ITEM_DELETED != 0 {
+            seen_deleted += 1;
+        } else {
+            live.push((id, fields));
+        }
+    }
+    if live.is_empty() || live.len() as i64 != count || seen_deleted != deleted {
+        return Err(bad);
+    }
+    st.load_node(master, mfields, live, deleted as u32, last, blob.len());
+    Ok(())
+}
+
+/// A stream, `RDB_TYPE_STREAM_LISTPACKS_2` or (`v2` false) the older
+/// `RDB_TYPE_STREAM_LISTPACKS` without the 7.0 counters.
+fn load_stream(r: &mut Reader<'_>, v2: bool) -> R<Stream> {
+    let bad = RdbError::Format;
+    let mut st = Stream::default();
+    let nodes = r.count(17)?;
+    for _ in 0..nodes {
+        let key = r.string()?;
+        if key.len() != 16 {
+            return Err(bad);
+        }
+        let master = Reader { data: &key, pos: 0 }.stream_id_raw()?;
+        let blob = r.string()?;
+        load_stream_node(&mut st, master, &blob)?;
+    }
+    if r.len()? != st.len() as u64 {
+        return Err(bad);
+    }
+    st.last_id = r.stream_id_lens()?;
+    if v2 {
+        st.first_id = r.stream_id_lens()?;
+        st.max_deleted_id = r.stream_id_lens()?;
+        st.entries_added = r.len()?;
+    } else {
+        // Redis takes the first entry's id; of an empty stream, the highest id.
+        st.first_id = st.first_entry().map_or(StreamId::MAX, |(id, _)| *id);
+        st.entries_added = st.len() as u64;
+    }
+    if st.max_loaded_id().is_some_and(|m| m > st.last_id) {
+        return Err(bad);
+    }
+    let ngroups = r.count(5)?;
+    for _ in 0..ngroups {
+        let name = Bytes::from(r.string()?);
+        let last_id = r.stream_id_lens()?;
+        let read = if v2 {
+            let n = r.len()?;
+            (n != u64::MAX).then_some(n)
+        } else {
+            st.estimate_distance(&last_id)
+        };
+        let mut g = Group::new(last_id, read);
+        let mut unowned = std::collections::HashSet::new();
+        let npel = r.count(25)?;
+        for _ in 0..npel {
+            let id = r.stream_id_raw()?;
+            let delivery_time = r.ms_time()?;
+            let delivery_count = r.len()?;
+            let p = PendingEntry { consumer: Bytes::new(), delivery_time, delivery_count };
+            unowned.insert(id);
+            if g.pel.insert(id, p).is_some() {
+                return Err(bad);
+            }
+        }
+        let nconsumers = r.count(10)?;
+        for _ in 0..nconsumers {
+            let cname = Bytes::from(r.string()?);
+            let seen_time = r.ms_time()?;
+            let mut c = Consumer { seen_time, ..Consumer::default() };
+            let n = r.count(16)?;
+            for _ in 0..n {
+                let id = r.stream_id_raw()?;
+                // Each PEL entry belongs to exactly one consumer.
+                let Some(p) = g.pel.get_mut(&id).filter(|_| unowned.remove(&id)) else { return Err(bad) };
+                c.pel.insert(id);
+                p.consumer = cname.clone();
+            }
+            if g.consumers.insert(cname, c).is_some() {
+                return Err(bad);
+            }
+        }
+        if !unowned.is_empty() {
+            return Err(bad);
+        }
+        if st.groups.insert(name, g).is_some() {
+            return Err(bad);
+        }
+    }
+    Ok(st)
+}
+
 /// Decodes a DUMP payload into a value: [`RdbError::Checksum`] for a bad
 /// footer, [`RdbError::Format`] for a bad body.
 pub fn restore(payload: &[u8]) -> Result<Value, RdbError> {
@@ -829,7 +1087,8 @@ pub fn restore(payload: &[u8]) -> Result<Value, RdbError> {
             }
             Value::ZSet(Box::new(z))
         }
-        T_STREAM_LISTPACKS | T_STREAM_LISTPACKS_2 => return Err(RdbError::Stream),
+        T_STREAM_LISTPACKS_2 => Value::Stream(Box::new(load_stream(&mut r, true)?)),
+        T_STREAM_LISTPACKS => Value::Stream(Box::new(load_stream(&mut r, false)?)),
         _ => return Err(RdbError::Format),
     };
     Ok(v)
@@ -925,7 +1184,7 @@ mod tests {
 
     #[test]
     fn strings_use_redis_encodings() {
-        let e = |s: &str| dump(&Entry::new(Value::Str(Bytes::copy_from_slice(s.as_bytes())))).expect("dump");
+        let e = |s: &str| dump(&Entry::new(Value::Str(Bytes::copy_from_slice(s.as_bytes()))));
         assert_eq!(&e("1")[..3], &[0, 0xc0, 1]);
         assert_eq!(&e("-200")[..4], &[0, 0xc1, 0x38, 0xff]);
         assert_eq!(&e("12345678901")[..3], &[0, 11, b'1']);
@@ -942,7 +1201,7 @@ mod tests {
 
     #[test]
     fn corrupt_payloads_are_refused() {
-        let good = dump(&Entry::new(Value::Str(Bytes::from_static(b"hello world")))).expect("dump");
+        let good = dump(&Entry::new(Value::Str(Bytes::from_static(b"hello world"))));
         assert_eq!(restore(&good[..5]).err(), Some(RdbError::Checksum));
         let mut flipped = good.clone();
         flipped[3] ^= 1;
