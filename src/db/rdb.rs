@@ -687,11 +687,10 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// A length. An encoding byte (`11xxxxxx`) where a length is expected
+    /// reads as its low 6 bits, as Redis's `rdbLoadLen` returns it.
     fn len(&mut self) -> R<u64> {
-        match self.len_or_enc()? {
-            (false, l) => Ok(l),
-            _ => Err(RdbError::Format),
-        }
+        Ok(self.len_or_enc()?.1)
     }
 
     /// A count of items that each take at least `min_bytes`: refused if the
@@ -713,10 +712,16 @@ impl<'a> Reader<'a> {
             (true, 3) => {
                 let clen = self.len()?;
                 let ulen = self.len()?;
-                if ulen > MAX_STRING || clen == 0 {
+                if ulen > MAX_STRING {
                     return Err(RdbError::Format);
                 }
                 let c = self.take(usize::try_from(clen).map_err(|_| RdbError::Format)?)?;
+                if ulen == 0 {
+                    // Redis accepts any data declared to decompress to
+                    // nothing (its decompressor's failure value, 0, is the
+                    // expected length).
+                    return Ok(Vec::new());
+                }
                 lzf_decompress(c, ulen as usize).ok_or(RdbError::Format)
             }
             _ => Err(RdbError::Format),
@@ -742,6 +747,12 @@ impl LpEntry<'_> {
 /// Validates a whole listpack (header, every entry and its back-length,
 /// the end byte, the count) and returns its entries.
 fn parse_listpack(lp: &[u8]) -> R<Vec<LpEntry<'_>>> {
+    parse_listpack_counted(lp, true)
+}
+
+/// [`parse_listpack`], checking the header's element count or not (Redis
+/// validates a stream node's entries without it).
+fn parse_listpack_counted(lp: &[u8], check_count: bool) -> R<Vec<LpEntry<'_>>> {
     let bad = RdbError::Format;
     if lp.len() < 7 {
         return Err(bad);
@@ -811,7 +822,7 @@ fn parse_listpack(lp: &[u8]) -> R<Vec<LpEntry<'_>>> {
         out.push(entry);
         p = q + expect.len();
     }
-    if declared != 65535 && declared != out.len() {
+    if check_count && declared != 65535 && declared != out.len() {
         return Err(bad);
     }
     Ok(out)
@@ -867,7 +878,7 @@ fn lp_int(e: Option<&LpEntry<'_>>) -> R<i64> {
 /// One node's listpack: master entry, then entries (deleted ones skipped).
 fn load_stream_node(st: &mut Stream, master: StreamId, blob: &[u8]) -> R<()> {
     let bad = RdbError::Format;
-    let es = parse_listpack(blob)?;
+    let es = parse_listpack_counted(blob, false)?;
     let mut it = es.iter();
     let count = lp_int(it.next())?;
     let deleted = lp_int(it.next())?;
@@ -1129,7 +1140,9 @@ pub fn restore(payload: &[u8]) -> Result<Value, RdbError> {
             for p in es.chunks_exact(2) {
                 let s = match &p[1] {
                     LpEntry::Int(v) => *v as f64,
-                    LpEntry::Str(s) => crate::num::parse_double(s).ok_or(RdbError::Format)?,
+                    // Read back as Redis reads it (trailing text ignored);
+                    // a NaN score is refused by `zset_insert`.
+                    LpEntry::Str(s) => crate::num::zzl_strtod(s),
                 };
                 zset_insert(&mut z, p[0].to_bytes(), s)?;
             }
