@@ -50,6 +50,16 @@ int rl_sort_score(const char *s, size_t len, double *out) {
     return ok;
 }
 
+/* Redis zzlStrtod(): strtod of at most 127 bytes, whatever follows them
+ * (a listpack sorted set's score as Redis reads it back). */
+double rl_zzl_strtod(const char *s, size_t len) {
+    char buf[128];
+    if (len > sizeof(buf) - 1) len = sizeof(buf) - 1;
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    return strtod(buf, NULL);
+}
+
 /* Redis string2ld(). */
 static int rl_string2ld(const char *s, size_t len, long double *out) {
     char buf[RL_MAX_LD_CHARS];

@@ -7,6 +7,7 @@
 
 extern "C" {
     fn rl_string2d(s: *const u8, len: usize, out: *mut f64) -> i32;
+    fn rl_zzl_strtod(s: *const u8, len: usize) -> f64;
     fn rl_sort_score(s: *const u8, len: usize, out: *mut f64) -> i32;
     fn rl_ld_incr(cur: *const u8, curlen: usize, incr: *const u8, incrlen: usize, out: *mut u8, outlen: usize) -> i32;
     fn rl_ld_normalize(s: *const u8, len: usize, out: *mut u8, outlen: usize) -> i32;
@@ -65,6 +66,14 @@ pub fn parse_double(b: &[u8]) -> Option<f64> {
     // SAFETY: pointer/length come from a valid slice; out is a valid f64.
     let ok = unsafe { rl_string2d(b.as_ptr(), b.len(), &mut out) };
     (ok == 1).then_some(out)
+}
+
+/// Redis `zzlStrtod`: `strtod` of the first 127 bytes, trailing text
+/// ignored (0 when nothing parses). How Redis reads a score back from a
+/// sorted set's listpack.
+pub fn zzl_strtod(b: &[u8]) -> f64 {
+    // SAFETY: pointer/length come from a valid slice; the C side copies at most 127 bytes.
+    unsafe { rl_zzl_strtod(b.as_ptr(), b.len()) }
 }
 
 /// The score `SORT` gives a value (`strtod` as Redis calls it there).

@@ -25,6 +25,7 @@ pub mod config;
 pub mod connection;
 pub(crate) mod control;
 pub mod diag;
+pub mod dump;
 pub mod generic;
 pub mod geo;
 pub mod hash;
@@ -116,6 +117,7 @@ pub mod flags {
     pub const MOVABLEKEYS: u32 = 1 << 16;
     pub const ALLOW_BUSY: u32 = 1 << 17;
     pub const NO_ASYNC_LOADING: u32 = 1 << 18;
+    pub const ASKING: u32 = 1 << 19;
 
     pub const NAMES: &[(&str, u32)] = &[
         ("write", WRITE),
@@ -137,6 +139,7 @@ pub mod flags {
         ("movablekeys", MOVABLEKEYS),
         ("allow_busy", ALLOW_BUSY),
         ("no_async_loading", NO_ASYNC_LOADING),
+        ("asking", ASKING),
     ];
 
     /// Parses a space-separated flag list. It runs when the table is
@@ -289,7 +292,7 @@ pub struct Table {
 }
 
 /// Families and their `COMMAND DOCS` group names.
-fn families() -> [(&'static str, &'static [CommandSpec]); 25] {
+fn families() -> [(&'static str, &'static [CommandSpec]); 26] {
     [
         ("generic", generic::COMMANDS),
         ("string", string::COMMANDS),
@@ -316,6 +319,7 @@ fn families() -> [(&'static str, &'static [CommandSpec]); 25] {
         ("stream", stream::COMMANDS),
         ("geo", geo::COMMANDS),
         ("hyperloglog", hll::COMMANDS),
+        ("generic", dump::COMMANDS),
     ]
 }
 

@@ -17,6 +17,7 @@ pub mod geohash;
 pub mod hll;
 pub mod lock_history;
 pub mod locks;
+pub mod rdb;
 pub mod stream;
 pub mod value;
 pub mod zset;
@@ -276,6 +277,13 @@ impl DbView<'_> {
     pub fn mark_outgrown(&mut self, key: &[u8], outgrown: bool) {
         if outgrown {
             self.set_str_enc(key, StrEnc::Big);
+        }
+    }
+
+    /// Sets the access stamp of `key` ([`lru_stamp`]; `RESTORE … IDLETIME`).
+    pub fn set_lru(&mut self, key: &[u8], stamp: u32) {
+        if let Some(e) = self.db.map.get_mut(key) {
+            e.lru = stamp;
         }
     }
 

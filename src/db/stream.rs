@@ -215,6 +215,9 @@ mod lp {
     }
 }
 
+/// A node as DUMP writes it: master id, master field names, live entries.
+pub type DumpNode<'a> = (StreamId, &'a [Bytes], Vec<(StreamId, &'a Fields)>);
+
 /// A stream.
 #[derive(Debug, Clone, Default)]
 pub struct Stream {
@@ -429,6 +432,48 @@ impl Stream {
             self.refresh_first_id();
         }
         deleted
+    }
+
+    /// The listpack nodes as DUMP writes them: master id, master field
+    /// names, the live entries (entries deleted from a node are not kept,
+    /// so a dumped node holds only live ones). Empty nodes are skipped.
+    pub fn dump_nodes(&self) -> Vec<DumpNode<'_>> {
+        let starts: Vec<StreamId> = self.nodes.keys().copied().collect();
+        let mut out = Vec::with_capacity(starts.len());
+        for (i, start) in starts.iter().enumerate() {
+            let entries: Vec<(StreamId, &Fields)> = match starts.get(i + 1) {
+                Some(end) => self.entries.range(*start..*end).map(|(k, v)| (*k, v)).collect(),
+                None => self.entries.range(*start..).map(|(k, v)| (*k, v)).collect(),
+            };
+            if !entries.is_empty() {
+                out.push((*start, &self.nodes[start].fields[..], entries));
+            }
+        }
+        out
+    }
+
+    /// Adds a node read from a DUMP payload: its master id and fields,
+    /// its live entries (ascending, above every id already loaded),
+    /// how many it had deleted, the id of its last element (deleted or
+    /// not) and its listpack's size. Does not touch the counters.
+    pub fn load_node(
+        &mut self,
+        master: StreamId,
+        fields: Vec<Bytes>,
+        entries: Vec<(StreamId, Fields)>,
+        deleted: u32,
+        last: StreamId,
+        lp_bytes: usize,
+    ) {
+        let live = entries.len() as u32;
+        let bytes = lp_bytes.saturating_sub(lp::int(i64::from(live)) + lp::int(i64::from(deleted)));
+        self.nodes.insert(master, Node { total: live + deleted, live, last, bytes, fields });
+        self.entries.extend(entries);
+    }
+
+    /// The highest entry id stored (loading checks ids ascend).
+    pub fn max_loaded_id(&self) -> Option<StreamId> {
+        self.entries.keys().next_back().copied()
     }
 
     /// Number of listpack nodes (`radix-tree-keys`).

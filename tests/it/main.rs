@@ -12,6 +12,7 @@ mod container;
 mod control;
 mod diff;
 mod diff_random;
+mod dump;
 mod examples;
 mod faults;
 mod front_ends;
