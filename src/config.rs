@@ -155,7 +155,7 @@ static PARAMS: &[Param] = &[
     ),
     p("proto-max-bulk-len", "536870912", Kind::Mem),
     p("client-query-buffer-limit", "1073741824", Kind::Mem),
-    alias("hash-max-listpack-entries", "hash-max-ziplist-entries", "128", Kind::Int(0, i64::MAX)),
+    alias("hash-max-listpack-entries", "hash-max-ziplist-entries", "512", Kind::Int(0, i64::MAX)),
     alias("hash-max-listpack-value", "hash-max-ziplist-value", "64", Kind::Int(0, i64::MAX)),
     alias("zset-max-listpack-entries", "zset-max-ziplist-entries", "128", Kind::Int(0, i64::MAX)),
     alias("zset-max-listpack-value", "zset-max-ziplist-value", "64", Kind::Int(0, i64::MAX)),

@@ -9,7 +9,7 @@ use rand::Rng;
 
 use super::util::{cursor, eq, int, scan_opts};
 use super::{cmd, CommandSpec, Ctx};
-use crate::db::value::HashValue;
+use crate::db::value::{HashValue, HASH_MAX_LISTPACK_ENTRIES};
 use crate::db::{notify, own, scan_step, DbView, Value};
 use crate::error::{CmdError, CmdResult};
 use crate::glob;
@@ -71,7 +71,7 @@ fn hash_or_create<'a>(db: &'a mut DbView<'_>, key: &Bytes) -> Result<&'a mut Has
 
 /// Removes `field`, keeping the order of the rest for listpack-sized hashes.
 pub(crate) fn hash_remove(h: &mut HashValue, field: &[u8]) -> bool {
-    if h.len() <= 128 {
+    if h.len() <= HASH_MAX_LISTPACK_ENTRIES {
         h.shift_remove(field).is_some()
     } else {
         h.swap_remove(field).is_some()
@@ -100,7 +100,7 @@ fn hset_generic(ctx: &mut Ctx<'_>, args: &[Bytes], is_hset: bool) -> CmdResult {
         }
     }
     // Past hash-max-listpack-entries/value a hash stays a hashtable.
-    let outgrown = h.len() > 128 || args[2..].iter().any(|a| a.len() > 64);
+    let outgrown = h.len() > HASH_MAX_LISTPACK_ENTRIES || args[2..].iter().any(|a| a.len() > 64);
     db.mark_outgrown(key, outgrown);
     db.touch(key);
     db.notify(notify::HASH, "hset", key);
@@ -123,7 +123,7 @@ fn hsetnx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Ok(Reply::Int(0));
     }
     h.insert(own(&args[2]), own(&args[3]));
-    let outgrown = h.len() > 128 || args[2].len() > 64 || args[3].len() > 64;
+    let outgrown = h.len() > HASH_MAX_LISTPACK_ENTRIES || args[2].len() > 64 || args[3].len() > 64;
     db.mark_outgrown(key, outgrown);
     db.touch(key);
     db.notify(notify::HASH, "hset", key);
@@ -215,7 +215,7 @@ fn hincrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Err(CmdError::Overflow);
     };
     h.insert(own(&args[2]), num::int_bytes(new));
-    let outgrown = h.len() > 128 || args[2].len() > 64;
+    let outgrown = h.len() > HASH_MAX_LISTPACK_ENTRIES || args[2].len() > 64;
     db.mark_outgrown(key, outgrown);
     db.touch(key);
     db.notify(notify::HASH, "hincrby", key);
@@ -247,7 +247,7 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
     };
     h.insert(own(&args[2]), new.clone());
-    let outgrown = h.len() > 128 || args[2].len() > 64 || new.len() > 64;
+    let outgrown = h.len() > HASH_MAX_LISTPACK_ENTRIES || args[2].len() > 64 || new.len() > 64;
     db.mark_outgrown(key, outgrown);
     db.touch(key);
     db.notify(notify::HASH, "hincrbyfloat", key);
@@ -256,7 +256,7 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 /// True if Redis would keep this hash as a listpack (default thresholds).
 fn is_listpack(h: &HashValue) -> bool {
-    h.len() <= 128 && h.iter().all(|(k, v)| k.len() <= 64 && v.len() <= 64)
+    h.len() <= HASH_MAX_LISTPACK_ENTRIES && h.iter().all(|(k, v)| k.len() <= 64 && v.len() <= 64)
 }
 
 fn hscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {

@@ -16,6 +16,11 @@ pub type SetValue = IndexSet<Bytes, Hasher>;
 /// A list value.
 pub type ListValue = VecDeque<Bytes>;
 
+/// Redis 7.0's default `hash-max-listpack-entries` (512; the sample
+/// redis.conf says 128, the compiled default is 512): past it a hash is a
+/// hashtable. `CONFIG SET` of the parameter does not move this yet.
+pub const HASH_MAX_LISTPACK_ENTRIES: usize = 512;
+
 /// A value of one of the Redis types.
 #[derive(Debug, Clone)]
 pub enum Value {
@@ -67,7 +72,7 @@ impl Value {
                 }
             }
             Value::Hash(h) => {
-                if h.len() <= 128 && h.iter().all(|(k, v)| k.len() <= 64 && v.len() <= 64) {
+                if h.len() <= HASH_MAX_LISTPACK_ENTRIES && h.iter().all(|(k, v)| k.len() <= 64 && v.len() <= 64) {
                     "listpack"
                 } else {
                     "hashtable"
