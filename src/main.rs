@@ -560,7 +560,7 @@ fn apply(directives: Vec<Directive>, read_file: &dyn Fn(&str) -> std::io::Result
         } else if !NO_EFFECT.contains(&name) && !REDIS_DIRECTIVES.contains(&name) {
             return Err(fatal_config(&d, "Bad directive or wrong number of arguments"));
         }
-        if NO_EFFECT.contains(&name) || !known {
+        if NO_EFFECT.contains(&name) || !rlockd::ParamCheck::has_effect(name) {
             if !OFF_VALUES.contains(&value.as_str()) {
                 let shown = match d.origin {
                     Origin::CommandLine => {

@@ -34,21 +34,10 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if !args.len().is_multiple_of(2) {
         return Err(CmdError::Syntax);
     }
-    let pairs: Vec<&[Bytes]> = args[2..].chunks(2).collect();
-    for (i, p) in pairs.iter().enumerate() {
-        if pairs[..i].iter().any(|q| q[0].eq_ignore_ascii_case(&p[0])) {
-            return Err(CmdError::custom(format!(
-                "ERR CONFIG SET failed (possibly related to argument '{}') - duplicate parameter",
-                String::from_utf8_lossy(&p[0])
-            )));
-        }
-    }
-    // All or nothing, as in Redis.
-    let mut trial = ctx.core.config.clone();
-    for p in &pairs {
-        trial.set(&p[0], &p[1])?;
-    }
-    ctx.core.config = trial;
+    let pairs: Vec<(&[u8], &[u8])> = args[2..].chunks(2).map(|p| (&p[0][..], &p[1][..])).collect();
+    let protected_ok = ctx.core.config.protected_allowed(ctx.client.shared.addr.ip().is_loopback());
+    // All or nothing, as in Redis: nothing changes unless every value is valid.
+    ctx.core.config.set_many(&pairs, protected_ok)?;
     ctx.core.config_changed();
     Ok(Reply::ok())
 }
