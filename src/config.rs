@@ -205,7 +205,7 @@ static PARAMS: &[Param] = &[
     p("auto-aof-rewrite-min-size", "67108864", Kind::Mem(0, LL)),
     p("auto-aof-rewrite-percentage", "100", Kind::Int(0, I32)),
     fixed("bgsave_cpulist", "", Kind::Str),
-    fixed("bind", "* -::*", Kind::Special),
+    p("bind", "* -::*", Kind::Special),
     p("bind-source-addr", "", Kind::Str),
     fixed("bio_cpulist", "", Kind::Str),
     p("busy-reply-threshold", "5000", Kind::Int(0, I64)).alias("lua-time-limit"),
@@ -279,7 +279,7 @@ static PARAMS: &[Param] = &[
     p("oom-score-adj", "no", Kind::Special),
     p("oom-score-adj-values", "0 200 800", Kind::Special),
     fixed("pidfile", "", Kind::Str),
-    fixed("port", "6379", Kind::Int(0, 65535)),
+    p("port", "6379", Kind::Int(0, 65535)),
     p("proc-title-template", "{title} {listen-addr} {server-mode}", Kind::Special),
     p("propagation-error-behavior", "ignore", Kind::Enum(PROPAGATION_ERROR_BEHAVIOR)),
     p("protected-mode", "yes", Kind::Bool),
@@ -625,6 +625,11 @@ impl RuntimeConfig {
     fn force(&mut self, name: &str, v: &str) {
         let i = Self::idx(name);
         self.values[i] = v.to_string();
+    }
+
+    /// The port the listener got (`port 0` picks a free one).
+    pub fn set_listen_port(&mut self, port: u16) {
+        self.force("port", &port.to_string());
     }
 
     /// Current value of a parameter by canonical name.

@@ -36,10 +36,57 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     let pairs: Vec<(&[u8], &[u8])> = args[2..].chunks(2).map(|p| (&p[0][..], &p[1][..])).collect();
     let protected_ok = ctx.core.config.protected_allowed(ctx.client.shared.addr.ip().is_loopback());
+    let before = (ctx.core.config.get_str("bind").to_string(), ctx.core.config.get_str("port").to_string());
+    let saved = ctx.core.config.clone();
     // All or nothing, as in Redis: nothing changes unless every value is valid.
-    ctx.core.config.set_many(&pairs, protected_ok)?;
+    let set = ctx.core.config.set_many(&pairs, protected_ok)?;
+    let after = (ctx.core.config.get_str("bind").to_string(), ctx.core.config.get_str("port").to_string());
+    if after != before {
+        if let Err(why) = relisten(ctx, &before) {
+            ctx.core.config = saved;
+            let (name, text) = if set.contains(&"bind") && after.0 != before.0 {
+                ("bind", "Failed to bind to specified addresses.")
+            } else {
+                ("port", "Unable to listen on this port. Check server logs.")
+            };
+            tracing::warn!("CONFIG SET {name}: could not listen on '{}' port {}: {why}", after.0, after.1);
+            return Err(CmdError::custom(format!(
+                "ERR CONFIG SET failed (possibly related to argument '{name}') - {text}"
+            )));
+        }
+    }
     ctx.core.config_changed();
     Ok(Reply::ok())
+}
+
+/// Has the accept loop listen where the new `bind` and `port` say (it
+/// closes the current listeners first, and listens there again if the new
+/// address fails; connected clients stay). Waits for the outcome, as
+/// Redis's CONFIG SET does.
+fn relisten(ctx: &mut Ctx<'_>, before: &(String, String)) -> std::io::Result<()> {
+    let cfg = &ctx.core.config;
+    let bad = |_| std::io::Error::from(std::io::ErrorKind::InvalidInput);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let req = crate::core::RebindRequest {
+        bind: cfg.get_str("bind").to_string(),
+        port: cfg.get_str("port").parse().map_err(bad)?,
+        old_bind: before.0.clone(),
+        old_port: before.1.parse().map_err(bad)?,
+        backlog: cfg.get_str("tcp-backlog").parse().unwrap_or(511),
+        reply: tx,
+    };
+    ctx.shared.rebind.requests.send(req).map_err(|_| std::io::Error::other("the server is stopping"))?;
+    // The accept loop is another task: let this worker's other tasks run
+    // elsewhere while this one waits.
+    let wait = || rx.recv_timeout(std::time::Duration::from_secs(5));
+    let outcome = match tokio::runtime::Handle::try_current() {
+        Ok(_) => tokio::task::block_in_place(wait),
+        Err(_) => wait(),
+    };
+    let addr = outcome.map_err(|_| std::io::Error::from(std::io::ErrorKind::TimedOut))??;
+    ctx.core.config.set_listen_port(addr.port());
+    *ctx.shared.local_addr.lock() = addr;
+    Ok(())
 }
 
 fn config_resetstat(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {

@@ -93,7 +93,7 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) -> bool {
             l!("process_id:{}", std::process::id());
             l!("process_supervised:no");
             l!("run_id:{}", ctx.shared.run_id);
-            l!("tcp_port:{}", ctx.shared.local_addr.port());
+            l!("tcp_port:{}", ctx.shared.local_addr.lock().port());
             l!("server_time_usec:{}", ctx.shared.clock.now_us());
             l!("uptime_in_seconds:{up}");
             l!("uptime_in_days:{}", up / 86400);

@@ -110,3 +110,78 @@ fn multi_parameter_set_is_all_or_nothing() {
     assert_eq!(c.cmd(&["CONFIG", "GET", "maxmemory"]).bulks()[1], b"10485760");
     assert_eq!(info_version(&mut c), "7.2.0");
 }
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
+}
+
+fn ok(v: Value) {
+    assert_eq!(v, Value::Simple(b"OK".to_vec()));
+}
+
+fn err(v: Value) -> String {
+    match v {
+        Value::Error(e) => String::from_utf8_lossy(&e).into_owned(),
+        other => panic!("expected an error, got {other:?}"),
+    }
+}
+
+/// `CONFIG SET port` and `bind` move the listener: new clients connect at
+/// the new address, the old one is closed, connected clients stay; a port
+/// or address that cannot be had is refused with Redis's text and the
+/// server keeps listening where it was.
+#[test]
+fn config_set_port_and_bind_move_the_listener() {
+    let srv = Server::start().expect("rlockd");
+    let old = srv.port();
+    let mut c = RawConn::connect(old);
+    let new = free_port();
+    ok(c.cmd(&["CONFIG", "SET", "port", &new.to_string()]));
+    assert_eq!(c.cmd(&["PING"]), Value::Simple(b"PONG".to_vec()), "the connected client stays");
+    assert_eq!(srv.port(), new);
+    assert!(std::net::TcpStream::connect(("127.0.0.1", old)).is_err(), "the old port still accepts");
+    let mut d = RawConn::connect(new);
+    assert_eq!(d.cmd(&["CONFIG", "GET", "port"]).bulks()[1], new.to_string().into_bytes());
+    let Value::Bulk(Some(info)) = d.cmd(&["INFO", "server"]) else { panic!("INFO") };
+    assert!(String::from_utf8_lossy(&info).contains(&format!("tcp_port:{new}\r\n")));
+
+    // A port another server holds: refused, and nothing moves.
+    let other = Server::start().expect("rlockd");
+    let e = err(d.cmd(&["CONFIG", "SET", "port", &other.port().to_string()]));
+    assert_eq!(e, "ERR CONFIG SET failed (possibly related to argument 'port') - Unable to listen on this port. Check server logs.");
+    assert_eq!(d.cmd(&["CONFIG", "GET", "port"]).bulks()[1], new.to_string().into_bytes());
+    assert_eq!(RawConn::connect(new).cmd(&["PING"]), Value::Simple(b"PONG".to_vec()));
+    // With other parameters in the same SET: none of them applies either.
+    let e = err(d.cmd(&["CONFIG", "SET", "maxmemory", "1mb", "port", &other.port().to_string()]));
+    assert!(e.contains("argument 'port'"), "{e}");
+    assert_eq!(d.cmd(&["CONFIG", "GET", "maxmemory"]).bulks()[1], b"0");
+
+    // Port 0 picks a free port, and CONFIG GET tells which.
+    ok(d.cmd(&["CONFIG", "SET", "port", "0"]));
+    let picked = srv.port();
+    assert!(picked != 0 && picked != new);
+    assert_eq!(RawConn::connect(picked).cmd(&["CONFIG", "GET", "port"]).bulks()[1], picked.to_string().into_bytes());
+
+    // bind: an address this host does not have is refused; optional ones
+    // (a leading `-`) are skipped; more than 16 are refused.
+    let mut e_conn = RawConn::connect(picked);
+    let e = err(e_conn.cmd(&["CONFIG", "SET", "bind", "10.255.255.1"]));
+    assert_eq!(
+        e,
+        "ERR CONFIG SET failed (possibly related to argument 'bind') - Failed to bind to specified addresses."
+    );
+    assert_eq!(RawConn::connect(picked).cmd(&["PING"]), Value::Simple(b"PONG".to_vec()));
+    ok(e_conn.cmd(&["CONFIG", "SET", "bind", "-10.255.255.1 127.0.0.1"]));
+    assert_eq!(e_conn.cmd(&["CONFIG", "GET", "bind"]).bulks()[1], b"-10.255.255.1 127.0.0.1");
+    assert_eq!(RawConn::connect(picked).cmd(&["PING"]), Value::Simple(b"PONG".to_vec()));
+    let many: Vec<String> = (1..=17).map(|i| format!("127.0.0.{i}")).collect();
+    let e = err(e_conn.cmd(&["CONFIG", "SET", "bind", &many.join(" ")]));
+    assert!(e.ends_with("- Too many bind addresses specified."), "{e}");
+    // Two addresses: both listen, on the same port.
+    ok(e_conn.cmd(&["CONFIG", "SET", "bind", "127.0.0.1 127.0.0.2"]));
+    assert_eq!(srv.port(), picked);
+    for ip in ["127.0.0.1", "127.0.0.2"] {
+        let s = std::net::TcpStream::connect((ip, picked)).unwrap_or_else(|e| panic!("{ip}:{picked}: {e}"));
+        drop(s);
+    }
+}
