@@ -242,6 +242,8 @@ Options:
   --tcp-backlog <n>     listen backlog (default 511, capped by the kernel's
                         net.core.somaxconn)
   --threads <n>         worker threads, at least 2 (default 2; rlockd only)
+  --redis-version <v>   the Redis version INFO and HELLO report (default
+                        {REDIS_VERSION}; only those strings change; rlockd only)
   --nodes <n>           serve n independent servers (own keyspace, clock and
                         test control) on ports port..port+n-1, for Redlock and
                         MultiLock tests (default 1; rlockd only; with --port 0

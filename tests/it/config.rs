@@ -95,6 +95,20 @@ fn reported_version_follows_the_parameter() {
     assert!(err.contains("redis-version") && err.contains("major.minor.patch"), "{err}");
 }
 
+/// The binary's `--redis-version`, through the same parameter table (and
+/// the same check: a bad value is refused with the parameter's reason).
+#[test]
+fn binary_reports_the_version_given_on_its_command_line() {
+    use super::common::binary::{run, Binary, BIN};
+    let b = Binary::start(&["--port", "0", "--redis-version", "7.2.4"]);
+    let mut c = RawConn::connect(b.port);
+    assert_eq!(info_version(&mut c), "7.2.4");
+    assert_eq!(hello_version(&mut c), "7.2.4");
+    let r = run(BIN, &["--port", "0", "--redis-version", "7.2"]);
+    assert_eq!(r.code, Some(1), "{r:?}");
+    assert!(r.stderr.contains("argument must be a version as major.minor.patch"), "{}", r.stderr);
+}
+
 /// A multi-parameter SET that fails applies nothing, over TCP.
 #[test]
 fn multi_parameter_set_is_all_or_nothing() {
