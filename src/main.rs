@@ -207,6 +207,8 @@ const MULTI_ARG: &[&str] = &[
     "replicaof",
     "slaveof",
     "oom-score-adj-values",
+    "shutdown-on-sigint",
+    "shutdown-on-sigterm",
     "rename-command",
     "user",
     "loadmodule",
