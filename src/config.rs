@@ -755,7 +755,7 @@ impl RuntimeConfig {
         let range = |min: &dyn std::fmt::Display, max: &dyn std::fmt::Display| {
             format!("argument must be between {min} and {max} inclusive")
         };
-        Ok(match param.kind {
+        let stored = match param.kind {
             Kind::Bool => match v.to_ascii_lowercase().as_str() {
                 s @ ("yes" | "no") => s.to_string(),
                 _ => return Err("argument must be 'yes' or 'no'".into()),
@@ -794,7 +794,8 @@ impl RuntimeConfig {
             },
             Kind::Str => v.to_string(),
             Kind::Special => self.check_special(param.name, v, at_start)?,
-        })
+        };
+        refuse_what_rlockd_cannot_do(param.name, stored, at_start)
     }
 
     fn check_special(&mut self, name: &str, v: &str, at_start: bool) -> Result<String, String> {
@@ -806,7 +807,8 @@ impl RuntimeConfig {
             }
             "latency-tracking-info-percentiles" => {
                 let mut ps = Vec::new();
-                for w in v.split_whitespace() {
+                // Split on single spaces, as Redis does: doubled ones are refused.
+                for w in v.split(' ').filter(|_| !v.is_empty()) {
                     let p = crate::num::parse_double(w.as_bytes())
                         .ok_or("Invalid latency-tracking-info-percentiles parameters")?;
                     if !(0.0..=100.0).contains(&p) {
@@ -1019,6 +1021,66 @@ impl RuntimeConfig {
             n.hard, n.soft, n.soft_secs, r.hard, r.soft, r.soft_secs, p.hard, p.soft, p.soft_secs
         )
     }
+}
+
+/// Values Redis refuses when it cannot do what they ask, refused the same
+/// way because rlockd cannot either: active defragmentation (Redis needs
+/// its own jemalloc for it), TLS (rlockd has none: Redis's answer when the
+/// TLS setup fails), and more clients than the open-files limit allows.
+fn refuse_what_rlockd_cannot_do(name: &str, v: String, at_start: bool) -> Result<String, String> {
+    match name {
+        "activedefrag" if v == "yes" => Err("Active defragmentation cannot be enabled: it requires a Redis server compiled with a modified Jemalloc like the one shipped by default with the Redis source distribution".into()),
+        "tls-port" if v != "0" => Err("Unable to update TLS configuration. Check server logs.".into()),
+        "tls-replication" | "tls-cluster" if v == "yes" => {
+            Err("Unable to update TLS configuration. Check server logs.".into())
+        }
+        "maxclients" => {
+            let wanted: u64 = v.parse().unwrap_or(10000);
+            match raise_open_files_limit(wanted) {
+                Some(max) if max < wanted && at_start => {
+                    tracing::warn!("maxclients has been reduced to {max} to compensate for low ulimit. If you need higher maxclients increase 'ulimit -n'.");
+                    Ok(max.to_string())
+                }
+                Some(max) if max < wanted => Err(format!(
+                    "The operating system is not able to handle the specified number of clients, try with {max}"
+                )),
+                _ => Ok(v),
+            }
+        }
+        _ => Ok(v),
+    }
+}
+
+/// Redis's `adjustOpenFilesLimit`: `maxclients` needs 32 more descriptors
+/// than clients; when the soft limit is lower, raise it (stepping down by
+/// 16 from what is needed until the OS agrees). Returns how many clients
+/// the limit then allows, or `None` if the limit could not be read.
+fn raise_open_files_limit(maxclients: u64) -> Option<u64> {
+    const RESERVED: u64 = 32;
+    let needed = maxclients.saturating_add(RESERVED);
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes the struct it is given.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return None;
+    }
+    let old: u64 = lim.rlim_cur;
+    if old >= needed {
+        return Some(maxclients);
+    }
+    // Redis steps down by 16 from `needed`; the steps above the hard limit
+    // all fail, so start at the first one below it.
+    let hard: u64 = lim.rlim_max;
+    let mut best = if needed > hard { needed - (needed - hard).div_ceil(16) * 16 } else { needed };
+    while best > old {
+        let want = libc::rlimit { rlim_cur: best, rlim_max: lim.rlim_max };
+        // SAFETY: setrlimit reads the struct it is given.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &want) } == 0 {
+            break;
+        }
+        best = best.saturating_sub(16);
+    }
+    let best = best.max(old);
+    Some(best.saturating_sub(RESERVED).min(maxclients))
 }
 
 /// The OS's text for an I/O error, without Rust's ` (os error N)`.
