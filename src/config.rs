@@ -1173,4 +1173,70 @@ mod tests {
         let c = RuntimeConfig::new(&Config { tcp_backlog: 7, ..Default::default() }).unwrap();
         assert_eq!(c.get_str("tcp-backlog"), "7");
     }
+
+    #[test]
+    fn value_parsers_follow_redis() {
+        assert_eq!(parse_mem("1gb"), Some(1 << 30));
+        assert_eq!(parse_mem("1G"), Some(1_000_000_000));
+        assert_eq!(parse_mem(""), Some(0));
+        assert_eq!(parse_mem("kb"), Some(0));
+        assert_eq!(parse_mem("010"), Some(10));
+        assert_eq!(parse_mem("18446744073709551616"), Some(u64::MAX));
+        assert_eq!(parse_mem("17179869184gb"), Some(0));
+        for bad in ["+5", "-0", " 5", "5 ", "1.5mb", "0x10", "1tb"] {
+            assert_eq!(parse_mem(bad), None, "{bad}");
+        }
+        assert_eq!(strtoll_full(""), Some(0));
+        assert_eq!(strtoll_full("+5"), Some(5));
+        assert_eq!(strtoll_full("  010"), Some(10));
+        for bad in [" ", "5 ", "a", "99999999999999999999", "-"] {
+            assert_eq!(strtoll_full(bad), None, "{bad}");
+        }
+        assert!(proc_title_template_valid("{title} {listen-addr} {server-mode}"));
+        assert!(proc_title_template_valid("{{title}}"));
+        assert!(!proc_title_template_valid("{title}"));
+        assert!(!proc_title_template_valid("{nope} x"));
+        assert!(!proc_title_template_valid("x {title"));
+        assert_eq!(parse_version("7.2.4").as_deref(), Some("7.2.4"));
+        assert_eq!(parse_version("07.02.004").as_deref(), Some("7.2.4"));
+        for bad in ["7.2", "7.2.4.1", "256.0.0", "7.-1.0", "", "7.2.x"] {
+            assert_eq!(parse_version(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn protected_parameters_and_dir() {
+        let mut c = RuntimeConfig::new(&Config::default()).unwrap();
+        let refused = c.set_many(&[(b"dir", b"/tmp")], c.protected_allowed(true)).unwrap_err().to_string();
+        assert_eq!(refused, "ERR CONFIG SET failed (possibly related to argument 'dir') - can't set protected config");
+        let mut c = RuntimeConfig::new(&Config {
+            params: vec![("enable-protected-configs".into(), "local".into())],
+            ..Default::default()
+        })
+        .unwrap();
+        assert!(c.protected_allowed(true) && !c.protected_allowed(false));
+        c.set_many(&[(b"dir", b"/tmp/")], true).unwrap();
+        let tmp = std::fs::canonicalize("/tmp").unwrap();
+        assert_eq!(c.get_str("dir"), tmp.to_str().unwrap());
+        let e = c.set_many(&[(b"dir", b"/nonexistent-rlockd")], true).unwrap_err().to_string();
+        assert!(e.ends_with("- No such file or directory"), "{e}");
+        // The process's own working directory never moves.
+        assert_ne!(std::env::current_dir().unwrap(), tmp);
+    }
+
+    #[test]
+    fn several_parameters_all_or_nothing() {
+        let mut c = RuntimeConfig::new(&Config::default()).unwrap();
+        let e = c.set_many(&[(b"maxmemory", b"1mb"), (b"hz", b"abc")], false).unwrap_err().to_string();
+        assert!(e.contains("argument 'hz'"), "{e}");
+        assert_eq!(c.get_str("maxmemory"), "0");
+        assert_eq!(c.maxmemory, 0);
+        let e = c.set_many(&[(b"hz", b"1"), (b"HZ", b"2")], false).unwrap_err().to_string();
+        assert_eq!(e, "ERR CONFIG SET failed (possibly related to argument 'HZ') - duplicate parameter");
+        // An alias and its parameter are two names: the later value wins.
+        c.set_many(&[(b"slave-read-only", b"no"), (b"replica-read-only", b"yes")], false).unwrap();
+        assert_eq!(c.get_str("replica-read-only"), "yes");
+        assert_eq!(c.set_many(&[(b"maxmemory", b"2mb"), (b"hz", b"600")], false).unwrap(), ["maxmemory", "hz"]);
+        assert_eq!((c.maxmemory, c.get_str("hz"), c.hz), (2 << 20, "500", 500));
+    }
 }
