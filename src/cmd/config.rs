@@ -66,6 +66,10 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 fn relisten(ctx: &mut Ctx<'_>, before: &(String, String)) -> std::io::Result<()> {
     let cfg = &ctx.core.config;
     let bad = |_| std::io::Error::from(std::io::ErrorKind::InvalidInput);
+    if ctx.shared.rebind.receiver.lock().is_some() {
+        // No accept loop (the in-process test harness): nothing to move.
+        return Err(std::io::Error::other("no listener"));
+    }
     let (tx, rx) = std::sync::mpsc::channel();
     let req = crate::core::RebindRequest {
         bind: cfg.get_str("bind").to_string(),
@@ -114,4 +118,23 @@ fn config_rewrite(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
 
 fn config_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     Ok(help_reply("CONFIG", super::help::CONFIG_HELP))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::protocol::Reply;
+    use crate::testing::Harness;
+
+    #[test]
+    fn without_an_accept_loop_port_is_refused_at_once() {
+        let mut h = Harness::new();
+        let start = std::time::Instant::now();
+        let r = h.run(&["CONFIG", "SET", "maxmemory", "1mb", "port", "1234"]);
+        assert!(start.elapsed() < std::time::Duration::from_secs(1));
+        let Reply::Error(e) = r else { panic!("{r:?}") };
+        let e = String::from_utf8_lossy(&e);
+        assert!(e.ends_with("argument 'port') - Unable to listen on this port. Check server logs."), "{e}");
+        let Reply::Map(pairs) = h.run(&["CONFIG", "GET", "maxmemory"]) else { panic!("map") };
+        assert_eq!(pairs[0].1, Reply::bulk_str("0"));
+    }
 }
