@@ -147,6 +147,7 @@ const I64: i64 = i64::MAX;
 const LL: u64 = i64::MAX as u64;
 const ULL: u64 = u64::MAX;
 
+// Enum words in Redis's order (its error text lists them so).
 const ACL_PUBSUB_DEFAULT: &[&str] = &["allchannels", "resetchannels"];
 const APPENDFSYNC: &[&str] = &["everysec", "always", "no"];
 const CLUSTER_PREFERRED_ENDPOINT_TYPE: &[&str] = &["ip", "hostname", "unknown-endpoint"];
