@@ -47,6 +47,12 @@ impl ParamCheck {
         RuntimeConfig::knows(name)
     }
 
+    /// True if `name` (or its alias) changes what rlockd does; the other
+    /// parameters are accepted and reported with no effect.
+    pub fn has_effect(name: &str) -> bool {
+        find(name.as_bytes()).is_some_and(|p| EFFECTIVE.contains(&p.name))
+    }
+
     /// Applies `name value` as a start-up directive (later ones win). The
     /// error is the reason Redis gives when it refuses the line, or `None`
     /// for a name rlockd does not know.
@@ -74,16 +80,35 @@ impl Default for Config {
     }
 }
 
+/// How a parameter's value is checked and printed.
 #[derive(Debug, Clone, Copy)]
 enum Kind {
+    /// `yes` / `no` (any case).
     Bool,
+    /// A base-10 integer (Redis's strict `string2ll`) within the bounds.
     Int(i64, i64),
-    /// Memory size (`100mb` accepted).
-    Mem,
+    /// An octal number within the bounds (`unixsocketperm`).
+    Octal(i64, i64),
+    /// A memory value (`100`, `1kb`, `2mb`, `1g`…) within the bounds.
+    Mem(u64, u64),
     Str,
+    /// One of the listed words (any case), printed as listed.
     Enum(&'static [&'static str]),
-    /// Validated by a dedicated check.
+    /// Validated by a dedicated check in [`RuntimeConfig::apply`].
     Special,
+}
+
+/// Who may change a parameter, and whether `CONFIG GET *` lists it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Access {
+    Mutable,
+    /// Set at start only (`can't set immutable config`).
+    Immutable,
+    /// Refused by `CONFIG SET` unless `enable-protected-configs` allows it.
+    Protected,
+    /// Settable and readable by exact name, never matched by a pattern
+    /// (Redis's debugging parameters).
+    Hidden,
 }
 
 struct Param {
@@ -91,20 +116,43 @@ struct Param {
     alias: Option<&'static str>,
     default: &'static str,
     kind: Kind,
-    immutable: bool,
+    access: Access,
+}
+
+impl Param {
+    /// The same parameter also answers to `alias` (the pre-5.0 `slave-*`
+    /// and pre-7.0 `*-ziplist-*` names).
+    const fn alias(self, alias: &'static str) -> Param {
+        Param { alias: Some(alias), ..self }
+    }
 }
 
 const fn p(name: &'static str, default: &'static str, kind: Kind) -> Param {
-    Param { name, alias: None, default, kind, immutable: false }
-}
-const fn alias(name: &'static str, alias: &'static str, default: &'static str, kind: Kind) -> Param {
-    Param { name, alias: Some(alias), default, kind, immutable: false }
+    Param { name, alias: None, default, kind, access: Access::Mutable }
 }
 const fn fixed(name: &'static str, default: &'static str, kind: Kind) -> Param {
-    Param { name, alias: None, default, kind, immutable: true }
+    Param { name, alias: None, default, kind, access: Access::Immutable }
+}
+const fn protected(name: &'static str, default: &'static str, kind: Kind) -> Param {
+    Param { name, alias: None, default, kind, access: Access::Protected }
+}
+const fn hidden(name: &'static str, default: &'static str, kind: Kind) -> Param {
+    Param { name, alias: None, default, kind, access: Access::Hidden }
 }
 
-const POLICIES: &[&str] = &[
+const I32: i64 = i32::MAX as i64;
+const I32_MIN: i64 = i32::MIN as i64;
+const I64: i64 = i64::MAX;
+/// Memory bounds: a `long long` parameter's maximum, and an unsigned one's.
+const LL: u64 = i64::MAX as u64;
+const ULL: u64 = u64::MAX;
+
+// Enum words in Redis's order (its error text lists them so).
+const ACL_PUBSUB_DEFAULT: &[&str] = &["allchannels", "resetchannels"];
+const APPENDFSYNC: &[&str] = &["everysec", "always", "no"];
+const CLUSTER_PREFERRED_ENDPOINT_TYPE: &[&str] = &["ip", "hostname", "unknown-endpoint"];
+const LOGLEVEL: &[&str] = &["debug", "verbose", "notice", "warning"];
+const MAXMEMORY_POLICY: &[&str] = &[
     "volatile-lru",
     "volatile-lfu",
     "volatile-random",
@@ -114,60 +162,95 @@ const POLICIES: &[&str] = &[
     "allkeys-random",
     "noeviction",
 ];
-const LOGLEVELS: &[&str] = &["debug", "verbose", "notice", "warning"];
-const FSYNC: &[&str] = &["always", "everysec", "no"];
-const YESNO_LOCAL: &[&str] = &["yes", "no", "local"];
+const OOM_SCORE_ADJ: &[&str] = &["no", "yes", "relative", "absolute"];
+const PROPAGATION_ERROR_BEHAVIOR: &[&str] = &["ignore", "panic", "panic-on-replicas"];
+const REPL_DISKLESS_LOAD: &[&str] = &["disabled", "on-empty-db", "swapdb"];
+const SANITIZE_DUMP_PAYLOAD: &[&str] = &["no", "yes", "clients"];
+const SHUTDOWN_ON: &[&str] = &["default", "save", "nosave", "now", "force"];
+const TLS_AUTH_CLIENTS: &[&str] = &["no", "yes", "optional"];
+const PROTECTED_ACTION: &[&str] = &["no", "yes", "local"];
+const SUPERVISED: &[&str] = &["upstart", "systemd", "auto", "no"];
+const SYSLOG_FACILITY: &[&str] =
+    &["user", "local0", "local1", "local2", "local3", "local4", "local5", "local6", "local7"];
 
-/// The parameters rlockd knows. Ones that steer persistence or replication
-/// are accepted and reported but have no effect in an in-memory server.
+/// Every parameter of redis-server 7.0 (its `CONFIG GET *` names, defaults,
+/// bounds and enum lists as 7.0.15 answers them), then rlockd's own. Most
+/// steer persistence, replication, cluster, TLS or process management and
+/// are accepted and reported with no effect in rlockd (README lists the
+/// ones that act).
+#[rustfmt::skip]
 static PARAMS: &[Param] = &[
-    p("requirepass", "", Kind::Str),
-    fixed("databases", "16", Kind::Int(1, i32::MAX as i64)),
-    fixed("port", "6379", Kind::Int(0, 65535)),
-    fixed("bind", "127.0.0.1", Kind::Str),
-    fixed("daemonize", "no", Kind::Bool),
-    // rlockd's own: the RLOCKD test-control namespace (set at start only).
-    fixed("test-control", "yes", Kind::Bool),
-    fixed("cluster-enabled", "no", Kind::Bool),
-    fixed("unixsocket", "", Kind::Str),
-    fixed("tcp-backlog", "511", Kind::Int(0, i32::MAX as i64)),
-    p("maxmemory", "0", Kind::Mem),
-    p("maxmemory-policy", "noeviction", Kind::Enum(POLICIES)),
-    p("maxmemory-samples", "5", Kind::Int(1, 64)),
-    p("notify-keyspace-events", "", Kind::Special),
-    alias("busy-reply-threshold", "lua-time-limit", "5000", Kind::Int(0, i64::MAX)),
-    p("timeout", "0", Kind::Int(0, i32::MAX as i64)),
-    p("tcp-keepalive", "300", Kind::Int(0, i32::MAX as i64)),
-    p("hz", "10", Kind::Int(0, i32::MAX as i64)),
-    p("maxclients", "10000", Kind::Int(1, i32::MAX as i64)),
-    p("save", "", Kind::Special),
+    p("acl-pubsub-default", "resetchannels", Kind::Enum(ACL_PUBSUB_DEFAULT)),
+    fixed("aclfile", "", Kind::Str),
+    p("acllog-max-len", "128", Kind::Int(0, I64)),
+    p("active-defrag-cycle-max", "25", Kind::Int(1, 99)),
+    p("active-defrag-cycle-min", "1", Kind::Int(1, 99)),
+    p("active-defrag-ignore-bytes", "104857600", Kind::Mem(1, LL)),
+    p("active-defrag-max-scan-fields", "1000", Kind::Int(1, I64)),
+    p("active-defrag-threshold-lower", "10", Kind::Int(0, 1000)),
+    p("active-defrag-threshold-upper", "100", Kind::Int(0, 1000)),
+    p("active-expire-effort", "1", Kind::Int(1, 10)),
+    p("activedefrag", "no", Kind::Bool),
+    p("activerehashing", "yes", Kind::Bool),
+    fixed("always-show-logo", "no", Kind::Bool),
+    p("aof-disable-auto-gc", "no", Kind::Bool),
+    p("aof-load-truncated", "yes", Kind::Bool),
+    p("aof-rewrite-incremental-fsync", "yes", Kind::Bool),
+    p("aof-timestamp-enabled", "no", Kind::Bool),
+    p("aof-use-rdb-preamble", "yes", Kind::Bool),
+    fixed("aof_rewrite_cpulist", "", Kind::Str),
+    fixed("appenddirname", "appendonlydir", Kind::Str),
+    fixed("appendfilename", "appendonly.aof", Kind::Str),
+    p("appendfsync", "everysec", Kind::Enum(APPENDFSYNC)),
     p("appendonly", "no", Kind::Bool),
-    p("appendfsync", "everysec", Kind::Enum(FSYNC)),
-    p("dir", "", Kind::Str),
-    p("dbfilename", "dump.rdb", Kind::Str),
-    p("loglevel", "notice", Kind::Enum(LOGLEVELS)),
-    p("protected-mode", "yes", Kind::Bool),
-    alias("replica-read-only", "slave-read-only", "yes", Kind::Bool),
-    p(
-        "client-output-buffer-limit",
-        "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",
-        Kind::Special,
-    ),
-    p("proto-max-bulk-len", "536870912", Kind::Mem),
-    p("client-query-buffer-limit", "1073741824", Kind::Mem),
-    alias("hash-max-listpack-entries", "hash-max-ziplist-entries", "512", Kind::Int(0, i64::MAX)),
-    alias("hash-max-listpack-value", "hash-max-ziplist-value", "64", Kind::Int(0, i64::MAX)),
-    alias("zset-max-listpack-entries", "zset-max-ziplist-entries", "128", Kind::Int(0, i64::MAX)),
-    alias("zset-max-listpack-value", "zset-max-ziplist-value", "64", Kind::Int(0, i64::MAX)),
-    p("set-max-intset-entries", "512", Kind::Int(0, i64::MAX)),
-    p("stream-node-max-bytes", "4096", Kind::Mem),
-    p("stream-node-max-entries", "100", Kind::Int(0, i64::MAX)),
-    p("hll-sparse-max-bytes", "3000", Kind::Mem),
-    alias("list-max-listpack-size", "list-max-ziplist-size", "-2", Kind::Int(i32::MIN as i64, i32::MAX as i64)),
-    p("list-compress-depth", "0", Kind::Int(0, i32::MAX as i64)),
-    p("slowlog-log-slower-than", "10000", Kind::Int(-1, i64::MAX)),
-    p("slowlog-max-len", "128", Kind::Int(0, i64::MAX)),
-    p("latency-monitor-threshold", "0", Kind::Int(0, i64::MAX)),
+    p("auto-aof-rewrite-min-size", "67108864", Kind::Mem(0, LL)),
+    p("auto-aof-rewrite-percentage", "100", Kind::Int(0, I32)),
+    fixed("bgsave_cpulist", "", Kind::Str),
+    p("bind", "* -::*", Kind::Special),
+    p("bind-source-addr", "", Kind::Str),
+    fixed("bio_cpulist", "", Kind::Str),
+    p("busy-reply-threshold", "5000", Kind::Int(0, I64)).alias("lua-time-limit"),
+    p("client-output-buffer-limit", "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60", Kind::Special),
+    p("client-query-buffer-limit", "1073741824", Kind::Mem(1048576, LL)),
+    p("cluster-allow-pubsubshard-when-down", "yes", Kind::Bool),
+    p("cluster-allow-reads-when-down", "no", Kind::Bool),
+    p("cluster-allow-replica-migration", "yes", Kind::Bool),
+    p("cluster-announce-bus-port", "0", Kind::Int(0, 65535)),
+    p("cluster-announce-hostname", "", Kind::Special),
+    p("cluster-announce-ip", "", Kind::Str),
+    p("cluster-announce-port", "0", Kind::Int(0, 65535)),
+    p("cluster-announce-tls-port", "0", Kind::Int(0, 65535)),
+    fixed("cluster-config-file", "nodes.conf", Kind::Str),
+    fixed("cluster-enabled", "no", Kind::Bool),
+    p("cluster-link-sendbuf-limit", "0", Kind::Mem(0, ULL)),
+    p("cluster-migration-barrier", "1", Kind::Int(0, I32)),
+    p("cluster-node-timeout", "15000", Kind::Int(0, I64)),
+    fixed("cluster-port", "0", Kind::Int(0, 65535)),
+    p("cluster-preferred-endpoint-type", "ip", Kind::Enum(CLUSTER_PREFERRED_ENDPOINT_TYPE)),
+    p("cluster-replica-no-failover", "no", Kind::Bool).alias("cluster-slave-no-failover"),
+    p("cluster-replica-validity-factor", "10", Kind::Int(0, I32)).alias("cluster-slave-validity-factor"),
+    p("cluster-require-full-coverage", "yes", Kind::Bool),
+    p("crash-log-enabled", "yes", Kind::Bool),
+    p("crash-memcheck-enabled", "yes", Kind::Bool),
+    fixed("daemonize", "no", Kind::Bool),
+    fixed("databases", "16", Kind::Int(1, I32)),
+    protected("dbfilename", "dump.rdb", Kind::Str),
+    protected("dir", "", Kind::Special),
+    fixed("disable-thp", "yes", Kind::Bool),
+    p("dynamic-hz", "yes", Kind::Bool),
+    fixed("enable-debug-command", "no", Kind::Enum(PROTECTED_ACTION)),
+    fixed("enable-module-command", "no", Kind::Enum(PROTECTED_ACTION)),
+    fixed("enable-protected-configs", "no", Kind::Enum(PROTECTED_ACTION)),
+    p("hash-max-listpack-entries", "512", Kind::Int(0, I64)).alias("hash-max-ziplist-entries"),
+    p("hash-max-listpack-value", "64", Kind::Mem(0, LL)).alias("hash-max-ziplist-value"),
+    p("hll-sparse-max-bytes", "3000", Kind::Mem(0, LL)),
+    p("hz", "10", Kind::Int(0, I32)),
+    p("ignore-warnings", "", Kind::Str),
+    fixed("io-threads", "1", Kind::Int(1, 128)),
+    fixed("io-threads-do-reads", "no", Kind::Bool),
+    p("jemalloc-bg-thread", "yes", Kind::Bool),
+    hidden("key-load-delay", "0", Kind::Int(I32_MIN, I32)),
+    p("latency-monitor-threshold", "0", Kind::Int(0, I64)),
     p("latency-tracking", "yes", Kind::Bool),
     p("latency-tracking-info-percentiles", "50 99 99.9", Kind::Special),
     p("lazyfree-lazy-eviction", "no", Kind::Bool),
@@ -175,15 +258,143 @@ static PARAMS: &[Param] = &[
     p("lazyfree-lazy-server-del", "no", Kind::Bool),
     p("lazyfree-lazy-user-del", "no", Kind::Bool),
     p("lazyfree-lazy-user-flush", "no", Kind::Bool),
-    p("active-expire-effort", "1", Kind::Int(1, 10)),
-    p("activedefrag", "no", Kind::Bool),
-    p("lua-replicate-commands", "yes", Kind::Bool),
-    p("enable-debug-command", "no", Kind::Enum(YESNO_LOCAL)),
-    p("enable-protected-configs", "no", Kind::Enum(YESNO_LOCAL)),
-    p("stop-writes-on-bgsave-error", "yes", Kind::Bool),
+    p("lfu-decay-time", "1", Kind::Int(0, I32)),
+    p("lfu-log-factor", "10", Kind::Int(0, I32)),
+    p("list-compress-depth", "0", Kind::Int(0, I32)),
+    p("list-max-listpack-size", "-2", Kind::Int(I32_MIN, I32)).alias("list-max-ziplist-size"),
+    hidden("loading-process-events-interval-bytes", "2097152", Kind::Int(1024, I32)),
+    fixed("logfile", "", Kind::Str),
+    p("loglevel", "notice", Kind::Enum(LOGLEVEL)),
+    p("masterauth", "", Kind::Str),
+    p("masteruser", "", Kind::Str),
+    p("maxclients", "10000", Kind::Int(1, 4294967295)),
+    p("maxmemory", "0", Kind::Mem(0, ULL)),
+    p("maxmemory-clients", "0", Kind::Special),
+    p("maxmemory-eviction-tenacity", "10", Kind::Int(0, 100)),
+    p("maxmemory-policy", "noeviction", Kind::Enum(MAXMEMORY_POLICY)),
+    p("maxmemory-samples", "5", Kind::Int(1, I32)),
+    p("min-replicas-max-lag", "10", Kind::Int(0, I32)).alias("min-slaves-max-lag"),
+    p("min-replicas-to-write", "0", Kind::Int(0, I32)).alias("min-slaves-to-write"),
+    p("no-appendfsync-on-rewrite", "no", Kind::Bool),
+    p("notify-keyspace-events", "", Kind::Special),
+    p("oom-score-adj", "no", Kind::Special),
+    p("oom-score-adj-values", "0 200 800", Kind::Special),
+    fixed("pidfile", "", Kind::Str),
+    p("port", "6379", Kind::Int(0, 65535)),
+    p("proc-title-template", "{title} {listen-addr} {server-mode}", Kind::Special),
+    p("propagation-error-behavior", "ignore", Kind::Enum(PROPAGATION_ERROR_BEHAVIOR)),
+    p("protected-mode", "yes", Kind::Bool),
+    p("proto-max-bulk-len", "536870912", Kind::Mem(1048576, LL)),
+    p("rdb-del-sync-files", "no", Kind::Bool),
+    hidden("rdb-key-save-delay", "0", Kind::Int(I32_MIN, I32)),
+    p("rdb-save-incremental-fsync", "yes", Kind::Bool),
+    fixed("rdbchecksum", "yes", Kind::Bool),
+    p("rdbcompression", "yes", Kind::Bool),
+    p("repl-backlog-size", "1048576", Kind::Mem(1, LL)),
+    p("repl-backlog-ttl", "3600", Kind::Int(0, I64)),
+    p("repl-disable-tcp-nodelay", "no", Kind::Bool),
+    p("repl-diskless-load", "disabled", Kind::Enum(REPL_DISKLESS_LOAD)),
     p("repl-diskless-sync", "yes", Kind::Bool),
-    p("min-replicas-to-write", "0", Kind::Int(0, i32::MAX as i64)),
-    p("tracking-table-max-keys", "1000000", Kind::Int(0, i64::MAX)),
+    p("repl-diskless-sync-delay", "5", Kind::Int(0, I32)),
+    p("repl-diskless-sync-max-replicas", "0", Kind::Int(0, I32)),
+    p("repl-ping-replica-period", "10", Kind::Int(1, I32)).alias("repl-ping-slave-period"),
+    p("repl-timeout", "60", Kind::Int(1, I32)),
+    p("replica-announce-ip", "", Kind::Str).alias("slave-announce-ip"),
+    p("replica-announce-port", "0", Kind::Int(0, 65535)).alias("slave-announce-port"),
+    p("replica-announced", "yes", Kind::Bool),
+    p("replica-ignore-disk-write-errors", "no", Kind::Bool),
+    p("replica-ignore-maxmemory", "yes", Kind::Bool).alias("slave-ignore-maxmemory"),
+    p("replica-lazy-flush", "no", Kind::Bool).alias("slave-lazy-flush"),
+    p("replica-priority", "100", Kind::Int(0, I32)).alias("slave-priority"),
+    p("replica-read-only", "yes", Kind::Bool).alias("slave-read-only"),
+    p("replica-serve-stale-data", "yes", Kind::Bool).alias("slave-serve-stale-data"),
+    fixed("replicaof", "", Kind::Special).alias("slaveof"),
+    p("requirepass", "", Kind::Str),
+    p("sanitize-dump-payload", "no", Kind::Enum(SANITIZE_DUMP_PAYLOAD)),
+    p("save", "", Kind::Special),
+    fixed("server_cpulist", "", Kind::Str),
+    p("set-max-intset-entries", "512", Kind::Int(0, I64)),
+    fixed("set-proc-title", "yes", Kind::Bool),
+    p("shutdown-on-sigint", "default", Kind::Special),
+    p("shutdown-on-sigterm", "default", Kind::Special),
+    p("shutdown-timeout", "10", Kind::Int(0, I32)),
+    p("slowlog-log-slower-than", "10000", Kind::Int(-1, I64)),
+    p("slowlog-max-len", "128", Kind::Int(0, I64)),
+    fixed("socket-mark-id", "0", Kind::Int(0, 4294967295)),
+    p("stop-writes-on-bgsave-error", "yes", Kind::Bool),
+    p("stream-node-max-bytes", "4096", Kind::Mem(0, LL)),
+    p("stream-node-max-entries", "100", Kind::Int(0, I64)),
+    fixed("supervised", "no", Kind::Enum(SUPERVISED)),
+    fixed("syslog-enabled", "no", Kind::Bool),
+    fixed("syslog-facility", "local0", Kind::Enum(SYSLOG_FACILITY)),
+    fixed("syslog-ident", "redis", Kind::Str),
+    fixed("tcp-backlog", "511", Kind::Int(0, I32)),
+    p("tcp-keepalive", "300", Kind::Int(0, I32)),
+    p("timeout", "0", Kind::Int(0, I32)),
+    p("tls-auth-clients", "yes", Kind::Enum(TLS_AUTH_CLIENTS)),
+    p("tls-ca-cert-dir", "", Kind::Str),
+    p("tls-ca-cert-file", "", Kind::Str),
+    p("tls-cert-file", "", Kind::Str),
+    p("tls-ciphers", "", Kind::Str),
+    p("tls-ciphersuites", "", Kind::Str),
+    p("tls-client-cert-file", "", Kind::Str),
+    p("tls-client-key-file", "", Kind::Str),
+    p("tls-client-key-file-pass", "", Kind::Str),
+    p("tls-cluster", "no", Kind::Bool),
+    p("tls-dh-params-file", "", Kind::Str),
+    p("tls-key-file", "", Kind::Str),
+    p("tls-key-file-pass", "", Kind::Str),
+    p("tls-port", "0", Kind::Int(0, 65535)),
+    p("tls-prefer-server-ciphers", "no", Kind::Bool),
+    p("tls-protocols", "", Kind::Str),
+    p("tls-replication", "no", Kind::Bool),
+    p("tls-session-cache-size", "20480", Kind::Int(0, I32)),
+    p("tls-session-cache-timeout", "300", Kind::Int(0, I32)),
+    p("tls-session-caching", "yes", Kind::Bool),
+    p("tracking-table-max-keys", "1000000", Kind::Int(0, I64)),
+    fixed("unixsocket", "", Kind::Str),
+    fixed("unixsocketperm", "0", Kind::Octal(0, 0o777)),
+    p("zset-max-listpack-entries", "128", Kind::Int(0, I64)).alias("zset-max-ziplist-entries"),
+    p("zset-max-listpack-value", "64", Kind::Mem(0, LL)).alias("zset-max-ziplist-value"),
+    // rlockd's own parameters.
+    // The RLOCKD test-control namespace (set at start only).
+    fixed("test-control", "yes", Kind::Bool),
+    // The Redis version INFO (`redis_version`) and HELLO (`version`) report.
+    p("redis-version", crate::version::REDIS_VERSION, Kind::Special),
+];
+
+/// The parameters that change what rlockd does (README's configuration
+/// notes list them); every other one is validated, stored and reported
+/// like Redis but has no effect (persistence, replication, cluster, TLS,
+/// process management, encodings' thresholds…).
+const EFFECTIVE: &[&str] = &[
+    "port",
+    "bind",
+    "databases",
+    "tcp-backlog",
+    "requirepass",
+    "loglevel",
+    "protected-mode",
+    "maxclients",
+    "timeout",
+    "hz",
+    "notify-keyspace-events",
+    "busy-reply-threshold",
+    "client-output-buffer-limit",
+    "proto-max-bulk-len",
+    "hll-sparse-max-bytes",
+    "stream-node-max-bytes",
+    "stream-node-max-entries",
+    "slowlog-log-slower-than",
+    "slowlog-max-len",
+    "latency-tracking",
+    "latency-tracking-info-percentiles",
+    "maxmemory",
+    "maxmemory-policy",
+    "maxmemory-samples",
+    "min-replicas-to-write",
+    "test-control",
+    "redis-version",
 ];
 
 fn find(name: &[u8]) -> Option<&'static Param> {
@@ -192,27 +403,52 @@ fn find(name: &[u8]) -> Option<&'static Param> {
     })
 }
 
-/// Parses `100`, `1kb`, `2mb`, `1gb`, `1k` (Redis memtoull).
-pub fn parse_mem(s: &str) -> Option<i64> {
-    let l = s.to_ascii_lowercase();
-    let (num, mul): (&str, i64) = if let Some(n) = l.strip_suffix("gb") {
-        (n, 1 << 30)
-    } else if let Some(n) = l.strip_suffix("mb") {
-        (n, 1 << 20)
-    } else if let Some(n) = l.strip_suffix("kb") {
-        (n, 1 << 10)
-    } else if let Some(n) = l.strip_suffix('g') {
-        (n, 1_000_000_000)
-    } else if let Some(n) = l.strip_suffix('m') {
-        (n, 1_000_000)
-    } else if let Some(n) = l.strip_suffix('k') {
-        (n, 1000)
-    } else if let Some(n) = l.strip_suffix('b') {
-        (n, 1)
-    } else {
-        (&l[..], 1)
+/// Parses a memory value as Redis's `memtoull`: digits (none is 0) and an
+/// optional unit `b`, `k`, `kb`, `m`, `mb`, `g`, `gb` (any case; `k` is
+/// 1000, `kb` 1024). Like Redis, a number too large saturates and the unit
+/// multiplication wraps.
+pub fn parse_mem(s: &str) -> Option<u64> {
+    let digits_end = s.bytes().position(|c| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (num, unit) = s.split_at(digits_end);
+    let mul: u64 = match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" => 1000,
+        "kb" => 1024,
+        "m" => 1000 * 1000,
+        "mb" => 1024 * 1024,
+        "g" => 1000 * 1000 * 1000,
+        "gb" => 1024 * 1024 * 1024,
+        _ => return None,
     };
-    num.parse::<i64>().ok().filter(|v| *v >= 0)?.checked_mul(mul)
+    let n = num.bytes().fold(0u64, |acc, c| acc.saturating_mul(10).saturating_add(u64::from(c - b'0')));
+    Some(n.wrapping_mul(mul))
+}
+
+/// C's `strtoll(s, &end, 10)` with the whole string consumed: leading
+/// spaces, a sign and leading zeros allowed; `None` on junk or overflow.
+/// An empty string reads as 0, as in C.
+fn strtoll_full(s: &str) -> Option<i64> {
+    if s.is_empty() {
+        return Some(0);
+    }
+    let t = s.trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c']);
+    if t.is_empty() {
+        return None;
+    }
+    let (neg, digits) = match t.as_bytes()[0] {
+        b'-' => (true, &t[1..]),
+        b'+' => (false, &t[1..]),
+        _ => (false, t),
+    };
+    if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    let v: i128 = digits.bytes().try_fold(0i128, |acc, c| {
+        let n = acc * 10 + i128::from(c - b'0');
+        (n <= i128::from(i64::MAX) + 1).then_some(n)
+    })?;
+    let v = if neg { -v } else { v };
+    i64::try_from(v).ok()
 }
 
 /// Parses the `notify-keyspace-events` letters into flags.
@@ -369,6 +605,10 @@ impl RuntimeConfig {
             })?;
         }
         // The listener's own settings: what `Config` says is what is used.
+        if rc.get_str("dir").is_empty() {
+            let cwd = std::env::current_dir().map(|d| d.to_string_lossy().into_owned()).unwrap_or_default();
+            rc.force("dir", &cwd);
+        }
         rc.force("port", &cfg.bind.port().to_string());
         rc.force("bind", &cfg.bind.ip().to_string());
         rc.force("databases", &cfg.databases.to_string());
@@ -388,37 +628,110 @@ impl RuntimeConfig {
         self.values[i] = v.to_string();
     }
 
+    /// The port the listener got (`port 0` picks a free one).
+    pub fn set_listen_port(&mut self, port: u16) {
+        self.force("port", &port.to_string());
+    }
+
     /// Current value of a parameter by canonical name.
     pub fn get_str(&self, name: &str) -> &str {
         &self.values[Self::idx(name)]
     }
 
-    /// `CONFIG GET pattern...`: (name, value) pairs, each parameter once.
-    pub fn get(&self, patterns: &[Bytes]) -> Vec<(String, String)> {
-        let mut out = Vec::new();
-        for (i, p) in PARAMS.iter().enumerate() {
-            for name in std::iter::once(p.name).chain(p.alias) {
-                if patterns.iter().any(|pat| glob::matches(pat, name.as_bytes(), true))
-                    && !out.iter().any(|(n, _)| n == name)
+    /// `CONFIG GET arg...`, as Redis 7.0 answers it: an argument without
+    /// glob characters names one parameter (hidden ones too) and is
+    /// answered under the name as asked; a pattern matches the listed
+    /// names (and aliases) case-insensitively. Each name answers once,
+    /// under the first argument that asked for it.
+    pub fn get(&self, args: &[Bytes]) -> Vec<(String, String)> {
+        // (parameter index, asked by its alias), key, value.
+        let mut out: Vec<((usize, bool), String, String)> = Vec::new();
+        let mut add = |id: (usize, bool), key: String, value: &str| {
+            if !out.iter().any(|(i, _, _)| *i == id) {
+                out.push((id, key, value.to_string()));
+            }
+        };
+        for arg in args {
+            if !arg.iter().any(|c| matches!(c, b'*' | b'?' | b'[')) {
+                if let Some(i) = PARAMS.iter().position(|p| p.name.as_bytes().eq_ignore_ascii_case(arg)) {
+                    add((i, false), String::from_utf8_lossy(arg).into_owned(), &self.values[i]);
+                } else if let Some(i) =
+                    PARAMS.iter().position(|p| p.alias.is_some_and(|a| a.as_bytes().eq_ignore_ascii_case(arg)))
                 {
-                    out.push((name.to_string(), self.values[i].clone()));
+                    add((i, true), String::from_utf8_lossy(arg).into_owned(), &self.values[i]);
+                }
+                continue;
+            }
+            for (i, p) in PARAMS.iter().enumerate() {
+                if p.access == Access::Hidden {
+                    continue;
+                }
+                for (name, is_alias) in [(Some(p.name), false), (p.alias, true)] {
+                    if let Some(name) = name.filter(|n| glob::matches(arg, n.as_bytes(), true)) {
+                        add((i, is_alias), name.to_string(), &self.values[i]);
+                    }
                 }
             }
         }
-        out
+        out.into_iter().map(|(_, k, v)| (k, v)).collect()
     }
 
-    /// `CONFIG SET name value`. Errors are Redis's texts.
+    /// `CONFIG SET name value` for one parameter. Errors are Redis's texts.
     pub fn set(&mut self, name: &[u8], value: &[u8]) -> Result<(), CmdError> {
-        let lname = String::from_utf8_lossy(name).to_ascii_lowercase();
-        self.apply(name, value, false).map_err(|e| match e {
-            ApplyError::Unknown => {
-                CmdError::custom(format!("ERR Unknown option or number of arguments for CONFIG SET - '{lname}'"))
+        self.set_many(&[(name, value)], true).map(|_| ())
+    }
+
+    /// `CONFIG SET name value [name value ...]` as Redis 7.0 runs it: every
+    /// name is looked up first (unknown, immutable, protected and repeated
+    /// names refuse the whole command, in argument order), then the values
+    /// are applied in order; the first invalid one leaves the configuration
+    /// as it was. `protected_ok`: the client may set protected parameters
+    /// (`enable-protected-configs` allows it). Returns the canonical names
+    /// set, for the changes a caller must act on (the listener).
+    pub fn set_many(&mut self, pairs: &[(&[u8], &[u8])], protected_ok: bool) -> Result<Vec<&'static str>, CmdError> {
+        let framed = |name: &[u8], why: &str| {
+            CmdError::custom(format!(
+                "ERR CONFIG SET failed (possibly related to argument '{}') - {why}",
+                String::from_utf8_lossy(name)
+            ))
+        };
+        let mut params = Vec::with_capacity(pairs.len());
+        for (i, (name, _)) in pairs.iter().enumerate() {
+            let Some(param) = find(name) else {
+                return Err(CmdError::custom(format!(
+                    "ERR Unknown option or number of arguments for CONFIG SET - '{}'",
+                    String::from_utf8_lossy(name)
+                )));
+            };
+            match param.access {
+                Access::Immutable => return Err(framed(name, "can't set immutable config")),
+                Access::Protected if !protected_ok => return Err(framed(name, "can't set protected config")),
+                _ => {}
             }
-            ApplyError::Invalid(why) => {
-                CmdError::custom(format!("ERR CONFIG SET failed (possibly related to argument '{lname}') - {why}"))
+            if pairs[..i].iter().any(|(earlier, _)| earlier.eq_ignore_ascii_case(name)) {
+                return Err(framed(name, "duplicate parameter"));
             }
-        })
+            params.push(param.name);
+        }
+        let mut trial = self.clone();
+        for (name, value) in pairs {
+            trial.apply(name, value, false).map_err(|e| match e {
+                ApplyError::Unknown => framed(name, "unknown parameter"),
+                ApplyError::Invalid(why) => framed(&name.to_ascii_lowercase(), &why),
+            })?;
+        }
+        *self = trial;
+        Ok(params)
+    }
+
+    /// Whether a client may set protected parameters (`dir`, `dbfilename`):
+    /// `enable-protected-configs yes`, or `local` and the client is local.
+    pub fn protected_allowed(&self, client_is_local: bool) -> bool {
+        match self.get_str("enable-protected-configs") {
+            "yes" => true,
+            "local" => client_is_local,
+            _ => false,
+        }
     }
 
     /// Sets a parameter at start, as a redis.conf line does: immutable
@@ -437,66 +750,217 @@ impl RuntimeConfig {
         find(name.as_bytes()).is_some()
     }
 
+    /// Checks `value` for `param` and returns the value as `CONFIG GET`
+    /// prints it (updating the parsed fields of the special parameters).
+    fn check(&mut self, param: &'static Param, v: &str, at_start: bool) -> Result<String, String> {
+        let range = |min: &dyn std::fmt::Display, max: &dyn std::fmt::Display| {
+            format!("argument must be between {min} and {max} inclusive")
+        };
+        let stored = match param.kind {
+            Kind::Bool => match v.to_ascii_lowercase().as_str() {
+                s @ ("yes" | "no") => s.to_string(),
+                _ => return Err("argument must be 'yes' or 'no'".into()),
+            },
+            Kind::Int(min, max) => match crate::num::parse_i64_strict(v.as_bytes()) {
+                Some(n) if n >= min && n <= max => match param.name {
+                    // Redis keeps hz within 1..=500 (CONFIG_MIN_HZ, CONFIG_MAX_HZ).
+                    "hz" => n.clamp(1, 500).to_string(),
+                    _ => n.to_string(),
+                },
+                Some(_) => return Err(range(&min, &max)),
+                None => return Err("argument couldn't be parsed into an integer".into()),
+            },
+            Kind::Octal(min, max) => match i64::from_str_radix(v.strip_prefix('-').unwrap_or(v), 8) {
+                Ok(n) if !v.is_empty() && !v.starts_with('+') => {
+                    let n = if v.starts_with('-') { -n } else { n };
+                    if n < min || n > max {
+                        return Err(range(&format!("{min:o}"), &format!("{max:o}")));
+                    }
+                    format!("{n:o}")
+                }
+                _ => return Err("argument couldn't be parsed as an octal number".into()),
+            },
+            Kind::Mem(min, max) => match parse_mem(v) {
+                Some(n) if n >= min && n <= max => match param.name {
+                    // Redis raises a smaller backlog to its 16kb minimum.
+                    "repl-backlog-size" => n.max(16 * 1024).to_string(),
+                    _ => n.to_string(),
+                },
+                Some(_) => return Err(range(&min, &max)),
+                None => return Err("argument must be a memory value".into()),
+            },
+            Kind::Enum(opts) => match opts.iter().find(|o| o.eq_ignore_ascii_case(v)) {
+                Some(o) => o.to_string(),
+                None => return Err(format!("argument(s) must be one of the following: {}", opts.join(", "))),
+            },
+            Kind::Str => v.to_string(),
+            Kind::Special => self.check_special(param.name, v, at_start)?,
+        };
+        refuse_what_rlockd_cannot_do(param.name, stored, at_start)
+    }
+
+    fn check_special(&mut self, name: &str, v: &str, at_start: bool) -> Result<String, String> {
+        Ok(match name {
+            "notify-keyspace-events" => {
+                let f = parse_notify(v).ok_or("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.")?;
+                self.notify_flags = f;
+                notify_to_string(f)
+            }
+            "latency-tracking-info-percentiles" => {
+                let mut ps = Vec::new();
+                // Split on single spaces, as Redis does: doubled ones are refused.
+                for w in v.split(' ').filter(|_| !v.is_empty()) {
+                    let p = crate::num::parse_double(w.as_bytes())
+                        .ok_or("Invalid latency-tracking-info-percentiles parameters")?;
+                    if !(0.0..=100.0).contains(&p) {
+                        return Err(
+                            "latency-tracking-info-percentiles parameters should sit between [0.0,100.0]".into()
+                        );
+                    }
+                    ps.push(p);
+                }
+                let stored = ps.iter().map(|p| fmt_percentile(*p)).collect::<Vec<_>>().join(" ");
+                self.latency_percentiles = ps;
+                stored
+            }
+            "client-output-buffer-limit" => {
+                self.apply_obuf_limits(v)?;
+                self.obuf_string()
+            }
+            "oom-score-adj" => {
+                // `relative` is another name for `yes`.
+                let enum_err = || format!("argument(s) must be one of the following: {}", OOM_SCORE_ADJ.join(", "));
+                match OOM_SCORE_ADJ.iter().find(|o| o.eq_ignore_ascii_case(v)).ok_or_else(enum_err)? {
+                    &"relative" => "yes".into(),
+                    o => o.to_string(),
+                }
+            }
+            "shutdown-on-sigint" | "shutdown-on-sigterm" => {
+                // Flags, several at once (`nosave now`): `default` is none.
+                let enum_err = || format!("argument(s) must be one of the following: {}", SHUTDOWN_ON.join(", "));
+                let mut flags = 0usize;
+                for w in v.split(' ') {
+                    let i = SHUTDOWN_ON.iter().position(|o| o.eq_ignore_ascii_case(w)).ok_or_else(enum_err)?;
+                    flags |= (1 << i) >> 1;
+                }
+                if flags & 0b11 == 0b11 {
+                    return Err("shutdown options SAVE and NOSAVE can't be used simultaneously".into());
+                }
+                if flags == 0 {
+                    "default".into()
+                } else {
+                    let set = SHUTDOWN_ON[1..].iter().enumerate().filter(|(i, _)| flags & (1 << i) != 0);
+                    set.map(|(_, o)| *o).collect::<Vec<_>>().join(" ")
+                }
+            }
+            "save" => {
+                // Pairs of seconds (at least 1) and changes (at least 0),
+                // split on single spaces as Redis does.
+                if v.is_empty() {
+                    return Ok(String::new());
+                }
+                let parts: Vec<&str> = v.split(' ').collect();
+                if !parts.len().is_multiple_of(2) {
+                    return Err("Invalid save parameters".into());
+                }
+                let mut out = Vec::new();
+                for pair in parts.chunks(2) {
+                    match (strtoll_full(pair[0]), strtoll_full(pair[1])) {
+                        (Some(secs), Some(changes)) if secs >= 1 && changes >= 0 => {
+                            out.push(format!("{secs} {}", changes as i32));
+                        }
+                        _ => return Err("Invalid save parameters".into()),
+                    }
+                }
+                out.join(" ")
+            }
+            "oom-score-adj-values" => {
+                let parts: Vec<&str> = v.split(' ').filter(|s| !s.is_empty()).collect();
+                if parts.len() != 3 {
+                    return Err("wrong number of arguments".into());
+                }
+                let mut out = Vec::new();
+                for part in parts {
+                    match strtoll_full(part) {
+                        Some(n) if (-2000..=2000).contains(&n) && !part.is_empty() => out.push(n.to_string()),
+                        _ => {
+                            return Err("Invalid oom-score-adj-values, elements must be between -2000 and 2000.".into())
+                        }
+                    }
+                }
+                out.join(" ")
+            }
+            "maxmemory-clients" => {
+                // A memory value, or a percentage of maxmemory (kept as a
+                // negative number, as Redis does).
+                let n: i64 = if let Some(pct) = v.strip_suffix('%') {
+                    match crate::num::parse_i64_strict(pct.as_bytes()) {
+                        Some(p) if p >= 0 => -p,
+                        _ => return Err("argument must be a memory or percent value".into()),
+                    }
+                } else {
+                    parse_mem(v).ok_or("argument must be a memory or percent value")? as i64
+                };
+                if n < -100 {
+                    return Err("percentage argument must be less or equal to 100".into());
+                }
+                if n < 0 {
+                    format!("{}%", -n)
+                } else {
+                    n.to_string()
+                }
+            }
+            "bind" => {
+                let addrs: Vec<&str> = v.split_whitespace().collect();
+                if addrs.len() > 16 {
+                    return Err("Too many bind addresses specified.".into());
+                }
+                addrs.join(" ")
+            }
+            "dir" => {
+                let path = std::fs::canonicalize(v).map_err(|e| strerror(&e))?;
+                if !path.is_dir() {
+                    return Err(strerror(&std::io::Error::from_raw_os_error(20)));
+                }
+                path.to_string_lossy().into_owned()
+            }
+            "proc-title-template" => {
+                if !proc_title_template_valid(v) {
+                    return Err("template format is invalid or contains unknown variables".into());
+                }
+                v.to_string()
+            }
+            "cluster-announce-hostname" => {
+                if !v.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'.') {
+                    return Err("Hostnames may only contain alphanumeric characters, hyphens or dots".into());
+                }
+                v.to_string()
+            }
+            "replicaof" => {
+                // Set at start only: `replicaof no one`, or a host and port
+                // (accepted; rlockd never replicates).
+                let words: Vec<&str> = v.split_whitespace().collect();
+                match words[..] {
+                    [no, one] if no.eq_ignore_ascii_case("no") && one.eq_ignore_ascii_case("one") => String::new(),
+                    [host, port] if at_start => format!("{host} {}", strtoll_full(port).unwrap_or(0)),
+                    _ => return Err("wrong number of arguments".into()),
+                }
+            }
+            "redis-version" => parse_version(v)
+                .ok_or("argument must be a version as major.minor.patch (numbers 0 to 255, e.g. 7.2.4)")?,
+            other => unreachable!("no check for special parameter {other}"),
+        })
+    }
+
     fn apply(&mut self, name: &[u8], value: &[u8], at_start: bool) -> Result<(), ApplyError> {
         let Some(param) = find(name) else {
             return Err(ApplyError::Unknown);
         };
-        let fail = |why: &str| ApplyError::Invalid(why.to_string());
-        if param.immutable && !at_start {
-            return Err(fail("can't set immutable config"));
+        if param.access == Access::Immutable && !at_start {
+            return Err(ApplyError::Invalid("can't set immutable config".into()));
         }
         let v = String::from_utf8_lossy(value).to_string();
-        let stored = match param.kind {
-            Kind::Bool => match v.to_ascii_lowercase().as_str() {
-                "yes" | "no" => v.to_ascii_lowercase(),
-                _ => return Err(fail("argument must be 'yes' or 'no'")),
-            },
-            Kind::Int(min, max) => match v.parse::<i64>() {
-                Ok(n) if n >= min && n <= max => n.to_string(),
-                Ok(_) => return Err(fail(&format!("argument must be between {min} and {max} inclusive"))),
-                Err(_) => return Err(fail("argument couldn't be parsed into an integer")),
-            },
-            Kind::Mem => match parse_mem(&v) {
-                Some(n) => n.to_string(),
-                None => return Err(fail("argument must be a memory value")),
-            },
-            Kind::Enum(opts) => match opts.iter().find(|o| o.eq_ignore_ascii_case(&v)) {
-                Some(o) => o.to_string(),
-                None => return Err(fail(&format!("argument(s) must be one of the following: {}", opts.join(", ")))),
-            },
-            Kind::Str => v.clone(),
-            Kind::Special => match param.name {
-                "notify-keyspace-events" => match parse_notify(&v) {
-                    Some(f) => {
-                        self.notify_flags = f;
-                        notify_to_string(f)
-                    }
-                    None => return Err(fail("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.")),
-                },
-                "latency-tracking-info-percentiles" => {
-                    let mut ps = Vec::new();
-                    for w in v.split_whitespace() {
-                        let Some(p) = crate::num::parse_double(w.as_bytes()) else {
-                            return Err(fail("Invalid latency-tracking-info-percentiles parameters"));
-                        };
-                        if !(0.0..=100.0).contains(&p) {
-                            return Err(fail(
-                                "latency-tracking-info-percentiles parameters should sit between [0.0,100.0]",
-                            ));
-                        }
-                        ps.push(p);
-                    }
-                    let stored = ps.iter().map(|p| fmt_percentile(*p)).collect::<Vec<_>>().join(" ");
-                    self.latency_percentiles = ps;
-                    stored
-                }
-                "client-output-buffer-limit" => {
-                    self.apply_obuf_limits(&v).map_err(|e| fail(&e))?;
-                    self.obuf_string()
-                }
-                _ => v.clone(),
-            },
-        };
+        let stored = self.check(param, &v, at_start).map_err(ApplyError::Invalid)?;
         let i = PARAMS.iter().position(|p| std::ptr::eq(p, param)).expect("param in table");
         self.values[i] = stored.clone();
         match param.name {
@@ -523,8 +987,9 @@ impl RuntimeConfig {
     }
 
     fn apply_obuf_limits(&mut self, v: &str) -> Result<(), String> {
-        let parts: Vec<&str> = v.split_whitespace().collect();
-        if parts.is_empty() || !parts.len().is_multiple_of(4) {
+        // Split on single spaces as Redis does: doubled spaces miscount.
+        let parts: Vec<&str> = if v.is_empty() { Vec::new() } else { v.split(' ').collect() };
+        if !parts.len().is_multiple_of(4) {
             return Err("Wrong number of arguments in buffer limit configuration.".into());
         }
         let (mut normal, mut replica, mut pubsub) = (self.normal_limit, self.replica_limit, self.pubsub_limit);
@@ -533,13 +998,13 @@ impl RuntimeConfig {
             if !matches!(class.as_str(), "normal" | "slave" | "replica" | "pubsub") {
                 return Err("Invalid client class specified in buffer limit configuration.".into());
             }
-            let (Some(hard), Some(soft), Ok(secs)) = (parse_mem(c[1]), parse_mem(c[2]), c[3].parse::<i64>()) else {
+            let (Some(hard), Some(soft), Some(secs)) = (parse_mem(c[1]), parse_mem(c[2]), strtoll_full(c[3])) else {
                 return Err("Error in hard, soft or soft_seconds setting in buffer limit configuration.".into());
             };
             if secs < 0 {
                 return Err("Error in hard, soft or soft_seconds setting in buffer limit configuration.".into());
             }
-            let limit = BufferLimit { hard: hard as u64, soft: soft as u64, soft_secs: secs as u64 };
+            let limit = BufferLimit { hard, soft, soft_secs: secs as u64 };
             match class.as_str() {
                 "pubsub" => pubsub = limit,
                 "normal" => normal = limit,
@@ -557,6 +1022,112 @@ impl RuntimeConfig {
             n.hard, n.soft, n.soft_secs, r.hard, r.soft, r.soft_secs, p.hard, p.soft, p.soft_secs
         )
     }
+}
+
+/// Values Redis refuses when it cannot do what they ask, refused the same
+/// way because rlockd cannot either: active defragmentation (Redis needs
+/// its own jemalloc for it), TLS (rlockd has none: Redis's answer when the
+/// TLS setup fails), and more clients than the open-files limit allows.
+fn refuse_what_rlockd_cannot_do(name: &str, v: String, at_start: bool) -> Result<String, String> {
+    match name {
+        "activedefrag" if v == "yes" => Err("Active defragmentation cannot be enabled: it requires a Redis server compiled with a modified Jemalloc like the one shipped by default with the Redis source distribution".into()),
+        "tls-port" if v != "0" => Err("Unable to update TLS configuration. Check server logs.".into()),
+        "tls-replication" | "tls-cluster" if v == "yes" => {
+            Err("Unable to update TLS configuration. Check server logs.".into())
+        }
+        "maxclients" => {
+            let wanted: u64 = v.parse().unwrap_or(10000);
+            match raise_open_files_limit(wanted) {
+                Some(max) if max < wanted && at_start => {
+                    tracing::warn!("maxclients has been reduced to {max} to compensate for low ulimit. If you need higher maxclients increase 'ulimit -n'.");
+                    Ok(max.to_string())
+                }
+                Some(max) if max < wanted => Err(format!(
+                    "The operating system is not able to handle the specified number of clients, try with {max}"
+                )),
+                _ => Ok(v),
+            }
+        }
+        _ => Ok(v),
+    }
+}
+
+/// Redis's `adjustOpenFilesLimit`: `maxclients` needs 32 more descriptors
+/// than clients; when the soft limit is lower, raise it (stepping down by
+/// 16 from what is needed until the OS agrees). Returns how many clients
+/// the limit then allows, or `None` if the limit could not be read.
+fn raise_open_files_limit(maxclients: u64) -> Option<u64> {
+    const RESERVED: u64 = 32;
+    let needed = maxclients.saturating_add(RESERVED);
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes the struct it is given.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return None;
+    }
+    let old: u64 = lim.rlim_cur;
+    if old >= needed {
+        return Some(maxclients);
+    }
+    // Redis steps down by 16 from `needed`; the steps above the hard limit
+    // all fail, so start at the first one below it.
+    let hard: u64 = lim.rlim_max;
+    let mut best = if needed > hard { needed - (needed - hard).div_ceil(16) * 16 } else { needed };
+    while best > old {
+        let want = libc::rlimit { rlim_cur: best, rlim_max: lim.rlim_max };
+        // SAFETY: setrlimit reads the struct it is given.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &want) } == 0 {
+            break;
+        }
+        best = best.saturating_sub(16);
+    }
+    let best = best.max(old);
+    Some(best.saturating_sub(RESERVED).min(maxclients))
+}
+
+/// The OS's text for an I/O error, without Rust's ` (os error N)`.
+fn strerror(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    match s.find(" (os error") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}
+
+/// `X.Y.Z` with each part 0 to 255 (the most a Redis version number
+/// holds), printed back without leading zeros.
+fn parse_version(v: &str) -> Option<String> {
+    let parts: Vec<&str> = v.split('.').collect();
+    if parts.len() != 3 || parts.iter().any(|p| p.is_empty() || p.len() > 3 || !p.bytes().all(|c| c.is_ascii_digit())) {
+        return None;
+    }
+    let nums: Vec<u8> = parts.iter().map(|p| p.parse::<u8>().ok()).collect::<Option<_>>()?;
+    Some(format!("{}.{}.{}", nums[0], nums[1], nums[2]))
+}
+
+/// Redis's check of `proc-title-template`: `{name}` variables it knows,
+/// balanced braces (`{{` a literal one), and a non-empty title once expanded with an empty
+/// `{title}` (the variables that may be empty count as empty).
+fn proc_title_template_valid(t: &str) -> bool {
+    let mut expanded = String::new();
+    let mut rest = t;
+    while let Some(open) = rest.find('{') {
+        expanded.push_str(&rest[..open]);
+        // `{{` is a literal brace.
+        if rest[open + 1..].starts_with('{') {
+            expanded.push('{');
+            rest = &rest[open + 2..];
+            continue;
+        }
+        let Some(close) = rest[open..].find('}') else { return false };
+        match &rest[open + 1..open + close] {
+            "title" | "server-mode" | "unixsocket" => {}
+            "listen-addr" | "port" | "tls-port" | "config-file" => expanded.push('x'),
+            _ => return false,
+        }
+        rest = &rest[open + close + 1..];
+    }
+    expanded.push_str(rest);
+    !expanded.trim_matches(' ').is_empty()
 }
 
 /// A percentile as Redis prints it: `%f` without trailing zeros (`99.9`).
@@ -583,7 +1154,7 @@ mod tests {
         assert_eq!(c.get_str("notify-keyspace-events"), "AKE");
         c.set(b"client-output-buffer-limit", b"pubsub 1mb 512kb 5").unwrap();
         assert_eq!(c.pubsub_limit, BufferLimit { hard: 1 << 20, soft: 512 << 10, soft_secs: 5 });
-        assert!(c.set(b"port", b"1").is_err());
+        assert!(c.set(b"daemonize", b"no").is_err());
     }
 
     #[test]
@@ -602,5 +1173,71 @@ mod tests {
         );
         let c = RuntimeConfig::new(&Config { tcp_backlog: 7, ..Default::default() }).unwrap();
         assert_eq!(c.get_str("tcp-backlog"), "7");
+    }
+
+    #[test]
+    fn value_parsers_follow_redis() {
+        assert_eq!(parse_mem("1gb"), Some(1 << 30));
+        assert_eq!(parse_mem("1G"), Some(1_000_000_000));
+        assert_eq!(parse_mem(""), Some(0));
+        assert_eq!(parse_mem("kb"), Some(0));
+        assert_eq!(parse_mem("010"), Some(10));
+        assert_eq!(parse_mem("18446744073709551616"), Some(u64::MAX));
+        assert_eq!(parse_mem("17179869184gb"), Some(0));
+        for bad in ["+5", "-0", " 5", "5 ", "1.5mb", "0x10", "1tb"] {
+            assert_eq!(parse_mem(bad), None, "{bad}");
+        }
+        assert_eq!(strtoll_full(""), Some(0));
+        assert_eq!(strtoll_full("+5"), Some(5));
+        assert_eq!(strtoll_full("  010"), Some(10));
+        for bad in [" ", "5 ", "a", "99999999999999999999", "-"] {
+            assert_eq!(strtoll_full(bad), None, "{bad}");
+        }
+        assert!(proc_title_template_valid("{title} {listen-addr} {server-mode}"));
+        assert!(proc_title_template_valid("{{title}}"));
+        assert!(!proc_title_template_valid("{title}"));
+        assert!(!proc_title_template_valid("{nope} x"));
+        assert!(!proc_title_template_valid("x {title"));
+        assert_eq!(parse_version("7.2.4").as_deref(), Some("7.2.4"));
+        assert_eq!(parse_version("07.02.004").as_deref(), Some("7.2.4"));
+        for bad in ["7.2", "7.2.4.1", "256.0.0", "7.-1.0", "", "7.2.x"] {
+            assert_eq!(parse_version(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn protected_parameters_and_dir() {
+        let mut c = RuntimeConfig::new(&Config::default()).unwrap();
+        let refused = c.set_many(&[(b"dir", b"/tmp")], c.protected_allowed(true)).unwrap_err().to_string();
+        assert_eq!(refused, "ERR CONFIG SET failed (possibly related to argument 'dir') - can't set protected config");
+        let mut c = RuntimeConfig::new(&Config {
+            params: vec![("enable-protected-configs".into(), "local".into())],
+            ..Default::default()
+        })
+        .unwrap();
+        assert!(c.protected_allowed(true) && !c.protected_allowed(false));
+        c.set_many(&[(b"dir", b"/tmp/")], true).unwrap();
+        let tmp = std::fs::canonicalize("/tmp").unwrap();
+        assert_eq!(c.get_str("dir"), tmp.to_str().unwrap());
+        let e = c.set_many(&[(b"dir", b"/nonexistent-rlockd")], true).unwrap_err().to_string();
+        assert!(e.ends_with("- No such file or directory"), "{e}");
+        // The process's own working directory never moves.
+        assert_ne!(std::env::current_dir().unwrap(), tmp);
+    }
+
+    #[test]
+    fn several_parameters_all_or_nothing() {
+        let mut c = RuntimeConfig::new(&Config::default()).unwrap();
+        let e = c.set_many(&[(b"maxmemory", b"1mb"), (b"hz", b"abc")], false).unwrap_err().to_string();
+        assert!(e.contains("argument 'hz'"), "{e}");
+        assert_eq!(c.get_str("maxmemory"), "0");
+        assert_eq!(c.maxmemory, 0);
+        let e = c.set_many(&[(b"hz", b"1"), (b"HZ", b"2")], false).unwrap_err().to_string();
+        assert_eq!(e, "ERR CONFIG SET failed (possibly related to argument 'HZ') - duplicate parameter");
+        // An alias and its parameter are two names: the later value wins.
+        c.set_many(&[(b"slave-read-only", b"no"), (b"replica-read-only", b"yes")], false).unwrap();
+        assert_eq!(c.get_str("replica-read-only"), "yes");
+        assert_eq!(c.set_many(&[(b"maxmemory", b"2mb"), (b"hz", b"600")], false).unwrap(), ["maxmemory", "hz"]);
+        assert_eq!((c.maxmemory, c.get_str("hz"), c.hz), (2 << 20, "500", 500));
     }
 }

@@ -398,7 +398,11 @@ pub struct Shared {
     pub script: ScriptStatus,
     pub pause: Pause,
     pub next_client_id: AtomicU64,
-    pub local_addr: SocketAddr,
+    /// The address the server listens on (the first one, with several
+    /// `bind` addresses); `CONFIG SET port` / `bind` change it.
+    pub local_addr: parking_lot::Mutex<SocketAddr>,
+    /// `CONFIG SET port` / `bind` requests to the accept loop.
+    pub rebind: Rebind,
     /// Unix ms when the server started.
     pub started_ms: u64,
     pub run_id: String,
@@ -409,6 +413,35 @@ pub struct Shared {
     pub shutdown: tokio::sync::watch::Sender<bool>,
     /// Injected faults (`RLOCKD FAULT`), also read by pub/sub delivery.
     pub faults: Arc<crate::faults::Faults>,
+}
+
+/// `CONFIG SET port` / `bind` asking the accept loop to listen elsewhere.
+#[derive(Debug)]
+pub struct RebindRequest {
+    /// The new `bind` list and port.
+    pub bind: String,
+    pub port: u16,
+    /// Where it listens now, to listen there again if the new address fails.
+    pub old_bind: String,
+    pub old_port: u16,
+    pub backlog: u32,
+    /// The new address (the first listener's), or why listening failed.
+    pub reply: std::sync::mpsc::Sender<std::io::Result<SocketAddr>>,
+}
+
+/// The channel from `CONFIG SET` to the accept loop.
+#[derive(Debug)]
+pub struct Rebind {
+    pub requests: tokio::sync::mpsc::UnboundedSender<RebindRequest>,
+    /// Taken by the accept loop when it starts.
+    pub receiver: parking_lot::Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<RebindRequest>>>,
+}
+
+impl Default for Rebind {
+    fn default() -> Self {
+        let (requests, rx) = tokio::sync::mpsc::unbounded_channel();
+        Rebind { requests, receiver: parking_lot::Mutex::new(Some(rx)) }
+    }
 }
 
 /// Why the core could not be had.
@@ -444,7 +477,8 @@ impl Shared {
             script: ScriptStatus::default(),
             pause: Pause::default(),
             next_client_id: AtomicU64::new(1),
-            local_addr: config.bind,
+            local_addr: parking_lot::Mutex::new(config.bind),
+            rebind: Rebind::default(),
             started_ms: now,
             run_id: new_run_id(),
             net: NetStats::default(),

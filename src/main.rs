@@ -207,6 +207,8 @@ const MULTI_ARG: &[&str] = &[
     "replicaof",
     "slaveof",
     "oom-score-adj-values",
+    "shutdown-on-sigint",
+    "shutdown-on-sigterm",
     "rename-command",
     "user",
     "loadmodule",
@@ -242,6 +244,8 @@ Options:
   --tcp-backlog <n>     listen backlog (default 511, capped by the kernel's
                         net.core.somaxconn)
   --threads <n>         worker threads, at least 2 (default 2; rlockd only)
+  --redis-version <v>   the Redis version INFO and HELLO report (default
+                        {REDIS_VERSION}; only those strings change; rlockd only)
   --nodes <n>           serve n independent servers (own keyspace, clock and
                         test control) on ports port..port+n-1, for Redlock and
                         MultiLock tests (default 1; rlockd only; with --port 0
@@ -511,6 +515,8 @@ fn apply(directives: Vec<Directive>, read_file: &dyn Fn(&str) -> std::io::Result
     // Validates values with the server's own parameter table.
     let mut check = rlockd::ParamCheck::new();
     let mut no_effect: Vec<(Origin, Vec<String>)> = Vec::new();
+    // `save` lines add up, as in redis-server (`save ""` clears them).
+    let mut save_points = String::new();
     let mut queue: std::collections::VecDeque<Directive> = directives.into();
     while let Some(d) = queue.pop_front() {
         let name = d.name.as_str();
@@ -528,7 +534,13 @@ fn apply(directives: Vec<Directive>, read_file: &dyn Fn(&str) -> std::io::Result
         if d.args.is_empty() || (d.args.len() > 1 && !MULTI_ARG.contains(&name)) {
             return Err(fatal_config(&d, "wrong number of arguments"));
         }
-        let value = d.args.join(" ");
+        let mut value = d.args.join(" ");
+        if name == "save" {
+            if !value.is_empty() && !save_points.is_empty() {
+                value = format!("{save_points} {value}");
+            }
+            save_points.clone_from(&value);
+        }
         if name == "nodes" {
             match value.parse::<usize>() {
                 Ok(n) if (1..=64).contains(&n) => s.nodes = n,
@@ -560,7 +572,7 @@ fn apply(directives: Vec<Directive>, read_file: &dyn Fn(&str) -> std::io::Result
         } else if !NO_EFFECT.contains(&name) && !REDIS_DIRECTIVES.contains(&name) {
             return Err(fatal_config(&d, "Bad directive or wrong number of arguments"));
         }
-        if NO_EFFECT.contains(&name) || !known {
+        if NO_EFFECT.contains(&name) || !rlockd::ParamCheck::has_effect(name) {
             if !OFF_VALUES.contains(&value.as_str()) {
                 let shown = match d.origin {
                     Origin::CommandLine => {
@@ -880,6 +892,20 @@ mod tests {
         assert!(s.notes[1].ends_with(": --appendonly yes, --dir /tmp"), "{}", s.notes[1]);
         // What CI scripts pass to turn persistence off needs no note.
         assert!(settings(&["--save", "", "--appendonly", "no", "--daemonize", "no"], "").notes.is_empty());
+    }
+
+    #[test]
+    fn save_lines_add_up_as_in_redis_server() {
+        let last_save = |conf: &'static str, args: &[&str]| {
+            let mut all = vec!["redis.conf"];
+            all.extend_from_slice(args);
+            let s = settings(&all, conf);
+            s.params.iter().rev().find(|(k, _)| k == "save").map(|(_, v)| v.clone())
+        };
+        assert_eq!(last_save("save 900 1\nsave 300 10\n", &[]).as_deref(), Some("900 1 300 10"));
+        assert_eq!(last_save("save 900 1\n", &["--save", "60", "5"]).as_deref(), Some("900 1 60 5"));
+        assert_eq!(last_save("save 900 1\n", &["--save", ""]).as_deref(), Some(""));
+        assert_eq!(last_save("save \"\"\nsave 900 1\n", &[]).as_deref(), Some("900 1"));
     }
 
     #[test]

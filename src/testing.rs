@@ -143,3 +143,22 @@ pub fn check_dispatch(data: &[u8]) -> Vec<Reply> {
     }
     replies
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Harness;
+    use crate::protocol::Reply;
+
+    #[test]
+    fn without_an_accept_loop_port_is_refused_at_once() {
+        let mut h = Harness::new();
+        let start = std::time::Instant::now();
+        let r = h.run(&["CONFIG", "SET", "maxmemory", "1mb", "port", "1234"]);
+        assert!(start.elapsed() < std::time::Duration::from_secs(1));
+        let Reply::Error(e) = r else { panic!("{r:?}") };
+        let e = String::from_utf8_lossy(&e);
+        assert!(e.ends_with("argument 'port') - Unable to listen on this port. Check server logs."), "{e}");
+        let Reply::Map(pairs) = h.run(&["CONFIG", "GET", "maxmemory"]) else { panic!("map") };
+        assert_eq!(pairs[0].1, Reply::bulk_str("0"));
+    }
+}

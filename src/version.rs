@@ -1,7 +1,9 @@
 //! What the process reports about itself: the Redis version rlockd follows
 //! (in `INFO`, `HELLO` and Lua's `redis.REDIS_VERSION`) and its allocator.
 
-/// The version string (`redis_version` in `INFO`).
+/// The Redis version rlockd follows: the default of the `redis-version`
+/// parameter (what `INFO`'s `redis_version` and `HELLO`'s `version` report),
+/// and always Lua's `redis.REDIS_VERSION`.
 pub const REDIS_VERSION: &str = "7.0.15";
 /// `REDIS_VERSION_NUM` as Lua sees it (0x00MMmmpp).
 pub const REDIS_VERSION_NUM: i64 = 0x0007_000f;

@@ -34,23 +34,63 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if !args.len().is_multiple_of(2) {
         return Err(CmdError::Syntax);
     }
-    let pairs: Vec<&[Bytes]> = args[2..].chunks(2).collect();
-    for (i, p) in pairs.iter().enumerate() {
-        if pairs[..i].iter().any(|q| q[0].eq_ignore_ascii_case(&p[0])) {
+    let pairs: Vec<(&[u8], &[u8])> = args[2..].chunks(2).map(|p| (&p[0][..], &p[1][..])).collect();
+    let protected_ok = ctx.core.config.protected_allowed(ctx.client.shared.addr.ip().is_loopback());
+    let before = (ctx.core.config.get_str("bind").to_string(), ctx.core.config.get_str("port").to_string());
+    let saved = ctx.core.config.clone();
+    // All or nothing, as in Redis: nothing changes unless every value is valid.
+    let set = ctx.core.config.set_many(&pairs, protected_ok)?;
+    let after = (ctx.core.config.get_str("bind").to_string(), ctx.core.config.get_str("port").to_string());
+    if after != before {
+        if let Err(why) = relisten(ctx, &before) {
+            ctx.core.config = saved;
+            let (name, text) = if set.contains(&"bind") && after.0 != before.0 {
+                ("bind", "Failed to bind to specified addresses.")
+            } else {
+                ("port", "Unable to listen on this port. Check server logs.")
+            };
+            tracing::warn!("CONFIG SET {name}: could not listen on '{}' port {}: {why}", after.0, after.1);
             return Err(CmdError::custom(format!(
-                "ERR CONFIG SET failed (possibly related to argument '{}') - duplicate parameter",
-                String::from_utf8_lossy(&p[0])
+                "ERR CONFIG SET failed (possibly related to argument '{name}') - {text}"
             )));
         }
     }
-    // All or nothing, as in Redis.
-    let mut trial = ctx.core.config.clone();
-    for p in &pairs {
-        trial.set(&p[0], &p[1])?;
-    }
-    ctx.core.config = trial;
     ctx.core.config_changed();
     Ok(Reply::ok())
+}
+
+/// Has the accept loop listen where the new `bind` and `port` say (it
+/// closes the current listeners first, and listens there again if the new
+/// address fails; connected clients stay). Waits for the outcome, as
+/// Redis's CONFIG SET does.
+fn relisten(ctx: &mut Ctx<'_>, before: &(String, String)) -> std::io::Result<()> {
+    let cfg = &ctx.core.config;
+    let bad = |_| std::io::Error::from(std::io::ErrorKind::InvalidInput);
+    if ctx.shared.rebind.receiver.lock().is_some() {
+        // No accept loop (the in-process test harness): nothing to move.
+        return Err(std::io::Error::other("no listener"));
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    let req = crate::core::RebindRequest {
+        bind: cfg.get_str("bind").to_string(),
+        port: cfg.get_str("port").parse().map_err(bad)?,
+        old_bind: before.0.clone(),
+        old_port: before.1.parse().map_err(bad)?,
+        backlog: cfg.get_str("tcp-backlog").parse().unwrap_or(511),
+        reply: tx,
+    };
+    ctx.shared.rebind.requests.send(req).map_err(|_| std::io::Error::other("the server is stopping"))?;
+    // The accept loop is another task: let this worker's other tasks run
+    // elsewhere while this one waits.
+    let wait = || rx.recv_timeout(std::time::Duration::from_secs(5));
+    let outcome = match tokio::runtime::Handle::try_current() {
+        Ok(_) => tokio::task::block_in_place(wait),
+        Err(_) => wait(),
+    };
+    let addr = outcome.map_err(|_| std::io::Error::from(std::io::ErrorKind::TimedOut))??;
+    ctx.core.config.set_listen_port(addr.port());
+    *ctx.shared.local_addr.lock() = addr;
+    Ok(())
 }
 
 fn config_resetstat(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {

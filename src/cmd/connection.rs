@@ -8,7 +8,6 @@ use super::{cmd, CommandSpec, Ctx};
 use crate::client::ReplyMode;
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::{Reply, Resp};
-use crate::version::REDIS_VERSION;
 
 pub static COMMANDS: &[CommandSpec] = &[
     cmd("ping", ping, -1, "fast", 0, 0, 0, "@fast @connection").doc("Ping the server", "1.0.0"),
@@ -139,7 +138,7 @@ fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let proto = if ctx.client.resp == Resp::V3 { 3 } else { 2 };
     Ok(Reply::Map(vec![
         (Reply::bulk_str("server"), Reply::bulk_str("redis")),
-        (Reply::bulk_str("version"), Reply::bulk_str(REDIS_VERSION)),
+        (Reply::bulk_str("version"), Reply::bulk(Bytes::from(ctx.core.config.get_str("redis-version").to_string()))),
         (Reply::bulk_str("proto"), Reply::Int(proto)),
         (Reply::bulk_str("id"), Reply::Int(ctx.client.id as i64)),
         (Reply::bulk_str("mode"), Reply::bulk_str("standalone")),

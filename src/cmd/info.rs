@@ -8,7 +8,6 @@ use bytes::Bytes;
 use super::util::info_text;
 use super::{cmd, table, CommandSpec, Ctx};
 use crate::error::CmdResult;
-use crate::version::REDIS_VERSION;
 
 pub static COMMANDS: &[CommandSpec] = &[cmd("info", info, -1, "loading stale", 0, 0, 0, "@slow @dangerous")
     .doc("Get information and statistics about the server", "1.0.0")];
@@ -80,7 +79,7 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) -> bool {
     match name {
         "server" => {
             l!("# Server");
-            l!("redis_version:{REDIS_VERSION}");
+            l!("redis_version:{}", core.config.get_str("redis-version"));
             l!("redis_git_sha1:00000000");
             l!("redis_git_dirty:0");
             l!("redis_build_id:0");
@@ -94,7 +93,7 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) -> bool {
             l!("process_id:{}", std::process::id());
             l!("process_supervised:no");
             l!("run_id:{}", ctx.shared.run_id);
-            l!("tcp_port:{}", ctx.shared.local_addr.port());
+            l!("tcp_port:{}", ctx.shared.local_addr.lock().port());
             l!("server_time_usec:{}", ctx.shared.clock.now_us());
             l!("uptime_in_seconds:{up}");
             l!("uptime_in_days:{}", up / 86400);

@@ -57,7 +57,7 @@ enum WriteFault {
 /// Serves one connection until it closes, is killed, or the server stops.
 pub async fn handle(shared: Arc<Shared>, socket: TcpStream, peer: SocketAddr) {
     let _ = socket.set_nodelay(true);
-    let laddr = socket.local_addr().unwrap_or(shared.local_addr);
+    let laddr = socket.local_addr().unwrap_or_else(|_| *shared.local_addr.lock());
     let (tx, rx) = mpsc::unbounded_channel();
     let id = shared.next_id();
     let cs = Arc::new(ClientShared::new(id, peer, laddr, shared.clock.now_ms(), tx));

@@ -21,7 +21,6 @@ use crate::error::Error;
 
 /// A running server. Stops when dropped (or with [`Server::stop`]).
 pub struct Server {
-    addr: SocketAddr,
     password: Option<String>,
     shared: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
@@ -29,7 +28,7 @@ pub struct Server {
 
 impl std::fmt::Debug for Server {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Server").field("addr", &self.addr).finish_non_exhaustive()
+        f.debug_struct("Server").field("addr", &self.addr()).finish_non_exhaustive()
     }
 }
 
@@ -65,16 +64,13 @@ impl Server {
             .name(format!("rlockd-{}", addr.port()))
             .spawn(move || {
                 runtime.block_on(async move {
-                    match TcpListener::from_std(std_listener) {
-                        Ok(l) => run(l, s2).await,
-                        Err(e) => tracing::error!("cannot register listener: {e}"),
-                    }
+                    run(vec![std_listener], s2).await;
                 });
                 runtime.shutdown_timeout(Duration::from_secs(2));
             })
             .map_err(Error::Runtime)?;
         tracing::debug!(%addr, "rlockd listening");
-        Ok(Server { addr, password: config.requirepass.clone(), shared, thread: Some(thread) })
+        Ok(Server { password: config.requirepass.clone(), shared, thread: Some(thread) })
     }
 
     /// Starts `n` independent servers (own keyspace, clock, test control)
@@ -96,21 +92,22 @@ impl Server {
             .collect()
     }
 
-    /// The address the server listens on.
+    /// The address the server listens on (after `CONFIG SET port` or
+    /// `bind`, the new one; the first, with several bind addresses).
     pub fn addr(&self) -> SocketAddr {
-        self.addr
+        *self.shared.local_addr.lock()
     }
 
     /// The port it listens on.
     pub fn port(&self) -> u16 {
-        self.addr.port()
+        self.addr().port()
     }
 
     /// `redis://[:password@]host:port` for clients.
     pub fn url(&self) -> String {
         match &self.password {
-            Some(pw) => format!("redis://:{}@{}", pw, self.addr),
-            None => format!("redis://{}", self.addr),
+            Some(pw) => format!("redis://:{}@{}", pw, self.addr()),
+            None => format!("redis://{}", self.addr()),
         }
     }
 
@@ -269,7 +266,7 @@ impl Drop for Server {
 /// redis-server does with `tcp-backlog` (std's `bind` always asks for 128).
 /// `SO_REUSEADDR` as std and Redis set it: a restarted server can rebind a
 /// port with connections still in TIME_WAIT.
-fn listen(addr: SocketAddr, backlog: u32) -> std::io::Result<std::net::TcpListener> {
+pub(crate) fn listen(addr: SocketAddr, backlog: u32) -> std::io::Result<std::net::TcpListener> {
     use socket2::{Domain, Protocol, Socket, Type};
     let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
     socket.set_reuse_address(true)?;
@@ -292,24 +289,118 @@ fn warn_if_backlog_capped(backlog: u32) {
     }
 }
 
-async fn run(listener: TcpListener, shared: Arc<Shared>) {
+/// Binds the listeners `bind` and `port` ask for, as Redis does on
+/// `CONFIG SET`: `*` is every IPv4 address, `::*` every IPv6 one, and an
+/// address with a leading `-` is skipped when it is not available; an empty
+/// list is `* -::*`. Port 0 picks a free port (as at start). The first
+/// listener's address is the server's address.
+pub(crate) fn listen_all(bind: &str, port: u16, backlog: u32) -> std::io::Result<Vec<std::net::TcpListener>> {
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, ToSocketAddrs};
+    let words: Vec<&str> = match bind.split_whitespace().collect::<Vec<_>>() {
+        w if w.is_empty() => vec!["*", "-::*"],
+        w => w,
+    };
+    let mut out = Vec::new();
+    for word in words {
+        let (optional, host) = match word.strip_prefix('-') {
+            Some(h) => (true, h),
+            None => (false, word),
+        };
+        let addrs: std::io::Result<Vec<SocketAddr>> = match host {
+            "*" => Ok(vec![SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), port)]),
+            "::*" => Ok(vec![SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), port)]),
+            h => match h.parse::<IpAddr>() {
+                Ok(ip) => Ok(vec![SocketAddr::new(ip, port)]),
+                Err(_) => (h, port).to_socket_addrs().map(|a| a.take(1).collect()),
+            },
+        };
+        // With port 0, the later addresses take the port the first one got.
+        let port = out.first().and_then(|l: &std::net::TcpListener| l.local_addr().ok()).map_or(port, |a| a.port());
+        match addrs.and_then(|a| {
+            let addr = a.into_iter().next().ok_or(std::io::ErrorKind::AddrNotAvailable)?;
+            listen(SocketAddr::new(addr.ip(), port), backlog)
+        }) {
+            Ok(l) => out.push(l),
+            // EAFNOSUPPORT (no IPv6) or EADDRNOTAVAIL: skip an optional one.
+            Err(e)
+                if optional
+                    && (matches!(e.kind(), std::io::ErrorKind::AddrNotAvailable | std::io::ErrorKind::Unsupported)
+                        || matches!(e.raw_os_error(), Some(97 | 99))) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    if out.is_empty() {
+        return Err(std::io::ErrorKind::AddrNotAvailable.into());
+    }
+    Ok(out)
+}
+
+/// Accepts connections on every listener until shutdown. `CONFIG SET
+/// port` / `bind` ask it to listen elsewhere: as Redis does, the current
+/// listeners close first (connected clients stay), then the new addresses
+/// are bound, and if that fails the old ones are bound again.
+async fn run(listeners: Vec<std::net::TcpListener>, shared: Arc<Shared>) {
     let mut shutdown = shared.shutdown.subscribe();
+    let mut requests = shared.rebind.receiver.lock().take().expect("one accept loop per server");
     tokio::spawn(active_expire(shared.clone()));
+    let start = |listeners: Vec<std::net::TcpListener>| -> Vec<tokio::task::JoinHandle<()>> {
+        listeners
+            .into_iter()
+            .filter_map(|l| match TcpListener::from_std(l) {
+                Ok(l) => Some(tokio::spawn(accept_loop(l, shared.clone()))),
+                Err(e) => {
+                    tracing::error!("cannot register listener: {e}");
+                    None
+                }
+            })
+            .collect()
+    };
+    let mut tasks = start(listeners);
     loop {
         tokio::select! {
             _ = crate::core::shutdown_requested(&mut shutdown) => break,
-            r = listener.accept() => match r {
-                Ok((socket, peer)) => {
-                    tokio::spawn(connection::handle(shared.clone(), socket, peer));
+            Some(req) = requests.recv() => {
+                for t in tasks.drain(..) {
+                    t.abort();
+                    // Returns once the task, and so its listener, is dropped.
+                    let _ = t.await;
                 }
-                Err(e) => {
-                    tracing::warn!("accept failed: {e}");
-                    tokio::time::sleep(Duration::from_millis(5)).await;
-                }
+                let result = match listen_all(&req.bind, req.port, req.backlog) {
+                    Ok(new) => {
+                        let addr = new[0].local_addr();
+                        tasks = start(new);
+                        addr
+                    }
+                    Err(e) => {
+                        match listen_all(&req.old_bind, req.old_port, req.backlog) {
+                            Ok(old) => tasks = start(old),
+                            Err(e2) => tracing::error!("cannot listen again on {} port {}: {e2}", req.old_bind, req.old_port),
+                        }
+                        Err(e)
+                    }
+                };
+                let _ = req.reply.send(result);
             }
         }
     }
+    for t in tasks {
+        t.abort();
+    }
     tracing::debug!("rlockd stopping");
+}
+
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+    loop {
+        match listener.accept().await {
+            Ok((socket, peer)) => {
+                tokio::spawn(connection::handle(shared.clone(), socket, peer));
+            }
+            Err(e) => {
+                tracing::warn!("accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        }
+    }
 }
 
 /// `timeout`: closes normal clients idle for longer than it (Redis's

@@ -8,6 +8,7 @@ mod binary;
 mod blocking;
 mod command_meta;
 mod compat;
+mod config;
 mod container;
 mod control;
 mod diff;
