@@ -186,7 +186,16 @@ impl ClientRecord {
     /// `CLIENT LIST` / `CLIENT INFO` line (without trailing newline).
     /// `current`: the asking client's command in progress (its bytes in
     /// the query buffer and its arguments' bytes), which Redis counts.
-    pub fn info_line(&self, now_ms: u64, fd: u64, last_cmd: &str, current: Option<(usize, usize)>) -> String {
+    /// `lib_fields`: end with Redis 7.2's `lib-name=` and `lib-ver=` (7.0
+    /// has no such fields).
+    pub fn info_line(
+        &self,
+        now_ms: u64,
+        fd: u64,
+        last_cmd: &str,
+        current: Option<(usize, usize)>,
+        lib_fields: bool,
+    ) -> String {
         let c = &*self.shared;
         let b = &c.buffers;
         let (cur_qbuf, argv_mem) = current.unwrap_or((0, 0));
@@ -224,8 +233,8 @@ impl ClientRecord {
             flags.push('N');
         }
         let (name, lib_name, lib_ver, last) = (&self.name, &self.lib_name, &self.lib_ver, last_cmd);
-        format!(
-            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl=0 oll=0 omem={} tot-mem={} events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+        let mut line = format!(
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl=0 oll=0 omem={} tot-mem={} events=r cmd={} user=default redir=-1 resp={}",
             c.id,
             c.addr,
             c.laddr,
@@ -249,9 +258,14 @@ impl ClientRecord {
             tot_mem,
             last,
             c.resp.load(Ordering::Relaxed),
-            String::from_utf8_lossy(lib_name),
-            String::from_utf8_lossy(lib_ver),
-        )
+        );
+        if lib_fields {
+            line.push_str(" lib-name=");
+            line.push_str(&String::from_utf8_lossy(lib_name));
+            line.push_str(" lib-ver=");
+            line.push_str(&String::from_utf8_lossy(lib_ver));
+        }
+        line
     }
 }
 

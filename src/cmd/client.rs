@@ -98,13 +98,22 @@ fn client_setinfo(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn client_info(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     let now = ctx.now_ms();
-    let line = match ctx.core.clients.get(&ctx.client.id) {
-        Some(r) => r.info_line(now, ctx.client.id + 7, last_cmd_name(&r.shared), ctx.client.current),
-        None => {
-            ClientRecord::new(ctx.client.shared.clone()).info_line(now, ctx.client.id + 7, "NULL", ctx.client.current)
-        }
+    let lib = lib_fields(ctx);
+    let (id, current) = (ctx.client.id, ctx.client.current);
+    let line = match ctx.core.clients.get(&id) {
+        Some(r) => r.info_line(now, id + 7, last_cmd_name(&r.shared), current, lib),
+        None => ClientRecord::new(ctx.client.shared.clone()).info_line(now, id + 7, "NULL", current, lib),
     };
     Ok(info_text(ctx, format!("{line}\n")))
+}
+
+/// Redis 7.2 added `lib-name` and `lib-ver` to `CLIENT LIST`; 7.0 has
+/// neither, so they follow the reported version (`redis-version`).
+fn lib_fields(ctx: &Ctx<'_>) -> bool {
+    let v = ctx.core.config.get_str("redis-version");
+    let mut parts = v.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    (major, minor) >= (7, 2)
 }
 
 /// The name of the last command `c` ran (`cmd=` in CLIENT LIST).
@@ -142,6 +151,7 @@ fn client_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
     }
     let now = ctx.now_ms();
+    let with_lib = lib_fields(ctx);
     let mut out = String::new();
     for (id, r) in &ctx.core.clients {
         let c = &r.shared;
@@ -162,7 +172,7 @@ fn client_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             }
         }
         let current = if *id == ctx.client.id { ctx.client.current } else { None };
-        out.push_str(&r.info_line(now, id + 7, last_cmd_name(c), current));
+        out.push_str(&r.info_line(now, id + 7, last_cmd_name(c), current, with_lib));
         out.push('\n');
     }
     Ok(info_text(ctx, out))

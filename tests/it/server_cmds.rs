@@ -376,6 +376,8 @@ fn client_info_reports_query_and_transaction_buffers_as_redis() {
         let mut c = RawConn::connect(port);
         let Value::Bulk(Some(line)) = c.cmd(&["CLIENT", "INFO"]) else { panic!("CLIENT INFO") };
         assert_eq!(fields(&line, &names), ["N", "-1", "26", "10", "0", "0", "0"], "port {port}");
+        // 7.0 ends the line at resp= (lib-name / lib-ver are 7.2's).
+        assert!(String::from_utf8_lossy(&line).trim_end().ends_with(" resp=2"), "port {port}");
         c.cmd(&["MULTI"]);
         c.cmd(&["SET", "key", "value"]);
         c.cmd(&["CLIENT", "INFO"]);
@@ -385,4 +387,10 @@ fn client_info_reports_query_and_transaction_buffers_as_redis() {
         // pointer (8 bytes) per argument.
         assert_eq!(fields(line, &names), ["x", "2", "14", "4", "61", "0", "0"], "port {port}");
     }
+    // Reporting 7.2 brings 7.2's fields.
+    let mut c = RawConn::connect(srv.port());
+    c.cmd(&["CONFIG", "SET", "redis-version", "7.2.4"]);
+    c.cmd(&["CLIENT", "SETINFO", "lib-name", "redis-py"]);
+    let Value::Bulk(Some(line)) = c.cmd(&["CLIENT", "INFO"]) else { panic!("CLIENT INFO") };
+    assert!(String::from_utf8_lossy(&line).trim_end().ends_with(" resp=2 lib-name=redis-py lib-ver="));
 }
