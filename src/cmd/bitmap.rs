@@ -507,7 +507,9 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, args: &[Bytes], readonly_cmd: bool) -> Cm
         Some(_) => return Err(CmdError::WrongType),
     };
     if created {
-        db.set(key, Value::Str(Bytes::new()), false);
+        // Created before the operations run, as Redis's lookup does: only a
+        // write that happens (not a FAIL overflow) signals the key.
+        db.insert_new_untouched(key, Value::Str(Bytes::new()));
     }
     let Some(Value::Str(stored)) = db.get_mut(key) else { unreachable!("a string now") };
     // Redis signals the key when a write (not a FAIL overflow) created or

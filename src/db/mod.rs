@@ -332,11 +332,18 @@ impl DbView<'_> {
 
     /// Adds a new key (the caller knows it does not exist). Signals.
     pub fn insert_new(&mut self, key: &Bytes, value: Value) {
+        self.insert_new_untouched(key, value);
+        self.sig.touch(self.index, key);
+    }
+
+    /// Adds a key that does not exist without marking it modified (Redis's
+    /// `dbAdd` alone, before the command knows whether it changes
+    /// anything): a WATCH on it stays valid until the caller `touch`es it.
+    pub fn insert_new_untouched(&mut self, key: &Bytes, value: Value) {
         let mut e = Entry::new(value);
         e.lru = lru_stamp(self.now);
         self.db.map.insert(own(key), e);
         self.sig.notify(notify::NEW, "new", self.index, key);
-        self.sig.touch(self.index, key);
     }
 
     /// Removes `key`, returning its value if it was live. Signals.
