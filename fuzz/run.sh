@@ -29,7 +29,10 @@ for t in "${targets[@]}"; do
     else
         status=1
         echo "fuzz: $t FAILED"
-        grep -E -A4 "panicked at|ERROR: libFuzzer|SUMMARY|Test unit written" "$log" | head -n 60
+        # The whole panic message (a diff difference lists every command),
+        # then where libFuzzer saved the input.
+        sed -n '/panicked at/,/stack backtrace/p' "$log" | head -n 120
+        grep -E "ERROR: libFuzzer|SUMMARY|Test unit written" "$log" | head -n 5
     fi
     rm -rf "$work" "$log"
 done

@@ -132,7 +132,10 @@ fn lock_key(key: &Bytes) -> Bytes {
             return Bytes::copy_from_slice(&key[1..end]);
         }
     }
-    key.clone()
+    // A copy, never a clone: a touched key is often a slice of the
+    // connection's read buffer, which a clone kept in the history (views,
+    // events) would pin whole.
+    super::own(key)
 }
 
 /// The owner part of a Redisson holder id (`uuid:thread[:write]` → `uuid:thread`).
