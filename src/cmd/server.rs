@@ -15,6 +15,8 @@ use crate::protocol::Reply;
 pub static COMMANDS: &[CommandSpec] = &[
     cmd("time", time, 1, "loading stale fast", 0, 0, 0, "@fast")
         .doc("Return the current server time", "2.6.0"),
+    cmd("lolwut", lolwut, -1, "readonly fast", 0, 0, 0, "@read @fast")
+        .doc("Display some computer art and the Redis version", "5.0.0"),
     cmd("shutdown", shutdown, -1, "admin noscript loading stale no_multi allow_busy", 0, 0, 0, "@admin @slow @dangerous")
         .doc("Synchronously save the dataset to disk and then shut down the server", "1.0.0"),
     cmd("dbsize", dbsize, 1, "readonly fast", 0, 0, 0, "@keyspace @read @fast")
@@ -42,6 +44,26 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd("monitor", monitor, 1, "admin noscript loading stale", 0, 0, 0, "@admin @slow @dangerous")
         .doc("Listen for all requests received by the server in real time", "1.0.0"),
 ];
+
+/// `LOLWUT [VERSION v] ...`: Redis 7.0 draws art for versions 5 and 6
+/// (random each time) and otherwise answers its version line, which is
+/// what a bare `LOLWUT` gives.
+fn lolwut(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let reported = ctx.core.config.get_str("redis-version").to_string();
+    let mut v = reported.clone();
+    if args.len() >= 3 && eq(&args[1], "version") {
+        // Redis prints the number as an unsigned int, then ".0.0".
+        v = format!("{}.0.0", int(&args[2])? as u32);
+    }
+    let b = v.as_bytes();
+    let minor_9 = b.get(1) == Some(&b'.') && b.get(2) == Some(&b'9');
+    let minor_other = b.get(1) == Some(&b'.') && b.get(2) != Some(&b'9');
+    let art = (b[0] == b'5' || b[0] == b'6') && minor_other || (b[0] == b'4' || b[0] == b'5') && minor_9;
+    if art {
+        return Err(CmdError::custom("ERR LOLWUT VERSION 5 and 6 draw computer art, which rlockd does not"));
+    }
+    Ok(Reply::Verbatim("txt", Bytes::from(format!("Redis ver. {reported}\n"))))
+}
 
 fn time(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     let us = ctx.shared.clock.now_us();

@@ -394,3 +394,16 @@ fn client_info_reports_query_and_transaction_buffers_as_redis() {
     let Value::Bulk(Some(line)) = c.cmd(&["CLIENT", "INFO"]) else { panic!("CLIENT INFO") };
     assert!(String::from_utf8_lossy(&line).trim_end().ends_with(" resp=2 lib-name=redis-py lib-ver="));
 }
+
+/// LOLWUT's art versions (5 and 6, random drawings on Redis) get a clear
+/// error; every other version answers Redis's version line (diff suite).
+#[test]
+fn lolwut_art_versions_are_refused_clearly() {
+    let srv = common::server();
+    let mut c = RawConn::connect(srv.port());
+    for v in ["5", "6"] {
+        let Value::Error(e) = c.cmd(&["LOLWUT", "VERSION", v]) else { panic!("LOLWUT VERSION {v}") };
+        assert!(e.starts_with(b"ERR LOLWUT VERSION 5 and 6"), "{}", String::from_utf8_lossy(&e));
+    }
+    assert_eq!(c.cmd(&["LOLWUT"]), Value::Bulk(Some(b"Redis ver. 7.0.15\n".to_vec())));
+}
