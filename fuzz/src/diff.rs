@@ -534,11 +534,18 @@ pub fn run_diff(data: &[u8]) -> Result<(), String> {
     };
     let mut ours = Conn::connect(srv.rlockd.port());
     let mut theirs = Conn::connect(srv.redis_port);
-    for c in [&mut ours, &mut theirs] {
-        c.cmd(&[b"FLUSHALL"]);
-        c.cmd(&[b"SCRIPT", b"FLUSH"]);
-        if resp3 {
-            c.cmd(&[b"HELLO", b"3"]);
+    // Each setup reply is checked: one that came too late (a FLUSHALL
+    // freeing 256 MiB strings under ASan) would be read as the next
+    // command's reply and shift every comparison after it.
+    for (side, c) in [("rlockd", &mut ours), ("redis", &mut theirs)] {
+        for cmd in [&[&b"FLUSHALL"[..]][..], &[b"SCRIPT", b"FLUSH"]] {
+            let r = c.cmd(cmd);
+            if r != b"+OK\r\n" {
+                return Err(format!("setup: {side} answered {} to {}", show(&r), show(&cmd.concat())));
+            }
+        }
+        if resp3 && !c.cmd(&[b"HELLO", b"3"]).starts_with(b"%") {
+            return Err(format!("setup: {side} refused HELLO 3"));
         }
     }
     let mut gen = Gen::new(data);
