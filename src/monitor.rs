@@ -2,9 +2,9 @@
 //! asked, in Redis's line format:
 //! `+1700000000.123456 [0 127.0.0.1:5000] "set" "k" "v"`.
 //!
-//! Fed from [`crate::cmd::call`], so client commands, commands inside EXEC
-//! and a script's `redis.call` (shown as `[db lua]`) all appear, once each,
-//! after they ran; `EVAL`/`FCALL` (flagged `skip_monitor`) are fed before
+//! Fed by the command layer's `call` (this store names nothing above it),
+//! so client commands, commands inside EXEC and a script's `redis.call`
+//! (shown as `[db lua]`) all appear, once each, after they ran; `EVAL`/`FCALL` (flagged `skip_monitor`) are fed before
 //! their script runs, so they precede their commands, as in Redis. Commands
 //! refused before running and `admin` commands are not shown; `AUTH` and
 //! `HELLO … AUTH` passwords are redacted.

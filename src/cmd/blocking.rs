@@ -11,10 +11,12 @@ use bytes::Bytes;
 use super::list::{self, key_and_elements, parse_end, parse_lr, parse_mpop, End};
 use super::zset::{parse_minmax, zmpop_reply, zpop_first};
 use super::{cmd, CommandSpec, Ctx, Lookup};
-use crate::client::{BlockRequest, Caller, ClientState};
+use std::sync::Arc;
+
+use crate::client::{BlockRequest, Caller, ClientShared, ClientState};
 use crate::error::{CmdError, CmdResult};
 use crate::num;
-use crate::protocol::Reply;
+use crate::protocol::{Reply, Resp};
 
 pub static COMMANDS: &[CommandSpec] = &[
     cmd("blpop", blpop, -3, "write noscript blocking", 1, -2, 1, "@write @list @slow @blocking").doc(
@@ -236,16 +238,8 @@ pub fn serve_ready(ctx: &mut Ctx<'_>) {
                 break;
             }
             let argv = narrow_to_key(argv, &key.1);
-            let Lookup::Found(c) = super::table().lookup(&argv) else {
+            let Some(reply) = rerun(ctx, client, db, resp, &argv) else {
                 break;
-            };
-            let mut state = ClientState::new(client, true);
-            state.set_db(db);
-            state.resp = resp;
-            state.caller = Caller::BlockedRerun;
-            let reply = {
-                let mut sub = Ctx { core: ctx.core, client: &mut state, shared: ctx.shared };
-                super::call(&mut sub, c, &argv)
             };
             let nothing = matches!(reply, Reply::Nil | Reply::NilArray);
             if nothing {
@@ -256,6 +250,21 @@ pub fn serve_ready(ctx: &mut Ctx<'_>) {
     }
     ctx.core.blocking.end_serving();
     ctx.core.ks.sig.track_touches = ctx.core.watches.is_active() || ctx.core.blocking.is_active();
+}
+
+/// Re-runs a blocked client's command (`argv`, already narrowed to the
+/// key that became ready) as that client: its database and protocol, as
+/// a blocked re-run. None if the command is not in the table.
+fn rerun(ctx: &mut Ctx<'_>, client: Arc<ClientShared>, db: usize, resp: Resp, argv: &[Bytes]) -> Option<Reply> {
+    let Lookup::Found(c) = super::table().lookup(argv) else {
+        return None;
+    };
+    let mut state = ClientState::new(client, true);
+    state.set_db(db);
+    state.resp = resp;
+    state.caller = Caller::BlockedRerun;
+    let mut sub = Ctx { core: ctx.core, client: &mut state, shared: ctx.shared };
+    Some(super::call(&mut sub, c, argv))
 }
 
 fn is_stream_reader(argv: &[Bytes]) -> bool {
@@ -285,16 +294,8 @@ fn serve_stream_waiters(ctx: &mut Ctx<'_>, key: &(usize, Bytes)) -> bool {
         }
         let (client, db, resp) = (w.client.clone(), w.db, w.resp);
         let argv = narrow_streams(&w.argv, &key.1);
-        let Lookup::Found(c) = super::table().lookup(&argv) else {
+        let Some(reply) = rerun(ctx, client, db, resp, &argv) else {
             continue;
-        };
-        let mut state = ClientState::new(client, true);
-        state.set_db(db);
-        state.resp = resp;
-        state.caller = Caller::BlockedRerun;
-        let reply = {
-            let mut sub = Ctx { core: ctx.core, client: &mut state, shared: ctx.shared };
-            super::call(&mut sub, c, &argv)
         };
         if !matches!(reply, Reply::Nil | Reply::NilArray) {
             ctx.core.blocking.serve(id, reply);

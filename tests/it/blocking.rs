@@ -5,25 +5,7 @@ use std::net::TcpStream;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use super::common;
-
-/// `blocked_clients` from `INFO clients`.
-fn blocked_clients(c: &mut redis::Connection) -> i64 {
-    let info: String = redis::cmd("INFO").arg("clients").query(c).unwrap();
-    info.lines()
-        .find_map(|l| l.strip_prefix("blocked_clients:"))
-        .and_then(|v| v.trim().parse().ok())
-        .expect("blocked_clients in INFO clients")
-}
-
-/// Waits until exactly `n` clients are blocked (fails after 5 s).
-fn wait_blocked(c: &mut redis::Connection, n: i64) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while blocked_clients(c) != n {
-        assert!(Instant::now() < deadline, "expected {n} blocked client(s)");
-        thread::sleep(Duration::from_millis(5));
-    }
-}
+use super::common::{self, blocked_clients, wait_blocked};
 
 #[test]
 fn blpop_is_woken_by_a_push_from_another_connection() {
