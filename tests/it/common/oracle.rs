@@ -69,8 +69,9 @@ impl Oracle {
             while Instant::now() < deadline {
                 if TcpStream::connect(("127.0.0.1", port)).is_ok() {
                     // The port may have been taken meanwhile by another test's
-                    // server: make sure it is our redis-server answering.
-                    if is_real_redis(port) && matches!(o.child.try_wait(), Ok(None)) {
+                    // server (rlockd, or another oracle that was handed the
+                    // same free port): make sure our own process answers.
+                    if is_our_redis(port, o.child.id()) && matches!(o.child.try_wait(), Ok(None)) {
                         return Some(o);
                     }
                     break;
@@ -86,11 +87,14 @@ impl Oracle {
     }
 }
 
-/// True if the server on `port` is redis-server (not an rlockd that grabbed
-/// the port). Any failure to get an answer — the other server closing the
-/// connection, a timeout — counts as "not ours", so the caller retries on a
-/// new port instead of failing the run.
-fn is_real_redis(port: u16) -> bool {
+/// True if the server on `port` is the redis-server with process id `pid`
+/// (not an rlockd that grabbed the port, nor another test's redis-server
+/// started on the same free port: two threads can be handed one port, and
+/// the loser's process lives on for a moment before it fails to bind). Any
+/// failure to get an answer — the other server closing the connection, a
+/// timeout — counts as "not ours", so the caller retries on a new port
+/// instead of failing the run.
+fn is_our_redis(port: u16, pid: u32) -> bool {
     let Ok(mut c) = super::resp::RawConn::try_connect(port) else {
         return false;
     };
@@ -101,7 +105,9 @@ fn is_real_redis(port: u16) -> bool {
     match c.read() {
         Some(super::resp::Value::Bulk(Some(b))) => {
             let s = String::from_utf8_lossy(&b);
-            s.contains("redis_version:") && !s.contains("rlockd_version:")
+            s.contains("redis_version:")
+                && !s.contains("rlockd_version:")
+                && s.lines().any(|l| l.trim_end() == format!("process_id:{pid}"))
         }
         _ => false,
     }
