@@ -17,10 +17,6 @@ pub struct Config {
     pub requirepass: Option<String>,
     /// Number of databases (`SELECT 0` … `databases - 1`).
     pub databases: usize,
-    /// Tokio worker threads for this server: at least 2, so a long script
-    /// never stops the server from answering `BUSY` (fewer is refused with
-    /// [`Error::Config`](crate::Error::Config)).
-    pub worker_threads: usize,
     /// The listen backlog (`tcp-backlog`, 511 as in Redis; the kernel caps
     /// it at `net.core.somaxconn`).
     pub tcp_backlog: u32,
@@ -73,7 +69,6 @@ impl Default for Config {
             bind: SocketAddr::from(([127, 0, 0, 1], 0)),
             requirepass: None,
             databases: 16,
-            worker_threads: 2,
             tcp_backlog: 511,
             params: Vec::new(),
         }

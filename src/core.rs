@@ -2,22 +2,23 @@
 //!
 //! [`Core`] is everything commands read and write: the keyspace, runtime
 //! config, clients, pub/sub, blocked clients, WATCHed keys, the script
-//! engine and statistics. It lives behind one async mutex in [`Shared`]:
-//! whoever holds the lock owns the whole server state, which is what makes a
-//! command, a `MULTI`/`EXEC` block or a Lua script atomic. Connections do
-//! their parsing, encoding and socket I/O outside the lock, in parallel.
+//! engine and statistics. It lives behind one mutex in [`Shared`]: whoever
+//! holds the lock owns the whole server state, which is what makes a
+//! command, a `MULTI`/`EXEC` block or a Lua script atomic. A server's
+//! connections all run on its one event-loop thread, so the lock is only
+//! ever contended by the `Server` methods called from other threads.
 //!
-//! **Invariant:** no `.await` happens while the core lock is held, except
-//! inside [`Shared::lock_core`] itself; so a lock holder is always making
-//! progress, and a long script is the only way to hold it for long — which
-//! [`ScriptStatus`] makes visible to waiters (`BUSY`).
+//! **Invariant:** no `.await` happens while the core lock is held; so a lock
+//! holder is always making progress, and a long script is the only way to
+//! hold it for long — during which the script's hook serves the other
+//! connections through [`ServerIo::serve_busy`] (`BUSY`).
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use tokio::sync::{Mutex, MutexGuard, Notify};
+use tokio::sync::{Mutex, Notify};
 
 use crate::blocking::Blocking;
 use crate::client::{ClientRecord, ClientShared, ClientState};
@@ -25,7 +26,6 @@ use crate::clock::Clock;
 use crate::config::RuntimeConfig;
 use crate::db::lock_history::LOCK_EVENTS_CHANNEL;
 use crate::db::{Keyspace, Map};
-use crate::protocol::Reply;
 use crate::pubsub::PubSub;
 use crate::script::Scripting;
 use crate::tx::Watches;
@@ -306,57 +306,26 @@ pub struct ScriptStatus {
     pub is_function: AtomicBool,
     /// Clock time (µs) when the script started.
     pub started_us: AtomicU64,
-    /// Woken when `busy` becomes true.
-    pub busy_notify: Notify,
-    /// Commands flagged `allow-busy` (AUTH, HELLO, MULTI, WATCH…) sent
-    /// while the script is busy: the script's interrupt hook runs them
-    /// between Lua instructions, as Redis does from its busy-script hook.
-    pub busy_queue: parking_lot::Mutex<BusyQueue>,
 }
 
-impl ScriptStatus {
-    /// Closes the busy queue when the script ends: queued commands go back
-    /// to their connections to run the normal way.
-    pub fn close_busy_queue(&self) {
-        let requests = {
-            let mut q = self.busy_queue.lock();
-            q.open = false;
-            std::mem::take(&mut q.requests)
-        };
-        for r in requests {
-            let _ = r.done.send(BusyOutcome::Retry(r.client));
-        }
-    }
-}
-
-/// See [`ScriptStatus::busy_queue`].
-#[derive(Debug, Default)]
-pub struct BusyQueue {
-    /// Accepting requests: set before `busy` becomes true, cleared when the
-    /// script ends (pending requests are then handed back to be retried).
-    pub open: bool,
-    pub requests: Vec<BusyRequest>,
-}
-
-/// One command of a connection, run by the busy script's hook.
-#[derive(Debug)]
-pub struct BusyRequest {
-    pub argv: Vec<Bytes>,
-    /// The connection's state, lent for the command and handed back.
-    pub client: ClientState,
-    /// The connection is not yet registered in the core (it connected
-    /// while the script was busy).
-    pub register: bool,
-    pub done: tokio::sync::oneshot::Sender<BusyOutcome>,
-}
-
-/// The answer to a [`BusyRequest`].
-#[derive(Debug)]
-pub enum BusyOutcome {
-    /// The command ran; `max_bulk` is set when the client was registered.
-    Done { reply: Reply, client: ClientState, max_bulk: Option<i64> },
-    /// The script ended first: run the command the normal way.
-    Retry(ClientState),
+/// What the server layer does for the layers below it: serve connections
+/// from a busy script's hook, and move the listeners (`CONFIG SET port`).
+pub trait ServerIo: Send + Sync {
+    /// Called from a script's hook while it runs past
+    /// `busy-reply-threshold`, on the event-loop thread the script blocks:
+    /// accepts connections and answers what clients sent meanwhile
+    /// (Redis's `processEventsWhileBlocked`).
+    fn serve_busy(&self, core: &mut Core);
+    /// Listens on `bind`/`port` instead (or on `old_bind`/`old_port` again
+    /// if that fails); the new address.
+    fn relisten(
+        &self,
+        bind: &str,
+        port: u16,
+        old_bind: &str,
+        old_port: u16,
+        backlog: u32,
+    ) -> std::io::Result<SocketAddr>;
 }
 
 /// Bytes and socket operations, as `INFO stats` reports them.
@@ -401,8 +370,8 @@ pub struct Shared {
     /// The address the server listens on (the first one, with several
     /// `bind` addresses); `CONFIG SET port` / `bind` change it.
     pub local_addr: parking_lot::Mutex<SocketAddr>,
-    /// `CONFIG SET port` / `bind` requests to the accept loop.
-    pub rebind: Rebind,
+    /// The server layer's sockets (unset for the socket-less test harness).
+    pub io: std::sync::OnceLock<Arc<dyn ServerIo>>,
     /// Unix ms when the server started.
     pub started_ms: u64,
     pub run_id: String,
@@ -413,42 +382,6 @@ pub struct Shared {
     pub shutdown: tokio::sync::watch::Sender<bool>,
     /// Injected faults (`RLOCKD FAULT`), also read by pub/sub delivery.
     pub faults: Arc<crate::faults::Faults>,
-}
-
-/// `CONFIG SET port` / `bind` asking the accept loop to listen elsewhere.
-#[derive(Debug)]
-pub struct RebindRequest {
-    /// The new `bind` list and port.
-    pub bind: String,
-    pub port: u16,
-    /// Where it listens now, to listen there again if the new address fails.
-    pub old_bind: String,
-    pub old_port: u16,
-    pub backlog: u32,
-    /// The new address (the first listener's), or why listening failed.
-    pub reply: std::sync::mpsc::Sender<std::io::Result<SocketAddr>>,
-}
-
-/// The channel from `CONFIG SET` to the accept loop.
-#[derive(Debug)]
-pub struct Rebind {
-    pub requests: tokio::sync::mpsc::UnboundedSender<RebindRequest>,
-    /// Taken by the accept loop when it starts.
-    pub receiver: parking_lot::Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<RebindRequest>>>,
-}
-
-impl Default for Rebind {
-    fn default() -> Self {
-        let (requests, rx) = tokio::sync::mpsc::unbounded_channel();
-        Rebind { requests, receiver: parking_lot::Mutex::new(Some(rx)) }
-    }
-}
-
-/// Why the core could not be had.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LockError {
-    /// A script has been running past the busy threshold.
-    Busy,
 }
 
 fn new_run_id() -> String {
@@ -478,36 +411,13 @@ impl Shared {
             pause: Pause::default(),
             next_client_id: AtomicU64::new(1),
             local_addr: parking_lot::Mutex::new(config.bind),
-            rebind: Rebind::default(),
+            io: std::sync::OnceLock::new(),
             started_ms: now,
             run_id: new_run_id(),
             net: NetStats::default(),
             shutdown,
             faults,
         })
-    }
-
-    /// Takes the core lock. If a script is running past the busy threshold,
-    /// returns [`LockError::Busy`] instead of waiting (unless `wait_busy`).
-    pub async fn lock_core(&self, wait_busy: bool) -> Result<MutexGuard<'_, Core>, LockError> {
-        if let Ok(g) = self.core.try_lock() {
-            return Ok(g);
-        }
-        if wait_busy {
-            return Ok(self.core.lock().await);
-        }
-        loop {
-            let notified = self.script.busy_notify.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if self.script.busy.load(Ordering::Acquire) {
-                return Err(LockError::Busy);
-            }
-            tokio::select! {
-                g = self.core.lock() => return Ok(g),
-                _ = &mut notified => continue,
-            }
-        }
     }
 
     pub fn next_id(&self) -> u64 {

@@ -243,7 +243,8 @@ Options:
   --loglevel <level>    debug, verbose, notice (default) or warning
   --tcp-backlog <n>     listen backlog (default 511, capped by the kernel's
                         net.core.somaxconn)
-  --threads <n>         worker threads, at least 2 (default 2; rlockd only)
+  --threads <n>         accepted for compatibility (1 to 1024): every client is
+                        served by one event-loop thread, as in redis-server
   --redis-version <v>   the Redis version INFO and HELLO report (default
                         {REDIS_VERSION}; only those strings change; rlockd only)
   --nodes <n>           serve n independent servers (own keyspace, clock and
@@ -337,7 +338,7 @@ impl Default for Settings {
             requirepass: None,
             databases: 16,
             loglevel: "notice".into(),
-            threads: 2,
+            threads: 1,
             nodes: 1,
             tcp_backlog: 511,
             params: Vec::new(),
@@ -551,13 +552,8 @@ fn apply(directives: Vec<Directive>, read_file: &dyn Fn(&str) -> std::io::Result
         }
         if name == "threads" {
             match value.parse::<usize>() {
-                Ok(n) if (2..=1024).contains(&n) => s.threads = n,
-                Ok(_) => {
-                    return Err(fatal_config(
-                        &d,
-                        "argument must be between 2 and 1024 inclusive (one thread runs a long script while another answers BUSY)",
-                    ))
-                }
+                Ok(n) if (1..=1024).contains(&n) => s.threads = n,
+                Ok(_) => return Err(fatal_config(&d, "argument must be between 1 and 1024 inclusive")),
                 Err(_) => return Err(fatal_config(&d, "argument couldn't be parsed into an integer")),
             }
             continue;
@@ -768,11 +764,16 @@ fn main() -> ExitCode {
         usize::BITS,
         std::process::id()
     );
+    if s.threads > 1 {
+        tracing::info!(
+            "--threads {} has no effect: every client is served by one event-loop thread, as in redis-server",
+            s.threads
+        );
+    }
     let config = rlockd::Config {
         bind: SocketAddr::new(ip, s.port),
         requirepass: s.requirepass.clone(),
         databases: s.databases,
-        worker_threads: s.threads,
         tcp_backlog: s.tcp_backlog,
         params: s.params.clone(),
     };
@@ -870,7 +871,7 @@ mod tests {
         assert!(failure(&["--port", "1", "2"], "").ends_with(">>> 'port \"1\" \"2\"'\nwrong number of arguments\n"));
         assert!(failure(&["--foo", "bar"], "").ends_with("Bad directive or wrong number of arguments\n"));
         assert!(failure(&["--port", "abc"], "").ends_with("argument couldn't be parsed into an integer\n"));
-        assert!(failure(&["--threads", "1"], "").contains("argument must be between 2 and 1024 inclusive"));
+        assert!(failure(&["--threads", "0"], "").contains("argument must be between 1 and 1024 inclusive"));
         let t = failure(&["missing.conf"], "");
         assert!(t.ends_with("# Fatal error, can't open config file 'missing.conf': No such file or directory"), "{t}");
     }

@@ -59,35 +59,21 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     Ok(Reply::ok())
 }
 
-/// Has the accept loop listen where the new `bind` and `port` say (it
-/// closes the current listeners first, and listens there again if the new
-/// address fails; connected clients stay). Waits for the outcome, as
-/// Redis's CONFIG SET does.
+/// Listens where the new `bind` and `port` say (the current listeners
+/// close first, and the old addresses are bound again if the new ones
+/// fail; connected clients stay), before answering, as Redis's CONFIG SET
+/// does.
 fn relisten(ctx: &mut Ctx<'_>, before: &(String, String)) -> std::io::Result<()> {
     let cfg = &ctx.core.config;
     let bad = |_| std::io::Error::from(std::io::ErrorKind::InvalidInput);
-    if ctx.shared.rebind.receiver.lock().is_some() {
-        // No accept loop (the in-process test harness): nothing to move.
+    let Some(io) = ctx.shared.io.get() else {
+        // No listener (the in-process test harness): nothing to move.
         return Err(std::io::Error::other("no listener"));
-    }
-    let (tx, rx) = std::sync::mpsc::channel();
-    let req = crate::core::RebindRequest {
-        bind: cfg.get_str("bind").to_string(),
-        port: cfg.get_str("port").parse().map_err(bad)?,
-        old_bind: before.0.clone(),
-        old_port: before.1.parse().map_err(bad)?,
-        backlog: cfg.get_str("tcp-backlog").parse().unwrap_or(511),
-        reply: tx,
     };
-    ctx.shared.rebind.requests.send(req).map_err(|_| std::io::Error::other("the server is stopping"))?;
-    // The accept loop is another task: let this worker's other tasks run
-    // elsewhere while this one waits.
-    let wait = || rx.recv_timeout(std::time::Duration::from_secs(5));
-    let outcome = match tokio::runtime::Handle::try_current() {
-        Ok(_) => tokio::task::block_in_place(wait),
-        Err(_) => wait(),
-    };
-    let addr = outcome.map_err(|_| std::io::Error::from(std::io::ErrorKind::TimedOut))??;
+    let port = cfg.get_str("port").parse().map_err(bad)?;
+    let old_port = before.1.parse().map_err(bad)?;
+    let backlog = cfg.get_str("tcp-backlog").parse().unwrap_or(511);
+    let addr = io.relisten(cfg.get_str("bind"), port, &before.0, old_port, backlog)?;
     ctx.core.config.set_listen_port(addr.port());
     *ctx.shared.local_addr.lock() = addr;
     Ok(())

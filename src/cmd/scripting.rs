@@ -11,7 +11,7 @@ use bytes::Bytes;
 use super::util::eq;
 use super::{cmd, container, flags, table, CommandSpec, Ctx, Lookup};
 use crate::client::{Caller, ClientState};
-use crate::core::{BusyOutcome, BusyRequest, Core, Shared};
+use crate::core::{Core, Shared};
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::{Reply, Resp};
 use crate::script::host::{CallInfo, Interrupt, RunInfo, ScriptErr, ScriptHost};
@@ -225,9 +225,9 @@ impl ScriptHost for ScriptRun<'_, '_> {
         matches!(table().lookup(argv), Lookup::Found(_))
     }
 
-    /// Enters BUSY mode past the threshold, then runs the `allow-busy`
-    /// commands connections queued meanwhile, and reports whether the script
-    /// must be killed.
+    /// Enters BUSY mode past the threshold, then serves the other
+    /// connections (the script blocks the event loop), and reports whether
+    /// the script must be killed.
     fn interrupt(&mut self) -> Interrupt {
         let shared: &Shared = self.ctx.shared;
         if !self.timed_out {
@@ -240,24 +240,12 @@ impl ScriptHost for ScriptRun<'_, '_> {
                 self.started.elapsed().as_millis(),
                 if shared.script.is_function.load(Ordering::Relaxed) { "FUNCTION KILL" } else { "SCRIPT KILL" }
             );
-            // Announce from another thread: this worker thread stays blocked
-            // by the script, so tasks woken from here would wait in its local
-            // queue. Woken from outside the runtime they go to the shared
-            // queue, which also wakes an idle worker that then takes over the
-            // I/O driver: other connections get their BUSY replies.
-            shared.script.busy_queue.lock().open = true;
-            let runtime = tokio::runtime::Handle::try_current().ok();
-            std::thread::scope(|s| {
-                s.spawn(|| {
-                    shared.script.busy.store(true, Ordering::Release);
-                    shared.script.busy_notify.notify_waiters();
-                    if let Some(rt) = runtime {
-                        rt.spawn(async {});
-                    }
-                });
-            });
+            shared.script.busy.store(true, Ordering::Release);
         }
-        serve_busy_queue(self.ctx.core, shared);
+        // The script blocks the event loop: serve the other connections from here.
+        if let Some(io) = shared.io.get() {
+            io.serve_busy(self.ctx.core);
+        }
         if *shared.shutdown.borrow() {
             Interrupt::Shutdown
         } else if shared.script.kill.load(Ordering::Acquire) {
@@ -269,7 +257,6 @@ impl ScriptHost for ScriptRun<'_, '_> {
 
     fn end(&mut self, reply: &Reply, error_counted: bool) {
         let st = &self.ctx.shared.script;
-        st.close_busy_queue();
         st.running.store(false, Ordering::Release);
         st.busy.store(false, Ordering::Release);
         st.kill.store(false, Ordering::Release);
@@ -629,51 +616,41 @@ fn function_restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
 }
 
-/// Runs the commands connections queued while the script is busy (called
-/// from the script's interrupt hook, between Lua instructions). They run
-/// nested in the script's call, so they neither refresh the script's frozen
-/// time nor trigger post-command work mid-script; the script's own
-/// `redis.call` statistics are left untouched.
-pub fn serve_busy_queue(core: &mut Core, shared: &Shared) {
-    let requests = std::mem::take(&mut shared.script.busy_queue.lock().requests);
-    if requests.is_empty() {
-        return;
+/// Runs `argv`, sent by a connection while a script is busy, from the
+/// script's interrupt hook (between Lua instructions). `SCRIPT KILL`,
+/// `FUNCTION KILL` and `SHUTDOWN NOSAVE` from a client allowed to send them
+/// act at once; everything else goes through `cmd::process`, which applies
+/// Redis's checks in Redis's order (unknown command, arity, NOAUTH,
+/// subscribed context, then BUSY for commands not flagged `allow-busy`).
+/// Commands run nested in the script's call, so they neither refresh the
+/// script's frozen time nor trigger post-command work mid-script; the
+/// script's own `redis.call` statistics are left untouched.
+pub fn run_while_busy(core: &mut Core, shared: &Shared, client: &mut ClientState, argv: Vec<Bytes>) -> Reply {
+    if client.authenticated && !client.in_resp2_pubsub() {
+        if let Lookup::Found(cmd) = table().lookup(&argv) {
+            if super::arity_ok(cmd.spec.arity, argv.len()) {
+                match cmd.fullname.as_str() {
+                    "script|kill" => return kill_busy_script(shared, false),
+                    "function|kill" => return kill_busy_script(shared, true),
+                    "shutdown" if argv[1..].iter().any(|a| a.eq_ignore_ascii_case(b"nosave")) => {
+                        // As on Redis, the server goes away without a reply, to
+                        // this client and to the one whose script was running.
+                        tracing::info!("SHUTDOWN NOSAVE requested by client {} while a script runs", client.id);
+                        shared.request_shutdown();
+                        client.close = true;
+                        client.reply_mode = crate::client::ReplyMode::SkipThis;
+                        return Reply::ok();
+                    }
+                    _ => {}
+                }
+            }
+        }
     }
     let nested = (core.stats.nested_calls, core.stats.nested_nanos);
-    let mut answers = Vec::with_capacity(requests.len());
-    for BusyRequest { argv, mut client, register, done } in requests {
-        let mut max_bulk = None;
-        let reply = if register && {
-            max_bulk = core.register_client(&mut client);
-            max_bulk.is_none()
-        } {
-            client.close = true;
-            Reply::error("ERR max number of clients reached")
-        } else {
-            let mut ctx = Ctx { core: &mut *core, client: &mut client, shared };
-            super::process(&mut ctx, argv)
-        };
-        answers.push((done, BusyOutcome::Done { reply, client, max_bulk }));
-    }
+    let reply = {
+        let mut ctx = Ctx { core: &mut *core, client, shared };
+        super::process(&mut ctx, argv)
+    };
     (core.stats.nested_calls, core.stats.nested_nanos) = nested;
-    // Answer from another thread: this worker stays blocked by the script,
-    // and tasks woken from it would wait in its local queue (see
-    // `ScriptRun::interrupt`).
-    let gone: Vec<ClientState> = std::thread::scope(|s| {
-        s.spawn(|| {
-            answers
-                .into_iter()
-                .filter_map(|(done, outcome)| match done.send(outcome) {
-                    Err(BusyOutcome::Done { client, max_bulk: Some(_), .. }) => Some(client),
-                    _ => None,
-                })
-                .collect()
-        })
-        .join()
-        .unwrap_or_default()
-    });
-    // A connection that went away after being registered here.
-    for client in gone {
-        core.unregister_client(&client.shared);
-    }
+    reply
 }

@@ -1,44 +1,90 @@
-//! One client connection: read, parse, run under the core lock, reply.
+//! One client connection: read, parse, run, reply.
 //!
-//! All commands parsed from one read are run under a single hold of the core
-//! lock and their replies written with one `write` (pipelining). Messages
-//! queued for this client by others (pub/sub, unblocked pops) that were
-//! queued before the lock was taken are written before this batch's replies,
-//! so the client observes the same order the server executed things in.
+//! Every connection of a server is a task on the server's one event-loop
+//! thread, as every client of redis-server is served by its one event loop.
+//! A task runs all commands parsed from one read under a single hold of the
+//! core lock and writes their replies with one `write` (pipelining). Tasks
+//! woken by the same readiness poll run in the order the kernel reported
+//! their sockets readable (the current-thread scheduler's queue is FIFO), so
+//! among commands that have fully arrived, the one whose last byte was read
+//! first runs first — across connections too.
+//!
+//! Messages queued for this client by others (pub/sub, unblocked pops) that
+//! were queued before the lock was taken are written before this batch's
+//! replies, so the client observes the same order the server executed
+//! things in.
+//!
+//! What a task leaves between two reads — its socket, unparsed input,
+//! unwritten output and client state — is in a [`Slot`], which the server's
+//! connection registry ([`super::io::Io`]) also holds: while a script runs
+//! past `busy-reply-threshold` (blocking the event loop, as in Redis), the
+//! script's hook serves the connections whose tasks wait for input from
+//! their slots ([`serve_busy`]), as Redis's `processEventsWhileBlocked` does.
 
 use std::net::SocketAddr;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
-use tokio::sync::{mpsc, MutexGuard};
+use std::net::TcpStream;
+use tokio::io::unix::AsyncFd;
+use tokio::io::Interest;
+use tokio::sync::{mpsc, MutexGuard, Notify};
 
+use super::io::Io;
 use crate::client::{ClientShared, ClientState, Outbound, ReplyMode};
 use crate::cmd::{self, flags, Ctx, Lookup};
-use crate::core::{BusyOutcome, BusyRequest, Core, LockError, Shared};
+use crate::core::{Core, Shared};
 use crate::faults::ConnFaults;
 use crate::protocol::{Reply, RequestParser};
 
 const READ_CHUNK: usize = 16 * 1024;
 /// Flush replies early when a batch produces this much output.
 const OUT_FLUSH: usize = 256 * 1024;
+/// At most this much input is read for one connection per busy-hook call.
+const BUSY_READ_MAX: usize = 1024 * 1024;
 
-struct Conn {
-    shared: Arc<Shared>,
-    socket: TcpStream,
+/// What a connection's task and the busy-script hook share.
+pub(crate) struct Slot {
+    /// Registered for readability only, as Redis registers a client: a
+    /// socket is in the reactor's ready list only because input arrived, so
+    /// the reactor's order is the order of arrival (with writability too, an
+    /// ACK of an earlier reply would put a socket in the list ahead of one
+    /// whose input came first). Waiting to write is rare and uses a
+    /// registration of its own ([`wait_writable`]).
+    pub(crate) socket: AsyncFd<TcpStream>,
+    /// The task waits for input in its main loop: the busy hook may serve it.
+    /// (A task waiting for anything else — a blocked pop, a pause, a flush —
+    /// is left alone, as Redis leaves blocked clients' input unprocessed.)
+    idle: AtomicBool,
+    /// Never held across an `.await` (the guard is not `Send`, so the
+    /// compiler enforces it): the hook can always take it from a waiting task.
+    st: parking_lot::Mutex<ConnState>,
+    /// Woken by the hook when it left output to write or closed the client.
+    wake: Notify,
+}
+
+/// A connection's buffers and client state.
+struct ConnState {
     rbuf: BytesMut,
     out: BytesMut,
     parser: RequestParser,
     client: ClientState,
-    rx: mpsc::UnboundedReceiver<Outbound>,
     /// Bytes of pushed messages in `out` not yet written: they still count
     /// in `pending_bytes` (the output buffer limits see them).
     pushed_unflushed: usize,
     /// The client is in `Core::clients`.
     registered: bool,
+    /// The peer closed the connection (seen by the busy hook).
+    eof: bool,
+}
+
+struct Conn {
+    shared: Arc<Shared>,
+    slot: Arc<Slot>,
+    cs: Arc<ClientShared>,
+    rx: mpsc::UnboundedReceiver<Outbound>,
     /// Injected latency: the next flush waits this long first.
     delay: Option<Duration>,
     /// Injected write fault for the next flush.
@@ -54,47 +100,65 @@ enum WriteFault {
     Cut(usize),
 }
 
-/// Serves one connection until it closes, is killed, or the server stops.
-pub async fn handle(shared: Arc<Shared>, socket: TcpStream, peer: SocketAddr) {
-    let _ = socket.set_nodelay(true);
-    let laddr = socket.local_addr().unwrap_or_else(|_| *shared.local_addr.lock());
-    let (tx, rx) = mpsc::unbounded_channel();
-    let id = shared.next_id();
-    let cs = Arc::new(ClientShared::new(id, peer, laddr, shared.clock.now_ms(), tx));
-    let mut conn = Conn {
-        shared: shared.clone(),
-        socket,
-        rbuf: BytesMut::with_capacity(READ_CHUNK),
-        out: BytesMut::with_capacity(READ_CHUNK),
-        parser: RequestParser::new(),
-        client: ClientState::new(cs.clone(), false),
-        rx,
-        pushed_unflushed: 0,
-        registered: false,
-        delay: None,
-        write_fault: None,
+/// What `process_input` must await before it can go on.
+enum Step {
+    /// Every complete command ran.
+    Done,
+    /// The core lock is held elsewhere (a `Server` method on another thread).
+    NeedCore,
+    /// `CLIENT PAUSE` may apply to the pending command.
+    Pause,
+    /// An injected freeze: answer nothing until then.
+    Freeze(std::time::Instant),
+    /// Write what the batch produced so far.
+    Flush,
+    /// The command blocked: wait for its reply.
+    Blocked(crate::client::BlockRequest),
+}
+
+/// A parsed command whose run waits for an async step.
+struct Pending {
+    argv: Vec<Bytes>,
+    /// Its query-buffer size as `CLIENT LIST` shows it while it runs.
+    consumed: usize,
+    /// `CLIENT PAUSE` was waited out for it.
+    pause_done: bool,
+    /// Its faults, already counted (a freeze waited out, the rest to apply).
+    faults: Option<ConnFaults>,
+}
+
+/// Serves one connection accepted by the accept loop until it closes, is
+/// killed, or the server stops.
+pub(crate) async fn handle(shared: Arc<Shared>, io: Arc<Io>, socket: TcpStream, peer: SocketAddr) {
+    let Some(mut conn) = Conn::new(&shared, socket, peer) else { return };
+    let admitted = {
+        let mut core = shared.core.lock().await;
+        conn.admit(&mut core, peer)
     };
-    // Register now; while a script is busy, the first command that gets the
-    // lock registers instead (a new connection must still get BUSY / be able
-    // to send SCRIPT KILL).
-    if let Ok(mut core) = shared.lock_core(false).await {
-        if !conn.register(&mut core) {
-            drop(core);
-            let _ = conn.socket.write_all(b"-ERR max number of clients reached\r\n").await;
-            return;
-        }
-        if protected_mode_refuses(&core.config, peer) {
-            core.unregister_client(&cs);
-            core.stats.rejected_connections += 1;
-            drop(core);
-            let _ = conn.socket.write_all(PROTECTED_MODE_DENIED).await;
-            return;
+    match admitted {
+        Ok(()) => conn.serve(&io).await,
+        Err(text) => {
+            let _ = write_all(&conn.slot.socket, text).await;
         }
     }
-    conn.run().await;
-    if conn.registered {
-        let mut core = shared.core.lock().await;
-        core.unregister_client(&cs);
+}
+
+/// Admits a connection just accepted, with the core at hand (the accept
+/// loop's, or a busy script's hook), and starts its task. Admitted before
+/// its task first runs, so a script that starts meanwhile finds it in the
+/// registry and its hook serves it.
+pub(crate) fn adopt(shared: &Arc<Shared>, io: &Arc<Io>, core: &mut Core, socket: TcpStream, peer: SocketAddr) {
+    let Some(mut conn) = Conn::new(shared, socket, peer) else { return };
+    match conn.admit(core, peer) {
+        Ok(()) => {
+            conn.slot.idle.store(true, Ordering::Release);
+            io.conns.lock().insert(conn.cs.id, conn.slot.clone());
+            let io = io.clone();
+            tokio::spawn(async move { conn.serve_registered(&io).await });
+        }
+        Err(text) => {
+            let _ = raw::send(conn.slot.socket.get_ref(), text);
+        }
     }
 }
 
@@ -117,74 +181,32 @@ fn protected_mode_refuses(cfg: &crate::config::RuntimeConfig, peer: SocketAddr) 
     cfg.protected_mode && cfg.requirepass.is_none() && !peer.ip().is_loopback()
 }
 
-impl Conn {
-    /// Adds this client to the core; false when `maxclients` is reached.
-    fn register(&mut self, core: &mut Core) -> bool {
-        match core.register_client(&mut self.client) {
-            Some(max_bulk) => {
-                self.registered(max_bulk);
-                true
-            }
-            None => false,
+/// Writes all of `buf`.
+async fn write_all(socket: &AsyncFd<TcpStream>, mut buf: &[u8]) -> std::io::Result<()> {
+    while !buf.is_empty() {
+        match raw::send(socket.get_ref(), buf) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => buf = &buf[n..],
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => wait_writable(socket.get_ref()).await?,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
         }
     }
+    Ok(())
+}
 
-    /// The connection's side of registration.
-    fn registered(&mut self, max_bulk: i64) {
-        self.parser.max_bulk = max_bulk;
-        self.parser.unauthenticated = !self.client.authenticated;
-        self.registered = true;
-    }
+/// Waits until `socket` takes output again (its send buffer was full). The
+/// socket's own registration is for input only, so this registers a
+/// duplicate descriptor for writability, for as long as the wait lasts, as
+/// Redis installs a write handler only while a client has output pending.
+async fn wait_writable(socket: &TcpStream) -> std::io::Result<()> {
+    let dup = std::os::fd::AsFd::as_fd(socket).try_clone_to_owned()?;
+    let fd = register(dup, Interest::WRITABLE)?;
+    let _ready = fd.writable().await?;
+    Ok(())
+}
 
-    async fn run(&mut self) {
-        let mut shutdown = self.shared.shutdown.subscribe();
-        let cs = self.client.shared.clone();
-        loop {
-            if cs.killed.load(Ordering::Acquire) || *shutdown.borrow() {
-                return;
-            }
-            if self.shared.faults.active() {
-                if let Some(until) = self.shared.faults.frozen_until(cs.id) {
-                    if !self.wait_frozen(until).await {
-                        return;
-                    }
-                    continue;
-                }
-            }
-            self.rbuf.reserve(READ_CHUNK);
-            tokio::select! {
-                biased;
-                _ = crate::core::shutdown_requested(&mut shutdown) => return,
-                _ = cs.kill.notified() => return,
-                Some(msg) = self.rx.recv() => {
-                    self.queue_outbound(msg);
-                    self.drain_outbound();
-                    // A subscriber that does not read blocks this write; the
-                    // output buffer limit must still be able to cut it off.
-                    tokio::select! {
-                        r = self.flush() => if r.is_err() { return },
-                        _ = cs.kill.notified() => return,
-                    }
-                }
-                r = self.socket.read_buf(&mut self.rbuf) => {
-                    match r {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => {
-                            self.shared.net.input_bytes.fetch_add(n as u64, Ordering::Relaxed);
-                            self.shared.net.reads.fetch_add(1, Ordering::Relaxed);
-                        }
-                    }
-                    cs.last_interaction_ms.store(self.shared.clock.now_ms(), Ordering::Relaxed);
-                    if self.process_input().await.is_err() || self.client.close {
-                        let _ = self.flush().await;
-                        let _ = self.socket.shutdown().await;
-                        return;
-                    }
-                }
-            }
-        }
-    }
-
+impl ConnState {
     fn queue_outbound(&mut self, msg: Outbound) {
         match msg {
             Outbound::Encoded(b) => {
@@ -196,213 +218,10 @@ impl Conn {
     }
 
     /// Moves everything already queued for this client into the output.
-    fn drain_outbound(&mut self) {
-        while let Ok(msg) = self.rx.try_recv() {
+    fn drain_outbound(&mut self, rx: &mut mpsc::UnboundedReceiver<Outbound>) {
+        while let Ok(msg) = rx.try_recv() {
             self.queue_outbound(msg);
         }
-    }
-
-    async fn flush(&mut self) -> std::io::Result<()> {
-        if let Some(d) = self.delay.take() {
-            tokio::time::sleep(d).await;
-        }
-        if !self.out.is_empty() {
-            match self.write_fault.take() {
-                None => self.socket.write_all(&self.out).await?,
-                Some(WriteFault::Slow(chunk, gap)) => {
-                    for (i, piece) in self.out.chunks(chunk).enumerate() {
-                        if i > 0 {
-                            tokio::time::sleep(gap).await;
-                        }
-                        self.socket.write_all(piece).await?;
-                    }
-                }
-                Some(WriteFault::Cut(at)) => {
-                    let at = at.min(self.out.len());
-                    let written = self.socket.write_all(&self.out[..at]).await;
-                    self.out.clear();
-                    self.client.close = true;
-                    written?;
-                    return Err(std::io::Error::other("reply cut by an injected fault"));
-                }
-            }
-            self.shared.net.output_bytes.fetch_add(self.out.len() as u64, Ordering::Relaxed);
-            self.shared.net.writes.fetch_add(1, Ordering::Relaxed);
-            self.out.clear();
-        }
-        if self.pushed_unflushed > 0 {
-            self.client.shared.pending_bytes.fetch_sub(self.pushed_unflushed, Ordering::AcqRel);
-            self.pushed_unflushed = 0;
-        }
-        Ok(())
-    }
-
-    /// Runs every complete command in the read buffer.
-    async fn process_input(&mut self) -> std::io::Result<()> {
-        let shared = self.shared.clone();
-        let mut guard: Option<MutexGuard<'_, Core>> = None;
-        self.note_buffers();
-        'commands: loop {
-            let before = self.rbuf.len();
-            let argv = match self.parser.next(&mut self.rbuf) {
-                Ok(Some(a)) => a,
-                Ok(None) => break,
-                Err(e) => {
-                    tracing::debug!(client = self.client.id, "protocol error: {e}");
-                    Reply::error(e.reply_text()).encode(self.client.resp, &mut self.out);
-                    self.client.close = true;
-                    break;
-                }
-            };
-            if is_cross_protocol_attack(&argv) {
-                // Redis's securityWarningCommand: an HTTP request sent to
-                // the port (cross-protocol scripting). Close without a reply.
-                tracing::warn!(
-                    client = self.client.id,
-                    "Possible SECURITY ATTACK detected. It looks like somebody is sending POST or Host: commands to Redis. This is likely due to an attacker attempting to use Cross Protocol Scripting to compromise your Redis instance. Connection aborted."
-                );
-                self.out.clear();
-                self.client.close = true;
-                break;
-            }
-            if guard.is_none() {
-                if shared.pause.until_ms.load(Ordering::Acquire) != 0 {
-                    self.wait_pause(&argv).await?;
-                }
-                loop {
-                    match shared.lock_core(false).await {
-                        Ok(mut g) => {
-                            if !self.registered && !self.register(&mut g) {
-                                drop(g);
-                                Reply::error("ERR max number of clients reached")
-                                    .encode(self.client.resp, &mut self.out);
-                                self.client.close = true;
-                                break 'commands;
-                            }
-                            guard = Some(g);
-                            self.drain_outbound();
-                            break;
-                        }
-                        Err(LockError::Busy) => {
-                            let skipping = self.client.reply_mode == ReplyMode::Skip;
-                            if skipping {
-                                self.client.reply_mode = ReplyMode::On;
-                            }
-                            let reply = match self.while_busy(&argv) {
-                                WhileBusy::Reply(r) => r,
-                                WhileBusy::InScript => match self.run_in_busy_script(&argv).await {
-                                    Some(r) => r,
-                                    None => {
-                                        // The script ended: run it the normal way.
-                                        if skipping {
-                                            self.client.reply_mode = ReplyMode::Skip;
-                                        }
-                                        continue;
-                                    }
-                                },
-                            };
-                            self.drain_outbound();
-                            self.emit(reply, skipping);
-                            if self.client.close {
-                                break 'commands;
-                            }
-                            continue 'commands;
-                        }
-                    }
-                }
-            }
-            let cf = match guard.as_deref() {
-                Some(core) if shared.faults.active() => command_faults(&shared, core, self.client.id, &argv),
-                _ => ConnFaults::default(),
-            };
-            if !cf.is_none() {
-                if let Some(until) = cf.frozen_until {
-                    guard = None;
-                    self.flush().await?;
-                    if !self.wait_frozen(until).await {
-                        self.client.close = true;
-                        break;
-                    }
-                    guard = Some(shared.core.lock().await);
-                }
-                if cf.close_before {
-                    self.client.close = true;
-                    break;
-                }
-                if let Some(d) = cf.delay {
-                    self.delay = Some(self.delay.map_or(d, |o| o.max(d)));
-                }
-                if let Some((chunk, gap)) = cf.slow_write {
-                    self.write_fault = Some(WriteFault::Slow(chunk, gap));
-                }
-                if let Some(n) = cf.cut_write {
-                    self.write_fault = Some(WriteFault::Cut(self.out.len().saturating_add(n)));
-                }
-            }
-            // As Redis counts it: the command is still in the query buffer.
-            let consumed = before - self.rbuf.len();
-            self.client.current = Some((consumed + self.rbuf.len(), argv.iter().map(|a| a.len()).sum()));
-            let core = guard.as_mut().expect("lock held");
-            let skipping = self.client.reply_mode == ReplyMode::Skip;
-            if skipping {
-                self.client.reply_mode = ReplyMode::On;
-            }
-            let reply = {
-                let mut ctx = Ctx { core, client: &mut self.client, shared: &shared };
-                cmd::process(&mut ctx, argv)
-            };
-            if *shared.shutdown.borrow() && !self.client.close {
-                // A script stopped by SHUTDOWN NOSAVE from another client:
-                // Redis exits without answering it.
-                self.client.close = true;
-                break;
-            }
-            self.parser.unauthenticated = !self.client.authenticated;
-            if cf.close_after {
-                // Ran, but the client never hears.
-                self.client.close = true;
-                break;
-            }
-            // What this command queued for this very client (its own pub/sub
-            // messages, extra subscribe confirmations) precedes its reply, as
-            // in Redis: nothing else can queue to us while we hold the lock.
-            self.drain_outbound();
-            if self.client.block.is_none() {
-                // A blocked command's reply is a placeholder: the real one comes later.
-                self.emit(reply, skipping);
-            }
-            if let Some(req) = self.client.block.take() {
-                guard = None;
-                self.flush().await?;
-                match self.wait_blocked(req).await {
-                    Some(r) => r.encode(self.client.resp, &mut self.out),
-                    None => {
-                        self.client.close = true;
-                        break;
-                    }
-                }
-                continue;
-            }
-            if self.client.close {
-                break;
-            }
-            if let Some(core) = guard.as_ref() {
-                if self.over_normal_limit(core) {
-                    // Redis closes such a client without sending what it queued.
-                    self.out.clear();
-                    self.client.close = true;
-                    break;
-                }
-            }
-            if self.out.len() >= OUT_FLUSH {
-                guard = None;
-                self.flush().await?;
-            }
-        }
-        drop(guard);
-        self.client.current = None;
-        self.note_buffers();
-        self.flush().await
     }
 
     /// Leaves the buffers' sizes where `CLIENT LIST` reads them.
@@ -416,9 +235,41 @@ impl Conn {
         }
     }
 
+    /// Encodes `reply` unless `CLIENT REPLY` suppresses it. `skipping`: the
+    /// command ran right after `CLIENT REPLY SKIP`.
+    fn emit(&mut self, reply: Reply, skipping: bool) {
+        let suppress = match self.client.reply_mode {
+            ReplyMode::SkipThis => {
+                self.client.reply_mode = ReplyMode::On;
+                true
+            }
+            // Just armed by this command (CLIENT REPLY SKIP), or replies off.
+            ReplyMode::Skip | ReplyMode::Off => true,
+            ReplyMode::On => skipping,
+            ReplyMode::OnNow => {
+                self.client.reply_mode = ReplyMode::On;
+                false
+            }
+        };
+        // Pushes (subscribe confirmations) are never silenced, as in Redis
+        // (its CLIENT_PUSHING flag), like the messages that follow them.
+        if !suppress || matches!(reply, Reply::Push(_)) {
+            reply.encode(self.client.resp, &mut self.out);
+        }
+    }
+
+    /// Arms `CLIENT REPLY SKIP` for the command about to run; true if it was.
+    fn take_skip(&mut self) -> bool {
+        let skipping = self.client.reply_mode == ReplyMode::Skip;
+        if skipping {
+            self.client.reply_mode = ReplyMode::On;
+        }
+        skipping
+    }
+
     /// `client-output-buffer-limit normal` for the replies not yet written
     /// (pub/sub clients answer to the pubsub class instead).
-    fn over_normal_limit(&self, core: &Core) -> bool {
+    fn over_normal_limit(&self, core: &Core, shared: &Shared) -> bool {
         let limit = core.config.normal_limit;
         if limit.hard == 0 && limit.soft == 0 || self.client.shared.subscriptions() > 0 {
             return false;
@@ -430,7 +281,7 @@ impl Conn {
             return true;
         }
         if limit.soft > 0 && pending >= limit.soft {
-            let now = self.shared.clock.now_ms();
+            let now = shared.clock.now_ms();
             let since = cs.soft_limit_since.load(Ordering::Relaxed);
             if since == 0 {
                 cs.soft_limit_since.store(now.max(1), Ordering::Relaxed);
@@ -447,15 +298,403 @@ impl Conn {
         }
         false
     }
+}
+
+impl Conn {
+    /// None if the socket cannot be registered with the reactor.
+    fn new(shared: &Arc<Shared>, socket: TcpStream, peer: SocketAddr) -> Option<Conn> {
+        let _ = socket.set_nodelay(true);
+        let laddr = socket.local_addr().unwrap_or_else(|_| *shared.local_addr.lock());
+        let socket = match register(socket, Interest::READABLE) {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!("cannot register a connection: {e}");
+                return None;
+            }
+        };
+        let (tx, rx) = mpsc::unbounded_channel();
+        let id = shared.next_id();
+        let cs = Arc::new(ClientShared::new(id, peer, laddr, shared.clock.now_ms(), tx));
+        let st = ConnState {
+            rbuf: BytesMut::with_capacity(READ_CHUNK),
+            out: BytesMut::with_capacity(READ_CHUNK),
+            parser: RequestParser::new(),
+            client: ClientState::new(cs.clone(), false),
+            pushed_unflushed: 0,
+            registered: false,
+            eof: false,
+        };
+        let slot = Slot { socket, idle: AtomicBool::new(false), st: parking_lot::Mutex::new(st), wake: Notify::new() };
+        Some(Conn { shared: shared.clone(), slot: Arc::new(slot), cs, rx, delay: None, write_fault: None })
+    }
+
+    /// Adds this client to the core, or says what to answer before closing
+    /// (`maxclients` reached, protected mode).
+    fn admit(&mut self, core: &mut Core, peer: SocketAddr) -> Result<(), &'static [u8]> {
+        let mut st = self.slot.st.lock();
+        let Some(max_bulk) = core.register_client(&mut st.client) else {
+            return Err(b"-ERR max number of clients reached\r\n");
+        };
+        if protected_mode_refuses(&core.config, peer) {
+            core.unregister_client(&self.cs);
+            core.stats.rejected_connections += 1;
+            return Err(PROTECTED_MODE_DENIED);
+        }
+        st.parser.max_bulk = max_bulk;
+        st.parser.unauthenticated = !st.client.authenticated;
+        st.registered = true;
+        Ok(())
+    }
+
+    /// Serves an admitted connection, in the server's registry meanwhile.
+    async fn serve(mut self, io: &Io) {
+        io.conns.lock().insert(self.cs.id, self.slot.clone());
+        self.serve_registered(io).await;
+    }
+
+    async fn serve_registered(&mut self, io: &Io) {
+        self.run().await;
+        self.slot.idle.store(false, Ordering::Release);
+        io.conns.lock().remove(&self.cs.id);
+        if self.slot.st.lock().registered {
+            let mut core = self.shared.core.lock().await;
+            core.unregister_client(&self.cs);
+        }
+    }
+
+    async fn run(&mut self) {
+        let mut shutdown = self.shared.shutdown.subscribe();
+        let cs = self.cs.clone();
+        let slot = self.slot.clone();
+        loop {
+            if cs.killed.load(Ordering::Acquire) || *shutdown.borrow() {
+                return;
+            }
+            if self.shared.faults.active() {
+                if let Some(until) = self.shared.faults.frozen_until(cs.id) {
+                    if !self.wait_frozen(until).await {
+                        return;
+                    }
+                    continue;
+                }
+            }
+            // What the busy hook left: a closed peer, a closed client, output.
+            let (eof, close, unflushed) = {
+                let st = slot.st.lock();
+                (st.eof, st.client.close, !st.out.is_empty())
+            };
+            if eof {
+                return;
+            }
+            if close {
+                let _ = self.flush().await;
+                self.shutdown_socket();
+                return;
+            }
+            if unflushed {
+                if self.flush().await.is_err() {
+                    return;
+                }
+                continue;
+            }
+            slot.idle.store(true, Ordering::Release);
+            let event = tokio::select! {
+                biased;
+                _ = crate::core::shutdown_requested(&mut shutdown) => None,
+                _ = cs.kill.notified() => None,
+                _ = slot.wake.notified() => Some(Event::Wake),
+                Some(msg) = self.rx.recv() => Some(Event::Message(msg)),
+                r = slot.socket.readable() => Some(match r {
+                    Ok(ready) => Event::Read(read_once(&slot, ready)),
+                    Err(e) => Event::Read(Err(e)),
+                }),
+            };
+            slot.idle.store(false, Ordering::Release);
+            match event {
+                None => return,
+                Some(Event::Wake) => continue,
+                Some(Event::Message(msg)) => {
+                    {
+                        let mut st = slot.st.lock();
+                        st.queue_outbound(msg);
+                        st.drain_outbound(&mut self.rx);
+                    }
+                    // A subscriber that does not read blocks this write; the
+                    // output buffer limit must still be able to cut it off.
+                    tokio::select! {
+                        r = self.flush() => if r.is_err() { return },
+                        _ = cs.kill.notified() => return,
+                    }
+                }
+                Some(Event::Read(read)) => {
+                    match read {
+                        Ok(0) => return,
+                        Ok(n) => {
+                            self.shared.net.input_bytes.fetch_add(n as u64, Ordering::Relaxed);
+                            self.shared.net.reads.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+                        Err(_) => return,
+                    }
+                    cs.last_interaction_ms.store(self.shared.clock.now_ms(), Ordering::Relaxed);
+                    if self.process_input().await.is_err() || slot.st.lock().client.close {
+                        let _ = self.flush().await;
+                        self.shutdown_socket();
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Sends FIN after the last reply (the socket itself closes when the
+    /// registry and the task let go of the slot).
+    fn shutdown_socket(&self) {
+        let _ = self.slot.socket.get_ref().shutdown(std::net::Shutdown::Write);
+    }
+
+    async fn flush(&mut self) -> std::io::Result<()> {
+        if let Some(d) = self.delay.take() {
+            tokio::time::sleep(d).await;
+        }
+        let (mut out, pushed) = {
+            let mut st = self.slot.st.lock();
+            (std::mem::take(&mut st.out), std::mem::take(&mut st.pushed_unflushed))
+        };
+        let written = self.write_out(&out).await;
+        out.clear();
+        {
+            let mut st = self.slot.st.lock();
+            if let Err(WriteError::Cut) = written {
+                st.client.close = true;
+            }
+            if st.out.is_empty() {
+                st.out = out;
+            }
+        }
+        if pushed > 0 {
+            self.cs.pending_bytes.fetch_sub(pushed, Ordering::AcqRel);
+        }
+        match written {
+            Ok(()) => Ok(()),
+            Err(WriteError::Io(e)) => Err(e),
+            Err(WriteError::Cut) => Err(std::io::Error::other("reply cut by an injected fault")),
+        }
+    }
+
+    async fn write_out(&mut self, out: &[u8]) -> Result<(), WriteError> {
+        if out.is_empty() {
+            return Ok(());
+        }
+        let socket = &self.slot.socket;
+        match self.write_fault.take() {
+            None => write_all(socket, out).await?,
+            Some(WriteFault::Slow(chunk, gap)) => {
+                for (i, piece) in out.chunks(chunk).enumerate() {
+                    if i > 0 {
+                        tokio::time::sleep(gap).await;
+                    }
+                    write_all(socket, piece).await?;
+                }
+            }
+            Some(WriteFault::Cut(at)) => {
+                write_all(socket, &out[..at.min(out.len())]).await?;
+                return Err(WriteError::Cut);
+            }
+        }
+        self.shared.net.output_bytes.fetch_add(out.len() as u64, Ordering::Relaxed);
+        self.shared.net.writes.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Runs every complete command in the read buffer.
+    async fn process_input(&mut self) -> std::io::Result<()> {
+        let shared = self.shared.clone();
+        let mut guard: Option<MutexGuard<'_, Core>> = None;
+        let mut pending: Option<Pending> = None;
+        self.slot.st.lock().note_buffers();
+        loop {
+            match self.step(&shared, &mut guard, &mut pending) {
+                Step::Done => break,
+                Step::NeedCore => guard = Some(shared.core.lock().await),
+                Step::Pause => {
+                    guard = None;
+                    self.flush().await?;
+                    self.wait_pause().await;
+                    if let Some(p) = pending.as_mut() {
+                        p.pause_done = true;
+                    }
+                }
+                Step::Freeze(until) => {
+                    guard = None;
+                    self.flush().await?;
+                    if !self.wait_frozen(until).await {
+                        self.slot.st.lock().client.close = true;
+                        break;
+                    }
+                }
+                Step::Flush => {
+                    guard = None;
+                    self.flush().await?;
+                }
+                Step::Blocked(req) => {
+                    guard = None;
+                    self.flush().await?;
+                    let reply = self.wait_blocked(req).await;
+                    let mut st = self.slot.st.lock();
+                    match reply {
+                        Some(r) => r.encode(st.client.resp, &mut st.out),
+                        None => {
+                            st.client.close = true;
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        drop(guard);
+        {
+            let mut st = self.slot.st.lock();
+            st.client.current = None;
+            st.note_buffers();
+        }
+        self.flush().await
+    }
+
+    /// Runs commands until the input is used up or something must be
+    /// awaited; never awaits itself.
+    fn step<'s>(
+        &mut self,
+        shared: &'s Shared,
+        guard: &mut Option<MutexGuard<'s, Core>>,
+        pending: &mut Option<Pending>,
+    ) -> Step {
+        let slot = self.slot.clone();
+        let mut st = slot.st.lock();
+        loop {
+            let mut p = match pending.take() {
+                Some(p) => p,
+                None => {
+                    let before = st.rbuf.len();
+                    let st = &mut *st;
+                    let argv = match st.parser.next(&mut st.rbuf) {
+                        Ok(Some(a)) => a,
+                        Ok(None) => return Step::Done,
+                        Err(e) => {
+                            tracing::debug!(client = st.client.id, "protocol error: {e}");
+                            Reply::error(e.reply_text()).encode(st.client.resp, &mut st.out);
+                            st.client.close = true;
+                            return Step::Done;
+                        }
+                    };
+                    if is_cross_protocol_attack(&argv) {
+                        // Redis's securityWarningCommand: an HTTP request sent to
+                        // the port (cross-protocol scripting). Close without a reply.
+                        tracing::warn!(
+                            client = st.client.id,
+                            "Possible SECURITY ATTACK detected. It looks like somebody is sending POST or Host: commands to Redis. This is likely due to an attacker attempting to use Cross Protocol Scripting to compromise your Redis instance. Connection aborted."
+                        );
+                        st.out.clear();
+                        st.client.close = true;
+                        return Step::Done;
+                    }
+                    // As Redis counts it: the command is still in the query buffer.
+                    Pending { argv, consumed: before, pause_done: false, faults: None }
+                }
+            };
+            if guard.is_none() {
+                if !p.pause_done && shared.pause.until_ms.load(Ordering::Acquire) != 0 && pause_applies(shared, &p.argv)
+                {
+                    *pending = Some(p);
+                    return Step::Pause;
+                }
+                match shared.core.try_lock() {
+                    Ok(g) => *guard = Some(g),
+                    Err(_) => {
+                        *pending = Some(p);
+                        return Step::NeedCore;
+                    }
+                }
+                st.drain_outbound(&mut self.rx);
+            }
+            let core = guard.as_mut().expect("lock held");
+            let cf = match p.faults.take() {
+                Some(cf) => cf,
+                None if shared.faults.active() => command_faults(shared, core, st.client.id, &p.argv),
+                None => ConnFaults::default(),
+            };
+            if !cf.is_none() {
+                if let Some(until) = cf.frozen_until {
+                    p.faults = Some(ConnFaults { frozen_until: None, ..cf });
+                    *pending = Some(p);
+                    return Step::Freeze(until);
+                }
+                if cf.close_before {
+                    st.client.close = true;
+                    return Step::Done;
+                }
+                if let Some(d) = cf.delay {
+                    self.delay = Some(self.delay.map_or(d, |o| o.max(d)));
+                }
+                if let Some((chunk, gap)) = cf.slow_write {
+                    self.write_fault = Some(WriteFault::Slow(chunk, gap));
+                }
+                if let Some(n) = cf.cut_write {
+                    self.write_fault = Some(WriteFault::Cut(st.out.len().saturating_add(n)));
+                }
+            }
+            let st = &mut *st;
+            st.client.current = Some((p.consumed, p.argv.iter().map(|a| a.len()).sum()));
+            let skipping = st.take_skip();
+            let reply = {
+                let mut ctx = Ctx { core, client: &mut st.client, shared };
+                cmd::process(&mut ctx, p.argv)
+            };
+            if *shared.shutdown.borrow() && !st.client.close {
+                // A script stopped by SHUTDOWN NOSAVE from another client:
+                // Redis exits without answering it.
+                st.client.close = true;
+                return Step::Done;
+            }
+            st.parser.unauthenticated = !st.client.authenticated;
+            if cf.close_after {
+                // Ran, but the client never hears.
+                st.client.close = true;
+                return Step::Done;
+            }
+            // What this command queued for this very client (its own pub/sub
+            // messages, extra subscribe confirmations) precedes its reply, as
+            // in Redis: nothing else can queue to us while we hold the lock.
+            st.drain_outbound(&mut self.rx);
+            if let Some(req) = st.client.block.take() {
+                // A blocked command's reply is a placeholder: the real one comes later.
+                return Step::Blocked(req);
+            }
+            st.emit(reply, skipping);
+            if st.client.close {
+                return Step::Done;
+            }
+            if st.over_normal_limit(core, shared) {
+                // Redis closes such a client without sending what it queued.
+                st.out.clear();
+                st.client.close = true;
+                return Step::Done;
+            }
+            if st.out.len() >= OUT_FLUSH {
+                return Step::Flush;
+            }
+        }
+    }
 
     /// Waits for a blocked command's reply. `None`: the client went away
     /// (or was killed, or the server stops) and the waiter was removed.
     async fn wait_blocked(&mut self, req: crate::client::BlockRequest) -> Option<Reply> {
         let crate::client::BlockRequest { waiter, mut rx, deadline } = req;
-        let cs = self.client.shared.clone();
+        let cs = self.cs.clone();
         cs.blocked.store(true, Ordering::Relaxed);
         let mut shutdown = self.shared.shutdown.subscribe();
         let shared = self.shared.clone();
+        let slot = self.slot.clone();
         let mut eof = false;
         // The timeout is a deadline on the server's clock: a test that
         // freezes or advances the clock decides when it passes.
@@ -486,11 +725,16 @@ impl Conn {
                 _ = &mut clock_moved => continue,
                 _ = cs.kill.notified() => { eof = true; break None }
                 _ = crate::core::shutdown_requested(&mut shutdown) => { eof = true; break None }
-                n = self.socket.read_buf(&mut self.rbuf), if !eof => {
+                r = slot.socket.readable() => {
                     // Keep pipelined input for later; notice a closed peer.
-                    if matches!(n, Ok(0) | Err(_)) {
-                        eof = true;
-                        break None;
+                    let read = match r {
+                        Ok(ready) => read_once(&slot, ready),
+                        Err(e) => Err(e),
+                    };
+                    match read {
+                        Ok(0) => { eof = true; break None }
+                        Err(e) if e.kind() != std::io::ErrorKind::WouldBlock => { eof = true; break None }
+                        _ => {}
                     }
                 }
             }
@@ -502,11 +746,12 @@ impl Conn {
         let cancelled = {
             let mut core = self.shared.core.lock().await;
             let cancelled = core.blocking.cancel(waiter);
-            if eof && self.registered {
+            let mut st = slot.st.lock();
+            if eof && st.registered {
                 // Gone while blocked: leave the core in the same lock hold, so
                 // no one sees a client that is neither blocked nor connected.
                 core.unregister_client(&cs);
-                self.registered = false;
+                st.registered = false;
             }
             cancelled
         };
@@ -523,33 +768,10 @@ impl Conn {
         }
     }
 
-    /// Encodes `reply` unless `CLIENT REPLY` suppresses it. `skipping`: the
-    /// command ran right after `CLIENT REPLY SKIP`.
-    fn emit(&mut self, reply: Reply, skipping: bool) {
-        let suppress = match self.client.reply_mode {
-            ReplyMode::SkipThis => {
-                self.client.reply_mode = ReplyMode::On;
-                true
-            }
-            // Just armed by this command (CLIENT REPLY SKIP), or replies off.
-            ReplyMode::Skip | ReplyMode::Off => true,
-            ReplyMode::On => skipping,
-            ReplyMode::OnNow => {
-                self.client.reply_mode = ReplyMode::On;
-                false
-            }
-        };
-        // Pushes (subscribe confirmations) are never silenced, as in Redis
-        // (its CLIENT_PUSHING flag), like the messages that follow them.
-        if !suppress || matches!(reply, Reply::Push(_)) {
-            reply.encode(self.client.resp, &mut self.out);
-        }
-    }
-
     /// Waits out an injected freeze; false if the client was killed or the
     /// server stops meanwhile.
     async fn wait_frozen(&mut self, until: std::time::Instant) -> bool {
-        let cs = self.client.shared.clone();
+        let cs = self.cs.clone();
         let mut shutdown = self.shared.shutdown.subscribe();
         tokio::select! {
             _ = tokio::time::sleep_until(until.into()) => true,
@@ -558,20 +780,10 @@ impl Conn {
         }
     }
 
-    /// Waits out `CLIENT PAUSE` if it applies to this command.
-    async fn wait_pause(&mut self, argv: &[Bytes]) -> std::io::Result<()> {
+    /// Waits out `CLIENT PAUSE`.
+    async fn wait_pause(&mut self) {
         let shared = self.shared.clone();
         let pause = &shared.pause;
-        if let Lookup::Found(c) = cmd::table().lookup(argv) {
-            if c.fullname == "client|unpause" || c.fullname == "client|pause" {
-                return Ok(());
-            }
-            let writes_only = pause.writes_only.load(Ordering::Relaxed);
-            if writes_only && !(c.is_write() || c.has(flags::MAY_REPLICATE)) {
-                return Ok(());
-            }
-        }
-        self.flush().await?;
         loop {
             let notified = pause.notify.notified();
             let clock_moved = shared.clock.changed.notified();
@@ -581,7 +793,7 @@ impl Conn {
             let until = pause.until_ms.load(Ordering::Acquire);
             let now = shared.clock.now_ms();
             if until == 0 || now >= until {
-                return Ok(());
+                return;
             }
             tokio::select! {
                 _ = notified => {}
@@ -590,74 +802,205 @@ impl Conn {
             }
         }
     }
+}
 
-    /// What to do with a command sent while a script runs past the busy
-    /// threshold. SCRIPT KILL, FUNCTION KILL and SHUTDOWN NOSAVE from a
-    /// client allowed to send them act at once, even while the script is
-    /// inside a long command. Everything else goes to the script's hook,
-    /// where `cmd::process` applies Redis's checks in Redis's order (unknown
-    /// command, arity, NOAUTH, subscribed context, then BUSY for commands
-    /// not flagged `allow-busy`).
-    fn while_busy(&mut self, argv: &[Bytes]) -> WhileBusy {
-        if !self.registered || !self.client.authenticated || self.client.in_resp2_pubsub() {
-            return WhileBusy::InScript;
-        }
-        let Lookup::Found(cmd) = cmd::table().lookup(argv) else {
-            return WhileBusy::InScript;
-        };
-        if !cmd::arity_ok(cmd.spec.arity, argv.len()) {
-            return WhileBusy::InScript;
-        }
-        let shared = &self.shared;
-        match cmd.fullname.as_str() {
-            "script|kill" => WhileBusy::Reply(cmd::scripting::kill_busy_script(shared, false)),
-            "function|kill" => WhileBusy::Reply(cmd::scripting::kill_busy_script(shared, true)),
-            "shutdown" if argv[1..].iter().any(|a| a.eq_ignore_ascii_case(b"nosave")) => {
-                // As on Redis, the server goes away without a reply, to this
-                // client and to the one whose script was running.
-                tracing::info!("SHUTDOWN NOSAVE requested by client {} while a script runs", self.client.id);
-                shared.request_shutdown();
-                self.client.close = true;
-                self.client.reply_mode = ReplyMode::SkipThis;
-                WhileBusy::Reply(Reply::ok())
+/// Reads once after a readiness event. When the read leaves the socket
+/// empty (it returned less than it could take, or nothing), the readiness is
+/// cleared, so the task next reads only after the reactor reports new input:
+/// a task that just ran a command never reads input that arrived after
+/// another connection's — whose readiness event came first — ahead of it,
+/// as Redis reads a client only when `epoll` reports it.
+fn read_once(slot: &Slot, mut ready: tokio::io::unix::AsyncFdReadyGuard<'_, TcpStream>) -> std::io::Result<usize> {
+    let mut st = slot.st.lock();
+    st.rbuf.reserve(READ_CHUNK);
+    let room = st.rbuf.capacity() - st.rbuf.len();
+    let read = raw::recv(slot.socket.get_ref(), &mut st.rbuf);
+    match &read {
+        Ok(n) if *n < room => ready.clear_ready(),
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => ready.clear_ready(),
+        _ => {}
+    }
+    read
+}
+
+/// Whether the `CLIENT PAUSE` in force applies to `argv`.
+fn pause_applies(shared: &Shared, argv: &[Bytes]) -> bool {
+    match cmd::table().lookup(argv) {
+        Lookup::Found(c) => {
+            if c.fullname == "client|unpause" || c.fullname == "client|pause" {
+                return false;
             }
-            _ => WhileBusy::InScript,
+            let writes_only = shared.pause.writes_only.load(Ordering::Relaxed);
+            !(writes_only && !(c.is_write() || c.has(flags::MAY_REPLICATE)))
+        }
+        _ => true,
+    }
+}
+
+enum Event {
+    Wake,
+    Message(Outbound),
+    /// What one read after a readiness event got.
+    Read(std::io::Result<usize>),
+}
+
+#[derive(Debug)]
+enum WriteError {
+    Io(std::io::Error),
+    /// An injected `CUTWRITE`: the output stopped short, the client closes.
+    Cut,
+}
+
+impl From<std::io::Error> for WriteError {
+    fn from(e: std::io::Error) -> Self {
+        WriteError::Io(e)
+    }
+}
+
+/// Serves the server's connections from a busy script's hook (Redis's
+/// `processEventsWhileBlocked`): accepts new connections, then for each
+/// connection whose task waits for input, reads what arrived, runs it as
+/// commands sent while a script is busy (`cmd::scripting::run_while_busy`:
+/// BUSY for most, `SCRIPT KILL`, `AUTH`, `HELLO`… really run) and writes the
+/// replies. Output a socket does not take now, a closed peer or a closed
+/// client are left for the task, which is woken for them and acts once the
+/// script has ended.
+pub(crate) fn serve_busy(io: &Arc<Io>, core: &mut Core, shared: &Arc<Shared>) {
+    while let Some((socket, peer)) = io.try_accept() {
+        adopt(shared, io, core, socket, peer);
+    }
+    let slots: Vec<Arc<Slot>> = io.conns.lock().values().cloned().collect();
+    for slot in slots {
+        if !slot.idle.load(Ordering::Acquire) {
+            continue;
+        }
+        let Some(mut st) = slot.st.try_lock() else { continue };
+        let st = &mut *st;
+        if st.eof || st.client.close {
+            continue;
+        }
+        let mut read = 0;
+        while read < BUSY_READ_MAX {
+            st.rbuf.reserve(READ_CHUNK);
+            match raw::recv(slot.socket.get_ref(), &mut st.rbuf) {
+                Ok(0) => {
+                    st.eof = true;
+                    break;
+                }
+                Ok(n) => {
+                    read += n;
+                    shared.net.input_bytes.fetch_add(n as u64, Ordering::Relaxed);
+                    shared.net.reads.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(_) => {
+                    st.eof = true;
+                    break;
+                }
+            }
+        }
+        if read > 0 {
+            st.client.shared.last_interaction_ms.store(shared.clock.now_ms(), Ordering::Relaxed);
+        }
+        while !st.eof && !st.client.close {
+            let argv = match st.parser.next(&mut st.rbuf) {
+                Ok(Some(a)) => a,
+                Ok(None) => break,
+                Err(e) => {
+                    Reply::error(e.reply_text()).encode(st.client.resp, &mut st.out);
+                    st.client.close = true;
+                    break;
+                }
+            };
+            if is_cross_protocol_attack(&argv) {
+                st.out.clear();
+                st.client.close = true;
+                break;
+            }
+            let skipping = st.take_skip();
+            let reply = cmd::scripting::run_while_busy(core, shared, &mut st.client, argv);
+            st.parser.unauthenticated = !st.client.authenticated;
+            st.emit(reply, skipping);
+        }
+        st.note_buffers();
+        let mut written = 0;
+        while written < st.out.len() {
+            match raw::send(slot.socket.get_ref(), &st.out[written..]) {
+                Ok(0) => break,
+                Ok(n) => written += n,
+                Err(_) => break,
+            }
+        }
+        if written > 0 {
+            let _ = st.out.split_to(written);
+            shared.net.output_bytes.fetch_add(written as u64, Ordering::Relaxed);
+            shared.net.writes.fetch_add(1, Ordering::Relaxed);
+        }
+        if st.eof || st.client.close || !st.out.is_empty() {
+            slot.wake.notify_one();
         }
     }
+}
 
-    /// Lends this connection's state to the busy script's hook to run
-    /// `argv`; None if the script ended before it could.
-    async fn run_in_busy_script(&mut self, argv: &[Bytes]) -> Option<Reply> {
-        let (done, rx) = tokio::sync::oneshot::channel();
-        let placeholder = ClientState::new(self.client.shared.clone(), false);
-        let client = std::mem::replace(&mut self.client, placeholder);
-        {
-            let mut q = self.shared.script.busy_queue.lock();
-            if !q.open {
-                self.client = client;
-                return None;
-            }
-            q.requests.push(BusyRequest { argv: argv.to_vec(), client, register: !self.registered, done });
+/// Registers a socket (a std type owning its descriptor) with the reactor.
+pub(crate) fn register<T: std::os::fd::AsRawFd>(socket: T, interest: Interest) -> std::io::Result<AsyncFd<T>> {
+    // SAFETY: `T` (`TcpStream`, `TcpListener`, `OwnedFd`) owns its open
+    // descriptor and keeps it, unchanged, until it is dropped with the `AsyncFd`.
+    unsafe { AsyncFd::register_with_interest(socket, interest) }.map_err(std::io::Error::from)
+}
+
+/// Socket calls made by the busy hook. They go to the kernel directly:
+/// tokio's own `try_read`/`try_write` first consult the readiness its
+/// reactor last saw, and the reactor does not run while a script blocks the
+/// event loop. (Reading behind the reactor's back is safe: a task that later
+/// finds nothing to read gets `WouldBlock`, which clears that readiness.)
+pub(crate) mod raw {
+    use std::os::fd::AsRawFd;
+
+    /// Reads what the socket has into `buf`'s spare capacity, without waiting.
+    pub(crate) fn recv(socket: &impl AsRawFd, buf: &mut bytes::BytesMut) -> std::io::Result<usize> {
+        let spare = buf.spare_capacity_mut();
+        // SAFETY: the pointer and length describe `buf`'s spare capacity,
+        // which the kernel writes at most `len` bytes into.
+        let n = unsafe { libc::recv(socket.as_raw_fd(), spare.as_mut_ptr().cast(), spare.len(), libc::MSG_DONTWAIT) };
+        if n < 0 {
+            return Err(std::io::Error::last_os_error());
         }
-        match rx.await {
-            Ok(BusyOutcome::Done { reply, client, max_bulk }) => {
-                self.client = client;
-                if let Some(max_bulk) = max_bulk {
-                    self.registered(max_bulk);
-                }
-                self.parser.unauthenticated = !self.client.authenticated;
-                Some(reply)
-            }
-            Ok(BusyOutcome::Retry(client)) => {
-                self.client = client;
-                None
-            }
-            Err(_) => {
-                // Unreachable: every request is answered. Fail safe.
-                self.client.close = true;
-                Some(Reply::error("ERR internal error while the server was busy"))
-            }
+        let n = n as usize;
+        // SAFETY: the kernel initialised `n` bytes after the current length.
+        unsafe { buf.set_len(buf.len() + n) };
+        Ok(n)
+    }
+
+    /// Writes what the socket takes now of `data`.
+    pub(crate) fn send(socket: &impl AsRawFd, data: &[u8]) -> std::io::Result<usize> {
+        // SAFETY: `data` is valid for `data.len()` bytes of reading.
+        let n = unsafe {
+            libc::send(socket.as_raw_fd(), data.as_ptr().cast(), data.len(), libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL)
+        };
+        if n < 0 {
+            return Err(std::io::Error::last_os_error());
         }
+        Ok(n as usize)
+    }
+
+    /// Accepts a pending connection, without waiting.
+    pub(crate) fn accept(listener: &impl AsRawFd) -> std::io::Result<std::net::TcpStream> {
+        use std::os::fd::FromRawFd;
+        // SAFETY: null address pointers are allowed (the peer is read later).
+        let fd = unsafe {
+            libc::accept4(
+                listener.as_raw_fd(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            )
+        };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: `accept4` returned a new descriptor that nothing else owns.
+        Ok(unsafe { std::net::TcpStream::from_raw_fd(fd) })
     }
 }
 
@@ -676,12 +1019,6 @@ fn command_faults(shared: &Shared, core: &Core, client_id: u64, argv: &[Bytes]) 
 /// The first word of an HTTP request (`POST /...`, `Host: ...`).
 fn is_cross_protocol_attack(argv: &[Bytes]) -> bool {
     argv[0].eq_ignore_ascii_case(b"post") || argv[0].eq_ignore_ascii_case(b"host:")
-}
-
-/// What a connection does with a command while a script is busy.
-enum WhileBusy {
-    Reply(Reply),
-    InScript,
 }
 
 #[cfg(test)]

@@ -1,18 +1,18 @@
 //! Listener, server lifecycle and background tasks.
 //!
-//! Each [`Server`] owns its own tokio runtime on its own threads, so it works
-//! the same from `#[test]`, `#[tokio::test]` (any flavour) and a binary, and
-//! many servers can live in one process. Dropping the handle stops it.
+//! Each [`Server`] owns its own tokio runtime on its own thread — one event
+//! loop, as redis-server has — so it works the same from `#[test]`,
+//! `#[tokio::test]` (any flavour) and a binary, and many servers can live in
+//! one process. Dropping the handle stops it.
 
 pub mod connection;
+pub(crate) mod io;
 
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-
-use tokio::net::TcpListener;
 
 use crate::clock::Clock;
 use crate::config::Config;
@@ -40,20 +40,16 @@ impl Server {
 
     /// Starts a server with `config`. Returns once it accepts connections.
     pub fn start_with(config: Config) -> Result<Server, Error> {
-        if config.worker_threads < 2 {
-            return Err(Error::Config(format!(
-                "worker_threads must be at least 2 (got {}): one thread runs a long script while another answers BUSY",
-                config.worker_threads
-            )));
-        }
         let std_listener = listen(config.bind, config.tcp_backlog)
             .map_err(|source| Error::Bind { addr: config.bind.to_string(), source })?;
         let addr = std_listener.local_addr().map_err(Error::Runtime)?;
         let mut cfg = config.clone();
         cfg.bind = addr;
         let shared = Arc::new(Shared::new(&cfg, crate::cmd::table().len())?);
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(config.worker_threads)
+        // One thread runs every connection, in the order their input
+        // arrives (ARCHITECTURE.md, "Ownership and concurrency"); its stack
+        // is large enough for Lua's deepest replies.
+        let runtime = tokio::runtime::Builder::new_current_thread()
             .thread_stack_size(crate::script::SCRIPT_THREAD_STACK)
             .thread_name("rlockd")
             .enable_all()
@@ -62,6 +58,7 @@ impl Server {
         let s2 = shared.clone();
         let thread = std::thread::Builder::new()
             .name(format!("rlockd-{}", addr.port()))
+            .stack_size(crate::script::SCRIPT_THREAD_STACK)
             .spawn(move || {
                 runtime.block_on(async move {
                     run(vec![std_listener], s2).await;
@@ -335,66 +332,30 @@ pub(crate) fn listen_all(bind: &str, port: u16, backlog: u32) -> std::io::Result
     Ok(out)
 }
 
-/// Accepts connections on every listener until shutdown. `CONFIG SET
-/// port` / `bind` ask it to listen elsewhere: as Redis does, the current
-/// listeners close first (connected clients stay), then the new addresses
-/// are bound, and if that fails the old ones are bound again.
+/// Accepts connections on every listener until shutdown (`CONFIG SET port`
+/// / `bind` replace the listeners under it: [`io::Io`]).
 async fn run(listeners: Vec<std::net::TcpListener>, shared: Arc<Shared>) {
     let mut shutdown = shared.shutdown.subscribe();
-    let mut requests = shared.rebind.receiver.lock().take().expect("one accept loop per server");
+    let io = io::Io::new(&shared, listeners);
+    let _ = shared.io.set(io.clone() as Arc<dyn crate::core::ServerIo>);
     tokio::spawn(active_expire(shared.clone()));
-    let start = |listeners: Vec<std::net::TcpListener>| -> Vec<tokio::task::JoinHandle<()>> {
-        listeners
-            .into_iter()
-            .filter_map(|l| match TcpListener::from_std(l) {
-                Ok(l) => Some(tokio::spawn(accept_loop(l, shared.clone()))),
-                Err(e) => {
-                    tracing::error!("cannot register listener: {e}");
-                    None
-                }
-            })
-            .collect()
-    };
-    let mut tasks = start(listeners);
-    loop {
-        tokio::select! {
-            _ = crate::core::shutdown_requested(&mut shutdown) => break,
-            Some(req) = requests.recv() => {
-                for t in tasks.drain(..) {
-                    t.abort();
-                    // Returns once the task, and so its listener, is dropped.
-                    let _ = t.await;
-                }
-                let result = match listen_all(&req.bind, req.port, req.backlog) {
-                    Ok(new) => {
-                        let addr = new[0].local_addr();
-                        tasks = start(new);
-                        addr
-                    }
-                    Err(e) => {
-                        match listen_all(&req.old_bind, req.old_port, req.backlog) {
-                            Ok(old) => tasks = start(old),
-                            Err(e2) => tracing::error!("cannot listen again on {} port {}: {e2}", req.old_bind, req.old_port),
-                        }
-                        Err(e)
-                    }
-                };
-                let _ = req.reply.send(result);
-            }
-        }
-    }
-    for t in tasks {
-        t.abort();
-    }
+    let accept = tokio::spawn(accept_loop(io.clone(), shared.clone()));
+    crate::core::shutdown_requested(&mut shutdown).await;
+    accept.abort();
+    io.close_listeners();
     tracing::debug!("rlockd stopping");
 }
 
-async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+async fn accept_loop(io: Arc<io::Io>, shared: Arc<Shared>) {
     loop {
-        match listener.accept().await {
-            Ok((socket, peer)) => {
-                tokio::spawn(connection::handle(shared.clone(), socket, peer));
-            }
+        match std::future::poll_fn(|cx| io.poll_accept(cx)).await {
+            Ok((socket, peer)) => match shared.core.try_lock() {
+                Ok(mut core) => connection::adopt(&shared, &io, &mut core, socket, peer),
+                // A `Server` method holds the core on another thread.
+                Err(_) => {
+                    tokio::spawn(connection::handle(shared.clone(), io.clone(), socket, peer));
+                }
+            },
             Err(e) => {
                 tracing::warn!("accept failed: {e}");
                 tokio::time::sleep(Duration::from_millis(5)).await;

@@ -124,17 +124,34 @@ fn bad_options_are_refused_with_redis_servers_text() {
 }
 
 #[test]
-fn one_thread_is_refused_not_silently_raised() {
-    let r = run(BIN, &["--threads", "1"]);
+fn one_thread_is_accepted_and_still_answers_busy() {
+    let r = run(BIN, &["--threads", "0"]);
     assert_eq!(r.code, Some(1));
-    assert!(r.stderr.contains(">>> 'threads \"1\"'\nargument must be between 2 and 1024 inclusive"), "{r:?}");
-    let mut srv = Binary::start(&["--port", "0", "--threads", "3"]);
-    assert_eq!(RawConn::connect(srv.port).cmd(&["PING"]), Value::Simple(b"PONG".to_vec()));
+    assert!(r.stderr.contains(">>> 'threads \"0\"'\nargument must be between 1 and 1024 inclusive"), "{r:?}");
+    // One event loop: a script past the busy threshold blocks it, and its
+    // hook answers the other clients, as redis-server's does.
+    let mut srv = Binary::start(&["--port", "0", "--threads", "1", "--busy-reply-threshold", "50"]);
+    let mut runner = RawConn::connect(srv.port);
+    runner.send(&[b"EVAL".to_vec(), b"while true do end".to_vec(), b"0".to_vec()]);
+    let mut other = RawConn::connect(srv.port);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        match other.cmd(&["PING"]) {
+            Value::Error(e) if e.starts_with(b"BUSY") => break,
+            Value::Simple(p) if p == b"PONG" && Instant::now() < deadline => continue,
+            v => panic!("expected BUSY, got {v:?}"),
+        }
+    }
+    assert_eq!(other.cmd(&["SCRIPT", "KILL"]), Value::Simple(b"OK".to_vec()));
+    match runner.read() {
+        Some(Value::Error(e)) => {
+            assert!(e.starts_with(b"ERR Script killed by user with SCRIPT KILL..."), "{}", String::from_utf8_lossy(&e))
+        }
+        v => panic!("expected the killed script's error, got {v:?}"),
+    }
+    assert_eq!(runner.cmd(&["PING"]), Value::Simple(b"PONG".to_vec()));
     RawConn::connect(srv.port).send(&[b"SHUTDOWN".to_vec(), b"NOSAVE".to_vec()]);
     assert_eq!(srv.wait_exit(Duration::from_secs(20)).code(), Some(0));
-    // In-process, too.
-    let err = rlockd::Server::start_with(rlockd::Config { worker_threads: 1, ..Default::default() }).unwrap_err();
-    assert!(err.to_string().contains("worker_threads must be at least 2"), "{err}");
 }
 
 #[test]

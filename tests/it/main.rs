@@ -28,6 +28,7 @@ mod list;
 mod locks;
 mod lua_lib_cves;
 mod lua_vm_cves;
+mod ordering;
 mod protocol;
 mod pubsub;
 mod scripting;

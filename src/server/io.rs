@@ -1,0 +1,146 @@
+//! A server's sockets: its listeners and its connections' slots.
+//!
+//! Everything here is used on the server's event-loop thread: by the accept
+//! task, by connection tasks, and by a busy script's hook (which blocks that
+//! thread and serves sockets itself). The mutexes are never contended; they
+//! make the registry shareable with the core ([`ServerIo`]) without `unsafe`.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Weak};
+use std::task::{Context, Poll, Waker};
+
+use std::net::{TcpListener, TcpStream};
+
+use tokio::io::unix::AsyncFd;
+use tokio::io::Interest;
+
+use super::connection::{self, Slot};
+use crate::core::{Core, ServerIo, Shared};
+
+/// The listeners and connections of one server.
+pub(crate) struct Io {
+    /// Every connection's slot, by client id.
+    pub(crate) conns: parking_lot::Mutex<HashMap<u64, Arc<Slot>>>,
+    listeners: parking_lot::Mutex<Listeners>,
+    shared: Weak<Shared>,
+    me: Weak<Io>,
+}
+
+struct Listeners {
+    list: Vec<AsyncFd<TcpListener>>,
+    /// The accept task, to wake when the list changes or the busy hook
+    /// polled a listener (which replaces the task's registration).
+    waker: Option<Waker>,
+}
+
+impl Io {
+    /// The registry of `shared`'s server, listening on `listeners` (must be
+    /// called inside the server's runtime).
+    pub(crate) fn new(shared: &Arc<Shared>, listeners: Vec<TcpListener>) -> Arc<Io> {
+        let list = register(listeners);
+        Arc::new_cyclic(|me| Io {
+            conns: parking_lot::Mutex::new(HashMap::new()),
+            listeners: parking_lot::Mutex::new(Listeners { list, waker: None }),
+            shared: Arc::downgrade(shared),
+            me: me.clone(),
+        })
+    }
+
+    /// The accept task's poll: the first connection waiting on any listener.
+    pub(crate) fn poll_accept(&self, cx: &mut Context<'_>) -> Poll<std::io::Result<(TcpStream, SocketAddr)>> {
+        let mut l = self.listeners.lock();
+        if !l.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+            l.waker = Some(cx.waker().clone());
+        }
+        for listener in &l.list {
+            loop {
+                match listener.poll_read_ready(cx) {
+                    Poll::Pending => break,
+                    Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                    Poll::Ready(Ok(mut ready)) => match ready.try_io(|l| connection::raw::accept(l.get_ref())) {
+                        Ok(Ok(s)) => {
+                            let peer = s.peer_addr();
+                            return Poll::Ready(peer.map(|p| (s, p)));
+                        }
+                        Ok(Err(e)) => return Poll::Ready(Err(e)),
+                        // Nothing pending: readiness cleared, poll again to wait.
+                        Err(_would_block) => continue,
+                    },
+                }
+            }
+        }
+        Poll::Pending
+    }
+
+    /// A connection waiting to be accepted, without waiting (the busy hook,
+    /// while the reactor does not run: see [`connection::raw`]).
+    pub(crate) fn try_accept(&self) -> Option<(TcpStream, SocketAddr)> {
+        let l = self.listeners.lock();
+        l.list.iter().find_map(|listener| {
+            let s = connection::raw::accept(listener.get_ref()).ok()?;
+            let peer = s.peer_addr().ok()?;
+            Some((s, peer))
+        })
+    }
+
+    /// Stops listening (shutdown).
+    pub(crate) fn close_listeners(&self) {
+        let old = std::mem::take(&mut self.listeners.lock().list);
+        drop(old);
+    }
+}
+
+/// Registers listeners with the current runtime's reactor.
+fn register(listeners: Vec<TcpListener>) -> Vec<AsyncFd<TcpListener>> {
+    listeners
+        .into_iter()
+        .filter_map(|l| match connection::register(l, Interest::READABLE) {
+            Ok(l) => Some(l),
+            Err(e) => {
+                tracing::error!("cannot register listener: {e}");
+                None
+            }
+        })
+        .collect()
+}
+
+impl ServerIo for Io {
+    fn serve_busy(&self, core: &mut Core) {
+        let (Some(me), Some(shared)) = (self.me.upgrade(), self.shared.upgrade()) else { return };
+        connection::serve_busy(&me, core, &shared);
+    }
+
+    /// As Redis does on `CONFIG SET port` / `bind`: the current listeners
+    /// close first (connected clients stay), then the new addresses are
+    /// bound, and if that fails the old ones are bound again.
+    fn relisten(
+        &self,
+        bind: &str,
+        port: u16,
+        old_bind: &str,
+        old_port: u16,
+        backlog: u32,
+    ) -> std::io::Result<SocketAddr> {
+        let mut l = self.listeners.lock();
+        drop(std::mem::take(&mut l.list));
+        let result = match super::listen_all(bind, port, backlog) {
+            Ok(new) => {
+                let addr = new[0].local_addr();
+                l.list = register(new);
+                addr
+            }
+            Err(e) => {
+                match super::listen_all(old_bind, old_port, backlog) {
+                    Ok(old) => l.list = register(old),
+                    Err(e2) => tracing::error!("cannot listen again on {old_bind} port {old_port}: {e2}"),
+                }
+                Err(e)
+            }
+        };
+        if let Some(w) = &l.waker {
+            w.wake_by_ref();
+        }
+        result
+    }
+}
