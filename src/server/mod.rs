@@ -51,7 +51,7 @@ impl Server {
         let addr = std_listener.local_addr().map_err(Error::Runtime)?;
         let mut cfg = config.clone();
         cfg.bind = addr;
-        let shared = Arc::new(Shared::new(&cfg, crate::cmd::table().len())?);
+        let shared = Arc::new(Shared::new(&cfg, crate::cmd::acl::catalog())?);
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(config.worker_threads)
             .thread_stack_size(crate::script::SCRIPT_THREAD_STACK)
