@@ -176,11 +176,19 @@ pub struct ClientRecord {
     pub lib_name: Bytes,
     /// `CLIENT SETINFO lib-ver`.
     pub lib_ver: Bytes,
+    /// The ACL user the client is authenticated as.
+    pub user: Bytes,
 }
 
 impl ClientRecord {
     pub fn new(shared: Arc<ClientShared>) -> Self {
-        ClientRecord { shared, name: Bytes::new(), lib_name: Bytes::new(), lib_ver: Bytes::new() }
+        ClientRecord {
+            shared,
+            name: Bytes::new(),
+            lib_name: Bytes::new(),
+            lib_ver: Bytes::new(),
+            user: Bytes::from_static(b"default"),
+        }
     }
 
     /// `CLIENT LIST` / `CLIENT INFO` line (without trailing newline).
@@ -234,7 +242,7 @@ impl ClientRecord {
         }
         let (name, lib_name, lib_ver, last) = (&self.name, &self.lib_name, &self.lib_ver, last_cmd);
         let mut line = format!(
-            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl=0 oll=0 omem={} tot-mem={} events=r cmd={} user=default redir=-1 resp={}",
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl=0 oll=0 omem={} tot-mem={} events=r cmd={} user={} redir=-1 resp={}",
             c.id,
             c.addr,
             c.laddr,
@@ -257,6 +265,7 @@ impl ClientRecord {
             omem,
             tot_mem,
             last,
+            String::from_utf8_lossy(&self.user),
             c.resp.load(Ordering::Relaxed),
         );
         if lib_fields {
@@ -296,6 +305,8 @@ pub struct ClientState {
     db: usize,
     pub resp: Resp,
     pub authenticated: bool,
+    /// The ACL user commands run as (`default` until `AUTH`).
+    pub user: Bytes,
     pub shared: Arc<ClientShared>,
     pub multi: Option<MultiState>,
     /// Set by a blocking command that must wait; the connection awaits it.
@@ -316,6 +327,7 @@ impl ClientState {
             db: 0,
             resp: Resp::V2,
             authenticated,
+            user: Bytes::from_static(b"default"),
             shared,
             multi: None,
             block: None,

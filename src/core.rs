@@ -153,6 +153,8 @@ impl Stats {
 pub struct Core {
     pub ks: Keyspace,
     pub config: RuntimeConfig,
+    /// ACL users and the ACL log.
+    pub acl: crate::acl::Acl,
     pub stats: Stats,
     /// Connected clients by id.
     pub clients: Map<u64, ClientRecord>,
@@ -184,9 +186,11 @@ pub struct Core {
 }
 
 impl Core {
-    /// The state of a new server; `commands` is the number of rows
-    /// (commands and subcommands) of the command table, for statistics.
-    pub fn new(config: RuntimeConfig, databases: usize, now_ms: u64, commands: usize) -> Core {
+    /// The state of a new server; `catalog` is the command table as the
+    /// ACL sees it (its length sizes the per-command statistics).
+    pub fn new(config: RuntimeConfig, databases: usize, now_ms: u64, catalog: &crate::acl::Catalog) -> Core {
+        let commands = catalog.len;
+        let acl = crate::acl::Acl::new(catalog, config.requirepass.as_deref());
         let record_locks = config.get_str("test-control") == "yes";
         let mut ks = Keyspace::new(databases);
         ks.now = now_ms;
@@ -194,6 +198,7 @@ impl Core {
         ks.sig.track_touches = record_locks;
         Core {
             ks,
+            acl,
             config,
             stats: Stats { commands: vec![CmdStat::default(); commands], ..Default::default() },
             clients: Map::default(),
@@ -265,7 +270,7 @@ impl Core {
         }
         self.clients.insert(client.id, ClientRecord::new(client.shared.clone()));
         self.stats.total_connections += 1;
-        client.authenticated = self.config.requirepass.is_none();
+        client.authenticated = !self.acl.auth_required();
         Some(self.config.proto_max_bulk)
     }
 
@@ -392,8 +397,8 @@ fn new_run_id() -> String {
 
 impl Shared {
     /// The state of a new server configured by `config` (`config.bind` is
-    /// the address actually bound), for a command table of `commands` rows.
-    pub fn new(config: &crate::config::Config, commands: usize) -> Result<Shared, crate::error::Error> {
+    /// the address actually bound), for the command table `catalog` describes.
+    pub fn new(config: &crate::config::Config, catalog: &crate::acl::Catalog) -> Result<Shared, crate::error::Error> {
         if config.databases == 0 {
             return Err(crate::error::Error::Config("databases must be at least 1".into()));
         }
@@ -402,7 +407,7 @@ impl Shared {
         let now = clock.now_ms();
         let (shutdown, _) = tokio::sync::watch::channel(false);
         let faults = Arc::new(crate::faults::Faults::default());
-        let mut core = Core::new(runtime_config, config.databases, now, commands);
+        let mut core = Core::new(runtime_config, config.databases, now, catalog);
         core.pubsub.faults = faults.clone();
         Ok(Shared {
             core: Mutex::new(core),

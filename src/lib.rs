@@ -39,6 +39,7 @@
 
 // The modules form a stack (drawn in ARCHITECTURE.md, kept one by
 // `tests/it/layering.rs`). Only what users need is public.
+mod acl;
 mod blocking;
 mod client;
 mod clock;

@@ -1,13 +1,15 @@
-//! `ACL`, for a server whose only user is `default` (its password is
-//! `requirepass`): the read-only subcommands answer as Redis 7.0 does for
-//! that configuration; creating other users is refused with a clear error.
+//! `ACL` and the permission check of dispatch: the command side of the
+//! user store in `crate::acl` (the [`Catalog`] it is given, the key and
+//! channel positions a check needs, the replies and the `ACL LOG`).
+
+use std::sync::OnceLock;
 
 use bytes::Bytes;
-use sha2::{Digest, Sha256};
 
 use super::scripting::{help, subcommand_syntax};
 use super::util::eq;
-use super::{cmd, container, table, CommandSpec, Ctx, Lookup};
+use super::{cmd, container, table, Command, CommandSpec, Ctx, Lookup};
+use crate::acl::{category_index, Catalog, CatalogCommand, Denied, LogEntry, Request, User, CATEGORIES};
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
 
@@ -44,31 +46,6 @@ static ACL_SUBS: &[CommandSpec] = &[
         .doc("Return the name of the user associated to the current connection", "6.0.0"),
 ];
 
-/// Redis's categories, in `ACL CAT`'s order.
-const CATEGORIES: &[&str] = &[
-    "keyspace",
-    "read",
-    "write",
-    "set",
-    "sortedset",
-    "list",
-    "hash",
-    "string",
-    "bitmap",
-    "hyperloglog",
-    "geo",
-    "stream",
-    "pubsub",
-    "admin",
-    "fast",
-    "slow",
-    "blocking",
-    "dangerous",
-    "connection",
-    "transaction",
-    "scripting",
-];
-
 fn acl_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     Ok(help(
         "ACL",
@@ -103,39 +80,187 @@ fn acl_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     ))
 }
 
-fn acl_whoami(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    Ok(Reply::bulk_str("default"))
+/// The command table as the ACL sees it (built once per process).
+pub fn catalog() -> &'static Catalog {
+    static CATALOG: OnceLock<Catalog> = OnceLock::new();
+    CATALOG.get_or_init(|| {
+        let t = table();
+        let cats = |acl: &str| {
+            acl.split_whitespace()
+                .filter_map(|c| c.strip_prefix('@').and_then(category_index))
+                .fold(0u32, |a, i| a | (1 << i))
+        };
+        let mut commands: Vec<CatalogCommand> = t
+            .commands
+            .values()
+            .map(|c| {
+                let mut subs: Vec<(usize, String, u32)> =
+                    c.subcommands.values().map(|s| (s.id, s.spec.name.to_string(), cats(s.spec.acl))).collect();
+                subs.sort_by_key(|s| s.0);
+                CatalogCommand { id: c.id, name: c.spec.name.to_string(), categories: cats(c.spec.acl), subs }
+            })
+            .collect();
+        commands.sort_by_key(|c| c.id);
+        Catalog { len: t.len(), commands }
+    })
 }
 
-fn acl_users(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    Ok(Reply::Array(vec![Reply::bulk_str("default")]))
+/// Channel positions of a command line, and whether each is a pattern.
+fn channels(cmd: &Command, argv: &[Bytes]) -> Vec<(usize, bool)> {
+    match cmd.fullname.as_str() {
+        "publish" | "spublish" => vec![(1, false)],
+        "subscribe" | "ssubscribe" => (1..argv.len()).map(|i| (i, false)).collect(),
+        "psubscribe" => (1..argv.len()).map(|i| (i, true)).collect(),
+        _ => Vec::new(),
+    }
 }
 
-/// The default user's password as ACL shows it: the SHA-256 of `requirepass`.
-fn password_hash(ctx: &Ctx<'_>) -> Option<String> {
-    let pass = ctx.core.config.requirepass.as_ref()?;
-    Some(Sha256::digest(pass).iter().map(|b| format!("{b:02x}")).collect())
+/// Whether `user` may run `argv` (resolved to `cmd`).
+fn user_check(user: &User, cmd: &Command, argv: &[Bytes]) -> Result<(), Denied> {
+    let keys = || super::command::key_access(cmd, argv);
+    let chans = || channels(cmd, argv);
+    user.check(&Request { id: cmd.id, argv, no_auth: cmd.has(super::flags::NO_AUTH), keys: &keys, channels: &chans })
+}
+
+/// Redis's `ACLCheckAllPerm` for the calling client's user (a user deleted
+/// under a connection may run nothing).
+pub(crate) fn check(ctx: &Ctx<'_>, cmd: &Command, argv: &[Bytes]) -> Result<(), Denied> {
+    check_as(ctx.core, &ctx.client.user, cmd, argv)
+}
+
+/// [`check`] for user `user`.
+pub(crate) fn check_as(core: &crate::core::Core, user: &[u8], cmd: &Command, argv: &[Bytes]) -> Result<(), Denied> {
+    match core.acl.users.get(user) {
+        Some(user) => user_check(user, cmd, argv),
+        None => Err(Denied::Command),
+    }
+}
+
+/// The `NOPERM` error of a refusal, after logging it; `context` is
+/// `toplevel`, `multi` or `lua`.
+pub(crate) fn refuse(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes], d: Denied, context: &'static str) -> CmdError {
+    let (reason, object) = match d {
+        Denied::Command => ("command", Bytes::from(cmd.fullname.clone())),
+        Denied::Key(p) => ("key", argv[p].clone()),
+        Denied::Channel(p) => ("channel", argv[p].clone()),
+    };
+    let user = ctx.client.user.clone();
+    log(ctx, reason, context, object, user);
+    match d {
+        Denied::Command => {
+            CmdError::custom(format!("NOPERM this user has no permissions to run the '{}' command", cmd.fullname))
+        }
+        Denied::Key(_) => {
+            CmdError::custom("NOPERM this user has no permissions to access one of the keys used as arguments")
+        }
+        Denied::Channel(_) => {
+            CmdError::custom("NOPERM this user has no permissions to access one of the channels used as arguments")
+        }
+    }
+}
+
+/// `EXEC`'s check of each queued command (the user's rules may have
+/// changed since it was queued): the error standing for its reply, if any.
+pub(crate) fn check_in_exec(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes]) -> Option<CmdError> {
+    if ctx.core.acl.open {
+        return None;
+    }
+    let d = check(ctx, cmd, argv).err()?;
+    refuse(ctx, cmd, argv, d, "multi");
+    let reason = match d {
+        Denied::Command => "no permission to execute the command or subcommand",
+        Denied::Key(_) => "no permission to touch the specified keys",
+        Denied::Channel(_) => "no permission to access one of the channels used as arguments",
+    };
+    Some(CmdError::custom(format!("NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: {reason}")))
+}
+
+/// A script's refusal, in Redis's words (raised as `ERR …`).
+pub(crate) fn script_denial(d: Denied) -> &'static str {
+    match d {
+        Denied::Command => "The user executing the script can't run this command or subcommand",
+        Denied::Key(_) => {
+            "The user executing the script can't access at least one of the keys mentioned in the command arguments"
+        }
+        Denied::Channel(_) => "The user executing the script can't publish to the channel mentioned in the command",
+    }
+}
+
+fn log(ctx: &mut Ctx<'_>, reason: &'static str, context: &'static str, object: Bytes, username: Bytes) {
+    let now = ctx.shared.clock.now_ms();
+    let client_info = super::client::info_line_of(ctx, now);
+    let max = ctx.core.config.get_str("acllog-max-len").parse().unwrap_or(128);
+    let entry = LogEntry { count: 1, reason, context, object, username, time_ms: now, client_info };
+    ctx.core.acl.log_event(entry, max);
+}
+
+/// `AUTH`/`HELLO AUTH`: on success the client runs as `user` from now on;
+/// a failure is logged.
+pub(super) fn authenticate(ctx: &mut Ctx<'_>, user: &Bytes, pass: &[u8]) -> bool {
+    if !ctx.core.acl.users.get(&user[..]).is_some_and(|u| u.password_ok(pass)) {
+        log(ctx, "auth", "toplevel", Bytes::from_static(b"AUTH"), user.clone());
+        return false;
+    }
+    ctx.client.authenticated = true;
+    set_user(ctx, user.clone());
+    true
+}
+
+/// Makes the client run as `user` (and `CLIENT LIST` show it).
+pub(super) fn set_user(ctx: &mut Ctx<'_>, user: Bytes) {
+    if let Some(r) = ctx.core.client_record(ctx.client.id) {
+        r.user = user.clone();
+    }
+    ctx.client.user = user;
+}
+
+fn acl_whoami(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    Ok(Reply::Bulk(ctx.client.user.clone()))
+}
+
+fn acl_users(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    Ok(Reply::Array(ctx.core.acl.users.keys().map(|u| Reply::Bulk(u.clone())).collect()))
 }
 
 fn acl_list(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    let pass = password_hash(ctx).map_or_else(|| "nopass".to_string(), |h| format!("#{h}"));
-    Ok(Reply::Array(vec![Reply::Bulk(Bytes::from(format!("user default on {pass} ~* &* +@all")))]))
+    let cat = catalog();
+    Ok(Reply::Array(
+        ctx.core
+            .acl
+            .users
+            .iter()
+            .map(|(name, u)| {
+                let mut line = b"user ".to_vec();
+                line.extend_from_slice(name);
+                line.push(b' ');
+                line.extend_from_slice(u.describe(cat).as_bytes());
+                Reply::Bulk(Bytes::from(line))
+            })
+            .collect(),
+    ))
 }
 
 fn acl_getuser(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    if &args[2][..] != b"default" {
+    let Some(u) = ctx.core.acl.users.get(&args[2][..]) else {
         return Ok(Reply::Nil);
-    }
-    let hash = password_hash(ctx);
-    let flags = if hash.is_some() { vec!["on"] } else { vec!["on", "nopass"] };
-    Ok(Reply::Map(vec![
-        (Reply::bulk_str("flags"), Reply::Set(flags.into_iter().map(Reply::bulk_str).collect())),
-        (Reply::bulk_str("passwords"), Reply::Array(hash.into_iter().map(|h| Reply::Bulk(Bytes::from(h))).collect())),
-        (Reply::bulk_str("commands"), Reply::bulk_str("+@all")),
-        (Reply::bulk_str("keys"), Reply::bulk_str("~*")),
-        (Reply::bulk_str("channels"), Reply::bulk_str("&*")),
-        (Reply::bulk_str("selectors"), Reply::Array(Vec::new())),
-    ]))
+    };
+    let cat = catalog();
+    let bulk = |s: String| Reply::Bulk(Bytes::from(s));
+    let parts = |(c, k, ch): (String, String, String)| {
+        vec![
+            (Reply::bulk_str("commands"), bulk(c)),
+            (Reply::bulk_str("keys"), bulk(k)),
+            (Reply::bulk_str("channels"), bulk(ch)),
+        ]
+    };
+    let mut out = vec![
+        (Reply::bulk_str("flags"), Reply::Set(u.flags().into_iter().map(Reply::bulk_str).collect())),
+        (Reply::bulk_str("passwords"), Reply::Array(u.passwords.iter().map(|h| bulk(h.clone())).collect())),
+    ];
+    out.extend(u.selector_parts(cat, true).into_iter().flat_map(parts));
+    let selectors = u.selector_parts(cat, false).into_iter().map(|p| Reply::Map(parts(p))).collect();
+    out.push((Reply::bulk_str("selectors"), Reply::Array(selectors)));
+    Ok(Reply::Map(out))
 }
 
 fn acl_cat(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
@@ -187,34 +312,128 @@ fn acl_genpass(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     Ok(Reply::Bulk(Bytes::from(hex)))
 }
 
-fn acl_log(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    match args.get(2) {
-        None => Ok(Reply::Array(Vec::new())),
-        Some(a) if eq(a, "reset") => Ok(Reply::ok()),
-        Some(a) => {
-            crate::num::parse_int(a)?;
-            Ok(Reply::Array(Vec::new()))
+fn acl_log(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    if args.len() > 3 {
+        return Err(subcommand_syntax(args));
+    }
+    let count = match args.get(2) {
+        None => 10,
+        Some(a) if eq(a, "reset") => {
+            ctx.core.acl.log.clear();
+            return Ok(Reply::ok());
+        }
+        Some(a) => crate::num::parse_int(a)?.max(0) as usize,
+    };
+    let now = ctx.shared.clock.now_ms();
+    let entries = ctx.core.acl.log.iter().take(count).map(|e| {
+        Reply::Map(vec![
+            (Reply::bulk_str("count"), Reply::Int(e.count as i64)),
+            (Reply::bulk_str("reason"), Reply::bulk_str(e.reason)),
+            (Reply::bulk_str("context"), Reply::bulk_str(e.context)),
+            (Reply::bulk_str("object"), Reply::Bulk(e.object.clone())),
+            (Reply::bulk_str("username"), Reply::Bulk(e.username.clone())),
+            (Reply::bulk_str("age-seconds"), Reply::Double(now.saturating_sub(e.time_ms) as f64 / 1000.0)),
+            (Reply::bulk_str("client-info"), Reply::Bulk(Bytes::from(e.client_info.clone()))),
+        ])
+    });
+    Ok(Reply::Array(entries.collect()))
+}
+
+/// Kills (or, for the caller, closes after the reply) the connections
+/// authenticated as `user` that `keep` does not keep.
+fn disconnect(ctx: &mut Ctx<'_>, user: &[u8], keep: impl Fn(&Ctx<'_>, u64) -> bool) {
+    let targets: Vec<_> = ctx.core.clients.values().filter(|r| r.user[..] == *user).map(|r| r.shared.clone()).collect();
+    for c in targets {
+        if keep(ctx, c.id) {
+            continue;
+        }
+        if c.id == ctx.client.id {
+            ctx.client.close = true;
+        } else {
+            c.kill();
         }
     }
 }
 
-fn acl_deluser(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+fn acl_deluser(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if args[2..].iter().any(|u| &u[..] == b"default") {
         return Err(CmdError::custom("ERR The 'default' user cannot be removed"));
     }
-    Ok(Reply::Int(0))
-}
-
-fn acl_setuser(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    Err(CmdError::custom(
-        "ERR ACL SETUSER is not supported by rlockd: its only user is 'default' (set its password with CONFIG SET requirepass)",
-    ))
-}
-
-fn acl_dryrun(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    if &args[2][..] != b"default" {
-        return Err(CmdError::echo("ERR User '", &args[2], "' not found"));
+    let mut n = 0;
+    for name in &args[2..] {
+        if ctx.core.acl.users.remove(&name[..]).is_some() {
+            n += 1;
+            disconnect(ctx, name, |_, _| false);
+        }
     }
+    ctx.core.acl.refresh();
+    Ok(Reply::Int(n))
+}
+
+/// `SETUSER`'s arguments with a selector written over several of them
+/// (`(~k*` `+get)`) joined into one.
+fn merge_selectors(args: &[Bytes]) -> Result<Vec<Bytes>, CmdError> {
+    let mut out = Vec::new();
+    let mut open: Option<Vec<u8>> = None;
+    for a in args {
+        match open.as_mut() {
+            Some(sel) => {
+                sel.push(b' ');
+                sel.extend_from_slice(a);
+                if a.last() == Some(&b')') {
+                    out.push(Bytes::from(open.take().unwrap_or_default()));
+                }
+            }
+            None if a.first() == Some(&b'(') && a.last() != Some(&b')') => open = Some(a.to_vec()),
+            None => out.push(a.clone()),
+        }
+    }
+    if let Some(sel) = open {
+        let first = sel.split(|&b| b == b' ').next().unwrap_or_default().to_vec();
+        return Err(CmdError::echo("ERR Unmatched parenthesis in acl selector starting at '", &first, "'."));
+    }
+    Ok(out)
+}
+
+fn acl_setuser(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let cat = catalog();
+    let name = args[2].clone();
+    if name.iter().any(|&b| b == b' ' || b == 0) {
+        return Err(CmdError::custom("ERR Usernames can't contain spaces or null characters"));
+    }
+    let allchannels = ctx.core.config.get_str("acl-pubsub-default") == "allchannels";
+    let mut user = match ctx.core.acl.users.get(&name[..]) {
+        Some(u) => u.clone(),
+        None => User::new(cat, allchannels),
+    };
+    for rule in merge_selectors(&args[3..])? {
+        if let Err(why) = user.apply(&rule, cat, allchannels) {
+            let mut msg = b"ERR Error in ACL SETUSER modifier '".to_vec();
+            msg.extend_from_slice(&rule);
+            msg.extend_from_slice(b"': ");
+            msg.extend_from_slice(why.as_bytes());
+            return Err(CmdError::Raw(Bytes::from(msg)));
+        }
+    }
+    ctx.core.acl.users.insert(name.clone(), user);
+    ctx.core.acl.refresh();
+    // Subscribers whose channels the user may no longer use are dropped.
+    disconnect(ctx, &name, |ctx, id| {
+        use crate::pubsub::Kind;
+        let ps = &ctx.core.pubsub;
+        let mut subs: Vec<(Bytes, bool)> = Vec::new();
+        for (kind, pattern) in [(Kind::Channel, false), (Kind::Pattern, true), (Kind::Shard, false)] {
+            subs.extend(ps.subscriptions_of(id, kind).into_iter().map(|c| (c, pattern)));
+        }
+        ctx.core.acl.users.get(&name[..]).is_some_and(|u| u.channels_ok(&subs))
+    });
+    Ok(Reply::ok())
+}
+
+fn acl_dryrun(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let Some(user) = ctx.core.acl.users.get(&args[2][..]) else {
+        return Err(CmdError::echo("ERR User '", &args[2], "' not found"));
+    };
     let argv = &args[3..];
     let c = match table().lookup(argv) {
         Lookup::Found(c) => c,
@@ -223,7 +442,17 @@ fn acl_dryrun(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if !super::arity_ok(c.spec.arity, argv.len()) {
         return Err(CmdError::WrongArity(c.fullname.clone()));
     }
-    Ok(Reply::ok())
+    let text = match user_check(user, c, argv) {
+        Ok(()) => return Ok(Reply::ok()),
+        Err(Denied::Command) => {
+            format!("This user has no permissions to run the '{}' command", c.fullname).into_bytes()
+        }
+        Err(Denied::Key(p)) => [b"This user has no permissions to access the '", &argv[p][..], b"' key"].concat(),
+        Err(Denied::Channel(p)) => {
+            [b"This user has no permissions to access the '", &argv[p][..], b"' channel"].concat()
+        }
+    };
+    Ok(Reply::Bulk(Bytes::from(text)))
 }
 
 fn acl_load_save(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {

@@ -98,13 +98,18 @@ fn client_setinfo(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn client_info(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     let now = ctx.now_ms();
+    let line = info_line_of(ctx, now);
+    Ok(info_text(ctx, format!("{line}\n")))
+}
+
+/// The calling client's `CLIENT INFO` line (also `ACL LOG`'s `client-info`).
+pub(crate) fn info_line_of(ctx: &Ctx<'_>, now: u64) -> String {
     let lib = lib_fields(ctx);
     let (id, current) = (ctx.client.id, ctx.client.current);
-    let line = match ctx.core.clients.get(&id) {
+    match ctx.core.clients.get(&id) {
         Some(r) => r.info_line(now, id + 7, last_cmd_name(&r.shared), current, lib),
         None => ClientRecord::new(ctx.client.shared.clone()).info_line(now, id + 7, "NULL", current, lib),
-    };
-    Ok(info_text(ctx, format!("{line}\n")))
+    }
 }
 
 /// Redis 7.2 added `lib-name` and `lib-ver` to `CLIENT LIST`; 7.0 has
@@ -243,15 +248,16 @@ fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         i += 2;
     }
     if let Some(u) = &user_f {
-        if u != b"default" {
+        if !ctx.core.acl.users.contains_key(&u[..]) {
             return Err(CmdError::echo("ERR No such user '", u, "'"));
         }
     }
     let now = ctx.now_ms();
     let mut killed = 0;
-    let victims: Vec<_> = ctx.core.clients.values().map(|r| r.shared.clone()).collect();
-    for c in victims {
+    let victims: Vec<_> = ctx.core.clients.values().map(|r| (r.shared.clone(), r.user.clone())).collect();
+    for (c, user) in victims {
         if id_f.is_some_and(|id| id != c.id)
+            || user_f.as_ref().is_some_and(|u| u[..] != user[..])
             || addr_f.as_ref().is_some_and(|a| *a != c.addr.to_string())
             || laddr_f.as_ref().is_some_and(|a| *a != c.laddr.to_string())
             || type_f.as_ref().is_some_and(|t| match t.as_str() {

@@ -189,6 +189,23 @@ pub(crate) fn command_keys(c: &Command, argv: &[Bytes]) -> Vec<Bytes> {
     keys_and_flags(c, argv).into_iter().filter_map(|(pos, _)| argv.get(pos).cloned()).collect()
 }
 
+/// The keys command `c` names in `argv` with the access each needs, as
+/// the ACL checks it: (position, read, write). A key spec's `access` flag
+/// asks for read permission, `insert`/`delete`/`update` for write.
+pub(crate) fn key_access(c: &Command, argv: &[Bytes]) -> Vec<(usize, bool, bool)> {
+    let has = |flags: &Reply, names: &[&str]| match flags {
+        Reply::Set(v) | Reply::Array(v) => v.iter().any(|f| match f {
+            Reply::Status(b) | Reply::Bulk(b) => names.iter().any(|n| b.eq_ignore_ascii_case(n.as_bytes())),
+            _ => false,
+        }),
+        _ => false,
+    };
+    keys_and_flags(c, argv)
+        .into_iter()
+        .map(|(pos, f)| (pos, has(&f, &["access"]), has(&f, &["insert", "delete", "update"])))
+        .collect()
+}
+
 fn key_flags(names: &[&str]) -> Reply {
     Reply::Set(names.iter().map(|n| Reply::Status(Bytes::copy_from_slice(n.as_bytes()))).collect())
 }

@@ -55,6 +55,10 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             )));
         }
     }
+    if set.contains(&"requirepass") {
+        let pass = ctx.core.config.requirepass.clone();
+        ctx.core.acl.set_requirepass(pass.as_deref());
+    }
     ctx.core.config_changed();
     Ok(Reply::ok())
 }

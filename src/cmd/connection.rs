@@ -48,34 +48,23 @@ fn select(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     Ok(Reply::ok())
 }
 
-fn check_password(ctx: &Ctx<'_>, user: &[u8], pass: &[u8]) -> bool {
-    if user != b"default" {
-        return false;
-    }
-    match &ctx.core.config.requirepass {
-        None => true,
-        Some(pw) => pw[..] == *pass,
-    }
-}
-
 const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
 
 fn auth(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if args.len() > 3 {
         return Err(CmdError::Syntax);
     }
-    let (user, pass): (&[u8], &[u8]) = if args.len() == 2 {
-        if ctx.core.config.requirepass.is_none() {
+    let (user, pass) = if args.len() == 2 {
+        if ctx.core.acl.default_user().is_some_and(|d| d.nopass) {
             return Err(CmdError::custom(
                 "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
             ));
         }
-        (b"default", &args[1])
+        (Bytes::from_static(b"default"), &args[1])
     } else {
-        (&args[1], &args[2])
+        (args[1].clone(), &args[2])
     };
-    if check_password(ctx, user, pass) {
-        ctx.client.authenticated = true;
+    if super::acl::authenticate(ctx, &user, pass) {
         Ok(Reply::ok())
     } else {
         Err(CmdError::custom(WRONGPASS))
@@ -119,12 +108,11 @@ fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
     }
     if let Some((u, p)) = creds {
-        if !check_password(ctx, &u, &p) {
+        if !super::acl::authenticate(ctx, &u, &p) {
             return Err(CmdError::custom(WRONGPASS));
         }
-        ctx.client.authenticated = true;
     }
-    if !ctx.client.authenticated && ctx.core.config.requirepass.is_some() {
+    if !ctx.client.authenticated && ctx.core.acl.auth_required() {
         return Err(CmdError::custom("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"));
     }
     if let (Some(n), Some(r)) = (name, ctx.core.client_record(ctx.client.id)) {
@@ -164,6 +152,7 @@ fn reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     if let Some(r) = ctx.core.client_record(ctx.client.id) {
         r.name = Bytes::new();
     }
-    ctx.client.authenticated = ctx.core.config.requirepass.is_none();
+    super::acl::set_user(ctx, Bytes::from_static(b"default"));
+    ctx.client.authenticated = !ctx.core.acl.auth_required();
     Ok(Reply::status("RESET"))
 }

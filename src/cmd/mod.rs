@@ -516,7 +516,7 @@ pub fn process(ctx: &mut Ctx<'_>, argv: Vec<Bytes>) -> Reply {
     let cmd = match tbl.lookup(&argv) {
         Lookup::Found(c) => c,
         Lookup::Unknown if control::is_control(ctx, &argv) => {
-            if !ctx.client.authenticated && ctx.core.config.requirepass.is_some() {
+            if !ctx.client.authenticated && ctx.core.acl.auth_required() {
                 return reject(ctx, None, CmdError::NoAuth);
             }
             let reply = match control::run(ctx, &argv) {
@@ -533,11 +533,20 @@ pub fn process(ctx: &mut Ctx<'_>, argv: Vec<Bytes>) -> Reply {
     if !arity_ok(cmd.spec.arity, argv.len()) {
         return reject(ctx, Some(cmd), CmdError::WrongArity(cmd.fullname.clone()));
     }
-    if !ctx.client.authenticated && ctx.core.config.requirepass.is_some() && !cmd.has(flags::NO_AUTH) {
+    if !ctx.client.authenticated && ctx.core.acl.auth_required() && !cmd.has(flags::NO_AUTH) {
         return reject(ctx, Some(cmd), CmdError::NoAuth);
     }
     if ctx.client.multi.is_some() && cmd.has(flags::NO_MULTI) {
         return reject(ctx, Some(cmd), CmdError::custom("ERR Command not allowed inside a transaction"));
+    }
+    // The one branch the command path pays while `default` is the only,
+    // unrestricted, user.
+    if !ctx.core.acl.open {
+        if let Err(d) = acl::check(ctx, cmd, &argv) {
+            ctx.client.shared.last_cmd.store(cmd.id, std::sync::atomic::Ordering::Relaxed);
+            let err = acl::refuse(ctx, cmd, &argv, d, "toplevel");
+            return reject(ctx, Some(cmd), err);
+        }
     }
     if ctx.shared.faults.active() {
         let faults = &ctx.shared.faults;

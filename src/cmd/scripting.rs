@@ -146,6 +146,7 @@ impl<'c, 'a> ScriptRun<'c, 'a> {
         let mut client = ClientState::new(ctx.client.shared.clone(), true);
         client.caller = Caller::Script;
         client.set_db(ctx.client.db());
+        client.user = ctx.client.user.clone();
         client.resp = Resp::V2;
         let threshold_ms = ctx.core.config.busy_threshold_ms;
         ScriptRun {
@@ -200,6 +201,13 @@ impl ScriptHost for ScriptRun<'_, '_> {
         if cmd.has(flags::NOSCRIPT) {
             return Err(self.refuse(Some(cmd.id), ScriptErr::NotAllowed));
         }
+        if !self.ctx.core.acl.open {
+            let mut ctx = Ctx { core: &mut *self.ctx.core, client: &mut self.client, shared: self.ctx.shared };
+            if let Err(d) = super::acl::check(&ctx, cmd, argv) {
+                super::acl::refuse(&mut ctx, cmd, argv, d, "lua");
+                return Err(self.refuse(Some(cmd.id), ScriptErr::Denied(super::acl::script_denial(d))));
+            }
+        }
         if self.readonly && (cmd.has(flags::WRITE) || cmd.has(flags::MAY_REPLICATE)) {
             return Err(self.refuse(Some(cmd.id), ScriptErr::WriteInReadOnly));
         }
@@ -220,9 +228,13 @@ impl ScriptHost for ScriptRun<'_, '_> {
         Ok((super::call(&mut ctx, cmd, argv), info))
     }
 
-    /// The default user may run every command: only unknown ones fail.
-    fn acl_check(&self, argv: &[Bytes]) -> bool {
-        matches!(table().lookup(argv), Lookup::Found(_))
+    /// Whether the script's user may run `argv` (not logged).
+    fn acl_check(&self, argv: &[Bytes]) -> Option<bool> {
+        let Lookup::Found(cmd) = table().lookup(argv) else { return None };
+        if self.ctx.core.acl.open {
+            return Some(true);
+        }
+        Some(super::acl::check_as(self.ctx.core, &self.client.user, cmd, argv).is_ok())
     }
 
     /// Enters BUSY mode past the threshold, then serves the other

@@ -76,7 +76,10 @@ fn exec_queued(ctx: &mut Ctx<'_>, state: MultiState) -> CmdResult {
     let resp3 = ctx.client.resp == crate::protocol::Resp::V3;
     for argv in &state.queue {
         let reply = match table().lookup(argv) {
-            Lookup::Found(c) => super::call(ctx, c, argv),
+            Lookup::Found(c) => match super::acl::check_in_exec(ctx, c, argv) {
+                Some(err) => err.into(),
+                None => super::call(ctx, c, argv),
+            },
             // Queued commands were resolved when queued; the table is immutable.
             Lookup::Unknown => super::unknown_command_error(argv).into(),
             Lookup::UnknownSub => super::unknown_subcommand_error(argv).into(),

@@ -27,6 +27,9 @@ pub enum ScriptErr {
     /// Refused by a server limit, worded with its own code
     /// (`-OOM command not allowed…`, `-NOREPLICAS …`).
     Limit(&'static str),
+    /// Refused by the ACL of the script's user (Redis's wording per
+    /// reason: command, key or channel).
+    Denied(&'static str),
 }
 
 impl ScriptErr {
@@ -38,7 +41,7 @@ impl ScriptErr {
             ScriptErr::WrongArity => "Wrong number of args calling Redis command from script",
             ScriptErr::NotAllowed => "This Redis command is not allowed from script",
             ScriptErr::WriteInReadOnly => "Write commands are not allowed from read-only scripts.",
-            ScriptErr::Limit(text) => text,
+            ScriptErr::Limit(text) | ScriptErr::Denied(text) => text,
         }
     }
 }
@@ -98,9 +101,9 @@ pub trait ScriptHost {
     /// `Ok(Reply::Error)`, beside what the command was.
     fn call(&mut self, argv: &[Bytes], resp3: bool) -> Result<(Reply, CallInfo), ScriptErr>;
 
-    /// `redis.acl_check_cmd`: true if `argv` names a command the script's
-    /// user may run.
-    fn acl_check(&self, argv: &[Bytes]) -> bool;
+    /// `redis.acl_check_cmd`: whether the script's user may run `argv`;
+    /// None if it names no command.
+    fn acl_check(&self, argv: &[Bytes]) -> Option<bool>;
 
     /// Asked between Lua instructions: lets the host serve others while
     /// the script is slow, and says whether to stop the script.

@@ -635,8 +635,8 @@ mod tests {
                 _ => Ok((Reply::Array(argv.iter().cloned().map(Reply::Bulk).collect()), info)),
             }
         }
-        fn acl_check(&self, argv: &[Bytes]) -> bool {
-            &argv[0][..] != b"nope"
+        fn acl_check(&self, argv: &[Bytes]) -> Option<bool> {
+            (&argv[0][..] != b"nope").then_some(true)
         }
         fn interrupt(&mut self) -> host::Interrupt {
             self.interrupts += 1;

@@ -213,8 +213,8 @@ unsafe extern "C-unwind" fn set_repl(l: State) -> c_int {
     0
 }
 
-/// `redis.acl_check_cmd(cmd, ...)`: the only user is `default`, who may run
-/// everything; unknown commands raise as in Redis.
+/// `redis.acl_check_cmd(cmd, ...)`: whether the script's user may run the
+/// command; unknown commands raise as in Redis.
 unsafe extern "C-unwind" fn acl_check_cmd(l: State) -> c_int {
     let Some(run) = current() else {
         raise_err(l, "redis.acl_check_cmd can only be called inside a script invocation")
@@ -225,12 +225,11 @@ unsafe extern "C-unwind" fn acl_check_cmd(l: State) -> c_int {
     }
     let argv = collect_args(l, argc);
     ffi::lua_pop(l, argc);
-    let known = argv.map(|argv| run.host.acl_check(&argv));
-    match known {
-        None => raise_err(l, "Lua redis lib command arguments must be strings or integers"),
-        Some(false) => raise_err(l, "Invalid command passed to redis.acl_check_cmd()"),
-        Some(true) => {
-            ffi::lua_pushboolean(l, 1);
+    let Some(argv) = argv else { raise_err(l, "Lua redis lib command arguments must be strings or integers") };
+    match run.host.acl_check(&argv) {
+        None => raise_err(l, "Invalid command passed to redis.acl_check_cmd()"),
+        Some(allowed) => {
+            ffi::lua_pushboolean(l, c_int::from(allowed));
             1
         }
     }

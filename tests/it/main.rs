@@ -3,6 +3,7 @@
 
 mod common;
 
+mod acl;
 mod bench_tool;
 mod binary;
 mod blocking;
