@@ -24,6 +24,11 @@
 //! EVALSHA with `--keys`/`--args` templates where `{c}` is the connection,
 //! `{i}` the operation's number and `{r}` a random number).
 //!
+//! `held-memory` is not timed: it acquires `--held` Redisson locks (distinct
+//! names, a Redisson-style owner id, 30 s lease) on each target after a
+//! FLUSHALL and reports the growth of `used_memory` and `used_memory_rss`
+//! per held lock (INFO memory before and after), then removes them.
+//!
 //! For each workload and target: operations per second (median, min and max
 //! of the rounds), latency percentiles (p50, p99, p99.9 of every operation
 //! of every round), the server's CPU time per operation when its pid is
@@ -49,13 +54,14 @@ const FAIR_UNLOCK: &str = include_str!("../../lua/fair_unlock.lua");
 const USAGE: &str = "usage: rlockd-bench [options] TARGET...
   TARGET              spawn:rlockd | spawn:redis-server | [name=]host:port (first = baseline)
   -w, --workload W    comma-separated: ping set get lock-unlock reentrant contended renew
-                      semaphore fair script:FILE (default lock-unlock)
+                      semaphore fair script:FILE, held-memory (bytes per held
+                      lock, not timed) (default lock-unlock)
   -c, --conns N       connections (default 16)
   -P, --pipeline N    operations in flight per connection (default 1; contended: always 1)
   -d, --duration S    seconds per round and target (default 1)
   -r, --rounds N      rounds, targets interleaved in each (default 5)
       --names N       lock / semaphore names for contended and semaphore (default 8)
-      --held N        held locks for renew (default 1000)
+      --held N        held locks for renew and held-memory (default 1000)
       --keys T,T      script: KEYS templates ({c} connection, {i} operation, {r} random)
       --args T,T      script: ARGV templates
       --pin CPUS      pin the load threads to these CPUs (e.g. 1 or 0-1)
@@ -348,6 +354,41 @@ impl Conn {
         self.send(&out);
         self.read()
     }
+    /// The text of a bulk-string reply (INFO).
+    fn bulk(&mut self, args: &[&[u8]]) -> String {
+        let mut out = Vec::new();
+        encode(&mut out, args);
+        self.send(&out);
+        loop {
+            let b = &self.buf[self.start..];
+            if let Some(eol) = b.windows(2).position(|w| w == b"\r\n") {
+                if b[0] != b'$' {
+                    fail(&format!("expected a bulk reply: {}", String::from_utf8_lossy(&b[..eol])));
+                }
+                let len: usize = std::str::from_utf8(&b[1..eol]).ok().and_then(|n| n.parse().ok()).unwrap_or(0);
+                if b.len() >= eol + 2 + len + 2 {
+                    let text = String::from_utf8_lossy(&b[eol + 2..eol + 2 + len]).into_owned();
+                    self.buf.clear();
+                    self.start = 0;
+                    return text;
+                }
+            }
+            let mut chunk = [0u8; 16 * 1024];
+            let n = self.s.read(&mut chunk).unwrap_or_else(|e| fail(&format!("read: {e}")));
+            if n == 0 {
+                fail("the server closed the connection");
+            }
+            self.buf.extend_from_slice(&chunk[..n]);
+        }
+    }
+    /// A numeric field of `INFO memory`.
+    fn memory_field(&mut self, name: &str) -> u64 {
+        let info = self.bulk(&[b"INFO", b"memory"]);
+        info.lines()
+            .find_map(|l| l.strip_prefix(name).and_then(|r| r.strip_prefix(':')))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| fail(&format!("no {name} in INFO memory")))
+    }
     fn load(&mut self, script: &str) -> String {
         let sha = sha1_smol::Sha1::from(script.as_bytes()).digest().to_string();
         let r = self.cmd(&[b"SCRIPT", b"LOAD", script.as_bytes()]);
@@ -542,6 +583,36 @@ fn setup(w: &str, t: &Target, o: &Opts) -> Shas {
     sh
 }
 
+/// Bytes per held lock on `t`: (used_memory, used_memory_rss) growth
+/// divided by `n` locks acquired with Redisson's lock script.
+fn held_memory(t: &Target, n: usize) -> (f64, f64) {
+    let mut c = Conn::open(&t.addr);
+    c.cmd(&[b"FLUSHALL"]);
+    let lock = c.load(LOCK);
+    std::thread::sleep(Duration::from_millis(300));
+    let (used0, rss0) = (c.memory_field("used_memory"), c.memory_field("used_memory_rss"));
+    let owner = b"3a8a7f4c-0b8e-4a5e-9d0c-6f1f0c9a2b11:1";
+    for start in (0..n).step_by(1000) {
+        let mut out = Vec::new();
+        let end = (start + 1000).min(n);
+        for i in start..end {
+            let name = format!("lock:{i}");
+            encode(&mut out, &[b"EVALSHA", lock.as_bytes(), b"1", name.as_bytes(), b"30000", owner]);
+        }
+        c.send(&out);
+        for _ in start..end {
+            if !matches!(c.read(), R::Nil) {
+                fail("held-memory: a lock was not acquired");
+            }
+        }
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let (used1, rss1) = (c.memory_field("used_memory"), c.memory_field("used_memory_rss"));
+    c.cmd(&[b"FLUSHALL"]);
+    let per = |a: u64, b: u64| (b as f64 - a as f64) / n as f64;
+    (per(used0, used1), per(rss0, rss1))
+}
+
 fn pin(cpus: &[usize], n: usize) {
     if cpus.is_empty() {
         return;
@@ -700,6 +771,22 @@ fn main() {
     let targets: Vec<Target> = o.targets.iter().map(|s| start(s, &o.pids)).collect();
     let mut cells = Vec::new();
     for w in &o.workloads {
+        if w == "held-memory" {
+            println!("{} held Redisson locks: growth of INFO memory per lock", o.held);
+            println!();
+            println!("| target | used_memory B/lock | used_memory_rss B/lock | ratio (used_memory) |");
+            println!("|---|---:|---:|---:|");
+            let mut base = 0.0;
+            for (ti, t) in targets.iter().enumerate() {
+                let (used, rss) = held_memory(t, o.held);
+                if ti == 0 {
+                    base = used;
+                }
+                println!("| {} | {used:.0} | {rss:.0} | {:.2} |", t.name, used / base);
+            }
+            println!();
+            continue;
+        }
         let mut rounds: Vec<Vec<Round>> = (0..targets.len()).map(|_| Vec::new()).collect();
         let shas: Vec<Shas> = targets.iter().map(|t| setup(w, t, &o)).collect();
         for r in 0..o.rounds {
@@ -739,6 +826,9 @@ fn main() {
                 ratio: median / base,
             });
         }
+    }
+    if cells.is_empty() {
+        return;
     }
     println!(
         "{} connections, pipeline {}, {} rounds of {} s per target (interleaved); latency per operation{}",

@@ -104,11 +104,71 @@ impl Actor {
     }
 }
 
+/// The kinds a view can have, by their index in a [`Seen`].
+const KINDS: [&str; 7] = ["", "read-write", "fair", "reentrant", "counter", "token", "zset-semaphore"];
+
+/// What the comparison needs of a lock's last view — its kind, holders with
+/// their counts, counter value and key deadline — packed in one allocation
+/// (about 80 bytes for a held Redisson lock, where a whole [`LockView`] with
+/// its vectors and copies took several hundred): the history keeps one per
+/// held lock.
+#[derive(Debug)]
+struct Seen(Box<[u8]>);
+
+impl Seen {
+    fn pack(v: &LockView, deadline: Option<u64>) -> Seen {
+        let mut b = Vec::with_capacity(20 + v.holders.iter().map(|h| 12 + h.id.len()).sum::<usize>());
+        b.push(KINDS.iter().position(|k| *k == v.kind).unwrap_or(0) as u8);
+        b.push(u8::from(deadline.is_some()) | u8::from(v.value.is_some()) << 1);
+        b.extend_from_slice(&deadline.unwrap_or(0).to_le_bytes());
+        b.extend_from_slice(&v.value.unwrap_or(0).to_le_bytes());
+        for h in &v.holders {
+            b.extend_from_slice(&h.count.to_le_bytes());
+            b.extend_from_slice(&(h.id.len() as u32).to_le_bytes());
+            b.extend_from_slice(&h.id);
+        }
+        Seen(b.into_boxed_slice())
+    }
+
+    /// The packed view back: (kind, holders with counts, value, deadline).
+    fn unpack(&self, db: usize, key: &Bytes) -> (LockView, Option<u64>) {
+        let b = &self.0;
+        let word = |at: usize| u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"));
+        let flags = b[1];
+        let deadline = (flags & 1 != 0).then(|| word(2));
+        let value = (flags & 2 != 0).then(|| word(10) as i64);
+        let mut holders = Vec::new();
+        let mut at = 18;
+        while at < b.len() {
+            let count = word(at) as i64;
+            let len = u32::from_le_bytes(b[at + 8..at + 12].try_into().expect("4 bytes")) as usize;
+            holders.push(Holder {
+                id: Bytes::copy_from_slice(&b[at + 12..at + 12 + len]),
+                count,
+                lease_ms: None,
+                score: None,
+            });
+            at += 12 + len;
+        }
+        let view = LockView {
+            db,
+            key: key.clone(),
+            kind: KINDS[usize::from(b[0]).min(KINDS.len() - 1)],
+            mode: None,
+            holders,
+            waiters: Vec::new(),
+            lease_ms: None,
+            value,
+        };
+        (view, deadline)
+    }
+}
+
 /// The recorder: last view of every lock, events, violations.
 #[derive(Debug, Default)]
 pub struct LockHistory {
-    /// Last view of each lock with the absolute deadline of its key.
-    seen: HashMap<(usize, Bytes), (LockView, Option<u64>)>,
+    /// Last view of each lock (what the comparison needs of it).
+    seen: HashMap<(usize, Bytes), Seen>,
     /// Holders of locks that expired while held, until the lock is taken again.
     expired_held: HashMap<(usize, Bytes), Vec<Bytes>>,
     /// The last waiting queue seen for each fair lock, kept while the lock
@@ -157,11 +217,11 @@ impl LockHistory {
                 done.push(id.clone());
             }
             let now_view = ks.dbs.get(*db).and_then(|d| view_key(d, *db, &id.1, now_ms));
-            let before = self.seen.remove(&id);
+            let before = self.seen.remove(&id).map(|s| s.unpack(id.0, &id.1));
             self.compare(&id, before, now_view.as_ref(), now_ms, actor);
             if let Some(v) = now_view {
                 let deadline = v.lease_ms.map(|ms| now_ms.saturating_add_signed(ms));
-                self.seen.insert(id, (v, deadline));
+                self.seen.insert(id, Seen::pack(&v, deadline));
             }
         }
     }
@@ -369,5 +429,33 @@ mod tests {
         assert_eq!(&lock_key(&Bytes::from_static(b"{rw}:u:1:rwlock_timeout:1"))[..], b"rw");
         assert_eq!(&lock_key(&Bytes::from_static(b"plain"))[..], b"plain");
         assert_eq!(owner(b"u:1:write"), b"u:1");
+    }
+
+    #[test]
+    fn a_packed_view_keeps_what_the_comparison_reads() {
+        let key = Bytes::from_static(b"lock");
+        let holder =
+            |id: &'static [u8], count| Holder { id: Bytes::from_static(id), count, lease_ms: Some(5), score: None };
+        for kind in KINDS {
+            for value in [None, Some(-3)] {
+                for deadline in [None, Some(1_700_000_000_123)] {
+                    let v = LockView {
+                        db: 2,
+                        key: key.clone(),
+                        kind,
+                        mode: None,
+                        holders: vec![holder(b"uuid-a:1", 3), holder(b"", 1), holder(b"uuid-b:7:write", 1)],
+                        waiters: Vec::new(),
+                        lease_ms: Some(30_000),
+                        value,
+                    };
+                    let (back, d) = Seen::pack(&v, deadline).unpack(2, &key);
+                    assert_eq!(d, deadline);
+                    assert_eq!((back.kind, back.value, back.db, &back.key), (kind, value, 2, &key));
+                    let ids: Vec<(&[u8], i64)> = back.holders.iter().map(|h| (&h.id[..], h.count)).collect();
+                    assert_eq!(ids, vec![(&b"uuid-a:1"[..], 3), (&b""[..], 1), (&b"uuid-b:7:write"[..], 1)]);
+                }
+            }
+        }
     }
 }
