@@ -83,7 +83,7 @@ fn sadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
     let mut db = ctx.db();
     if get_set(&mut db, key)?.is_none() {
-        db.insert_new(key, Value::Set(SetValue::default()));
+        db.insert_new(key, Value::Set(Box::default()));
     }
     let s = get_set(&mut db, key)?.expect("exists");
     let mut added = 0;
@@ -258,7 +258,7 @@ fn smove(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     db.remove_if_empty(src);
     db.touch(src);
     if get_set(&mut db, dst)?.is_none() {
-        db.insert_new(dst, Value::Set(SetValue::default()));
+        db.insert_new(dst, Value::Set(Box::default()));
     }
     let d = get_set(&mut db, dst)?.expect("exists");
     if d.insert(own(m)) {
@@ -280,7 +280,7 @@ fn load_sets<'a>(db: &'a mut DbView<'_>, keys: &[Bytes]) -> Result<Vec<Option<&'
     Ok(keys
         .iter()
         .map(|k| match raw.peek(k).map(|e| &e.value) {
-            Some(Value::Set(s)) => Some(s),
+            Some(Value::Set(s)) => Some(&**s),
             _ => None,
         })
         .collect())
@@ -370,7 +370,7 @@ fn setop(ctx: &mut Ctx<'_>, keys: &[Bytes], dst: Option<&Bytes>, op: SetOp) -> C
     }
     let mut s = SetValue::default();
     s.extend(r.members);
-    db.set(dst, Value::Set(s), false);
+    db.set(dst, Value::Set(Box::new(s)), false);
     let ev = match op {
         SetOp::Inter => "sinterstore",
         SetOp::Union => "sunionstore",

@@ -14,6 +14,7 @@
 
 pub mod evict;
 pub mod geohash;
+pub mod hash_value;
 pub mod hll;
 pub mod lock_history;
 pub mod locks;

@@ -517,7 +517,7 @@ pub fn dump(entry: &Entry) -> Vec<u8> {
             } else {
                 out.push(T_SET);
                 save_len(&mut out, s.len() as u64);
-                for m in s {
+                for m in s.iter() {
                     save_string(&mut out, m);
                 }
             }
@@ -1066,7 +1066,7 @@ pub fn restore(payload: &[u8]) -> Result<Value, RdbError> {
             if s.is_empty() {
                 return Err(RdbError::Format);
             }
-            Value::Set(s)
+            Value::Set(Box::new(s))
         }
         T_SET_INTSET => {
             let blob = r.string()?;
@@ -1096,7 +1096,7 @@ pub fn restore(payload: &[u8]) -> Result<Value, RdbError> {
                 prev = Some(v);
                 s.insert(crate::num::int_bytes(v));
             }
-            Value::Set(s)
+            Value::Set(Box::new(s))
         }
         T_HASH => {
             let n = r.count(2)?;
@@ -1283,8 +1283,8 @@ mod tests {
             Value::Str(b("lorem ipsum dolor sit amet ".repeat(8))),
             Value::List((0..300).map(|i| b(format!("item-{i}"))).collect()),
             Value::List((0..50).map(|i| b((i * 1000 - 7).to_string())).collect()),
-            Value::Set((0..20).map(|i| b((i * 70_000).to_string())).collect()),
-            Value::Set((0..20).map(|i| b(format!("m{i}"))).collect()),
+            Value::Set(Box::new((0..20).map(|i| b((i * 70_000).to_string())).collect())),
+            Value::Set(Box::new((0..20).map(|i| b(format!("m{i}"))).collect())),
             Value::Hash((0..10).map(|i| (b(format!("f{i}")), b(i.to_string()))).collect()),
             Value::Hash((0..10).map(|i| (b(format!("f{i}")), b("v".repeat(70)))).collect()),
         ];

@@ -7,10 +7,10 @@ use indexmap::IndexSet;
 
 use super::stream::Stream;
 use super::zset::ZSet;
-use super::{Hasher, Map};
+use super::Hasher;
 
 /// A hash value: field → value, insertion ordered (HSCAN cursors rely on it).
-pub type HashValue = Map<Bytes, Bytes>;
+pub use super::hash_value::HashValue;
 /// A set value.
 pub type SetValue = IndexSet<Bytes, Hasher>;
 /// A list value.
@@ -27,7 +27,7 @@ pub enum Value {
     Str(Bytes),
     Hash(HashValue),
     List(ListValue),
-    Set(SetValue),
+    Set(Box<SetValue>),
     ZSet(Box<ZSet>),
     Stream(Box<Stream>),
 }
