@@ -92,15 +92,49 @@ pub struct Actor {
     pub detail: Option<Bytes>,
 }
 
-impl Actor {
-    fn describe(&self) -> String {
-        let mut s = String::with_capacity(self.command.len() + self.detail.as_ref().map_or(0, |d| d.len() + 1));
-        s.push_str(self.command);
-        if let Some(d) = &self.detail {
-            s.push(' ');
-            s.push_str(&String::from_utf8_lossy(d));
+/// `command` with its detail, as [`LockEvent::command`] shows it.
+fn describe(command: &str, detail: Option<&Bytes>) -> String {
+    let mut s = String::with_capacity(command.len() + detail.map_or(0, |d| d.len() + 1));
+    s.push_str(command);
+    if let Some(d) = detail {
+        s.push(' ');
+        s.push_str(&String::from_utf8_lossy(d));
+    }
+    s
+}
+
+/// An event as the history keeps it: the command's description is built
+/// only when the event is read ([`LockEvent`]), and the detail (a script's
+/// sha) is shared between the events of the same script.
+#[derive(Debug, Clone)]
+struct Stored {
+    id: u64,
+    time_ms: u64,
+    db: usize,
+    key: Bytes,
+    kind: &'static str,
+    event: &'static str,
+    holder: Bytes,
+    count: i64,
+    client: u64,
+    command: &'static str,
+    detail: Option<Bytes>,
+}
+
+impl Stored {
+    fn event(&self) -> LockEvent {
+        LockEvent {
+            id: self.id,
+            time_ms: self.time_ms,
+            db: self.db,
+            key: self.key.clone(),
+            kind: self.kind,
+            event: self.event,
+            holder: self.holder.clone(),
+            count: self.count,
+            client: self.client,
+            command: describe(self.command, self.detail.as_ref()),
         }
-        s
     }
 }
 
@@ -174,7 +208,9 @@ pub struct LockHistory {
     /// The last waiting queue seen for each fair lock, kept while the lock
     /// is free, to check who is served next.
     queues: HashMap<(usize, Bytes), Vec<Bytes>>,
-    events: VecDeque<LockEvent>,
+    events: VecDeque<Stored>,
+    /// The detail of the last event pushed (own bytes, shared by clones).
+    last_detail: Option<Bytes>,
     next_id: u64,
     violations: Vec<String>,
 }
@@ -350,9 +386,22 @@ impl LockHistory {
         actor: &Actor,
     ) {
         self.next_id += 1;
-        let (client, command) =
-            if event == "expired" { (0, String::from("(expiry)")) } else { (actor.client, actor.describe()) };
-        self.events.push_back(LockEvent {
+        let (client, command, detail) = if event == "expired" {
+            (0, "(expiry)", None)
+        } else {
+            // A copy, never a clone of the actor's detail: that is a slice of
+            // the connection's read buffer, which a clone would pin.
+            let detail = actor.detail.as_ref().map(|d| match &self.last_detail {
+                Some(last) if last[..] == d[..] => last.clone(),
+                _ => {
+                    let own = super::own(d);
+                    self.last_detail = Some(own.clone());
+                    own
+                }
+            });
+            (actor.client, actor.command, detail)
+        };
+        self.events.push_back(Stored {
             id: self.next_id,
             time_ms: now_ms,
             db: id.0,
@@ -363,6 +412,7 @@ impl LockHistory {
             count,
             client,
             command,
+            detail,
         });
         if self.events.len() > MAX_EVENTS {
             self.events.pop_front();
@@ -377,7 +427,7 @@ impl LockHistory {
 
     /// Events after id `since`, of `key` if given, oldest first.
     pub fn events(&self, key: Option<&[u8]>, since: u64) -> Vec<LockEvent> {
-        self.events.iter().filter(|e| e.id > since && key.is_none_or(|k| &e.key[..] == k)).cloned().collect()
+        self.events.iter().filter(|e| e.id > since && key.is_none_or(|k| &e.key[..] == k)).map(Stored::event).collect()
     }
 
     /// The id of the newest event (0: none yet).
