@@ -82,6 +82,7 @@ fn set_reply(members: Vec<Bytes>) -> Reply {
 fn sadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
     let mut db = ctx.db();
+    let max = db.limits().intset_entries();
     if get_set(&mut db, key)?.is_none() {
         db.insert_new(key, Value::Set(SetValue::default()));
     }
@@ -95,7 +96,7 @@ fn sadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     // Redis converts an intset to a hashtable for a non-integer member or
     // past set-max-intset-entries, and never back.
-    let outgrown = s.len() > 512 || args[2..].iter().any(|m| crate::num::parse_i64_strict(m).is_none());
+    let outgrown = s.len() > max || args[2..].iter().any(|m| crate::num::parse_i64_strict(m).is_none());
     if added > 0 {
         db.mark_outgrown(key, outgrown);
         db.touch(key);
@@ -260,9 +261,10 @@ fn smove(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if get_set(&mut db, dst)?.is_none() {
         db.insert_new(dst, Value::Set(SetValue::default()));
     }
+    let max = db.limits().intset_entries();
     let d = get_set(&mut db, dst)?.expect("exists");
     if d.insert(own(m)) {
-        let outgrown = d.len() > 512 || crate::num::parse_i64_strict(m).is_none();
+        let outgrown = d.len() > max || crate::num::parse_i64_strict(m).is_none();
         db.mark_outgrown(dst, outgrown);
         db.touch(dst);
         db.notify(notify::SET, "sadd", dst);
@@ -430,10 +432,11 @@ fn sscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let cur = cursor(&args[2])?;
     let opts = scan_opts(&args[3..], false)?;
     let mut db = ctx.db();
+    let intset = db.raw().peek(&args[1]).is_some_and(|e| e.encoding() == "intset");
     let Some(s) = get_set(&mut db, &args[1])? else {
         return Ok(empty_scan());
     };
-    let (next, members): (u64, Vec<Bytes>) = if intset_like(s.len(), s.iter()) {
+    let (next, members): (u64, Vec<Bytes>) = if intset {
         (0, ordered(s.iter().cloned().collect()))
     } else {
         let (next, range) = scan_step(s.len(), cur, opts.count);

@@ -456,11 +456,19 @@ fn encode_backlen(b: &mut Vec<u8>, l: usize) {
     }
 }
 
-/// Redis 7.0's quicklist node fill rule for `list-max-listpack-size -2`
-/// (8 kB nodes; an element is estimated at its length plus 8 bytes), for a
-/// list built by appending.
-fn quicklist_allows(node_bytes: usize, elem_len: usize) -> bool {
-    node_bytes + elem_len + 8 <= 8192
+/// Redis 7.0's quicklist node fill rule for a list built by appending: an
+/// element is estimated at its length plus 8 bytes; a negative
+/// `list-max-listpack-size` bounds a node's size (-1: 4 kB … -5: 64 kB), a
+/// positive one its entries (within 8 kB; 0 makes one-entry nodes).
+fn quicklist_allows(node_bytes: usize, node_count: usize, elem_len: usize, fill: i64) -> bool {
+    const LEVELS: [usize; 5] = [4096, 8192, 16384, 32768, 65536];
+    let new_size = node_bytes + elem_len + 8;
+    if fill < 0 {
+        let level = usize::try_from(-fill - 1).unwrap_or(usize::MAX).min(LEVELS.len() - 1);
+        new_size <= LEVELS[level]
+    } else {
+        new_size <= 8192 && i64::try_from(node_count).unwrap_or(i64::MAX) < fill
+    }
 }
 
 /// The score as Redis 7.0's `d2string` prints it into a listpack.
@@ -469,7 +477,7 @@ fn score_text(d: f64) -> String {
 }
 
 /// The DUMP payload of `entry`.
-pub fn dump(entry: &Entry) -> Vec<u8> {
+pub fn dump(entry: &Entry, list_fill: i64) -> Vec<u8> {
     let mut out = Vec::new();
     match &entry.value {
         Value::Str(s) => {
@@ -481,7 +489,7 @@ pub fn dump(entry: &Entry) -> Vec<u8> {
             let mut nodes: Vec<Vec<u8>> = Vec::new();
             let mut cur = Listpack::new();
             for e in l {
-                if cur.count > 0 && !quicklist_allows(cur.bytes(), e.len()) {
+                if cur.count > 0 && !quicklist_allows(cur.bytes(), cur.count, e.len(), list_fill) {
                     nodes.push(std::mem::replace(&mut cur, Listpack::new()).finish());
                 }
                 cur.push(e);
@@ -1159,6 +1167,10 @@ pub fn restore(payload: &[u8]) -> Result<Value, RdbError> {
 mod tests {
     use super::*;
 
+    fn dump_default(e: &Entry) -> Vec<u8> {
+        dump(e, -2)
+    }
+
     #[test]
     fn crc64_check_value() {
         assert_eq!(crc64(0, b"123456789"), 0xe9c6_d914_c4b8_d9ca);
@@ -1245,7 +1257,7 @@ mod tests {
 
     #[test]
     fn strings_use_redis_encodings() {
-        let e = |s: &str| dump(&Entry::new(Value::Str(Bytes::copy_from_slice(s.as_bytes()))));
+        let e = |s: &str| dump_default(&Entry::new(Value::Str(Bytes::copy_from_slice(s.as_bytes()))));
         assert_eq!(&e("1")[..3], &[0, 0xc0, 1]);
         assert_eq!(&e("-200")[..4], &[0, 0xc1, 0x38, 0xff]);
         assert_eq!(&e("12345678901")[..3], &[0, 11, b'1']);
@@ -1262,7 +1274,7 @@ mod tests {
 
     #[test]
     fn corrupt_payloads_are_refused() {
-        let good = dump(&Entry::new(Value::Str(Bytes::from_static(b"hello world"))));
+        let good = dump_default(&Entry::new(Value::Str(Bytes::from_static(b"hello world"))));
         assert_eq!(restore(&good[..5]).err(), Some(RdbError::Checksum));
         let mut flipped = good.clone();
         flipped[3] ^= 1;
@@ -1310,14 +1322,14 @@ mod tests {
         g.consumers.insert(Bytes::from_static(b"c"), c);
         st.groups.insert(Bytes::from_static(b"g"), g);
         vals.push(Value::Stream(Box::new(st)));
-        vals.into_iter().map(|v| dump(&Entry::new(v))).collect()
+        vals.into_iter().map(|v| dump_default(&Entry::new(v))).collect()
     }
 
     #[test]
     fn every_sample_round_trips() {
         for p in sample_payloads() {
             let v = restore(&p).expect("restores");
-            assert_eq!(dump(&Entry::new(v)), p);
+            assert_eq!(dump_default(&Entry::new(v)), p);
         }
     }
 
