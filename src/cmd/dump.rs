@@ -86,7 +86,11 @@ fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
         return Ok(Reply::ok());
     }
+    let enc = rdb::loaded_encoding(&args[3], &value, db.limits());
     db.insert_new(key, value);
+    if let Some(enc) = enc {
+        db.set_str_enc(key, enc);
+    }
     if deadline != 0 {
         db.set_expire(key, deadline as u64);
     }

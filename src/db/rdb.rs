@@ -21,7 +21,7 @@ use bytes::Bytes;
 use super::stream::{Consumer, Fields, Group, PendingEntry, Stream, StreamId};
 use super::value::{HashValue, ListValue, SetValue};
 use super::zset::ZSet;
-use super::{Entry, Value};
+use super::{EncLimits, Entry, StrEnc, Value};
 use crate::num::parse_i64_strict;
 
 /// The RDB version Redis 7.0 writes (and the highest it reads).
@@ -1161,6 +1161,21 @@ pub fn restore(payload: &[u8]) -> Result<Value, RdbError> {
         _ => return Err(RdbError::Format),
     };
     Ok(v)
+}
+
+/// The encoding of a value loaded from a compact payload (an intset, or a
+/// listpack hash or sorted set): Redis keeps it compact unless it
+/// has more entries than the threshold in force, without checking the
+/// lengths of its elements. Other payloads are encoded from their content,
+/// as a value stored whole is (`None`).
+pub fn loaded_encoding(payload: &[u8], value: &Value, limits: &EncLimits) -> Option<StrEnc> {
+    let (len, max) = match (*payload.first()?, value) {
+        (T_SET_INTSET, Value::Set(s)) => (s.len(), limits.intset_entries()),
+        (T_HASH_LISTPACK, Value::Hash(h)) => (h.len(), limits.hash_entries),
+        (T_ZSET_LISTPACK, Value::ZSet(z)) => (z.len(), limits.zset_entries),
+        _ => return None,
+    };
+    Some(if len > max { StrEnc::Big } else { StrEnc::Small })
 }
 
 #[cfg(test)]
