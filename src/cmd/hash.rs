@@ -69,10 +69,14 @@ fn hash_or_create<'a>(db: &'a mut DbView<'_>, key: &Bytes) -> Result<&'a mut Has
     Ok(get_hash(db, key)?.expect("just created"))
 }
 
-/// True if the hash at `key` is a listpack (the caller has looked it up, so
-/// it is live).
-fn is_listpack(db: &DbView<'_>, key: &[u8]) -> bool {
-    db.raw().peek(key).is_some_and(|e| e.encoding() == "listpack")
+/// The hash at `key` and whether it is a listpack, in one lookup.
+fn get_hash_listpack<'a>(db: &'a mut DbView<'_>, key: &[u8]) -> Result<Option<(&'a mut HashValue, bool)>, CmdError> {
+    let Some(e) = db.entry(key) else { return Ok(None) };
+    let listpack = e.encoding() == "listpack";
+    match &mut e.value {
+        Value::Hash(h) => Ok(Some((h, listpack))),
+        _ => Err(CmdError::WrongType),
+    }
 }
 
 /// Removes `field`, keeping the order of the rest in a listpack.
@@ -153,8 +157,7 @@ fn hmget(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 fn hdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
     let mut db = ctx.db();
-    let listpack = is_listpack(&db, key);
-    let Some(h) = get_hash(&mut db, key)? else {
+    let Some((h, listpack)) = get_hash_listpack(&mut db, key)? else {
         return Ok(Reply::Int(0));
     };
     let mut deleted = 0;
@@ -272,8 +275,7 @@ fn hscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let cur = cursor(&args[2])?;
     let opts = scan_opts(&args[3..], false)?;
     let mut db = ctx.db();
-    let listpack = is_listpack(&db, &args[1]);
-    let Some(h) = get_hash(&mut db, &args[1])? else {
+    let Some((h, listpack)) = get_hash_listpack(&mut db, &args[1])? else {
         return Ok(empty_scan());
     };
     let (next, range) = if listpack { (0, 0..h.len()) } else { scan_step(h.len(), cur, opts.count) };
