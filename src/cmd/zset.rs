@@ -96,6 +96,26 @@ fn get_zset<'a>(db: &'a mut DbView<'_>, key: &[u8]) -> Result<Option<&'a mut ZSe
     }
 }
 
+/// The sorted set at `key` and whether it is a listpack, in one lookup.
+fn get_zset_listpack<'a>(db: &'a mut DbView<'_>, key: &[u8]) -> Result<Option<(&'a mut ZSet, bool)>, CmdError> {
+    let Some(e) = db.entry(key) else { return Ok(None) };
+    let listpack = e.encoding() == "listpack";
+    match &mut e.value {
+        Value::ZSet(z) => Ok(Some((z, listpack))),
+        _ => Err(CmdError::WrongType),
+    }
+}
+
+/// A score as a listpack stores it: `-0` as `0` (Redis reads the `"-0"`
+/// text back as the integer 0).
+fn listpack_score(score: f64) -> f64 {
+    if score == 0.0 {
+        0.0
+    } else {
+        score
+    }
+}
+
 /// True if Redis 7.0 keeps `z` (plus `extra`, about to be added) as a
 /// listpack under `limits`.
 fn listpack_like(z: &ZSet, extra: Option<&[u8]>, limits: &EncLimits) -> bool {
@@ -278,7 +298,7 @@ pub(crate) fn zadd_generic(ctx: &mut Ctx<'_>, args: &[Bytes], mut flags: u8) -> 
         if !exists {
             db.insert_new(key, Value::ZSet(Box::default()));
         }
-        let z = get_zset(&mut db, key)?.expect("exists");
+        let (z, mut listpack) = get_zset_listpack(&mut db, key)?.expect("exists");
         for (j, &score0) in scores.iter().enumerate() {
             let member = &args[idx + 1 + j * 2];
             let mut score = score0;
@@ -300,7 +320,7 @@ pub(crate) fn zadd_generic(ctx: &mut Ctx<'_>, args: &[Bytes], mut flags: u8) -> 
                     last_score = score;
                     processed += 1;
                     if score != cur {
-                        let s = stored_score(z, member, score, &limits);
+                        let s = if listpack { listpack_score(score) } else { score };
                         z.insert(own(member), s);
                         updated += 1;
                     }
@@ -312,8 +332,11 @@ pub(crate) fn zadd_generic(ctx: &mut Ctx<'_>, args: &[Bytes], mut flags: u8) -> 
                     // Redis converts a listpack before inserting a member
                     // past zset-max-listpack-value or -entries (updates of
                     // existing members never convert).
-                    outgrown |= member.len() > limits.zset_value || z.len() + 1 > limits.zset_entries;
-                    let s = stored_score(z, member, score, &limits);
+                    if member.len() > limits.zset_value || z.len() + 1 > limits.zset_entries {
+                        outgrown = true;
+                        listpack = false;
+                    }
+                    let s = if listpack { listpack_score(score) } else { score };
                     z.insert(own(member), s);
                     last_score = score;
                     added += 1;
