@@ -194,3 +194,45 @@ pub fn pick(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINUTE: u64 = 60_000;
+
+    #[test]
+    fn lfu_counter_decays_per_period_and_across_the_minute_wrap() {
+        let lfu = Lfu { log_factor: 10, decay_time: 2 };
+        let t0 = 100 * MINUTE;
+        let w = Lfu::word(t0, 20);
+        assert_eq!(lfu.counter(w, t0 + MINUTE), 20);
+        assert_eq!(lfu.counter(w, t0 + 5 * MINUTE), 18);
+        assert_eq!(lfu.counter(w, t0 + 1000 * MINUTE), 0, "saturates at 0");
+        // The minutes are 16 bits: a word stamped just before the wrap. Past
+        // it Redis counts 65535 - then + now, one minute short.
+        let late = 65_534 * MINUTE;
+        let w = Lfu::word(late, 20);
+        assert_eq!(lfu.counter(w, late + MINUTE), 20);
+        assert_eq!(lfu.counter(w, late + 4 * MINUTE), 19);
+        assert_eq!(lfu.counter(w, late + 5 * MINUTE), 18);
+        let never = Lfu { log_factor: 10, decay_time: 0 };
+        assert_eq!(never.counter(w, late + 1000 * MINUTE), 20);
+    }
+
+    #[test]
+    fn lfu_access_increments_with_the_documented_probability() {
+        let lfu = Lfu { log_factor: 10, decay_time: 1 };
+        let t = 7 * MINUTE;
+        // Below or at the initial value every access counts.
+        assert_eq!(lfu.access(Lfu::word(t, 3), t, 0.999) & 0xFF, 4);
+        assert_eq!(lfu.access(Lfu::word(t, LFU_INIT_VAL), t, 0.999) & 0xFF, 6);
+        // At 15: p = 1 / ((15 - 5) * 10 + 1) = 1/101.
+        assert_eq!(lfu.access(Lfu::word(t, 15), t, 0.0098) & 0xFF, 16);
+        assert_eq!(lfu.access(Lfu::word(t, 15), t, 0.0100) & 0xFF, 15);
+        assert_eq!(lfu.access(Lfu::word(t, 255), t, 0.0) & 0xFF, 255, "saturates");
+        // An access stores the decayed counter and the current minute.
+        let w = lfu.access(Lfu::word(t, 15), t + 3 * MINUTE, 0.5);
+        assert_eq!((w & 0xFF, w >> 8), (12, 10));
+    }
+}
