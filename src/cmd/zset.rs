@@ -847,8 +847,7 @@ fn zscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let cur = cursor(&args[2])?;
     let opts = scan_opts(&args[3..], false)?;
     let mut db = ctx.db();
-    let listpack = db.raw().peek(&args[1]).is_some_and(|e| e.encoding() == "listpack");
-    let Some(z) = get_zset(&mut db, &args[1])? else {
+    let Some((z, listpack)) = get_zset_listpack(&mut db, &args[1])? else {
         return Ok(empty_scan());
     };
     let (next, items): (u64, Vec<(Bytes, f64)>) = if listpack {
