@@ -387,6 +387,14 @@ const EFFECTIVE: &[&str] = &[
     "maxmemory",
     "maxmemory-policy",
     "maxmemory-samples",
+    "lfu-log-factor",
+    "lfu-decay-time",
+    "hash-max-listpack-entries",
+    "hash-max-listpack-value",
+    "set-max-intset-entries",
+    "zset-max-listpack-entries",
+    "zset-max-listpack-value",
+    "list-max-listpack-size",
     "min-replicas-to-write",
     "test-control",
     "redis-version",
@@ -631,6 +639,26 @@ impl RuntimeConfig {
     /// Current value of a parameter by canonical name.
     pub fn get_str(&self, name: &str) -> &str {
         &self.values[Self::idx(name)]
+    }
+
+    /// What the keyspace acts on: the encoding thresholds, and the LFU
+    /// parameters while `maxmemory-policy` is an LFU policy.
+    pub fn tuning(&self) -> crate::db::Tuning {
+        let num = |name: &str| self.get_str(name).parse::<u64>().unwrap_or(0);
+        let size = |name: &str| usize::try_from(num(name)).unwrap_or(usize::MAX);
+        let limits = crate::db::EncLimits {
+            hash_entries: size("hash-max-listpack-entries"),
+            hash_value: size("hash-max-listpack-value"),
+            set_intset_entries: size("set-max-intset-entries"),
+            zset_entries: size("zset-max-listpack-entries"),
+            zset_value: size("zset-max-listpack-value"),
+            list_fill: self.get_str("list-max-listpack-size").parse().unwrap_or(-2),
+        };
+        let lfu = self.maxmemory_policy.is_lfu().then(|| crate::db::evict::Lfu {
+            log_factor: u32::try_from(num("lfu-log-factor")).unwrap_or(u32::MAX),
+            decay_time: u32::try_from(num("lfu-decay-time")).unwrap_or(u32::MAX),
+        });
+        crate::db::Tuning { limits, lfu }
     }
 
     /// `CONFIG GET arg...`, as Redis 7.0 answers it: an argument without

@@ -195,6 +195,7 @@ impl Core {
         let mut ks = Keyspace::new(databases);
         ks.now = now_ms;
         ks.sig.notify_flags = config.notify_flags;
+        ks.tuning = config.tuning();
         ks.sig.track_touches = record_locks;
         Core {
             ks,
@@ -293,6 +294,7 @@ impl Core {
     /// Refreshes cached config-derived flags after `CONFIG SET`.
     pub fn config_changed(&mut self) {
         self.ks.sig.notify_flags = self.config.notify_flags;
+        self.ks.tuning = self.config.tuning();
     }
 }
 

@@ -75,12 +75,19 @@ fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             Ok(Reply::ok())
         }
         "object" if args.len() == 3 => {
+            // Redis prints the access word as its 24-bit LRU clock (the LFU
+            // word under an LFU policy) and the idle time estimated from it
+            // either way.
+            const LRU_CLOCK_MAX: u32 = (1 << 24) - 1;
+            let clock = crate::db::lru_stamp(ctx.now_ms()) & LRU_CLOCK_MAX;
             let mut db = ctx.db();
-            let Some(e) = db.entry(&args[2]) else {
+            let Some(e) = db.entry_notouch(&args[2]) else {
                 return Err(CmdError::NoSuchKey);
             };
+            let lru = e.lru & LRU_CLOCK_MAX;
+            let idle = if clock >= lru { clock - lru } else { clock + (LRU_CLOCK_MAX - lru) };
             Ok(Reply::Status(Bytes::from(format!(
-                "Value at:0x0 refcount:1 encoding:{} serializedlength:{} lru:0 lru_seconds_idle:0",
+                "Value at:0x0 refcount:1 encoding:{} serializedlength:{} lru:{lru} lru_seconds_idle:{idle}",
                 e.encoding(),
                 e.value.approx_size()
             ))))
@@ -116,7 +123,7 @@ fn memory_usage(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     let key_len = args[2].len();
     Ok(ctx
-        .with_read_lookups(false, |ctx| ctx.db().get(&args[2]).map(|v| v.approx_size()))
+        .with_read_lookups(false, |ctx| ctx.db().entry_notouch(&args[2]).map(|e| e.value.approx_size()))
         .map_or(Reply::Nil, |size| Reply::Int((size + key_len + 56) as i64)))
 }
 

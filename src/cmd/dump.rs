@@ -6,6 +6,7 @@ use bytes::Bytes;
 
 use super::util::{eq, int};
 use super::{cmd, CommandSpec, Ctx};
+use crate::db::evict::Lfu;
 use crate::db::notify;
 use crate::db::rdb::{self, RdbError};
 use crate::error::{CmdError, CmdResult};
@@ -22,10 +23,11 @@ pub static COMMANDS: &[CommandSpec] = &[
 
 fn dump(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let mut db = ctx.db();
+    let fill = db.limits().list_fill;
     let Some(e) = db.entry(&args[1]) else {
         return Ok(Reply::Nil);
     };
-    Ok(Reply::Bulk(Bytes::from(rdb::dump(e))))
+    Ok(Reply::Bulk(Bytes::from(rdb::dump(e, fill))))
 }
 
 fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
@@ -72,8 +74,8 @@ fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         Err(RdbError::Format) => return Err(CmdError::custom("ERR Bad data format")),
     };
     let now = ctx.now_ms();
-    let lfu = ctx.core.config.get_str("maxmemory-policy").contains("lfu");
     let mut db = ctx.db();
+    let lfu = db.lfu().is_some();
     let deleted = replace && db.remove(key).is_some();
     // Redis adds the time without an overflow check: a wrapped deadline is
     // in the past, and the key is not created.
@@ -84,16 +86,23 @@ fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
         return Ok(Reply::ok());
     }
+    let enc = rdb::loaded_encoding(&args[3], &value, db.limits());
     db.insert_new(key, value);
+    if let Some(enc) = enc {
+        db.set_str_enc(key, enc);
+    }
     if deadline != 0 {
         db.set_expire(key, deadline as u64);
     }
-    // Redis keeps either an access time or an access frequency; rlockd
-    // tracks only the access time (OBJECT FREQ answers 0), so FREQ is
-    // checked and otherwise has no effect.
-    if let (Some(idle), false) = (idle, lfu) {
-        let stamp = crate::db::lru_stamp(now);
-        db.set_lru(key, stamp.saturating_sub(u32::try_from(idle).unwrap_or(u32::MAX)));
+    // An entry keeps either an access time or an access frequency: IDLETIME
+    // applies under an LRU (or no) policy, FREQ under an LFU one.
+    match (idle, freq, lfu) {
+        (Some(idle), _, false) => {
+            let stamp = crate::db::lru_stamp(now);
+            db.set_lru(key, stamp.saturating_sub(u32::try_from(idle).unwrap_or(u32::MAX)));
+        }
+        (_, Some(freq), true) => db.set_lru(key, Lfu::word(now, u8::try_from(freq).unwrap_or(u8::MAX))),
+        _ => {}
     }
     db.notify(notify::GENERIC, "restore", key);
     Ok(Reply::ok())

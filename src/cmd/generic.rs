@@ -84,17 +84,20 @@ fn unlink(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     del(ctx, args)
 }
 
+/// Not an access (the LRU/LFU data is left alone), as in Redis.
 fn exists(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let mut db = ctx.db();
+    Ok(Reply::Int(args[1..].iter().filter(|k| db.entry_notouch(k).is_some()).count() as i64))
+}
+
+/// An access to each key that exists.
+fn touch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let mut db = ctx.db();
     Ok(Reply::Int(args[1..].iter().filter(|k| db.exists(k)).count() as i64))
 }
 
-fn touch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    exists(ctx, args)
-}
-
 fn type_(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let t = ctx.db().get(&args[1]).map_or("none", |v| v.type_name());
+    let t = ctx.db().entry_notouch(&args[1]).map_or("none", |e| e.value.type_name());
     Ok(Reply::status(t))
 }
 
@@ -190,7 +193,7 @@ fn random_key(ctx: &mut Ctx<'_>) -> CmdResult {
         }
         let i = rng.random_range(0..len);
         let k = db.raw().get_index(i).expect("index").0.clone();
-        if db.exists(&k) {
+        if db.entry_notouch(&k).is_some() {
             return Ok(Reply::Bulk(k));
         }
     }
@@ -235,10 +238,12 @@ fn copy_(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if target == ctx.client.db() && src == dst {
         return Err(CmdError::SameObject);
     }
-    let Some(entry) = ctx.with_read_lookups(true, |ctx| ctx.db().entry(src).cloned()) else {
+    let Some(mut entry) = ctx.with_read_lookups(true, |ctx| ctx.db().entry(src).cloned()) else {
         return Ok(Reply::Int(0));
     };
     let mut tdb = ctx.core.ks.view(target);
+    // The copy is a new object: its access data starts afresh.
+    entry.lru = tdb.new_access();
     if tdb.exists(dst) {
         if !replace {
             return Ok(Reply::Int(0));
@@ -270,28 +275,36 @@ fn move_(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     Ok(Reply::Int(1))
 }
 
+// OBJECT's lookups are not accesses (Redis's `LOOKUP_NOTOUCH`).
+
 fn object_encoding(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    Ok(ctx.db().entry(&args[2]).map_or(Reply::Nil, |e| Reply::bulk_str(e.encoding())))
+    Ok(ctx.db().entry_notouch(&args[2]).map_or(Reply::Nil, |e| Reply::bulk_str(e.encoding())))
 }
 
+/// The access counter, decayed to now (not stored back).
 fn object_freq(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    if !ctx.db().exists(&args[2]) {
+    let now = ctx.now_ms();
+    let mut db = ctx.db();
+    let lfu = db.lfu();
+    let Some(word) = db.entry_notouch(&args[2]).map(|e| e.lru) else {
         return Ok(Reply::Nil);
-    }
-    if !ctx.core.config.get_str("maxmemory-policy").contains("lfu") {
+    };
+    let Some(lfu) = lfu else {
         return Err(CmdError::custom("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."));
-    }
-    Ok(Reply::Int(0))
+    };
+    Ok(Reply::Int(i64::from(lfu.counter(word, now))))
 }
 
 fn object_idletime(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let Some(stamp) = ctx.db().idle_stamp(&args[2]) else {
+    let now = crate::db::lru_stamp(ctx.now_ms());
+    let mut db = ctx.db();
+    let lfu = db.lfu().is_some();
+    let Some(stamp) = db.entry_notouch(&args[2]).map(|e| e.lru) else {
         return Ok(Reply::Nil);
     };
-    if ctx.core.config.get_str("maxmemory-policy").contains("lfu") {
-        return Err(CmdError::custom("ERR An LRU maxmemory policy is not selected, access time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."));
+    if lfu {
+        return Err(CmdError::custom("ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."));
     }
-    let now = crate::db::lru_stamp(ctx.now_ms());
     Ok(Reply::Int(i64::from(now.saturating_sub(stamp))))
 }
 
@@ -299,7 +312,7 @@ fn object_idletime(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 /// (refcount `INT_MAX`).
 fn object_refcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let mut db = ctx.db();
-    let Some(e) = db.entry(&args[2]) else { return Ok(Reply::Nil) };
+    let Some(e) = db.entry_notouch(&args[2]) else { return Ok(Reply::Nil) };
     let shared = match &e.value {
         crate::db::Value::Str(s) if e.encoding() == "int" => {
             crate::num::parse_i64_strict(s).is_some_and(|n| (0..10_000).contains(&n))
@@ -416,7 +429,7 @@ fn pexpireat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn ttl_generic(ctx: &mut Ctx<'_>, key: &[u8], ms: bool, absolute: bool) -> CmdResult {
     let now = ctx.now_ms() as i64;
-    Ok(Reply::Int(match ctx.db().expire_of(key) {
+    Ok(Reply::Int(match ctx.db().expire_of_notouch(key) {
         None => -2,
         Some(None) => -1,
         Some(Some(at)) => {
@@ -458,6 +471,8 @@ fn pexpiretime(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 fn persist(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
     let mut db = ctx.db();
+    // An access, as Redis's lookup for a write is.
+    db.exists(key);
     if db.persist(key) {
         db.touch(key);
         db.notify(notify::GENERIC, "persist", key);

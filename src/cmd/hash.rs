@@ -9,7 +9,7 @@ use rand::Rng;
 
 use super::util::{cursor, eq, int, scan_opts};
 use super::{cmd, CommandSpec, Ctx};
-use crate::db::value::{HashValue, HASH_MAX_LISTPACK_ENTRIES};
+use crate::db::value::HashValue;
 use crate::db::{notify, own, scan_step, DbView, Value};
 use crate::error::{CmdError, CmdResult};
 use crate::glob;
@@ -69,9 +69,19 @@ fn hash_or_create<'a>(db: &'a mut DbView<'_>, key: &Bytes) -> Result<&'a mut Has
     Ok(get_hash(db, key)?.expect("just created"))
 }
 
-/// Removes `field`, keeping the order of the rest for listpack-sized hashes.
-pub(crate) fn hash_remove(h: &mut HashValue, field: &[u8]) -> bool {
-    if h.len() <= HASH_MAX_LISTPACK_ENTRIES {
+/// The hash at `key` and whether it is a listpack, in one lookup.
+fn get_hash_listpack<'a>(db: &'a mut DbView<'_>, key: &[u8]) -> Result<Option<(&'a mut HashValue, bool)>, CmdError> {
+    let Some(e) = db.entry(key) else { return Ok(None) };
+    let listpack = e.encoding() == "listpack";
+    match &mut e.value {
+        Value::Hash(h) => Ok(Some((h, listpack))),
+        _ => Err(CmdError::WrongType),
+    }
+}
+
+/// Removes `field`, keeping the order of the rest in a listpack.
+fn hash_remove(h: &mut HashValue, field: &[u8], listpack: bool) -> bool {
+    if listpack {
         h.shift_remove(field).is_some()
     } else {
         h.swap_remove(field).is_some()
@@ -88,6 +98,7 @@ fn hset_generic(ctx: &mut Ctx<'_>, args: &[Bytes], is_hset: bool) -> CmdResult {
     }
     let key = &args[1];
     let mut db = ctx.db();
+    let limits = *db.limits();
     let h = hash_or_create(&mut db, key)?;
     let mut created = 0;
     for fv in args[2..].chunks(2) {
@@ -100,7 +111,7 @@ fn hset_generic(ctx: &mut Ctx<'_>, args: &[Bytes], is_hset: bool) -> CmdResult {
         }
     }
     // Past hash-max-listpack-entries/value a hash stays a hashtable.
-    let outgrown = h.len() > HASH_MAX_LISTPACK_ENTRIES || args[2..].iter().any(|a| a.len() > 64);
+    let outgrown = h.len() > limits.hash_entries || args[2..].iter().any(|a| a.len() > limits.hash_value);
     db.mark_outgrown(key, outgrown);
     db.touch(key);
     db.notify(notify::HASH, "hset", key);
@@ -118,12 +129,14 @@ fn hmset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 fn hsetnx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
     let mut db = ctx.db();
+    let limits = *db.limits();
     let h = hash_or_create(&mut db, key)?;
     if h.contains_key(&args[2][..]) {
         return Ok(Reply::Int(0));
     }
     h.insert(own(&args[2]), own(&args[3]));
-    let outgrown = h.len() > HASH_MAX_LISTPACK_ENTRIES || args[2].len() > 64 || args[3].len() > 64;
+    let outgrown =
+        h.len() > limits.hash_entries || args[2].len() > limits.hash_value || args[3].len() > limits.hash_value;
     db.mark_outgrown(key, outgrown);
     db.touch(key);
     db.notify(notify::HASH, "hset", key);
@@ -144,12 +157,12 @@ fn hmget(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 fn hdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
     let mut db = ctx.db();
-    let Some(h) = get_hash(&mut db, key)? else {
+    let Some((h, listpack)) = get_hash_listpack(&mut db, key)? else {
         return Ok(Reply::Int(0));
     };
     let mut deleted = 0;
     for f in &args[2..] {
-        if hash_remove(h, f) {
+        if hash_remove(h, f, listpack) {
             deleted += 1;
             if h.is_empty() {
                 break;
@@ -202,6 +215,7 @@ fn hincrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let incr = int(&args[3])?;
     let key = &args[1];
     let mut db = ctx.db();
+    let limits = *db.limits();
     let h = hash_or_create(&mut db, key)?;
     let cur = match h.get(&args[2][..]) {
         Some(v) => num::parse_i64_strict(v).ok_or_else(|| CmdError::custom("ERR hash value is not an integer"))?,
@@ -214,8 +228,10 @@ fn hincrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
         return Err(CmdError::Overflow);
     };
-    h.insert(own(&args[2]), num::int_bytes(new));
-    let outgrown = h.len() > HASH_MAX_LISTPACK_ENTRIES || args[2].len() > 64;
+    let text = num::int_bytes(new);
+    let long = text.len() > limits.hash_value || args[2].len() > limits.hash_value;
+    h.insert(own(&args[2]), text);
+    let outgrown = long || h.len() > limits.hash_entries;
     db.mark_outgrown(key, outgrown);
     db.touch(key);
     db.notify(notify::HASH, "hincrby", key);
@@ -230,6 +246,7 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     let key = &args[1];
     let mut db = ctx.db();
+    let limits = *db.limits();
     let h = hash_or_create(&mut db, key)?;
     let cur = h.get(&args[2][..]).cloned();
     let res = num::incr_long_double(cur.as_deref(), &args[3]).map_err(|e| match e {
@@ -247,28 +264,23 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
     };
     h.insert(own(&args[2]), new.clone());
-    let outgrown = h.len() > HASH_MAX_LISTPACK_ENTRIES || args[2].len() > 64 || new.len() > 64;
+    let outgrown = h.len() > limits.hash_entries || args[2].len() > limits.hash_value || new.len() > limits.hash_value;
     db.mark_outgrown(key, outgrown);
     db.touch(key);
     db.notify(notify::HASH, "hincrbyfloat", key);
     Ok(Reply::Bulk(new))
 }
 
-/// True if Redis would keep this hash as a listpack (default thresholds).
-fn is_listpack(h: &HashValue) -> bool {
-    h.len() <= HASH_MAX_LISTPACK_ENTRIES && h.iter().all(|(k, v)| k.len() <= 64 && v.len() <= 64)
-}
-
 fn hscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let cur = cursor(&args[2])?;
     let opts = scan_opts(&args[3..], false)?;
     let mut db = ctx.db();
-    let Some(h) = get_hash(&mut db, &args[1])? else {
+    let Some((h, listpack)) = get_hash_listpack(&mut db, &args[1])? else {
         return Ok(empty_scan());
     };
-    let (next, range) = if is_listpack(h) { (0, 0..h.len()) } else { scan_step(h.len(), cur, opts.count) };
+    let (next, range) = if listpack { (0, 0..h.len()) } else { scan_step(h.len(), cur, opts.count) };
     let mut out = Vec::new();
-    let idx: Box<dyn Iterator<Item = usize>> = if is_listpack(h) { Box::new(range) } else { Box::new(range.rev()) };
+    let idx: Box<dyn Iterator<Item = usize>> = if listpack { Box::new(range) } else { Box::new(range.rev()) };
     for i in idx {
         let (k, v) = h.get_index(i).expect("index in range");
         if let Some(p) = &opts.pattern {

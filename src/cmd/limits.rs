@@ -102,12 +102,14 @@ pub(crate) fn perform_evictions(ctx: &mut Ctx<'_>) -> bool {
     let max = ctx.core.config.maxmemory;
     let (policy, samples) = (ctx.core.config.maxmemory_policy, ctx.core.config.maxmemory_samples);
     let mut rng = rand::rng();
+    let now = ctx.shared.clock.now_ms();
     let mut evicted = false;
     let ok = loop {
         if crate::memory::used_memory() <= max {
             break true;
         }
-        let Some((index, key)) = evict::pick(&ctx.core.ks.dbs, policy, samples, &mut rng) else {
+        let lfu = ctx.core.ks.tuning.lfu;
+        let Some((index, key)) = evict::pick(&ctx.core.ks.dbs, policy, samples, lfu, now, &mut rng) else {
             break false;
         };
         let mut db = ctx.core.ks.view(index);

@@ -604,11 +604,13 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes]) -> Reply {
     }
     ctx.core.call_depth += 1;
     let read_lookups = std::mem::replace(&mut ctx.core.ks.sig.read_lookups, cmd.has(flags::READONLY));
+    ctx.core.ks.sig.lfu_seen = None;
     let start = Instant::now();
     let result = (cmd.spec.handler)(ctx, argv);
     let nanos = start.elapsed().as_nanos() as u64;
     let usec = nanos / 1000;
     ctx.core.ks.sig.read_lookups = read_lookups;
+    ctx.core.ks.sig.lfu_seen = None;
     ctx.core.call_depth -= 1;
     let stats = &mut ctx.core.stats;
     if ctx.core.call_depth > 0 {

@@ -1,7 +1,7 @@
 //! Set commands (Redis 7.0 `t_set.c`).
 //!
-//! Sets Redis 7.0 would keep as an intset (at most 512 members, all
-//! integers) are answered in ascending numeric order, as Redis does; other
+//! Intsets (all integers, at most `set-max-intset-entries` members when
+//! built) are answered in ascending numeric order, as Redis does; other
 //! sets in insertion order (Redis: hash table order, unspecified).
 
 use bytes::Bytes;
@@ -59,14 +59,26 @@ pub(crate) fn get_set<'a>(db: &'a mut DbView<'_>, key: &[u8]) -> Result<Option<&
     }
 }
 
-/// True if Redis 7.0 would encode these members as an intset.
-fn intset_like<'a>(len: usize, mut members: impl Iterator<Item = &'a Bytes>) -> bool {
-    len <= 512 && members.all(|m| parse_i64_strict(m).is_some())
+/// The set at `key` and whether it is an intset, in one lookup.
+fn get_set_intset<'a>(db: &'a mut DbView<'_>, key: &[u8]) -> Result<Option<(&'a mut SetValue, bool)>, CmdError> {
+    let Some(e) = db.entry(key) else { return Ok(None) };
+    let intset = e.encoding() == "intset";
+    match &mut e.value {
+        Value::Set(s) => Ok(Some((s, intset))),
+        _ => Err(CmdError::WrongType),
+    }
 }
 
-/// Members in the order Redis replies with them (see the module docs).
-fn ordered(members: Vec<Bytes>) -> Vec<Bytes> {
-    if intset_like(members.len(), members.iter()) {
+/// True if Redis 7.0 would build these members into an intset, with at
+/// most `max` entries (`set-max-intset-entries`).
+fn intset_like<'a>(len: usize, mut members: impl Iterator<Item = &'a Bytes>, max: usize) -> bool {
+    len <= max && members.all(|m| parse_i64_strict(m).is_some())
+}
+
+/// Members in the order Redis replies with them (see the module docs):
+/// ascending for an intset.
+fn ordered(members: Vec<Bytes>, intset: bool) -> Vec<Bytes> {
+    if intset {
         let mut v = members;
         v.sort_by_key(|m| parse_i64_strict(m).expect("integer member"));
         v
@@ -75,13 +87,14 @@ fn ordered(members: Vec<Bytes>) -> Vec<Bytes> {
     }
 }
 
-fn set_reply(members: Vec<Bytes>) -> Reply {
-    Reply::Set(ordered(members).into_iter().map(Reply::Bulk).collect())
+fn set_reply(members: Vec<Bytes>, intset: bool) -> Reply {
+    Reply::Set(ordered(members, intset).into_iter().map(Reply::Bulk).collect())
 }
 
 fn sadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
     let mut db = ctx.db();
+    let max = db.limits().intset_entries();
     if get_set(&mut db, key)?.is_none() {
         db.insert_new(key, Value::Set(Box::default()));
     }
@@ -95,7 +108,7 @@ fn sadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     // Redis converts an intset to a hashtable for a non-integer member or
     // past set-max-intset-entries, and never back.
-    let outgrown = s.len() > 512 || args[2..].iter().any(|m| crate::num::parse_i64_strict(m).is_none());
+    let outgrown = s.len() > max || args[2..].iter().any(|m| crate::num::parse_i64_strict(m).is_none());
     if added > 0 {
         db.mark_outgrown(key, outgrown);
         db.touch(key);
@@ -138,7 +151,10 @@ fn srem(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn smembers(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let mut db = ctx.db();
-    Ok(set_reply(get_set(&mut db, &args[1])?.map(|s| s.iter().cloned().collect()).unwrap_or_default()))
+    Ok(match get_set_intset(&mut db, &args[1])? {
+        Some((s, intset)) => set_reply(s.iter().cloned().collect(), intset),
+        None => Reply::Set(Vec::new()),
+    })
 }
 
 fn sismember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
@@ -170,13 +186,13 @@ fn spop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         None
     };
     let mut db = ctx.db();
-    let Some(s) = get_set(&mut db, key)? else {
+    let Some((s, intset)) = get_set_intset(&mut db, key)? else {
         return Ok(if count.is_some() { Reply::Set(Vec::new()) } else { Reply::Nil });
     };
     let popped: Vec<Bytes> = match count {
         Some(0) => return Ok(Reply::Set(Vec::new())),
         Some(n) if n >= s.len() as u64 => {
-            let all = ordered(s.iter().cloned().collect());
+            let all = ordered(s.iter().cloned().collect(), intset);
             s.clear();
             all
         }
@@ -210,7 +226,7 @@ fn srandmember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if args.len() == 3 {
         let l = random_count(&args[2])?;
         let mut db = ctx.db();
-        let Some(s) = get_set(&mut db, &args[1])? else {
+        let Some((s, intset)) = get_set_intset(&mut db, &args[1])? else {
             return Ok(Reply::Array(Vec::new()));
         };
         let size = s.len();
@@ -225,7 +241,7 @@ fn srandmember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             let mut rng = rand::rng();
             (0..n).map(|_| s.get_index(rng.random_range(0..size)).expect("index").clone()).collect()
         } else if l as u64 >= size as u64 {
-            ordered(s.iter().cloned().collect())
+            ordered(s.iter().cloned().collect(), intset)
         } else {
             distinct_indices(size, l as usize).into_iter().map(|i| s.get_index(i).expect("index").clone()).collect()
         };
@@ -260,9 +276,10 @@ fn smove(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if get_set(&mut db, dst)?.is_none() {
         db.insert_new(dst, Value::Set(Box::default()));
     }
+    let max = db.limits().intset_entries();
     let d = get_set(&mut db, dst)?.expect("exists");
     if d.insert(own(m)) {
-        let outgrown = d.len() > 512 || crate::num::parse_i64_strict(m).is_none();
+        let outgrown = d.len() > max || crate::num::parse_i64_strict(m).is_none();
         db.mark_outgrown(dst, outgrown);
         db.touch(dst);
         db.notify(notify::SET, "sadd", dst);
@@ -293,14 +310,14 @@ struct SetOpResult {
     numeric_order: bool,
 }
 
-fn inter(sets: &[Option<&SetValue>], limit: usize) -> SetOpResult {
+fn inter(sets: &[Option<&SetValue>], limit: usize, max: usize) -> SetOpResult {
     if sets.iter().any(|s| s.is_none()) {
         return SetOpResult { members: Vec::new(), numeric_order: false };
     }
     let mut v: Vec<&SetValue> = sets.iter().map(|s| s.expect("checked")).collect();
     v.sort_by_key(|s| s.len());
     let first = v[0];
-    let numeric = intset_like(first.len(), first.iter());
+    let numeric = intset_like(first.len(), first.iter(), max);
     let mut iter_order: Vec<&Bytes> = first.iter().collect();
     if numeric {
         iter_order.sort_by_key(|m| parse_i64_strict(m).expect("integer"));
@@ -317,7 +334,7 @@ fn inter(sets: &[Option<&SetValue>], limit: usize) -> SetOpResult {
     SetOpResult { members: out, numeric_order: numeric }
 }
 
-fn union_or_diff(sets: &[Option<&SetValue>], diff: bool) -> SetOpResult {
+fn union_or_diff(sets: &[Option<&SetValue>], diff: bool, max: usize) -> SetOpResult {
     let mut acc = SetValue::default();
     if diff {
         if let Some(first) = sets[0] {
@@ -335,7 +352,7 @@ fn union_or_diff(sets: &[Option<&SetValue>], diff: bool) -> SetOpResult {
         }
     }
     let members: Vec<Bytes> = acc.into_iter().collect();
-    let numeric = intset_like(members.len(), members.iter());
+    let numeric = intset_like(members.len(), members.iter(), max);
     SetOpResult { members, numeric_order: numeric }
 }
 
@@ -348,11 +365,12 @@ enum SetOp {
 
 fn setop(ctx: &mut Ctx<'_>, keys: &[Bytes], dst: Option<&Bytes>, op: SetOp) -> CmdResult {
     let mut db = ctx.db();
+    let max = db.limits().intset_entries();
     let sets = load_sets(&mut db, keys)?;
     let r = match op {
-        SetOp::Inter => inter(&sets, 0),
-        SetOp::Union => union_or_diff(&sets, false),
-        SetOp::Diff => union_or_diff(&sets, true),
+        SetOp::Inter => inter(&sets, 0, max),
+        SetOp::Union => union_or_diff(&sets, false, max),
+        SetOp::Diff => union_or_diff(&sets, true, max),
     };
     let mut r = r;
     if r.numeric_order {
@@ -422,19 +440,20 @@ fn sintercard(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
     }
     let mut db = ctx.db();
+    let max = db.limits().intset_entries();
     let sets = load_sets(&mut db, &args[2..2 + numkeys])?;
-    Ok(Reply::Int(inter(&sets, limit).members.len() as i64))
+    Ok(Reply::Int(inter(&sets, limit, max).members.len() as i64))
 }
 
 fn sscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let cur = cursor(&args[2])?;
     let opts = scan_opts(&args[3..], false)?;
     let mut db = ctx.db();
-    let Some(s) = get_set(&mut db, &args[1])? else {
+    let Some((s, intset)) = get_set_intset(&mut db, &args[1])? else {
         return Ok(empty_scan());
     };
-    let (next, members): (u64, Vec<Bytes>) = if intset_like(s.len(), s.iter()) {
-        (0, ordered(s.iter().cloned().collect()))
+    let (next, members): (u64, Vec<Bytes>) = if intset {
+        (0, ordered(s.iter().cloned().collect(), true))
     } else {
         let (next, range) = scan_step(s.len(), cur, opts.count);
         (next, range.rev().map(|i| s.get_index(i).expect("index").clone()).collect())

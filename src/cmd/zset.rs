@@ -9,7 +9,7 @@ use super::list::{long_at_least, parse_mpop};
 use super::util::{cursor, eq, int, scan_opts};
 use super::{cmd, CommandSpec, Ctx};
 use crate::db::zset::{LexBound, ScoreBound, ZSet};
-use crate::db::{notify, own, scan_step, DbView, Value};
+use crate::db::{notify, own, scan_step, DbView, EncLimits, Value};
 use crate::error::{CmdError, CmdResult};
 use crate::glob;
 use crate::num;
@@ -96,17 +96,38 @@ fn get_zset<'a>(db: &'a mut DbView<'_>, key: &[u8]) -> Result<Option<&'a mut ZSe
     }
 }
 
+/// The sorted set at `key` and whether it is a listpack, in one lookup.
+fn get_zset_listpack<'a>(db: &'a mut DbView<'_>, key: &[u8]) -> Result<Option<(&'a mut ZSet, bool)>, CmdError> {
+    let Some(e) = db.entry(key) else { return Ok(None) };
+    let listpack = e.encoding() == "listpack";
+    match &mut e.value {
+        Value::ZSet(z) => Ok(Some((z, listpack))),
+        _ => Err(CmdError::WrongType),
+    }
+}
+
+/// A score as a listpack stores it: `-0` as `0` (Redis reads the `"-0"`
+/// text back as the integer 0).
+fn listpack_score(score: f64) -> f64 {
+    if score == 0.0 {
+        0.0
+    } else {
+        score
+    }
+}
+
 /// True if Redis 7.0 keeps `z` (plus `extra`, about to be added) as a
-/// listpack with the default thresholds.
-fn listpack_like(z: &ZSet, extra: Option<&[u8]>) -> bool {
+/// listpack under `limits`.
+fn listpack_like(z: &ZSet, extra: Option<&[u8]>, limits: &EncLimits) -> bool {
     let len = z.len() + usize::from(extra.is_some_and(|m| !z.contains(m)));
-    len <= 128 && extra.is_none_or(|m| m.len() <= 64) && z.max_member_len() <= 64
+    let max = limits.zset_value;
+    len <= limits.zset_entries && extra.is_none_or(|m| m.len() <= max) && z.max_member_len() <= max
 }
 
 /// A score as it will be stored: a listpack stores `-0` as `0` (Redis reads
 /// the `"-0"` text back as the integer 0).
-fn stored_score(z: &ZSet, member: &[u8], score: f64) -> f64 {
-    if score == 0.0 && score.is_sign_negative() && listpack_like(z, Some(member)) {
+fn stored_score(z: &ZSet, member: &[u8], score: f64, limits: &EncLimits) -> f64 {
+    if score == 0.0 && score.is_sign_negative() && listpack_like(z, Some(member), limits) {
         0.0
     } else {
         score
@@ -115,8 +136,8 @@ fn stored_score(z: &ZSet, member: &[u8], score: f64) -> f64 {
 
 /// Normalises `-0` scores of a freshly built result that Redis would
 /// convert to a listpack.
-fn normalize_built(z: &mut ZSet) {
-    if !listpack_like(z, None) {
+fn normalize_built(z: &mut ZSet, limits: &EncLimits) {
+    if !listpack_like(z, None, limits) {
         return;
     }
     let negz: Vec<Bytes> =
@@ -267,6 +288,7 @@ pub(crate) fn zadd_generic(ctx: &mut Ctx<'_>, args: &[Bytes], mut flags: u8) -> 
         scores.push(num::parse_double(&args[idx + j * 2]).ok_or(CmdError::NotFloat)?);
     }
     let mut db = ctx.db();
+    let limits = *db.limits();
     let exists = get_zset(&mut db, key)?.is_some();
     let (mut added, mut updated, mut processed) = (0i64, 0i64, 0i64);
     let mut last_score = 0.0;
@@ -276,7 +298,7 @@ pub(crate) fn zadd_generic(ctx: &mut Ctx<'_>, args: &[Bytes], mut flags: u8) -> 
         if !exists {
             db.insert_new(key, Value::ZSet(Box::default()));
         }
-        let z = get_zset(&mut db, key)?.expect("exists");
+        let (z, mut listpack) = get_zset_listpack(&mut db, key)?.expect("exists");
         for (j, &score0) in scores.iter().enumerate() {
             let member = &args[idx + 1 + j * 2];
             let mut score = score0;
@@ -298,7 +320,7 @@ pub(crate) fn zadd_generic(ctx: &mut Ctx<'_>, args: &[Bytes], mut flags: u8) -> 
                     last_score = score;
                     processed += 1;
                     if score != cur {
-                        let s = stored_score(z, member, score);
+                        let s = if listpack { listpack_score(score) } else { score };
                         z.insert(own(member), s);
                         updated += 1;
                     }
@@ -307,7 +329,14 @@ pub(crate) fn zadd_generic(ctx: &mut Ctx<'_>, args: &[Bytes], mut flags: u8) -> 
                     if xx {
                         continue;
                     }
-                    let s = stored_score(z, member, score);
+                    // Redis converts a listpack before inserting a member
+                    // past zset-max-listpack-value or -entries (updates of
+                    // existing members never convert).
+                    if member.len() > limits.zset_value || z.len() + 1 > limits.zset_entries {
+                        outgrown = true;
+                        listpack = false;
+                    }
+                    let s = if listpack { listpack_score(score) } else { score };
                     z.insert(own(member), s);
                     last_score = score;
                     added += 1;
@@ -315,7 +344,6 @@ pub(crate) fn zadd_generic(ctx: &mut Ctx<'_>, args: &[Bytes], mut flags: u8) -> 
                 }
             }
         }
-        outgrown = z.len() > 128 || (0..elements).any(|j| args[idx + 1 + j * 2].len() > 64);
     }
     if added > 0 || updated > 0 {
         // Past zset-max-listpack-entries/value a sorted set stays a skip list.
@@ -571,9 +599,10 @@ fn zrange_generic(
                 }
                 return Ok(Reply::Int(0));
             }
+            let limits = *db.limits();
             let mut z = ZSet::new();
             for (m, s) in items {
-                let s = stored_score(&z, &m, s);
+                let s = stored_score(&z, &m, s, &limits);
                 z.insert(own(&m), s);
             }
             db.set(dst, Value::ZSet(Box::new(z)), false);
@@ -818,10 +847,10 @@ fn zscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let cur = cursor(&args[2])?;
     let opts = scan_opts(&args[3..], false)?;
     let mut db = ctx.db();
-    let Some(z) = get_zset(&mut db, &args[1])? else {
+    let Some((z, listpack)) = get_zset_listpack(&mut db, &args[1])? else {
         return Ok(empty_scan());
     };
-    let (next, items): (u64, Vec<(Bytes, f64)>) = if listpack_like(z, None) {
+    let (next, items): (u64, Vec<(Bytes, f64)>) = if listpack {
         (0, z.iter().map(|(m, s)| (m.clone(), s)).collect())
     } else {
         let (next, range) = scan_step(z.len(), cur, opts.count);
@@ -1081,7 +1110,8 @@ fn setop_generic(
         }
         return Ok(Reply::Int(0));
     }
-    normalize_built(&mut result);
+    let limits = *db.limits();
+    normalize_built(&mut result, &limits);
     db.set(dst, Value::ZSet(Box::new(result)), false);
     let ev = match op {
         Op::Union => "zunionstore",

@@ -28,7 +28,9 @@ use std::collections::BTreeSet;
 use bytes::Bytes;
 use indexmap::IndexMap;
 
-pub use value::Value;
+pub use value::{EncLimits, Value};
+
+use evict::{Lfu, LFU_INIT_VAL};
 
 use crate::error::CmdError;
 
@@ -48,7 +50,10 @@ pub struct Entry {
     /// its content) decides (`OBJECT ENCODING`).
     pub str_enc: StrEnc,
     /// Last access, in seconds on the server clock (`OBJECT IDLETIME`, the
-    /// LRU eviction policies).
+    /// LRU eviction policies); while an LFU policy is selected, the access
+    /// counter and its decrement time instead ([`Lfu`]). One field holds
+    /// either, as in Redis: after a switch of policy the old data reads as
+    /// the other kind until keys are accessed again.
     pub lru: u32,
 }
 
@@ -66,6 +71,10 @@ pub enum StrEnc {
     /// or listpack) in place: Redis never converts it back, however small
     /// it gets (`hashtable` / `skiplist` from then on).
     Big,
+    /// A set, hash or sorted set in its compact encoding: pinned when the
+    /// value is stored, so that thresholds lowered later by `CONFIG SET`
+    /// convert it only when a write crosses them, as in Redis.
+    Small,
 }
 
 impl Entry {
@@ -86,7 +95,9 @@ impl Entry {
             }
             (Value::Set(_) | Value::Hash(_), StrEnc::Big) => "hashtable",
             (Value::ZSet(_), StrEnc::Big) => "skiplist",
-            (v, _) => v.encoding(),
+            (Value::Set(_), StrEnc::Small) => "intset",
+            (Value::Hash(_) | Value::ZSet(_), StrEnc::Small) => "listpack",
+            (v, _) => v.encoding(&EncLimits::default()),
         }
     }
 }
@@ -150,6 +161,11 @@ pub struct Signals {
     pub read_lookups: bool,
     pub hits: u64,
     pub misses: u64,
+    /// Under an LFU policy, the last key the running command accessed
+    /// (database, key): a command that looks a key up more than once (to
+    /// create it, then to change it) counts one access, as Redis's single
+    /// lookup does. Reset by `cmd::call` around every handler.
+    pub lfu_seen: Option<(usize, Bytes)>,
 }
 
 impl Signals {
@@ -167,6 +183,17 @@ impl Signals {
     }
 }
 
+/// The configuration the keyspace acts on, copied from the server's
+/// parameters whenever they change.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Tuning {
+    /// The compact-encoding thresholds.
+    pub limits: EncLimits,
+    /// Set while `maxmemory-policy` is an LFU policy: accesses count into
+    /// each entry's `lru` word instead of stamping the time.
+    pub lfu: Option<Lfu>,
+}
+
 /// All databases plus the frozen time of the running command.
 #[derive(Debug)]
 pub struct Keyspace {
@@ -174,16 +201,22 @@ pub struct Keyspace {
     /// Unix ms, frozen for the duration of a command / script.
     pub now: u64,
     pub sig: Signals,
+    pub tuning: Tuning,
 }
 
 impl Keyspace {
     pub fn new(databases: usize) -> Self {
-        Keyspace { dbs: (0..databases).map(|_| Db::default()).collect(), now: 0, sig: Signals::default() }
+        Keyspace {
+            dbs: (0..databases).map(|_| Db::default()).collect(),
+            now: 0,
+            sig: Signals::default(),
+            tuning: Tuning::default(),
+        }
     }
 
     /// A view of database `index` at the current frozen time.
     pub fn view(&mut self, index: usize) -> DbView<'_> {
-        DbView { db: &mut self.dbs[index], index, now: self.now, sig: &mut self.sig }
+        DbView { db: &mut self.dbs[index], index, now: self.now, sig: &mut self.sig, tuning: &self.tuning }
     }
 
     pub fn total_keys(&self) -> usize {
@@ -204,6 +237,7 @@ pub struct DbView<'a> {
     pub index: usize,
     pub now: u64,
     pub sig: &'a mut Signals,
+    tuning: &'a Tuning,
 }
 
 impl DbView<'_> {
@@ -234,18 +268,63 @@ impl DbView<'_> {
         if self.sig.read_lookups {
             self.count_lookup(key, idx.is_some());
         }
-        let lru = lru_stamp(self.now);
-        self.db.map.get_index_mut(idx?).map(|(_, e)| {
-            e.lru = lru;
-            e
-        })
+        let (k, e) = self.db.map.get_index_mut(idx?)?;
+        Self::access(self.tuning, self.sig, self.index, self.now, k, e);
+        Some(e)
     }
 
-    /// The access stamp of `key` ([`lru_stamp`]), without counting as an
-    /// access (`OBJECT IDLETIME`).
-    pub fn idle_stamp(&mut self, key: &[u8]) -> Option<u32> {
-        let idx = self.db.map.get_index_of(key).filter(|&i| !self.expire_index_if_due(i))?;
-        self.db.map.get_index(idx).map(|(_, e)| e.lru)
+    /// Records one access to the entry `e` of `key`: the time stamp, or
+    /// under an LFU policy one counted access (once per command and key).
+    fn access(tuning: &Tuning, sig: &mut Signals, index: usize, now: u64, key: &Bytes, e: &mut Entry) {
+        match tuning.lfu {
+            None => e.lru = lru_stamp(now),
+            Some(lfu) => {
+                let seen = sig.lfu_seen.as_ref().is_some_and(|(db, k)| *db == index && k == key);
+                if !seen {
+                    e.lru = lfu.access(e.lru, now, rand::random::<f64>());
+                    sig.lfu_seen = Some((index, key.clone()));
+                }
+            }
+        }
+    }
+
+    /// The live entry for `key` without counting as an access (Redis's
+    /// `LOOKUP_NOTOUCH`: `EXISTS`, `TYPE`, `TTL`, `OBJECT` …). Keyspace
+    /// hits and misses are counted as by [`entry`](Self::entry).
+    pub fn entry_notouch(&mut self, key: &[u8]) -> Option<&Entry> {
+        let idx = self.db.map.get_index_of(key).filter(|&i| !self.expire_index_if_due(i));
+        if self.sig.read_lookups {
+            self.count_lookup(key, idx.is_some());
+        }
+        self.db.map.get_index(idx?).map(|(_, e)| e)
+    }
+
+    /// The access word a key stored now starts with: the time stamp, or
+    /// under an LFU policy the initial counter.
+    pub fn new_access(&self) -> u32 {
+        match self.tuning.lfu {
+            None => lru_stamp(self.now),
+            Some(_) => Lfu::word(self.now, LFU_INIT_VAL),
+        }
+    }
+
+    /// A key stored by the running command starts with its initial counter:
+    /// the command's later lookups of it are not accesses (Redis creates
+    /// the object after its one lookup).
+    fn created(&mut self, key: &Bytes) {
+        if self.tuning.lfu.is_some() {
+            self.sig.lfu_seen = Some((self.index, key.clone()));
+        }
+    }
+
+    /// The LFU parameters while an LFU policy is selected.
+    pub fn lfu(&self) -> Option<Lfu> {
+        self.tuning.lfu
+    }
+
+    /// The compact-encoding thresholds in force.
+    pub fn limits(&self) -> &EncLimits {
+        &self.tuning.limits
     }
 
     fn count_lookup(&mut self, key: &[u8], hit: bool) {
@@ -281,7 +360,8 @@ impl DbView<'_> {
         }
     }
 
-    /// Sets the access stamp of `key` ([`lru_stamp`]; `RESTORE … IDLETIME`).
+    /// Sets the access word of `key` ([`lru_stamp`] or an [`Lfu`] word;
+    /// `RESTORE … IDLETIME` / `FREQ`).
     pub fn set_lru(&mut self, key: &[u8], stamp: u32) {
         if let Some(e) = self.db.map.get_mut(key) {
             e.lru = stamp;
@@ -292,6 +372,18 @@ impl DbView<'_> {
     pub fn set_str_enc(&mut self, key: &[u8], enc: StrEnc) {
         if let Some(e) = self.db.map.get_mut(key) {
             e.str_enc = enc;
+        }
+    }
+
+    /// Pins the encoding of a set, hash or sorted set being stored whole:
+    /// compact or not as Redis 7.0 would build it under the thresholds in
+    /// force (see [`StrEnc::Small`]).
+    fn pin_encoding(limits: &EncLimits, e: &mut Entry) {
+        if e.str_enc == StrEnc::Auto && matches!(e.value, Value::Set(_) | Value::Hash(_) | Value::ZSet(_)) {
+            e.str_enc = match e.value.encoding(limits) {
+                "hashtable" | "skiplist" => StrEnc::Big,
+                _ => StrEnc::Small,
+            };
         }
     }
 
@@ -312,8 +404,12 @@ impl DbView<'_> {
         match idx {
             Some(i) => {
                 let (k, e) = self.db.map.get_index_mut(i).expect("index");
+                // Redis looks the key up for the write (an access) and the
+                // new value keeps the old one's access data.
+                Self::access(self.tuning, self.sig, self.index, self.now, k, e);
                 e.value = value;
                 e.str_enc = StrEnc::Auto;
+                Self::pin_encoding(&self.tuning.limits, e);
                 if !keep_ttl {
                     if let Some(at) = e.expire.take() {
                         let k = k.clone();
@@ -323,8 +419,10 @@ impl DbView<'_> {
             }
             None => {
                 let mut e = Entry::new(value);
-                e.lru = lru_stamp(self.now);
+                e.lru = self.new_access();
+                Self::pin_encoding(&self.tuning.limits, &mut e);
                 self.db.map.insert(own(key), e);
+                self.created(key);
                 self.sig.notify(notify::NEW, "new", self.index, key);
             }
         }
@@ -342,8 +440,10 @@ impl DbView<'_> {
     /// anything): a WATCH on it stays valid until the caller `touch`es it.
     pub fn insert_new_untouched(&mut self, key: &Bytes, value: Value) {
         let mut e = Entry::new(value);
-        e.lru = lru_stamp(self.now);
+        e.lru = self.new_access();
+        Self::pin_encoding(&self.tuning.limits, &mut e);
         self.db.map.insert(own(key), e);
+        self.created(key);
         self.sig.notify(notify::NEW, "new", self.index, key);
     }
 
@@ -373,11 +473,15 @@ impl DbView<'_> {
         Some((k, e))
     }
 
-    /// Stores a whole entry (value and deadline), replacing any existing key. Signals.
+    /// Stores a whole entry (value, deadline, encoding and access word),
+    /// replacing any existing key. Signals.
     pub fn put_entry(&mut self, key: &Bytes, entry: Entry) {
-        let (expire, enc) = (entry.expire, entry.str_enc);
+        let (expire, enc, lru) = (entry.expire, entry.str_enc, entry.lru);
         self.set(key, entry.value, false);
-        self.set_str_enc(key, enc);
+        if enc != StrEnc::Auto {
+            self.set_str_enc(key, enc);
+        }
+        self.set_lru(key, lru);
         if let Some(at) = expire {
             self.set_expire(key, at);
         }
@@ -415,6 +519,11 @@ impl DbView<'_> {
     /// `None`: no such key; `Some(None)`: no deadline; `Some(Some(at))`.
     pub fn expire_of(&mut self, key: &[u8]) -> Option<Option<u64>> {
         self.entry(key).map(|e| e.expire)
+    }
+
+    /// [`expire_of`](Self::expire_of) without counting as an access (`TTL`).
+    pub fn expire_of_notouch(&mut self, key: &[u8]) -> Option<Option<u64>> {
+        self.entry_notouch(key).map(|e| e.expire)
     }
 
     /// Signals that `key` was modified in place.

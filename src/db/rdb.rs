@@ -21,7 +21,7 @@ use bytes::Bytes;
 use super::stream::{Consumer, Fields, Group, PendingEntry, Stream, StreamId};
 use super::value::{HashValue, ListValue, SetValue};
 use super::zset::ZSet;
-use super::{Entry, Value};
+use super::{EncLimits, Entry, StrEnc, Value};
 use crate::num::parse_i64_strict;
 
 /// The RDB version Redis 7.0 writes (and the highest it reads).
@@ -456,11 +456,19 @@ fn encode_backlen(b: &mut Vec<u8>, l: usize) {
     }
 }
 
-/// Redis 7.0's quicklist node fill rule for `list-max-listpack-size -2`
-/// (8 kB nodes; an element is estimated at its length plus 8 bytes), for a
-/// list built by appending.
-fn quicklist_allows(node_bytes: usize, elem_len: usize) -> bool {
-    node_bytes + elem_len + 8 <= 8192
+/// Redis 7.0's quicklist node fill rule for a list built by appending: an
+/// element is estimated at its length plus 8 bytes; a negative
+/// `list-max-listpack-size` bounds a node's size (-1: 4 kB … -5: 64 kB), a
+/// positive one its entries (within 8 kB; 0 makes one-entry nodes).
+fn quicklist_allows(node_bytes: usize, node_count: usize, elem_len: usize, fill: i64) -> bool {
+    const LEVELS: [usize; 5] = [4096, 8192, 16384, 32768, 65536];
+    let new_size = node_bytes + elem_len + 8;
+    if fill < 0 {
+        let level = usize::try_from(-fill - 1).unwrap_or(usize::MAX).min(LEVELS.len() - 1);
+        new_size <= LEVELS[level]
+    } else {
+        new_size <= 8192 && i64::try_from(node_count).unwrap_or(i64::MAX) < fill
+    }
 }
 
 /// The score as Redis 7.0's `d2string` prints it into a listpack.
@@ -469,7 +477,7 @@ fn score_text(d: f64) -> String {
 }
 
 /// The DUMP payload of `entry`.
-pub fn dump(entry: &Entry) -> Vec<u8> {
+pub fn dump(entry: &Entry, list_fill: i64) -> Vec<u8> {
     let mut out = Vec::new();
     match &entry.value {
         Value::Str(s) => {
@@ -481,7 +489,7 @@ pub fn dump(entry: &Entry) -> Vec<u8> {
             let mut nodes: Vec<Vec<u8>> = Vec::new();
             let mut cur = Listpack::new();
             for e in l {
-                if cur.count > 0 && !quicklist_allows(cur.bytes(), e.len()) {
+                if cur.count > 0 && !quicklist_allows(cur.bytes(), cur.count, e.len(), list_fill) {
                     nodes.push(std::mem::replace(&mut cur, Listpack::new()).finish());
                 }
                 cur.push(e);
@@ -1155,9 +1163,28 @@ pub fn restore(payload: &[u8]) -> Result<Value, RdbError> {
     Ok(v)
 }
 
+/// The encoding of a value loaded from a compact payload (an intset, or a
+/// listpack hash or sorted set): Redis keeps it compact unless it
+/// has more entries than the threshold in force, without checking the
+/// lengths of its elements. Other payloads are encoded from their content,
+/// as a value stored whole is (`None`).
+pub fn loaded_encoding(payload: &[u8], value: &Value, limits: &EncLimits) -> Option<StrEnc> {
+    let (len, max) = match (*payload.first()?, value) {
+        (T_SET_INTSET, Value::Set(s)) => (s.len(), limits.intset_entries()),
+        (T_HASH_LISTPACK, Value::Hash(h)) => (h.len(), limits.hash_entries),
+        (T_ZSET_LISTPACK, Value::ZSet(z)) => (z.len(), limits.zset_entries),
+        _ => return None,
+    };
+    Some(if len > max { StrEnc::Big } else { StrEnc::Small })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn dump_default(e: &Entry) -> Vec<u8> {
+        dump(e, -2)
+    }
 
     #[test]
     fn crc64_check_value() {
@@ -1245,7 +1272,7 @@ mod tests {
 
     #[test]
     fn strings_use_redis_encodings() {
-        let e = |s: &str| dump(&Entry::new(Value::Str(Bytes::copy_from_slice(s.as_bytes()))));
+        let e = |s: &str| dump_default(&Entry::new(Value::Str(Bytes::copy_from_slice(s.as_bytes()))));
         assert_eq!(&e("1")[..3], &[0, 0xc0, 1]);
         assert_eq!(&e("-200")[..4], &[0, 0xc1, 0x38, 0xff]);
         assert_eq!(&e("12345678901")[..3], &[0, 11, b'1']);
@@ -1262,7 +1289,7 @@ mod tests {
 
     #[test]
     fn corrupt_payloads_are_refused() {
-        let good = dump(&Entry::new(Value::Str(Bytes::from_static(b"hello world"))));
+        let good = dump_default(&Entry::new(Value::Str(Bytes::from_static(b"hello world"))));
         assert_eq!(restore(&good[..5]).err(), Some(RdbError::Checksum));
         let mut flipped = good.clone();
         flipped[3] ^= 1;
@@ -1310,14 +1337,14 @@ mod tests {
         g.consumers.insert(Bytes::from_static(b"c"), c);
         st.groups.insert(Bytes::from_static(b"g"), g);
         vals.push(Value::Stream(Box::new(st)));
-        vals.into_iter().map(|v| dump(&Entry::new(v))).collect()
+        vals.into_iter().map(|v| dump_default(&Entry::new(v))).collect()
     }
 
     #[test]
     fn every_sample_round_trips() {
         for p in sample_payloads() {
             let v = restore(&p).expect("restores");
-            assert_eq!(dump(&Entry::new(v)), p);
+            assert_eq!(dump_default(&Entry::new(v)), p);
         }
     }
 

@@ -16,10 +16,44 @@ pub type SetValue = IndexSet<Bytes, Hasher>;
 /// A list value.
 pub type ListValue = VecDeque<Bytes>;
 
-/// Redis 7.0's default `hash-max-listpack-entries` (512; the sample
-/// redis.conf says 128, the compiled default is 512): past it a hash is a
-/// hashtable. `CONFIG SET` of the parameter does not move this yet.
-pub const HASH_MAX_LISTPACK_ENTRIES: usize = 512;
+/// The encoding thresholds of Redis 7.0's compact encodings, as configured
+/// (`hash-max-listpack-*`, `zset-max-listpack-*`, `set-max-intset-entries`,
+/// `list-max-listpack-size`). A value is compact while it stays within them;
+/// Redis checks them when a write adds to a value (and when a whole value is
+/// built, or loaded by `RESTORE`), never when they change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EncLimits {
+    pub hash_entries: usize,
+    pub hash_value: usize,
+    pub set_intset_entries: usize,
+    pub zset_entries: usize,
+    pub zset_value: usize,
+    /// `list-max-listpack-size`: entries per quicklist node when positive,
+    /// a node size class (-1: 4 kB … -5: 64 kB) when negative.
+    pub list_fill: i64,
+}
+
+impl Default for EncLimits {
+    /// Redis 7.0's compiled defaults (the sample redis.conf says 128 hash
+    /// entries; the compiled default is 512).
+    fn default() -> Self {
+        EncLimits {
+            hash_entries: 512,
+            hash_value: 64,
+            set_intset_entries: 512,
+            zset_entries: 128,
+            zset_value: 64,
+            list_fill: -2,
+        }
+    }
+}
+
+impl EncLimits {
+    /// Redis caps the intset at 2^30 entries whatever is configured.
+    pub fn intset_entries(&self) -> usize {
+        self.set_intset_entries.min(1 << 30)
+    }
+}
 
 /// A value of one of the Redis types.
 #[derive(Debug, Clone)]
@@ -58,9 +92,9 @@ impl Value {
         }
     }
 
-    /// What `OBJECT ENCODING` would say on Redis 7.0 for this content with
-    /// default thresholds (derived from content, not history).
-    pub fn encoding(&self) -> &'static str {
+    /// What `OBJECT ENCODING` would say on Redis 7.0 for this content built
+    /// under `limits` (derived from content, not history).
+    pub fn encoding(&self, limits: &EncLimits) -> &'static str {
         match self {
             Value::Str(s) => {
                 if s.len() <= 20 && crate::num::parse_i64_strict(s).is_some() {
@@ -72,7 +106,8 @@ impl Value {
                 }
             }
             Value::Hash(h) => {
-                if h.len() <= HASH_MAX_LISTPACK_ENTRIES && h.iter().all(|(k, v)| k.len() <= 64 && v.len() <= 64) {
+                let max = limits.hash_value;
+                if h.len() <= limits.hash_entries && h.iter().all(|(k, v)| k.len() <= max && v.len() <= max) {
                     "listpack"
                 } else {
                     "hashtable"
@@ -80,14 +115,14 @@ impl Value {
             }
             Value::List(_) => "quicklist",
             Value::Set(s) => {
-                if s.len() <= 512 && s.iter().all(|m| crate::num::parse_i64_strict(m).is_some()) {
+                if s.len() <= limits.intset_entries() && s.iter().all(|m| crate::num::parse_i64_strict(m).is_some()) {
                     "intset"
                 } else {
                     "hashtable"
                 }
             }
             Value::ZSet(z) => {
-                if z.len() <= 128 && z.max_member_len() <= 64 {
+                if z.len() <= limits.zset_entries && z.max_member_len() <= limits.zset_value {
                     "listpack"
                 } else {
                     "skiplist"

@@ -2,6 +2,8 @@
 //! server clock: advancing it counts) but not blocked, subscribed or
 //! monitoring ones; `maxclients` refuses the connection past the limit with
 //! Redis's error; `maxmemory` reports and evicts from the allocator's figure.
+//! Under an LFU policy, keys read often survive eviction and their counters
+//! decay with the server clock.
 //! The command-level limits (OOM, NOREPLICAS) are compared with redis-server
 //! in `tests/diff/limits.redis`.
 
@@ -121,4 +123,87 @@ fn normal_output_buffer_limit_closes_the_client() {
     assert_eq!(admin.cmd(&["CONFIG", "SET", "client-output-buffer-limit", "normal 0 0 0"]), ok());
     let mut reader = RawConn::connect(port);
     assert_eq!(reader.cmd(&["GET", "big"]), Value::Bulk(Some(big.into_bytes())));
+}
+
+fn info_field(c: &mut RawConn, section: &str, name: &str) -> i64 {
+    let Value::Bulk(Some(info)) = c.cmd(&["INFO", section]) else { panic!("INFO {section}") };
+    let info = String::from_utf8(info).unwrap();
+    info.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(':')?.parse().ok()).expect(name)
+}
+
+/// Under `allkeys-lfu`, keys read often outlive keys written once: filling
+/// the memory past `maxmemory` with cold keys evicts cold keys only. The
+/// binary counts its own allocations, so the limit is its own figure.
+#[test]
+fn allkeys_lfu_keeps_frequently_used_keys() {
+    let srv = crate::common::binary::Binary::start(&["--port", "0"]);
+    let mut c = RawConn::connect(srv.port);
+    assert_eq!(c.cmd(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lfu"]), ok());
+    assert_eq!(c.cmd(&["CONFIG", "SET", "lfu-log-factor", "0"]), ok());
+    let value = "x".repeat(4096);
+    for i in 0..20 {
+        assert_eq!(c.cmd(&["SET", &format!("hot{i}"), &value]), ok());
+        for _ in 0..10 {
+            assert!(matches!(c.cmd(&["GET", &format!("hot{i}")]), Value::Bulk(Some(_))));
+        }
+    }
+    let limit = info_field(&mut c, "memory", "used_memory") + (2 << 20);
+    assert_eq!(c.cmd(&["CONFIG", "SET", "maxmemory", &limit.to_string()]), ok());
+    // About 4 MB of cold keys: twice what fits under the limit.
+    for i in 0..1000 {
+        assert_eq!(c.cmd(&["SET", &format!("cold{i}"), &value]), ok());
+    }
+    let evicted = info_field(&mut c, "stats", "evicted_keys");
+    assert!(evicted >= 300, "evicted {evicted} keys");
+    for i in 0..20 {
+        let key = format!("hot{i}");
+        assert_eq!(c.cmd(&["EXISTS", &key]), Value::Int(1), "{key} evicted after {evicted} evictions");
+        assert_eq!(c.cmd(&["OBJECT", "FREQ", &key]), Value::Int(15), "{key}");
+    }
+    let Value::Int(size) = c.cmd(&["DBSIZE"]) else { panic!("DBSIZE") };
+    assert_eq!(size, 1020 - evicted);
+}
+
+/// An LFU counter loses one per `lfu-decay-time` minutes without access, on
+/// the server clock; 0 turns the decay off.
+#[test]
+fn lfu_counter_decays_with_the_server_clock() {
+    let srv = server();
+    let mut c = RawConn::connect(srv.port());
+    assert_eq!(c.cmd(&["CONFIG", "SET", "maxmemory-policy", "volatile-lfu"]), ok());
+    assert_eq!(c.cmd(&["CONFIG", "SET", "lfu-log-factor", "0"]), ok());
+    let Value::Int(_) = c.cmd(&["RLOCKD", "CLOCK", "FREEZE"]) else { panic!("CLOCK FREEZE") };
+    assert_eq!(c.cmd(&["SET", "k", "v"]), ok());
+    for _ in 0..10 {
+        c.cmd(&["GET", "k"]);
+    }
+    assert_eq!(c.cmd(&["OBJECT", "FREQ", "k"]), Value::Int(15));
+    c.cmd(&["RLOCKD", "CLOCK", "ADVANCE", "180000"]);
+    assert_eq!(c.cmd(&["OBJECT", "FREQ", "k"]), Value::Int(12), "three minutes, one each");
+    assert_eq!(c.cmd(&["CONFIG", "SET", "lfu-decay-time", "2"]), ok());
+    assert_eq!(c.cmd(&["OBJECT", "FREQ", "k"]), Value::Int(14), "three minutes, one per two");
+    // An access stores the decayed counter (plus one) and restarts the period.
+    c.cmd(&["GET", "k"]);
+    assert_eq!(c.cmd(&["OBJECT", "FREQ", "k"]), Value::Int(15));
+    c.cmd(&["RLOCKD", "CLOCK", "ADVANCE", "120000"]);
+    assert_eq!(c.cmd(&["OBJECT", "FREQ", "k"]), Value::Int(14));
+    assert_eq!(c.cmd(&["CONFIG", "SET", "lfu-decay-time", "0"]), ok());
+    c.cmd(&["RLOCKD", "CLOCK", "ADVANCE", "6000000"]);
+    assert_eq!(c.cmd(&["OBJECT", "FREQ", "k"]), Value::Int(15), "no decay");
+    assert_eq!(c.cmd(&["CONFIG", "SET", "lfu-decay-time", "1"]), ok());
+    assert_eq!(c.cmd(&["OBJECT", "FREQ", "k"]), Value::Int(0), "102 minutes");
+}
+
+/// With the default `lfu-log-factor` (10) the counter grows logarithmically:
+/// Redis documents about 18 after a thousand accesses.
+#[test]
+fn lfu_default_log_factor_is_logarithmic() {
+    let srv = server();
+    let mut c = RawConn::connect(srv.port());
+    assert_eq!(c.cmd(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lfu"]), ok());
+    assert_eq!(c.cmd(&["SET", "k", "v"]), ok());
+    assert_eq!(c.cmd(&["OBJECT", "FREQ", "k"]), Value::Int(5));
+    let script = "for i = 1, 1000 do redis.call('get', KEYS[1]) end return redis.call('object', 'freq', KEYS[1])";
+    let Value::Int(freq) = c.cmd(&["EVAL", script, "1", "k"]) else { panic!("EVAL") };
+    assert!((12..=26).contains(&freq), "counter {freq} after 1000 accesses");
 }
