@@ -392,8 +392,9 @@ impl Conn {
                 return;
             }
             if unflushed {
-                if self.flush().await.is_err() {
-                    return;
+                tokio::select! {
+                    r = self.flush() => if r.is_err() { return },
+                    _ = cs.kill.notified() => return,
                 }
                 continue;
             }
