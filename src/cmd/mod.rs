@@ -512,6 +512,28 @@ pub(crate) fn with_probe<R>(
 /// Runs one command line from a client, with every check Redis makes before
 /// calling a command (see the module docs for the order).
 pub fn process(ctx: &mut Ctx<'_>, argv: Vec<Bytes>) -> Reply {
+    // The one branch client-side caching costs while no client tracks.
+    if !ctx.core.tracking.active {
+        return process_checked(ctx, argv);
+    }
+    // Messages a command left for its own client after its reply (a path
+    // that did not hand them over) go before anything else.
+    if ctx.core.tracking.has_deferred() {
+        ctx.core.tracking.deliver_deferred();
+    }
+    let client_cmd = argv.first().is_some_and(|a| a.eq_ignore_ascii_case(b"client"));
+    let reply = process_checked(ctx, argv);
+    // `CLIENT CACHING` covers the next command (all of a MULTI block);
+    // other CLIENT subcommands in between keep it, as in Redis.
+    if !client_cmd && ctx.client.multi.is_none() {
+        if let Some(t) = ctx.core.clients.get_mut(&ctx.client.id).and_then(|r| r.tracking.as_mut()) {
+            t.caching = false;
+        }
+    }
+    reply
+}
+
+fn process_checked(ctx: &mut Ctx<'_>, argv: Vec<Bytes>) -> Reply {
     let tbl = table();
     let cmd = match tbl.lookup(&argv) {
         Lookup::Found(c) => c,
@@ -610,6 +632,9 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes]) -> Reply {
     let usec = nanos / 1000;
     ctx.core.ks.sig.read_lookups = read_lookups;
     ctx.core.call_depth -= 1;
+    if ctx.core.tracking.active {
+        track_after_call(ctx, cmd, argv);
+    }
     let stats = &mut ctx.core.stats;
     if ctx.core.call_depth > 0 {
         stats.nested_calls += 1;
@@ -649,6 +674,24 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes]) -> Reply {
         }
     }
     reply
+}
+
+/// Client-side caching after a command (at any depth): invalidations of
+/// what it modified, then the keys a tracking client's read-only command
+/// read (not a script's own reads: Redis 7.0 tracks only the keys `EVAL_RO`
+/// and the like declare).
+fn track_after_call(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes]) {
+    let id = ctx.client.id;
+    ctx.core.track_modified(id);
+    if !cmd.has(flags::READONLY) || ctx.client.is_script() {
+        return;
+    }
+    let remembers = ctx.core.clients.get(&id).and_then(|r| r.tracking.as_ref()).is_some_and(|t| t.remembers_reads());
+    if remembers {
+        for key in command::command_keys(cmd, argv) {
+            ctx.core.tracking.remember(&key, id);
+        }
+    }
 }
 
 fn feed_monitors(ctx: &mut Ctx<'_>, argv: &[Bytes]) {

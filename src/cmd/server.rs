@@ -123,18 +123,35 @@ fn flush_db(ctx: &mut Ctx<'_>, index: usize) {
     ks.dbs[index].clear();
 }
 
+/// Runs a flush; tracking clients get Redis's "everything" invalidation
+/// (a null) instead of one per key, and the tracking table is emptied.
+fn flush_tracked(ctx: &mut Ctx<'_>, flush: impl FnOnce(&mut Ctx<'_>)) {
+    let tracking = ctx.core.tracking.active;
+    if tracking {
+        ctx.core.track_modified(ctx.client.id);
+    }
+    flush(ctx);
+    if tracking {
+        let core = &mut *ctx.core;
+        core.tracking.cursor = core.ks.sig.touched.len();
+        core.tracking.on_flush(ctx.client.id, &mut core.clients);
+    }
+}
+
 fn flushdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     flush_opts(args)?;
     let i = ctx.client.db();
-    flush_db(ctx, i);
+    flush_tracked(ctx, |ctx| flush_db(ctx, i));
     Ok(Reply::ok())
 }
 
 fn flushall(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     flush_opts(args)?;
-    for i in 0..ctx.core.ks.dbs.len() {
-        flush_db(ctx, i);
-    }
+    flush_tracked(ctx, |ctx| {
+        for i in 0..ctx.core.ks.dbs.len() {
+            flush_db(ctx, i);
+        }
+    });
     Ok(Reply::ok())
 }
 
