@@ -226,7 +226,7 @@ impl Core {
     pub fn after_command(&mut self) {
         if self.tracking.active {
             // What the server did itself (active expiry, a control command).
-            self.track_modified(0);
+            self.track_modified(0, 0);
         }
         let sig = &mut self.ks.sig;
         if sig.expired != 0 {
@@ -264,12 +264,14 @@ impl Core {
     }
 
     /// Sends the invalidations of the keys modified since the last call,
-    /// as changes made by client `current` (0: by the server itself).
-    pub fn track_modified(&mut self, current: u64) {
+    /// during a command of client `current` (0: the server's own doing);
+    /// `writer` is who changed them as BCAST's NOLOOP sees it (0 for a
+    /// script's pseudo-client, as in Redis).
+    pub fn track_modified(&mut self, current: u64, writer: u64) {
         while let Some((_, key)) = self.ks.sig.touched.get(self.tracking.cursor) {
             let key = key.clone();
             self.tracking.cursor += 1;
-            self.tracking.invalidate_key(&key, current, &mut self.clients);
+            self.tracking.invalidate_key(&key, current, writer, &mut self.clients);
         }
     }
 

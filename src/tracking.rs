@@ -139,12 +139,13 @@ impl Tracking {
     }
 
     /// `key` was modified while `current` (0: none) ran a command: queues it
-    /// for the BCAST prefixes it falls under, and invalidates it for the
-    /// clients that read it (NOLOOP clients skip their own changes).
-    pub fn invalidate_key(&mut self, key: &Bytes, current: u64, clients: &mut Map<u64, ClientRecord>) {
+    /// for the BCAST prefixes it falls under (as changed by `writer`), and
+    /// invalidates it for the clients that read it (NOLOOP clients skip
+    /// their own commands' changes).
+    pub fn invalidate_key(&mut self, key: &Bytes, current: u64, writer: u64, clients: &mut Map<u64, ClientRecord>) {
         for (p, e) in self.prefixes.iter_mut() {
             if key.starts_with(p) {
-                e.pending.insert(key.clone(), current);
+                e.pending.insert(key.clone(), writer);
             }
         }
         let Some(ids) = self.keys.remove(key) else {

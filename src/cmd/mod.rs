@@ -682,7 +682,8 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes]) -> Reply {
 /// and the like declare).
 fn track_after_call(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes]) {
     let id = ctx.client.id;
-    ctx.core.track_modified(id);
+    let writer = if ctx.client.is_script() { 0 } else { id };
+    ctx.core.track_modified(id, writer);
     if !cmd.has(flags::READONLY) || ctx.client.is_script() {
         return;
     }

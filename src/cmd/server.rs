@@ -128,7 +128,8 @@ fn flush_db(ctx: &mut Ctx<'_>, index: usize) {
 fn flush_tracked(ctx: &mut Ctx<'_>, flush: impl FnOnce(&mut Ctx<'_>)) {
     let tracking = ctx.core.tracking.active;
     if tracking {
-        ctx.core.track_modified(ctx.client.id);
+        let writer = if ctx.client.is_script() { 0 } else { ctx.client.id };
+        ctx.core.track_modified(ctx.client.id, writer);
     }
     flush(ctx);
     if tracking {

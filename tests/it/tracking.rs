@@ -236,6 +236,9 @@ fn redirect_to_resp3_and_unsubscribed_resp2_clients() {
         s.cmd(t, &["GET", "k"]);
         s.cmd(b, &["SET", "k", "1"]);
         s.read(r3);
+        // FLUSHALL's null is the RESP2 tracking client's.
+        s.cmd(b, &["FLUSHALL"]);
+        s.read(r3);
         // A RESP2 redirect client not in subscribed mode gets nothing.
         s.cmd(t, &["CLIENT", "TRACKING", "on", "REDIRECT", "<id:1>"]);
         s.cmd(t, &["GET", "k"]);
@@ -258,6 +261,7 @@ fn redirect_to_resp3_and_unsubscribed_resp2_clients() {
         s.quiet(t);
     });
     assert!(log.contains(&format!("0~ {}\n", push(&["k"]))), "{log}");
+    assert!(log.contains("0~ >2\\r\\n$10\\r\\ninvalidate\\r\\n$-1\\r\\n\n"), "{log}");
     assert!(log.contains(&format!("3> SET k 2\n3< +OK\\r\\n\n1> PING\n1< {PONG}")), "{log}");
     assert!(
         log.contains("1~ *3\\r\\n$7\\r\\nmessage\\r\\n$20\\r\\n__redis__:invalidate\\r\\n*1\\r\\n$1\\r\\nk\\r\\n"),
@@ -281,6 +285,10 @@ fn bcast_prefixes_batch_keys_per_prefix() {
         // NOLOOP: its own changes are left out.
         s.cmd(a, &["SET", "a9", "1"]);
         s.quiet(a);
+        // A script's writes are not its own for BCAST (Redis compares the
+        // script's pseudo-client).
+        s.cmd(a, &["EVAL", "redis.call('set', 'a8', '1') return 1", "0"]);
+        s.read(a);
         // ON again replaces the options (NOLOOP goes) and adds prefixes.
         s.cmd(a, &["CLIENT", "TRACKING", "on", "BCAST", "PREFIX", "c"]);
         s.cmd(a, &["CLIENT", "TRACKING", "on", "BCAST", "PREFIX", "cc"]);
@@ -311,6 +319,7 @@ fn bcast_prefixes_batch_keys_per_prefix() {
     });
     assert!(log.contains(&format!("0~ {}\n0~ {}\n", push(&["a1", "a2"]), push(&["b1"]))), "{log}");
     assert!(log.contains(&format!("0> SET a9 1\n0< +OK\\r\\n\n0> PING\n0< {PONG}")), "{log}");
+    assert!(log.contains(&format!("0< :1\\r\\n\n0~ {}\n", push(&["a8"]))), "{log}");
     assert!(log.contains("overlaps with an existing prefix 'c'"), "{log}");
     assert!(log.contains(&format!("0~ {}\n", push(&["c1", "c2"]))), "{log}");
     assert!(log.contains("0~ >2\\r\\n$10\\r\\ninvalidate\\r\\n_\\r\\n"), "{log}");
