@@ -81,7 +81,6 @@ impl Harness {
         let mut core = shared.core.blocking_lock();
         let mut ctx = Ctx { core: &mut core, client: &mut self.client, shared: &shared };
         let reply = cmd::process(&mut ctx, argv);
-        core.tracking.deliver_deferred();
         core.before_sleep();
         // A blocking command cannot wait here: give up at once, like a timeout.
         if let Some(req) = self.client.block.take() {

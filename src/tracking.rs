@@ -14,9 +14,8 @@
 //! (`>2 invalidate [keys]`), or to its `REDIRECT` client: a RESP3 push
 //! there, or a pub/sub `message` on `__redis__:invalidate` to a RESP2
 //! client in subscribed mode (anything else is dropped, as in Redis). A
-//! message for the client whose command is running waits until that
-//! command's reply is written ([`Tracking::deliver_deferred`]); others are
-//! queued at once.
+//! message for the client whose command is running follows that command's
+//! reply ([`Tracking::take_deferred`]); others are queued at once.
 //!
 //! The clients' modes live in their [`ClientRecord`]s; this store only
 //! keeps what is shared. Entries of clients that stopped tracking or left
@@ -212,11 +211,19 @@ impl Tracking {
         !self.deferred.is_empty()
     }
 
-    /// Queues the messages that waited for the command's reply.
-    pub fn deliver_deferred(&mut self) {
+    /// The messages held for the end of client `id`'s command: those for
+    /// `id` itself are returned (to follow its reply), others (a redirect
+    /// client's) are queued now.
+    pub fn take_deferred(&mut self, id: u64) -> Vec<Bytes> {
+        let mut mine = Vec::new();
         for (to, msg) in self.deferred.drain(..) {
-            to.push_encoded(msg);
+            if to.id == id {
+                mine.push(msg);
+            } else {
+                to.push_encoded(msg);
+            }
         }
+        mine
     }
 
     /// Sends one invalidation for tracking client `id` (Redis's

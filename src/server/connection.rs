@@ -674,12 +674,6 @@ impl Conn {
                 return Step::Blocked(req);
             }
             st.emit(reply, skipping);
-            // Invalidations of keys this client's own command changed
-            // follow its reply, as in Redis.
-            if core.tracking.has_deferred() {
-                core.tracking.deliver_deferred();
-                st.drain_outbound(&mut self.rx);
-            }
             if st.client.close {
                 return Step::Done;
             }
