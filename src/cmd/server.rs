@@ -173,6 +173,13 @@ fn swapdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     let (a, b) = (a as usize, b as usize);
     if a != b {
+        // Redis 7.0's SWAPDB invalidates WATCHes but sends no tracking
+        // invalidations: its touches are skipped below.
+        let tracking = ctx.core.tracking.active;
+        if tracking {
+            let writer = if ctx.client.is_script() { 0 } else { ctx.client.id };
+            ctx.core.track_modified(ctx.client.id, writer);
+        }
         let ks = &mut ctx.core.ks;
         if ks.sig.track_touches {
             for i in [a, b] {
@@ -187,6 +194,9 @@ fn swapdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
         ks.dbs.swap(a, b);
         ks.sig.dirty += 1;
+        if tracking {
+            ctx.core.tracking.cursor = ctx.core.ks.sig.touched.len();
+        }
         ctx.core.blocking.on_swapdb(a, b);
     }
     Ok(Reply::ok())
