@@ -388,6 +388,7 @@ const EFFECTIVE: &[&str] = &[
     "maxmemory-policy",
     "maxmemory-samples",
     "min-replicas-to-write",
+    "tracking-table-max-keys",
     "test-control",
     "redis-version",
 ];

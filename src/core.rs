@@ -276,10 +276,13 @@ impl Core {
     }
 
     /// End of an event-loop turn (a connection's batch, an active-expiry
-    /// pass): BCAST invalidations go out, as Redis sends them before sleeping.
+    /// pass): BCAST invalidations go out and the tracking table is cut to
+    /// `tracking-table-max-keys`, as Redis does before sleeping.
     pub fn before_sleep(&mut self) {
         if self.tracking.active {
             self.tracking.flush_bcast(&mut self.clients);
+            let max = self.config.get_str("tracking-table-max-keys").parse().unwrap_or(0);
+            self.tracking.limit_keys(max, &mut self.clients);
         }
     }
 

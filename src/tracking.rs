@@ -150,6 +150,12 @@ impl Tracking {
         let Some(ids) = self.keys.remove(key) else {
             return;
         };
+        self.tell_readers(key, ids, current, clients);
+        self.refresh();
+    }
+
+    /// Sends `key`'s invalidation to the clients `ids` that read it.
+    fn tell_readers(&mut self, key: &Bytes, ids: BTreeSet<u64>, current: u64, clients: &mut Map<u64, ClientRecord>) {
         for id in ids {
             let Some(t) = clients.get(&id).and_then(|r| r.tracking.as_ref()) else {
                 continue;
@@ -158,6 +164,21 @@ impl Tracking {
                 continue;
             }
             self.send(clients, id, Payload::Keys(std::slice::from_ref(key)), id == current);
+        }
+    }
+
+    /// `tracking-table-max-keys` (0: no limit): keys over the limit are
+    /// invalidated and forgotten, any of them, as Redis picks random ones.
+    pub fn limit_keys(&mut self, max: usize, clients: &mut Map<u64, ClientRecord>) {
+        if max == 0 {
+            return;
+        }
+        while self.keys.len() > max {
+            let Some(key) = self.keys.keys().next().cloned() else {
+                break;
+            };
+            let ids = self.keys.remove(&key).unwrap_or_default();
+            self.tell_readers(&key, ids, 0, clients);
         }
         self.refresh();
     }

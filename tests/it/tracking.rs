@@ -632,3 +632,48 @@ print("ok")
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// `tracking-table-max-keys`: keys over the limit are invalidated (which
+/// ones is random in Redis, so only the counts are compared).
+#[test]
+fn table_limit_invalidates_keys_over_it() {
+    fn run(port: u16) -> (usize, String) {
+        let mut a = RawConn::connect(port);
+        let mut b = RawConn::connect(port);
+        a.cmd(&["HELLO", "3"]);
+        b.cmd(&["CONFIG", "SET", "tracking-table-max-keys", "2"]);
+        a.cmd(&["CLIENT", "TRACKING", "on"]);
+        a.cmd(&["MGET", "k1", "k2", "k3", "k4", "k5"]);
+        let mut keys = Vec::new();
+        for _ in 0..3 {
+            let v = a.read().expect("an invalidation");
+            assert!(
+                show(&a.last_raw).starts_with(">2\\r\\n$10\\r\\ninvalidate\\r\\n*1\\r\\n"),
+                "{}",
+                show(&a.last_raw)
+            );
+            let super::common::resp::Value::Agg(b'>', Some(parts)) = v else { panic!("not a push") };
+            keys.extend(parts[1].bulks());
+        }
+        keys.sort();
+        keys.dedup();
+        assert_eq!(keys.len(), 3, "three different keys invalidated");
+        assert_eq!(
+            show(&{
+                a.cmd(&["PING"]);
+                a.last_raw.clone()
+            }),
+            PONG
+        );
+        let super::common::resp::Value::Bulk(Some(info)) = b.cmd(&["INFO", "stats"]) else { panic!("INFO") };
+        let info = String::from_utf8_lossy(&info).into_owned();
+        let line = info.lines().find(|l| l.starts_with("tracking_total_keys:")).unwrap_or_default().to_string();
+        (keys.len(), line)
+    }
+    let srv = common::server();
+    let ours = run(srv.port());
+    assert_eq!(ours, (3, "tracking_total_keys:2".to_string()));
+    if let Some(oracle) = Oracle::start() {
+        assert_eq!(run(oracle.port), ours);
+    }
+}
