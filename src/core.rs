@@ -253,6 +253,7 @@ impl Core {
             let mut t = touched;
             t.clear();
             self.ks.sig.touched = t;
+            self.ks.sig.server_touched.clear();
             self.tracking.cursor = 0;
         }
         // Keyspace events, then messages deferred by EXEC / scripts.
@@ -270,7 +271,9 @@ impl Core {
     pub fn track_modified(&mut self, current: u64, writer: u64) {
         while let Some((_, key)) = self.ks.sig.touched.get(self.tracking.cursor) {
             let key = key.clone();
+            let by_server = self.ks.sig.server_touched.binary_search(&self.tracking.cursor).is_ok();
             self.tracking.cursor += 1;
+            let writer = if by_server { 0 } else { writer };
             self.tracking.invalidate_key(&key, current, writer, &mut self.clients);
         }
     }

@@ -463,11 +463,21 @@ fn invalidations_from_active_and_lazy_expiry() {
         std::thread::sleep(Duration::from_millis(300));
         s.cmd(a, &["GET", "g"]);
         s.read(a);
+        // An expiry is nobody's write: BCAST's NOLOOP does not hold it back.
+        let c = s.open3();
+        s.cmd(c, &["CLIENT", "TRACKING", "on", "BCAST", "NOLOOP", "PREFIX", "h"]);
+        s.cmd(c, &["SET", "h1", "1", "PX", "100"]);
+        s.quiet(c);
+        std::thread::sleep(Duration::from_millis(300));
+        s.cmd(c, &["GET", "h1"]);
+        s.read(c);
         s.cmd(b, &["DEBUG", "SET-ACTIVE-EXPIRE", "1"]);
     });
     assert!(log.contains(&format!("0~ {}\n", push(&["e"]))), "{log}");
     assert!(log.contains(&format!("1> GET f\n1< $-1\\r\\n\n0~ {}\n", push(&["f"]))), "{log}");
     assert!(log.contains(&format!("0> GET g\n0< _\\r\\n\n0~ {}\n", push(&["g"]))), "{log}");
+    assert!(log.contains(&format!("2> SET h1 1 PX 100\n2< +OK\\r\\n\n2> PING\n2< {PONG}")), "{log}");
+    assert!(log.contains(&format!("2> GET h1\n2< _\\r\\n\n2~ {}\n", push(&["h1"]))), "{log}");
 }
 
 #[test]
