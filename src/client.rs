@@ -164,6 +164,32 @@ impl ClientShared {
 /// `ClientShared::last_cmd` before the first command.
 pub const NO_COMMAND: usize = usize::MAX;
 
+/// A client's `CLIENT TRACKING` mode (Redis's `CLIENT_TRACKING_*` flags),
+/// present while tracking is on.
+#[derive(Debug, Clone, Default)]
+pub struct Tracking {
+    /// Client receiving the invalidations (0: this client itself).
+    pub redirect: u64,
+    pub bcast: bool,
+    pub optin: bool,
+    pub optout: bool,
+    pub noloop: bool,
+    /// `CLIENT CACHING yes` (OPTIN) / `no` (OPTOUT) applies to the next command.
+    pub caching: bool,
+    /// The redirect client was gone when an invalidation was due.
+    pub broken_redirect: bool,
+    /// BCAST prefixes, sorted as Redis lists them.
+    pub prefixes: std::collections::BTreeSet<Bytes>,
+}
+
+impl Tracking {
+    /// True if a read-only command's keys are remembered now (not BCAST;
+    /// OPTIN only after `CACHING yes`, OPTOUT unless `CACHING no`).
+    pub fn remembers_reads(&self) -> bool {
+        !self.bcast && (!self.optin || self.caching) && (!self.optout || !self.caching)
+    }
+}
+
 /// A registered client as the core keeps it: the shared part, and what only
 /// commands read and write (always under the core lock, so it needs no lock
 /// of its own).
@@ -178,6 +204,8 @@ pub struct ClientRecord {
     pub lib_ver: Bytes,
     /// The ACL user the client is authenticated as.
     pub user: Bytes,
+    /// `CLIENT TRACKING` mode (None: off).
+    pub tracking: Option<Tracking>,
 }
 
 impl ClientRecord {
@@ -188,6 +216,7 @@ impl ClientRecord {
             lib_name: Bytes::new(),
             lib_ver: Bytes::new(),
             user: Bytes::from_static(b"default"),
+            tracking: None,
         }
     }
 
@@ -223,7 +252,7 @@ impl ClientRecord {
             + omem
             + std::mem::size_of::<ClientShared>()
             + std::mem::size_of::<ClientState>();
-        // Redis's order: O (monitor), P, x, b.
+        // Redis's order: O (monitor), P, x, b, t, R, B.
         let mut flags = String::new();
         if c.monitor.load(Ordering::Relaxed) {
             flags.push('O');
@@ -237,12 +266,22 @@ impl ClientRecord {
         if c.blocked.load(Ordering::Relaxed) {
             flags.push('b');
         }
+        if let Some(t) = &self.tracking {
+            flags.push('t');
+            if t.broken_redirect {
+                flags.push('R');
+            }
+            if t.bcast {
+                flags.push('B');
+            }
+        }
+        let redir = self.tracking.as_ref().map_or(-1, |t| t.redirect as i64);
         if flags.is_empty() {
             flags.push('N');
         }
         let (name, lib_name, lib_ver, last) = (&self.name, &self.lib_name, &self.lib_ver, last_cmd);
         let mut line = format!(
-            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl=0 oll=0 omem={} tot-mem={} events=r cmd={} user={} redir=-1 resp={}",
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl=0 oll=0 omem={} tot-mem={} events=r cmd={} user={} redir={} resp={}",
             c.id,
             c.addr,
             c.laddr,
@@ -266,6 +305,7 @@ impl ClientRecord {
             tot_mem,
             last,
             String::from_utf8_lossy(&self.user),
+            redir,
             c.resp.load(Ordering::Relaxed),
         );
         if lib_fields {

@@ -396,6 +396,7 @@ const EFFECTIVE: &[&str] = &[
     "zset-max-listpack-value",
     "list-max-listpack-size",
     "min-replicas-to-write",
+    "tracking-table-max-keys",
     "test-control",
     "redis-version",
 ];

@@ -183,6 +183,8 @@ pub struct Core {
     pub call_depth: u32,
     /// Active expiry enabled (`DEBUG SET-ACTIVE-EXPIRE`).
     pub active_expire: bool,
+    /// Client-side caching: the tracking table and BCAST prefixes.
+    pub tracking: crate::tracking::Tracking,
 }
 
 impl Core {
@@ -216,12 +218,17 @@ impl Core {
             lastsave: now_ms / 1000,
             call_depth: 0,
             active_expire: true,
+            tracking: Default::default(),
         }
     }
 
     /// Acts on what the last top-level command did to the keyspace: expired
     /// key counts, WATCH invalidation, blocked clients, keyspace events.
     pub fn after_command(&mut self) {
+        if self.tracking.active {
+            // What the server did itself (active expiry, a control command).
+            self.track_modified(0, 0);
+        }
         let sig = &mut self.ks.sig;
         if sig.expired != 0 {
             self.stats.expired_keys += sig.expired;
@@ -247,11 +254,40 @@ impl Core {
             let mut t = touched;
             t.clear();
             self.ks.sig.touched = t;
+            self.ks.sig.server_touched.clear();
+            self.tracking.cursor = 0;
         }
         // Keyspace events, then messages deferred by EXEC / scripts.
         self.pubsub.flush(&mut self.ks.sig, self.config.pubsub_limit, self.ks.now);
-        self.ks.sig.track_touches =
-            self.watches.is_active() || self.blocking.is_active() || self.lock_history.is_some();
+        self.ks.sig.track_touches = self.watches.is_active()
+            || self.blocking.is_active()
+            || self.lock_history.is_some()
+            || self.tracking.active;
+    }
+
+    /// Sends the invalidations of the keys modified since the last call,
+    /// during a command of client `current` (0: the server's own doing);
+    /// `writer` is who changed them as BCAST's NOLOOP sees it (0 for a
+    /// script's pseudo-client, as in Redis).
+    pub fn track_modified(&mut self, current: u64, writer: u64) {
+        while let Some((_, key)) = self.ks.sig.touched.get(self.tracking.cursor) {
+            let key = key.clone();
+            let by_server = self.ks.sig.server_touched.binary_search(&self.tracking.cursor).is_ok();
+            self.tracking.cursor += 1;
+            let writer = if by_server { 0 } else { writer };
+            self.tracking.invalidate_key(&key, current, writer, &mut self.clients);
+        }
+    }
+
+    /// End of an event-loop turn (a connection's batch, an active-expiry
+    /// pass): BCAST invalidations go out and the tracking table is cut to
+    /// `tracking-table-max-keys`, as Redis does before sleeping.
+    pub fn before_sleep(&mut self) {
+        if self.tracking.active {
+            self.tracking.flush_bcast(&mut self.clients);
+            let max = self.config.get_str("tracking-table-max-keys").parse().unwrap_or(0);
+            self.tracking.limit_keys(max, &mut self.clients);
+        }
     }
 
     /// Publishes the keyspace events queued so far (see
@@ -278,7 +314,9 @@ impl Core {
     /// Removes everything a client left in the core (its entry,
     /// subscriptions, WATCHes, MONITOR, blocked-client waiter).
     pub fn unregister_client(&mut self, cs: &ClientShared) {
-        self.clients.shift_remove(&cs.id);
+        if let Some(mode) = self.clients.shift_remove(&cs.id).and_then(|r| r.tracking) {
+            self.tracking.disable(cs.id, &mode);
+        }
         self.pubsub.remove_client(cs);
         self.watches.unwatch(cs.id);
         self.monitors.remove(cs.id);

@@ -58,6 +58,7 @@ mod pubsub;
 mod script;
 mod server;
 pub mod testing;
+mod tracking;
 mod tx;
 mod version;
 

@@ -81,6 +81,7 @@ impl Harness {
         let mut core = shared.core.blocking_lock();
         let mut ctx = Ctx { core: &mut core, client: &mut self.client, shared: &shared };
         let reply = cmd::process(&mut ctx, argv);
+        core.before_sleep();
         // A blocking command cannot wait here: give up at once, like a timeout.
         if let Some(req) = self.client.block.take() {
             return core.blocking.cancel(req.waiter).unwrap_or(Reply::NilArray);

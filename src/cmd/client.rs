@@ -326,31 +326,196 @@ fn client_no_touch(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     Ok(Reply::ok())
 }
 
-fn client_tracking(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    if on_off(&args[2])? {
+/// `CLIENT TRACKING on|off [REDIRECT id] [PREFIX p]... [BCAST] [OPTIN]
+/// [OPTOUT] [NOLOOP]`, with Redis's checks in Redis's order.
+fn client_tracking(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let mut redirect = 0u64;
+    let (mut bcast, mut optin, mut optout, mut noloop) = (false, false, false, false);
+    let mut prefixes: Vec<Bytes> = Vec::new();
+    let mut j = 3;
+    while j < args.len() {
+        let more = j + 1 < args.len();
+        let a = &args[j];
+        if eq(a, "redirect") && more {
+            j += 1;
+            if redirect != 0 {
+                return Err(CmdError::custom("ERR A client can only redirect to a single other client"));
+            }
+            let id = int(&args[j])?;
+            if id <= 0 || !ctx.core.clients.contains_key(&(id as u64)) {
+                return Err(CmdError::custom("ERR The client ID you want redirect to does not exist"));
+            }
+            redirect = id as u64;
+        } else if eq(a, "bcast") {
+            bcast = true;
+        } else if eq(a, "optin") {
+            optin = true;
+        } else if eq(a, "optout") {
+            optout = true;
+        } else if eq(a, "noloop") {
+            noloop = true;
+        } else if eq(a, "prefix") && more {
+            j += 1;
+            prefixes.push(args[j].clone());
+        } else {
+            return Err(CmdError::Syntax);
+        }
+        j += 1;
+    }
+    if eq(&args[2], "off") {
+        tracking_off(ctx);
+        return Ok(Reply::ok());
+    }
+    if !eq(&args[2], "on") {
+        return Err(CmdError::Syntax);
+    }
+    let id = ctx.client.id;
+    let current = ctx.core.clients.get(&id).and_then(|r| r.tracking.clone());
+    if !bcast && !prefixes.is_empty() {
+        return Err(CmdError::custom("ERR PREFIX option requires BCAST mode to be enabled"));
+    }
+    if current.as_ref().is_some_and(|t| t.bcast != bcast) {
         return Err(CmdError::custom(
-            "ERR CLIENT TRACKING ON is not supported by rlockd (client-side caching is not implemented)",
+            "ERR You can't switch BCAST mode on/off before disabling tracking for this client, and then re-enabling it with a different mode.",
         ));
+    }
+    if bcast && (optin || optout) {
+        return Err(CmdError::custom("ERR OPTIN and OPTOUT are not compatible with BCAST"));
+    }
+    if optin && optout {
+        return Err(CmdError::custom("ERR You can't specify both OPTIN mode and OPTOUT mode"));
+    }
+    if current.as_ref().is_some_and(|t| (optin && t.optout) || (optout && t.optin)) {
+        return Err(CmdError::custom(
+            "ERR You can't switch OPTIN/OPTOUT mode before disabling tracking for this client, and then re-enabling it with a different mode.",
+        ));
+    }
+    if bcast {
+        check_prefix_collisions(current.as_ref(), &prefixes)?;
+        if prefixes.is_empty() {
+            prefixes.push(Bytes::new());
+        }
+    }
+    let was_on = current.is_some();
+    let mut mode = current.unwrap_or_default();
+    // Turning tracking on again replaces the options; prefixes accumulate.
+    mode.redirect = redirect;
+    mode.broken_redirect = false;
+    mode.bcast = bcast;
+    mode.optin = optin;
+    mode.optout = optout;
+    mode.noloop = noloop;
+    let added: Vec<Bytes> = prefixes.into_iter().filter(|p| mode.prefixes.insert(p.clone())).collect();
+    ctx.core.tracking.enable(id, was_on, &added);
+    if let Some(r) = ctx.core.client_record(id) {
+        r.tracking = Some(mode);
     }
     Ok(Reply::ok())
 }
 
-fn client_trackinginfo(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+/// Redis's prefix checks: a new prefix may not overlap (one a prefix of the
+/// other) a prefix the client has, nor another one given with it.
+fn check_prefix_collisions(current: Option<&crate::client::Tracking>, prefixes: &[Bytes]) -> Result<(), CmdError> {
+    let overlap = |a: &[u8], b: &[u8]| a.starts_with(b) || b.starts_with(a);
+    let text = |b: &[u8]| super::c_str_prefix(b, usize::MAX).to_vec();
+    for (i, p) in prefixes.iter().enumerate() {
+        if let Some(existing) = current.and_then(|t| t.prefixes.iter().find(|e| overlap(e, p))) {
+            let mut msg = b"ERR Prefix '".to_vec();
+            msg.extend(text(p));
+            msg.extend_from_slice(b"' overlaps with an existing prefix '");
+            msg.extend(text(existing));
+            msg.extend_from_slice(b"'. Prefixes for a single client must not overlap.");
+            return Err(CmdError::Raw(Bytes::from(msg)));
+        }
+        if let Some(other) = prefixes[i + 1..].iter().find(|o| overlap(p, o)) {
+            let mut msg = b"ERR Prefix '".to_vec();
+            msg.extend(text(p));
+            msg.extend_from_slice(b"' overlaps with another provided prefix '");
+            msg.extend(text(other));
+            msg.extend_from_slice(b"'. Prefixes for a single client must not overlap.");
+            return Err(CmdError::Raw(Bytes::from(msg)));
+        }
+    }
+    Ok(())
+}
+
+/// Turns the calling client's tracking off (`CLIENT TRACKING off`, `RESET`).
+pub(crate) fn tracking_off(ctx: &mut Ctx<'_>) {
+    let id = ctx.client.id;
+    if let Some(mode) = ctx.core.client_record(id).and_then(|r| r.tracking.take()) {
+        ctx.core.tracking.disable(id, &mode);
+    }
+}
+
+fn client_trackinginfo(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    let mode = ctx.core.clients.get(&ctx.client.id).and_then(|r| r.tracking.as_ref());
+    let mut flags = Vec::new();
+    let (redirect, prefixes) = match mode {
+        None => {
+            flags.push("off");
+            (-1, Vec::new())
+        }
+        Some(t) => {
+            flags.push("on");
+            if t.bcast {
+                flags.push("bcast");
+            }
+            if t.optin {
+                flags.push("optin");
+                if t.caching {
+                    flags.push("caching-yes");
+                }
+            }
+            if t.optout {
+                flags.push("optout");
+                if t.caching {
+                    flags.push("caching-no");
+                }
+            }
+            if t.noloop {
+                flags.push("noloop");
+            }
+            if t.broken_redirect {
+                flags.push("broken_redirect");
+            }
+            (t.redirect as i64, t.prefixes.iter().cloned().map(Reply::Bulk).collect())
+        }
+    };
     Ok(Reply::Map(vec![
-        (Reply::bulk_str("flags"), Reply::Set(vec![Reply::bulk_str("off")])),
-        (Reply::bulk_str("redirect"), Reply::Int(-1)),
-        (Reply::bulk_str("prefixes"), Reply::Array(vec![])),
+        (Reply::bulk_str("flags"), Reply::Set(flags.into_iter().map(Reply::bulk_str).collect())),
+        (Reply::bulk_str("redirect"), Reply::Int(redirect)),
+        (Reply::bulk_str("prefixes"), Reply::Array(prefixes)),
     ]))
 }
 
-fn client_getredir(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    Ok(Reply::Int(-1))
+fn client_getredir(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    let mode = ctx.core.clients.get(&ctx.client.id).and_then(|r| r.tracking.as_ref());
+    Ok(Reply::Int(mode.map_or(-1, |t| t.redirect as i64)))
 }
 
-fn client_caching(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    Err(CmdError::custom(
-        "ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled",
-    ))
+fn client_caching(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let Some(t) = ctx.core.client_record(ctx.client.id).and_then(|r| r.tracking.as_mut()) else {
+        return Err(CmdError::custom(
+            "ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled",
+        ));
+    };
+    if eq(&args[2], "yes") {
+        if !t.optin {
+            return Err(CmdError::custom(
+                "ERR CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode.",
+            ));
+        }
+    } else if eq(&args[2], "no") {
+        if !t.optout {
+            return Err(CmdError::custom(
+                "ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode.",
+            ));
+        }
+    } else {
+        return Err(CmdError::Syntax);
+    }
+    t.caching = true;
+    Ok(Reply::ok())
 }
 
 fn client_reply(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {

@@ -152,6 +152,7 @@ fn reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     if let Some(r) = ctx.core.client_record(ctx.client.id) {
         r.name = Bytes::new();
     }
+    super::client::tracking_off(ctx);
     super::acl::set_user(ctx, Bytes::from_static(b"default"));
     ctx.client.authenticated = !ctx.core.acl.auth_required();
     Ok(Reply::status("RESET"))

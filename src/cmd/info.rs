@@ -115,7 +115,7 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) -> bool {
             l!("client_recent_max_input_buffer:0");
             l!("client_recent_max_output_buffer:0");
             l!("blocked_clients:{blocked}");
-            l!("tracking_clients:0");
+            l!("tracking_clients:{}", core.tracking.clients());
             l!("clients_in_timeout_table:{blocked}");
         }
         "memory" => {
@@ -256,9 +256,9 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) -> bool {
             l!("active_defrag_key_misses:0");
             l!("total_active_defrag_time:0");
             l!("current_active_defrag_time:0");
-            l!("tracking_total_keys:0");
-            l!("tracking_total_items:0");
-            l!("tracking_total_prefixes:0");
+            l!("tracking_total_keys:{}", core.tracking.total_keys());
+            l!("tracking_total_items:{}", core.tracking.total_items());
+            l!("tracking_total_prefixes:{}", core.tracking.total_prefixes());
             l!("unexpected_error_replies:0");
             l!("total_error_replies:{}", st.total_error_replies);
             l!("dump_payload_sanitizations:0");

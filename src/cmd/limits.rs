@@ -114,6 +114,7 @@ pub(crate) fn perform_evictions(ctx: &mut Ctx<'_>) -> bool {
         };
         let mut db = ctx.core.ks.view(index);
         if db.remove(&key).is_some() {
+            db.sig.mark_server_touch();
             db.notify(crate::db::notify::EVICTED, "evicted", &key);
             ctx.core.stats.evicted_keys += 1;
             evicted = true;

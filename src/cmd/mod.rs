@@ -474,6 +474,9 @@ fn reject(ctx: &mut Ctx<'_>, cmd: Option<&Command>, err: CmdError) -> Reply {
     if let Some(m) = ctx.client.multi.as_mut() {
         m.dirty = true;
     }
+    if ctx.core.tracking.active {
+        clear_caching(ctx, cmd);
+    }
     // Redis's execCommandAbort: a rejected EXEC (even outside MULTI)
     // discards the transaction and answers EXECABORT.
     let err = match cmd {
@@ -606,12 +609,16 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes]) -> Reply {
     let read_lookups = std::mem::replace(&mut ctx.core.ks.sig.read_lookups, cmd.has(flags::READONLY));
     ctx.core.ks.sig.lfu_seen = None;
     let start = Instant::now();
-    let result = (cmd.spec.handler)(ctx, argv);
+    let mut result = (cmd.spec.handler)(ctx, argv);
     let nanos = start.elapsed().as_nanos() as u64;
     let usec = nanos / 1000;
     ctx.core.ks.sig.read_lookups = read_lookups;
     ctx.core.ks.sig.lfu_seen = None;
     ctx.core.call_depth -= 1;
+    // The one branch client-side caching costs while no client tracks.
+    if ctx.core.tracking.active {
+        result = track_after_call(ctx, cmd, argv, top, result);
+    }
     let stats = &mut ctx.core.stats;
     if ctx.core.call_depth > 0 {
         stats.nested_calls += 1;
@@ -630,7 +637,7 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes]) -> Reply {
         Ok(r) => r,
         Err(e) => e.into(),
     };
-    if let Reply::Error(text) = &reply {
+    if let Some(text) = reply.error_text() {
         st.failed += 1;
         // A script's reply repeating a `redis.call` error counts once.
         if !std::mem::take(&mut stats.error_already_counted) {
@@ -651,6 +658,52 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes]) -> Reply {
         }
     }
     reply
+}
+
+/// Client-side caching after a command (at any depth): invalidations of
+/// what it modified, then the keys a tracking client's read-only command
+/// read (not a script's own reads: Redis 7.0 tracks only the keys `EVAL_RO`
+/// and the like declare). At the top level, `CLIENT CACHING` expires and
+/// the invalidations due to the client itself follow the reply.
+fn track_after_call(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes], top: bool, result: CmdResult) -> CmdResult {
+    let id = ctx.client.id;
+    let writer = if ctx.client.is_script() { 0 } else { id };
+    ctx.core.track_modified(id, writer);
+    let mode = ctx.core.clients.get_mut(&id).and_then(|r| r.tracking.as_mut());
+    if let Some(t) = mode {
+        if cmd.has(flags::READONLY) && !ctx.client.is_script() && t.remembers_reads() {
+            for key in command::command_keys(cmd, argv) {
+                ctx.core.tracking.remember(&key, id);
+            }
+        }
+    }
+    if !top {
+        return result;
+    }
+    clear_caching(ctx, Some(cmd));
+    if !ctx.core.tracking.has_deferred() {
+        return result;
+    }
+    let mine = ctx.core.tracking.take_deferred(id);
+    if mine.is_empty() || ctx.client.caller == Caller::BlockedRerun {
+        for m in mine {
+            ctx.client.shared.push_encoded(m);
+        }
+        return result;
+    }
+    let reply = result.unwrap_or_else(Reply::from);
+    Ok(Reply::ThenPushes(Box::new(reply), mine))
+}
+
+/// `CLIENT CACHING` covers the next command (all of a MULTI block); other
+/// CLIENT subcommands in between keep it, as in Redis.
+fn clear_caching(ctx: &mut Ctx<'_>, cmd: Option<&Command>) {
+    if cmd.is_some_and(|c| c.fullname.starts_with("client")) || ctx.client.multi.is_some() {
+        return;
+    }
+    if let Some(t) = ctx.core.clients.get_mut(&ctx.client.id).and_then(|r| r.tracking.as_mut()) {
+        t.caching = false;
+    }
 }
 
 fn feed_monitors(ctx: &mut Ctx<'_>, argv: &[Bytes]) {

@@ -123,18 +123,36 @@ fn flush_db(ctx: &mut Ctx<'_>, index: usize) {
     ks.dbs[index].clear();
 }
 
+/// Runs a flush; tracking clients get Redis's "everything" invalidation
+/// (a null) instead of one per key, and the tracking table is emptied.
+fn flush_tracked(ctx: &mut Ctx<'_>, flush: impl FnOnce(&mut Ctx<'_>)) {
+    let tracking = ctx.core.tracking.active;
+    if tracking {
+        let writer = if ctx.client.is_script() { 0 } else { ctx.client.id };
+        ctx.core.track_modified(ctx.client.id, writer);
+    }
+    flush(ctx);
+    if tracking {
+        let core = &mut *ctx.core;
+        core.tracking.cursor = core.ks.sig.touched.len();
+        core.tracking.on_flush(ctx.client.id, &mut core.clients);
+    }
+}
+
 fn flushdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     flush_opts(args)?;
     let i = ctx.client.db();
-    flush_db(ctx, i);
+    flush_tracked(ctx, |ctx| flush_db(ctx, i));
     Ok(Reply::ok())
 }
 
 fn flushall(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     flush_opts(args)?;
-    for i in 0..ctx.core.ks.dbs.len() {
-        flush_db(ctx, i);
-    }
+    flush_tracked(ctx, |ctx| {
+        for i in 0..ctx.core.ks.dbs.len() {
+            flush_db(ctx, i);
+        }
+    });
     Ok(Reply::ok())
 }
 
@@ -155,6 +173,13 @@ fn swapdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     let (a, b) = (a as usize, b as usize);
     if a != b {
+        // Redis 7.0's SWAPDB invalidates WATCHes but sends no tracking
+        // invalidations: its touches are skipped below.
+        let tracking = ctx.core.tracking.active;
+        if tracking {
+            let writer = if ctx.client.is_script() { 0 } else { ctx.client.id };
+            ctx.core.track_modified(ctx.client.id, writer);
+        }
         let ks = &mut ctx.core.ks;
         if ks.sig.track_touches {
             for i in [a, b] {
@@ -169,6 +194,9 @@ fn swapdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
         ks.dbs.swap(a, b);
         ks.sig.dirty += 1;
+        if tracking {
+            ctx.core.tracking.cursor = ctx.core.ks.sig.touched.len();
+        }
         ctx.core.blocking.on_swapdb(a, b);
     }
     Ok(Reply::ok())

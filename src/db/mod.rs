@@ -150,6 +150,9 @@ pub struct Signals {
     /// or the lock history records).
     pub track_touches: bool,
     pub touched: Vec<(usize, Bytes)>,
+    /// Indices in `touched` of keys expired or evicted: changes no client's
+    /// command made (BCAST's NOLOOP does not filter them, as in Redis).
+    pub server_touched: Vec<usize>,
     /// Active `notify-keyspace-events` classes (0 = off).
     pub notify_flags: u32,
     pub events: Vec<KeyEvent>,
@@ -173,6 +176,14 @@ impl Signals {
         self.dirty += 1;
         if self.track_touches {
             self.touched.push((db, key.clone()));
+        }
+    }
+
+    /// Marks the last touched key as the server's own change (expiry,
+    /// eviction).
+    pub fn mark_server_touch(&mut self) {
+        if self.track_touches && !self.touched.is_empty() {
+            self.server_touched.push(self.touched.len() - 1);
         }
     }
 
@@ -254,6 +265,7 @@ impl DbView<'_> {
                 self.db.expires.remove(&(at, k.clone()));
                 self.sig.expired += 1;
                 self.sig.touch(self.index, &k);
+                self.sig.mark_server_touch();
                 self.sig.notify(notify::EXPIRED, "expired", self.index, &k);
                 true
             }
@@ -617,6 +629,7 @@ impl Db {
                     self.map.swap_remove(&key);
                     sig.expired += 1;
                     sig.touch(index, &key);
+                    sig.mark_server_touch();
                     sig.notify(notify::EXPIRED, "expired", index, &key);
                 }
             }

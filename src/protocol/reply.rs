@@ -59,6 +59,10 @@ pub enum Reply {
     /// RESP3 subscriber published to itself inside the transaction (Redis
     /// writes them into the array as they happen).
     AfterPushes(Vec<Reply>, Box<Reply>),
+    /// A reply followed by messages already encoded for the same client:
+    /// the invalidations of keys a tracking client's own command changed,
+    /// which Redis sends after the command's reply.
+    ThenPushes(Box<Reply>, Vec<Bytes>),
 }
 
 impl Reply {
@@ -86,8 +90,16 @@ impl Reply {
     pub fn is_error(&self) -> bool {
         match self {
             Reply::Error(_) => true,
-            Reply::AfterPushes(_, r) => r.is_error(),
+            Reply::AfterPushes(_, r) | Reply::ThenPushes(r, _) => r.is_error(),
             _ => false,
+        }
+    }
+    /// The text of an error reply (also one with pushes around it).
+    pub fn error_text(&self) -> Option<&Bytes> {
+        match self {
+            Reply::Error(text) => Some(text),
+            Reply::AfterPushes(_, r) | Reply::ThenPushes(r, _) => r.error_text(),
+            _ => None,
         }
     }
     /// Array of bulk strings.
@@ -195,6 +207,12 @@ impl Reply {
                     p.encode(resp, out);
                 }
                 reply.encode(resp, out);
+            }
+            Reply::ThenPushes(reply, pushes) => {
+                reply.encode(resp, out);
+                for p in pushes {
+                    out.put_slice(p);
+                }
             }
         }
     }

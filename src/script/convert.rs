@@ -34,7 +34,7 @@ pub(crate) fn push_slots(r: &Reply) -> c_int {
     match r {
         Reply::Array(items) | Reply::Push(items) | Reply::Set(items) => 4 + deepest(&mut items.iter()),
         Reply::Map(pairs) => 4 + deepest(&mut pairs.iter().flat_map(|(k, v)| [k, v])),
-        Reply::AfterPushes(_, r) => push_slots(r),
+        Reply::AfterPushes(_, r) | Reply::ThenPushes(r, _) => push_slots(r),
         _ => 3,
     }
 }
@@ -69,7 +69,7 @@ pub(crate) unsafe fn push_reply(l: State, r: &Reply, resp3: bool) {
             }
         }
         Reply::Array(items) | Reply::Push(items) => push_array(l, items.iter(), items.len(), resp3),
-        Reply::AfterPushes(_, r) => push_reply(l, r, resp3),
+        Reply::AfterPushes(_, r) | Reply::ThenPushes(r, _) => push_reply(l, r, resp3),
         Reply::Set(items) => {
             if resp3 {
                 ffi::lua_createtable(l, 0, 1);

@@ -553,6 +553,9 @@ impl Conn {
                 }
             }
         }
+        if let Some(core) = guard.as_mut() {
+            core.before_sleep();
+        }
         drop(guard);
         {
             let mut st = self.slot.st.lock();

@@ -431,6 +431,7 @@ async fn active_expire(shared: Arc<Shared>) {
                     }
                 }
                 core.after_command();
+                core.before_sleep();
             }
             if !more {
                 break;

@@ -38,6 +38,7 @@ mod set;
 mod soak;
 mod stream;
 mod strings;
+mod tracking;
 mod tx;
 mod watchdog;
 mod zset;
