@@ -519,7 +519,7 @@ impl Conn {
                 Step::Done => break,
                 Step::NeedCore => guard = Some(shared.core.lock().await),
                 Step::Pause => {
-                    guard = None;
+                    release(&mut guard);
                     self.flush().await?;
                     self.wait_pause().await;
                     if let Some(p) = pending.as_mut() {
@@ -527,7 +527,7 @@ impl Conn {
                     }
                 }
                 Step::Freeze(until) => {
-                    guard = None;
+                    release(&mut guard);
                     self.flush().await?;
                     if !self.wait_frozen(until).await {
                         self.slot.st.lock().client.close = true;
@@ -535,11 +535,11 @@ impl Conn {
                     }
                 }
                 Step::Flush => {
-                    guard = None;
+                    release(&mut guard);
                     self.flush().await?;
                 }
                 Step::Blocked(req) => {
-                    guard = None;
+                    release(&mut guard);
                     self.flush().await?;
                     let reply = self.wait_blocked(req).await;
                     let mut st = self.slot.st.lock();
@@ -806,6 +806,15 @@ impl Conn {
             }
         }
     }
+}
+
+/// Lets go of the core for an await in the middle of a batch, ending the
+/// event-loop turn first (`Core::before_sleep`: BCAST invalidations).
+fn release(guard: &mut Option<MutexGuard<'_, Core>>) {
+    if let Some(core) = guard.as_mut() {
+        core.before_sleep();
+    }
+    *guard = None;
 }
 
 /// Reads once after a readiness event. When the read leaves the socket
