@@ -134,12 +134,12 @@ pub fn pick(
         Policy::VolatileTtl => dbs
             .iter()
             .enumerate()
-            .filter_map(|(i, db)| db.expires.first().map(|(at, k)| (*at, i, k)))
+            .filter_map(|(i, db)| db.first_expiring().map(|(at, k)| (at, i, k)))
             .min_by_key(|(at, _, _)| *at)
             .map(|(_, i, k)| (i, k.clone())),
         Policy::AllKeysRandom | Policy::VolatileRandom => {
             let candidates: Vec<usize> = (0..dbs.len())
-                .filter(|&i| if policy.volatile_only() { !dbs[i].expires.is_empty() } else { !dbs[i].map.is_empty() })
+                .filter(|&i| if policy.volatile_only() { dbs[i].has_expiring() } else { !dbs[i].map.is_empty() })
                 .collect();
             let i = *candidates.get(rng.random_range(0..candidates.len().max(1)))?;
             let db = &dbs[i];
@@ -152,7 +152,7 @@ pub fn pick(
                         return Some((i, k.clone()));
                     }
                 }
-                db.expires.first().map(|(_, k)| (i, k.clone()))
+                db.first_expiring().map(|(_, k)| (i, k.clone()))
             } else {
                 db.map.get_index(rng.random_range(0..db.map.len())).map(|(k, _)| (i, k.clone()))
             }
@@ -163,7 +163,7 @@ pub fn pick(
             let rank = |word: u32| lfu.map_or(word, |l| u32::from(l.counter(word, now_ms)));
             let mut best: Option<(u32, usize, &Bytes)> = None;
             for (i, db) in dbs.iter().enumerate() {
-                if db.map.is_empty() || (policy.volatile_only() && db.expires.is_empty()) {
+                if db.map.is_empty() || (policy.volatile_only() && !db.has_expiring()) {
                     continue;
                 }
                 let mut found = 0;
@@ -182,7 +182,7 @@ pub fn pick(
                     }
                 }
                 if found == 0 && policy.volatile_only() {
-                    if let Some((_, k)) = db.expires.first() {
+                    if let Some((_, k)) = db.first_expiring() {
                         let r = db.map.get(k).map_or(0, |e| rank(e.lru));
                         if best.is_none_or(|(b, _, _)| r < b) {
                             best = Some((r, i, k));

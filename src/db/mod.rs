@@ -13,6 +13,7 @@
 //! connection's read buffer, which would keep that buffer alive).
 
 pub mod evict;
+pub mod expiry;
 pub mod geohash;
 pub mod hash_value;
 pub mod hll;
@@ -23,7 +24,7 @@ pub mod stream;
 pub mod value;
 pub mod zset;
 
-use std::collections::BTreeSet;
+use std::hash::BuildHasher;
 
 use bytes::Bytes;
 use indexmap::IndexMap;
@@ -108,7 +109,7 @@ impl Entry {
 #[derive(Debug, Default, Clone)]
 pub struct Db {
     map: Map<Bytes, Entry>,
-    expires: BTreeSet<(u64, Bytes)>,
+    expires: expiry::ExpiryIndex,
 }
 
 /// Keyspace-notification classes (`notify-keyspace-events` letters).
@@ -262,7 +263,7 @@ impl DbView<'_> {
         match self.db.map.get_index(idx).and_then(|(_, e)| e.expire) {
             Some(at) if at <= self.now => {
                 let (k, _) = self.db.map.swap_remove_index(idx).expect("index in range");
-                self.db.expires.remove(&(at, k.clone()));
+                self.db.expires.remove(at, self.db.hash(&k));
                 self.sig.expired += 1;
                 self.sig.touch(self.index, &k);
                 self.sig.mark_server_touch();
@@ -422,11 +423,10 @@ impl DbView<'_> {
                 e.value = value;
                 e.str_enc = StrEnc::Auto;
                 Self::pin_encoding(&self.tuning.limits, e);
-                if !keep_ttl {
-                    if let Some(at) = e.expire.take() {
-                        let k = k.clone();
-                        self.db.expires.remove(&(at, k));
-                    }
+                let dropped = if keep_ttl { None } else { e.expire.take() };
+                if let Some(at) = dropped {
+                    let hash = self.db.hash(key);
+                    self.db.expires.remove(at, hash);
                 }
             }
             None => {
@@ -466,7 +466,7 @@ impl DbView<'_> {
         }
         let (k, e) = self.db.map.swap_remove_entry(key)?;
         if let Some(at) = e.expire {
-            self.db.expires.remove(&(at, k.clone()));
+            self.db.expires.remove(at, self.db.hash(&k));
         }
         self.sig.touch(self.index, &k);
         Some(e.value)
@@ -479,7 +479,7 @@ impl DbView<'_> {
         }
         let (k, e) = self.db.map.swap_remove_entry(key)?;
         if let Some(at) = e.expire {
-            self.db.expires.remove(&(at, k.clone()));
+            self.db.expires.remove(at, self.db.hash(&k));
         }
         self.sig.touch(self.index, &k);
         Some((k, e))
@@ -503,25 +503,27 @@ impl DbView<'_> {
     /// exist. Does not signal (callers decide: an expire in the past deletes).
     pub fn set_expire(&mut self, key: &[u8], at: u64) -> bool {
         self.expire_if_needed(key);
-        let Some((_, k, e)) = self.db.map.get_full_mut(key) else {
+        let h = self.db.hash(key);
+        let Some(e) = self.db.map.get_mut(key) else {
             return false;
         };
         if let Some(old) = e.expire.replace(at) {
-            self.db.expires.remove(&(old, k.clone()));
+            self.db.expires.remove(old, h);
         }
-        self.db.expires.insert((at, k.clone()));
+        self.db.expires.insert(at, h);
         true
     }
 
     /// Removes the deadline. Returns true if there was one.
     pub fn persist(&mut self, key: &[u8]) -> bool {
         self.expire_if_needed(key);
-        let Some((_, k, e)) = self.db.map.get_full_mut(key) else {
+        let h = self.db.hash(key);
+        let Some(e) = self.db.map.get_mut(key) else {
             return false;
         };
         match e.expire.take() {
             Some(old) => {
-                self.db.expires.remove(&(old, k.clone()));
+                self.db.expires.remove(old, h);
                 true
             }
             None => false,
@@ -617,28 +619,62 @@ impl Db {
     pub fn expire_due(&mut self, index: usize, now: u64, limit: usize, sig: &mut Signals) -> usize {
         let mut n = 0;
         while n < limit {
-            let Some(at) = self.expires.first().map(|(a, _)| *a) else {
+            let Some((at, _)) = self.expires.first() else {
                 break;
             };
             if at > now {
                 break;
             }
-            let (_, key) = self.expires.pop_first().expect("first exists");
-            if let Some(e) = self.map.get(&key) {
-                if e.expire == Some(at) {
-                    self.map.swap_remove(&key);
-                    sig.expired += 1;
-                    sig.touch(index, &key);
-                    sig.mark_server_touch();
-                    sig.notify(notify::EXPIRED, "expired", index, &key);
-                }
+            let (at, hash, count) = self.expires.pop_first().expect("first exists");
+            for _ in 0..count {
+                let Some(key) = self.key_expiring(at, hash).cloned() else { break };
+                self.map.swap_remove(&key);
+                sig.expired += 1;
+                sig.touch(index, &key);
+                sig.mark_server_touch();
+                sig.notify(notify::EXPIRED, "expired", index, &key);
+                n += 1;
             }
-            n += 1;
         }
         if n > 0 {
             self.maybe_shrink();
         }
         n
+    }
+
+    /// The map's hash of `key` (what the expiry index names keys by).
+    fn hash(&self, key: &[u8]) -> u64 {
+        self.map.hasher().hash_one(key)
+    }
+
+    /// The key whose deadline is `at` among those whose map hash is `hash`
+    /// (see [`expiry`]): found through the map's table, checking the full
+    /// hash and the deadline, never by scanning.
+    fn key_expiring(&self, at: u64, hash: u64) -> Option<&Bytes> {
+        use indexmap::map::RawEntryApiV1;
+        let hasher = self.map.hasher();
+        // Keys with this very hash but another deadline (a 64-bit hash
+        // collision): passed over. Almost always stays empty.
+        let mut other: Vec<&Bytes> = Vec::new();
+        loop {
+            let (k, e) =
+                self.map.raw_entry_v1().from_hash(hash, |k| hasher.hash_one(&k[..]) == hash && !other.contains(&k))?;
+            if e.expire == Some(at) {
+                return Some(k);
+            }
+            other.push(k);
+        }
+    }
+
+    /// The key with the earliest deadline, and that deadline.
+    pub(crate) fn first_expiring(&self) -> Option<(u64, &Bytes)> {
+        let (at, hash) = self.expires.first()?;
+        self.key_expiring(at, hash).map(|k| (at, k))
+    }
+
+    /// Keys with a deadline.
+    pub(crate) fn has_expiring(&self) -> bool {
+        !self.expires.is_empty()
     }
 
     /// Gives memory back after mass deletion (Redis resizes its dicts too).
@@ -653,7 +689,8 @@ impl Db {
         let cap = self.map.capacity();
         let len = self.map.len();
         if cap > 1024 && len * 8 < cap && len <= MAX_LIVE_FOR_REHASH {
-            let mut fresh = Map::with_capacity_and_hasher(len * 2, Hasher::default());
+            // The same hasher: the expiry index names keys by their hash.
+            let mut fresh = Map::with_capacity_and_hasher(len * 2, self.map.hasher().clone());
             fresh.extend(self.map.drain(..));
             lazy_free(std::mem::replace(&mut self.map, fresh));
         }
@@ -736,9 +773,39 @@ mod tests {
         assert_eq!(n, 49); // k1..=k49
         assert_eq!(k.dbs[0].map.len(), 51);
         assert_eq!(k.dbs[0].expires.len(), 51);
-        for (at, key) in &k.dbs[0].expires {
-            assert_eq!(k.dbs[0].map[key].expire, Some(*at));
+        let db = &k.dbs[0];
+        for (at, hash, count) in db.expires.iter() {
+            assert_eq!(count, 1);
+            let key = db.key_expiring(at, hash).expect("every pair names a live key");
+            assert_eq!(db.map[key].expire, Some(at));
         }
+        assert_eq!(db.map.values().filter(|e| e.expire.is_some()).count(), db.expires.len());
+        assert_eq!(db.first_expiring().map(|(at, k)| (at, k.clone())), Some((2_050, Bytes::from("k50"))));
+    }
+
+    /// The expiry index names keys by their map hash: a map rebuilt after
+    /// mass deletion must keep its hasher, or due keys would never go.
+    #[test]
+    fn keys_still_expire_after_the_map_shrinks() {
+        let mut k = ks();
+        for i in 0..10_000u64 {
+            let key = Bytes::from(format!("k{i}"));
+            let mut v = k.view(0);
+            v.set(&key, Value::Str(Bytes::from("x")), false);
+            if i >= 9_990 {
+                v.set_expire(&key, 2_000 + i);
+            }
+        }
+        for i in 0..9_990u64 {
+            assert!(k.view(0).remove(format!("k{i}").as_bytes()).is_some());
+        }
+        let cap = k.dbs[0].map.capacity();
+        k.dbs[0].maybe_shrink();
+        assert!(k.dbs[0].map.capacity() < cap, "rebuilt smaller");
+        let mut sig = Signals::default();
+        assert_eq!(k.dbs[0].expire_due(0, 20_000, usize::MAX, &mut sig), 10);
+        assert!(k.dbs[0].map.is_empty());
+        assert!(k.dbs[0].expires.is_empty());
     }
 
     #[test]
