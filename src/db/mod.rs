@@ -5,9 +5,9 @@
 //! active expiry cycle, whichever comes first. `now` is the command's (or the
 //! whole script's) frozen time, taken once from the server [`Clock`](crate::clock::Clock).
 //!
-//! **Invariant:** every entry with a deadline has exactly one matching
-//! `(deadline, key)` pair in its database's `expires` index, and no other pair
-//! for that key exists there.
+//! **Invariant:** every entry with a deadline is counted once by exactly one
+//! `(deadline, hash of its key)` pair in its database's `expires` index
+//! ([`expiry`]), and by no other pair; the map keeps its hasher for life.
 //!
 //! Keys are copied into their own allocation when stored (never a slice of a
 //! connection's read buffer, which would keep that buffer alive).
