@@ -131,6 +131,9 @@ pub struct Scripting {
     pub libraries: functions::Libraries,
     rng: Rand48,
     runs: u32,
+    /// The `redis.call` argument vector, kept between calls and runs so a
+    /// call does not allocate it (only its arguments).
+    args: Vec<Bytes>,
 }
 
 impl std::fmt::Debug for Scripting {
@@ -160,6 +163,7 @@ impl Scripting {
             libraries: functions::Libraries::default(),
             rng: Rand48::default(),
             runs: 0,
+            args: Vec::new(),
         }
     }
 
@@ -384,6 +388,7 @@ impl Scripting {
         let allow_oom = flags.has(ScriptFlags::ALLOW_OOM);
         let interrupts = host.begin(RunInfo { is_function: !is_eval, readonly, allow_oom });
         let rng = std::mem::take(&mut self.rng);
+        let args = std::mem::take(&mut self.args);
         let vm = match target {
             Target::Eval(_) => &self.eval,
             Target::Function(_) => self.fvm.as_ref().expect("function VM"),
@@ -400,6 +405,7 @@ impl Scripting {
             interrupts,
             hook_fires: 0,
             profile,
+            args,
         };
         let reply = {
             // SAFETY: `run` outlives the guard, and nothing touches it but
@@ -413,6 +419,8 @@ impl Scripting {
             vm.gc_step();
         }
         self.rng = run.rng;
+        run.args.clear();
+        self.args = std::mem::take(&mut run.args);
         run.host.end(&reply, run.error_counted);
         if let Some(p) = run.panic.take() {
             std::panic::resume_unwind(p);

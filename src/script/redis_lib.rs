@@ -24,16 +24,17 @@ unsafe fn raise_err(l: State, msg: &'static str) -> ! {
 
 /// Collects the call arguments (`luaArgsToRedisArgv`): numbers become
 /// `%.17g`, strings are taken as they are, anything else is refused.
-unsafe fn collect_args(l: State, argc: c_int) -> Option<Vec<Bytes>> {
-    let mut argv = Vec::with_capacity(argc as usize);
+unsafe fn collect_args(l: State, argc: c_int, argv: &mut Vec<Bytes>) -> bool {
+    argv.clear();
+    argv.reserve(argc as usize);
     for j in 1..=argc {
         match ffi::lua_type(l, j) {
             ffi::LUA_TNUMBER => argv.push(Bytes::from(fmt_g17(ffi::lua_tonumber(l, j)))),
             ffi::LUA_TSTRING => argv.push(Bytes::copy_from_slice(super::lua::to_bytes(l, j).unwrap_or(b""))),
-            _ => return None,
+            _ => return false,
         }
     }
-    Some(argv)
+    true
 }
 
 /// `redis.call` / `redis.pcall` (`luaRedisGenericCommand`).
@@ -47,14 +48,17 @@ unsafe fn generic_command(l: State, raise_error: bool) -> c_int {
         }
         return 1;
     }
-    let argv = collect_args(l, argc);
+    // The run's argument vector, lent for this call (a script cannot run
+    // two calls at once) and given back empty before any error is raised.
+    let mut argv = std::mem::take(&mut run.args);
+    let collected = collect_args(l, argc, &mut argv);
     ffi::lua_pop(l, argc);
-    let (is_error, panicked) = match argv {
-        None => {
+    let (is_error, panicked) = match collected {
+        false => {
             push_error_table(l, b"Lua redis lib command arguments must be strings or integers");
             (true, false)
         }
-        Some(argv) => match catch_unwind(AssertUnwindSafe(|| run.call(&argv))) {
+        true => match catch_unwind(AssertUnwindSafe(|| run.call(&argv))) {
             // Room for the whole reply is made before anything is pushed; a
             // stack that cannot grow that far gets Redis's stack-limit error
             // instead of writes past its end (CVE-2021-32626).
@@ -79,6 +83,9 @@ unsafe fn generic_command(l: State, raise_error: bool) -> c_int {
             }
         },
     };
+    argv.clear();
+    // A call with a huge argument list does not keep its vector for good.
+    run.args = if argv.capacity() > 256 { Vec::new() } else { argv };
     if (raise_error && is_error) || panicked {
         raise(l);
     }
@@ -223,10 +230,17 @@ unsafe extern "C-unwind" fn acl_check_cmd(l: State) -> c_int {
     if argc == 0 {
         raise_err(l, "Please specify at least one argument for this redis lib call");
     }
-    let argv = collect_args(l, argc);
+    let mut argv = Vec::new();
+    let collected = collect_args(l, argc, &mut argv);
     ffi::lua_pop(l, argc);
-    let Some(argv) = argv else { raise_err(l, "Lua redis lib command arguments must be strings or integers") };
-    match run.host.acl_check(&argv) {
+    if !collected {
+        drop(argv);
+        raise_err(l, "Lua redis lib command arguments must be strings or integers");
+    }
+    // Dropped before anything is raised (a raise does not unwind Rust frames).
+    let allowed = run.host.acl_check(&argv);
+    drop(argv);
+    match allowed {
         None => raise_err(l, "Invalid command passed to redis.acl_check_cmd()"),
         Some(allowed) => {
             ffi::lua_pushboolean(l, c_int::from(allowed));

@@ -71,6 +71,9 @@ pub(crate) struct RunCtx<'h> {
     pub hook_fires: u64,
     /// The script's deterministic profile, added to by this run.
     pub profile: ScriptProfile,
+    /// `redis.call`'s argument vector, reused call after call (empty
+    /// between calls).
+    pub args: Vec<Bytes>,
 }
 
 /// What a cached script costs, in figures that do not depend on the machine
