@@ -454,7 +454,9 @@ impl Shared {
             clock,
             script: ScriptStatus::default(),
             pause: Pause::default(),
-            next_client_id: AtomicU64::new(1),
+            // Redis 7.0 creates its Lua clients (ids 1 and 2) before any
+            // connection: the first connection's CLIENT ID is 3 there too.
+            next_client_id: AtomicU64::new(3),
             local_addr: parking_lot::Mutex::new(config.bind),
             io: std::sync::OnceLock::new(),
             started_ms: now,

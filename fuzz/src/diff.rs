@@ -74,7 +74,12 @@ pub fn servers() -> &'static Servers {
     static S: OnceLock<Servers> = OnceLock::new();
     S.get_or_init(|| {
         let (child, port) = start_redis();
-        Servers { rlockd: rlockd::Server::start().expect("rlockd"), redis_port: port, _redis: Mutex::new(child) }
+        let rlockd = rlockd::Server::start().expect("rlockd");
+        // The same start-up history as redis-server's, which answered one
+        // INFO on a connection of its own: client ids (HELLO's `id`) then
+        // agree between the two.
+        Conn::connect(rlockd.port()).cmd(&[b"INFO", b"server"]);
+        Servers { rlockd, redis_port: port, _redis: Mutex::new(child) }
     })
 }
 
