@@ -333,19 +333,27 @@ impl Conn {
     fn read(&mut self) -> R {
         loop {
             if let Some((r, len)) = parse(&self.buf[self.start..]) {
-                self.start += len;
-                if self.start == self.buf.len() {
-                    self.buf.clear();
-                    self.start = 0;
-                }
+                self.consume(len);
                 return r;
             }
-            let mut chunk = [0u8; 16 * 1024];
-            let n = self.s.read(&mut chunk).unwrap_or_else(|e| fail(&format!("read: {e}")));
-            if n == 0 {
-                fail("the server closed the connection");
-            }
-            self.buf.extend_from_slice(&chunk[..n]);
+            self.fill();
+        }
+    }
+    /// Reads what the socket has into the buffer.
+    fn fill(&mut self) {
+        let mut chunk = [0u8; 16 * 1024];
+        let n = self.s.read(&mut chunk).unwrap_or_else(|e| fail(&format!("read: {e}")));
+        if n == 0 {
+            fail("the server closed the connection");
+        }
+        self.buf.extend_from_slice(&chunk[..n]);
+    }
+    /// Drops the first `len` unread bytes (a reply just parsed).
+    fn consume(&mut self, len: usize) {
+        self.start += len;
+        if self.start == self.buf.len() {
+            self.buf.clear();
+            self.start = 0;
         }
     }
     fn cmd(&mut self, args: &[&[u8]]) -> R {
@@ -361,24 +369,16 @@ impl Conn {
         self.send(&out);
         loop {
             let b = &self.buf[self.start..];
-            if let Some(eol) = b.windows(2).position(|w| w == b"\r\n") {
-                if b[0] != b'$' {
+            if let Some((_, len)) = parse(b) {
+                let eol = b.iter().position(|&c| c == b'\n').unwrap_or(0);
+                if b[0] != b'$' || len < eol + 3 {
                     fail(&format!("expected a bulk reply: {}", String::from_utf8_lossy(&b[..eol])));
                 }
-                let len: usize = std::str::from_utf8(&b[1..eol]).ok().and_then(|n| n.parse().ok()).unwrap_or(0);
-                if b.len() >= eol + 2 + len + 2 {
-                    let text = String::from_utf8_lossy(&b[eol + 2..eol + 2 + len]).into_owned();
-                    self.buf.clear();
-                    self.start = 0;
-                    return text;
-                }
+                let text = String::from_utf8_lossy(&b[eol + 1..len - 2]).into_owned();
+                self.consume(len);
+                return text;
             }
-            let mut chunk = [0u8; 16 * 1024];
-            let n = self.s.read(&mut chunk).unwrap_or_else(|e| fail(&format!("read: {e}")));
-            if n == 0 {
-                fail("the server closed the connection");
-            }
-            self.buf.extend_from_slice(&chunk[..n]);
+            self.fill();
         }
     }
     /// A numeric field of `INFO memory`.

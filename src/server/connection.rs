@@ -127,24 +127,15 @@ struct Pending {
     faults: Option<ConnFaults>,
 }
 
-/// Serves one connection accepted by the accept loop until it closes, is
-/// killed, or the server stops.
+/// Admits a connection accepted while a `Server` method holds the core on
+/// another thread: waits for the core, then takes [`adopt`]'s path.
 pub(crate) async fn handle(shared: Arc<Shared>, io: Arc<Io>, socket: TcpStream, peer: SocketAddr) {
-    let Some(mut conn) = Conn::new(&shared, socket, peer) else { return };
-    let admitted = {
-        let mut core = shared.core.lock().await;
-        conn.admit(&mut core, peer)
-    };
-    match admitted {
-        Ok(()) => conn.serve(&io).await,
-        Err(text) => {
-            let _ = write_all(&conn.slot.socket, text).await;
-        }
-    }
+    let mut core = shared.core.lock().await;
+    adopt(&shared, &io, &mut core, socket, peer);
 }
 
 /// Admits a connection just accepted, with the core at hand (the accept
-/// loop's, or a busy script's hook), and starts its task. Admitted before
+/// loop's, [`handle`]'s, or a busy script's hook), and starts its task. Admitted before
 /// its task first runs, so a script that starts meanwhile finds it in the
 /// registry and its hook serves it.
 pub(crate) fn adopt(shared: &Arc<Shared>, io: &Arc<Io>, core: &mut Core, socket: TcpStream, peer: SocketAddr) {
@@ -215,6 +206,32 @@ impl ConnState {
             }
             Outbound::Reply(r) => r.encode(self.client.resp, &mut self.out),
         }
+    }
+
+    /// The next complete command in the input. None when there is none yet,
+    /// or when the connection must close: a protocol error (its reply is
+    /// queued) or an HTTP request (Redis's `securityWarningCommand`: closed
+    /// without a reply).
+    fn next_command(&mut self) -> Option<Vec<Bytes>> {
+        let argv = match self.parser.next(&mut self.rbuf) {
+            Ok(a) => a?,
+            Err(e) => {
+                tracing::debug!(client = self.client.id, "protocol error: {e}");
+                Reply::error(e.reply_text()).encode(self.client.resp, &mut self.out);
+                self.client.close = true;
+                return None;
+            }
+        };
+        if is_cross_protocol_attack(&argv) {
+            tracing::warn!(
+                client = self.client.id,
+                "Possible SECURITY ATTACK detected. It looks like somebody is sending POST or Host: commands to Redis. This is likely due to an attacker attempting to use Cross Protocol Scripting to compromise your Redis instance. Connection aborted."
+            );
+            self.out.clear();
+            self.client.close = true;
+            return None;
+        }
+        Some(argv)
     }
 
     /// Moves everything already queued for this client into the output.
@@ -346,12 +363,8 @@ impl Conn {
         Ok(())
     }
 
-    /// Serves an admitted connection, in the server's registry meanwhile.
-    async fn serve(mut self, io: &Io) {
-        io.conns.lock().insert(self.cs.id, self.slot.clone());
-        self.serve_registered(io).await;
-    }
-
+    /// Serves a connection [`adopt`] admitted and registered; leaves the
+    /// registry and the core when it ends.
     async fn serve_registered(&mut self, io: &Io) {
         self.run().await;
         self.slot.idle.store(false, Ordering::Release);
@@ -580,28 +593,7 @@ impl Conn {
                 Some(p) => p,
                 None => {
                     let before = st.rbuf.len();
-                    let st = &mut *st;
-                    let argv = match st.parser.next(&mut st.rbuf) {
-                        Ok(Some(a)) => a,
-                        Ok(None) => return Step::Done,
-                        Err(e) => {
-                            tracing::debug!(client = st.client.id, "protocol error: {e}");
-                            Reply::error(e.reply_text()).encode(st.client.resp, &mut st.out);
-                            st.client.close = true;
-                            return Step::Done;
-                        }
-                    };
-                    if is_cross_protocol_attack(&argv) {
-                        // Redis's securityWarningCommand: an HTTP request sent to
-                        // the port (cross-protocol scripting). Close without a reply.
-                        tracing::warn!(
-                            client = st.client.id,
-                            "Possible SECURITY ATTACK detected. It looks like somebody is sending POST or Host: commands to Redis. This is likely due to an attacker attempting to use Cross Protocol Scripting to compromise your Redis instance. Connection aborted."
-                        );
-                        st.out.clear();
-                        st.client.close = true;
-                        return Step::Done;
-                    }
+                    let Some(argv) = st.next_command() else { return Step::Done };
                     // As Redis counts it: the command is still in the query buffer.
                     Pending { argv, consumed: before, pause_done: false, faults: None }
                 }
@@ -916,20 +908,7 @@ pub(crate) fn serve_busy(io: &Arc<Io>, core: &mut Core, shared: &Arc<Shared>) {
             st.client.shared.last_interaction_ms.store(shared.clock.now_ms(), Ordering::Relaxed);
         }
         while !st.eof && !st.client.close {
-            let argv = match st.parser.next(&mut st.rbuf) {
-                Ok(Some(a)) => a,
-                Ok(None) => break,
-                Err(e) => {
-                    Reply::error(e.reply_text()).encode(st.client.resp, &mut st.out);
-                    st.client.close = true;
-                    break;
-                }
-            };
-            if is_cross_protocol_attack(&argv) {
-                st.out.clear();
-                st.client.close = true;
-                break;
-            }
+            let Some(argv) = st.next_command() else { break };
             let skipping = st.take_skip();
             let reply = cmd::scripting::run_while_busy(core, shared, &mut st.client, argv);
             st.parser.unauthenticated = !st.client.authenticated;
