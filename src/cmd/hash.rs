@@ -10,7 +10,7 @@ use rand::Rng;
 use super::util::{cursor, eq, int, scan_opts};
 use super::{cmd, CommandSpec, Ctx};
 use crate::db::value::HashValue;
-use crate::db::{notify, own, scan_step, DbView, Value};
+use crate::db::{notify, scan_step, DbView, Value};
 use crate::error::{CmdError, CmdResult};
 use crate::glob;
 use crate::num::{self, LdError};
@@ -82,9 +82,9 @@ fn get_hash_listpack<'a>(db: &'a mut DbView<'_>, key: &[u8]) -> Result<Option<(&
 /// Removes `field`, keeping the order of the rest in a listpack.
 fn hash_remove(h: &mut HashValue, field: &[u8], listpack: bool) -> bool {
     if listpack {
-        h.shift_remove(field).is_some()
+        h.shift_remove(field)
     } else {
-        h.swap_remove(field).is_some()
+        h.swap_remove(field)
     }
 }
 
@@ -102,12 +102,8 @@ fn hset_generic(ctx: &mut Ctx<'_>, args: &[Bytes], is_hset: bool) -> CmdResult {
     let h = hash_or_create(&mut db, key)?;
     let mut created = 0;
     for fv in args[2..].chunks(2) {
-        match h.get_mut(&fv[0][..]) {
-            Some(v) => *v = own(&fv[1]),
-            None => {
-                h.insert(own(&fv[0]), own(&fv[1]));
-                created += 1;
-            }
+        if h.insert(&fv[0], &fv[1]) {
+            created += 1;
         }
     }
     // Past hash-max-listpack-entries/value a hash stays a hashtable.
@@ -134,7 +130,7 @@ fn hsetnx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if h.contains_key(&args[2][..]) {
         return Ok(Reply::Int(0));
     }
-    h.insert(own(&args[2]), own(&args[3]));
+    h.insert(&args[2], &args[3]);
     let outgrown =
         h.len() > limits.hash_entries || args[2].len() > limits.hash_value || args[3].len() > limits.hash_value;
     db.mark_outgrown(key, outgrown);
@@ -145,13 +141,15 @@ fn hsetnx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn hget(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let mut db = ctx.db();
-    Ok(get_hash(&mut db, &args[1])?.and_then(|h| h.get(&args[2][..]).cloned()).into())
+    Ok(get_hash(&mut db, &args[1])?.and_then(|h| h.get(&args[2][..]).map(Bytes::copy_from_slice)).into())
 }
 
 fn hmget(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let mut db = ctx.db();
     let h = get_hash(&mut db, &args[1])?;
-    Ok(Reply::Array(args[2..].iter().map(|f| h.as_ref().and_then(|h| h.get(&f[..]).cloned()).into()).collect()))
+    Ok(Reply::Array(
+        args[2..].iter().map(|f| h.as_ref().and_then(|h| h.get(&f[..]).map(Bytes::copy_from_slice)).into()).collect(),
+    ))
 }
 
 fn hdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
@@ -194,19 +192,31 @@ fn hstrlen(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn hkeys(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let mut db = ctx.db();
-    Ok(Reply::bulks(get_hash(&mut db, &args[1])?.map(|h| h.keys().cloned().collect::<Vec<_>>()).unwrap_or_default()))
+    Ok(Reply::bulks(
+        get_hash(&mut db, &args[1])?
+            .map(|h| h.keys().map(Bytes::copy_from_slice).collect::<Vec<_>>())
+            .unwrap_or_default(),
+    ))
 }
 
 fn hvals(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let mut db = ctx.db();
-    Ok(Reply::bulks(get_hash(&mut db, &args[1])?.map(|h| h.values().cloned().collect::<Vec<_>>()).unwrap_or_default()))
+    Ok(Reply::bulks(
+        get_hash(&mut db, &args[1])?
+            .map(|h| h.values().map(Bytes::copy_from_slice).collect::<Vec<_>>())
+            .unwrap_or_default(),
+    ))
 }
 
 fn hgetall(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let mut db = ctx.db();
     Ok(Reply::Map(
         get_hash(&mut db, &args[1])?
-            .map(|h| h.iter().map(|(k, v)| (Reply::Bulk(k.clone()), Reply::Bulk(v.clone()))).collect())
+            .map(|h| {
+                h.iter()
+                    .map(|(k, v)| (Reply::Bulk(Bytes::copy_from_slice(k)), Reply::Bulk(Bytes::copy_from_slice(v))))
+                    .collect()
+            })
             .unwrap_or_default(),
     ))
 }
@@ -230,7 +240,7 @@ fn hincrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     };
     let text = num::int_bytes(new);
     let long = text.len() > limits.hash_value || args[2].len() > limits.hash_value;
-    h.insert(own(&args[2]), text);
+    h.insert(&args[2], &text);
     let outgrown = long || h.len() > limits.hash_entries;
     db.mark_outgrown(key, outgrown);
     db.touch(key);
@@ -248,7 +258,7 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let mut db = ctx.db();
     let limits = *db.limits();
     let h = hash_or_create(&mut db, key)?;
-    let cur = h.get(&args[2][..]).cloned();
+    let cur = h.get(&args[2][..]).map(Bytes::copy_from_slice);
     let res = num::incr_long_double(cur.as_deref(), &args[3]).map_err(|e| match e {
         LdError::Current => CmdError::custom("ERR hash value is not a float"),
         LdError::Increment => CmdError::NotFloat,
@@ -263,7 +273,7 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             return Err(e);
         }
     };
-    h.insert(own(&args[2]), new.clone());
+    h.insert(&args[2], &new);
     let outgrown = h.len() > limits.hash_entries || args[2].len() > limits.hash_value || new.len() > limits.hash_value;
     db.mark_outgrown(key, outgrown);
     db.touch(key);
@@ -288,8 +298,8 @@ fn hscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
                 continue;
             }
         }
-        out.push(Reply::Bulk(k.clone()));
-        out.push(Reply::Bulk(v.clone()));
+        out.push(Reply::Bulk(Bytes::copy_from_slice(k)));
+        out.push(Reply::Bulk(Bytes::copy_from_slice(v)));
     }
     Ok(Reply::Array(vec![Reply::Bulk(Bytes::from(next.to_string())), Reply::Array(out)]))
 }
@@ -355,13 +365,16 @@ fn hrandfield(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             let (k, v) = h.get_index(i).expect("index");
             if withvalues {
                 if resp == Resp::V3 {
-                    out.push(Reply::Array(vec![Reply::Bulk(k.clone()), Reply::Bulk(v.clone())]));
+                    out.push(Reply::Array(vec![
+                        Reply::Bulk(Bytes::copy_from_slice(k)),
+                        Reply::Bulk(Bytes::copy_from_slice(v)),
+                    ]));
                 } else {
-                    out.push(Reply::Bulk(k.clone()));
-                    out.push(Reply::Bulk(v.clone()));
+                    out.push(Reply::Bulk(Bytes::copy_from_slice(k)));
+                    out.push(Reply::Bulk(Bytes::copy_from_slice(v)));
                 }
             } else {
-                out.push(Reply::Bulk(k.clone()));
+                out.push(Reply::Bulk(Bytes::copy_from_slice(k)));
             }
         };
         let size = h.len();
@@ -394,5 +407,5 @@ fn hrandfield(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Ok(Reply::Nil);
     };
     let i = rand::rng().random_range(0..h.len());
-    Ok(Reply::Bulk(h.get_index(i).expect("index").0.clone()))
+    Ok(Reply::Bulk(Bytes::copy_from_slice(h.get_index(i).expect("index").0)))
 }

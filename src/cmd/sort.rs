@@ -83,7 +83,7 @@ fn lookup_pattern(ctx: &mut Ctx<'_>, pattern: &[u8], subst: &Bytes) -> Option<By
     let mut db = ctx.db();
     match (db.get(&key), field) {
         (Some(Value::Str(s)), None) => Some(s.clone()),
-        (Some(Value::Hash(h)), Some(f)) => h.get(f).cloned(),
+        (Some(Value::Hash(h)), Some(f)) => h.get(f).map(Bytes::copy_from_slice),
         _ => None,
     }
 }

@@ -1,15 +1,23 @@
-//! A hash value: a vector of pairs while small, an index map beyond.
+//! A hash value: one packed allocation while small, an index map beyond.
 //!
 //! Most hashes in lock workloads hold one field (a Redisson lock: the
 //! owner and its re-entry count). An `IndexMap` for that costs a hash table
 //! allocation and an entries allocation beside the field's and value's own;
-//! a vector of pairs costs one, and a linear scan of up to [`SMALL_MAX`]
-//! fields is as fast as hashing the field. Both keep insertion order and
-//! `IndexMap`'s removal semantics (`swap_remove` moves the last pair into
-//! the hole, `shift_remove` closes it), so `HSCAN`'s index walk and the
-//! listpack order Redis replies in are the same whatever the representation.
-//! Which one is used is invisible to commands (they see the API below) and
-//! to clients (`OBJECT ENCODING` follows Redis's listpack rules, not this).
+//! even a vector of `Bytes` pairs costs three allocations. A small hash is
+//! instead packed in one boxed byte string, as Redis packs it in one
+//! listpack: per pair, a length byte and the field, a length byte and the
+//! value. A linear scan of up to [`SMALL_MAX`] fields is as fast as hashing
+//! the field, and a value rewritten with the same length (a re-entry count
+//! going from 1 to 2) is overwritten in place, with no allocation.
+//!
+//! Both forms keep insertion order and `IndexMap`'s removal semantics
+//! (`swap_remove` moves the last pair into the hole, `shift_remove` closes
+//! it), so `HSCAN`'s index walk and the listpack order Redis replies in are
+//! the same whatever the representation. Which one is used is invisible to
+//! commands (they see the API below, which hands out byte slices) and to
+//! clients (`OBJECT ENCODING` follows Redis's listpack rules, not this).
+
+use std::ops::Range;
 
 use bytes::Bytes;
 
@@ -18,32 +26,118 @@ use super::Map;
 /// Fields past which a hash moves to the index map (never back).
 pub const SMALL_MAX: usize = 8;
 
+/// The longest field or value a packed hash holds (its length is one byte);
+/// a longer one moves the hash to the index map.
+pub const PACKED_ELEM_MAX: usize = u8::MAX as usize;
+
 /// A hash value (see the module docs).
 #[derive(Debug, Clone)]
 pub enum HashValue {
-    /// Up to [`SMALL_MAX`] pairs, in order.
-    Small(Vec<(Bytes, Bytes)>),
+    /// Up to [`SMALL_MAX`] pairs of at most [`PACKED_ELEM_MAX`] bytes each.
+    Packed(Packed),
     /// Larger hashes.
     Big(Box<Map<Bytes, Bytes>>),
 }
 
+/// Up to [`SMALL_MAX`] pairs in one allocation: `[flen][field][vlen][value]…`.
+#[derive(Debug, Clone, Default)]
+pub struct Packed {
+    n: u8,
+    buf: Box<[u8]>,
+}
+
+/// Where one pair lies in a packed buffer.
+struct Pair {
+    field: Range<usize>,
+    value: Range<usize>,
+}
+
+impl Pair {
+    /// The pair starting at `at`.
+    #[inline]
+    fn at(buf: &[u8], at: usize) -> Pair {
+        let flen = usize::from(buf[at]);
+        let field = at + 1..at + 1 + flen;
+        let vlen = usize::from(buf[field.end]);
+        let value = field.end + 1..field.end + 1 + vlen;
+        Pair { field, value }
+    }
+
+    fn start(&self) -> usize {
+        self.field.start - 1
+    }
+
+    fn end(&self) -> usize {
+        self.value.end
+    }
+}
+
+impl Packed {
+    /// Index and place of `field`.
+    #[inline]
+    fn find(&self, field: &[u8]) -> Option<(usize, Pair)> {
+        let mut at = 0;
+        for i in 0..usize::from(self.n) {
+            let p = Pair::at(&self.buf, at);
+            if self.buf[p.field.clone()] == *field {
+                return Some((i, p));
+            }
+            at = p.end();
+        }
+        None
+    }
+
+    /// The place of pair `i` (< n).
+    fn nth(&self, i: usize) -> Pair {
+        let mut p = Pair::at(&self.buf, 0);
+        for _ in 0..i {
+            p = Pair::at(&self.buf, p.end());
+        }
+        p
+    }
+
+    fn slices(&self, p: &Pair) -> (&[u8], &[u8]) {
+        (&self.buf[p.field.clone()], &self.buf[p.value.clone()])
+    }
+
+    /// A new buffer from pieces of the old one and new bytes, sized exactly.
+    fn rebuild(&mut self, parts: &[&[u8]], n: usize) {
+        let len = parts.iter().map(|p| p.len()).sum();
+        let mut b = Vec::with_capacity(len);
+        for p in parts {
+            b.extend_from_slice(p);
+        }
+        self.buf = b.into_boxed_slice();
+        self.n = n as u8;
+    }
+
+    fn iter(&self) -> PackedIter<'_> {
+        PackedIter { buf: &self.buf, at: 0, front: 0, back: usize::from(self.n) }
+    }
+}
+
+/// Fits a packed hash.
+fn fits(field: &[u8], value: &[u8]) -> bool {
+    field.len() <= PACKED_ELEM_MAX && value.len() <= PACKED_ELEM_MAX
+}
+
 impl Default for HashValue {
     fn default() -> Self {
-        HashValue::Small(Vec::new())
+        HashValue::Packed(Packed::default())
     }
 }
 
 impl PartialEq for HashValue {
     /// Same pairs in the same order.
     fn eq(&self, other: &Self) -> bool {
-        self.len() == other.len() && self.iter().zip(other.iter()).all(|(a, b)| a == b)
+        self.len() == other.len() && self.iter().eq(other.iter())
     }
 }
 
 impl HashValue {
     pub fn len(&self) -> usize {
         match self {
-            HashValue::Small(v) => v.len(),
+            HashValue::Packed(p) => usize::from(p.n),
             HashValue::Big(m) => m.len(),
         }
     }
@@ -52,23 +146,11 @@ impl HashValue {
         self.len() == 0
     }
 
-    fn position(v: &[(Bytes, Bytes)], field: &[u8]) -> Option<usize> {
-        v.iter().position(|(k, _)| k[..] == *field)
-    }
-
-    pub fn get(&self, field: impl AsRef<[u8]>) -> Option<&Bytes> {
+    pub fn get(&self, field: impl AsRef<[u8]>) -> Option<&[u8]> {
         let field = field.as_ref();
         match self {
-            HashValue::Small(v) => Self::position(v, field).map(|i| &v[i].1),
-            HashValue::Big(m) => m.get(field),
-        }
-    }
-
-    pub fn get_mut(&mut self, field: impl AsRef<[u8]>) -> Option<&mut Bytes> {
-        let field = field.as_ref();
-        match self {
-            HashValue::Small(v) => Self::position(v, field).map(|i| &mut v[i].1),
-            HashValue::Big(m) => m.get_mut(field),
+            HashValue::Packed(p) => p.find(field).map(|(_, pair)| &p.buf[pair.value]),
+            HashValue::Big(m) => m.get(field).map(|v| &v[..]),
         }
     }
 
@@ -76,90 +158,178 @@ impl HashValue {
         self.get(field).is_some()
     }
 
-    /// Sets `field`; the previous value if it existed (its position kept).
-    pub fn insert(&mut self, field: Bytes, value: Bytes) -> Option<Bytes> {
-        match self {
-            HashValue::Small(v) => {
-                if let Some(i) = Self::position(v, &field) {
-                    return Some(std::mem::replace(&mut v[i].1, value));
-                }
-                if v.len() < SMALL_MAX {
-                    // Exactly as many as needed (a plain push reserves four).
-                    v.reserve_exact(1);
-                    v.push((field, value));
-                    return None;
-                }
-                let mut m: Map<Bytes, Bytes> = Map::with_capacity_and_hasher(v.len() + 1, Default::default());
-                m.extend(v.drain(..));
-                m.insert(field, value);
-                *self = HashValue::Big(Box::new(m));
-                None
+    /// Sets `field` to `value` (an existing field keeps its position);
+    /// whether the field is new.
+    pub fn insert(&mut self, field: &[u8], value: &[u8]) -> bool {
+        let p = match self {
+            HashValue::Packed(p) => p,
+            HashValue::Big(m) => {
+                return match m.get_mut(field) {
+                    Some(v) => {
+                        *v = Bytes::copy_from_slice(value);
+                        false
+                    }
+                    None => {
+                        m.insert(Bytes::copy_from_slice(field), Bytes::copy_from_slice(value));
+                        true
+                    }
+                };
             }
-            HashValue::Big(m) => m.insert(field, value),
+        };
+        let found = p.find(field);
+        if fits(field, value) {
+            match found {
+                Some((_, pair)) if pair.value.len() == value.len() => {
+                    p.buf[pair.value].copy_from_slice(value);
+                    return false;
+                }
+                Some((_, pair)) => {
+                    let old = std::mem::take(&mut p.buf);
+                    let vlen = [value.len() as u8];
+                    p.rebuild(&[&old[..pair.field.end], &vlen, value, &old[pair.value.end..]], usize::from(p.n));
+                    return false;
+                }
+                None if usize::from(p.n) < SMALL_MAX => {
+                    let old = std::mem::take(&mut p.buf);
+                    let (flen, vlen) = ([field.len() as u8], [value.len() as u8]);
+                    p.rebuild(&[&old, &flen, field, &vlen, value], usize::from(p.n) + 1);
+                    return true;
+                }
+                None => {}
+            }
         }
+        // Too many fields or too long an element: to the index map.
+        let mut m: Map<Bytes, Bytes> = Map::with_capacity_and_hasher(usize::from(p.n) + 1, Default::default());
+        m.extend(p.iter().map(|(f, v)| (Bytes::copy_from_slice(f), Bytes::copy_from_slice(v))));
+        *self = HashValue::Big(Box::new(m));
+        self.insert(field, value)
     }
 
-    /// Removes `field`, moving the last pair into its place.
-    pub fn swap_remove(&mut self, field: impl AsRef<[u8]>) -> Option<Bytes> {
+    /// Removes `field`, moving the last pair into its place; whether it was there.
+    pub fn swap_remove(&mut self, field: impl AsRef<[u8]>) -> bool {
         let field = field.as_ref();
         match self {
-            HashValue::Small(v) => Self::position(v, field).map(|i| v.swap_remove(i).1),
-            HashValue::Big(m) => m.swap_remove(field),
+            HashValue::Packed(p) => {
+                let Some((i, pair)) = p.find(field) else { return false };
+                let n = usize::from(p.n);
+                let old = std::mem::take(&mut p.buf);
+                if i + 1 == n {
+                    p.rebuild(&[&old[..pair.start()]], n - 1);
+                } else {
+                    // The last pair takes the removed one's place.
+                    let mut last = Pair::at(&old, pair.end());
+                    while last.end() < old.len() {
+                        last = Pair::at(&old, last.end());
+                    }
+                    let moved = &old[last.start()..];
+                    p.rebuild(&[&old[..pair.start()], moved, &old[pair.end()..last.start()]], n - 1);
+                }
+                true
+            }
+            HashValue::Big(m) => m.swap_remove(field).is_some(),
         }
     }
 
-    /// Removes `field`, keeping the order of the others.
-    pub fn shift_remove(&mut self, field: impl AsRef<[u8]>) -> Option<Bytes> {
+    /// Removes `field`, keeping the order of the others; whether it was there.
+    pub fn shift_remove(&mut self, field: impl AsRef<[u8]>) -> bool {
         let field = field.as_ref();
         match self {
-            HashValue::Small(v) => Self::position(v, field).map(|i| v.remove(i).1),
-            HashValue::Big(m) => m.shift_remove(field),
+            HashValue::Packed(p) => {
+                let Some((_, pair)) = p.find(field) else { return false };
+                let old = std::mem::take(&mut p.buf);
+                p.rebuild(&[&old[..pair.start()], &old[pair.end()..]], usize::from(p.n) - 1);
+                true
+            }
+            HashValue::Big(m) => m.shift_remove(field).is_some(),
         }
     }
 
-    pub fn get_index(&self, i: usize) -> Option<(&Bytes, &Bytes)> {
+    pub fn get_index(&self, i: usize) -> Option<(&[u8], &[u8])> {
         match self {
-            HashValue::Small(v) => v.get(i).map(|(k, val)| (k, val)),
-            HashValue::Big(m) => m.get_index(i),
+            HashValue::Packed(p) => (i < usize::from(p.n)).then(|| p.slices(&p.nth(i))),
+            HashValue::Big(m) => m.get_index(i).map(|(k, v)| (&k[..], &v[..])),
         }
     }
 
     /// The pairs in order.
     pub fn iter(&self) -> Iter<'_> {
         match self {
-            HashValue::Small(v) => Iter::Small(v.iter()),
+            HashValue::Packed(p) => Iter::Packed(p.iter()),
             HashValue::Big(m) => Iter::Big(m.iter()),
         }
     }
 
-    pub fn keys(&self) -> impl DoubleEndedIterator<Item = &Bytes> + ExactSizeIterator {
+    pub fn keys(&self) -> impl DoubleEndedIterator<Item = &[u8]> + ExactSizeIterator {
         self.iter().map(|(k, _)| k)
     }
 
-    pub fn values(&self) -> impl DoubleEndedIterator<Item = &Bytes> + ExactSizeIterator {
+    pub fn values(&self) -> impl DoubleEndedIterator<Item = &[u8]> + ExactSizeIterator {
         self.iter().map(|(_, v)| v)
+    }
+}
+
+/// The pairs of a packed hash: pairs `front..back` remain, `at` is where
+/// pair `front` starts. Going backwards walks from `at` (at most
+/// [`SMALL_MAX`] pairs).
+pub struct PackedIter<'a> {
+    buf: &'a [u8],
+    at: usize,
+    front: usize,
+    back: usize,
+}
+
+impl<'a> Iterator for PackedIter<'a> {
+    type Item = (&'a [u8], &'a [u8]);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.front == self.back {
+            return None;
+        }
+        let p = Pair::at(self.buf, self.at);
+        self.at = p.end();
+        self.front += 1;
+        Some((&self.buf[p.field], &self.buf[p.value]))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = self.back - self.front;
+        (n, Some(n))
+    }
+}
+
+impl DoubleEndedIterator for PackedIter<'_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        if self.front == self.back {
+            return None;
+        }
+        self.back -= 1;
+        let mut p = Pair::at(self.buf, self.at);
+        for _ in self.front..self.back {
+            p = Pair::at(self.buf, p.end());
+        }
+        Some((&self.buf[p.field], &self.buf[p.value]))
     }
 }
 
 /// The pairs of a [`HashValue`], in order.
 pub enum Iter<'a> {
-    Small(std::slice::Iter<'a, (Bytes, Bytes)>),
+    Packed(PackedIter<'a>),
     Big(indexmap::map::Iter<'a, Bytes, Bytes>),
 }
 
 impl<'a> Iterator for Iter<'a> {
-    type Item = (&'a Bytes, &'a Bytes);
+    type Item = (&'a [u8], &'a [u8]);
 
     fn next(&mut self) -> Option<Self::Item> {
         match self {
-            Iter::Small(i) => i.next().map(|(k, v)| (k, v)),
-            Iter::Big(i) => i.next(),
+            Iter::Packed(i) => i.next(),
+            Iter::Big(i) => i.next().map(|(k, v)| (&k[..], &v[..])),
         }
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
         match self {
-            Iter::Small(i) => i.size_hint(),
+            Iter::Packed(i) => i.size_hint(),
             Iter::Big(i) => i.size_hint(),
         }
     }
@@ -168,8 +338,8 @@ impl<'a> Iterator for Iter<'a> {
 impl DoubleEndedIterator for Iter<'_> {
     fn next_back(&mut self) -> Option<Self::Item> {
         match self {
-            Iter::Small(i) => i.next_back().map(|(k, v)| (k, v)),
-            Iter::Big(i) => i.next_back(),
+            Iter::Packed(i) => i.next_back(),
+            Iter::Big(i) => i.next_back().map(|(k, v)| (&k[..], &v[..])),
         }
     }
 }
@@ -177,7 +347,7 @@ impl DoubleEndedIterator for Iter<'_> {
 impl ExactSizeIterator for Iter<'_> {}
 
 impl<'a> IntoIterator for &'a HashValue {
-    type Item = (&'a Bytes, &'a Bytes);
+    type Item = (&'a [u8], &'a [u8]);
     type IntoIter = Iter<'a>;
 
     fn into_iter(self) -> Iter<'a> {
@@ -185,20 +355,18 @@ impl<'a> IntoIterator for &'a HashValue {
     }
 }
 
-impl FromIterator<(Bytes, Bytes)> for HashValue {
-    fn from_iter<I: IntoIterator<Item = (Bytes, Bytes)>>(iter: I) -> Self {
+impl<F: AsRef<[u8]>, V: AsRef<[u8]>> FromIterator<(F, V)> for HashValue {
+    fn from_iter<I: IntoIterator<Item = (F, V)>>(iter: I) -> Self {
         let mut h = HashValue::default();
-        for (k, v) in iter {
-            h.insert(k, v);
-        }
+        h.extend(iter);
         h
     }
 }
 
-impl Extend<(Bytes, Bytes)> for HashValue {
-    fn extend<I: IntoIterator<Item = (Bytes, Bytes)>>(&mut self, iter: I) {
+impl<F: AsRef<[u8]>, V: AsRef<[u8]>> Extend<(F, V)> for HashValue {
+    fn extend<I: IntoIterator<Item = (F, V)>>(&mut self, iter: I) {
         for (k, v) in iter {
-            self.insert(k, v);
+            self.insert(k.as_ref(), v.as_ref());
         }
     }
 }
@@ -212,40 +380,84 @@ mod tests {
     }
 
     /// The same operations on a HashValue and on an IndexMap leave the same
-    /// pairs in the same order, across the move from small to big.
+    /// pairs in the same order, across the move from packed to big (by
+    /// count, and by an element too long to pack).
     #[test]
     fn behaves_as_an_index_map_across_the_move() {
-        let mut h = HashValue::default();
-        let mut m: Map<Bytes, Bytes> = Map::default();
-        let mut seed = 7u64;
-        for step in 0..4000 {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            let f = b(&format!("f{}", (seed >> 33) % 14));
-            let v = b(&step.to_string());
-            match (seed >> 20) % 4 {
-                0 | 1 => assert_eq!(h.insert(f.clone(), v.clone()), m.insert(f, v)),
-                2 => assert_eq!(h.swap_remove(&f), m.swap_remove(&f[..])),
-                _ => assert_eq!(h.shift_remove(&f), m.shift_remove(&f[..])),
+        for long_every in [0u64, 97] {
+            let mut h = HashValue::default();
+            let mut m: Map<Bytes, Bytes> = Map::default();
+            let mut seed = 7u64 + long_every;
+            let mut moved = false;
+            for step in 0..4000u64 {
+                seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                let f = b(&format!("f{}", (seed >> 33) % 14));
+                let v = if long_every > 0 && step % long_every == 0 {
+                    b(&"x".repeat(PACKED_ELEM_MAX + 1))
+                } else {
+                    b(&"v".repeat((step % 5) as usize))
+                };
+                match (seed >> 20) % 4 {
+                    0 | 1 => assert_eq!(h.insert(&f, &v), m.insert(f, v).is_none()),
+                    2 => assert_eq!(h.swap_remove(&f), m.swap_remove(&f[..]).is_some()),
+                    _ => assert_eq!(h.shift_remove(&f), m.shift_remove(&f[..]).is_some()),
+                }
+                moved |= matches!(h, HashValue::Big(_));
+                assert_eq!(h.len(), m.len());
+                assert!(h.iter().eq(m.iter().map(|(k, v)| (&k[..], &v[..]))), "step {step}");
+                assert!(h.iter().rev().eq(m.iter().rev().map(|(k, v)| (&k[..], &v[..]))), "step {step}");
+                for i in 0..=m.len() {
+                    assert_eq!(h.get_index(i), m.get_index(i).map(|(k, v)| (&k[..], &v[..])));
+                }
+                assert_eq!(h.get(b"f3"), m.get(&b"f3"[..]).map(|v| &v[..]));
             }
-            assert_eq!(h.len(), m.len());
-            assert!(h.iter().eq(m.iter()), "step {step}");
-            for i in 0..m.len() {
-                assert_eq!(h.get_index(i), m.get_index(i));
-            }
-            assert_eq!(h.get(&b"f3"[..]), m.get(&b"f3"[..]));
+            assert!(moved, "grew past the packed form at some point");
         }
-        assert!(matches!(h, HashValue::Big(_)), "grew past SMALL_MAX at some point");
-        assert!(h.iter().rev().eq(m.iter().rev()));
     }
 
+    /// A long field moves a hash of one pair to the map.
     #[test]
-    fn one_field_is_small() {
+    fn a_long_element_moves_to_the_map() {
         let mut h = HashValue::default();
-        h.insert(b("owner:1"), b("1"));
-        assert!(matches!(&h, HashValue::Small(v) if v.len() == 1 && v.capacity() == 1));
-        *h.get_mut("owner:1").expect("field") = b("2");
-        assert_eq!(h.get("owner:1"), Some(&b("2")));
+        assert!(h.insert(b"a", b"1"));
+        let long = vec![b'f'; PACKED_ELEM_MAX];
+        assert!(h.insert(&long, b"2"), "255 bytes still pack");
+        assert!(matches!(h, HashValue::Packed(_)));
+        let longer = vec![b'f'; PACKED_ELEM_MAX + 1];
+        assert!(!h.insert(b"a", &longer));
+        assert!(matches!(h, HashValue::Big(_)));
+        assert!(h.keys().eq([&b"a"[..], &long[..]]));
+        assert_eq!(h.get(b"a"), Some(&longer[..]));
+    }
+
+    /// A Redisson lock's hash: one allocation of exactly the pair's bytes,
+    /// and a count rewritten in place.
+    #[test]
+    fn one_field_is_one_exact_allocation() {
+        let mut h = HashValue::default();
+        assert!(h.insert(b"owner:1", b"1"));
+        let HashValue::Packed(p) = &h else { panic!("packed") };
+        assert_eq!(p.buf.len(), 2 + 7 + 1);
+        let before = p.buf.as_ptr();
+        assert!(!h.insert(b"owner:1", b"2"));
+        let HashValue::Packed(p) = &h else { panic!("packed") };
+        assert_eq!(p.buf.as_ptr(), before, "same length: overwritten in place");
+        assert_eq!(h.get("owner:1"), Some(&b"2"[..]));
+        assert!(!h.insert(b"owner:1", b"10"));
+        assert_eq!(h.get("owner:1"), Some(&b"10"[..]));
         assert!(h.contains_key(b"owner:1"));
+        assert!(!h.contains_key(b"owner"));
         assert_eq!(h.keys().count(), 1);
+        assert!(h.shift_remove(b"owner:1"));
+        assert!(h.is_empty());
+        assert!(!h.swap_remove(b"owner:1"));
+    }
+
+    /// Empty fields and values pack too.
+    #[test]
+    fn empty_elements() {
+        let h: HashValue = [("", ""), ("a", ""), ("", "b")].into_iter().collect();
+        assert_eq!(h.len(), 2);
+        assert!(h.iter().eq([(&b""[..], &b"b"[..]), (&b"a"[..], &b""[..])]));
     }
 }

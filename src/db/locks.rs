@@ -126,7 +126,7 @@ pub fn view_key(db: &Db, index: usize, key: &Bytes, now_ms: u64) -> Option<LockV
                 .filter(|(f, _)| &f[..] != b"mode")
                 .filter_map(|(f, v)| Some((f, int(v)?)))
                 .filter(|(f, _)| holder_id(f))
-                .map(|(f, count)| Holder { id: f.clone(), count, lease_ms: None, score: None })
+                .map(|(f, count)| Holder { id: Bytes::copy_from_slice(f), count, lease_ms: None, score: None })
                 .collect();
             if holders.is_empty() && mode.is_none() {
                 return None;
@@ -137,7 +137,7 @@ pub fn view_key(db: &Db, index: usize, key: &Bytes, now_ms: u64) -> Option<LockV
             view.holders = holders;
             if let Some(m) = mode {
                 view.kind = "read-write";
-                view.mode = Some(m.clone());
+                view.mode = Some(Bytes::copy_from_slice(m));
                 for holder in &mut view.holders {
                     // The longest lease among this holder's read holds.
                     let prefix = [&b"{"[..], key, b"}:", &holder.id, b":rwlock_timeout:"].concat();

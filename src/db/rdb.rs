@@ -839,7 +839,7 @@ fn parse_listpack_counted(lp: &[u8], check_count: bool) -> R<Vec<LpEntry<'_>>> {
 fn hash_from_pairs(pairs: impl Iterator<Item = (Bytes, Bytes)>) -> R<HashValue> {
     let mut h = HashValue::default();
     for (k, v) in pairs {
-        if h.insert(k, v).is_some() {
+        if !h.insert(&k, &v) {
             return Err(RdbError::Format);
         }
     }
