@@ -117,5 +117,5 @@ impl Watches {
 /// Redis's `keyIsExpired`: the key exists with a deadline `<= now` (without
 /// deleting it).
 pub fn is_expired(ks: &Keyspace, db: usize, key: &[u8], now: u64) -> bool {
-    ks.dbs.get(db).and_then(|d| d.peek(key)).and_then(|e| e.expire).is_some_and(|at| at <= now)
+    ks.dbs.get(db).and_then(|d| d.peek(key)).and_then(|e| e.expire()).is_some_and(|at| at <= now)
 }

@@ -437,7 +437,7 @@ pub(crate) fn restore(core: &mut Core, name: &[u8]) -> bool {
     let ks = &mut core.ks;
     for (i, db) in ks.dbs.iter().chain(dbs.iter()).enumerate() {
         let index = i % dbs.len().max(1);
-        let keys: Vec<Bytes> = db.keys().cloned().collect();
+        let keys: Vec<Bytes> = db.keys().map(crate::db::Key::to_bytes).collect();
         for k in keys {
             ks.sig.touch(index, &k);
         }

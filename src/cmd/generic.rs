@@ -109,8 +109,8 @@ fn keys(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let out: Vec<Reply> = db
         .raw()
         .iter()
-        .filter(|(k, e)| e.expire.is_none_or(|at| at > now) && (all || glob::matches(pat, k, false)))
-        .map(|(k, _)| Reply::Bulk(k.clone()))
+        .filter(|(k, e)| e.expire().is_none_or(|at| at > now) && (all || glob::matches(pat, k, false)))
+        .map(|(k, _)| Reply::Bulk(k.to_bytes()))
         .collect();
     Ok(Reply::Array(out))
 }
@@ -125,8 +125,8 @@ fn scan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let mut expired: Vec<Bytes> = Vec::new();
     for i in range.rev() {
         let (k, e) = db.raw().get_index(i).expect("index in range");
-        if e.expire.is_some_and(|at| at <= now) {
-            expired.push(k.clone());
+        if e.expire().is_some_and(|at| at <= now) {
+            expired.push(k.to_bytes());
             continue;
         }
         if let Some(p) = &opts.pattern {
@@ -139,7 +139,7 @@ fn scan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
                 continue;
             }
         }
-        found.push(k.clone());
+        found.push(k.to_bytes());
     }
     for k in expired {
         db.exists(&k); // lazy expiry deletes it
@@ -192,14 +192,14 @@ fn random_key(ctx: &mut Ctx<'_>) -> CmdResult {
             return Ok(Reply::Nil);
         }
         let i = rng.random_range(0..len);
-        let k = db.raw().get_index(i).expect("index").0.clone();
+        let k = db.raw().get_index(i).expect("index").0.to_bytes();
         if db.entry_notouch(&k).is_some() {
             return Ok(Reply::Bulk(k));
         }
     }
     // Mostly expired keys: fall back to a linear search.
     let now = db.now;
-    let found = db.raw().iter().find(|(_, e)| e.expire.is_none_or(|at| at > now)).map(|(k, _)| k.clone());
+    let found = db.raw().iter().find(|(_, e)| e.expire().is_none_or(|at| at > now)).map(|(k, _)| k.to_bytes());
     Ok(found.map_or(Reply::Nil, Reply::Bulk))
 }
 

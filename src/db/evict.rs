@@ -136,7 +136,7 @@ pub fn pick(
             .enumerate()
             .filter_map(|(i, db)| db.first_expiring().map(|(at, k)| (at, i, k)))
             .min_by_key(|(at, _, _)| *at)
-            .map(|(_, i, k)| (i, k.clone())),
+            .map(|(_, i, k)| (i, k.to_bytes())),
         Policy::AllKeysRandom | Policy::VolatileRandom => {
             let candidates: Vec<usize> = (0..dbs.len())
                 .filter(|&i| if policy.volatile_only() { dbs[i].has_expiring() } else { !dbs[i].map.is_empty() })
@@ -148,20 +148,20 @@ pub fn pick(
                 // expiry index when the volatile keys are rare.
                 for _ in 0..samples * 4 {
                     let (k, e) = db.map.get_index(rng.random_range(0..db.map.len()))?;
-                    if e.expire.is_some() {
-                        return Some((i, k.clone()));
+                    if e.expire().is_some() {
+                        return Some((i, k.to_bytes()));
                     }
                 }
-                db.first_expiring().map(|(_, k)| (i, k.clone()))
+                db.first_expiring().map(|(_, k)| (i, k.to_bytes()))
             } else {
-                db.map.get_index(rng.random_range(0..db.map.len())).map(|(k, _)| (i, k.clone()))
+                db.map.get_index(rng.random_range(0..db.map.len())).map(|(k, _)| (i, k.to_bytes()))
             }
         }
         Policy::AllKeysLru | Policy::VolatileLru | Policy::AllKeysLfu | Policy::VolatileLfu => {
             // Lower ranks go first: the access stamp (older first) or the
             // decayed access counter (rarer first).
             let rank = |word: u32| lfu.map_or(word, |l| u32::from(l.counter(word, now_ms)));
-            let mut best: Option<(u32, usize, &Bytes)> = None;
+            let mut best: Option<(u32, usize, &super::Key)> = None;
             for (i, db) in dbs.iter().enumerate() {
                 if db.map.is_empty() || (policy.volatile_only() && !db.has_expiring()) {
                     continue;
@@ -172,7 +172,7 @@ pub fn pick(
                         break;
                     }
                     let (k, e) = db.map.get_index(rng.random_range(0..db.map.len())).expect("index in range");
-                    if policy.volatile_only() && e.expire.is_none() {
+                    if policy.volatile_only() && e.expire().is_none() {
                         continue;
                     }
                     found += 1;
@@ -183,14 +183,14 @@ pub fn pick(
                 }
                 if found == 0 && policy.volatile_only() {
                     if let Some((_, k)) = db.first_expiring() {
-                        let r = db.map.get(k).map_or(0, |e| rank(e.lru));
+                        let r = db.map.get(&k[..]).map_or(0, |e| rank(e.lru));
                         if best.is_none_or(|(b, _, _)| r < b) {
                             best = Some((r, i, k));
                         }
                     }
                 }
             }
-            best.map(|(_, i, k)| (i, k.clone()))
+            best.map(|(_, i, k)| (i, k.to_bytes()))
         }
     }
 }

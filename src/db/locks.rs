@@ -86,9 +86,9 @@ fn auxiliary(key: &[u8]) -> bool {
 pub fn scan(dbs: &[Db], pattern: Option<&[u8]>, now_ms: u64) -> Vec<LockView> {
     let mut out = Vec::new();
     for (index, db) in dbs.iter().enumerate() {
-        let mut keys: Vec<&Bytes> = db.map.keys().collect();
+        let mut keys: Vec<Bytes> = db.map.keys().map(super::Key::to_bytes).collect();
         keys.sort();
-        for key in keys {
+        for key in &keys {
             if pattern.is_some_and(|p| !crate::glob::matches(p, key, false)) {
                 continue;
             }
@@ -105,8 +105,8 @@ pub fn view_key(db: &Db, index: usize, key: &Bytes, now_ms: u64) -> Option<LockV
         return None;
     }
     let ttl =
-        |key: &[u8]| -> Option<i64> { db.map.get(key).and_then(|e| e.expire).map(|at| at as i64 - now_ms as i64) };
-    let live = |key: &[u8]| db.map.get(key).filter(|e| e.expire.is_none_or(|at| at > now_ms));
+        |key: &[u8]| -> Option<i64> { db.map.get(key).and_then(|e| e.expire()).map(|at| at as i64 - now_ms as i64) };
+    let live = |key: &[u8]| db.map.get(key).filter(|e| e.expire().is_none_or(|at| at > now_ms));
     let entry = live(key)?;
     let mut view = LockView {
         db: index,
@@ -144,7 +144,7 @@ pub fn view_key(db: &Db, index: usize, key: &Bytes, now_ms: u64) -> Option<LockV
                     holder.lease_ms = db
                         .map
                         .iter()
-                        .filter(|(k, e)| k.starts_with(&prefix) && e.expire.is_none_or(|at| at > now_ms))
+                        .filter(|(k, e)| k.starts_with(&prefix) && e.expire().is_none_or(|at| at > now_ms))
                         .filter_map(|(k, _)| ttl(k))
                         .max();
                 }

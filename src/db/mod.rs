@@ -17,6 +17,7 @@ pub mod expiry;
 pub mod geohash;
 pub mod hash_value;
 pub mod hll;
+pub mod key;
 pub mod lock_history;
 pub mod locks;
 pub mod rdb;
@@ -25,10 +26,12 @@ pub mod value;
 pub mod zset;
 
 use std::hash::BuildHasher;
+use std::num::NonZeroU64;
 
 use bytes::Bytes;
 use indexmap::IndexMap;
 
+pub use key::{Key, KeyName};
 pub use value::{EncLimits, Value};
 
 use evict::{Lfu, LFU_INIT_VAL};
@@ -41,12 +44,20 @@ pub type Hasher = foldhash::fast::RandomState;
 /// cursor SCAN that never misses a key present throughout the iteration.
 pub type Map<K, V> = IndexMap<K, V, Hasher>;
 
+/// A deadline as stored: the epoch itself (0, long past whatever the
+/// clock says) is kept as 1 ms after it, so that 0 can mean "none".
+fn deadline_ms(at: u64) -> u64 {
+    at.max(1)
+}
+
 /// One stored key.
 #[derive(Debug, Clone)]
 pub struct Entry {
     pub value: Value,
-    /// Absolute deadline in unix milliseconds.
-    pub expire: Option<u64>,
+    /// Absolute deadline in unix milliseconds ([`Entry::expire`]); in eight
+    /// bytes, where an `Option<u64>` takes sixteen and every stored key
+    /// pays for them.
+    deadline: Option<NonZeroU64>,
     /// How Redis would have encoded this string, where its history (not
     /// its content) decides (`OBJECT ENCODING`).
     pub str_enc: StrEnc,
@@ -80,7 +91,23 @@ pub enum StrEnc {
 
 impl Entry {
     pub fn new(value: Value) -> Entry {
-        Entry { value, expire: None, str_enc: StrEnc::Auto, lru: 0 }
+        Entry { value, deadline: None, str_enc: StrEnc::Auto, lru: 0 }
+    }
+
+    /// Absolute deadline in unix milliseconds, if the key has one.
+    #[inline]
+    pub fn expire(&self) -> Option<u64> {
+        self.deadline.map(NonZeroU64::get)
+    }
+
+    /// Sets the deadline (see [`deadline_ms`]); the previous one.
+    fn replace_expire(&mut self, at: u64) -> Option<u64> {
+        self.deadline.replace(NonZeroU64::new(deadline_ms(at)).expect("not 0")).map(NonZeroU64::get)
+    }
+
+    /// Removes the deadline; the previous one.
+    fn take_expire(&mut self) -> Option<u64> {
+        self.deadline.take().map(NonZeroU64::get)
     }
 
     /// What `OBJECT ENCODING` answers for this key.
@@ -108,7 +135,7 @@ impl Entry {
 /// the expiry-index invariant (see ARCHITECTURE.md).
 #[derive(Debug, Default, Clone)]
 pub struct Db {
-    map: Map<Bytes, Entry>,
+    map: Map<Key, Entry>,
     expires: expiry::ExpiryIndex,
 }
 
@@ -173,10 +200,10 @@ pub struct Signals {
 }
 
 impl Signals {
-    pub fn touch(&mut self, db: usize, key: &Bytes) {
+    pub fn touch(&mut self, db: usize, key: &(impl KeyName + ?Sized)) {
         self.dirty += 1;
         if self.track_touches {
-            self.touched.push((db, key.clone()));
+            self.touched.push((db, key.name()));
         }
     }
 
@@ -188,9 +215,9 @@ impl Signals {
         }
     }
 
-    pub fn notify(&mut self, class: u32, event: &'static str, db: usize, key: &Bytes) {
+    pub fn notify(&mut self, class: u32, event: &'static str, db: usize, key: &(impl KeyName + ?Sized)) {
         if self.notify_flags & class != 0 && self.notify_flags & (notify::KEYSPACE | notify::KEYEVENT) != 0 {
-            self.events.push(KeyEvent { event, db, key: key.clone() });
+            self.events.push(KeyEvent { event, db, key: key.name() });
         }
     }
 }
@@ -260,7 +287,7 @@ impl DbView<'_> {
 
     /// Deletes the entry at `idx` if its deadline has passed (true if so).
     fn expire_index_if_due(&mut self, idx: usize) -> bool {
-        match self.db.map.get_index(idx).and_then(|(_, e)| e.expire) {
+        match self.db.map.get_index(idx).and_then(|(_, e)| e.expire()) {
             Some(at) if at <= self.now => {
                 let (k, _) = self.db.map.swap_remove_index(idx).expect("index in range");
                 self.db.expires.remove(at, self.db.hash(&k));
@@ -288,14 +315,14 @@ impl DbView<'_> {
 
     /// Records one access to the entry `e` of `key`: the time stamp, or
     /// under an LFU policy one counted access (once per command and key).
-    fn access(tuning: &Tuning, sig: &mut Signals, index: usize, now: u64, key: &Bytes, e: &mut Entry) {
+    fn access(tuning: &Tuning, sig: &mut Signals, index: usize, now: u64, key: &Key, e: &mut Entry) {
         match tuning.lfu {
             None => e.lru = lru_stamp(now),
             Some(lfu) => {
-                let seen = sig.lfu_seen.as_ref().is_some_and(|(db, k)| *db == index && k == key);
+                let seen = sig.lfu_seen.as_ref().is_some_and(|(db, k)| *db == index && k[..] == key[..]);
                 if !seen {
                     e.lru = lfu.access(e.lru, now, rand::random::<f64>());
-                    sig.lfu_seen = Some((index, key.clone()));
+                    sig.lfu_seen = Some((index, key.name()));
                 }
             }
         }
@@ -423,7 +450,7 @@ impl DbView<'_> {
                 e.value = value;
                 e.str_enc = StrEnc::Auto;
                 Self::pin_encoding(&self.tuning.limits, e);
-                let dropped = if keep_ttl { None } else { e.expire.take() };
+                let dropped = if keep_ttl { None } else { e.take_expire() };
                 if let Some(at) = dropped {
                     let hash = self.db.hash(key);
                     self.db.expires.remove(at, hash);
@@ -433,7 +460,7 @@ impl DbView<'_> {
                 let mut e = Entry::new(value);
                 e.lru = self.new_access();
                 Self::pin_encoding(&self.tuning.limits, &mut e);
-                self.db.map.insert(own(key), e);
+                self.db.map.insert(Key::new(key), e);
                 self.created(key);
                 self.sig.notify(notify::NEW, "new", self.index, key);
             }
@@ -454,7 +481,7 @@ impl DbView<'_> {
         let mut e = Entry::new(value);
         e.lru = self.new_access();
         Self::pin_encoding(&self.tuning.limits, &mut e);
-        self.db.map.insert(own(key), e);
+        self.db.map.insert(Key::new(key), e);
         self.created(key);
         self.sig.notify(notify::NEW, "new", self.index, key);
     }
@@ -465,7 +492,7 @@ impl DbView<'_> {
             return None;
         }
         let (k, e) = self.db.map.swap_remove_entry(key)?;
-        if let Some(at) = e.expire {
+        if let Some(at) = e.expire() {
             self.db.expires.remove(at, self.db.hash(&k));
         }
         self.sig.touch(self.index, &k);
@@ -473,12 +500,12 @@ impl DbView<'_> {
     }
 
     /// Removes `key` and returns the whole entry (value and deadline). Signals.
-    pub fn take_entry(&mut self, key: &[u8]) -> Option<(Bytes, Entry)> {
+    pub fn take_entry(&mut self, key: &[u8]) -> Option<(Key, Entry)> {
         if self.expire_if_needed(key) {
             return None;
         }
         let (k, e) = self.db.map.swap_remove_entry(key)?;
-        if let Some(at) = e.expire {
+        if let Some(at) = e.expire() {
             self.db.expires.remove(at, self.db.hash(&k));
         }
         self.sig.touch(self.index, &k);
@@ -488,7 +515,7 @@ impl DbView<'_> {
     /// Stores a whole entry (value, deadline, encoding and access word),
     /// replacing any existing key. Signals.
     pub fn put_entry(&mut self, key: &Bytes, entry: Entry) {
-        let (expire, enc, lru) = (entry.expire, entry.str_enc, entry.lru);
+        let (expire, enc, lru) = (entry.expire(), entry.str_enc, entry.lru);
         self.set(key, entry.value, false);
         if enc != StrEnc::Auto {
             self.set_str_enc(key, enc);
@@ -502,12 +529,13 @@ impl DbView<'_> {
     /// Sets the deadline of an existing key. Returns false if the key does not
     /// exist. Does not signal (callers decide: an expire in the past deletes).
     pub fn set_expire(&mut self, key: &[u8], at: u64) -> bool {
+        let at = deadline_ms(at);
         self.expire_if_needed(key);
         let h = self.db.hash(key);
         let Some(e) = self.db.map.get_mut(key) else {
             return false;
         };
-        if let Some(old) = e.expire.replace(at) {
+        if let Some(old) = e.replace_expire(at) {
             self.db.expires.remove(old, h);
         }
         self.db.expires.insert(at, h);
@@ -521,7 +549,7 @@ impl DbView<'_> {
         let Some(e) = self.db.map.get_mut(key) else {
             return false;
         };
-        match e.expire.take() {
+        match e.take_expire() {
             Some(old) => {
                 self.db.expires.remove(old, h);
                 true
@@ -532,12 +560,12 @@ impl DbView<'_> {
 
     /// `None`: no such key; `Some(None)`: no deadline; `Some(Some(at))`.
     pub fn expire_of(&mut self, key: &[u8]) -> Option<Option<u64>> {
-        self.entry(key).map(|e| e.expire)
+        self.entry(key).map(|e| e.expire())
     }
 
     /// [`expire_of`](Self::expire_of) without counting as an access (`TTL`).
     pub fn expire_of_notouch(&mut self, key: &[u8]) -> Option<Option<u64>> {
-        self.entry_notouch(key).map(|e| e.expire)
+        self.entry_notouch(key).map(|e| e.expire())
     }
 
     /// Signals that `key` was modified in place.
@@ -600,17 +628,17 @@ impl Db {
     }
 
     /// The entry at insertion index `i` (SCAN, RANDOMKEY).
-    pub fn get_index(&self, i: usize) -> Option<(&Bytes, &Entry)> {
+    pub fn get_index(&self, i: usize) -> Option<(&Key, &Entry)> {
         self.map.get_index(i)
     }
 
     /// Every stored entry, expired or not, in index order.
-    pub fn iter(&self) -> impl Iterator<Item = (&Bytes, &Entry)> + '_ {
+    pub fn iter(&self) -> impl Iterator<Item = (&Key, &Entry)> + '_ {
         self.map.iter()
     }
 
     /// Every stored key, expired or not.
-    pub fn keys(&self) -> impl Iterator<Item = &Bytes> + '_ {
+    pub fn keys(&self) -> impl Iterator<Item = &Key> + '_ {
         self.map.keys()
     }
 
@@ -650,16 +678,16 @@ impl Db {
     /// The key whose deadline is `at` among those whose map hash is `hash`
     /// (see [`expiry`]): found through the map's table, checking the full
     /// hash and the deadline, never by scanning.
-    fn key_expiring(&self, at: u64, hash: u64) -> Option<&Bytes> {
+    fn key_expiring(&self, at: u64, hash: u64) -> Option<&Key> {
         use indexmap::map::RawEntryApiV1;
         let hasher = self.map.hasher();
         // Keys with this very hash but another deadline (a 64-bit hash
         // collision): passed over. Almost always stays empty.
-        let mut other: Vec<&Bytes> = Vec::new();
+        let mut other: Vec<&Key> = Vec::new();
         loop {
             let (k, e) =
                 self.map.raw_entry_v1().from_hash(hash, |k| hasher.hash_one(&k[..]) == hash && !other.contains(&k))?;
-            if e.expire == Some(at) {
+            if e.expire() == Some(at) {
                 return Some(k);
             }
             other.push(k);
@@ -667,7 +695,7 @@ impl Db {
     }
 
     /// The key with the earliest deadline, and that deadline.
-    pub(crate) fn first_expiring(&self) -> Option<(u64, &Bytes)> {
+    pub(crate) fn first_expiring(&self) -> Option<(u64, &Key)> {
         let (at, hash) = self.expires.first()?;
         self.key_expiring(at, hash).map(|k| (at, k))
     }
@@ -757,6 +785,26 @@ mod tests {
         assert_eq!(k.sig.expired, 1);
     }
 
+    /// Every stored key pays for an `Entry`: keep it at 56 bytes.
+    #[test]
+    fn entry_is_56_bytes() {
+        assert_eq!(std::mem::size_of::<Entry>(), 56);
+    }
+
+    /// A deadline of 0 (stored as 1 ms) is past, indexed and reclaimed.
+    #[test]
+    fn a_deadline_at_the_epoch_is_past() {
+        let mut k = ks();
+        let key = Bytes::from("a");
+        let mut v = k.view(0);
+        v.set(&key, Value::Str(Bytes::from("1")), false);
+        assert!(v.set_expire(b"a", 0));
+        assert_eq!(v.raw().peek(b"a").and_then(Entry::expire), Some(1));
+        assert_eq!(k.dbs[0].expire_due(0, 1_000, 10, &mut Signals::default()), 1);
+        assert!(k.dbs[0].map.is_empty());
+        assert!(k.dbs[0].expires.is_empty());
+    }
+
     #[test]
     fn active_expiry_deletes_only_due_keys_and_index_stays_consistent() {
         let mut k = ks();
@@ -777,10 +825,10 @@ mod tests {
         for (at, hash, count) in db.expires.iter() {
             assert_eq!(count, 1);
             let key = db.key_expiring(at, hash).expect("every pair names a live key");
-            assert_eq!(db.map[key].expire, Some(at));
+            assert_eq!(db.map[key].expire(), Some(at));
         }
-        assert_eq!(db.map.values().filter(|e| e.expire.is_some()).count(), db.expires.len());
-        assert_eq!(db.first_expiring().map(|(at, k)| (at, k.clone())), Some((2_050, Bytes::from("k50"))));
+        assert_eq!(db.map.values().filter(|e| e.expire().is_some()).count(), db.expires.len());
+        assert_eq!(db.first_expiring().map(|(at, k)| (at, k.to_bytes())), Some((2_050, Bytes::from("k50"))));
     }
 
     /// The expiry index names keys by their map hash: a map rebuilt after
@@ -826,7 +874,7 @@ mod tests {
     fn scan_returns_every_key_present_throughout_despite_deletes() {
         let mut db = Db::default();
         for i in 0..1000 {
-            db.map.insert(Bytes::from(format!("k{i}")), Entry::new(Value::Str(Bytes::new())));
+            db.map.insert(Key::new(format!("k{i}").as_bytes()), Entry::new(Value::Str(Bytes::new())));
         }
         let stable: Vec<Bytes> = (500..1000).map(|i| Bytes::from(format!("k{i}"))).collect();
         let mut seen = std::collections::HashSet::new();
@@ -840,7 +888,7 @@ mod tests {
             // Churn: delete some of the unstable keys, add new ones.
             if step < 500 {
                 db.map.swap_remove(format!("k{step}").as_bytes());
-                db.map.insert(Bytes::from(format!("n{step}")), Entry::new(Value::Str(Bytes::new())));
+                db.map.insert(Key::new(format!("n{step}").as_bytes()), Entry::new(Value::Str(Bytes::new())));
             }
             step += 1;
             cursor = next;
@@ -849,7 +897,7 @@ mod tests {
             }
         }
         for k in stable {
-            assert!(seen.contains(&k), "missed {k:?}");
+            assert!(seen.contains(&k[..]), "missed {k:?}");
         }
     }
 }
