@@ -224,8 +224,11 @@ impl ScriptHost for ScriptRun<'_, '_> {
         }
         self.client.resp = if resp3 { Resp::V3 } else { Resp::V2 };
         let mut ctx = Ctx { core: &mut *self.ctx.core, client: &mut self.client, shared: self.ctx.shared };
-        let info = CallInfo { command: cmd.spec.name, keys: key_count(cmd, argv.len()), write: cmd.is_write() };
-        Ok((super::call(&mut ctx, cmd, argv), info))
+        let before = ctx.core.stats.nested_nanos;
+        let reply = super::call(&mut ctx, cmd, argv);
+        let nanos = self.ctx.core.stats.nested_nanos - before;
+        let info = CallInfo { command: cmd.spec.name, keys: key_count(cmd, argv.len()), write: cmd.is_write(), nanos };
+        Ok((reply, info))
     }
 
     /// Whether the script's user may run `argv` (not logged).

@@ -57,6 +57,9 @@ pub struct CallInfo {
     pub keys: u32,
     /// It is a write command (its keys count as written, else as read).
     pub write: bool,
+    /// Time the command's handler took, as the host measured it for its
+    /// own statistics (the engine reads no clock per call).
+    pub nanos: u64,
 }
 
 /// What the engine tells its host when a script starts.

@@ -636,7 +636,8 @@ mod tests {
             // `set` writes its one key, anything else reads its arguments.
             let write = &argv[0][..] == b"set";
             let name = if write { "set" } else { "echo" };
-            let info = host::CallInfo { command: name, keys: if write { 1 } else { argv.len() as u32 - 1 }, write };
+            let info =
+                host::CallInfo { command: name, keys: if write { 1 } else { argv.len() as u32 - 1 }, write, nanos: 0 };
             match &argv[0][..] {
                 b"nope" => Err(host::ScriptErr::UnknownCommand),
                 b"fail" => Ok((Reply::error("ERR it failed"), info)),

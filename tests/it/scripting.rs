@@ -730,6 +730,18 @@ fn info_scriptstats_splits_time_per_script() {
     assert!(line.contains(":calls=5,errors=0,"), "{line}");
     assert!(line.contains(",redis_calls=10,redis_calls_per_call=2.00,"), "{line}");
     assert!(info.contains(",errors=1,"), "{info}");
+    // redis.call's time is the commands' own, as `INFO commandstats` counts
+    // it: whole microseconds per call there, a rounded sum here.
+    let field = |line: &str, name: &str| -> u64 {
+        let v = line.split([',', ':']).find_map(|f| f.strip_prefix(&format!("{name}="))).expect(name);
+        v.parse().expect("integer")
+    };
+    let redis_usec = field(line, "redis_usec");
+    let Value::Bulk(Some(stats)) = c.cmd(&["INFO", "commandstats"]) else { panic!("INFO") };
+    let stats = String::from_utf8(stats).unwrap();
+    let usec = |cmd: &str| field(stats.lines().find(|l| l.starts_with(&format!("cmdstat_{cmd}:"))).expect(cmd), "usec");
+    let commands = usec("set") + usec("get");
+    assert!((commands..=commands + 11).contains(&redis_usec), "redis_usec={redis_usec}, set+get usec={commands}");
     c.cmd(&["CONFIG", "RESETSTAT"]);
     let Value::Bulk(Some(info)) = c.cmd(&["INFO", "scriptstats"]) else { panic!("INFO") };
     assert_eq!(String::from_utf8(info).unwrap(), "# Scriptstats\r\n");
