@@ -116,10 +116,11 @@ fn index_of(names: &[&str], name: &str) -> u8 {
     names.iter().position(|n| *n == name).unwrap_or(0) as u8
 }
 
-/// An event as the history keeps it (about 100 bytes and one allocation):
-/// the command's description is built only when the event is read
-/// ([`LockEvent`]), and the detail (a script's sha) is shared between the
-/// events of the same script.
+/// An event as the history keeps it (under 90 bytes; its key and holder
+/// are in [`Log::text`], so an event costs no allocation): the command's
+/// description is built only when the event is read ([`LockEvent`]), and
+/// the detail (a script's sha) is shared between the events of the same
+/// script.
 #[derive(Debug, Clone)]
 struct Stored {
     id: u64,
@@ -129,27 +130,30 @@ struct Stored {
     client: u64,
     command: &'static str,
     detail: Option<Arc<[u8]>>,
-    /// The key, then the holder.
-    text: Box<[u8]>,
     key_len: u32,
+    holder_len: u32,
     kind: u8,
     event: u8,
 }
 
 impl Stored {
-    fn key(&self) -> &[u8] {
-        &self.text[..self.key_len as usize]
+    /// Bytes of [`Log::text`] this event's key and holder take.
+    fn text_len(&self) -> usize {
+        self.key_len as usize + self.holder_len as usize
     }
 
-    fn event(&self) -> LockEvent {
+    /// The event, its key and holder at `at` in `text`.
+    fn event(&self, text: &VecDeque<u8>, at: usize) -> LockEvent {
+        let bytes =
+            |from: usize, len: u32| Bytes::from(text.range(from..from + len as usize).copied().collect::<Vec<u8>>());
         LockEvent {
             id: self.id,
             time_ms: self.time_ms,
             db: self.db,
-            key: Bytes::copy_from_slice(self.key()),
+            key: bytes(at, self.key_len),
             kind: KINDS[usize::from(self.kind)],
             event: EVENTS[usize::from(self.event)],
-            holder: Bytes::copy_from_slice(&self.text[self.key_len as usize..]),
+            holder: bytes(at + self.key_len as usize, self.holder_len),
             count: self.count,
             client: self.client,
             command: describe(self.command, self.detail.as_deref()),
@@ -163,6 +167,11 @@ fn put_varint(out: &mut Vec<u8>, mut n: u64) {
         n >>= 7;
     }
     out.push(n as u8);
+}
+
+/// The bytes [`put_varint`] writes for `n`.
+fn varint_len(n: u64) -> usize {
+    (64 - (n | 1).leading_zeros()).div_ceil(7) as usize
 }
 
 fn get_varint(b: &[u8], at: &mut usize) -> u64 {
@@ -252,7 +261,8 @@ impl<'a> Body<'a> {
 /// view in one allocation (`db, key length, key, body`; about 60 bytes for a
 /// held Redisson lock).
 fn pack_seen(db: usize, key: &[u8], body: &[u8]) -> Box<[u8]> {
-    let mut b = Vec::with_capacity(4 + key.len() + body.len());
+    // Exactly sized: the box is the vector's own allocation, not a copy.
+    let mut b = Vec::with_capacity(varint_len(db as u64) + varint_len(key.len() as u64) + key.len() + body.len());
     put_varint(&mut b, db as u64);
     put_varint(&mut b, key.len() as u64);
     b.extend_from_slice(key);
@@ -285,6 +295,32 @@ impl Id<'_> {
     }
 }
 
+/// The locks a command's touched keys belong to, each once: a linear
+/// look-up beats a set for the few keys a command touches, and the first
+/// few need no allocation.
+struct Done<'a> {
+    inline: [Id<'a>; 8],
+    len: usize,
+    more: Vec<Id<'a>>,
+}
+
+impl<'a> Done<'a> {
+    /// Whether `id` is new (it is noted).
+    fn first(&mut self, id: Id<'a>) -> bool {
+        let n = self.len.min(self.inline.len());
+        if self.inline[..n].contains(&id) || self.more.contains(&id) {
+            return false;
+        }
+        if n < self.inline.len() {
+            self.inline[n] = id;
+        } else {
+            self.more.push(id);
+        }
+        self.len += 1;
+        true
+    }
+}
+
 /// The recorder: last view of every lock, events, violations.
 #[derive(Default)]
 pub struct LockHistory {
@@ -312,8 +348,13 @@ struct Log {
     /// is free, to check who is served next.
     queues: HashMap<(usize, Bytes), Vec<Bytes>>,
     events: VecDeque<Stored>,
-    /// The detail of the last event pushed (own bytes, shared by clones).
-    last_detail: Option<Arc<[u8]>>,
+    /// The keys and holders of `events`, one after the other in their order.
+    text: VecDeque<u8>,
+    /// The details of the last events pushed (own bytes, shared by the
+    /// events of a script; a few, as lock and unlock scripts alternate).
+    details: [Option<Arc<[u8]>>; 4],
+    /// The slot of `details` the next new detail takes.
+    next_detail: usize,
     next_id: u64,
     violations: Vec<String>,
 }
@@ -343,15 +384,11 @@ impl LockHistory {
     /// Compares the touched keys' locks with their last views.
     pub fn observe(&mut self, touched: &[(usize, Bytes)], ks: &Keyspace, now_ms: u64, actor: &Actor) {
         let LockHistory { seen, hasher, scratch, log } = self;
-        // A command touches few keys: a linear look-up beats a set.
-        let mut done: Vec<Id<'_>> = Vec::new();
+        let mut done = Done { inline: [Id(0, b""); 8], len: 0, more: Vec::new() };
         for (db, key) in touched {
             let id = Id(*db, lock_key(key));
-            if touched.len() > 1 {
-                if done.contains(&id) {
-                    continue;
-                }
-                done.push(id);
+            if touched.len() > 1 && !done.first(id) {
+                continue;
             }
             let lock = ks.dbs.get(*db).and_then(|d| read_key(d, id.1, now_ms));
             let hash = hasher.hash_one((id.0, id.1));
@@ -373,10 +410,11 @@ impl LockHistory {
                         continue;
                     };
                     let (old_len, changed) = (old.len(), old != &scratch[..]);
+                    let new = Body::parse(scratch);
                     if changed {
-                        log.compare(id, Some(Body::parse(old)), Some(Body::parse(scratch)), now_ms, actor);
+                        log.compare(id, Some(Body::parse(old)), Some(new), now_ms, actor);
                     }
-                    log.check(id, Body::parse(scratch), l);
+                    log.check(id, new, l);
                     if changed {
                         let kept = entry.into_mut();
                         if old_len == scratch.len() {
@@ -389,8 +427,9 @@ impl LockHistory {
                 }
                 Err(absent) => {
                     let Some(l) = &lock else { continue };
-                    log.compare(id, None, Some(Body::parse(scratch)), now_ms, actor);
-                    log.check(id, Body::parse(scratch), l);
+                    let new = Body::parse(scratch);
+                    log.compare(id, None, Some(new), now_ms, actor);
+                    log.check(id, new, l);
                     absent.into_table().insert_unique(hash, pack_seen(id.0, id.1, scratch), |e| {
                         let (d, k, _) = unpack_seen(e);
                         hasher.hash_one((d, k))
@@ -402,7 +441,23 @@ impl LockHistory {
 
     /// Events after id `since`, of `key` if given, oldest first.
     pub fn events(&self, key: Option<&[u8]>, since: u64) -> Vec<LockEvent> {
-        self.log.events.iter().filter(|e| e.id > since && key.is_none_or(|k| e.key() == k)).map(Stored::event).collect()
+        // From the newest back: ids increase, and each event's text ends
+        // where the next one's begins.
+        let Log { events, text, .. } = &self.log;
+        let mut out = Vec::new();
+        let mut end = text.len();
+        for e in events.iter().rev() {
+            if e.id <= since {
+                break;
+            }
+            let at = end - e.text_len();
+            end = at;
+            if key.is_none_or(|k| k.len() == e.key_len as usize && text.range(at..at + k.len()).eq(k.iter())) {
+                out.push(e.event(text, at));
+            }
+        }
+        out.reverse();
+        out
     }
 
     /// The id of the newest event (0: none yet).
@@ -418,6 +473,7 @@ impl LockHistory {
     /// Forgets events and violations (`RLOCKD CHECK RESET`), keeps the views.
     pub fn reset(&mut self) {
         self.log.events.clear();
+        self.log.text.clear();
         self.log.violations.clear();
         self.log.expired_held.clear();
     }
@@ -451,7 +507,8 @@ impl Log {
             match holders(old_holders).find(|(o, _)| *o == hid) {
                 None => {
                     self.push(id, kind, "acquired", hid, count, now_ms, actor);
-                    if let Some(previous) = self.expired_held.remove(&id) {
+                    let previous = if self.expired_held.is_empty() { None } else { self.expired_held.remove(&id) };
+                    if let Some(previous) = previous {
                         if !previous.iter().any(|p| owner(p) == owner(hid)) {
                             self.violate(format!(
                                 "db{} {}: acquired by {} after its lease expired while held by {} (two holders at once)",
@@ -462,7 +519,7 @@ impl Log {
                             ));
                         }
                     }
-                    if let Some(queue) = self.queues.get(&id) {
+                    if let Some(queue) = if self.queues.is_empty() { None } else { self.queues.get(&id) } {
                         if queue.iter().position(|w| w == hid).is_some_and(|pos| pos > 0) {
                             let first = String::from_utf8_lossy(&queue[0]).into_owned();
                             self.violate(format!(
@@ -557,24 +614,29 @@ impl Log {
         } else {
             // A copy, never a clone of the actor's detail: that is a slice of
             // the connection's read buffer, which a clone would pin.
-            let detail = actor.detail.as_ref().map(|d| match &self.last_detail {
-                Some(last) if last[..] == d[..] => last.clone(),
-                _ => {
-                    let own: Arc<[u8]> = Arc::from(&d[..]);
-                    self.last_detail = Some(own.clone());
-                    own
+            let detail = actor.detail.as_ref().map(|d| {
+                if let Some(kept) = self.details.iter().flatten().find(|k| k[..] == d[..]) {
+                    return kept.clone();
                 }
+                let own: Arc<[u8]> = Arc::from(&d[..]);
+                self.details[self.next_detail] = Some(own.clone());
+                self.next_detail = (self.next_detail + 1) % self.details.len();
+                own
             });
             (actor.client, actor.command, detail)
         };
         if self.events.len() == MAX_EVENTS {
-            self.events.pop_front();
+            if let Some(old) = self.events.pop_front() {
+                self.text.drain(..old.text_len());
+            }
         }
         if self.events.len() == self.events.capacity() {
             // Grown by doubling, but never past the bound.
             let more = self.events.len().max(16).min(MAX_EVENTS - self.events.len());
             self.events.reserve_exact(more);
         }
+        self.text.extend(id.1);
+        self.text.extend(holder);
         self.events.push_back(Stored {
             id: self.next_id,
             time_ms: now_ms,
@@ -583,8 +645,8 @@ impl Log {
             client,
             command,
             detail,
-            text: [id.1, holder].concat().into_boxed_slice(),
             key_len: id.1.len() as u32,
+            holder_len: holder.len() as u32,
             kind: index_of(&KINDS, kind),
             event: index_of(&EVENTS, event),
         });
@@ -701,6 +763,77 @@ mod tests {
 
     #[test]
     fn stored_events_stay_small() {
-        assert!(std::mem::size_of::<Stored>() <= 96, "{}", std::mem::size_of::<Stored>());
+        assert!(std::mem::size_of::<Stored>() <= 88, "{}", std::mem::size_of::<Stored>());
+    }
+
+    #[test]
+    fn the_event_ring_keeps_the_newest_with_their_text() {
+        let mut log = Log::default();
+        let actor = Actor { client: 5, command: "evalsha", detail: Some(Bytes::from_static(b"abc")) };
+        let n = MAX_EVENTS + 1234;
+        let key = |i: usize| format!("k{}", i % 7);
+        let holder = |i: usize| "h".repeat(i % 5);
+        let event = |i: usize| if i.is_multiple_of(2) { "acquired" } else { "expired" };
+        for i in 0..n {
+            log.push(
+                Id(i % 3, key(i).as_bytes()),
+                "fair",
+                event(i),
+                holder(i).as_bytes(),
+                i as i64,
+                1000 + i as u64,
+                &actor,
+            );
+        }
+        let h = LockHistory { log, ..Default::default() };
+        let kept = n - MAX_EVENTS..n;
+        let all = h.events(None, 0);
+        assert_eq!(all.len(), MAX_EVENTS);
+        for (e, i) in all.iter().zip(kept.clone()) {
+            let (client, command) = if i.is_multiple_of(2) { (5, "evalsha abc") } else { (0, "(expiry)") };
+            let expected = LockEvent {
+                id: i as u64 + 1,
+                time_ms: 1000 + i as u64,
+                db: i % 3,
+                key: Bytes::from(key(i)),
+                kind: "fair",
+                event: event(i),
+                holder: Bytes::from(holder(i)),
+                count: i as i64,
+                client,
+                command: command.into(),
+            };
+            assert_eq!(*e, expected);
+        }
+        assert_eq!(h.log.text.len(), kept.clone().map(|i| key(i).len() + holder(i).len()).sum::<usize>());
+        let newest = h.events(None, n as u64 - 10);
+        assert_eq!(newest.iter().map(|e| e.id).collect::<Vec<_>>(), (n as u64 - 9..=n as u64).collect::<Vec<_>>());
+        let of_k3 = h.events(Some(b"k3"), 0);
+        assert_eq!(of_k3.len(), kept.clone().filter(|i| i % 7 == 3).count());
+        assert!(of_k3.iter().all(|e| &e.key[..] == b"k3"));
+        assert!(h.events(Some(b"k"), 0).is_empty());
+        assert!(h.events(None, n as u64).is_empty());
+    }
+
+    #[test]
+    fn each_lock_is_observed_once_per_command() {
+        let keys: Vec<String> = (0..20).map(|i| format!("k{}", i % 11)).collect();
+        let mut done = Done { inline: [Id(0, b""); 8], len: 0, more: Vec::new() };
+        let firsts: Vec<bool> = keys.iter().map(|k| done.first(Id(0, k.as_bytes()))).collect();
+        assert_eq!(firsts, (0..20).map(|i| i < 11).collect::<Vec<_>>());
+        assert!(done.first(Id(1, b"k0")));
+        assert!(done.first(Id(0, b"")));
+        assert!(!done.first(Id(0, b"")));
+    }
+
+    #[test]
+    fn kept_views_are_exactly_sized() {
+        for shift in 0..64 {
+            for n in [1u64 << shift, (1u64 << shift) - 1, (1u64 << shift) + 1, u64::MAX >> shift] {
+                let mut b = Vec::new();
+                put_varint(&mut b, n);
+                assert_eq!(varint_len(n), b.len(), "{n}");
+            }
+        }
     }
 }

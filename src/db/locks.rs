@@ -61,8 +61,27 @@ pub struct LockView {
     pub value: Option<i64>,
 }
 
+/// `b` as an `i64`, as `str::parse` reads it (an optional sign, then
+/// decimal digits, in range), without the UTF-8 check.
 fn int(b: &[u8]) -> Option<i64> {
-    std::str::from_utf8(b).ok()?.parse().ok()
+    let (negative, digits) = match b {
+        [b'-', rest @ ..] => (true, rest),
+        [b'+', rest @ ..] => (false, rest),
+        _ => (false, b),
+    };
+    if digits.is_empty() {
+        return None;
+    }
+    let mut n: i64 = 0;
+    for &c in digits {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        let d = i64::from(c - b'0');
+        n = n.checked_mul(10)?;
+        n = if negative { n.checked_sub(d)? } else { n.checked_add(d)? };
+    }
+    Some(n)
 }
 
 /// `<something>:<digits>` (or with `:write` after it, a write hold):
@@ -299,5 +318,39 @@ mod tests {
         assert!(!super::holder_id(b":1"));
         assert!(!super::holder_id(b"x:"));
         assert!(super::holder_id(b"8f0c-11:1:write"));
+    }
+
+    #[test]
+    fn integers_read_as_str_parse_reads_them() {
+        let cases: [&[u8]; 24] = [
+            b"0",
+            b"1",
+            b"-1",
+            b"+1",
+            b"-0",
+            b"007",
+            b"",
+            b"-",
+            b"+",
+            b"+-1",
+            b"--1",
+            b" 1",
+            b"1 ",
+            b"1.0",
+            b"1e3",
+            b"9223372036854775807",
+            b"9223372036854775808",
+            b"-9223372036854775808",
+            b"-9223372036854775809",
+            b"99999999999999999999",
+            b"\xff1",
+            b"\xd9\xa1",
+            b"12a",
+            b"30000",
+        ];
+        for b in cases {
+            let expected = std::str::from_utf8(b).ok().and_then(|s| s.parse::<i64>().ok());
+            assert_eq!(super::int(b), expected, "{:?}", String::from_utf8_lossy(b));
+        }
     }
 }
