@@ -2,7 +2,7 @@
 //! (`RLOCKD EVENTS`, `RLOCKD CHECK`, `Server::lock_events`/`check_locks`).
 //!
 //! After every command, the keys it touched (expiries included) are read
-//! again as locks ([`super::locks::view_key`]) and compared with what they
+//! again as locks ([`super::locks::read_key`]) and compared with what they
 //! were: holders that appear are `acquired` (or `reentered`), holders that
 //! go are `released` — or `expired` when the lease ran out with no release,
 //! the failure behind two holders at once; a longer lease with the same
@@ -12,12 +12,15 @@
 //! below zero.
 
 use std::collections::VecDeque;
+use std::hash::BuildHasher;
+use std::sync::Arc;
 
-type HashMap<K, V> = std::collections::HashMap<K, V, super::Hasher>;
+type HashMap<K, V> = hashbrown::HashMap<K, V, super::Hasher>;
 
 use bytes::Bytes;
+use hashbrown::HashTable;
 
-use super::locks::{view_key, Holder, LockView};
+use super::locks::{read_key, LockRef};
 use super::Keyspace;
 
 /// Events kept for `RLOCKD EVENTS` (the oldest go first).
@@ -93,7 +96,7 @@ pub struct Actor {
 }
 
 /// `command` with its detail, as [`LockEvent::command`] shows it.
-fn describe(command: &str, detail: Option<&Bytes>) -> String {
+fn describe(command: &str, detail: Option<&[u8]>) -> String {
     let mut s = String::with_capacity(command.len() + detail.map_or(0, |d| d.len() + 1));
     s.push_str(command);
     if let Some(d) = detail {
@@ -103,135 +106,273 @@ fn describe(command: &str, detail: Option<&Bytes>) -> String {
     s
 }
 
-/// An event as the history keeps it: the command's description is built
-/// only when the event is read ([`LockEvent`]), and the detail (a script's
-/// sha) is shared between the events of the same script.
+/// The kinds a view can have, by their index in a packed view.
+const KINDS: [&str; 7] = ["", "read-write", "fair", "reentrant", "counter", "token", "zset-semaphore"];
+
+/// The events, by their index in a [`Stored`].
+const EVENTS: [&str; 6] = ["acquired", "reentered", "renewed", "released", "expired", "counter"];
+
+fn index_of(names: &[&str], name: &str) -> u8 {
+    names.iter().position(|n| *n == name).unwrap_or(0) as u8
+}
+
+/// An event as the history keeps it (under 90 bytes; its key and holder
+/// are in [`Log::text`], so an event costs no allocation): the command's
+/// description is built only when the event is read ([`LockEvent`]), and
+/// the detail (a script's sha) is shared between the events of the same
+/// script.
 #[derive(Debug, Clone)]
 struct Stored {
     id: u64,
     time_ms: u64,
     db: usize,
-    key: Bytes,
-    kind: &'static str,
-    event: &'static str,
-    holder: Bytes,
     count: i64,
     client: u64,
     command: &'static str,
-    detail: Option<Bytes>,
+    detail: Option<Arc<[u8]>>,
+    key_len: u32,
+    holder_len: u32,
+    kind: u8,
+    event: u8,
 }
 
 impl Stored {
-    fn event(&self) -> LockEvent {
+    /// Bytes of [`Log::text`] this event's key and holder take.
+    fn text_len(&self) -> usize {
+        self.key_len as usize + self.holder_len as usize
+    }
+
+    /// The event, its key and holder at `at` in `text`.
+    fn event(&self, text: &VecDeque<u8>, at: usize) -> LockEvent {
+        let bytes =
+            |from: usize, len: u32| Bytes::from(text.range(from..from + len as usize).copied().collect::<Vec<u8>>());
         LockEvent {
             id: self.id,
             time_ms: self.time_ms,
             db: self.db,
-            key: self.key.clone(),
-            kind: self.kind,
-            event: self.event,
-            holder: self.holder.clone(),
+            key: bytes(at, self.key_len),
+            kind: KINDS[usize::from(self.kind)],
+            event: EVENTS[usize::from(self.event)],
+            holder: bytes(at + self.key_len as usize, self.holder_len),
             count: self.count,
             client: self.client,
-            command: describe(self.command, self.detail.as_ref()),
+            command: describe(self.command, self.detail.as_deref()),
         }
     }
 }
 
-/// The kinds a view can have, by their index in a [`Seen`].
-const KINDS: [&str; 7] = ["", "read-write", "fair", "reentrant", "counter", "token", "zset-semaphore"];
+fn put_varint(out: &mut Vec<u8>, mut n: u64) {
+    while n >= 0x80 {
+        out.push(n as u8 | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+}
 
-/// What the comparison needs of a lock's last view — its kind, holders with
-/// their counts, counter value and key deadline — packed in one allocation
-/// (about 80 bytes for a held Redisson lock, where a whole [`LockView`] with
-/// its vectors and copies took several hundred): the history keeps one per
-/// held lock.
-#[derive(Debug)]
-struct Seen(Box<[u8]>);
+/// The bytes [`put_varint`] writes for `n`.
+fn varint_len(n: u64) -> usize {
+    (64 - (n | 1).leading_zeros()).div_ceil(7) as usize
+}
 
-impl Seen {
-    fn pack(v: &LockView, deadline: Option<u64>) -> Seen {
-        let mut b = Vec::with_capacity(20 + v.holders.iter().map(|h| 12 + h.id.len()).sum::<usize>());
-        b.push(KINDS.iter().position(|k| *k == v.kind).unwrap_or(0) as u8);
-        b.push(u8::from(deadline.is_some()) | u8::from(v.value.is_some()) << 1);
-        b.extend_from_slice(&deadline.unwrap_or(0).to_le_bytes());
-        b.extend_from_slice(&v.value.unwrap_or(0).to_le_bytes());
-        for h in &v.holders {
-            b.extend_from_slice(&h.count.to_le_bytes());
-            b.extend_from_slice(&(h.id.len() as u32).to_le_bytes());
-            b.extend_from_slice(&h.id);
+fn get_varint(b: &[u8], at: &mut usize) -> u64 {
+    let mut n = 0u64;
+    let mut shift = 0;
+    loop {
+        let byte = b[*at];
+        *at += 1;
+        n |= u64::from(byte & 0x7f) << shift;
+        if byte < 0x80 {
+            return n;
         }
-        Seen(b.into_boxed_slice())
+        shift += 7;
+    }
+}
+
+fn zigzag(n: i64) -> u64 {
+    ((n << 1) ^ (n >> 63)) as u64
+}
+
+fn unzigzag(n: u64) -> i64 {
+    (n >> 1) as i64 ^ -((n & 1) as i64)
+}
+
+/// What the comparison needs of a lock's view — its kind, key deadline,
+/// counter value and holders with their counts — packed:
+/// `kind, flags, [deadline], [value], (count, id length, id)*`, numbers as
+/// varints (signed ones zigzagged). Equal views pack to equal bytes.
+fn pack_body(
+    out: &mut Vec<u8>,
+    kind: &str,
+    deadline: Option<u64>,
+    value: Option<i64>,
+    holders: impl FnOnce(&mut dyn FnMut(&[u8], i64)),
+) {
+    out.push(index_of(&KINDS, kind));
+    out.push(u8::from(deadline.is_some()) | u8::from(value.is_some()) << 1);
+    if let Some(d) = deadline {
+        put_varint(out, d);
+    }
+    if let Some(v) = value {
+        put_varint(out, zigzag(v));
+    }
+    holders(&mut |id, count| {
+        put_varint(out, zigzag(count));
+        put_varint(out, id.len() as u64);
+        out.extend_from_slice(id);
+    });
+}
+
+/// A packed view read back (see [`pack_body`]).
+#[derive(Debug, Clone, Copy)]
+struct Body<'a> {
+    kind: &'static str,
+    deadline: Option<u64>,
+    value: Option<i64>,
+    /// The packed holders (see [`Body::holders`]).
+    holders: &'a [u8],
+}
+
+impl<'a> Body<'a> {
+    fn parse(b: &'a [u8]) -> Body<'a> {
+        let mut at = 2;
+        let deadline = (b[1] & 1 != 0).then(|| get_varint(b, &mut at));
+        let value = (b[1] & 2 != 0).then(|| unzigzag(get_varint(b, &mut at)));
+        Body { kind: KINDS[usize::from(b[0]).min(KINDS.len() - 1)], deadline, value, holders: &b[at..] }
     }
 
-    /// The packed view back: (kind, holders with counts, value, deadline).
-    fn unpack(&self, db: usize, key: &Bytes) -> (LockView, Option<u64>) {
-        let b = &self.0;
-        let word = |at: usize| u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"));
-        let flags = b[1];
-        let deadline = (flags & 1 != 0).then(|| word(2));
-        let value = (flags & 2 != 0).then(|| word(10) as i64);
-        let mut holders = Vec::new();
-        let mut at = 18;
-        while at < b.len() {
-            let count = word(at) as i64;
-            let len = u32::from_le_bytes(b[at + 8..at + 12].try_into().expect("4 bytes")) as usize;
-            holders.push(Holder {
-                id: Bytes::copy_from_slice(&b[at + 12..at + 12 + len]),
-                count,
-                lease_ms: None,
-                score: None,
-            });
-            at += 12 + len;
+    /// The holders' ids and counts, in order.
+    fn holders(&self) -> impl Iterator<Item = (&'a [u8], i64)> {
+        let b = self.holders;
+        let mut at = 0;
+        std::iter::from_fn(move || {
+            if at >= b.len() {
+                return None;
+            }
+            let count = unzigzag(get_varint(b, &mut at));
+            let len = get_varint(b, &mut at) as usize;
+            let id = &b[at..at + len];
+            at += len;
+            Some((id, count))
+        })
+    }
+}
+
+/// A lock's last view as the history keeps it: database, key and the packed
+/// view in one allocation (`db, key length, key, body`; about 60 bytes for a
+/// held Redisson lock).
+fn pack_seen(db: usize, key: &[u8], body: &[u8]) -> Box<[u8]> {
+    // Exactly sized: the box is the vector's own allocation, not a copy.
+    let mut b = Vec::with_capacity(varint_len(db as u64) + varint_len(key.len() as u64) + key.len() + body.len());
+    put_varint(&mut b, db as u64);
+    put_varint(&mut b, key.len() as u64);
+    b.extend_from_slice(key);
+    b.extend_from_slice(body);
+    b.into_boxed_slice()
+}
+
+/// A kept view's database, key and packed body.
+fn unpack_seen(b: &[u8]) -> (usize, &[u8], &[u8]) {
+    let mut at = 0;
+    let db = get_varint(b, &mut at) as usize;
+    let len = get_varint(b, &mut at) as usize;
+    (db, &b[at..at + len], &b[at + len..])
+}
+
+/// A lock's identity, borrowed: looks up maps keyed by `(usize, Bytes)`
+/// (it hashes as that tuple does).
+#[derive(Clone, Copy, PartialEq, Hash)]
+struct Id<'a>(usize, &'a [u8]);
+
+impl hashbrown::Equivalent<(usize, Bytes)> for Id<'_> {
+    fn equivalent(&self, key: &(usize, Bytes)) -> bool {
+        self.0 == key.0 && self.1 == &key.1[..]
+    }
+}
+
+impl Id<'_> {
+    fn owned(self) -> (usize, Bytes) {
+        (self.0, Bytes::copy_from_slice(self.1))
+    }
+}
+
+/// The locks a command's touched keys belong to, each once: a linear
+/// look-up beats a set for the few keys a command touches, and the first
+/// few need no allocation.
+struct Done<'a> {
+    inline: [Id<'a>; 8],
+    len: usize,
+    more: Vec<Id<'a>>,
+}
+
+impl<'a> Done<'a> {
+    /// Whether `id` is new (it is noted).
+    fn first(&mut self, id: Id<'a>) -> bool {
+        let n = self.len.min(self.inline.len());
+        if self.inline[..n].contains(&id) || self.more.contains(&id) {
+            return false;
         }
-        let view = LockView {
-            db,
-            key: key.clone(),
-            kind: KINDS[usize::from(b[0]).min(KINDS.len() - 1)],
-            mode: None,
-            holders,
-            waiters: Vec::new(),
-            lease_ms: None,
-            value,
-        };
-        (view, deadline)
+        if n < self.inline.len() {
+            self.inline[n] = id;
+        } else {
+            self.more.push(id);
+        }
+        self.len += 1;
+        true
     }
 }
 
 /// The recorder: last view of every lock, events, violations.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct LockHistory {
-    /// Last view of each lock (what the comparison needs of it).
-    seen: HashMap<(usize, Bytes), Seen>,
+    /// Last view of each lock (what the comparison needs of it), database
+    /// and key inside ([`pack_seen`]), found by the hash of `(db, key)`.
+    seen: HashTable<Box<[u8]>>,
+    hasher: super::Hasher,
+    /// The current view being packed (kept for its allocation).
+    scratch: Vec<u8>,
+    log: Log,
+}
+
+impl std::fmt::Debug for LockHistory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LockHistory").field("seen", &self.seen.len()).field("log", &self.log).finish()
+    }
+}
+
+/// Events and violations, and what finding violations needs.
+#[derive(Debug, Default)]
+struct Log {
     /// Holders of locks that expired while held, until the lock is taken again.
     expired_held: HashMap<(usize, Bytes), Vec<Bytes>>,
     /// The last waiting queue seen for each fair lock, kept while the lock
     /// is free, to check who is served next.
     queues: HashMap<(usize, Bytes), Vec<Bytes>>,
     events: VecDeque<Stored>,
-    /// The detail of the last event pushed (own bytes, shared by clones).
-    last_detail: Option<Bytes>,
+    /// The keys and holders of `events`, one after the other in their order.
+    text: VecDeque<u8>,
+    /// The details of the last events pushed (own bytes, shared by the
+    /// events of a script; a few, as lock and unlock scripts alternate).
+    details: [Option<Arc<[u8]>>; 4],
+    /// The slot of `details` the next new detail takes.
+    next_detail: usize,
     next_id: u64,
     violations: Vec<String>,
 }
 
 /// The lock a key belongs to: itself, or the lock named inside the braces of
 /// a fair lock's queue / timeout set or a read hold's lease key.
-fn lock_key(key: &Bytes) -> Bytes {
+fn lock_key(key: &[u8]) -> &[u8] {
     for prefix in [&b"redisson_lock_queue:{"[..], b"redisson_lock_timeout:{"] {
         if let Some(rest) = key.strip_prefix(prefix).and_then(|r| r.strip_suffix(b"}")) {
-            return Bytes::copy_from_slice(rest);
+            return rest;
         }
     }
     if key.starts_with(b"{") && key.windows(16).any(|w| w == b":rwlock_timeout:") {
         if let Some(end) = key.iter().position(|&c| c == b'}') {
-            return Bytes::copy_from_slice(&key[1..end]);
+            return &key[1..end];
         }
     }
-    // A copy, never a clone: a touched key is often a slice of the
-    // connection's read buffer, which a clone kept in the history (views,
-    // events) would pin whole.
-    super::own(key)
+    key
 }
 
 /// The owner part of a Redisson holder id (`uuid:thread[:write]` → `uuid:thread`).
@@ -242,134 +383,216 @@ fn owner(id: &[u8]) -> &[u8] {
 impl LockHistory {
     /// Compares the touched keys' locks with their last views.
     pub fn observe(&mut self, touched: &[(usize, Bytes)], ks: &Keyspace, now_ms: u64, actor: &Actor) {
-        // A command touches few keys: a linear look-up beats a set.
-        let mut done: Vec<(usize, Bytes)> = Vec::new();
+        let LockHistory { seen, hasher, scratch, log } = self;
+        let mut done = Done { inline: [Id(0, b""); 8], len: 0, more: Vec::new() };
         for (db, key) in touched {
-            let id = (*db, lock_key(key));
-            if touched.len() > 1 {
-                if done.contains(&id) {
-                    continue;
-                }
-                done.push(id.clone());
+            let id = Id(*db, lock_key(key));
+            if touched.len() > 1 && !done.first(id) {
+                continue;
             }
-            let now_view = ks.dbs.get(*db).and_then(|d| view_key(d, *db, &id.1, now_ms));
-            let before = self.seen.remove(&id).map(|s| s.unpack(id.0, &id.1));
-            self.compare(&id, before, now_view.as_ref(), now_ms, actor);
-            if let Some(v) = now_view {
-                let deadline = v.lease_ms.map(|ms| now_ms.saturating_add_signed(ms));
-                self.seen.insert(id, Seen::pack(&v, deadline));
+            let lock = ks.dbs.get(*db).and_then(|d| read_key(d, id.1, now_ms));
+            let hash = hasher.hash_one((id.0, id.1));
+            let found = seen.find_entry(hash, |e| {
+                let (d, k, _) = unpack_seen(e);
+                d == id.0 && k == id.1
+            });
+            scratch.clear();
+            if let Some(l) = &lock {
+                let deadline = l.lease_ms.map(|ms| now_ms.saturating_add_signed(ms));
+                pack_body(scratch, l.kind, deadline, l.value, |f| l.holders(|h, count, _| f(h, count)));
+            }
+            match found {
+                Ok(entry) => {
+                    let old = unpack_seen(entry.get()).2;
+                    let Some(l) = &lock else {
+                        log.compare(id, Some(Body::parse(old)), None, now_ms, actor);
+                        entry.remove();
+                        continue;
+                    };
+                    let (old_len, changed) = (old.len(), old != &scratch[..]);
+                    let new = Body::parse(scratch);
+                    if changed {
+                        log.compare(id, Some(Body::parse(old)), Some(new), now_ms, actor);
+                    }
+                    log.check(id, new, l);
+                    if changed {
+                        let kept = entry.into_mut();
+                        if old_len == scratch.len() {
+                            let at = kept.len() - old_len;
+                            kept[at..].copy_from_slice(scratch);
+                        } else {
+                            *kept = pack_seen(id.0, id.1, scratch);
+                        }
+                    }
+                }
+                Err(absent) => {
+                    let Some(l) = &lock else { continue };
+                    let new = Body::parse(scratch);
+                    log.compare(id, None, Some(new), now_ms, actor);
+                    log.check(id, new, l);
+                    absent.into_table().insert_unique(hash, pack_seen(id.0, id.1, scratch), |e| {
+                        let (d, k, _) = unpack_seen(e);
+                        hasher.hash_one((d, k))
+                    });
+                }
             }
         }
     }
 
-    fn compare(
-        &mut self,
-        id: &(usize, Bytes),
-        before: Option<(LockView, Option<u64>)>,
-        after: Option<&LockView>,
-        now_ms: u64,
-        actor: &Actor,
-    ) {
-        let (old, old_deadline) = match before {
-            Some((v, d)) => (Some(v), d),
-            None => (None, None),
-        };
-        let kind = after.or(old.as_ref()).map_or("", |v| v.kind);
-        let old_holders: &[Holder] = old.as_ref().map_or(&[], |v| &v.holders);
-        let new_holders: &[Holder] = after.map_or(&[], |v| &v.holders);
+    /// Events after id `since`, of `key` if given, oldest first.
+    pub fn events(&self, key: Option<&[u8]>, since: u64) -> Vec<LockEvent> {
+        // From the newest back: ids increase, and each event's text ends
+        // where the next one's begins.
+        let Log { events, text, .. } = &self.log;
+        let mut out = Vec::new();
+        let mut end = text.len();
+        for e in events.iter().rev() {
+            if e.id <= since {
+                break;
+            }
+            let at = end - e.text_len();
+            end = at;
+            if key.is_none_or(|k| k.len() == e.key_len as usize && text.range(at..at + k.len()).eq(k.iter())) {
+                out.push(e.event(text, at));
+            }
+        }
+        out.reverse();
+        out
+    }
+
+    /// The id of the newest event (0: none yet).
+    pub fn last_id(&self) -> u64 {
+        self.log.next_id
+    }
+
+    /// Every violation seen so far.
+    pub fn violations(&self) -> &[String] {
+        &self.log.violations
+    }
+
+    /// Forgets events and violations (`RLOCKD CHECK RESET`), keeps the views.
+    pub fn reset(&mut self) {
+        self.log.events.clear();
+        self.log.text.clear();
+        self.log.violations.clear();
+        self.log.expired_held.clear();
+    }
+}
+
+impl Log {
+    /// The events between a lock's last view and its view now (`None`: not
+    /// a lock), and the violations they show.
+    fn compare(&mut self, id: Id<'_>, old: Option<Body<'_>>, after: Option<Body<'_>>, now_ms: u64, actor: &Actor) {
+        let old_deadline = old.and_then(|o| o.deadline);
+        let kind = after.or(old).map_or("", |v| v.kind);
+        let old_holders = old.map_or(&[][..], |v| v.holders);
+        let new_holders = after.map_or(&[][..], |v| v.holders);
+        let holders = |packed| Body { kind: "", deadline: None, value: None, holders: packed }.holders();
         // Holders that left: released, or expired if the key's lease ran out.
         let expired = after.is_none() && old_deadline.is_some_and(|d| d <= now_ms);
         let mut gone = Vec::new();
-        for h in old_holders {
-            if !new_holders.iter().any(|n| n.id == h.id) {
+        for (hid, _) in holders(old_holders) {
+            if !holders(new_holders).any(|(n, _)| n == hid) {
                 let event = if expired { "expired" } else { "released" };
-                self.push(id, kind, event, h.id.clone(), 0, now_ms, actor);
-                gone.push(h.id.clone());
+                self.push(id, kind, event, hid, 0, now_ms, actor);
+                if expired {
+                    gone.push(Bytes::copy_from_slice(hid));
+                }
             }
         }
-        if expired && !gone.is_empty() {
-            self.expired_held.insert(id.clone(), gone);
+        if !gone.is_empty() {
+            self.expired_held.insert(id.owned(), gone);
         }
-        for h in new_holders {
-            let (hid, count) = (&h.id, h.count);
-            match old_holders.iter().find(|o| o.id == *hid) {
+        for (hid, count) in holders(new_holders) {
+            match holders(old_holders).find(|(o, _)| *o == hid) {
                 None => {
-                    self.push(id, kind, "acquired", hid.clone(), count, now_ms, actor);
-                    if let Some(previous) = self.expired_held.remove(id) {
+                    self.push(id, kind, "acquired", hid, count, now_ms, actor);
+                    let previous = if self.expired_held.is_empty() { None } else { self.expired_held.remove(&id) };
+                    if let Some(previous) = previous {
                         if !previous.iter().any(|p| owner(p) == owner(hid)) {
                             self.violate(format!(
                                 "db{} {}: acquired by {} after its lease expired while held by {} (two holders at once)",
                                 id.0,
-                                String::from_utf8_lossy(&id.1),
+                                String::from_utf8_lossy(id.1),
                                 String::from_utf8_lossy(hid),
                                 previous.iter().map(|p| String::from_utf8_lossy(p).into_owned()).collect::<Vec<_>>().join(", ")
                             ));
                         }
                     }
-                    if let Some(queue) = self.queues.get(id) {
+                    if let Some(queue) = if self.queues.is_empty() { None } else { self.queues.get(&id) } {
                         if queue.iter().position(|w| w == hid).is_some_and(|pos| pos > 0) {
                             let first = String::from_utf8_lossy(&queue[0]).into_owned();
                             self.violate(format!(
                                 "db{} {}: fair lock served {} before {first}, who was first in the queue",
                                 id.0,
-                                String::from_utf8_lossy(&id.1),
+                                String::from_utf8_lossy(id.1),
                                 String::from_utf8_lossy(hid),
                             ));
                         }
                     }
                 }
-                Some(o) if count > o.count => self.push(id, kind, "reentered", hid.clone(), count, now_ms, actor),
-                Some(o) if count < o.count => self.push(id, kind, "released", hid.clone(), count, now_ms, actor),
+                Some((_, o)) if count > o => self.push(id, kind, "reentered", hid, count, now_ms, actor),
+                Some((_, o)) if count < o => self.push(id, kind, "released", hid, count, now_ms, actor),
                 Some(_) => {}
             }
         }
-        if let (Some(o), Some(a)) = (&old, after) {
-            let same = old_holders.len() == new_holders.len()
-                && old_holders.iter().zip(new_holders).all(|(x, y)| x.id == y.id && x.count == y.count)
-                && !new_holders.is_empty();
-            let new_deadline = a.lease_ms.map(|ms| now_ms.saturating_add_signed(ms));
-            if same && new_deadline > old_deadline && old_deadline.is_some() {
-                for h in new_holders {
-                    self.push(id, kind, "renewed", h.id.clone(), h.count, now_ms, actor);
+        match (old, after) {
+            (Some(o), Some(a)) => {
+                // Packed holders are equal exactly when ids and counts are.
+                let same = old_holders == new_holders && !new_holders.is_empty();
+                if same && a.deadline > old_deadline && old_deadline.is_some() {
+                    for (hid, count) in holders(new_holders) {
+                        self.push(id, kind, "renewed", hid, count, now_ms, actor);
+                    }
+                }
+                if o.value != a.value {
+                    if let Some(v) = a.value {
+                        self.push(id, kind, "counter", b"", v, now_ms, actor);
+                    }
                 }
             }
-            if o.value != a.value {
+            (None, Some(a)) => {
                 if let Some(v) = a.value {
-                    self.push(id, kind, "counter", Bytes::new(), v, now_ms, actor);
+                    self.push(id, kind, "counter", b"", v, now_ms, actor);
                 }
             }
-        } else if let (None, Some(a)) = (&old, after) {
-            if let Some(v) = a.value {
-                self.push(id, kind, "counter", Bytes::new(), v, now_ms, actor);
+            _ => {}
+        }
+    }
+
+    /// What a lock's view now shows, changed or not: a fair lock's queue
+    /// (kept), a counter below zero, a writer beside other owners.
+    fn check(&mut self, id: Id<'_>, a: Body<'_>, lock: &LockRef<'_>) {
+        if a.kind == "fair" {
+            let queue = lock.waiters().map(Bytes::copy_from_slice).collect();
+            match self.queues.get_mut(&id) {
+                Some(kept) => *kept = queue,
+                None => {
+                    self.queues.insert(id.owned(), queue);
+                }
             }
         }
-        if let Some(a) = after.filter(|a| a.kind == "fair") {
-            self.queues.insert(id.clone(), a.waiters.iter().map(|w| w.id.clone()).collect());
+        if a.value.is_some_and(|v| v < 0) {
+            self.violate(format!(
+                "db{} {}: counter below zero ({}): more permits taken than the semaphore has",
+                id.0,
+                String::from_utf8_lossy(id.1),
+                a.value.unwrap_or(0)
+            ));
         }
-        if let Some(a) = after {
-            if a.value.is_some_and(|v| v < 0) {
+        if a.kind == "read-write" {
+            let writers: Vec<&[u8]> =
+                a.holders().filter(|(h, _)| h.ends_with(b":write")).map(|(h, _)| owner(h)).collect();
+            let foreign_reader = a
+                .holders()
+                .filter(|(h, _)| !h.ends_with(b":write"))
+                .any(|(r, _)| writers.iter().any(|w| *w != owner(r)));
+            if !writers.is_empty() && (foreign_reader || writers.len() > 1) {
                 self.violate(format!(
-                    "db{} {}: counter below zero ({}): more permits taken than the semaphore has",
+                    "db{} {}: a writer holds the read-write lock beside other owners",
                     id.0,
-                    String::from_utf8_lossy(&id.1),
-                    a.value.unwrap_or(0)
+                    String::from_utf8_lossy(id.1)
                 ));
-            }
-            if a.kind == "read-write" {
-                let writers: Vec<&[u8]> =
-                    a.holders.iter().filter(|h| h.id.ends_with(b":write")).map(|h| owner(&h.id)).collect();
-                let foreign_reader = a
-                    .holders
-                    .iter()
-                    .filter(|h| !h.id.ends_with(b":write"))
-                    .any(|r| writers.iter().any(|w| *w != owner(&r.id)));
-                if !writers.is_empty() && (foreign_reader || writers.len() > 1) {
-                    self.violate(format!(
-                        "db{} {}: a writer holds the read-write lock beside other owners",
-                        id.0,
-                        String::from_utf8_lossy(&id.1)
-                    ));
-                }
             }
         }
     }
@@ -377,10 +600,10 @@ impl LockHistory {
     #[allow(clippy::too_many_arguments)]
     fn push(
         &mut self,
-        id: &(usize, Bytes),
+        id: Id<'_>,
         kind: &'static str,
         event: &'static str,
-        holder: Bytes,
+        holder: &[u8],
         count: i64,
         now_ms: u64,
         actor: &Actor,
@@ -391,60 +614,48 @@ impl LockHistory {
         } else {
             // A copy, never a clone of the actor's detail: that is a slice of
             // the connection's read buffer, which a clone would pin.
-            let detail = actor.detail.as_ref().map(|d| match &self.last_detail {
-                Some(last) if last[..] == d[..] => last.clone(),
-                _ => {
-                    let own = super::own(d);
-                    self.last_detail = Some(own.clone());
-                    own
+            let detail = actor.detail.as_ref().map(|d| {
+                if let Some(kept) = self.details.iter().flatten().find(|k| k[..] == d[..]) {
+                    return kept.clone();
                 }
+                let own: Arc<[u8]> = Arc::from(&d[..]);
+                self.details[self.next_detail] = Some(own.clone());
+                self.next_detail = (self.next_detail + 1) % self.details.len();
+                own
             });
             (actor.client, actor.command, detail)
         };
+        if self.events.len() == MAX_EVENTS {
+            if let Some(old) = self.events.pop_front() {
+                self.text.drain(..old.text_len());
+            }
+        }
+        if self.events.len() == self.events.capacity() {
+            // Grown by doubling, but never past the bound.
+            let more = self.events.len().max(16).min(MAX_EVENTS - self.events.len());
+            self.events.reserve_exact(more);
+        }
+        self.text.extend(id.1);
+        self.text.extend(holder);
         self.events.push_back(Stored {
             id: self.next_id,
             time_ms: now_ms,
             db: id.0,
-            key: id.1.clone(),
-            kind,
-            event,
-            holder,
             count,
             client,
             command,
             detail,
+            key_len: id.1.len() as u32,
+            holder_len: holder.len() as u32,
+            kind: index_of(&KINDS, kind),
+            event: index_of(&EVENTS, event),
         });
-        if self.events.len() > MAX_EVENTS {
-            self.events.pop_front();
-        }
     }
 
     fn violate(&mut self, what: String) {
         if !self.violations.contains(&what) {
             self.violations.push(what);
         }
-    }
-
-    /// Events after id `since`, of `key` if given, oldest first.
-    pub fn events(&self, key: Option<&[u8]>, since: u64) -> Vec<LockEvent> {
-        self.events.iter().filter(|e| e.id > since && key.is_none_or(|k| &e.key[..] == k)).map(Stored::event).collect()
-    }
-
-    /// The id of the newest event (0: none yet).
-    pub fn last_id(&self) -> u64 {
-        self.next_id
-    }
-
-    /// Every violation seen so far.
-    pub fn violations(&self) -> &[String] {
-        &self.violations
-    }
-
-    /// Forgets events and violations (`RLOCKD CHECK RESET`), keeps the views.
-    pub fn reset(&mut self) {
-        self.events.clear();
-        self.violations.clear();
-        self.expired_held.clear();
     }
 }
 
@@ -474,37 +685,154 @@ mod tests {
 
     #[test]
     fn auxiliary_keys_map_to_their_lock() {
-        assert_eq!(&lock_key(&Bytes::from_static(b"redisson_lock_queue:{a}"))[..], b"a");
-        assert_eq!(&lock_key(&Bytes::from_static(b"redisson_lock_timeout:{a}"))[..], b"a");
-        assert_eq!(&lock_key(&Bytes::from_static(b"{rw}:u:1:rwlock_timeout:1"))[..], b"rw");
-        assert_eq!(&lock_key(&Bytes::from_static(b"plain"))[..], b"plain");
+        assert_eq!(lock_key(b"redisson_lock_queue:{a}"), b"a");
+        assert_eq!(lock_key(b"redisson_lock_timeout:{a}"), b"a");
+        assert_eq!(lock_key(b"{rw}:u:1:rwlock_timeout:1"), b"rw");
+        assert_eq!(lock_key(b"plain"), b"plain");
         assert_eq!(owner(b"u:1:write"), b"u:1");
+    }
+
+    fn packed(kind: &str, deadline: Option<u64>, value: Option<i64>, holders: &[(&[u8], i64)]) -> Vec<u8> {
+        let mut out = Vec::new();
+        pack_body(&mut out, kind, deadline, value, |f| {
+            for (id, count) in holders {
+                f(id, *count);
+            }
+        });
+        out
     }
 
     #[test]
     fn a_packed_view_keeps_what_the_comparison_reads() {
-        let key = Bytes::from_static(b"lock");
-        let holder =
-            |id: &'static [u8], count| Holder { id: Bytes::from_static(id), count, lease_ms: Some(5), score: None };
+        let long = [b'x'; 300];
+        let holder_sets: [&[(&[u8], i64)]; 5] = [
+            &[],
+            // One Redisson holder, the common case.
+            &[(b"3a8a7f4c-0b8e-4a5e-9d0c-6f1f0c9a2b11:1", 1)],
+            // Re-entered, an empty id, a writer beside it (read-write).
+            &[(b"uuid-a:1", 3), (b"", 1), (b"uuid-b:7:write", 1)],
+            // Semaphore members; counts at the limits; an id needing a two-byte length.
+            &[(b"m1", i64::MAX), (b"m2", i64::MIN), (b"m3", -1), (&long, 0)],
+            &[(b"a", 64), (b"b", -65), (b"c", 1 << 40)],
+        ];
         for kind in KINDS {
-            for value in [None, Some(-3)] {
-                for deadline in [None, Some(1_700_000_000_123)] {
-                    let v = LockView {
-                        db: 2,
-                        key: key.clone(),
-                        kind,
-                        mode: None,
-                        holders: vec![holder(b"uuid-a:1", 3), holder(b"", 1), holder(b"uuid-b:7:write", 1)],
-                        waiters: Vec::new(),
-                        lease_ms: Some(30_000),
-                        value,
-                    };
-                    let (back, d) = Seen::pack(&v, deadline).unpack(2, &key);
-                    assert_eq!(d, deadline);
-                    assert_eq!((back.kind, back.value, back.db, &back.key), (kind, value, 2, &key));
-                    let ids: Vec<(&[u8], i64)> = back.holders.iter().map(|h| (&h.id[..], h.count)).collect();
-                    assert_eq!(ids, vec![(&b"uuid-a:1"[..], 3), (&b""[..], 1), (&b"uuid-b:7:write"[..], 1)]);
+            for value in [None, Some(-3), Some(0), Some(i64::MAX), Some(i64::MIN)] {
+                for deadline in [None, Some(0), Some(127), Some(128), Some(1_700_000_000_123), Some(u64::MAX)] {
+                    for holders in holder_sets {
+                        let b = packed(kind, deadline, value, holders);
+                        let back = Body::parse(&b);
+                        assert_eq!((back.kind, back.deadline, back.value), (kind, deadline, value));
+                        assert_eq!(back.holders().collect::<Vec<_>>(), holders.to_vec());
+                        for db in [0, 15, 300, usize::MAX] {
+                            for key in [&b""[..], b"lock:1", &long] {
+                                let seen = pack_seen(db, key, &b);
+                                assert_eq!(unpack_seen(&seen), (db, key, &b[..]));
+                            }
+                        }
+                    }
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn equal_views_pack_to_equal_bytes() {
+        let a: &[(&[u8], i64)] = &[(b"u:1", 1), (b"u:2", 2)];
+        let base = packed("read-write", Some(10), None, a);
+        assert_eq!(base, packed("read-write", Some(10), None, a));
+        // Any difference the comparison reads shows in the bytes.
+        assert_ne!(base, packed("fair", Some(10), None, a));
+        assert_ne!(base, packed("read-write", Some(11), None, a));
+        assert_ne!(base, packed("read-write", None, None, a));
+        assert_ne!(base, packed("read-write", Some(10), Some(10), a));
+        assert_ne!(base, packed("read-write", Some(10), None, &[(b"u:1", 1), (b"u:2", 3)]));
+        assert_ne!(base, packed("read-write", Some(10), None, &[(b"u:2", 2), (b"u:1", 1)]));
+        assert_ne!(base, packed("read-write", Some(10), None, &[(b"u:1", 1)]));
+    }
+
+    #[test]
+    fn ids_hash_as_the_tuples_they_look_up() {
+        let h = crate::db::Hasher::default();
+        let key = Bytes::from_static(b"lock");
+        assert_eq!(h.hash_one(Id(3, b"lock")), h.hash_one((3usize, key.clone())));
+        let mut m: HashMap<(usize, Bytes), u8> = HashMap::default();
+        m.insert((3, key), 1);
+        assert_eq!(m.get(&Id(3, b"lock")), Some(&1));
+        assert_eq!(m.get(&Id(2, b"lock")), None);
+    }
+
+    #[test]
+    fn stored_events_stay_small() {
+        assert!(std::mem::size_of::<Stored>() <= 88, "{}", std::mem::size_of::<Stored>());
+    }
+
+    #[test]
+    fn the_event_ring_keeps_the_newest_with_their_text() {
+        let mut log = Log::default();
+        let actor = Actor { client: 5, command: "evalsha", detail: Some(Bytes::from_static(b"abc")) };
+        let n = MAX_EVENTS + 1234;
+        let key = |i: usize| format!("k{}", i % 7);
+        let holder = |i: usize| "h".repeat(i % 5);
+        let event = |i: usize| if i.is_multiple_of(2) { "acquired" } else { "expired" };
+        for i in 0..n {
+            log.push(
+                Id(i % 3, key(i).as_bytes()),
+                "fair",
+                event(i),
+                holder(i).as_bytes(),
+                i as i64,
+                1000 + i as u64,
+                &actor,
+            );
+        }
+        let h = LockHistory { log, ..Default::default() };
+        let kept = n - MAX_EVENTS..n;
+        let all = h.events(None, 0);
+        assert_eq!(all.len(), MAX_EVENTS);
+        for (e, i) in all.iter().zip(kept.clone()) {
+            let (client, command) = if i.is_multiple_of(2) { (5, "evalsha abc") } else { (0, "(expiry)") };
+            let expected = LockEvent {
+                id: i as u64 + 1,
+                time_ms: 1000 + i as u64,
+                db: i % 3,
+                key: Bytes::from(key(i)),
+                kind: "fair",
+                event: event(i),
+                holder: Bytes::from(holder(i)),
+                count: i as i64,
+                client,
+                command: command.into(),
+            };
+            assert_eq!(*e, expected);
+        }
+        assert_eq!(h.log.text.len(), kept.clone().map(|i| key(i).len() + holder(i).len()).sum::<usize>());
+        let newest = h.events(None, n as u64 - 10);
+        assert_eq!(newest.iter().map(|e| e.id).collect::<Vec<_>>(), (n as u64 - 9..=n as u64).collect::<Vec<_>>());
+        let of_k3 = h.events(Some(b"k3"), 0);
+        assert_eq!(of_k3.len(), kept.clone().filter(|i| i % 7 == 3).count());
+        assert!(of_k3.iter().all(|e| &e.key[..] == b"k3"));
+        assert!(h.events(Some(b"k"), 0).is_empty());
+        assert!(h.events(None, n as u64).is_empty());
+    }
+
+    #[test]
+    fn each_lock_is_observed_once_per_command() {
+        let keys: Vec<String> = (0..20).map(|i| format!("k{}", i % 11)).collect();
+        let mut done = Done { inline: [Id(0, b""); 8], len: 0, more: Vec::new() };
+        let firsts: Vec<bool> = keys.iter().map(|k| done.first(Id(0, k.as_bytes()))).collect();
+        assert_eq!(firsts, (0..20).map(|i| i < 11).collect::<Vec<_>>());
+        assert!(done.first(Id(1, b"k0")));
+        assert!(done.first(Id(0, b"")));
+        assert!(!done.first(Id(0, b"")));
+    }
+
+    #[test]
+    fn kept_views_are_exactly_sized() {
+        for shift in 0..64 {
+            for n in [1u64 << shift, (1u64 << shift) - 1, (1u64 << shift) + 1, u64::MAX >> shift] {
+                let mut b = Vec::new();
+                put_varint(&mut b, n);
+                assert_eq!(varint_len(n), b.len(), "{n}");
             }
         }
     }

@@ -61,8 +61,27 @@ pub struct LockView {
     pub value: Option<i64>,
 }
 
+/// `b` as an `i64`, as `str::parse` reads it (an optional sign, then
+/// decimal digits, in range), without the UTF-8 check.
 fn int(b: &[u8]) -> Option<i64> {
-    std::str::from_utf8(b).ok()?.parse().ok()
+    let (negative, digits) = match b {
+        [b'-', rest @ ..] => (true, rest),
+        [b'+', rest @ ..] => (false, rest),
+        _ => (false, b),
+    };
+    if digits.is_empty() {
+        return None;
+    }
+    let mut n: i64 = 0;
+    for &c in digits {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        let d = i64::from(c - b'0');
+        n = n.checked_mul(10)?;
+        n = if negative { n.checked_sub(d)? } else { n.checked_add(d)? };
+    }
+    Some(n)
 }
 
 /// `<something>:<digits>` (or with `:write` after it, a write hold):
@@ -98,93 +117,193 @@ pub fn scan(dbs: &[Db], pattern: Option<&[u8]>, now_ms: u64) -> Vec<LockView> {
     out
 }
 
-/// The lock stored at `key` of database `db` (number `index`), if its
-/// value has one of the layouts of the module docs.
-pub fn view_key(db: &Db, index: usize, key: &Bytes, now_ms: u64) -> Option<LockView> {
-    if auxiliary(key) {
+/// The live entry at `key`.
+fn live<'a>(db: &'a Db, key: &[u8], now_ms: u64) -> Option<&'a super::Entry> {
+    db.map.get(key).filter(|e| e.expire().is_none_or(|at| at > now_ms))
+}
+
+/// `f` of the concatenation of `parts`, built on the stack when short.
+fn joined<R>(parts: &[&[u8]], f: impl FnOnce(&[u8]) -> R) -> R {
+    let len: usize = parts.iter().map(|p| p.len()).sum();
+    let mut stack = [0u8; 128];
+    if len <= stack.len() {
+        let mut at = 0;
+        for p in parts {
+            stack[at..at + p.len()].copy_from_slice(p);
+            at += p.len();
+        }
+        f(&stack[..len])
+    } else {
+        f(&parts.concat())
+    }
+}
+
+/// A hash field's hold count, if the field is a holder (not `mode`, an
+/// integer count, a Redisson holder id).
+fn hash_holder(field: &[u8], value: &[u8]) -> Option<i64> {
+    if field == b"mode" {
         return None;
     }
-    let ttl =
-        |key: &[u8]| -> Option<i64> { db.map.get(key).and_then(|e| e.expire()).map(|at| at as i64 - now_ms as i64) };
-    let live = |key: &[u8]| db.map.get(key).filter(|e| e.expire().is_none_or(|at| at > now_ms));
-    let entry = live(key)?;
-    let mut view = LockView {
-        db: index,
-        key: key.clone(),
-        kind: "",
-        mode: None,
-        holders: Vec::new(),
-        waiters: Vec::new(),
-        lease_ms: ttl(key),
-        value: None,
-    };
-    match &entry.value {
-        Value::Hash(h) => {
-            let mode = h.get(&b"mode"[..]).filter(|m| &m[..] == b"read" || &m[..] == b"write");
-            let holders: Vec<Holder> = h
-                .iter()
-                .filter(|(f, _)| &f[..] != b"mode")
-                .filter_map(|(f, v)| Some((f, int(v)?)))
-                .filter(|(f, _)| holder_id(f))
-                .map(|(f, count)| Holder { id: Bytes::copy_from_slice(f), count, lease_ms: None, score: None })
-                .collect();
-            if holders.is_empty() && mode.is_none() {
-                return None;
-            }
-            if holders.len() + usize::from(mode.is_some()) != h.len() {
-                return None; // other fields: not a lock hash
-            }
-            view.holders = holders;
-            if let Some(m) = mode {
-                view.kind = "read-write";
-                view.mode = Some(Bytes::copy_from_slice(m));
-                for holder in &mut view.holders {
-                    // The longest lease among this holder's read holds.
-                    let prefix = [&b"{"[..], key, b"}:", &holder.id, b":rwlock_timeout:"].concat();
-                    holder.lease_ms = db
-                        .map
-                        .iter()
-                        .filter(|(k, e)| k.starts_with(&prefix) && e.expire().is_none_or(|at| at > now_ms))
-                        .filter_map(|(k, _)| ttl(k))
-                        .max();
+    let count = int(value)?;
+    holder_id(field).then_some(count)
+}
+
+/// Where a lock's holders are read from.
+enum Holders<'a> {
+    None,
+    /// A token lock's value.
+    Token(&'a [u8]),
+    /// A lock hash's holder fields.
+    Hash(&'a super::hash_value::HashValue),
+    /// A sorted set's members.
+    ZSet(&'a super::zset::ZSet),
+}
+
+/// A lock read in place, borrowing from the keyspace: what [`view_key`]
+/// describes, without the copies (the lock history compares this with its
+/// last view after every write).
+pub struct LockRef<'a> {
+    /// See the module docs.
+    pub kind: &'static str,
+    /// Remaining TTL of the lock key in ms (`None`: no TTL).
+    pub lease_ms: Option<i64>,
+    /// A counter's value.
+    pub value: Option<i64>,
+    /// `read` or `write` for a read-write lock.
+    mode: Option<&'a [u8]>,
+    holders: Holders<'a>,
+    /// A fair lock's queue.
+    queue: Option<&'a super::value::ListValue>,
+}
+
+impl<'a> LockRef<'a> {
+    /// Calls `f` with each holder's id, count and (sorted-set holders) score, in order.
+    pub fn holders(&self, mut f: impl FnMut(&'a [u8], i64, Option<f64>)) {
+        match self.holders {
+            Holders::None => {}
+            Holders::Token(id) => f(id, 1, None),
+            Holders::Hash(h) => {
+                for (field, value) in h.iter() {
+                    if let Some(count) = hash_holder(field, value) {
+                        f(field, count, None);
+                    }
                 }
-            } else {
-                let queue_key = [&b"redisson_lock_queue:{"[..], key, b"}"].concat();
-                let timeout_key = [&b"redisson_lock_timeout:{"[..], key, b"}"].concat();
-                let queue = live(&queue_key).and_then(|e| match &e.value {
-                    Value::List(l) => Some(l.clone()),
-                    _ => None,
-                });
-                view.kind = if queue.is_some() { "fair" } else { "reentrant" };
-                let timeouts = live(&timeout_key).and_then(|e| match &e.value {
-                    Value::ZSet(z) => Some(z.as_ref().clone()),
-                    _ => None,
-                });
-                for id in queue.into_iter().flatten() {
-                    let deadline_ms = timeouts.as_ref().and_then(|z| z.score(&id)).map(|s| s as i64);
-                    view.waiters.push(Waiter { id, deadline_ms });
+            }
+            Holders::ZSet(z) => {
+                for (member, score) in z.iter() {
+                    f(member, 1, Some(score));
                 }
             }
         }
-        Value::Str(s) => match (int(s), view.lease_ms) {
-            (Some(n), None) => {
-                view.kind = "counter";
-                view.value = Some(n);
+    }
+
+    /// A fair lock's waiters, in queue order.
+    pub fn waiters(&self) -> impl Iterator<Item = &'a [u8]> {
+        self.queue.into_iter().flatten().map(|w| &w[..])
+    }
+}
+
+/// The lock stored at `key` of `db`, if its value has one of the layouts of
+/// the module docs, read in place.
+pub fn read_key<'a>(db: &'a Db, key: &[u8], now_ms: u64) -> Option<LockRef<'a>> {
+    if auxiliary(key) {
+        return None;
+    }
+    let entry = live(db, key, now_ms)?;
+    let mut lock = LockRef {
+        kind: "",
+        lease_ms: entry.expire().map(|at| at as i64 - now_ms as i64),
+        value: None,
+        mode: None,
+        holders: Holders::None,
+        queue: None,
+    };
+    match &entry.value {
+        Value::Hash(h) => {
+            let mode = h.get(&b"mode"[..]).filter(|m| *m == b"read" || *m == b"write");
+            let holders = h.iter().filter(|(f, v)| hash_holder(f, v).is_some()).count();
+            if holders == 0 && mode.is_none() {
+                return None;
             }
-            (_, Some(lease)) => {
-                view.kind = "token";
-                view.holders.push(Holder { id: s.clone(), count: 1, lease_ms: Some(lease), score: None });
+            if holders + usize::from(mode.is_some()) != h.len() {
+                return None; // other fields: not a lock hash
+            }
+            lock.holders = Holders::Hash(h);
+            if mode.is_some() {
+                lock.kind = "read-write";
+                lock.mode = mode;
+            } else {
+                lock.queue = joined(&[b"redisson_lock_queue:{", key, b"}"], |k| {
+                    live(db, k, now_ms).and_then(|e| match &e.value {
+                        Value::List(l) => Some(l),
+                        _ => None,
+                    })
+                });
+                lock.kind = if lock.queue.is_some() { "fair" } else { "reentrant" };
+            }
+        }
+        Value::Str(s) => match (int(s), lock.lease_ms) {
+            (Some(n), None) => {
+                lock.kind = "counter";
+                lock.value = Some(n);
+            }
+            (_, Some(_)) => {
+                lock.kind = "token";
+                lock.holders = Holders::Token(s);
             }
             (None, None) => return None,
         },
         Value::ZSet(z) => {
-            view.kind = "zset-semaphore";
-            view.holders = z
-                .iter()
-                .map(|(m, score)| Holder { id: m.clone(), count: 1, lease_ms: None, score: Some(score) })
-                .collect();
+            lock.kind = "zset-semaphore";
+            lock.holders = Holders::ZSet(z);
         }
         _ => return None,
+    }
+    Some(lock)
+}
+
+/// The lock stored at `key` of database `db` (number `index`), if its
+/// value has one of the layouts of the module docs.
+pub fn view_key(db: &Db, index: usize, key: &Bytes, now_ms: u64) -> Option<LockView> {
+    let lock = read_key(db, key, now_ms)?;
+    let ttl =
+        |key: &[u8]| -> Option<i64> { db.map.get(key).and_then(|e| e.expire()).map(|at| at as i64 - now_ms as i64) };
+    let mut holders = Vec::new();
+    lock.holders(|id, count, score| {
+        let lease_ms = if lock.kind == "token" { lock.lease_ms } else { None };
+        holders.push(Holder { id: Bytes::copy_from_slice(id), count, lease_ms, score });
+    });
+    let mut view = LockView {
+        db: index,
+        key: key.clone(),
+        kind: lock.kind,
+        mode: lock.mode.map(Bytes::copy_from_slice),
+        holders,
+        waiters: Vec::new(),
+        lease_ms: lock.lease_ms,
+        value: lock.value,
+    };
+    if view.kind == "read-write" {
+        for holder in &mut view.holders {
+            // The longest lease among this holder's read holds.
+            let prefix = [&b"{"[..], key, b"}:", &holder.id, b":rwlock_timeout:"].concat();
+            holder.lease_ms = db
+                .map
+                .iter()
+                .filter(|(k, e)| k.starts_with(&prefix) && e.expire().is_none_or(|at| at > now_ms))
+                .filter_map(|(k, _)| ttl(k))
+                .max();
+        }
+    } else if view.kind == "fair" {
+        let timeout_key = [&b"redisson_lock_timeout:{"[..], key, b"}"].concat();
+        let timeouts = live(db, &timeout_key, now_ms).and_then(|e| match &e.value {
+            Value::ZSet(z) => Some(&**z),
+            _ => None,
+        });
+        for id in lock.waiters() {
+            let deadline_ms = timeouts.and_then(|z| z.score(id)).map(|s| s as i64);
+            view.waiters.push(Waiter { id: Bytes::copy_from_slice(id), deadline_ms });
+        }
     }
     Some(view)
 }
@@ -199,5 +318,39 @@ mod tests {
         assert!(!super::holder_id(b":1"));
         assert!(!super::holder_id(b"x:"));
         assert!(super::holder_id(b"8f0c-11:1:write"));
+    }
+
+    #[test]
+    fn integers_read_as_str_parse_reads_them() {
+        let cases: [&[u8]; 24] = [
+            b"0",
+            b"1",
+            b"-1",
+            b"+1",
+            b"-0",
+            b"007",
+            b"",
+            b"-",
+            b"+",
+            b"+-1",
+            b"--1",
+            b" 1",
+            b"1 ",
+            b"1.0",
+            b"1e3",
+            b"9223372036854775807",
+            b"9223372036854775808",
+            b"-9223372036854775808",
+            b"-9223372036854775809",
+            b"99999999999999999999",
+            b"\xff1",
+            b"\xd9\xa1",
+            b"12a",
+            b"30000",
+        ];
+        for b in cases {
+            let expected = std::str::from_utf8(b).ok().and_then(|s| s.parse::<i64>().ok());
+            assert_eq!(super::int(b), expected, "{:?}", String::from_utf8_lossy(b));
+        }
     }
 }
