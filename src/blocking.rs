@@ -60,13 +60,14 @@ impl Blocking {
     }
 
     /// Notes touched keys that have waiters.
-    pub fn on_touched(&mut self, touched: &[(usize, Bytes)]) {
+    pub fn on_touched(&mut self, touched: &[(usize, crate::db::Key)]) {
         if self.by_key.is_empty() {
             return;
         }
-        for k in touched {
-            if self.by_key.contains_key(k) && !self.ready.contains(k) {
-                self.ready.push_back(k.clone());
+        for (db, key) in touched {
+            let k = (*db, key.to_bytes());
+            if self.by_key.contains_key(&k) && !self.ready.contains(&k) {
+                self.ready.push_back(k);
             }
         }
     }

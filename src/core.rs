@@ -271,7 +271,7 @@ impl Core {
     /// script's pseudo-client, as in Redis).
     pub fn track_modified(&mut self, current: u64, writer: u64) {
         while let Some((_, key)) = self.ks.sig.touched.get(self.tracking.cursor) {
-            let key = key.clone();
+            let key = key.to_bytes();
             let by_server = self.ks.sig.server_touched.binary_search(&self.tracking.cursor).is_ok();
             self.tracking.cursor += 1;
             let writer = if by_server { 0 } else { writer };

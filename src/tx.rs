@@ -56,11 +56,12 @@ impl Watches {
     /// Marks the watchers of every touched key dirty. `ks` is the keyspace
     /// after the command: a key watched while already expired that is now
     /// gone was only deleted by expiry (or a flush), which is no change.
-    pub fn on_touched(&mut self, touched: &[(usize, Bytes)], ks: &Keyspace) {
+    pub fn on_touched(&mut self, touched: &[(usize, crate::db::Key)], ks: &Keyspace) {
         if self.keys.is_empty() {
             return;
         }
-        for k in touched {
+        for (db, key) in touched {
+            let k = &(*db, key.to_bytes());
             let Some(ids) = self.keys.get(k) else {
                 continue;
             };

@@ -188,7 +188,7 @@ fn swapdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
                     ks.sig.touch(i, &k);
                     // The key appears in the other db too (WATCH of a key
                     // that SWAPDB makes exist is invalidated, as in Redis).
-                    ks.sig.touched.push((a + b - i, k));
+                    ks.sig.touched.push((a + b - i, crate::db::Key::new(&k)));
                 }
             }
         }

@@ -914,7 +914,7 @@ fn xgroup_destroy(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     // wakes the XREADGROUP readers blocked on it, which answer NOGROUP.
     db.sig.dirty += 1;
     db.notify(notify::STREAM, "xgroup-destroy", key);
-    let ready = (db.index, key.clone());
+    let ready = (db.index, crate::db::Key::new(key));
     ctx.core.blocking.on_touched(&[ready]);
     Ok(Reply::Int(1))
 }

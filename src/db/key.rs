@@ -54,26 +54,6 @@ impl Key {
     }
 }
 
-/// A key name handed to [`Signals`](super::Signals) (touched keys, events):
-/// a command's `Bytes` argument is shared, a stored [`Key`] copied.
-pub trait KeyName: AsRef<[u8]> {
-    fn name(&self) -> Bytes;
-}
-
-impl KeyName for Bytes {
-    #[inline]
-    fn name(&self) -> Bytes {
-        self.clone()
-    }
-}
-
-impl KeyName for Key {
-    #[inline]
-    fn name(&self) -> Bytes {
-        self.to_bytes()
-    }
-}
-
 impl Deref for Key {
     type Target = [u8];
 

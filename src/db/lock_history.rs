@@ -382,7 +382,7 @@ fn owner(id: &[u8]) -> &[u8] {
 
 impl LockHistory {
     /// Compares the touched keys' locks with their last views.
-    pub fn observe(&mut self, touched: &[(usize, Bytes)], ks: &Keyspace, now_ms: u64, actor: &Actor) {
+    pub fn observe(&mut self, touched: &[(usize, super::Key)], ks: &Keyspace, now_ms: u64, actor: &Actor) {
         let LockHistory { seen, hasher, scratch, log } = self;
         let mut done = Done { inline: [Id(0, b""); 8], len: 0, more: Vec::new() };
         for (db, key) in touched {

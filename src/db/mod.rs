@@ -31,7 +31,7 @@ use std::num::NonZeroU64;
 use bytes::Bytes;
 use indexmap::IndexMap;
 
-pub use key::{Key, KeyName};
+pub use key::Key;
 pub use value::{EncLimits, Value};
 
 use evict::{Lfu, LFU_INIT_VAL};
@@ -177,7 +177,7 @@ pub struct Signals {
     /// Record touched keys (only while someone WATCHes or blocks on keys,
     /// or the lock history records).
     pub track_touches: bool,
-    pub touched: Vec<(usize, Bytes)>,
+    pub touched: Vec<(usize, Key)>,
     /// Indices in `touched` of keys expired or evicted: changes no client's
     /// command made (BCAST's NOLOOP does not filter them, as in Redis).
     pub server_touched: Vec<usize>,
@@ -196,14 +196,16 @@ pub struct Signals {
     /// (database, key): a command that looks a key up more than once (to
     /// create it, then to change it) counts one access, as Redis's single
     /// lookup does. Reset by `cmd::call` around every handler.
-    pub lfu_seen: Option<(usize, Bytes)>,
+    pub lfu_seen: Option<(usize, Key)>,
 }
 
 impl Signals {
-    pub fn touch(&mut self, db: usize, key: &(impl KeyName + ?Sized)) {
+    /// Counts a modification of `key`, and records it while something
+    /// needs to know ([`Key`]: a copy, allocated only past 22 bytes).
+    pub fn touch(&mut self, db: usize, key: &[u8]) {
         self.dirty += 1;
         if self.track_touches {
-            self.touched.push((db, key.name()));
+            self.touched.push((db, Key::new(key)));
         }
     }
 
@@ -215,9 +217,9 @@ impl Signals {
         }
     }
 
-    pub fn notify(&mut self, class: u32, event: &'static str, db: usize, key: &(impl KeyName + ?Sized)) {
+    pub fn notify(&mut self, class: u32, event: &'static str, db: usize, key: &[u8]) {
         if self.notify_flags & class != 0 && self.notify_flags & (notify::KEYSPACE | notify::KEYEVENT) != 0 {
-            self.events.push(KeyEvent { event, db, key: key.name() });
+            self.events.push(KeyEvent { event, db, key: Bytes::copy_from_slice(key) });
         }
     }
 }
@@ -322,7 +324,7 @@ impl DbView<'_> {
                 let seen = sig.lfu_seen.as_ref().is_some_and(|(db, k)| *db == index && k[..] == key[..]);
                 if !seen {
                     e.lru = lfu.access(e.lru, now, rand::random::<f64>());
-                    sig.lfu_seen = Some((index, key.name()));
+                    sig.lfu_seen = Some((index, key.clone()));
                 }
             }
         }
@@ -353,7 +355,7 @@ impl DbView<'_> {
     /// the object after its one lookup).
     fn created(&mut self, key: &Bytes) {
         if self.tuning.lfu.is_some() {
-            self.sig.lfu_seen = Some((self.index, key.clone()));
+            self.sig.lfu_seen = Some((self.index, Key::new(key)));
         }
     }
 
