@@ -342,9 +342,10 @@ const EXPIRE_GT: u8 = 4;
 const EXPIRE_LT: u8 = 8;
 
 fn expire_generic(ctx: &mut Ctx<'_>, args: &[Bytes], base_ms: u64, seconds: bool) -> CmdResult {
-    let name = args[0].to_ascii_lowercase();
-    let bad_time =
-        || CmdError::custom(format!("ERR invalid expire time in '{}' command", String::from_utf8_lossy(&name)));
+    let bad_time = || {
+        let name = String::from_utf8_lossy(&args[0]).to_ascii_lowercase();
+        CmdError::custom(format!("ERR invalid expire time in '{name}' command"))
+    };
     let mut fl = 0u8;
     for a in &args[3..] {
         fl |= if eq(a, "nx") {

@@ -238,9 +238,10 @@ fn hincrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
         return Err(CmdError::Overflow);
     };
-    let text = num::int_bytes(new);
+    let mut buf = itoa::Buffer::new();
+    let text = buf.format(new).as_bytes();
     let long = text.len() > limits.hash_value || args[2].len() > limits.hash_value;
-    h.insert(&args[2], &text);
+    h.insert(&args[2], text);
     let outgrown = long || h.len() > limits.hash_entries;
     db.mark_outgrown(key, outgrown);
     db.touch(key);
