@@ -564,13 +564,23 @@ impl Log {
     /// (kept), a counter below zero, a writer beside other owners.
     fn check(&mut self, id: Id<'_>, a: Body<'_>, lock: &LockRef<'_>) {
         if a.kind == "fair" {
-            let queue = lock.waiters().map(Bytes::copy_from_slice).collect();
-            match self.queues.get_mut(&id) {
-                Some(kept) => *kept = queue,
-                None => {
+            // Only a queue with waiters is kept: an empty one checks nothing,
+            // and one kept per fair lock ever seen would grow for as long as
+            // the server runs.
+            let queue: Vec<Bytes> = lock.waiters().map(Bytes::copy_from_slice).collect();
+            match (self.queues.get_mut(&id), queue.is_empty()) {
+                (Some(_), true) => {
+                    self.queues.remove(&id);
+                }
+                (Some(kept), false) => *kept = queue,
+                (None, false) => {
                     self.queues.insert(id.owned(), queue);
                 }
+                (None, true) => {}
             }
+        } else if !self.queues.is_empty() {
+            // Held with no queue key: nobody waits (Redis deletes an empty list).
+            self.queues.remove(&id);
         }
         if a.value.is_some_and(|v| v < 0) {
             self.violate(format!(
@@ -824,6 +834,54 @@ mod tests {
         assert!(done.first(Id(1, b"k0")));
         assert!(done.first(Id(0, b"")));
         assert!(!done.first(Id(0, b"")));
+    }
+
+    /// A fair lock's queue is kept only while it has waiters, and still
+    /// catches a waiter served out of turn.
+    #[test]
+    fn fair_queues_are_kept_only_while_someone_waits() {
+        use super::super::value::{HashValue, Value};
+        use super::super::Key;
+        let mut ks = Keyspace::new(1);
+        ks.now = 1_000;
+        let actor = Actor { client: 7, command: "evalsha", detail: None };
+        let mut h = LockHistory::default();
+        let (lock, queue) = (Bytes::from_static(b"fair"), Bytes::from_static(b"redisson_lock_queue:{fair}"));
+        let touched = [(0, Key::new(&lock)), (0, Key::new(&queue))];
+        let hold = |ks: &mut Keyspace, holder: &str, waiters: &[&str]| {
+            let mut v = ks.view(0);
+            let hash: HashValue = [(holder, "1")].into_iter().collect();
+            v.set(&lock, Value::Hash(hash), false);
+            v.remove(&queue);
+            if !waiters.is_empty() {
+                let list = waiters.iter().map(|w| Bytes::copy_from_slice(w.as_bytes())).collect();
+                v.set(&queue, Value::List(list), false);
+            }
+        };
+        // Held by u1:1 with u2:2 then u3:3 waiting: the queue is kept.
+        hold(&mut ks, "u1:1", &["u2:2", "u3:3"]);
+        h.observe(&touched, &ks, ks.now, &actor);
+        assert_eq!(h.log.queues.len(), 1);
+        // Served in turn, nobody left waiting: nothing is kept.
+        hold(&mut ks, "u2:2", &[]);
+        h.observe(&touched, &ks, ks.now, &actor);
+        assert!(h.log.queues.is_empty());
+        // A thousand fair locks taken and released with nobody waiting.
+        for i in 0..1000 {
+            let name = Bytes::from(format!("fair{i}"));
+            let mut v = ks.view(0);
+            v.set(&name, Value::Hash([("u9:9", "1")].into_iter().collect()), false);
+            h.observe(&[(0, Key::new(&name))], &ks, ks.now, &actor);
+            ks.view(0).remove(&name);
+            h.observe(&[(0, Key::new(&name))], &ks, ks.now, &actor);
+        }
+        assert!(h.log.queues.is_empty());
+        // Out of turn is still caught: u5:5 waited behind u4:4.
+        hold(&mut ks, "u2:2", &["u4:4", "u5:5"]);
+        h.observe(&touched, &ks, ks.now, &actor);
+        hold(&mut ks, "u5:5", &["u4:4"]);
+        h.observe(&touched, &ks, ks.now, &actor);
+        assert!(h.violations().iter().any(|v| v.contains("served u5:5 before u4:4")), "{:?}", h.violations());
     }
 
     #[test]
