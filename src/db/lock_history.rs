@@ -26,6 +26,10 @@ use super::Keyspace;
 /// Events kept for `RLOCKD EVENTS` (the oldest go first).
 const MAX_EVENTS: usize = 10_000;
 
+/// Locks that expired while held whose holders are remembered (to report a
+/// second holder when one is taken again); past this, the older half goes.
+const MAX_EXPIRED_HELD: usize = 10_000;
+
 /// One thing that happened to a lock.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LockEvent {
@@ -342,8 +346,10 @@ impl std::fmt::Debug for LockHistory {
 /// Events and violations, and what finding violations needs.
 #[derive(Debug, Default)]
 struct Log {
-    /// Holders of locks that expired while held, until the lock is taken again.
-    expired_held: HashMap<(usize, Bytes), Vec<Bytes>>,
+    /// Holders of locks that expired while held, until the lock is taken
+    /// again, with the time they expired: at most [`MAX_EXPIRED_HELD`]
+    /// locks, the most recently expired.
+    expired_held: HashMap<(usize, Bytes), (u64, Vec<Bytes>)>,
     /// The last waiting queue seen for each fair lock, kept while the lock
     /// is free, to check who is served next.
     queues: HashMap<(usize, Bytes), Vec<Bytes>>,
@@ -501,13 +507,17 @@ impl Log {
             }
         }
         if !gone.is_empty() {
-            self.expired_held.insert(id.owned(), gone);
+            if self.expired_held.len() >= MAX_EXPIRED_HELD {
+                self.forget_oldest_expired();
+            }
+            self.expired_held.insert(id.owned(), (now_ms, gone));
         }
         for (hid, count) in holders(new_holders) {
             match holders(old_holders).find(|(o, _)| *o == hid) {
                 None => {
                     self.push(id, kind, "acquired", hid, count, now_ms, actor);
-                    let previous = if self.expired_held.is_empty() { None } else { self.expired_held.remove(&id) };
+                    let previous =
+                        if self.expired_held.is_empty() { None } else { self.expired_held.remove(&id).map(|e| e.1) };
                     if let Some(previous) = previous {
                         if !previous.iter().any(|p| owner(p) == owner(hid)) {
                             self.violate(format!(
@@ -660,6 +670,16 @@ impl Log {
             kind: index_of(&KINDS, kind),
             event: index_of(&EVENTS, event),
         });
+    }
+
+    /// Keeps the newer half of the locks that expired while held: a lock
+    /// nobody takes again must not stay for as long as the server runs.
+    fn forget_oldest_expired(&mut self) {
+        let mut times: Vec<u64> = self.expired_held.values().map(|e| e.0).collect();
+        let mid = times.len() / 2;
+        let (_, cut, _) = times.select_nth_unstable(mid);
+        let cut = *cut;
+        self.expired_held.retain(|_, e| e.0 > cut);
     }
 
     fn violate(&mut self, what: String) {
@@ -882,6 +902,44 @@ mod tests {
         hold(&mut ks, "u5:5", &["u4:4"]);
         h.observe(&touched, &ks, ks.now, &actor);
         assert!(h.violations().iter().any(|v| v.contains("served u5:5 before u4:4")), "{:?}", h.violations());
+    }
+
+    /// Holders of locks that expired while held are remembered for the
+    /// most recent [`MAX_EXPIRED_HELD`] locks only, and still catch a
+    /// second holder of a recent one.
+    #[test]
+    fn expired_holders_are_bounded() {
+        use super::super::value::Value;
+        use super::super::Key;
+        let mut ks = Keyspace::new(1);
+        let actor = Actor { client: 7, command: "evalsha", detail: None };
+        let mut h = LockHistory::default();
+        let observe = |h: &mut LockHistory, ks: &Keyspace, name: &Bytes| {
+            h.observe(&[(0, Key::new(name))], ks, ks.now, &actor);
+        };
+        let n = MAX_EXPIRED_HELD + 10;
+        for i in 0..n {
+            let name = Bytes::from(format!("lock{i}"));
+            ks.now = 1_000 + i as u64;
+            let deadline = ks.now + 1;
+            let mut v = ks.view(0);
+            v.set(&name, Value::Hash([("u1:1", "1")].into_iter().collect()), false);
+            v.set_expire(&name, deadline);
+            observe(&mut h, &ks, &name);
+            // The lease runs out while held.
+            ks.now += 1;
+            observe(&mut h, &ks, &name);
+        }
+        assert!(h.log.expired_held.len() <= MAX_EXPIRED_HELD, "{}", h.log.expired_held.len());
+        assert!(h.log.expired_held.len() >= MAX_EXPIRED_HELD / 2);
+        let last = Bytes::from(format!("lock{}", n - 1));
+        ks.view(0).set(&last, Value::Hash([("u2:2", "1")].into_iter().collect()), false);
+        observe(&mut h, &ks, &last);
+        assert!(
+            h.violations().iter().any(|v| v.contains("acquired by u2:2 after its lease expired")),
+            "{:?}",
+            h.violations()
+        );
     }
 
     #[test]
