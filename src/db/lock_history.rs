@@ -261,6 +261,38 @@ impl<'a> Body<'a> {
     }
 }
 
+/// The holders of a packed view found by id: a scan while there are few
+/// (a lock has one or two), a hash map past [`HolderIndex::SCAN_MAX`], so
+/// comparing two views of a semaphore with many holders stays linear.
+enum HolderIndex<'a> {
+    Scan(&'a [u8]),
+    Map(HashMap<&'a [u8], i64>),
+}
+
+impl<'a> HolderIndex<'a> {
+    const SCAN_MAX: usize = 16;
+
+    fn new(packed: &'a [u8]) -> HolderIndex<'a> {
+        let body = Body { kind: "", deadline: None, value: None, holders: packed };
+        if body.holders().nth(Self::SCAN_MAX).is_none() {
+            HolderIndex::Scan(packed)
+        } else {
+            HolderIndex::Map(body.holders().collect())
+        }
+    }
+
+    /// The count held by `id`, if it holds.
+    fn count(&self, id: &[u8]) -> Option<i64> {
+        match self {
+            HolderIndex::Scan(packed) => {
+                let body = Body { kind: "", deadline: None, value: None, holders: packed };
+                body.holders().find(|(h, _)| *h == id).map(|(_, c)| c)
+            }
+            HolderIndex::Map(m) => m.get(id).copied(),
+        }
+    }
+}
+
 /// A lock's last view as the history keeps it: database, key and the packed
 /// view in one allocation (`db, key length, key, body`; about 60 bytes for a
 /// held Redisson lock).
@@ -494,11 +526,12 @@ impl Log {
         let old_holders = old.map_or(&[][..], |v| v.holders);
         let new_holders = after.map_or(&[][..], |v| v.holders);
         let holders = |packed| Body { kind: "", deadline: None, value: None, holders: packed }.holders();
+        let (old_ids, new_ids) = (HolderIndex::new(old_holders), HolderIndex::new(new_holders));
         // Holders that left: released, or expired if the key's lease ran out.
         let expired = after.is_none() && old_deadline.is_some_and(|d| d <= now_ms);
         let mut gone = Vec::new();
         for (hid, _) in holders(old_holders) {
-            if !holders(new_holders).any(|(n, _)| n == hid) {
+            if new_ids.count(hid).is_none() {
                 let event = if expired { "expired" } else { "released" };
                 self.push(id, kind, event, hid, 0, now_ms, actor);
                 if expired {
@@ -513,7 +546,7 @@ impl Log {
             self.expired_held.insert(id.owned(), (now_ms, gone));
         }
         for (hid, count) in holders(new_holders) {
-            match holders(old_holders).find(|(o, _)| *o == hid) {
+            match old_ids.count(hid) {
                 None => {
                     self.push(id, kind, "acquired", hid, count, now_ms, actor);
                     let previous =
@@ -541,8 +574,8 @@ impl Log {
                         }
                     }
                 }
-                Some((_, o)) if count > o => self.push(id, kind, "reentered", hid, count, now_ms, actor),
-                Some((_, o)) if count < o => self.push(id, kind, "released", hid, count, now_ms, actor),
+                Some(o) if count > o => self.push(id, kind, "reentered", hid, count, now_ms, actor),
+                Some(o) if count < o => self.push(id, kind, "released", hid, count, now_ms, actor),
                 Some(_) => {}
             }
         }

@@ -12,11 +12,22 @@
 //! | `token` | string with a TTL holding the owner's token (`SET key token NX PX`: redis-py, redlock, Redisson's fenced lock) |
 //! | `counter` | integer string without TTL: a semaphore's free permits or a count-down latch's count (RSemaphore, RCountDownLatch) |
 //! | `zset-semaphore` | sorted set of holder ids scored by acquisition time or deadline (redis-semaphore, RPermitExpirableSemaphore) |
+//!
+//! Values past these layouts' sizes are not locks: a hash or sorted set of
+//! more than [`HOLDERS_MAX`] holders, a token longer than [`TOKEN_MAX`]
+//! bytes. Lock recording reads every written key this way, so a job queue's
+//! large sorted set or a cached string with a TTL costs it nothing.
 
 use bytes::Bytes;
 
 use super::value::Value;
 use super::Db;
+
+/// The most holders a lock hash or semaphore set is read with.
+pub const HOLDERS_MAX: usize = 1_000;
+
+/// The longest string read as a lock token (tokens are ids: a UUID is 36).
+pub const TOKEN_MAX: usize = 512;
 
 /// One holder of a lock.
 #[derive(Debug, Clone, PartialEq)]
@@ -219,7 +230,7 @@ pub fn read_key<'a>(db: &'a Db, key: &[u8], now_ms: u64) -> Option<LockRef<'a>> 
         queue: None,
     };
     match &entry.value {
-        Value::Hash(h) => {
+        Value::Hash(h) if h.len() <= HOLDERS_MAX + 1 => {
             let mode = h.get(&b"mode"[..]).filter(|m| *m == b"read" || *m == b"write");
             let holders = h.iter().filter(|(f, v)| hash_holder(f, v).is_some()).count();
             if holders == 0 && mode.is_none() {
@@ -247,13 +258,13 @@ pub fn read_key<'a>(db: &'a Db, key: &[u8], now_ms: u64) -> Option<LockRef<'a>> 
                 lock.kind = "counter";
                 lock.value = Some(n);
             }
-            (_, Some(_)) => {
+            (_, Some(_)) if s.len() <= TOKEN_MAX => {
                 lock.kind = "token";
                 lock.holders = Holders::Token(s);
             }
-            (None, None) => return None,
+            _ => return None,
         },
-        Value::ZSet(z) => {
+        Value::ZSet(z) if z.len() <= HOLDERS_MAX => {
             lock.kind = "zset-semaphore";
             lock.holders = Holders::ZSet(z);
         }

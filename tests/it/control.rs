@@ -447,3 +447,35 @@ fn scripts_report_a_machine_independent_cost() {
     };
     assert!(info.contains(&format!(",instructions_per_call={:.1},", *instructions as f64 / 3.0)), "{info}");
 }
+
+/// A semaphore with many holders is followed holder by holder; values past
+/// a lock's sizes (a job queue's big sorted set, a cached string with a
+/// TTL) are not read as locks at all.
+#[test]
+fn big_values_are_not_locks_and_many_holders_are_followed() {
+    let srv = server();
+    let mut c = resp3(srv.port());
+    // 1,000 holders: a semaphore. One leaves and another comes.
+    let fill = "for i = 1, tonumber(ARGV[1]) do redis.call('zadd', KEYS[1], i, 'holder-' .. i) end";
+    assert_eq!(c.cmd(&["EVAL", fill, "1", "sem", "1000"]), Value::Null);
+    assert_eq!(c.cmd(&["ZREM", "sem", "holder-500"]), Value::Int(1));
+    assert_eq!(c.cmd(&["ZADD", "sem", "2000", "holder-new"]), Value::Int(1));
+    let ev = events(&mut c, "sem");
+    assert_eq!(ev.len(), 1002, "1000 acquired, then one released and one acquired");
+    assert_eq!(ev[1000], ("released".to_string(), "holder-500".to_string()));
+    assert_eq!(ev[1001], ("acquired".to_string(), "holder-new".to_string()));
+    // One more member: a sorted set, not a semaphore; it leaves the view.
+    assert_eq!(c.cmd(&["ZADD", "sem", "3000", "holder-1001"]), Value::Int(1));
+    assert_eq!(c.cmd(&["EVAL", fill, "1", "queue", "5000"]), Value::Null);
+    assert_eq!(c.cmd(&["ZINCRBY", "queue", "1", "holder-7"]), Value::Double(b"8".to_vec()));
+    assert_eq!(events(&mut c, "queue"), Vec::new());
+    // A 512-byte string with a TTL is a token; a longer one is a value.
+    let token = "t".repeat(512);
+    let value = "v".repeat(513);
+    assert_eq!(c.cmd(&["SET", "tok", &token, "PX", "10000"]), ok());
+    assert_eq!(c.cmd(&["SET", "cached", &value, "PX", "10000"]), ok());
+    let Value::Agg(_, Some(locks)) = c.cmd(&["RLOCKD", "LOCKS"]) else { panic!("LOCKS") };
+    let keys: Vec<&Value> = locks.iter().map(|l| field(l, "key")).collect();
+    assert_eq!(keys, vec![&bulk("tok")], "{locks:?}");
+    assert_eq!(events(&mut c, "cached"), Vec::new());
+}
