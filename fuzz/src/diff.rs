@@ -177,10 +177,8 @@ impl Conn {
                 Err(e) => panic!("undecodable reply ({e}): {:?}", String::from_utf8_lossy(&self.buf)),
             }
             let mut chunk = [0u8; 65536];
-            let t0 = std::time::Instant::now();
             match self.s.read(&mut chunk) {
-                Ok(0) => { eprintln!("DEBUG read EOF after {:?} buf={:?}", t0.elapsed(), String::from_utf8_lossy(&self.buf)); return Vec::new() }
-                Err(e) => { eprintln!("DEBUG read error {e} after {:?}", t0.elapsed()); return Vec::new() }
+                Ok(0) | Err(_) => return Vec::new(),
                 Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
             }
         }
