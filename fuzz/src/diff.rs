@@ -178,6 +178,9 @@ impl Conn {
             }
             let mut chunk = [0u8; 65536];
             match self.s.read(&mut chunk) {
+                // libFuzzer's -timeout alarm (SIGALRM) interrupts blocking
+                // reads: read again, or it would look like an empty reply.
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Ok(0) | Err(_) => return Vec::new(),
                 Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
             }
