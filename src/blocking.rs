@@ -22,6 +22,7 @@ use bytes::Bytes;
 use tokio::sync::oneshot;
 
 use crate::client::ClientShared;
+use crate::db::Key;
 use crate::protocol::{Reply, Resp};
 
 /// One blocked client.
@@ -41,11 +42,11 @@ pub struct Waiter {
 pub struct Blocking {
     pub waiters: HashMap<u64, Waiter>,
     /// `(db, key)` → waiter ids in arrival order.
-    pub by_key: HashMap<(usize, Bytes), VecDeque<u64>>,
+    pub by_key: HashMap<(usize, Key), VecDeque<u64>>,
     /// Client id → its waiter id.
     pub by_client: HashMap<u64, u64>,
     /// Keys touched since the last serve that have waiters.
-    pub ready: VecDeque<(usize, Bytes)>,
+    pub ready: VecDeque<(usize, Key)>,
     next_id: u64,
     serving: bool,
 }
@@ -60,14 +61,13 @@ impl Blocking {
     }
 
     /// Notes touched keys that have waiters.
-    pub fn on_touched(&mut self, touched: &[(usize, crate::db::Key)]) {
+    pub fn on_touched(&mut self, touched: &[(usize, Key)]) {
         if self.by_key.is_empty() {
             return;
         }
-        for (db, key) in touched {
-            let k = (*db, key.to_bytes());
-            if self.by_key.contains_key(&k) && !self.ready.contains(&k) {
-                self.ready.push_back(k);
+        for k in touched {
+            if self.by_key.contains_key(k) && !self.ready.contains(k) {
+                self.ready.push_back(k.clone());
             }
         }
     }
@@ -77,7 +77,7 @@ impl Blocking {
         let w = self.waiters.remove(&id)?;
         self.by_client.remove(&w.client.id);
         for k in &w.keys {
-            let key = (w.db, k.clone());
+            let key = (w.db, Key::new(k));
             if let Some(q) = self.by_key.get_mut(&key) {
                 q.retain(|x| *x != id);
                 if q.is_empty() {
@@ -109,7 +109,7 @@ impl Blocking {
             }
         }
         for k in &uniq {
-            self.by_key.entry((db, k.clone())).or_default().push_back(id);
+            self.by_key.entry((db, Key::new(k))).or_default().push_back(id);
         }
         self.by_client.insert(client.id, id);
         self.waiters.insert(id, Waiter { client, db, resp, argv, keys: uniq, timeout_reply, tx: Some(tx) });
@@ -138,7 +138,7 @@ impl Blocking {
 
     /// Re-checks waiters after SWAPDB (their keys may now hold data).
     pub fn on_swapdb(&mut self, a: usize, b: usize) {
-        let keys: Vec<(usize, Bytes)> = self.by_key.keys().filter(|(db, _)| *db == a || *db == b).cloned().collect();
+        let keys: Vec<(usize, Key)> = self.by_key.keys().filter(|(db, _)| *db == a || *db == b).cloned().collect();
         self.ready.extend(keys);
     }
 

@@ -13,7 +13,7 @@ use std::collections::{HashMap, HashSet};
 
 use bytes::Bytes;
 
-use crate::db::Keyspace;
+use crate::db::{Key, Keyspace};
 
 /// One key watched by a client.
 #[derive(Debug, Clone)]
@@ -29,7 +29,7 @@ pub struct WatchedKey {
 #[derive(Debug, Default)]
 pub struct Watches {
     /// `(db, key)` → watching client ids.
-    pub keys: HashMap<(usize, Bytes), Vec<u64>>,
+    pub keys: HashMap<(usize, Key), Vec<u64>>,
     /// Client id → its watched keys, in WATCH order.
     pub by_client: HashMap<u64, Vec<WatchedKey>>,
     /// Clients whose watched keys were touched.
@@ -48,20 +48,18 @@ impl Watches {
         if mine.iter().any(|w| w.db == db && w.key == *key) {
             return;
         }
-        let key = Bytes::copy_from_slice(key);
-        mine.push(WatchedKey { db, key: key.clone(), expired });
-        self.keys.entry((db, key)).or_default().push(id);
+        mine.push(WatchedKey { db, key: Bytes::copy_from_slice(key), expired });
+        self.keys.entry((db, Key::new(key))).or_default().push(id);
     }
 
     /// Marks the watchers of every touched key dirty. `ks` is the keyspace
     /// after the command: a key watched while already expired that is now
     /// gone was only deleted by expiry (or a flush), which is no change.
-    pub fn on_touched(&mut self, touched: &[(usize, crate::db::Key)], ks: &Keyspace) {
+    pub fn on_touched(&mut self, touched: &[(usize, Key)], ks: &Keyspace) {
         if self.keys.is_empty() {
             return;
         }
-        for (db, key) in touched {
-            let k = &(*db, key.to_bytes());
+        for k in touched {
             let Some(ids) = self.keys.get(k) else {
                 continue;
             };
@@ -70,7 +68,7 @@ impl Watches {
                     continue;
                 }
                 let Some(w) =
-                    self.by_client.get_mut(id).and_then(|v| v.iter_mut().find(|w| w.db == k.0 && w.key == k.1))
+                    self.by_client.get_mut(id).and_then(|v| v.iter_mut().find(|w| w.db == k.0 && w.key[..] == k.1[..]))
                 else {
                     continue;
                 };
@@ -103,7 +101,7 @@ impl Watches {
         self.dirty.remove(&id);
         if let Some(keys) = self.by_client.remove(&id) {
             for w in keys {
-                let k = (w.db, w.key);
+                let k = (w.db, Key::new(&w.key));
                 if let Some(v) = self.keys.get_mut(&k) {
                     v.retain(|c| *c != id);
                     if v.is_empty() {

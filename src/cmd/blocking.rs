@@ -237,7 +237,7 @@ pub fn serve_ready(ctx: &mut Ctx<'_>) {
             if !type_ok {
                 break;
             }
-            let argv = narrow_to_key(argv, &key.1);
+            let argv = narrow_to_key(argv, &key.1.to_bytes());
             let Some(reply) = rerun(ctx, client, db, resp, &argv) else {
                 break;
             };
@@ -276,7 +276,7 @@ fn is_stream_reader(argv: &[Bytes]) -> bool {
 /// served if it reads something. Unlike pops, one reader finding nothing
 /// says nothing about the next (their ids differ), so every one is tried.
 /// True if the key is a stream (pops waiting on it cannot be served).
-fn serve_stream_waiters(ctx: &mut Ctx<'_>, key: &(usize, Bytes)) -> bool {
+fn serve_stream_waiters(ctx: &mut Ctx<'_>, key: &(usize, crate::db::Key)) -> bool {
     let is_stream = ctx.core.ks.dbs[key.0].peek(&key.1).is_some_and(|e| e.value.type_name() == "stream");
     if !is_stream {
         return false;
@@ -293,7 +293,7 @@ fn serve_stream_waiters(ctx: &mut Ctx<'_>, key: &(usize, Bytes)) -> bool {
             continue;
         }
         let (client, db, resp) = (w.client.clone(), w.db, w.resp);
-        let argv = narrow_streams(&w.argv, &key.1);
+        let argv = narrow_streams(&w.argv, &key.1.to_bytes());
         let Some(reply) = rerun(ctx, client, db, resp, &argv) else {
             continue;
         };

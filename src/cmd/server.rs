@@ -114,7 +114,7 @@ fn flush_opts(args: &[Bytes]) -> Result<(), CmdError> {
 fn flush_db(ctx: &mut Ctx<'_>, index: usize) {
     let ks = &mut ctx.core.ks;
     if ks.sig.track_touches {
-        let keys: Vec<Bytes> = ks.dbs[index].keys().map(crate::db::Key::to_bytes).collect();
+        let keys: Vec<crate::db::Key> = ks.dbs[index].keys().cloned().collect();
         for k in keys {
             ks.sig.touch(index, &k);
         }
@@ -183,12 +183,12 @@ fn swapdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         let ks = &mut ctx.core.ks;
         if ks.sig.track_touches {
             for i in [a, b] {
-                let keys: Vec<Bytes> = ks.dbs[i].keys().map(crate::db::Key::to_bytes).collect();
+                let keys: Vec<crate::db::Key> = ks.dbs[i].keys().cloned().collect();
                 for k in keys {
                     ks.sig.touch(i, &k);
                     // The key appears in the other db too (WATCH of a key
                     // that SWAPDB makes exist is invalidated, as in Redis).
-                    ks.sig.touched.push((a + b - i, crate::db::Key::new(&k)));
+                    ks.sig.touched.push((a + b - i, k));
                 }
             }
         }

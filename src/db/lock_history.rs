@@ -246,19 +246,23 @@ impl<'a> Body<'a> {
 
     /// The holders' ids and counts, in order.
     fn holders(&self) -> impl Iterator<Item = (&'a [u8], i64)> {
-        let b = self.holders;
-        let mut at = 0;
-        std::iter::from_fn(move || {
-            if at >= b.len() {
-                return None;
-            }
-            let count = unzigzag(get_varint(b, &mut at));
-            let len = get_varint(b, &mut at) as usize;
-            let id = &b[at..at + len];
-            at += len;
-            Some((id, count))
-        })
+        packed_holders(self.holders)
     }
+}
+
+/// The ids and counts of packed holders (a [`Body`]'s `holders`), in order.
+fn packed_holders(b: &[u8]) -> impl Iterator<Item = (&[u8], i64)> {
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        if at >= b.len() {
+            return None;
+        }
+        let count = unzigzag(get_varint(b, &mut at));
+        let len = get_varint(b, &mut at) as usize;
+        let id = &b[at..at + len];
+        at += len;
+        Some((id, count))
+    })
 }
 
 /// The holders of a packed view found by id: a scan while there are few
@@ -273,21 +277,17 @@ impl<'a> HolderIndex<'a> {
     const SCAN_MAX: usize = 16;
 
     fn new(packed: &'a [u8]) -> HolderIndex<'a> {
-        let body = Body { kind: "", deadline: None, value: None, holders: packed };
-        if body.holders().nth(Self::SCAN_MAX).is_none() {
+        if packed_holders(packed).nth(Self::SCAN_MAX).is_none() {
             HolderIndex::Scan(packed)
         } else {
-            HolderIndex::Map(body.holders().collect())
+            HolderIndex::Map(packed_holders(packed).collect())
         }
     }
 
     /// The count held by `id`, if it holds.
     fn count(&self, id: &[u8]) -> Option<i64> {
         match self {
-            HolderIndex::Scan(packed) => {
-                let body = Body { kind: "", deadline: None, value: None, holders: packed };
-                body.holders().find(|(h, _)| *h == id).map(|(_, c)| c)
-            }
+            HolderIndex::Scan(packed) => packed_holders(packed).find(|(h, _)| *h == id).map(|(_, c)| c),
             HolderIndex::Map(m) => m.get(id).copied(),
         }
     }
@@ -525,12 +525,11 @@ impl Log {
         let kind = after.or(old).map_or("", |v| v.kind);
         let old_holders = old.map_or(&[][..], |v| v.holders);
         let new_holders = after.map_or(&[][..], |v| v.holders);
-        let holders = |packed| Body { kind: "", deadline: None, value: None, holders: packed }.holders();
         let (old_ids, new_ids) = (HolderIndex::new(old_holders), HolderIndex::new(new_holders));
         // Holders that left: released, or expired if the key's lease ran out.
         let expired = after.is_none() && old_deadline.is_some_and(|d| d <= now_ms);
         let mut gone = Vec::new();
-        for (hid, _) in holders(old_holders) {
+        for (hid, _) in packed_holders(old_holders) {
             if new_ids.count(hid).is_none() {
                 let event = if expired { "expired" } else { "released" };
                 self.push(id, kind, event, hid, 0, now_ms, actor);
@@ -545,7 +544,7 @@ impl Log {
             }
             self.expired_held.insert(id.owned(), (now_ms, gone));
         }
-        for (hid, count) in holders(new_holders) {
+        for (hid, count) in packed_holders(new_holders) {
             match old_ids.count(hid) {
                 None => {
                     self.push(id, kind, "acquired", hid, count, now_ms, actor);
@@ -584,7 +583,7 @@ impl Log {
                 // Packed holders are equal exactly when ids and counts are.
                 let same = old_holders == new_holders && !new_holders.is_empty();
                 if same && a.deadline > old_deadline && old_deadline.is_some() {
-                    for (hid, count) in holders(new_holders) {
+                    for (hid, count) in packed_holders(new_holders) {
                         self.push(id, kind, "renewed", hid, count, now_ms, actor);
                     }
                 }

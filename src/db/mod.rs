@@ -321,7 +321,7 @@ impl DbView<'_> {
         match tuning.lfu {
             None => e.lru = lru_stamp(now),
             Some(lfu) => {
-                let seen = sig.lfu_seen.as_ref().is_some_and(|(db, k)| *db == index && k[..] == key[..]);
+                let seen = sig.lfu_seen.as_ref().is_some_and(|(db, k)| *db == index && k == key);
                 if !seen {
                     e.lru = lfu.access(e.lru, now, rand::random::<f64>());
                     sig.lfu_seen = Some((index, key.clone()));
