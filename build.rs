@@ -87,30 +87,69 @@ fn apply(dir: &Path, patch: &patches::Patch) {
     fs::write(&path, text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
 }
 
-/// The `lua-5.1.5` directory of the `lua-src` package this build resolved,
-/// asked of Cargo itself so that vendored and mirrored registries work too.
+/// The `lua-src` version `Cargo.toml` pins as a build-dependency; checked
+/// against the manifest below so the two cannot drift apart.
+const LUA_SRC_VERSION: &str = "551.0.2";
+
+/// The `lua-5.1.5` directory of the `lua-src` package this build uses.
+///
+/// `lua-src` does not export the path of its sources, so Cargo is asked where
+/// it unpacked that one package: `cargo metadata --offline` on a scratch
+/// manifest in `OUT_DIR` whose only dependency is `lua-src` at the pinned
+/// version. That graph (`lua-src` and `cc`'s own dependencies) is exactly
+/// what Cargo already fetched to compile this build script, so it resolves
+/// from the local cache on any machine, with no network and nothing of
+/// rlockd's other dependencies or dev-dependencies (which a user of the crate
+/// never downloads). Cargo is run from this package's directory, so the
+/// user's source replacement (`cargo vendor`, mirrors) applies as it did to
+/// the build itself.
 fn lua_src_dir() -> PathBuf {
+    let manifest_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
+    let manifest = fs::read_to_string(manifest_dir.join("Cargo.toml")).expect("read Cargo.toml");
+    assert!(
+        manifest.contains(&format!("\"={LUA_SRC_VERSION}\"")),
+        "build.rs looks for lua-src {LUA_SRC_VERSION}, but Cargo.toml pins another version: update LUA_SRC_VERSION"
+    );
+
+    let out = PathBuf::from(env::var("OUT_DIR").expect("OUT_DIR"));
+    let scratch = out.join("lua-src-locate");
+    fs::create_dir_all(&scratch).expect("create the lua-src locator directory");
+    fs::write(
+        scratch.join("Cargo.toml"),
+        format!(
+            "[package]\nname = \"rlockd-lua-src-locate\"\nversion = \"0.0.0\"\nedition = \"2021\"\n\
+             [lib]\npath = \"lib.rs\"\n\
+             [dependencies]\nlua-src = \"={LUA_SRC_VERSION}\"\n\
+             # Not a member of whatever workspace OUT_DIR lies in.\n[workspace]\n"
+        ),
+    )
+    .expect("write the lua-src locator manifest");
+    fs::write(scratch.join("lib.rs"), "").expect("write the lua-src locator lib.rs");
+
     let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let manifest_dir = env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR");
     let target = env::var("TARGET").expect("TARGET");
-    // Filtered to this target: packages of other platforms are never
-    // downloaded, and `--offline` must not need them.
     let output = std::process::Command::new(cargo)
         .args(["metadata", "--format-version", "1", "--offline", "--filter-platform", &target])
         .arg("--manifest-path")
-        .arg(Path::new(&manifest_dir).join("Cargo.toml"))
+        .arg(scratch.join("Cargo.toml"))
+        .current_dir(&manifest_dir)
         .output()
         .expect("run cargo metadata");
-    assert!(output.status.success(), "cargo metadata failed: {}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "cargo metadata for lua-src {LUA_SRC_VERSION} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let json = String::from_utf8(output.stdout).expect("cargo metadata output is UTF-8");
     const KEY: &str = "\"manifest_path\":\"";
     json.match_indices(KEY)
         .filter_map(|(at, _)| {
             let rest = &json[at + KEY.len()..];
-            let manifest = PathBuf::from(&rest[..rest.find('"')?]);
+            // JSON escapes a Windows path's backslashes.
+            let manifest = PathBuf::from(rest[..rest.find('"')?].replace("\\\\", "\\"));
             let dir = manifest.parent()?.join("lua-5.1.5");
             dir.join("lbaselib.c").is_file().then_some(dir)
         })
         .next()
-        .expect("the lua-src package (a build-dependency) was not found by cargo metadata")
+        .unwrap_or_else(|| panic!("cargo metadata did not list the lua-src {LUA_SRC_VERSION} package"))
 }
