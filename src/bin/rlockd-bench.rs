@@ -9,9 +9,13 @@
 //!
 //! Targets: `spawn:rlockd` / `spawn:redis-server` (started on a free port
 //! for the run and stopped after it; rlockd is the binary beside this one
-//! unless `RLOCKD_BIN` names another), or `[name=]host:port` of a running
-//! server (`--pid name=PID` adds its CPU time). The first target is the
-//! baseline every ratio is taken to.
+//! unless `RLOCKD_BIN` names another), `spawn:null` (a bare responder: this
+//! binary in a mode that parses each command on a tokio current-thread
+//! runtime, as rlockd's event loop does, and answers it from a fixed table —
+//! PONG, OK, nil, a script's sha — without doing any work: the limit of this
+//! machine, runtime and kernel; its replies are not checked), or
+//! `[name=]host:port` of a running server (`--pid name=PID` adds its CPU
+//! time). The first target is the baseline every ratio is taken to.
 //!
 //! Workloads (`-w`, comma-separated): `ping`, `set`, `get`, `lock-unlock`
 //! (Redisson's reentrant lock then unlock by EVALSHA, a fresh name per pair,
@@ -52,7 +56,8 @@ const FAIR_LOCK: &str = include_str!("../../lua/fair_lock.lua");
 const FAIR_UNLOCK: &str = include_str!("../../lua/fair_unlock.lua");
 
 const USAGE: &str = "usage: rlockd-bench [options] TARGET...
-  TARGET              spawn:rlockd | spawn:redis-server | [name=]host:port (first = baseline)
+  TARGET              spawn:rlockd | spawn:redis-server | spawn:null | [name=]host:port
+                      (first = baseline; spawn:null is a bare responder that does no work)
   -w, --workload W    comma-separated: ping set get lock-unlock reentrant contended renew
                       semaphore fair script:FILE, held-memory (bytes per held
                       lock, not timed) (default lock-unlock)
@@ -180,6 +185,9 @@ struct Target {
     addr: String,
     pid: Option<u32>,
     child: Option<Child>,
+    /// Whether replies are checked (not for the bare responder, which
+    /// answers every script with nil).
+    checked: bool,
 }
 
 impl Drop for Target {
@@ -198,20 +206,28 @@ fn free_port() -> u16 {
 fn start(spec: &TargetSpec, pids: &HashMap<String, u32>) -> Target {
     match spec {
         TargetSpec::Addr(name, addr) => {
-            Target { name: name.clone(), addr: addr.clone(), pid: pids.get(name).copied(), child: None }
+            Target { name: name.clone(), addr: addr.clone(), pid: pids.get(name).copied(), child: None, checked: true }
         }
         TargetSpec::Spawn(what) => {
             let port = free_port();
+            let own = || std::env::current_exe().expect("own path");
             let program = match what.as_str() {
-                "rlockd" => std::env::var("RLOCKD_BIN").unwrap_or_else(|_| {
-                    let me = std::env::current_exe().expect("own path");
-                    me.with_file_name("rlockd").display().to_string()
-                }),
+                "rlockd" => {
+                    std::env::var("RLOCKD_BIN").unwrap_or_else(|_| own().with_file_name("rlockd").display().to_string())
+                }
                 "redis-server" => "redis-server".to_string(),
-                other => fail(&format!("spawn:{other}: only spawn:rlockd and spawn:redis-server")),
+                "null" => own().display().to_string(),
+                other => fail(&format!("spawn:{other}: only spawn:rlockd, spawn:redis-server and spawn:null")),
+            };
+            let args: Vec<String> = if what == "null" {
+                vec![NULL_SERVER_FLAG.into(), port.to_string()]
+            } else {
+                ["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+                    .map(String::from)
+                    .to_vec()
             };
             let child = Command::new(&program)
-                .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+                .args(&args)
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
@@ -222,6 +238,7 @@ fn start(spec: &TargetSpec, pids: &HashMap<String, u32>) -> Target {
                 addr: format!("127.0.0.1:{port}"),
                 pid: Some(child.id()),
                 child: Some(child),
+                checked: what != "null",
             };
             let deadline = Instant::now() + Duration::from_secs(10);
             loop {
@@ -634,6 +651,7 @@ fn run_round(w: &str, t: &Target, o: &Arc<Opts>, sh: &Shas) -> Round {
     let start = Instant::now();
     let threads: Vec<_> = (0..o.conns)
         .map(|c| {
+            let checked = t.checked;
             let (stop, violations, holders, o, sh, w, addr) = (
                 stop.clone(),
                 violations.clone(),
@@ -654,7 +672,7 @@ fn run_round(w: &str, t: &Target, o: &Arc<Opts>, sh: &Shas) -> Round {
                 while !stop.load(Ordering::Relaxed) {
                     let t0 = Instant::now();
                     if w == "contended" {
-                        contended_op(&mut conn, &sh, &o, c, i, &holders, &violations);
+                        contended_op(&mut conn, &sh, &o, (c, i, checked), &holders, &violations);
                         i += 1;
                         ops += 1;
                     } else {
@@ -674,7 +692,7 @@ fn run_round(w: &str, t: &Target, o: &Arc<Opts>, sh: &Shas) -> Round {
                             if let R::Err(e) = &got {
                                 fail(&format!("{w}: the server answered -{e}"));
                             }
-                            if let Some(want) = want {
+                            if let (Some(want), true) = (want, checked) {
                                 if got != want {
                                     fail(&format!("{w}: expected {want:?}, got {got:?}"));
                                 }
@@ -712,14 +730,21 @@ fn run_round(w: &str, t: &Target, o: &Arc<Opts>, sh: &Shas) -> Round {
 /// tryLock on a shared name; on success check that nobody else holds it
 /// by the replies seen so far, then release. The slot is cleared before
 /// the release is sent, so a later holder never finds it taken by us.
-fn contended_op(conn: &mut Conn, sh: &Shas, o: &Opts, c: usize, i: u64, holders: &[AtomicU64], violations: &AtomicU64) {
+fn contended_op(
+    conn: &mut Conn,
+    sh: &Shas,
+    o: &Opts,
+    (c, i, checked): (usize, u64, bool),
+    holders: &[AtomicU64],
+    violations: &AtomicU64,
+) {
     let slot = (c as u64 * 7 + i) as usize % o.names;
     let name = format!("contended:{slot}");
     let owner = format!("3a8a7f4c-0b8e-4a5e-9d0c-6f1f0c9a2b11:{c}");
     let me = c as u64 + 1;
     match conn.cmd(&[b"EVALSHA", sh.lock.as_bytes(), b"1", name.as_bytes(), b"30000", owner.as_bytes()]) {
         R::Nil => {
-            if holders[slot].compare_exchange(0, me, Ordering::AcqRel, Ordering::Acquire).is_err() {
+            if checked && holders[slot].compare_exchange(0, me, Ordering::AcqRel, Ordering::Acquire).is_err() {
                 violations.fetch_add(1, Ordering::Relaxed);
             }
             holders[slot].store(0, Ordering::Release);
@@ -734,7 +759,7 @@ fn contended_op(conn: &mut Conn, sh: &Shas, o: &Opts, c: usize, i: u64, holders:
                 b"30000",
                 owner.as_bytes(),
             ]);
-            if r != R::Int(1) {
+            if checked && r != R::Int(1) {
                 fail(&format!("contended: unlock answered {r:?}"));
             }
         }
@@ -767,6 +792,11 @@ fn percentile(sorted: &[u32], p: f64) -> u32 {
 }
 
 fn main() {
+    let mut raw = std::env::args().skip(1);
+    if raw.next().as_deref() == Some(NULL_SERVER_FLAG) {
+        let port = raw.next().and_then(|p| p.parse().ok()).unwrap_or_else(|| fail("the bare responder needs a port"));
+        null_server(port);
+    }
     let o = Arc::new(parse_args());
     let targets: Vec<Target> = o.targets.iter().map(|s| start(s, &o.pids)).collect();
     let mut cells = Vec::new();
@@ -778,6 +808,10 @@ fn main() {
             println!("|---|---:|---:|---:|");
             let mut base = 0.0;
             for (ti, t) in targets.iter().enumerate() {
+                if !t.checked {
+                    println!("| {} | n/a | n/a | n/a |", t.name);
+                    continue;
+                }
                 let (used, rss) = held_memory(t, o.held);
                 if ti == 0 {
                     base = used;
@@ -898,5 +932,95 @@ fn main() {
             })
             .collect();
         std::fs::write(path, format!("[{}]\n", items.join(","))).unwrap_or_else(|e| fail(&format!("{path}: {e}")));
+    }
+}
+
+// ---------------------------------------------------------------- bare responder
+
+/// The hidden first argument that runs this binary as `spawn:null`.
+const NULL_SERVER_FLAG: &str = "--serve-null";
+
+/// `spawn:null`: one tokio current-thread event loop, as rlockd's, reading
+/// each connection's input, framing every complete command and answering it
+/// from a fixed table, one write per read. No keyspace, no scripts: what is
+/// left is the cost of the runtime, the syscalls and RESP framing.
+fn null_server(port: u16) -> ! {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_io().build().expect("a tokio runtime");
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+            .await
+            .unwrap_or_else(|e| fail(&format!("bare responder: bind 127.0.0.1:{port}: {e}")));
+        loop {
+            let Ok((socket, _)) = listener.accept().await else { continue };
+            let _ = socket.set_nodelay(true);
+            tokio::spawn(null_connection(socket));
+        }
+    })
+}
+
+async fn null_connection(mut socket: tokio::net::TcpStream) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut input = Vec::with_capacity(16 * 1024);
+    let mut out = Vec::with_capacity(16 * 1024);
+    loop {
+        match socket.read_buf(&mut input).await {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        let mut at = 0;
+        while let Some((args, len)) = frame_command(&input[at..]) {
+            null_reply(&args, &mut out);
+            at += len;
+        }
+        input.drain(..at);
+        if !out.is_empty() {
+            if socket.write_all(&out).await.is_err() {
+                return;
+            }
+            out.clear();
+        }
+    }
+}
+
+/// One complete command at the start of `b` (a RESP array of bulk strings,
+/// or an inline line): its arguments and its length.
+fn frame_command(b: &[u8]) -> Option<(Vec<&[u8]>, usize)> {
+    let line_end = |from: usize| b[from..].windows(2).position(|w| w == b"\r\n").map(|p| from + p);
+    let number = |from: usize, to: usize| std::str::from_utf8(&b[from..to]).ok()?.parse::<usize>().ok();
+    if b.first()? != &b'*' {
+        let end = b.iter().position(|&c| c == b'\n')?;
+        let line = b[..end].strip_suffix(b"\r").unwrap_or(&b[..end]);
+        return Some((line.split(|c| c.is_ascii_whitespace()).filter(|a| !a.is_empty()).collect(), end + 1));
+    }
+    let end = line_end(1)?;
+    let n = number(1, end)?;
+    let mut at = end + 2;
+    let mut args = Vec::with_capacity(n);
+    for _ in 0..n {
+        if b.get(at)? != &b'$' {
+            return None;
+        }
+        let end = line_end(at + 1)?;
+        let len = number(at + 1, end)?;
+        let start = end + 2;
+        if b.len() < start + len + 2 {
+            return None;
+        }
+        args.push(&b[start..start + len]);
+        at = start + len + 2;
+    }
+    Some((args, at))
+}
+
+fn null_reply(args: &[&[u8]], out: &mut Vec<u8>) {
+    let name = args.first().map(|a| a.to_ascii_uppercase()).unwrap_or_default();
+    match name.as_slice() {
+        b"PING" => out.extend_from_slice(b"+PONG\r\n"),
+        b"GET" | b"EVAL" | b"EVALSHA" | b"EVAL_RO" | b"EVALSHA_RO" | b"FCALL" => out.extend_from_slice(b"$-1\r\n"),
+        b"SCRIPT" if args.len() == 3 && args[1].eq_ignore_ascii_case(b"load") => {
+            let sha = sha1_smol::Sha1::from(args[2]).digest().to_string();
+            out.extend_from_slice(format!("${}\r\n{sha}\r\n", sha.len()).as_bytes());
+        }
+        _ => out.extend_from_slice(b"+OK\r\n"),
     }
 }

@@ -47,3 +47,30 @@ fn every_workload_runs_and_reports() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("usage: rlockd-bench"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `spawn:null`, the bare responder: it answers every workload's commands
+/// (PING, SET, GET, SCRIPT LOAD, EVALSHA) over TCP, is measured beside a
+/// real server with its CPU time, and has no memory figures.
+#[test]
+fn the_bare_responder_is_a_target() {
+    let srv = server();
+    let out = Command::new(env!("CARGO_BIN_EXE_rlockd-bench"))
+        .arg(format!("inproc=127.0.0.1:{}", srv.port()))
+        .arg("spawn:null")
+        .args(["-w", "ping,set,get,lock-unlock,contended,held-memory", "-c", "2", "-r", "1", "-d", "0.1"])
+        .args(["--held", "10", "-q"])
+        .output()
+        .expect("run rlockd-bench");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    for w in ["ping", "set", "get", "lock-unlock", "contended"] {
+        let row = stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("| {w} | null |")))
+            .unwrap_or_else(|| panic!("no row for {w} on null:\n{stdout}"));
+        let f: Vec<&str> = row.split('|').map(str::trim).collect();
+        assert!(f[3].parse::<f64>().unwrap() > 0.0, "{row}");
+        assert!(f[9].parse::<f64>().is_ok(), "the responder's CPU time is known: {row}");
+    }
+    assert!(stdout.contains("| null | n/a | n/a | n/a |"), "{stdout}");
+}
