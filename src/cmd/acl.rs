@@ -274,7 +274,7 @@ fn acl_cat(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             let tag = format!("@{name}");
             let t = table();
             let mut out = Vec::new();
-            for c in t.commands.values() {
+            for c in t.listed() {
                 if c.subcommands.is_empty() {
                     if c.spec.acl.split_whitespace().any(|a| a == tag) {
                         out.push(Reply::Bulk(Bytes::from(c.fullname.clone())));
@@ -435,7 +435,7 @@ fn acl_dryrun(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Err(CmdError::echo("ERR User '", &args[2], "' not found"));
     };
     let argv = &args[3..];
-    let c = match table().lookup(argv) {
+    let c = match super::lookup(ctx.core, argv) {
         Lookup::Found(c) => c,
         _ => return Err(CmdError::echo("ERR Command '", &argv[0], "' not found")),
     };

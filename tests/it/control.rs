@@ -9,6 +9,7 @@ const REENTRANT_LOCK: &str = include_str!("../../lua/reentrant_lock.lua");
 const FAIR_LOCK: &str = include_str!("../../lua/fair_lock.lua");
 const READ_LOCK: &str = include_str!("../../lua/read_lock.lua");
 const WRITE_LOCK: &str = include_str!("../../lua/write_lock.lua");
+const SEMAPHORE_SET_PERMITS: &str = include_str!("../../lua/semaphore_set_permits.lua");
 
 fn ok() -> Value {
     Value::Simple(b"OK".to_vec())
@@ -81,9 +82,12 @@ fn the_lock_view_reads_every_layout() {
     );
     assert_eq!(c.cmd(&["EVAL", WRITE_LOCK, "1", "w", "30000", "u3:3:write"]), Value::Null);
     assert_eq!(c.cmd(&["SET", "token", "tok-123", "NX", "PX", "10000"]), ok());
-    assert_eq!(c.cmd(&["SET", "permits", "3"]), ok());
+    assert_eq!(c.cmd(&["EVAL", SEMAPHORE_SET_PERMITS, "2", "permits", "redisson_sc:{permits}", "3"]), Value::Int(1));
     assert_eq!(c.cmd(&["ZADD", "sem", "1000", "client-a"]), Value::Int(1));
     assert_eq!(c.cmd(&["SET", "not-a-lock", "hello"]), ok());
+    // Integers written by plain commands are data, not semaphores.
+    assert_eq!(c.cmd(&["SET", "a", "1"]), ok());
+    assert_eq!(c.cmd(&["INCR", "hits"]), Value::Int(1));
 
     let Value::Agg(_, Some(locks)) = c.cmd(&["RLOCKD", "LOCKS"]) else { panic!("LOCKS") };
     let by_key = |k: &str| locks.iter().find(|l| *field(l, "key") == bulk(k)).unwrap_or_else(|| panic!("{k}"));
@@ -104,7 +108,10 @@ fn the_lock_view_reads_every_layout() {
     assert!(matches!(field(&rw_holders[0], "lease_ms"), Value::Int(ms) if *ms > 29000));
     assert_eq!(*field(by_key("w"), "mode"), bulk("write"));
     assert_eq!(*field(by_key("token"), "kind"), bulk("token"));
+    assert_eq!(*field(by_key("permits"), "kind"), bulk("counter"));
     assert_eq!(*field(by_key("permits"), "value"), Value::Int(3));
+    // Once a script made it a counter, a plain command moving it is seen.
+    assert_eq!(c.cmd(&["DECR", "permits"]), Value::Int(2));
     assert_eq!(*field(by_key("sem"), "kind"), bulk("zset-semaphore"));
     // A pattern, and the text form for logs.
     let Value::Agg(_, Some(one)) = c.cmd(&["RLOCKD", "LOCKS", "r*"]) else { panic!() };
@@ -116,6 +123,9 @@ fn the_lock_view_reads_every_layout() {
     let view = srv.locks();
     assert_eq!(view.len(), 7);
     assert_eq!(view.iter().find(|l| &l.key[..] == b"re").unwrap().holders[0].count, 2);
+    assert_eq!(view.iter().find(|l| &l.key[..] == b"permits").unwrap().value, Some(2));
+    assert!(view.iter().all(|l| &l.key[..] != b"a" && &l.key[..] != b"hits"), "{view:?}");
+    assert!(c.cmd(&["RLOCKD", "EVENTS", "a"]).bulks().is_empty());
 }
 
 #[test]
@@ -318,8 +328,10 @@ fn check_catches_a_lock_taken_after_its_lease_expired_while_held() {
 fn check_catches_a_semaphore_below_zero_and_a_fair_lock_out_of_order() {
     let srv = server();
     let mut c = resp3(srv.port());
-    assert_eq!(c.cmd(&["SET", "permits", "1"]), ok());
+    assert_eq!(c.cmd(&["EVAL", SEMAPHORE_SET_PERMITS, "2", "permits", "redisson_sc:{permits}", "1"]), Value::Int(1));
     assert_eq!(c.cmd(&["DECRBY", "permits", "2"]), Value::Int(-1));
+    // A plain integer going negative is no semaphore's business.
+    assert_eq!(c.cmd(&["DECRBY", "balance", "5"]), Value::Int(-5));
     // A fair lock with u2 then u3 queued; u3 is let in first by a buggy client.
     let fair = ["F", "redisson_lock_queue:{F}", "redisson_lock_timeout:{F}"];
     let take = |c: &mut RawConn, h: &str| {
