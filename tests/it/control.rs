@@ -491,3 +491,71 @@ fn big_values_are_not_locks_and_many_holders_are_followed() {
     assert_eq!(keys, vec![&bulk("tok")], "{locks:?}");
     assert_eq!(events(&mut c, "cached"), Vec::new());
 }
+
+/// `CLOCK RESUME` lets time run as if it had never stopped: the moves made
+/// while frozen stay, the real time spent frozen is caught up (it is not
+/// left behind as an offset from the system clock).
+#[test]
+fn clock_resume_catches_up_the_time_spent_frozen() {
+    let srv = server();
+    let mut c = resp3(srv.port());
+    let offset = |c: &mut RawConn| match field(&c.cmd(&["RLOCKD", "CLOCK", "INFO"]), "offset_ms") {
+        Value::Int(ms) => *ms,
+        other => panic!("offset_ms: {other:?}"),
+    };
+    let Value::Int(frozen_at) = c.cmd(&["RLOCKD", "CLOCK", "FREEZE"]) else { panic!("FREEZE") };
+    assert_eq!(c.cmd(&["RLOCKD", "CLOCK", "ADVANCE", "1000"]), Value::Int(frozen_at + 1000));
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    let Value::Int(resumed) = c.cmd(&["RLOCKD", "CLOCK", "RESUME"]) else { panic!("RESUME") };
+    assert!(resumed >= frozen_at + 1050, "{resumed} vs {frozen_at}");
+    let off = offset(&mut c);
+    assert!((995..=1000).contains(&off), "offset after RESUME: {off}");
+    // A jump while frozen: time goes on from where it was set.
+    assert!(matches!(c.cmd(&["RLOCKD", "CLOCK", "FREEZE"]), Value::Int(_)));
+    assert_eq!(c.cmd(&["RLOCKD", "CLOCK", "SET", "1000000000000"]), Value::Int(1_000_000_000_000));
+    let Value::Int(t) = c.cmd(&["RLOCKD", "CLOCK", "RESUME"]) else { panic!("RESUME") };
+    assert!((1_000_000_000_000..1_000_000_060_000).contains(&t), "{t}");
+}
+
+/// `CONFIG SET test-control` switches test control at run time: off, the
+/// server is plain Redis again (RLOCKD unknown, faults cleared, the clock
+/// on real time, no lock events), and the history and snapshots are gone;
+/// on again, a new history takes the locks held then as they are.
+#[test]
+fn test_control_switches_at_run_time() {
+    let srv = server();
+    let mut c = resp3(srv.port());
+    let mut sub = RawConn::connect(srv.port());
+    sub.send(&[b"SUBSCRIBE".to_vec(), b"__rlockd__:lockevents".to_vec()]);
+    assert!(sub.read().is_some());
+    assert_eq!(c.cmd(&["EVAL", REENTRANT_LOCK, "1", "held", "30000", "u1:1"]), Value::Null);
+    assert!(sub.read().is_some(), "an event while on");
+    assert_eq!(c.cmd(&["RLOCKD", "SNAPSHOT", "s"]), ok());
+    assert!(matches!(c.cmd(&["RLOCKD", "FAULT", "LATENCY", "1", "COMMAND", "nothing"]), Value::Int(_)));
+    assert!(matches!(c.cmd(&["RLOCKD", "CLOCK", "ADVANCE", "-3600000"]), Value::Int(_)));
+
+    assert_eq!(c.cmd(&["CONFIG", "SET", "test-control", "no"]), ok());
+    assert_eq!(*field(&c.cmd(&["CONFIG", "GET", "test-control"]), "test-control"), bulk("no"));
+    assert_eq!(
+        c.cmd(&["RLOCKD", "CLOCK", "GET"]),
+        Value::Error(b"ERR unknown command 'RLOCKD', with args beginning with: 'CLOCK' 'GET' ".to_vec())
+    );
+    assert_eq!(c.cmd(&["COMMAND", "INFO", "rlockd"]), Value::Agg(b'*', Some(vec![Value::Null])));
+    assert!(srv.faults().is_empty());
+    let wall = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let secs: u64 = String::from_utf8(c.cmd(&["TIME"]).bulks()[0].clone()).unwrap().parse().unwrap();
+    assert!(secs.abs_diff(wall) <= 2, "the clock is back on real time: {secs} vs {wall}");
+    assert_eq!(c.cmd(&["EVAL", REENTRANT_LOCK, "1", "held", "30000", "u1:1"]), Value::Null);
+    assert!(srv.lock_events().is_empty());
+
+    assert_eq!(c.cmd(&["CONFIG", "SET", "test-control", "yes"]), ok());
+    assert!(c.cmd(&["RLOCKD", "SNAPSHOTS"]).bulks().is_empty());
+    assert!(c.cmd(&["RLOCKD", "EVENTS"]).bulks().is_empty());
+    // The lock held before is known as held: taking it again is a re-entry.
+    assert_eq!(c.cmd(&["EVAL", REENTRANT_LOCK, "1", "held", "30000", "u1:1"]), Value::Null);
+    let events = srv.lock_events();
+    assert_eq!(events.iter().map(|e| (e.event, e.count)).collect::<Vec<_>>(), [("reentered", 3)]);
+    // Messages published while off never came; the one now does.
+    let msg = sub.read().expect("an event once on again").bulks();
+    assert!(String::from_utf8_lossy(&msg[2]).contains("\"event\":\"reentered\""), "{msg:?}");
+}
