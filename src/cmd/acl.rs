@@ -274,16 +274,12 @@ fn acl_cat(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             let tag = format!("@{name}");
             let t = table();
             let mut out = Vec::new();
+            // A container is listed by its own categories, then its
+            // subcommands by theirs, as Redis's `aclCatWithFlags` walks them.
             for c in t.listed() {
-                if c.subcommands.is_empty() {
+                for c in std::iter::once(c).chain(c.subcommands.values()) {
                     if c.spec.acl.split_whitespace().any(|a| a == tag) {
                         out.push(Reply::Bulk(Bytes::from(c.fullname.clone())));
-                    }
-                } else {
-                    for s in c.subcommands.values() {
-                        if s.spec.acl.split_whitespace().any(|a| a == tag) {
-                            out.push(Reply::Bulk(Bytes::from(s.fullname.clone())));
-                        }
                     }
                 }
             }

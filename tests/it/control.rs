@@ -163,7 +163,7 @@ fn test_control_can_be_switched_off() {
         c.cmd(&["RLOCKD", "CLOCK", "GET"]),
         Value::Error(b"ERR unknown command 'RLOCKD', with args beginning with: 'CLOCK' 'GET' ".to_vec())
     );
-    let info = |c: &mut RawConn| match c.cmd(&["INFO", "server"]) {
+    let info = |c: &mut RawConn| match c.cmd(&["INFO", "rlockd"]) {
         Value::Bulk(Some(b)) => String::from_utf8(b).unwrap(),
         other => panic!("INFO: {other:?}"),
     };
@@ -558,4 +558,48 @@ fn test_control_switches_at_run_time() {
     // Messages published while off never came; the one now does.
     let msg = sub.read().expect("an event once on again").bulks();
     assert!(String::from_utf8_lossy(&msg[2]).contains("\"event\":\"reentered\""), "{msg:?}");
+}
+
+/// With test control on (the default), a plain Redis client sees nothing
+/// of it: INFO's default and `all` fields, the command listings, ACL
+/// categories and MONITOR show what redis-server shows; `RLOCKD` answers
+/// by name only (`COMMAND INFO rlockd`).
+#[test]
+fn test_control_is_invisible_to_a_plain_redis_client() {
+    let srv = server();
+    let mut c = RawConn::connect(srv.port());
+    let fields = |c: &mut RawConn, section: &str| -> Vec<String> {
+        let Value::Bulk(Some(info)) = c.cmd(&["INFO", section]) else { panic!("INFO {section}") };
+        let mut names: Vec<String> = String::from_utf8(info)
+            .unwrap()
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.is_empty())
+            .map(|l| l.split(':').next().unwrap().to_string())
+            .collect();
+        names.sort();
+        names
+    };
+    if let Some(oracle) = crate::common::oracle::Oracle::start() {
+        let mut o = RawConn::connect(oracle.port);
+        for section in ["default", "all"] {
+            assert_eq!(fields(&mut c, section), fields(&mut o, section), "INFO {section}");
+        }
+    }
+    let listed = c.cmd(&["COMMAND", "LIST"]).bulks();
+    assert!(!listed.iter().any(|n| n.starts_with(b"rlockd")), "COMMAND LIST");
+    assert_eq!(c.cmd(&["COMMAND", "COUNT"]), Value::Int(listed.iter().filter(|n| !n.contains(&b'|')).count() as i64));
+    let Value::Agg(_, Some(all)) = c.cmd(&["COMMAND"]) else { panic!("COMMAND") };
+    assert_eq!(all.len(), listed.iter().filter(|n| !n.contains(&b'|')).count());
+    for cat in ["admin", "dangerous", "slow"] {
+        assert!(!c.cmd(&["ACL", "CAT", cat]).bulks().iter().any(|n| n.starts_with(b"rlockd")), "ACL CAT {cat}");
+    }
+    assert!(matches!(c.cmd(&["COMMAND", "INFO", "rlockd"]), Value::Agg(_, Some(v)) if v[0] != Value::Null));
+    assert_eq!(fields(&mut c, "rlockd"), ["rlockd_test_control", "rlockd_version"]);
+    // MONITOR shows no RLOCKD line (an admin command, as CONFIG is).
+    let mut mon = RawConn::connect(srv.port());
+    assert_eq!(mon.cmd(&["MONITOR"]), ok());
+    assert!(matches!(c.cmd(&["RLOCKD", "CLOCK", "GET"]), Value::Int(_)));
+    assert_eq!(c.cmd(&["SET", "after", "1"]), ok());
+    let Some(Value::Simple(line)) = mon.read() else { panic!("a MONITOR line") };
+    assert!(String::from_utf8_lossy(&line).ends_with("\"SET\" \"after\" \"1\""), "{}", String::from_utf8_lossy(&line));
 }
