@@ -308,7 +308,7 @@ const HELP: &[&str] = &[
     "CLOCK SET <unix-ms>",
     "    Jump to that time.",
     "CLOCK FREEZE | RESUME",
-    "    Stop time / let it run again from where it stands.",
+    "    Stop time / let it run again as if it had never stopped (moves made meanwhile stay).",
     "CLOCK SKEW <ms>",
     "    Run that far ahead of (or behind) the system clock.",
     "CLOCK INFO",
