@@ -14,6 +14,10 @@ pub struct Clock {
     offset_us: AtomicI64,
     /// When non-zero, time stands still at this many microseconds.
     frozen_us: AtomicU64,
+    /// The system time (µs) at which the frozen instant was taken or set:
+    /// [`Clock::freeze`]`(false)` catches up the real time spent frozen
+    /// since then.
+    anchor_us: AtomicI64,
     /// Woken when the clock is moved or frozen/unfrozen, so that waits on
     /// clock deadlines (blocking-command timeouts, CLIENT PAUSE) re-check.
     pub changed: tokio::sync::Notify,
@@ -61,6 +65,7 @@ impl Clock {
         let target_us = unix_ms.saturating_mul(1000);
         if self.frozen_us.load(Ordering::Relaxed) != 0 {
             self.frozen_us.store(target_us.max(1), Ordering::Relaxed);
+            self.anchor_us.store(system_us(), Ordering::Relaxed);
         } else {
             self.offset_us.store(target_us as i64 - system_us(), Ordering::Relaxed);
         }
@@ -75,6 +80,13 @@ impl Clock {
         self.changed.notify_waiters();
     }
 
+    /// Back on the system clock: not frozen, no offset.
+    pub fn reset(&self) {
+        self.frozen_us.store(0, Ordering::Relaxed);
+        self.offset_us.store(0, Ordering::Relaxed);
+        self.changed.notify_waiters();
+    }
+
     /// How far this clock is from the system clock, in milliseconds.
     pub fn offset_ms(&self) -> i64 {
         (self.now_us() as i64 - system_us()) / 1000
@@ -85,16 +97,22 @@ impl Clock {
         self.frozen_us.load(Ordering::Relaxed) != 0
     }
 
-    /// Stops time at its current value (`true`) or lets it run again.
+    /// Stops time at its current value (`true`) or lets it run again
+    /// (`false`) as if it had never stopped: the real time spent frozen is
+    /// caught up at once, and every move made while frozen (advance, set)
+    /// stays applied. So a clock frozen and resumed without moves is back on
+    /// its old offset from the system clock, not behind it by the pause.
     pub fn freeze(&self, frozen: bool) {
         if frozen {
-            let now = self.now_us().max(1);
-            self.frozen_us.store(now, Ordering::Relaxed);
+            if self.frozen_us.load(Ordering::Relaxed) == 0 {
+                let now = self.now_us().max(1);
+                self.anchor_us.store(system_us(), Ordering::Relaxed);
+                self.frozen_us.store(now, Ordering::Relaxed);
+            }
         } else {
             let f = self.frozen_us.swap(0, Ordering::Relaxed);
             if f != 0 {
-                let sys = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros() as i64).unwrap_or(0);
-                self.offset_us.store(f as i64 - sys, Ordering::Relaxed);
+                self.offset_us.store(f as i64 - self.anchor_us.load(Ordering::Relaxed), Ordering::Relaxed);
             }
         }
         self.changed.notify_waiters();
@@ -119,7 +137,25 @@ mod tests {
         c.advance_ms(1500);
         assert_eq!(c.now_ms(), t + 1500);
         c.freeze(false);
-        assert!(c.now_ms() >= t + 1500);
+        assert!(c.now_ms() >= t + 1500 + 5);
+    }
+
+    #[test]
+    fn resume_catches_up_the_time_spent_frozen() {
+        let c = Clock::new();
+        c.advance_ms(-60_000);
+        c.freeze(true);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        c.advance_ms(1000);
+        c.freeze(false);
+        // The minute behind stays, the second ahead is added, the pause is gone.
+        let off = c.offset_ms();
+        assert!((-59_010..-58_990).contains(&off), "{off}");
+        c.freeze(true);
+        c.set_ms(1_000_000);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        c.freeze(false);
+        assert!(c.now_ms() >= 1_000_050 && c.now_ms() < 1_001_000, "{}", c.now_ms());
     }
 
     #[test]

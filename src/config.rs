@@ -351,11 +351,13 @@ static PARAMS: &[Param] = &[
     fixed("unixsocketperm", "0", Kind::Octal(0, 0o777)),
     p("zset-max-listpack-entries", "128", Kind::Int(0, I64)).alias("zset-max-ziplist-entries"),
     p("zset-max-listpack-value", "64", Kind::Mem(0, LL)).alias("zset-max-ziplist-value"),
-    // rlockd's own parameters.
-    // The RLOCKD test-control namespace (set at start only).
-    fixed("test-control", "yes", Kind::Bool),
+    // rlockd's own parameters: settable at any time, and hidden as Redis's
+    // debugging ones are (read and set by exact name only), so `CONFIG GET *`
+    // lists exactly Redis 7.0's parameters.
+    // The RLOCKD test-control namespace (`cmd/control.rs` acts on a change).
+    hidden("test-control", "yes", Kind::Bool),
     // The Redis version INFO (`redis_version`) and HELLO (`version`) report.
-    p("redis-version", crate::version::REDIS_VERSION, Kind::Special),
+    hidden("redis-version", crate::version::REDIS_VERSION, Kind::Special),
 ];
 
 /// The parameters that change what rlockd does (README's configuration

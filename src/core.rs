@@ -24,7 +24,6 @@ use crate::blocking::Blocking;
 use crate::client::{ClientRecord, ClientShared, ClientState};
 use crate::clock::Clock;
 use crate::config::RuntimeConfig;
-use crate::db::lock_history::LOCK_EVENTS_CHANNEL;
 use crate::db::{Keyspace, Map};
 use crate::pubsub::PubSub;
 use crate::script::Scripting;
@@ -168,15 +167,8 @@ pub struct Core {
     /// The last top-level command found the server over `maxmemory` with
     /// nothing left to evict (a script's first write is refused then).
     pub pre_command_oom: bool,
-    /// Lock events and violations (`RLOCKD EVENTS`/`CHECK`); `None` with
-    /// `test-control no`.
-    pub lock_history: Option<crate::db::lock_history::LockHistory>,
-    /// The newest lock event already published on the events channel.
-    pub lock_events_published: u64,
-    /// Who ran the current top-level command (for lock events).
-    pub actor: crate::db::lock_history::Actor,
-    /// `RLOCKD SNAPSHOT`s: whole keyspaces by name.
-    pub snapshots: std::collections::HashMap<Bytes, Vec<crate::db::Db>>,
+    /// Test control's state: lock history, snapshots (`test-control`).
+    pub control: crate::control::Control,
     /// Unix ms of the last (pretend) save, for `LASTSAVE`/`INFO persistence`.
     pub lastsave: u64,
     /// Nesting depth of [`crate::cmd::call`] (0 = top level).
@@ -211,10 +203,7 @@ impl Core {
             monitors: Default::default(),
             scripting: Some(Box::new(Scripting::new())),
             pre_command_oom: false,
-            snapshots: std::collections::HashMap::new(),
-            lock_history: record_locks.then(Default::default),
-            lock_events_published: 0,
-            actor: Default::default(),
+            control: crate::control::Control::new(record_locks),
             lastsave: now_ms / 1000,
             call_depth: 0,
             active_expire: true,
@@ -238,14 +227,16 @@ impl Core {
         self.stats.keyspace_misses += std::mem::take(&mut sig.misses);
         if !sig.touched.is_empty() {
             let touched = std::mem::take(&mut sig.touched);
-            if let Some(history) = self.lock_history.as_mut() {
-                history.observe(&touched, &self.ks, self.ks.now, &self.actor);
-                let since = std::mem::replace(&mut self.lock_events_published, history.last_id());
-                if since < history.last_id() && self.pubsub.has_listeners(LOCK_EVENTS_CHANNEL.as_bytes()) {
+            let control = &mut self.control;
+            if let Some(history) = control.history.as_mut() {
+                history.observe(&touched, &self.ks, self.ks.now, &control.actor);
+                let since = std::mem::replace(&mut control.events_published, history.last_id());
+                let channel = crate::control::history::LOCK_EVENTS_CHANNEL.as_bytes();
+                if since < history.last_id() && self.pubsub.has_reserved_listeners(channel) {
                     for e in history.events(None, since) {
                         let msg = e.to_json();
                         let (limit, now) = (self.config.pubsub_limit, self.ks.now);
-                        self.pubsub.publish(LOCK_EVENTS_CHANNEL.as_bytes(), msg.as_bytes(), limit, now, false);
+                        self.pubsub.publish_reserved(channel, msg.as_bytes(), limit, now);
                     }
                 }
             }
@@ -259,10 +250,8 @@ impl Core {
         }
         // Keyspace events, then messages deferred by EXEC / scripts.
         self.pubsub.flush(&mut self.ks.sig, self.config.pubsub_limit, self.ks.now);
-        self.ks.sig.track_touches = self.watches.is_active()
-            || self.blocking.is_active()
-            || self.lock_history.is_some()
-            || self.tracking.active;
+        self.ks.sig.track_touches =
+            self.watches.is_active() || self.blocking.is_active() || self.control.is_on() || self.tracking.active;
     }
 
     /// Sends the invalidations of the keys modified since the last call,
@@ -426,7 +415,7 @@ pub struct Shared {
     /// Set to request shutdown; every task watches it.
     pub shutdown: tokio::sync::watch::Sender<bool>,
     /// Injected faults (`RLOCKD FAULT`), also read by pub/sub delivery.
-    pub faults: Arc<crate::faults::Faults>,
+    pub faults: Arc<crate::control::faults::Faults>,
 }
 
 fn new_run_id() -> String {
@@ -446,7 +435,7 @@ impl Shared {
         let clock = Clock::new();
         let now = clock.now_ms();
         let (shutdown, _) = tokio::sync::watch::channel(false);
-        let faults = Arc::new(crate::faults::Faults::default());
+        let faults = Arc::new(crate::control::faults::Faults::default());
         let mut core = Core::new(runtime_config, config.databases, now, catalog);
         core.pubsub.faults = faults.clone();
         Ok(Shared {

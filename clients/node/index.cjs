@@ -278,7 +278,7 @@ class RlockdServer {
     await this._rlockd("CLOCK", "FREEZE");
   }
 
-  /** Lets the server's time run again from where it stands. */
+  /** Lets the server's time run again as if it had never stopped (moves made while frozen stay; the time spent frozen is caught up). */
   async resumeClock() {
     await this._rlockd("CLOCK", "RESUME");
   }

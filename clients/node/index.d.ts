@@ -156,7 +156,7 @@ export declare class RlockdServer {
   setClock(unixMs: number): Promise<number>;
   /** Stops the server's time (TTLs, TIME, blocking timeouts, scripts). */
   freezeClock(): Promise<void>;
-  /** Lets the server's time run again from where it stands. */
+  /** Lets the server's time run again as if it had never stopped (moves made while frozen stay; the time spent frozen is caught up). */
   resumeClock(): Promise<void>;
   /** Runs `ms` ahead of (negative: behind) the system clock; resolves with the new time. */
   skewClock(ms: number): Promise<number>;

@@ -274,16 +274,12 @@ fn acl_cat(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             let tag = format!("@{name}");
             let t = table();
             let mut out = Vec::new();
-            for c in t.commands.values() {
-                if c.subcommands.is_empty() {
+            // A container is listed by its own categories, then its
+            // subcommands by theirs, as Redis's `aclCatWithFlags` walks them.
+            for c in t.listed() {
+                for c in std::iter::once(c).chain(c.subcommands.values()) {
                     if c.spec.acl.split_whitespace().any(|a| a == tag) {
                         out.push(Reply::Bulk(Bytes::from(c.fullname.clone())));
-                    }
-                } else {
-                    for s in c.subcommands.values() {
-                        if s.spec.acl.split_whitespace().any(|a| a == tag) {
-                            out.push(Reply::Bulk(Bytes::from(s.fullname.clone())));
-                        }
                     }
                 }
             }
@@ -435,7 +431,7 @@ fn acl_dryrun(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Err(CmdError::echo("ERR User '", &args[2], "' not found"));
     };
     let argv = &args[3..];
-    let c = match table().lookup(argv) {
+    let c = match super::lookup(ctx.core, argv) {
         Lookup::Found(c) => c,
         _ => return Err(CmdError::echo("ERR Command '", &argv[0], "' not found")),
     };

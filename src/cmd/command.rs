@@ -55,13 +55,13 @@ fn command_info_reply(c: &Command) -> Reply {
 
 fn command(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if args.len() == 1 {
-        return Ok(Reply::Array(table().commands.values().map(command_info_reply).collect()));
+        return Ok(Reply::Array(table().listed().map(command_info_reply).collect()));
     }
     Err(super::unknown_subcommand_error(args))
 }
 
 fn command_count(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    Ok(Reply::Int(table().commands.len() as i64))
+    Ok(Reply::Int(table().listed().count() as i64))
 }
 
 pub(super) fn lookup_full(name: &[u8]) -> Option<&'static Command> {
@@ -72,11 +72,17 @@ pub(super) fn lookup_full(name: &[u8]) -> Option<&'static Command> {
     }
 }
 
-fn command_info(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+/// [`lookup_full`] as a client of `ctx` sees the table (test control's
+/// rows unknown while it is off).
+fn lookup_named(ctx: &Ctx<'_>, name: &[u8]) -> Option<&'static Command> {
+    lookup_full(name).filter(|c| ctx.core.control.is_on() || !c.has(flags::TEST_CONTROL))
+}
+
+fn command_info(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if args.len() == 2 {
-        return Ok(Reply::Array(table().commands.values().map(command_info_reply).collect()));
+        return Ok(Reply::Array(table().listed().map(command_info_reply).collect()));
     }
-    Ok(Reply::Array(args[2..].iter().map(|n| lookup_full(n).map_or(Reply::Nil, command_info_reply)).collect()))
+    Ok(Reply::Array(args[2..].iter().map(|n| lookup_named(ctx, n).map_or(Reply::Nil, command_info_reply)).collect()))
 }
 
 /// Redis's documentation of the command (see `cmd::meta`), or the table's
@@ -99,16 +105,16 @@ fn command_docs_entry(c: &Command) -> (Reply, Reply) {
     (Reply::bulk_str(&c.fullname), Reply::Map(m))
 }
 
-fn command_docs(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+fn command_docs(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if args.len() == 2 {
-        return Ok(Reply::Map(table().commands.values().map(command_docs_entry).collect()));
+        return Ok(Reply::Map(table().listed().map(command_docs_entry).collect()));
     }
-    Ok(Reply::Map(args[2..].iter().filter_map(|n| lookup_full(n)).map(command_docs_entry).collect()))
+    Ok(Reply::Map(args[2..].iter().filter_map(|n| lookup_named(ctx, n)).map(command_docs_entry).collect()))
 }
 
 fn command_list(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let mut names: Vec<&Command> = Vec::new();
-    for c in table().commands.values() {
+    for c in table().listed() {
         names.push(c);
         names.extend(c.subcommands.values());
     }

@@ -60,6 +60,9 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         ctx.core.acl.set_requirepass(pass.as_deref());
     }
     ctx.core.config_changed();
+    if set.contains(&"test-control") {
+        super::control::switched(ctx);
+    }
     Ok(Reply::ok())
 }
 

@@ -1,20 +1,303 @@
 //! `RLOCKD …`: test control, the reason to run rlockd instead of a Redis in
-//! a container. Drive the server's clock, read every lock, and capture and
-//! bring back the whole keyspace (a failover that loses the last writes).
+//! a container. Drive the server's clock, read every lock and what happened
+//! to it, inject faults, and capture and bring back the whole keyspace (a
+//! failover that loses the last writes). The state lives in
+//! [`crate::control`]; this family parses the arguments and shapes the
+//! replies, and the in-process [`crate::Server`] methods call the same
+//! functions.
 //!
-//! The namespace sits beside the command table, not in it: `COMMAND` lists
-//! exactly Redis 7.0's commands, and with `test-control no` the namespace
-//! answers Redis's unknown-command error. The in-process [`crate::Server`]
-//! methods run the same functions (`clock_*` through [`crate::Clock`],
-//! [`snapshot`], [`restore`], [`crate::db::locks::scan`]).
+//! `RLOCKD` is a container row of the command table like `CLIENT` or
+//! `CONFIG`, so it goes through every check of dispatch (ACL included:
+//! `+rlockd|clock`, NOPERM, `ACL LOG`, `ACL DRYRUN`). Its rows carry the
+//! hidden `test_control` flag: with `test-control no` the whole family
+//! answers Redis's unknown-command error, and whatever enumerates the table
+//! (`COMMAND`, `COMMAND COUNT/LIST/DOCS/INFO` without names, `ACL CAT
+//! <category>`) leaves it out, so a Redis client counts exactly Redis
+//! 7.0's commands; `COMMAND INFO rlockd` and `COMMAND DOCS rlockd` answer by
+//! name. Every subcommand is `@admin @slow @dangerous` (HELP only
+//! `@slow`). They take no key specs, as `KEYS`, `SCAN` and `FLUSHALL` take
+//! none: `LOCKS` and `EVENTS` show a restricted user only the locks whose
+//! keys it may read; `SNAPSHOT`, `RESTORE` and `CLOCK` act on the whole
+//! keyspace and are granted or refused as a whole.
 
 use bytes::Bytes;
 
-use super::{CmdError, CmdResult, Ctx};
-use crate::core::Core;
-use crate::db::locks::{self, LockView};
-use crate::faults::{Fault, FaultInfo, FaultKind, Faults};
+use super::util::{eq, int};
+use super::{cmd, container, CommandSpec, Ctx};
+use crate::control::faults::{Fault, FaultInfo, FaultKind};
+use crate::control::locks::LockView;
+use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
+
+/// Flags of the subcommands that act (every one but HELP).
+const ACTS: &str = "admin noscript loading stale";
+/// Their ACL categories.
+const ACTS_ACL: &str = "@admin @slow @dangerous";
+
+pub static COMMANDS: &[CommandSpec] = &[cmd("rlockd", container, -2, "", 0, 0, 0, "@slow")
+    .subs(RLOCKD_SUBS)
+    .hidden_flags("test_control")
+    .doc("A container for rlockd's test-control commands", "7.0.0")];
+
+static RLOCKD_SUBS: &[CommandSpec] = &[
+    cmd("check", rlockd_check, -2, ACTS, 0, 0, 0, ACTS_ACL)
+        .hidden_flags("test_control")
+        .doc("Every lock-safety violation seen; RESET forgets them", "7.0.0"),
+    cmd("clock", rlockd_clock, -3, ACTS, 0, 0, 0, ACTS_ACL)
+        .hidden_flags("test_control")
+        .doc("Read, freeze, move or skew the server's clock", "7.0.0"),
+    cmd("events", rlockd_events, -2, ACTS, 0, 0, 0, ACTS_ACL)
+        .hidden_flags("test_control")
+        .doc("What happened to the locks, oldest first", "7.0.0"),
+    cmd("fault", rlockd_fault, -3, ACTS, 0, 0, 0, ACTS_ACL)
+        .hidden_flags("test_control")
+        .doc("Inject, list, clear faults; close connections", "7.0.0"),
+    cmd("help", rlockd_help, 2, "loading stale", 0, 0, 0, "@slow")
+        .hidden_flags("test_control")
+        .doc("Show helpful text about the different subcommands", "7.0.0"),
+    cmd("locks", rlockd_locks, -2, ACTS, 0, 0, 0, ACTS_ACL)
+        .hidden_flags("test_control")
+        .doc("The locks in the keyspace: kind, holders, leases, waiters", "7.0.0"),
+    cmd("restore", rlockd_restore, 3, ACTS, 0, 0, 0, ACTS_ACL)
+        .hidden_flags("test_control")
+        .doc("Replace every database with a snapshot", "7.0.0"),
+    cmd("scripts", rlockd_scripts, -2, ACTS, 0, 0, 0, ACTS_ACL)
+        .hidden_flags("test_control")
+        .doc("Each cached script's machine-independent cost", "7.0.0"),
+    cmd("snapshot", rlockd_snapshot, 3, ACTS, 0, 0, 0, ACTS_ACL)
+        .hidden_flags("test_control")
+        .doc("Capture every database with its TTLs under a name", "7.0.0"),
+    cmd("snapshots", rlockd_snapshots, 2, ACTS, 0, 0, 0, ACTS_ACL)
+        .hidden_flags("test_control")
+        .doc("The snapshot names", "7.0.0"),
+];
+
+fn rlockd_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    Ok(Reply::Array(HELP.iter().map(|l| Reply::status(l)).collect()))
+}
+
+/// The caller's user may read `key` with the subcommand `args` runs (a
+/// selector grants commands and keys together); always while `default` is
+/// the only, unrestricted, user. `LOCKS` and `EVENTS` show only such locks.
+fn may_read(ctx: &Ctx<'_>, args: &[Bytes], key: &[u8]) -> bool {
+    if ctx.core.acl.open {
+        return true;
+    }
+    let (Some(user), super::Lookup::Found(c)) =
+        (ctx.core.acl.users.get(&ctx.client.user[..]), super::table().lookup(args))
+    else {
+        return false;
+    };
+    let argv = [args[0].clone(), Bytes::copy_from_slice(key)];
+    let keys = || vec![(1, true, false)];
+    user.check(&crate::acl::Request { id: c.id, argv: &argv, no_auth: false, keys: &keys, channels: &Vec::new }).is_ok()
+}
+
+fn rlockd_locks(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let mut pattern = None;
+    let mut text = false;
+    for a in &args[2..] {
+        if eq(a, "text") && !text {
+            text = true;
+        } else if pattern.is_none() {
+            pattern = Some(&a[..]);
+        } else {
+            return Err(CmdError::Syntax);
+        }
+    }
+    let mut found = ctx.core.control.locks(&ctx.core.ks, pattern, ctx.shared.clock.now_ms());
+    found.retain(|l| may_read(ctx, args, &l.key));
+    Ok(if text { locks_text(&found) } else { Reply::Array(found.iter().map(lock_reply).collect()) })
+}
+
+fn rlockd_events(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let n = args.len();
+    if n > 5 {
+        return Err(CmdError::Syntax);
+    }
+    let mut key = None;
+    let mut since = 0u64;
+    let mut i = 2;
+    while i < n {
+        if eq(&args[i], "since") && i + 1 < n {
+            since = u64::try_from(int(&args[i + 1])?).map_err(|_| CmdError::custom("ERR SINCE must be positive"))?;
+            i += 2;
+        } else if key.is_none() {
+            key = Some(&args[i][..]);
+            i += 1;
+        } else {
+            return Err(CmdError::Syntax);
+        }
+    }
+    let mut events = ctx.core.control.history.as_ref().map(|h| h.events(key, since)).unwrap_or_default();
+    events.retain(|e| may_read(ctx, args, &e.key));
+    Ok(Reply::Array(events.iter().map(event_reply).collect()))
+}
+
+fn rlockd_check(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let Some(history) = ctx.core.control.history.as_mut() else { return Ok(Reply::Array(Vec::new())) };
+    match args.get(2) {
+        None => Ok(Reply::Array(history.violations().iter().map(|v| Reply::bulk_str(v)).collect())),
+        Some(a) if args.len() == 3 && eq(a, "reset") => {
+            history.reset();
+            Ok(Reply::ok())
+        }
+        Some(_) => Err(CmdError::Syntax),
+    }
+}
+
+fn rlockd_snapshot(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    ctx.core.control.snapshot(&ctx.core.ks, args[2].clone());
+    Ok(Reply::ok())
+}
+
+fn rlockd_restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    if ctx.core.control.restore(&mut ctx.core.ks, &args[2]) {
+        Ok(Reply::ok())
+    } else {
+        Err(CmdError::custom(format!("ERR no snapshot named '{}'", String::from_utf8_lossy(&args[2]))))
+    }
+}
+
+fn rlockd_snapshots(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    Ok(Reply::Array(ctx.core.control.snapshot_names().into_iter().map(Reply::Bulk).collect()))
+}
+
+fn rlockd_scripts(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    if args.len() > 3 {
+        return Err(CmdError::Syntax);
+    }
+    let want = args.get(2).map(|s| s.to_ascii_lowercase());
+    let profiles = ctx.core.scripting.as_ref().map(|s| s.script_profiles()).unwrap_or_default();
+    Ok(Reply::Array(
+        profiles
+            .iter()
+            .filter(|(sha, _, _)| want.as_ref().is_none_or(|w| w == sha.as_bytes()))
+            .map(|(sha, st, p)| script_reply(sha, st, p))
+            .collect(),
+    ))
+}
+
+/// Turns test control on or off after `CONFIG SET test-control` (see
+/// [`crate::control`]): off clears the faults and lets the clock run on
+/// real time again, which expires what is due.
+pub(crate) fn switched(ctx: &mut Ctx<'_>) {
+    let on = ctx.core.config.get_str("test-control") == "yes";
+    if on == ctx.core.control.is_on() {
+        return;
+    }
+    ctx.core.control.switch(on, &ctx.core.ks);
+    if !on {
+        ctx.shared.faults.clear(None);
+        ctx.shared.clock.reset();
+        crate::control::expire_now(&mut ctx.core.ks, ctx.shared.clock.now_ms());
+    }
+}
+
+fn uint(a: &[u8]) -> Result<u64, CmdError> {
+    u64::try_from(int(a)?).map_err(|_| CmdError::custom("ERR value is out of range, must be positive"))
+}
+
+/// What an `RLOCKD FAULT` operation does: the kind it sets (`None`: it
+/// acts at once, as `KILL`) and the options left after its own arguments.
+type FaultParse = fn(&[Bytes]) -> Result<(Option<FaultKind>, &[Bytes]), CmdError>;
+
+/// `RLOCKD FAULT <op> …`: the operations that act on the store, then the
+/// kinds, each with the parser of its own arguments.
+static FAULT_OPS: &[(&str, FaultParse)] = &[
+    ("error", |a| {
+        let text: Vec<u8> = a
+            .first()
+            .ok_or(CmdError::Syntax)?
+            .iter()
+            .map(|&c| if c == b'\r' || c == b'\n' { b' ' } else { c })
+            .collect();
+        if text.is_empty() {
+            return Err(CmdError::custom("ERR the error message must not be empty"));
+        }
+        Ok((Some(FaultKind::Error(Bytes::from(text))), &a[1..]))
+    }),
+    ("latency", |a| {
+        let ms = uint(a.first().ok_or(CmdError::Syntax)?)?;
+        if a.len() > 2 && eq(&a[1], "jitter") {
+            return Ok((Some(FaultKind::Latency { ms, jitter_ms: uint(&a[2])? }), &a[3..]));
+        }
+        Ok((Some(FaultKind::Latency { ms, jitter_ms: 0 }), &a[1..]))
+    }),
+    ("close", |a| match a.first() {
+        Some(w) if eq(w, "before") || eq(w, "after") => Ok((Some(FaultKind::Close { after: eq(w, "after") }), &a[1..])),
+        _ => Ok((Some(FaultKind::Close { after: false }), a)),
+    }),
+    ("freeze", |a| Ok((Some(FaultKind::Freeze { ms: uint(a.first().ok_or(CmdError::Syntax)?)? }), &a[1..]))),
+    ("slowwrite", |a| {
+        if a.len() < 2 {
+            return Err(CmdError::Syntax);
+        }
+        let chunk = usize::try_from(uint(&a[0])?.max(1)).unwrap_or(usize::MAX);
+        Ok((Some(FaultKind::SlowWrite { chunk, delay_ms: uint(&a[1])? }), &a[2..]))
+    }),
+    ("cutwrite", |a| {
+        let bytes = usize::try_from(uint(a.first().ok_or(CmdError::Syntax)?)?).unwrap_or(usize::MAX);
+        Ok((Some(FaultKind::CutWrite { bytes }), &a[1..]))
+    }),
+    ("dropmsg", |a| Ok((Some(FaultKind::DropMessages), a))),
+    ("delaymsg", |a| Ok((Some(FaultKind::DelayMessages { ms: uint(a.first().ok_or(CmdError::Syntax)?)? }), &a[1..]))),
+    ("kill", |a| Ok((None, a))),
+];
+
+/// `RLOCKD FAULT …`.
+fn rlockd_fault(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let (op, rest) = (&args[2], &args[3..]);
+    if eq(op, "list") && rest.is_empty() {
+        return Ok(Reply::Array(ctx.shared.faults.list().iter().map(fault_reply).collect()));
+    }
+    if eq(op, "clear") && rest.len() <= 1 {
+        let id = rest.first().map(|a| uint(a)).transpose()?;
+        return Ok(Reply::Int(ctx.shared.faults.clear(id) as i64));
+    }
+    let Some((_, parse)) = FAULT_OPS.iter().find(|(name, _)| eq(op, name)) else {
+        return Err(CmdError::custom(format!("ERR unknown fault '{}'. Try RLOCKD HELP.", String::from_utf8_lossy(op))));
+    };
+    let (kind, rest) = parse(rest)?;
+    let is_kill = kind.is_none();
+    let mut f = Fault::new(kind.unwrap_or(FaultKind::DropMessages));
+    for pair in rest.chunks(2) {
+        let [o, v] = pair else { return Err(CmdError::Syntax) };
+        if eq(o, "command") {
+            f.scope.command = Some(Bytes::from(v.to_ascii_lowercase()));
+        } else if eq(o, "key") {
+            f.scope.key = Some(v.clone());
+        } else if eq(o, "client") {
+            f.scope.client_name = Some(v.clone());
+        } else if eq(o, "id") {
+            f.scope.client_id = Some(uint(v)?);
+        } else if eq(o, "channel") {
+            f.scope.channel = Some(v.clone());
+        } else if eq(o, "times") {
+            f.times = Some(uint(v)?);
+        } else {
+            return Err(CmdError::Syntax);
+        }
+    }
+    let clients = &ctx.core.clients;
+    if is_kill {
+        // KILL acts now and stays nowhere.
+        if !f.scope.clients_only() || f.times.is_some() {
+            return Err(CmdError::custom("ERR FAULT KILL takes only CLIENT and ID"));
+        }
+        return Ok(Reply::Int(crate::control::kill_clients(clients, &f.scope, ctx.client.id) as i64));
+    }
+    let message_fault = matches!(f.kind, FaultKind::DropMessages | FaultKind::DelayMessages { .. });
+    let s = &f.scope;
+    let command_scope = s.command.is_some() || s.key.is_some() || s.client_name.is_some() || s.client_id.is_some();
+    if message_fault && command_scope {
+        return Err(CmdError::custom("ERR DROPMSG and DELAYMSG take CHANNEL, not COMMAND, KEY, CLIENT or ID"));
+    }
+    if !message_fault && s.channel.is_some() {
+        return Err(CmdError::custom("ERR CHANNEL goes with DROPMSG and DELAYMSG only"));
+    }
+    Ok(Reply::Int(crate::control::add_fault(clients, &ctx.shared.faults, f, ctx.client.id) as i64))
+}
 
 const HELP: &[&str] = &[
     "RLOCKD <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -25,7 +308,7 @@ const HELP: &[&str] = &[
     "CLOCK SET <unix-ms>",
     "    Jump to that time.",
     "CLOCK FREEZE | RESUME",
-    "    Stop time / let it run again from where it stands.",
+    "    Stop time / let it run again as if it had never stopped (moves made meanwhile stay).",
     "CLOCK SKEW <ms>",
     "    Run that far ahead of (or behind) the system clock.",
     "CLOCK INFO",
@@ -66,253 +349,6 @@ const HELP: &[&str] = &[
     "HELP",
     "    Print this help.",
 ];
-
-/// True when `argv` is an `RLOCKD` command and the namespace is enabled.
-pub(crate) fn is_control(ctx: &Ctx<'_>, argv: &[Bytes]) -> bool {
-    argv[0].eq_ignore_ascii_case(b"rlockd") && ctx.core.config.get_str("test-control") == "yes"
-}
-
-fn eq(a: &[u8], b: &str) -> bool {
-    a.eq_ignore_ascii_case(b.as_bytes())
-}
-
-fn int(a: &[u8]) -> Result<i64, CmdError> {
-    Ok(crate::num::parse_int(a)?)
-}
-
-/// Runs `RLOCKD …`.
-pub(crate) fn run(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> CmdResult {
-    let Some(sub) = argv.get(1) else {
-        return Err(CmdError::custom("ERR wrong number of arguments for 'rlockd' command"));
-    };
-    let unknown = || {
-        CmdError::custom(format!(
-            "ERR unknown subcommand or wrong number of arguments for '{}'. Try RLOCKD HELP.",
-            String::from_utf8_lossy(sub)
-        ))
-    };
-    let n = argv.len();
-    if eq(sub, "help") && n == 2 {
-        return Ok(Reply::Array(HELP.iter().map(|l| Reply::status(l)).collect()));
-    }
-    if eq(sub, "clock") && n >= 3 {
-        return clock(ctx, &argv[2..]).ok_or_else(unknown)?;
-    }
-    if eq(sub, "locks") && n <= 4 {
-        let mut pattern = None;
-        let mut text = false;
-        for a in &argv[2..] {
-            if eq(a, "text") && !text {
-                text = true;
-            } else if pattern.is_none() {
-                pattern = Some(&a[..]);
-            } else {
-                return Err(CmdError::Syntax);
-            }
-        }
-        let found = locks::scan(&ctx.core.ks.dbs, pattern, ctx.shared.clock.now_ms());
-        return Ok(if text { locks_text(&found) } else { Reply::Array(found.iter().map(lock_reply).collect()) });
-    }
-    if eq(sub, "events") && n <= 5 {
-        let mut key = None;
-        let mut since = 0u64;
-        let mut i = 2;
-        while i < n {
-            if eq(&argv[i], "since") && i + 1 < n {
-                since =
-                    u64::try_from(int(&argv[i + 1])?).map_err(|_| CmdError::custom("ERR SINCE must be positive"))?;
-                i += 2;
-            } else if key.is_none() {
-                key = Some(&argv[i][..]);
-                i += 1;
-            } else {
-                return Err(CmdError::Syntax);
-            }
-        }
-        let events = ctx.core.lock_history.as_ref().map(|h| h.events(key, since)).unwrap_or_default();
-        return Ok(Reply::Array(events.iter().map(event_reply).collect()));
-    }
-    if eq(sub, "check") && n <= 3 {
-        let Some(history) = ctx.core.lock_history.as_mut() else { return Ok(Reply::Array(Vec::new())) };
-        if n == 3 {
-            if !eq(&argv[2], "reset") {
-                return Err(CmdError::Syntax);
-            }
-            history.reset();
-            return Ok(Reply::ok());
-        }
-        return Ok(Reply::Array(history.violations().iter().map(|v| Reply::bulk_str(v)).collect()));
-    }
-    if eq(sub, "snapshot") && n == 3 {
-        snapshot(ctx.core, argv[2].clone());
-        return Ok(Reply::ok());
-    }
-    if eq(sub, "restore") && n == 3 {
-        return if restore(ctx.core, &argv[2]) {
-            Ok(Reply::ok())
-        } else {
-            Err(CmdError::custom(format!("ERR no snapshot named '{}'", String::from_utf8_lossy(&argv[2]))))
-        };
-    }
-    if eq(sub, "scripts") && n <= 3 {
-        let want = argv.get(2).map(|s| s.to_ascii_lowercase());
-        let profiles = ctx.core.scripting.as_ref().map(|s| s.script_profiles()).unwrap_or_default();
-        return Ok(Reply::Array(
-            profiles
-                .iter()
-                .filter(|(sha, _, _)| want.as_ref().is_none_or(|w| w == sha.as_bytes()))
-                .map(|(sha, st, p)| script_reply(sha, st, p))
-                .collect(),
-        ));
-    }
-    if eq(sub, "fault") && n >= 3 {
-        return fault(ctx, &argv[2..]);
-    }
-    if eq(sub, "snapshots") && n == 2 {
-        let mut names: Vec<&Bytes> = ctx.core.snapshots.keys().collect();
-        names.sort();
-        return Ok(Reply::Array(names.into_iter().map(|k| Reply::Bulk(k.clone())).collect()));
-    }
-    Err(unknown())
-}
-
-fn uint(a: &[u8]) -> Result<u64, CmdError> {
-    u64::try_from(int(a)?).map_err(|_| CmdError::custom("ERR value is out of range, must be positive"))
-}
-
-/// `RLOCKD FAULT …`.
-fn fault(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let op = &args[0];
-    if eq(op, "list") && args.len() == 1 {
-        return Ok(Reply::Array(ctx.shared.faults.list().iter().map(fault_reply).collect()));
-    }
-    if eq(op, "clear") && args.len() <= 2 {
-        let id = args.get(1).map(|a| uint(a)).transpose()?;
-        return Ok(Reply::Int(ctx.shared.faults.clear(id) as i64));
-    }
-    let (kind, rest) = parse_kind(args)?;
-    let is_kill = kind.is_none();
-    let mut f = Fault::new(kind.unwrap_or(FaultKind::DropMessages));
-    let mut i = 0;
-    while i < rest.len() {
-        let Some(v) = rest.get(i + 1) else { return Err(CmdError::Syntax) };
-        let o = &rest[i];
-        if eq(o, "command") {
-            f.scope.command = Some(Bytes::from(v.to_ascii_lowercase()));
-        } else if eq(o, "key") {
-            f.scope.key = Some(v.clone());
-        } else if eq(o, "client") {
-            f.scope.client_name = Some(v.clone());
-        } else if eq(o, "id") {
-            f.scope.client_id = Some(uint(v)?);
-        } else if eq(o, "channel") {
-            f.scope.channel = Some(v.clone());
-        } else if eq(o, "times") {
-            f.times = Some(uint(v)?);
-        } else {
-            return Err(CmdError::Syntax);
-        }
-        i += 2;
-    }
-    match is_kill {
-        // KILL acts now and stays nowhere.
-        true => {
-            if !f.scope.clients_only() || f.times.is_some() {
-                return Err(CmdError::custom("ERR FAULT KILL takes only CLIENT and ID"));
-            }
-            Ok(Reply::Int(kill_clients(ctx.core, &f.scope, ctx.client.id) as i64))
-        }
-        false => {
-            let message_fault = matches!(f.kind, FaultKind::DropMessages | FaultKind::DelayMessages { .. });
-            let s = &f.scope;
-            let command_scope =
-                s.command.is_some() || s.key.is_some() || s.client_name.is_some() || s.client_id.is_some();
-            if message_fault && command_scope {
-                return Err(CmdError::custom("ERR DROPMSG and DELAYMSG take CHANNEL, not COMMAND, KEY, CLIENT or ID"));
-            }
-            if !message_fault && s.channel.is_some() {
-                return Err(CmdError::custom("ERR CHANNEL goes with DROPMSG and DELAYMSG only"));
-            }
-            Ok(Reply::Int(add_fault(ctx.core, &ctx.shared.faults, f, ctx.client.id) as i64))
-        }
-    }
-}
-
-/// The fault kind at the head of `args` (None: `KILL`) and the options after it.
-fn parse_kind(args: &[Bytes]) -> Result<(Option<FaultKind>, &[Bytes]), CmdError> {
-    let op = &args[0];
-    let need = |k: usize| if args.len() > k { Ok(()) } else { Err(CmdError::Syntax) };
-    let kind = if eq(op, "error") {
-        need(1)?;
-        let text: Vec<u8> = args[1].iter().map(|&c| if c == b'\r' || c == b'\n' { b' ' } else { c }).collect();
-        if text.is_empty() {
-            return Err(CmdError::custom("ERR the error message must not be empty"));
-        }
-        return Ok((Some(FaultKind::Error(Bytes::from(text))), &args[2..]));
-    } else if eq(op, "latency") {
-        need(1)?;
-        let ms = uint(&args[1])?;
-        if args.len() > 3 && eq(&args[2], "jitter") {
-            return Ok((Some(FaultKind::Latency { ms, jitter_ms: uint(&args[3])? }), &args[4..]));
-        }
-        return Ok((Some(FaultKind::Latency { ms, jitter_ms: 0 }), &args[2..]));
-    } else if eq(op, "close") {
-        if args.len() > 1 && (eq(&args[1], "before") || eq(&args[1], "after")) {
-            return Ok((Some(FaultKind::Close { after: eq(&args[1], "after") }), &args[2..]));
-        }
-        FaultKind::Close { after: false }
-    } else if eq(op, "freeze") {
-        need(1)?;
-        return Ok((Some(FaultKind::Freeze { ms: uint(&args[1])? }), &args[2..]));
-    } else if eq(op, "slowwrite") {
-        need(2)?;
-        let chunk = usize::try_from(uint(&args[1])?.max(1)).unwrap_or(usize::MAX);
-        return Ok((Some(FaultKind::SlowWrite { chunk, delay_ms: uint(&args[2])? }), &args[3..]));
-    } else if eq(op, "cutwrite") {
-        need(1)?;
-        let bytes = usize::try_from(uint(&args[1])?).unwrap_or(usize::MAX);
-        return Ok((Some(FaultKind::CutWrite { bytes }), &args[2..]));
-    } else if eq(op, "dropmsg") {
-        FaultKind::DropMessages
-    } else if eq(op, "delaymsg") {
-        need(1)?;
-        return Ok((Some(FaultKind::DelayMessages { ms: uint(&args[1])? }), &args[2..]));
-    } else if eq(op, "kill") {
-        return Ok((None, &args[1..]));
-    } else {
-        return Err(CmdError::custom(format!("ERR unknown fault '{}'. Try RLOCKD HELP.", String::from_utf8_lossy(op))));
-    };
-    Ok((Some(kind), &args[1..]))
-}
-
-/// Sets `f` (for `RLOCKD FAULT` and [`crate::Server::add_fault`]). A freeze
-/// stops the matching connections open now at once (except `caller`'s, so
-/// the test that sets it gets its answer); later ones freeze on their first
-/// matching command.
-pub(crate) fn add_fault(core: &Core, faults: &Faults, f: Fault, caller: u64) -> u64 {
-    if matches!(f.kind, FaultKind::Freeze { .. }) && f.scope.clients_only() {
-        let ids = core
-            .clients
-            .values()
-            .filter(|r| r.shared.id != caller && f.scope.client_matches(r.shared.id, &r.name))
-            .map(|r| r.shared.id)
-            .collect();
-        return faults.add_freezing(f, ids);
-    }
-    faults.add(f)
-}
-
-/// Closes the connections matching `scope` (not `caller`'s); returns how many.
-pub(crate) fn kill_clients(core: &Core, scope: &crate::faults::Scope, caller: u64) -> usize {
-    let mut n = 0;
-    for r in core.clients.values() {
-        if r.shared.id != caller && scope.client_matches(r.shared.id, &r.name) {
-            r.shared.kill();
-            n += 1;
-        }
-    }
-    n
-}
 
 fn script_reply(sha: &str, st: &crate::script::ScriptStats, p: &crate::script::ScriptProfile) -> Reply {
     let per_call = |v: u64| Reply::Double(if st.calls == 0 { 0.0 } else { v as f64 / st.calls as f64 });
@@ -358,95 +394,61 @@ fn fault_reply(info: &FaultInfo) -> Reply {
     ])
 }
 
-/// `RLOCKD CLOCK …`; `None` for an unknown form.
-fn clock(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Option<CmdResult> {
-    let clock = &ctx.shared.clock;
-    let op = &args[0];
-    let arg = || args.get(1).map(|a| int(a));
-    let moved = match (args.len(), op) {
-        (1, o) if eq(o, "get") => return Some(Ok(Reply::Int(clock.now_ms() as i64))),
-        (1, o) if eq(o, "info") => {
-            return Some(Ok(Reply::Map(vec![
-                (Reply::bulk_str("now_ms"), Reply::Int(clock.now_ms() as i64)),
-                (Reply::bulk_str("offset_ms"), Reply::Int(clock.offset_ms())),
-                (Reply::bulk_str("frozen"), Reply::Int(i64::from(clock.is_frozen()))),
-            ])))
+/// A `RLOCKD CLOCK` operation: its name, its number of arguments, and
+/// what it does; `Some(reply)` answers at once, `None` means the clock
+/// moved (due keys expire, the reply is the new time).
+type ClockOp = fn(&crate::clock::Clock, Option<i64>) -> Result<Option<Reply>, CmdError>;
+
+static CLOCK_OPS: &[(&str, usize, ClockOp)] = &[
+    ("get", 0, |c, _| Ok(Some(Reply::Int(c.now_ms() as i64)))),
+    ("info", 0, |c, _| {
+        Ok(Some(Reply::Map(vec![
+            (Reply::bulk_str("now_ms"), Reply::Int(c.now_ms() as i64)),
+            (Reply::bulk_str("offset_ms"), Reply::Int(c.offset_ms())),
+            (Reply::bulk_str("frozen"), Reply::Int(i64::from(c.is_frozen()))),
+        ])))
+    }),
+    ("freeze", 0, |c, _| {
+        c.freeze(true);
+        Ok(None)
+    }),
+    ("resume", 0, |c, _| {
+        c.freeze(false);
+        Ok(None)
+    }),
+    ("advance", 1, |c, ms| {
+        c.advance_ms(ms.unwrap_or(0));
+        Ok(None)
+    }),
+    ("set", 1, |c, ms| match ms {
+        Some(ms) if ms >= 0 => {
+            c.set_ms(ms as u64);
+            Ok(None)
         }
-        (1, o) if eq(o, "freeze") => {
-            clock.freeze(true);
-            false
-        }
-        (1, o) if eq(o, "resume") => {
-            clock.freeze(false);
-            false
-        }
-        (2, o) if eq(o, "advance") => match arg()? {
-            Ok(ms) => {
-                clock.advance_ms(ms);
-                true
-            }
-            Err(e) => return Some(Err(e)),
-        },
-        (2, o) if eq(o, "set") => match arg()? {
-            Ok(ms) if ms >= 0 => {
-                clock.set_ms(ms as u64);
-                true
-            }
-            Ok(_) => return Some(Err(CmdError::custom("ERR the time must be positive"))),
-            Err(e) => return Some(Err(e)),
-        },
-        (2, o) if eq(o, "skew") => match arg()? {
-            Ok(ms) => {
-                clock.skew_ms(ms);
-                true
-            }
-            Err(e) => return Some(Err(e)),
-        },
-        _ => return None,
+        _ => Err(CmdError::custom("ERR the time must be positive")),
+    }),
+    ("skew", 1, |c, ms| {
+        c.skew_ms(ms.unwrap_or(0));
+        Ok(None)
+    }),
+];
+
+/// `RLOCKD CLOCK …`.
+fn rlockd_clock(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let (op, rest) = (&args[2], &args[3..]);
+    let Some((_, _, run)) = CLOCK_OPS.iter().find(|(name, n, _)| eq(op, name) && *n == rest.len()) else {
+        return Err(super::scripting::subcommand_syntax(args));
     };
-    if moved {
-        expire_now(ctx.core, ctx.shared.clock.now_ms());
+    let arg = rest.first().map(|a| int(a)).transpose()?;
+    if let Some(reply) = run(&ctx.shared.clock, arg)? {
+        return Ok(reply);
     }
-    Some(Ok(Reply::Int(ctx.shared.clock.now_ms() as i64)))
+    let now = ctx.shared.clock.now_ms();
+    crate::control::expire_now(&mut ctx.core.ks, now);
+    Ok(Reply::Int(now as i64))
 }
 
-/// After a jump, every key now due goes at once (with its `expired` event),
-/// rather than at the next active-expiry round: a test sees the effect of
-/// the time it set as soon as the command returns.
-pub(crate) fn expire_now(core: &mut Core, now_ms: u64) {
-    core.ks.now = now_ms;
-    let ks = &mut core.ks;
-    for i in 0..ks.dbs.len() {
-        while ks.dbs[i].expire_due(i, now_ms, 1024, &mut ks.sig) == 1024 {}
-    }
-}
-
-/// Captures every database under `name` (replacing an older snapshot).
-pub(crate) fn snapshot(core: &mut Core, name: Bytes) {
-    let dbs = core.ks.dbs.clone();
-    core.snapshots.insert(name, dbs);
-}
-
-/// Replaces every database with snapshot `name`; false if there is none.
-/// Deadlines are absolute: keys whose time passed since the capture expire.
-/// WATCH and blocked clients see every key of before and after as touched.
-pub(crate) fn restore(core: &mut Core, name: &[u8]) -> bool {
-    let Some(dbs) = core.snapshots.get(name).cloned() else {
-        return false;
-    };
-    let ks = &mut core.ks;
-    for (i, db) in ks.dbs.iter().chain(dbs.iter()).enumerate() {
-        let index = i % dbs.len().max(1);
-        let keys: Vec<Bytes> = db.keys().map(crate::db::Key::to_bytes).collect();
-        for k in keys {
-            ks.sig.touch(index, &k);
-        }
-    }
-    ks.dbs = dbs;
-    true
-}
-
-fn event_reply(e: &crate::db::lock_history::LockEvent) -> Reply {
+fn event_reply(e: &crate::control::history::LockEvent) -> Reply {
     Reply::Map(vec![
         (Reply::bulk_str("id"), Reply::Int(e.id as i64)),
         (Reply::bulk_str("time_ms"), Reply::Int(e.time_ms as i64)),

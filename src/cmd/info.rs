@@ -103,6 +103,12 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) -> bool {
             l!("executable:{}", std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default());
             l!("config_file:");
             l!("io_threads_active:0");
+        }
+        "rlockd" => {
+            // rlockd's own section (by name, or under `everything` as Redis
+            // shows its modules' sections): the default and `all` print
+            // exactly Redis's fields.
+            l!("# Rlockd");
             l!("rlockd_version:{}", env!("CARGO_PKG_VERSION"));
             l!("rlockd_test_control:{}", core.config.get_str("test-control"));
         }
@@ -398,7 +404,11 @@ fn info(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
                 sections.extend(DEFAULT_SECTIONS.iter().map(|s| s.to_string()));
                 sections.push("commandstats".into());
                 sections.push("latencystats".into());
-                sections.push("scriptstats".into());
+                if r == "everything" {
+                    // rlockd's own sections, where Redis puts its modules'.
+                    sections.push("rlockd".into());
+                    sections.push("scriptstats".into());
+                }
             }
             "default" => {}
             other => sections.push(other.to_string()),

@@ -118,6 +118,9 @@ pub mod flags {
     pub const ALLOW_BUSY: u32 = 1 << 17;
     pub const NO_ASYNC_LOADING: u32 = 1 << 18;
     pub const ASKING: u32 = 1 << 19;
+    /// rlockd's test control (`RLOCKD`): unknown while `test-control` is
+    /// off, left out of every listing of the table (never printed).
+    pub const TEST_CONTROL: u32 = 1 << 20;
 
     pub const NAMES: &[(&str, u32)] = &[
         ("write", WRITE),
@@ -140,6 +143,7 @@ pub mod flags {
         ("allow_busy", ALLOW_BUSY),
         ("no_async_loading", NO_ASYNC_LOADING),
         ("asking", ASKING),
+        ("test_control", TEST_CONTROL),
     ];
 
     /// Parses a space-separated flag list. It runs when the table is
@@ -292,7 +296,7 @@ pub struct Table {
 }
 
 /// Families and their `COMMAND DOCS` group names.
-fn families() -> [(&'static str, &'static [CommandSpec]); 26] {
+fn families() -> [(&'static str, &'static [CommandSpec]); 27] {
     [
         ("generic", generic::COMMANDS),
         ("string", string::COMMANDS),
@@ -320,6 +324,7 @@ fn families() -> [(&'static str, &'static [CommandSpec]); 26] {
         ("geo", geo::COMMANDS),
         ("hyperloglog", hll::COMMANDS),
         ("generic", dump::COMMANDS),
+        ("server", control::COMMANDS),
     ]
 }
 
@@ -387,6 +392,12 @@ impl Table {
         self.names.len()
     }
 
+    /// The top-level commands a listing shows (`COMMAND`, `COMMAND COUNT`,
+    /// `ACL CAT`…): Redis's, never test control's.
+    pub fn listed(&'static self) -> impl Iterator<Item = &'static Command> {
+        self.commands.values().filter(|c| !c.has(flags::TEST_CONTROL))
+    }
+
     /// Finds a top-level command by name, any letter case.
     pub fn get(&'static self, name: &[u8]) -> Option<&'static Command> {
         self.commands.get(lower(name, &mut [0u8; 32])?)
@@ -404,6 +415,20 @@ impl Table {
             Some(s) => Lookup::Found(s),
             None => Lookup::UnknownSub,
         }
+    }
+}
+
+/// [`Table::lookup`] for a command line of a client of `core`: test
+/// control's rows are unknown while `test-control` is off.
+pub fn lookup(core: &Core, argv: &[Bytes]) -> Lookup {
+    let found = table().lookup(argv);
+    if core.control.is_on() {
+        return found;
+    }
+    match found {
+        Lookup::Found(c) if c.has(flags::TEST_CONTROL) => Lookup::Unknown,
+        Lookup::UnknownSub if table().get(&argv[0]).is_some_and(|c| c.has(flags::TEST_CONTROL)) => Lookup::Unknown,
+        other => other,
     }
 }
 
@@ -505,31 +530,18 @@ pub(crate) fn with_probe<R>(
     client_id: u64,
     cmd: &Command,
     argv: &[Bytes],
-    f: impl FnOnce(&crate::faults::Probe<'_>) -> R,
+    f: impl FnOnce(&crate::control::faults::Probe<'_>) -> R,
 ) -> R {
     let name = core.clients.get(&client_id).map(|r| r.name.clone()).unwrap_or_default();
     let keys = || command::command_keys(cmd, argv);
-    f(&crate::faults::Probe { command: &cmd.fullname, keys: &keys, client_id, client_name: &name })
+    f(&crate::control::faults::Probe { command: &cmd.fullname, keys: &keys, client_id, client_name: &name })
 }
 
 /// Runs one command line from a client, with every check Redis makes before
 /// calling a command (see the module docs for the order).
 pub fn process(ctx: &mut Ctx<'_>, argv: Vec<Bytes>) -> Reply {
-    let tbl = table();
-    let cmd = match tbl.lookup(&argv) {
+    let cmd = match lookup(ctx.core, &argv) {
         Lookup::Found(c) => c,
-        Lookup::Unknown if control::is_control(ctx, &argv) => {
-            if !ctx.client.authenticated && ctx.core.acl.auth_required() {
-                return reject(ctx, None, CmdError::NoAuth);
-            }
-            let reply = match control::run(ctx, &argv) {
-                Ok(r) => r,
-                Err(e) => reject(ctx, None, e),
-            };
-            // Expiries, WATCH and wake-ups the control command caused.
-            ctx.core.after_command();
-            return reply;
-        }
         Lookup::Unknown => return reject(ctx, None, unknown_command_error(&argv)),
         Lookup::UnknownSub => return reject(ctx, None, unknown_subcommand_error(&argv)),
     };
@@ -551,7 +563,8 @@ pub fn process(ctx: &mut Ctx<'_>, argv: Vec<Bytes>) -> Reply {
             return reject(ctx, Some(cmd), err);
         }
     }
-    if ctx.shared.faults.active() {
+    // Test control itself is never faulted: a test can always clear what it set.
+    if ctx.shared.faults.active() && !cmd.has(flags::TEST_CONTROL) {
         let faults = &ctx.shared.faults;
         if let Some(text) = with_probe(ctx.core, ctx.client.id, cmd, &argv, |p| faults.injected_error(p)) {
             return reject(ctx, Some(cmd), CmdError::custom(String::from_utf8_lossy(&text).into_owned()));
@@ -593,11 +606,12 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes]) -> Reply {
     let top = ctx.core.call_depth == 0;
     if top {
         ctx.core.ks.now = ctx.shared.clock.now_ms();
-        if ctx.core.lock_history.is_some() {
+        if ctx.core.control.is_on() {
             let detail = matches!(cmd.spec.name, "evalsha" | "evalsha_ro" | "fcall" | "fcall_ro")
                 .then(|| argv.get(1).cloned())
                 .flatten();
-            ctx.core.actor = crate::db::lock_history::Actor { client: ctx.client.id, command: cmd.spec.name, detail };
+            ctx.core.control.actor =
+                crate::control::history::Actor { client: ctx.client.id, command: cmd.spec.name, detail };
         }
     }
     let monitored = !ctx.core.monitors.is_empty() && ctx.client.caller != Caller::BlockedRerun;

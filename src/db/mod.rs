@@ -18,8 +18,6 @@ pub mod geohash;
 pub mod hash_value;
 pub mod hll;
 pub mod key;
-pub mod lock_history;
-pub mod locks;
 pub mod rdb;
 pub mod stream;
 pub mod value;

@@ -24,8 +24,9 @@ use indexmap::{IndexMap, IndexSet};
 
 use crate::client::ClientShared;
 use crate::config::BufferLimit;
+use crate::control;
+use crate::control::faults::{Faults, MessageFate};
 use crate::db::{notify, KeyEvent, Signals};
-use crate::faults::{Faults, MessageFate};
 use crate::glob;
 use crate::protocol::{Reply, Resp};
 
@@ -175,6 +176,35 @@ impl PubSub {
     /// number of receivers. With `defer`, the messages are queued until
     /// [`PubSub::flush`] (the receivers are resolved now).
     pub fn publish(&mut self, channel: &[u8], message: &[u8], limit: BufferLimit, now_ms: u64, defer: bool) -> usize {
+        self.published += 1;
+        self.publish_to(channel, message, limit, now_ms, defer, |_| true)
+    }
+
+    /// Publishes one of rlockd's own messages on `channel` (a channel under
+    /// [`control::RESERVED_PREFIX`]): to the channel's subscribers and to the
+    /// patterns that name the prefix ([`control::names_reserved_prefix`]),
+    /// never to a pattern such as `*` that did not ask for them.
+    pub fn publish_reserved(&mut self, channel: &[u8], message: &[u8], limit: BufferLimit, now_ms: u64) -> usize {
+        self.publish_to(channel, message, limit, now_ms, false, control::names_reserved_prefix)
+    }
+
+    /// True if [`PubSub::publish_reserved`] on `channel` would reach anyone.
+    pub fn has_reserved_listeners(&self, channel: &[u8]) -> bool {
+        self.channels.contains_key(channel)
+            || self.patterns.keys().any(|p| control::names_reserved_prefix(p) && glob::matches(p, channel, false))
+    }
+
+    /// Delivers to `channel`'s subscribers and to the matching patterns
+    /// `pattern_ok` accepts; the number of receivers.
+    fn publish_to(
+        &mut self,
+        channel: &[u8],
+        message: &[u8],
+        limit: BufferLimit,
+        now_ms: u64,
+        defer: bool,
+        pattern_ok: fn(&[u8]) -> bool,
+    ) -> usize {
         let fate = self.faults.message_fate(channel);
         let defer = defer || fate != MessageFate::Deliver;
         let mut n = 0;
@@ -184,14 +214,13 @@ impl PubSub {
             n += route(subs, &parts, limit, now_ms, defer.then_some(&mut deferred));
         }
         for (pat, subs) in &self.patterns {
-            if !glob::matches(pat, channel, false) {
+            if !pattern_ok(pat) || !glob::matches(pat, channel, false) {
                 continue;
             }
             let parts: [&[u8]; 4] = [b"pmessage", pat, channel, message];
             n += route(subs, &parts, limit, now_ms, defer.then_some(&mut deferred));
         }
         self.dispose(deferred, fate, limit, now_ms);
-        self.published += 1;
         n
     }
 
@@ -255,11 +284,6 @@ impl PubSub {
             let ch = format!("__keyevent@{}__:{}", ev.db, ev.event);
             self.publish(ch.as_bytes(), &ev.key, limit, now_ms, defer);
         }
-    }
-
-    /// True if a `PUBLISH` on `channel` would reach anyone.
-    pub fn has_listeners(&self, channel: &[u8]) -> bool {
-        self.channels.contains_key(channel) || self.patterns.keys().any(|p| glob::matches(p, channel, false))
     }
 
     /// True if deliveries are waiting for [`PubSub::flush`].

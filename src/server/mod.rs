@@ -131,20 +131,20 @@ impl Server {
 
     /// Every lock in the keyspace (as `RLOCKD LOCKS`): kind, holders with
     /// re-entry counts and leases, waiters in order.
-    pub fn locks(&self) -> Vec<crate::db::locks::LockView> {
+    pub fn locks(&self) -> Vec<crate::control::locks::LockView> {
         let now = self.shared.clock.now_ms();
-        self.with_core(|core| crate::db::locks::scan(&core.ks.dbs, None, now))
+        self.with_core(|core| core.control.locks(&core.ks, None, now))
     }
 
     /// What happened to the locks so far, oldest first (as `RLOCKD EVENTS`).
-    pub fn lock_events(&self) -> Vec<crate::db::lock_history::LockEvent> {
-        self.with_core(|core| core.lock_history.as_ref().map(|h| h.events(None, 0)).unwrap_or_default())
+    pub fn lock_events(&self) -> Vec<crate::control::history::LockEvent> {
+        self.with_core(|core| core.control.history.as_ref().map(|h| h.events(None, 0)).unwrap_or_default())
     }
 
     /// Every lock-safety violation seen (as `RLOCKD CHECK`): empty when
     /// nothing was unsafe. A test can end with `assert!(srv.check_locks().is_empty())`.
     pub fn check_locks(&self) -> Vec<String> {
-        self.with_core(|core| core.lock_history.as_ref().map(|h| h.violations().to_vec()).unwrap_or_default())
+        self.with_core(|core| core.control.history.as_ref().map(|h| h.violations().to_vec()).unwrap_or_default())
     }
 
     /// Moves the clock by `ms` and expires every key now due at once (as
@@ -152,19 +152,19 @@ impl Server {
     pub fn advance_clock(&self, ms: i64) {
         self.shared.clock.advance_ms(ms);
         let now = self.shared.clock.now_ms();
-        self.with_core(|core| crate::cmd::control::expire_now(core, now));
+        self.with_core(|core| crate::control::expire_now(&mut core.ks, now));
     }
 
     /// Captures the whole keyspace with its TTLs (as `RLOCKD SNAPSHOT`).
     pub fn snapshot(&self, name: &str) {
         let name = bytes::Bytes::copy_from_slice(name.as_bytes());
-        self.with_core(|core| crate::cmd::control::snapshot(core, name));
+        self.with_core(|core| core.control.snapshot(&core.ks, name));
     }
 
     /// Brings a snapshot back in place of the whole keyspace (as `RLOCKD
     /// RESTORE`); false if there is none by that name.
     pub fn restore(&self, name: &str) -> bool {
-        self.with_core(|core| crate::cmd::control::restore(core, name.as_bytes()))
+        self.with_core(|core| core.control.restore(&mut core.ks, name.as_bytes()))
     }
 
     /// Injects a fault (as `RLOCKD FAULT`); returns its id. A freeze scoped
@@ -184,7 +184,7 @@ impl Server {
     /// ```
     pub fn add_fault(&self, fault: crate::Fault) -> u64 {
         let faults = self.shared.faults.clone();
-        self.with_core(move |core| crate::cmd::control::add_fault(core, &faults, fault, 0))
+        self.with_core(move |core| crate::control::add_fault(&core.clients, &faults, fault, 0))
     }
 
     /// Removes fault `id`, or every fault (as `RLOCKD FAULT CLEAR`); returns
@@ -201,7 +201,7 @@ impl Server {
     /// Closes the connections matching `scope` (client name pattern and/or
     /// id) now, as `RLOCKD FAULT KILL`; returns how many.
     pub fn kill_clients(&self, scope: &crate::FaultScope) -> usize {
-        self.with_core(|core| crate::cmd::control::kill_clients(core, scope, 0))
+        self.with_core(|core| crate::control::kill_clients(&core.clients, scope, 0))
     }
 
     /// Each cached `EVAL` script's machine-independent cost (as `RLOCKD
@@ -415,7 +415,7 @@ async fn active_expire(shared: Arc<Shared>) {
                 let now = shared.clock.now_ms();
                 // Expiry is the server's own doing, at this time.
                 core.ks.now = now;
-                core.actor = Default::default();
+                core.control.actor = Default::default();
                 let start = Instant::now();
                 let ks = &mut core.ks;
                 'dbs: for i in 0..ks.dbs.len() {

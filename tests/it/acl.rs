@@ -184,3 +184,129 @@ fn acl_log_records_denials_and_failed_logins_with_redis_fields() {
     assert_eq!(admin.cmd(&["ACL", "LOG", "RESET"]), ok());
     assert!(log(&mut admin, "10").is_empty());
 }
+
+/// A valid call of each `RLOCKD` subcommand (right arity; the permission
+/// check comes after the arity check, as in Redis).
+const RLOCKD_CALLS: &[(&str, &[&str])] = &[
+    ("check", &[]),
+    ("clock", &["GET"]),
+    ("events", &[]),
+    ("fault", &["KILL"]),
+    ("help", &[]),
+    ("locks", &[]),
+    ("restore", &["before"]),
+    ("scripts", &[]),
+    ("snapshot", &["before"]),
+    ("snapshots", &[]),
+];
+
+fn rlockd_call(sub: &str) -> Vec<&str> {
+    let (_, args) = RLOCKD_CALLS.iter().find(|(s, _)| *s == sub).unwrap_or_else(|| panic!("no call for {sub}"));
+    let mut argv = vec!["RLOCKD", sub];
+    argv.extend_from_slice(args);
+    argv
+}
+
+/// Test control obeys ACL like any command: a user restricted to a key
+/// prefix and a few commands gets Redis's NOPERM for every `RLOCKD`
+/// subcommand (logged, known to ACL DRYRUN), and nothing happens; granted
+/// `+rlockd|clock`, it runs that one only. The default user keeps all.
+#[test]
+fn a_restricted_user_runs_only_the_rlockd_subcommands_it_was_granted() {
+    let srv = common::server();
+    let port = srv.port();
+    let mut admin = RawConn::connect(port);
+    // The subcommands as the server describes them: a new one needs a call above.
+    let Value::Agg(_, Some(info)) = admin.cmd(&["COMMAND", "INFO", "rlockd"]) else { panic!("COMMAND INFO") };
+    let Value::Agg(_, Some(row)) = &info[0] else { panic!("rlockd is known by name: {info:?}") };
+    let Value::Agg(_, Some(subs)) = &row[9] else { panic!("subcommands") };
+    let mut names: Vec<String> = subs
+        .iter()
+        .map(|s| {
+            let Value::Agg(_, Some(sub)) = s else { panic!("a subcommand row") };
+            let cats = format!("{:?}", sub[6]);
+            let name = text(&sub[0]);
+            if name != "rlockd|help" {
+                for c in ["@admin", "@slow", "@dangerous"] {
+                    assert!(cats.contains(&format!("{:?}", c.as_bytes())), "{name} lacks {c}: {cats}");
+                }
+            }
+            name.strip_prefix("rlockd|").expect("rlockd|sub").to_string()
+        })
+        .collect();
+    names.sort();
+    assert_eq!(names, RLOCKD_CALLS.iter().map(|(s, _)| s.to_string()).collect::<Vec<_>>());
+
+    assert_eq!(admin.cmd(&["SET", "other:1", "kept"]), ok());
+    assert_eq!(admin.cmd(&["RLOCKD", "SNAPSHOT", "before"]), ok());
+    assert_eq!(admin.cmd(&["SET", "other:2", "kept"]), ok());
+    let rules = ["SETUSER", "app", "on", ">p", "~app:*", "-@all", "+get", "+set", "+eval", "+evalsha"];
+    assert_eq!(admin.cmd(&[&["ACL"][..], &rules].concat()), ok());
+    let mut app = login(port, "app", "p");
+    let mut bystander = RawConn::connect(port);
+    assert_eq!(bystander.cmd(&["PING"]), Value::Simple(b"PONG".to_vec()));
+    assert_eq!(admin.cmd(&["ACL", "LOG", "RESET"]), ok());
+    for (sub, _) in RLOCKD_CALLS {
+        let want = format!("NOPERM this user has no permissions to run the 'rlockd|{sub}' command");
+        assert_eq!(text(&app.cmd(&rlockd_call(sub))), want);
+        let mut dry = vec!["ACL", "DRYRUN", "app"];
+        dry.extend(rlockd_call(sub));
+        assert_eq!(admin.cmd(&dry), bulk(&format!("This user has no permissions to run the 'rlockd|{sub}' command")));
+        let entry = &log(&mut admin, "1")[0];
+        assert_eq!(
+            (entry["reason"].clone(), entry["object"].clone()),
+            (bulk("command"), bulk(&format!("rlockd|{sub}")))
+        );
+        assert_eq!((entry["context"].clone(), entry["username"].clone()), (bulk("toplevel"), bulk("app")));
+    }
+    // Nothing was done: the keyspace outside app:* and the other client are intact.
+    assert_eq!(admin.cmd(&["GET", "other:2"]), bulk("kept"));
+    assert_eq!(bystander.cmd(&["PING"]), Value::Simple(b"PONG".to_vec()));
+
+    // Granted one subcommand, the user runs that one and no other.
+    assert_eq!(admin.cmd(&["ACL", "SETUSER", "app", "+rlockd|clock"]), ok());
+    assert!(matches!(app.cmd(&["RLOCKD", "CLOCK", "GET"]), Value::Int(_)));
+    assert_eq!(admin.cmd(&["ACL", "DRYRUN", "app", "RLOCKD", "CLOCK", "GET"]), ok());
+    for (sub, _) in RLOCKD_CALLS.iter().filter(|(s, _)| *s != "clock") {
+        assert!(text(&app.cmd(&rlockd_call(sub))).starts_with("NOPERM"), "{sub}");
+    }
+    let Value::Agg(_, Some(user)) = admin.cmd(&["ACL", "GETUSER", "app"]) else { panic!("GETUSER") };
+    let commands = user.chunks(2).find(|p| text(&p[0]) == "commands").map(|p| text(&p[1])).unwrap();
+    assert!(commands.contains("+rlockd|clock"), "{commands}");
+
+    // The default user keeps full access.
+    assert!(matches!(admin.cmd(&["RLOCKD", "CLOCK", "GET"]), Value::Int(_)));
+    assert_eq!(admin.cmd(&["RLOCKD", "RESTORE", "before"]), ok());
+    assert_eq!(admin.cmd(&["EXISTS", "other:2"]), Value::Int(0));
+}
+
+/// `LOCKS` and `EVENTS` show a user only the locks whose keys it may read.
+#[test]
+fn a_restricted_user_sees_only_the_locks_of_its_keys() {
+    let srv = common::server();
+    let port = srv.port();
+    let mut admin = RawConn::connect(port);
+    for key in ["app:lock", "other:lock"] {
+        assert_eq!(admin.cmd(&["SET", key, "token-1", "PX", "30000"]), ok());
+    }
+    let rules = ["SETUSER", "app", "on", ">p", "~app:*", "-@all", "+rlockd|locks", "+rlockd|events"];
+    assert_eq!(admin.cmd(&[&["ACL"][..], &rules].concat()), ok());
+    let mut app = login(port, "app", "p");
+    let keys = |c: &mut RawConn, sub: &str| {
+        let Value::Agg(_, Some(items)) = c.cmd(&["RLOCKD", sub]) else { panic!("{sub}") };
+        let mut keys: Vec<String> = items
+            .iter()
+            .map(|l| {
+                let Value::Agg(_, Some(f)) = l else { panic!("a map (RESP2: flat)") };
+                text(&f.chunks(2).find(|p| text(&p[0]) == "key").expect("key")[1])
+            })
+            .collect();
+        keys.sort();
+        keys.dedup();
+        keys
+    };
+    assert_eq!(keys(&mut admin, "LOCKS"), ["app:lock", "other:lock"]);
+    assert_eq!(keys(&mut app, "LOCKS"), ["app:lock"]);
+    assert_eq!(keys(&mut admin, "EVENTS"), ["app:lock", "other:lock"]);
+    assert_eq!(keys(&mut app, "EVENTS"), ["app:lock"]);
+}

@@ -9,6 +9,7 @@ const REENTRANT_LOCK: &str = include_str!("../../lua/reentrant_lock.lua");
 const FAIR_LOCK: &str = include_str!("../../lua/fair_lock.lua");
 const READ_LOCK: &str = include_str!("../../lua/read_lock.lua");
 const WRITE_LOCK: &str = include_str!("../../lua/write_lock.lua");
+const SEMAPHORE_SET_PERMITS: &str = include_str!("../../lua/semaphore_set_permits.lua");
 
 fn ok() -> Value {
     Value::Simple(b"OK".to_vec())
@@ -81,9 +82,12 @@ fn the_lock_view_reads_every_layout() {
     );
     assert_eq!(c.cmd(&["EVAL", WRITE_LOCK, "1", "w", "30000", "u3:3:write"]), Value::Null);
     assert_eq!(c.cmd(&["SET", "token", "tok-123", "NX", "PX", "10000"]), ok());
-    assert_eq!(c.cmd(&["SET", "permits", "3"]), ok());
+    assert_eq!(c.cmd(&["EVAL", SEMAPHORE_SET_PERMITS, "2", "permits", "redisson_sc:{permits}", "3"]), Value::Int(1));
     assert_eq!(c.cmd(&["ZADD", "sem", "1000", "client-a"]), Value::Int(1));
     assert_eq!(c.cmd(&["SET", "not-a-lock", "hello"]), ok());
+    // Integers written by plain commands are data, not semaphores.
+    assert_eq!(c.cmd(&["SET", "a", "1"]), ok());
+    assert_eq!(c.cmd(&["INCR", "hits"]), Value::Int(1));
 
     let Value::Agg(_, Some(locks)) = c.cmd(&["RLOCKD", "LOCKS"]) else { panic!("LOCKS") };
     let by_key = |k: &str| locks.iter().find(|l| *field(l, "key") == bulk(k)).unwrap_or_else(|| panic!("{k}"));
@@ -104,7 +108,10 @@ fn the_lock_view_reads_every_layout() {
     assert!(matches!(field(&rw_holders[0], "lease_ms"), Value::Int(ms) if *ms > 29000));
     assert_eq!(*field(by_key("w"), "mode"), bulk("write"));
     assert_eq!(*field(by_key("token"), "kind"), bulk("token"));
+    assert_eq!(*field(by_key("permits"), "kind"), bulk("counter"));
     assert_eq!(*field(by_key("permits"), "value"), Value::Int(3));
+    // Once a script made it a counter, a plain command moving it is seen.
+    assert_eq!(c.cmd(&["DECR", "permits"]), Value::Int(2));
     assert_eq!(*field(by_key("sem"), "kind"), bulk("zset-semaphore"));
     // A pattern, and the text form for logs.
     let Value::Agg(_, Some(one)) = c.cmd(&["RLOCKD", "LOCKS", "r*"]) else { panic!() };
@@ -116,6 +123,9 @@ fn the_lock_view_reads_every_layout() {
     let view = srv.locks();
     assert_eq!(view.len(), 7);
     assert_eq!(view.iter().find(|l| &l.key[..] == b"re").unwrap().holders[0].count, 2);
+    assert_eq!(view.iter().find(|l| &l.key[..] == b"permits").unwrap().value, Some(2));
+    assert!(view.iter().all(|l| &l.key[..] != b"a" && &l.key[..] != b"hits"), "{view:?}");
+    assert!(c.cmd(&["RLOCKD", "EVENTS", "a"]).bulks().is_empty());
 }
 
 #[test]
@@ -153,7 +163,7 @@ fn test_control_can_be_switched_off() {
         c.cmd(&["RLOCKD", "CLOCK", "GET"]),
         Value::Error(b"ERR unknown command 'RLOCKD', with args beginning with: 'CLOCK' 'GET' ".to_vec())
     );
-    let info = |c: &mut RawConn| match c.cmd(&["INFO", "server"]) {
+    let info = |c: &mut RawConn| match c.cmd(&["INFO", "rlockd"]) {
         Value::Bulk(Some(b)) => String::from_utf8(b).unwrap(),
         other => panic!("INFO: {other:?}"),
     };
@@ -318,8 +328,10 @@ fn check_catches_a_lock_taken_after_its_lease_expired_while_held() {
 fn check_catches_a_semaphore_below_zero_and_a_fair_lock_out_of_order() {
     let srv = server();
     let mut c = resp3(srv.port());
-    assert_eq!(c.cmd(&["SET", "permits", "1"]), ok());
+    assert_eq!(c.cmd(&["EVAL", SEMAPHORE_SET_PERMITS, "2", "permits", "redisson_sc:{permits}", "1"]), Value::Int(1));
     assert_eq!(c.cmd(&["DECRBY", "permits", "2"]), Value::Int(-1));
+    // A plain integer going negative is no semaphore's business.
+    assert_eq!(c.cmd(&["DECRBY", "balance", "5"]), Value::Int(-5));
     // A fair lock with u2 then u3 queued; u3 is let in first by a buggy client.
     let fair = ["F", "redisson_lock_queue:{F}", "redisson_lock_timeout:{F}"];
     let take = |c: &mut RawConn, h: &str| {
@@ -478,4 +490,116 @@ fn big_values_are_not_locks_and_many_holders_are_followed() {
     let keys: Vec<&Value> = locks.iter().map(|l| field(l, "key")).collect();
     assert_eq!(keys, vec![&bulk("tok")], "{locks:?}");
     assert_eq!(events(&mut c, "cached"), Vec::new());
+}
+
+/// `CLOCK RESUME` lets time run as if it had never stopped: the moves made
+/// while frozen stay, the real time spent frozen is caught up (it is not
+/// left behind as an offset from the system clock).
+#[test]
+fn clock_resume_catches_up_the_time_spent_frozen() {
+    let srv = server();
+    let mut c = resp3(srv.port());
+    let offset = |c: &mut RawConn| match field(&c.cmd(&["RLOCKD", "CLOCK", "INFO"]), "offset_ms") {
+        Value::Int(ms) => *ms,
+        other => panic!("offset_ms: {other:?}"),
+    };
+    let Value::Int(frozen_at) = c.cmd(&["RLOCKD", "CLOCK", "FREEZE"]) else { panic!("FREEZE") };
+    assert_eq!(c.cmd(&["RLOCKD", "CLOCK", "ADVANCE", "1000"]), Value::Int(frozen_at + 1000));
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    let Value::Int(resumed) = c.cmd(&["RLOCKD", "CLOCK", "RESUME"]) else { panic!("RESUME") };
+    assert!(resumed >= frozen_at + 1050, "{resumed} vs {frozen_at}");
+    let off = offset(&mut c);
+    assert!((995..=1000).contains(&off), "offset after RESUME: {off}");
+    // A jump while frozen: time goes on from where it was set.
+    assert!(matches!(c.cmd(&["RLOCKD", "CLOCK", "FREEZE"]), Value::Int(_)));
+    assert_eq!(c.cmd(&["RLOCKD", "CLOCK", "SET", "1000000000000"]), Value::Int(1_000_000_000_000));
+    let Value::Int(t) = c.cmd(&["RLOCKD", "CLOCK", "RESUME"]) else { panic!("RESUME") };
+    assert!((1_000_000_000_000..1_000_000_060_000).contains(&t), "{t}");
+}
+
+/// `CONFIG SET test-control` switches test control at run time: off, the
+/// server is plain Redis again (RLOCKD unknown, faults cleared, the clock
+/// on real time, no lock events), and the history and snapshots are gone;
+/// on again, a new history takes the locks held then as they are.
+#[test]
+fn test_control_switches_at_run_time() {
+    let srv = server();
+    let mut c = resp3(srv.port());
+    let mut sub = RawConn::connect(srv.port());
+    sub.send(&[b"SUBSCRIBE".to_vec(), b"__rlockd__:lockevents".to_vec()]);
+    assert!(sub.read().is_some());
+    assert_eq!(c.cmd(&["EVAL", REENTRANT_LOCK, "1", "held", "30000", "u1:1"]), Value::Null);
+    assert!(sub.read().is_some(), "an event while on");
+    assert_eq!(c.cmd(&["RLOCKD", "SNAPSHOT", "s"]), ok());
+    assert!(matches!(c.cmd(&["RLOCKD", "FAULT", "LATENCY", "1", "COMMAND", "nothing"]), Value::Int(_)));
+    assert!(matches!(c.cmd(&["RLOCKD", "CLOCK", "ADVANCE", "-3600000"]), Value::Int(_)));
+
+    assert_eq!(c.cmd(&["CONFIG", "SET", "test-control", "no"]), ok());
+    assert_eq!(*field(&c.cmd(&["CONFIG", "GET", "test-control"]), "test-control"), bulk("no"));
+    assert_eq!(
+        c.cmd(&["RLOCKD", "CLOCK", "GET"]),
+        Value::Error(b"ERR unknown command 'RLOCKD', with args beginning with: 'CLOCK' 'GET' ".to_vec())
+    );
+    assert_eq!(c.cmd(&["COMMAND", "INFO", "rlockd"]), Value::Agg(b'*', Some(vec![Value::Null])));
+    assert!(srv.faults().is_empty());
+    let wall = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let secs: u64 = String::from_utf8(c.cmd(&["TIME"]).bulks()[0].clone()).unwrap().parse().unwrap();
+    assert!(secs.abs_diff(wall) <= 2, "the clock is back on real time: {secs} vs {wall}");
+    assert_eq!(c.cmd(&["EVAL", REENTRANT_LOCK, "1", "held", "30000", "u1:1"]), Value::Null);
+    assert!(srv.lock_events().is_empty());
+
+    assert_eq!(c.cmd(&["CONFIG", "SET", "test-control", "yes"]), ok());
+    assert!(c.cmd(&["RLOCKD", "SNAPSHOTS"]).bulks().is_empty());
+    assert!(c.cmd(&["RLOCKD", "EVENTS"]).bulks().is_empty());
+    // The lock held before is known as held: taking it again is a re-entry.
+    assert_eq!(c.cmd(&["EVAL", REENTRANT_LOCK, "1", "held", "30000", "u1:1"]), Value::Null);
+    let events = srv.lock_events();
+    assert_eq!(events.iter().map(|e| (e.event, e.count)).collect::<Vec<_>>(), [("reentered", 3)]);
+    // Messages published while off never came; the one now does.
+    let msg = sub.read().expect("an event once on again").bulks();
+    assert!(String::from_utf8_lossy(&msg[2]).contains("\"event\":\"reentered\""), "{msg:?}");
+}
+
+/// With test control on (the default), a plain Redis client sees nothing
+/// of it: INFO's default and `all` fields, the command listings, ACL
+/// categories and MONITOR show what redis-server shows; `RLOCKD` answers
+/// by name only (`COMMAND INFO rlockd`).
+#[test]
+fn test_control_is_invisible_to_a_plain_redis_client() {
+    let srv = server();
+    let mut c = RawConn::connect(srv.port());
+    let fields = |c: &mut RawConn, section: &str| -> Vec<String> {
+        let Value::Bulk(Some(info)) = c.cmd(&["INFO", section]) else { panic!("INFO {section}") };
+        let mut names: Vec<String> = String::from_utf8(info)
+            .unwrap()
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.is_empty())
+            .map(|l| l.split(':').next().unwrap().to_string())
+            .collect();
+        names.sort();
+        names
+    };
+    if let Some(oracle) = crate::common::oracle::Oracle::start() {
+        let mut o = RawConn::connect(oracle.port);
+        for section in ["default", "all"] {
+            assert_eq!(fields(&mut c, section), fields(&mut o, section), "INFO {section}");
+        }
+    }
+    let listed = c.cmd(&["COMMAND", "LIST"]).bulks();
+    assert!(!listed.iter().any(|n| n.starts_with(b"rlockd")), "COMMAND LIST");
+    assert_eq!(c.cmd(&["COMMAND", "COUNT"]), Value::Int(listed.iter().filter(|n| !n.contains(&b'|')).count() as i64));
+    let Value::Agg(_, Some(all)) = c.cmd(&["COMMAND"]) else { panic!("COMMAND") };
+    assert_eq!(all.len(), listed.iter().filter(|n| !n.contains(&b'|')).count());
+    for cat in ["admin", "dangerous", "slow"] {
+        assert!(!c.cmd(&["ACL", "CAT", cat]).bulks().iter().any(|n| n.starts_with(b"rlockd")), "ACL CAT {cat}");
+    }
+    assert!(matches!(c.cmd(&["COMMAND", "INFO", "rlockd"]), Value::Agg(_, Some(v)) if v[0] != Value::Null));
+    assert_eq!(fields(&mut c, "rlockd"), ["rlockd_test_control", "rlockd_version"]);
+    // MONITOR shows no RLOCKD line (an admin command, as CONFIG is).
+    let mut mon = RawConn::connect(srv.port());
+    assert_eq!(mon.cmd(&["MONITOR"]), ok());
+    assert!(matches!(c.cmd(&["RLOCKD", "CLOCK", "GET"]), Value::Int(_)));
+    assert_eq!(c.cmd(&["SET", "after", "1"]), ok());
+    let Some(Value::Simple(line)) = mon.read() else { panic!("a MONITOR line") };
+    assert!(String::from_utf8_lossy(&line).ends_with("\"SET\" \"after\" \"1\""), "{}", String::from_utf8_lossy(&line));
 }

@@ -233,3 +233,29 @@ fn rust_api_and_wire_share_one_store() {
     let e = rlockd(&mut c, &["FAULT", "LATENCY", "-5"]).unwrap_err();
     assert!(e.to_string().contains("out of range"), "{e}");
 }
+
+/// A fault scoped to a client name and counted with TIMES is spent on what
+/// the client's code sends, not on its library's connection handshake
+/// (HELLO with SETNAME, CLIENT SETINFO, SELECT, AUTH), as redis-py and
+/// Lettuce send it; a COMMAND pattern can still aim at the handshake.
+#[test]
+fn times_is_not_spent_on_a_client_libraries_handshake() {
+    let srv = server();
+    let mut ctl = conn(&srv);
+    fault_id(&mut ctl, &["ERROR", "ERR injected", "CLIENT", "worker", "TIMES", "1"]);
+    let mut w = RawConn::connect(srv.port());
+    assert!(matches!(w.cmd(&["HELLO", "3", "AUTH", "default", "any", "SETNAME", "worker"]), Value::Map(_)));
+    assert_eq!(w.cmd(&["CLIENT", "SETINFO", "LIB-NAME", "redis-py"]), Value::Simple(b"OK".to_vec()));
+    assert_eq!(w.cmd(&["CLIENT", "SETINFO", "LIB-VER", "5.0.1"]), Value::Simple(b"OK".to_vec()));
+    assert_eq!(w.cmd(&["SELECT", "0"]), Value::Simple(b"OK".to_vec()));
+    assert_eq!(w.cmd(&["AUTH", "default", "any"]), Value::Simple(b"OK".to_vec()));
+    assert_eq!(w.cmd(&["CLIENT", "SETNAME", "worker"]), Value::Simple(b"OK".to_vec()));
+    // The first command of the client's own is the one faulted, once.
+    assert_eq!(w.cmd(&["GET", "k"]), Value::Error(b"ERR injected".to_vec()));
+    assert_eq!(w.cmd(&["GET", "k"]), Value::Null);
+    assert!(srv.faults().is_empty());
+    // Named with COMMAND, the handshake is faulted like anything else.
+    fault_id(&mut ctl, &["ERROR", "ERR no setinfo", "COMMAND", "client|setinfo", "CLIENT", "worker", "TIMES", "1"]);
+    assert_eq!(w.cmd(&["CLIENT", "SETINFO", "LIB-NAME", "x"]), Value::Error(b"ERR no setinfo".to_vec()));
+    assert_eq!(w.cmd(&["CLIENT", "SETINFO", "LIB-NAME", "x"]), Value::Simple(b"OK".to_vec()));
+}

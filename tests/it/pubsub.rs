@@ -390,3 +390,120 @@ fn own_messages_inside_exec_come_inside_the_array() {
                 >3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$3\r\ntwo\r\n:1\r\n+PONG\r\n";
     assert_eq!(String::from_utf8_lossy(&got), want);
 }
+
+const REENTRANT_LOCK: &str = include_str!("../../lua/reentrant_lock.lua");
+const REENTRANT_UNLOCK: &str = include_str!("../../lua/reentrant_unlock.lua");
+
+/// Every message `ps` receives until one arrives on channel `end`, as
+/// (pattern, channel, payload) lines.
+fn messages_until(ps: &mut redis::PubSub<'_>, end: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    loop {
+        let m = ps.get_message().expect("a message before the end marker");
+        let pattern: String = if m.from_pattern() { m.get_pattern().expect("pattern") } else { String::new() };
+        let line = format!("{pattern} {} {}", m.get_channel_name(), m.get_payload::<String>().expect("payload"));
+        if m.get_channel_name() == end {
+            return out;
+        }
+        out.push(line);
+    }
+}
+
+/// A Redisson lock taken twice and released twice through its scripts,
+/// with keyspace notifications on; then the end marker.
+fn lock_round(con: &mut redis::Connection) {
+    let _: () = redis::cmd("CONFIG").arg("SET").arg("notify-keyspace-events").arg("KEA").query(con).unwrap();
+    for _ in 0..2 {
+        let _: Option<i64> =
+            redis::cmd("EVAL").arg(REENTRANT_LOCK).arg(1).arg("myLock").arg(30000).arg("uuid-1:1").query(con).unwrap();
+    }
+    for _ in 0..2 {
+        let _: Option<i64> = redis::cmd("EVAL")
+            .arg(REENTRANT_UNLOCK)
+            .arg(2)
+            .arg("myLock")
+            .arg("redisson_lock__channel:{myLock}")
+            .arg(0)
+            .arg(30000)
+            .arg("uuid-1:1")
+            .query(con)
+            .unwrap();
+    }
+    let _: i64 = redis::cmd("PUBLISH").arg("end").arg("x").query(con).unwrap();
+}
+
+/// Lock events go to the clients that asked for them — an exact SUBSCRIBE
+/// of the channel, or a pattern naming the `__rlockd__` prefix — and to no
+/// other pattern subscriber, while every count a Redis client can read
+/// (PUBLISH's receivers, PUBSUB NUMPAT / CHANNELS / NUMSUB) stays Redis's.
+#[test]
+fn lock_events_reach_only_the_listeners_that_asked() {
+    let srv = common::server();
+    let mut cons: Vec<redis::Connection> = (0..4).map(|_| common::conn(&srv)).collect();
+    let [star_con, keys_con, exact_con, named_con] = &mut cons[..] else { unreachable!() };
+    let mut star = star_con.as_pubsub();
+    star.psubscribe("*").unwrap();
+    let mut keys = keys_con.as_pubsub();
+    keys.psubscribe("__key*__:*").unwrap();
+    keys.subscribe("end").unwrap();
+    let mut exact = exact_con.as_pubsub();
+    exact.subscribe(&["__rlockd__:lockevents", "end"]).unwrap();
+    let mut named = named_con.as_pubsub();
+    named.psubscribe("__rlockd__:*").unwrap();
+    named.subscribe("end").unwrap();
+    for ps in [&mut star, &mut keys, &mut exact, &mut named] {
+        ps.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    }
+    let mut con = common::conn(&srv);
+    lock_round(&mut con);
+
+    let (star, keys, exact, named) = (
+        messages_until(&mut star, "end"),
+        messages_until(&mut keys, "end"),
+        messages_until(&mut exact, "end"),
+        messages_until(&mut named, "end"),
+    );
+    assert!(!star.is_empty() && !keys.is_empty(), "keyspace events reach both patterns: {star:?} {keys:?}");
+    for (who, got) in [("*", &star), ("__key*__:*", &keys)] {
+        assert!(got.iter().all(|m| !m.contains("__rlockd__")), "{who} got a lock event: {got:?}");
+    }
+    // acquired, reentered, released (count 1), released.
+    let events = |got: &[String]| got.iter().filter(|m| m.contains(" __rlockd__:lockevents {")).count();
+    assert_eq!(events(&exact), 4, "{exact:?}");
+    assert_eq!(events(&named), 4, "{named:?}");
+    assert!(named.iter().all(|m| m.starts_with("__rlockd__:* ")), "{named:?}");
+
+    // The counts are Redis's: a client's own PUBLISH on the channel reaches
+    // every subscriber whose pattern matches it, `*` included.
+    let n: i64 = redis::cmd("PUBLISH").arg("__rlockd__:lockevents").arg("hi").query(&mut con).unwrap();
+    assert_eq!(n, 3);
+    let numpat: i64 = redis::cmd("PUBSUB").arg("NUMPAT").query(&mut con).unwrap();
+    assert_eq!(numpat, 3);
+    let numsub: (String, i64) =
+        redis::cmd("PUBSUB").arg("NUMSUB").arg("__rlockd__:lockevents").query(&mut con).unwrap();
+    assert_eq!(numsub.1, 1);
+    let mut channels: Vec<String> = redis::cmd("PUBSUB").arg("CHANNELS").query(&mut con).unwrap();
+    channels.sort();
+    assert_eq!(channels, ["__rlockd__:lockevents", "end"]);
+}
+
+/// A `PSUBSCRIBE *` listener sees, message for message, what it sees on
+/// redis-server while a lock script takes and releases a lock.
+#[test]
+fn a_star_listener_sees_what_redis_sends_while_a_lock_script_runs() {
+    let Some(oracle) = super::common::oracle::Oracle::start() else { return };
+    let srv = common::server();
+    let mut seen = Vec::new();
+    for url in [srv.url(), format!("redis://127.0.0.1:{}", oracle.port)] {
+        let client = redis::Client::open(url).unwrap();
+        let mut sub_con = client.get_connection().unwrap();
+        let mut ps = sub_con.as_pubsub();
+        ps.psubscribe("*").unwrap();
+        ps.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut con = client.get_connection().unwrap();
+        lock_round(&mut con);
+        seen.push(messages_until(&mut ps, "end"));
+    }
+    assert!(seen[1].len() > 4, "redis-server sent keyspace events: {:?}", seen[1]);
+    assert_eq!(seen[0], seen[1], "rlockd (left) and redis-server (right)");
+}

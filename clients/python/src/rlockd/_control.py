@@ -207,7 +207,7 @@ class TestControl:
         self._rlockd("CLOCK", "FREEZE")
 
     def resume_clock(self) -> None:
-        """Lets the server's time run again from where it stands."""
+        """Lets the server's time run again as if it had never stopped (moves made while frozen stay; the time spent frozen is caught up)."""
         self._rlockd("CLOCK", "RESUME")
 
     def skew_clock(self, ms: int) -> int:

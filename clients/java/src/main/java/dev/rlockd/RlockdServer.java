@@ -306,7 +306,7 @@ public final class RlockdServer implements AutoCloseable {
         rlockd("CLOCK", "FREEZE");
     }
 
-    /** Lets the server's time run again from where it stands. */
+    /** Lets the server's time run again as if it had never stopped (moves made while frozen stay; the time spent frozen is caught up). */
     public void resumeClock() {
         rlockd("CLOCK", "RESUME");
     }

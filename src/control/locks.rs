@@ -10,7 +10,7 @@
 //! | `fair` | the same hash plus list `redisson_lock_queue:{name}` and zset `redisson_lock_timeout:{name}` (RFairLock) |
 //! | `read-write` | hash with `mode` = `read`/`write` plus one count per holder; read holds keep a lease each in `{name}:<holder>:rwlock_timeout:<n>` (RReadWriteLock) |
 //! | `token` | string with a TTL holding the owner's token (`SET key token NX PX`: redis-py, redlock, Redisson's fenced lock) |
-//! | `counter` | integer string without TTL: a semaphore's free permits or a count-down latch's count (RSemaphore, RCountDownLatch) |
+//! | `counter` | integer string without TTL that a script (`EVAL`, `EVALSHA`, `FCALL`) wrote: a semaphore's free permits or a count-down latch's count (RSemaphore, RCountDownLatch); a plain `SET a 1` or `INCR hits` is no lock |
 //! | `zset-semaphore` | sorted set of holder ids scored by acquisition time or deadline (redis-semaphore, RPermitExpirableSemaphore) |
 //!
 //! Values past these layouts' sizes are not locks: a hash or sorted set of
@@ -20,8 +20,8 @@
 
 use bytes::Bytes;
 
-use super::value::Value;
-use super::Db;
+use crate::db::value::Value;
+use crate::db::{Db, Entry};
 
 /// The most holders a lock hash or semaphore set is read with.
 pub const HOLDERS_MAX: usize = 1_000;
@@ -112,25 +112,34 @@ fn auxiliary(key: &[u8]) -> bool {
         || key.windows(b":rwlock_timeout:".len()).any(|w| w == b":rwlock_timeout:")
 }
 
-/// Every lock in `dbs` whose key matches `pattern` (glob, `None`: all), at `now_ms`.
-pub fn scan(dbs: &[Db], pattern: Option<&[u8]>, now_ms: u64) -> Vec<LockView> {
+/// Every lock in `dbs` whose key matches `pattern` (glob, `None`: all), at
+/// `now_ms`. An integer string is shown as a `counter` only where
+/// `is_counter(db, key)` says it is one (a script wrote it: the history
+/// knows, see [`super::Control::locks`]).
+pub fn scan(
+    dbs: &[Db],
+    pattern: Option<&[u8]>,
+    now_ms: u64,
+    is_counter: impl Fn(usize, &[u8]) -> bool,
+) -> Vec<LockView> {
     let mut out = Vec::new();
     for (index, db) in dbs.iter().enumerate() {
-        let mut keys: Vec<Bytes> = db.map.keys().map(super::Key::to_bytes).collect();
+        let mut keys: Vec<Bytes> = db.keys().map(crate::db::Key::to_bytes).collect();
         keys.sort();
         for key in &keys {
             if pattern.is_some_and(|p| !crate::glob::matches(p, key, false)) {
                 continue;
             }
-            out.extend(view_key(db, index, key, now_ms));
+            let view = view_key(db, index, key, now_ms);
+            out.extend(view.filter(|v| v.kind != "counter" || is_counter(index, key)));
         }
     }
     out
 }
 
 /// The live entry at `key`.
-fn live<'a>(db: &'a Db, key: &[u8], now_ms: u64) -> Option<&'a super::Entry> {
-    db.map.get(key).filter(|e| e.expire().is_none_or(|at| at > now_ms))
+fn live<'a>(db: &'a Db, key: &[u8], now_ms: u64) -> Option<&'a Entry> {
+    db.peek(key).filter(|e| e.expire().is_none_or(|at| at > now_ms))
 }
 
 /// `f` of the concatenation of `parts`, built on the stack when short.
@@ -165,9 +174,9 @@ enum Holders<'a> {
     /// A token lock's value.
     Token(&'a [u8]),
     /// A lock hash's holder fields.
-    Hash(&'a super::hash_value::HashValue),
+    Hash(&'a crate::db::hash_value::HashValue),
     /// A sorted set's members.
-    ZSet(&'a super::zset::ZSet),
+    ZSet(&'a crate::db::zset::ZSet),
 }
 
 /// A lock read in place, borrowing from the keyspace: what [`view_key`]
@@ -184,7 +193,7 @@ pub struct LockRef<'a> {
     mode: Option<&'a [u8]>,
     holders: Holders<'a>,
     /// A fair lock's queue.
-    queue: Option<&'a super::value::ListValue>,
+    queue: Option<&'a crate::db::value::ListValue>,
 }
 
 impl<'a> LockRef<'a> {
@@ -277,8 +286,7 @@ pub fn read_key<'a>(db: &'a Db, key: &[u8], now_ms: u64) -> Option<LockRef<'a>> 
 /// value has one of the layouts of the module docs.
 pub fn view_key(db: &Db, index: usize, key: &Bytes, now_ms: u64) -> Option<LockView> {
     let lock = read_key(db, key, now_ms)?;
-    let ttl =
-        |key: &[u8]| -> Option<i64> { db.map.get(key).and_then(|e| e.expire()).map(|at| at as i64 - now_ms as i64) };
+    let ttl = |key: &[u8]| -> Option<i64> { db.peek(key).and_then(|e| e.expire()).map(|at| at as i64 - now_ms as i64) };
     let mut holders = Vec::new();
     lock.holders(|id, count, score| {
         let lease_ms = if lock.kind == "token" { lock.lease_ms } else { None };
@@ -299,7 +307,6 @@ pub fn view_key(db: &Db, index: usize, key: &Bytes, now_ms: u64) -> Option<LockV
             // The longest lease among this holder's read holds.
             let prefix = [&b"{"[..], key, b"}:", &holder.id, b":rwlock_timeout:"].concat();
             holder.lease_ms = db
-                .map
                 .iter()
                 .filter(|(k, e)| k.starts_with(&prefix) && e.expire().is_none_or(|at| at > now_ms))
                 .filter_map(|(k, _)| ttl(k))

@@ -124,6 +124,13 @@ impl Scope {
     }
 }
 
+/// The commands client libraries send to set a connection up (`HELLO`,
+/// `AUTH`, `SELECT`, `CLIENT SETNAME`, `CLIENT SETINFO`): a fault matches
+/// them only when its scope names them with a command pattern, so a fault
+/// scoped to a client (by name or id) and counted with `TIMES` is spent on
+/// what the client's code sends, not on its library's handshake.
+pub const HANDSHAKE: &[&str] = &["hello", "auth", "select", "client|setname", "client|setinfo"];
+
 /// A fault as set: what, where, how many more times.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fault {
@@ -319,6 +326,9 @@ impl Faults {
 
     fn command_matches(scope: &Scope, probe: &Probe<'_>, keys: &mut Option<Vec<Bytes>>) -> bool {
         if !scope.client_matches(probe.client_id, probe.client_name) {
+            return false;
+        }
+        if scope.command.is_none() && HANDSHAKE.contains(&probe.command) {
             return false;
         }
         if scope.channel.is_some() {

@@ -15,13 +15,13 @@ use std::collections::VecDeque;
 use std::hash::BuildHasher;
 use std::sync::Arc;
 
-type HashMap<K, V> = hashbrown::HashMap<K, V, super::Hasher>;
+type HashMap<K, V> = hashbrown::HashMap<K, V, crate::db::Hasher>;
 
 use bytes::Bytes;
 use hashbrown::HashTable;
 
 use super::locks::{read_key, LockRef};
-use super::Keyspace;
+use crate::db::Keyspace;
 
 /// Events kept for `RLOCKD EVENTS` (the oldest go first).
 const MAX_EVENTS: usize = 10_000;
@@ -97,6 +97,14 @@ pub struct Actor {
     pub command: &'static str,
     /// The script's sha for `EVALSHA`/`FCALL`'s function name.
     pub detail: Option<Bytes>,
+}
+
+impl Actor {
+    /// The command runs a script (`EVAL`, `EVALSHA`, `FCALL` and their
+    /// read-only forms): what lock libraries write semaphores and latches with.
+    pub fn is_script(&self) -> bool {
+        matches!(self.command, "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro")
+    }
 }
 
 /// `command` with its detail, as [`LockEvent::command`] shows it.
@@ -363,7 +371,7 @@ pub struct LockHistory {
     /// Last view of each lock (what the comparison needs of it), database
     /// and key inside ([`pack_seen`]), found by the hash of `(db, key)`.
     seen: HashTable<Box<[u8]>>,
-    hasher: super::Hasher,
+    hasher: crate::db::Hasher,
     /// The current view being packed (kept for its allocation).
     scratch: Vec<u8>,
     log: Log,
@@ -420,7 +428,7 @@ fn owner(id: &[u8]) -> &[u8] {
 
 impl LockHistory {
     /// Compares the touched keys' locks with their last views.
-    pub fn observe(&mut self, touched: &[(usize, super::Key)], ks: &Keyspace, now_ms: u64, actor: &Actor) {
+    pub fn observe(&mut self, touched: &[(usize, crate::db::Key)], ks: &Keyspace, now_ms: u64, actor: &Actor) {
         let LockHistory { seen, hasher, scratch, log } = self;
         let mut done = Done { inline: [Id(0, b""); 8], len: 0, more: Vec::new() };
         for (db, key) in touched {
@@ -428,12 +436,20 @@ impl LockHistory {
             if touched.len() > 1 && !done.first(id) {
                 continue;
             }
-            let lock = ks.dbs.get(*db).and_then(|d| read_key(d, id.1, now_ms));
+            let mut lock = ks.dbs.get(*db).and_then(|d| read_key(d, id.1, now_ms));
             let hash = hasher.hash_one((id.0, id.1));
             let found = seen.find_entry(hash, |e| {
                 let (d, k, _) = unpack_seen(e);
                 d == id.0 && k == id.1
             });
+            if lock.as_ref().is_some_and(|l| l.kind == "counter") {
+                // A counter is a semaphore's or latch's value only once a
+                // script wrote it: `SET a 1` or `INCR hits` is no lock.
+                let known = found.as_ref().is_ok_and(|e| Body::parse(unpack_seen(e.get()).2).kind == "counter");
+                if !known && !actor.is_script() {
+                    lock = None;
+                }
+            }
             scratch.clear();
             if let Some(l) = &lock {
                 let deadline = l.lease_ms.map(|ms| now_ms.saturating_add_signed(ms));
@@ -477,6 +493,16 @@ impl LockHistory {
         }
     }
 
+    /// Takes every lock in `ks` as its first view, with no event: the
+    /// history of a server whose test control is turned on at run time
+    /// starts from the locks held then.
+    pub fn seed(&mut self, ks: &Keyspace) {
+        let all: Vec<(usize, crate::db::Key)> =
+            ks.dbs.iter().enumerate().flat_map(|(i, db)| db.keys().map(move |k| (i, k.clone()))).collect();
+        self.observe(&all, ks, ks.now, &Actor::default());
+        self.log = Log::default();
+    }
+
     /// Events after id `since`, of `key` if given, oldest first.
     pub fn events(&self, key: Option<&[u8]>, since: u64) -> Vec<LockEvent> {
         // From the newest back: ids increase, and each event's text ends
@@ -496,6 +522,18 @@ impl LockHistory {
         }
         out.reverse();
         out
+    }
+
+    /// True if `key` of database `db` is a counter lock (a semaphore's or
+    /// latch's value, see [`LockHistory::observe`]).
+    pub fn is_counter(&self, db: usize, key: &[u8]) -> bool {
+        let hash = self.hasher.hash_one((db, key));
+        self.seen
+            .find(hash, |e| {
+                let (d, k, _) = unpack_seen(e);
+                d == db && k == key
+            })
+            .is_some_and(|e| Body::parse(unpack_seen(e).2).kind == "counter")
     }
 
     /// The id of the newest event (0: none yet).
@@ -892,8 +930,8 @@ mod tests {
     /// catches a waiter served out of turn.
     #[test]
     fn fair_queues_are_kept_only_while_someone_waits() {
-        use super::super::value::{HashValue, Value};
-        use super::super::Key;
+        use crate::db::value::{HashValue, Value};
+        use crate::db::Key;
         let mut ks = Keyspace::new(1);
         ks.now = 1_000;
         let actor = Actor { client: 7, command: "evalsha", detail: None };
@@ -941,8 +979,8 @@ mod tests {
     /// second holder of a recent one.
     #[test]
     fn expired_holders_are_bounded() {
-        use super::super::value::Value;
-        use super::super::Key;
+        use crate::db::value::Value;
+        use crate::db::Key;
         let mut ks = Keyspace::new(1);
         let actor = Actor { client: 7, command: "evalsha", detail: None };
         let mut h = LockHistory::default();

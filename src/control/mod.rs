@@ -1,0 +1,186 @@
+//! Test control: what `RLOCKD …` (the command family `cmd/control.rs`) and
+//! the test methods of [`crate::Server`] act on. Nothing here is Redis's;
+//! with `test-control no` none of it runs or shows.
+//!
+//! * [`locks`] reads lock layouts out of the keyspace (`RLOCKD LOCKS`).
+//! * [`history`] compares every touched lock with its last view: events
+//!   (`RLOCKD EVENTS`, the `__rlockd__:lockevents` channel) and safety
+//!   violations (`RLOCKD CHECK`).
+//! * [`faults`] holds injected faults (`RLOCKD FAULT`), read by dispatch,
+//!   the connections and pub/sub delivery.
+//! * [`Control`] (one field of the core) keeps the history, the snapshots
+//!   (`RLOCKD SNAPSHOT`/`RESTORE`) and who runs the current command; the
+//!   clock itself is the server's [`crate::clock::Clock`].
+//!
+//! Turning test control off at run time (`CONFIG SET test-control no`)
+//! ends everything it set: faults are cleared, the clock runs on real time
+//! again, the history and the snapshots are dropped. Turning it on starts a
+//! new history that takes the locks held at that moment as its first views
+//! (they are not reported as acquired).
+
+pub mod faults;
+pub mod history;
+pub mod locks;
+
+use std::collections::HashMap;
+
+use bytes::Bytes;
+
+use crate::client::ClientRecord;
+use crate::db::{Db, Keyspace, Map};
+use history::{Actor, LockHistory};
+
+/// The prefix of rlockd's own pub/sub channels. A message on such a channel
+/// reaches the channel's subscribers and the pattern subscribers whose
+/// pattern names the prefix itself (see [`names_reserved_prefix`]); a
+/// pattern such as `*` or `__key*__:*` never sees them, so a listener that
+/// did not ask receives exactly what it would from Redis.
+pub const RESERVED_PREFIX: &[u8] = b"__rlockd__";
+
+/// True if `pattern` asks for rlockd's own channels: the literal part of the
+/// pattern — its bytes before the first glob character (`*`, `?`, `[` or
+/// `\`) — starts with [`RESERVED_PREFIX`]. `__rlockd__:*` and
+/// `__rlockd__:lock?vents` do; `*`, `__*`, `__rlockd*` and `[_]_rlockd__:*`
+/// do not.
+pub fn names_reserved_prefix(pattern: &[u8]) -> bool {
+    let literal = pattern.iter().position(|c| matches!(c, b'*' | b'?' | b'[' | b'\\')).unwrap_or(pattern.len());
+    pattern[..literal].starts_with(RESERVED_PREFIX)
+}
+
+/// The test-control state of one server.
+#[derive(Debug, Default)]
+pub struct Control {
+    /// Lock events and violations; `None` while test control is off.
+    pub history: Option<LockHistory>,
+    /// The newest lock event already published on the events channel.
+    pub events_published: u64,
+    /// Who runs the current top-level command (for lock events).
+    pub actor: Actor,
+    /// `RLOCKD SNAPSHOT`s: whole keyspaces by name.
+    snapshots: HashMap<Bytes, Vec<Db>>,
+}
+
+impl Control {
+    /// The state of a new server, test control on or off.
+    pub fn new(on: bool) -> Control {
+        Control { history: on.then(LockHistory::default), ..Default::default() }
+    }
+
+    /// True while test control is on.
+    pub fn is_on(&self) -> bool {
+        self.history.is_some()
+    }
+
+    /// Turns test control on (a new history seeded with the locks in `ks`)
+    /// or off (history and snapshots dropped). The caller clears the faults
+    /// and lets the clock go (see the module docs).
+    pub fn switch(&mut self, on: bool, ks: &Keyspace) {
+        if on == self.is_on() {
+            return;
+        }
+        *self = Control::new(on);
+        if let Some(history) = self.history.as_mut() {
+            history.seed(ks);
+        }
+    }
+
+    /// Every lock in `ks` whose key matches `pattern` (`RLOCKD LOCKS`,
+    /// `Server::locks`), at `now_ms`; integer strings are counters only
+    /// when the history saw a script write them (none while test control
+    /// is off).
+    pub fn locks(&self, ks: &Keyspace, pattern: Option<&[u8]>, now_ms: u64) -> Vec<locks::LockView> {
+        let history = self.history.as_ref();
+        locks::scan(&ks.dbs, pattern, now_ms, |db, key| history.is_some_and(|h| h.is_counter(db, key)))
+    }
+
+    /// Captures every database under `name` (replacing an older snapshot).
+    pub fn snapshot(&mut self, ks: &Keyspace, name: Bytes) {
+        self.snapshots.insert(name, ks.dbs.clone());
+    }
+
+    /// The snapshot names, sorted.
+    pub fn snapshot_names(&self) -> Vec<Bytes> {
+        let mut names: Vec<Bytes> = self.snapshots.keys().cloned().collect();
+        names.sort();
+        names
+    }
+
+    /// Replaces every database with snapshot `name`; false if there is none.
+    /// Deadlines are absolute: keys whose time passed since the capture
+    /// expire. WATCH and blocked clients see every key of before and after
+    /// as touched.
+    pub fn restore(&self, ks: &mut Keyspace, name: &[u8]) -> bool {
+        let Some(dbs) = self.snapshots.get(name).cloned() else {
+            return false;
+        };
+        for (i, db) in ks.dbs.iter().chain(dbs.iter()).enumerate() {
+            let index = i % dbs.len().max(1);
+            let keys: Vec<Bytes> = db.keys().map(crate::db::Key::to_bytes).collect();
+            for k in keys {
+                ks.sig.touch(index, &k);
+            }
+        }
+        ks.dbs = dbs;
+        true
+    }
+}
+
+/// After a jump of the clock, every key now due goes at once (with its
+/// `expired` event), rather than at the next active-expiry round: a test
+/// sees the effect of the time it set as soon as the command returns.
+pub fn expire_now(ks: &mut Keyspace, now_ms: u64) {
+    ks.now = now_ms;
+    for i in 0..ks.dbs.len() {
+        while ks.dbs[i].expire_due(i, now_ms, 1024, &mut ks.sig) == 1024 {}
+    }
+}
+
+/// Sets `f` (for `RLOCKD FAULT` and [`crate::Server::add_fault`]). A freeze
+/// scoped to clients only stops the matching connections open now at once
+/// (except `caller`'s, so the test that sets it gets its answer); later
+/// ones freeze on their first matching command.
+pub fn add_fault(clients: &Map<u64, ClientRecord>, store: &faults::Faults, f: faults::Fault, caller: u64) -> u64 {
+    if matches!(f.kind, faults::FaultKind::Freeze { .. }) && f.scope.clients_only() {
+        let ids = clients
+            .values()
+            .filter(|r| r.shared.id != caller && f.scope.client_matches(r.shared.id, &r.name))
+            .map(|r| r.shared.id)
+            .collect();
+        return store.add_freezing(f, ids);
+    }
+    store.add(f)
+}
+
+/// Closes the connections matching `scope` (not `caller`'s); returns how many.
+pub fn kill_clients(clients: &Map<u64, ClientRecord>, scope: &faults::Scope, caller: u64) -> usize {
+    let mut n = 0;
+    for r in clients.values() {
+        if r.shared.id != caller && scope.client_matches(r.shared.id, &r.name) {
+            r.shared.kill();
+            n += 1;
+        }
+    }
+    n
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn which_patterns_name_the_reserved_prefix() {
+        for (pattern, asks) in [
+            (&b"__rlockd__:*"[..], true),
+            (b"__rlockd__:lockevents", true),
+            (b"__rlockd__:lock?vents", true),
+            (b"__rlockd__*", true),
+            (b"*", false),
+            (b"__*", false),
+            (b"__key*__:*", false),
+            (b"__rlockd*", false),
+            (b"[_]_rlockd__:*", false),
+            (b"\\__rlockd__:*", false),
+            (b"", false),
+        ] {
+            assert_eq!(super::names_reserved_prefix(pattern), asks, "{}", String::from_utf8_lossy(pattern));
+        }
+    }
+}
