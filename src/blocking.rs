@@ -142,23 +142,17 @@ impl Blocking {
         self.ready.extend(keys);
     }
 
-    /// `CLIENT UNBLOCK`: true if the client was blocked.
-    pub fn unblock_client(&mut self, client_id: u64, with_error: bool) -> bool {
-        let Some(&id) = self.by_client.get(&client_id) else {
-            return false;
-        };
-        let Some(mut w) = self.remove(id) else {
-            return false;
-        };
-        let reply = if with_error {
-            Reply::error("UNBLOCKED client unblocked via CLIENT UNBLOCK")
-        } else {
-            std::mem::replace(&mut w.timeout_reply, Reply::Nil)
-        };
+    /// `CLIENT UNBLOCK`: answers the client's waiter `reply`, or its timeout
+    /// reply if None. Returns the waiter's arguments, None if the client was
+    /// not blocked.
+    pub fn unblock_client(&mut self, client_id: u64, reply: Option<Reply>) -> Option<Vec<Bytes>> {
+        let id = *self.by_client.get(&client_id)?;
+        let mut w = self.remove(id)?;
+        let reply = reply.unwrap_or_else(|| std::mem::replace(&mut w.timeout_reply, Reply::Nil));
         if let Some(tx) = w.tx.take() {
             let _ = tx.send(reply);
         }
-        true
+        Some(w.argv)
     }
 
     /// Removes every waiter of a disconnected client.
