@@ -279,7 +279,7 @@ fn xread_and_pops_keep_waiting_when_their_stream_goes() {
     let _: i64 = redis::cmd("RPUSH").arg(&["s", "x"]).query(&mut ctl).unwrap();
     assert_eq!(pop.join().unwrap(), ("s".to_string(), "x".to_string()));
     let _: String = redis::cmd("XADD").arg(&["s", "6-0", "f", "v"]).query(&mut ctl).unwrap();
-    let got: Vec<(String, Vec<(String, Vec<String>)>)> =
-        redis::FromRedisValue::from_redis_value(&read.join().unwrap()).unwrap();
+    type Entries = Vec<(String, Vec<String>)>;
+    let got: Vec<(String, Entries)> = redis::FromRedisValue::from_redis_value(&read.join().unwrap()).unwrap();
     assert_eq!(got, vec![("s".to_string(), vec![("6-0".to_string(), vec!["f".to_string(), "v".to_string()])])]);
 }
