@@ -11,6 +11,13 @@
 //! one implementation of each pop, whether it runs at once or later. A
 //! re-run that finds nothing (nil) leaves the waiter blocked; a
 //! `WRONGTYPE` keeps it blocked too (Redis 7.0 only serves matching types).
+//! The one exception: an `XREADGROUP` whose key no longer holds a stream
+//! is answered `-UNBLOCKED` (its group went with the stream). The serve
+//! also runs after active expiry and control commands.
+//!
+//! Statistics follow Redis 7.0: a blocking command counts one call when it
+//! blocks; the re-run that serves it adds time, failure and error counts,
+//! a latency sample and the slowlog entry, never a second call.
 //!
 //! **Invariant:** a waiter is registered in `waiters`, in `by_client` and
 //! under each of its keys in `by_key`, or in none of them.
