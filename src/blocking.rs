@@ -11,6 +11,13 @@
 //! one implementation of each pop, whether it runs at once or later. A
 //! re-run that finds nothing (nil) leaves the waiter blocked; a
 //! `WRONGTYPE` keeps it blocked too (Redis 7.0 only serves matching types).
+//! The one exception: an `XREADGROUP` whose key no longer holds a stream
+//! is answered `-UNBLOCKED` (its group went with the stream). The serve
+//! also runs after active expiry and control commands.
+//!
+//! Statistics follow Redis 7.0: a blocking command counts one call when it
+//! blocks; the re-run that serves it adds time, failure and error counts,
+//! a latency sample and the slowlog entry, never a second call.
 //!
 //! **Invariant:** a waiter is registered in `waiters`, in `by_client` and
 //! under each of its keys in `by_key`, or in none of them.
@@ -142,23 +149,17 @@ impl Blocking {
         self.ready.extend(keys);
     }
 
-    /// `CLIENT UNBLOCK`: true if the client was blocked.
-    pub fn unblock_client(&mut self, client_id: u64, with_error: bool) -> bool {
-        let Some(&id) = self.by_client.get(&client_id) else {
-            return false;
-        };
-        let Some(mut w) = self.remove(id) else {
-            return false;
-        };
-        let reply = if with_error {
-            Reply::error("UNBLOCKED client unblocked via CLIENT UNBLOCK")
-        } else {
-            std::mem::replace(&mut w.timeout_reply, Reply::Nil)
-        };
+    /// `CLIENT UNBLOCK`: answers the client's waiter `reply`, or its timeout
+    /// reply if None. Returns the waiter's arguments, None if the client was
+    /// not blocked.
+    pub fn unblock_client(&mut self, client_id: u64, reply: Option<Reply>) -> Option<Vec<Bytes>> {
+        let id = *self.by_client.get(&client_id)?;
+        let mut w = self.remove(id)?;
+        let reply = reply.unwrap_or_else(|| std::mem::replace(&mut w.timeout_reply, Reply::Nil));
         if let Some(tx) = w.tx.take() {
             let _ = tx.send(reply);
         }
-        true
+        Some(w.argv)
     }
 
     /// Removes every waiter of a disconnected client.

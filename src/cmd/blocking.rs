@@ -11,12 +11,11 @@ use bytes::Bytes;
 use super::list::{self, key_and_elements, parse_end, parse_lr, parse_mpop, End};
 use super::zset::{parse_minmax, zmpop_reply, zpop_first};
 use super::{cmd, CommandSpec, Ctx, Lookup};
-use std::sync::Arc;
-
-use crate::client::{BlockRequest, Caller, ClientShared, ClientState};
+use crate::client::{BlockRequest, Caller, ClientState};
+use crate::core::{Core, Shared};
 use crate::error::{CmdError, CmdResult};
 use crate::num;
-use crate::protocol::{Reply, Resp};
+use crate::protocol::Reply;
 
 pub static COMMANDS: &[CommandSpec] = &[
     cmd("blpop", blpop, -3, "write noscript blocking", 1, -2, 1, "@write @list @slow @blocking").doc(
@@ -211,60 +210,96 @@ pub fn block_on_keys(
     Ok(Reply::Nil)
 }
 
-/// Serves waiters of ready keys (called by dispatch after a top-level command).
-pub fn serve_ready(ctx: &mut Ctx<'_>) {
-    if !ctx.core.blocking.begin_serving() {
+/// Serves waiters of ready keys: called after a top-level command (by
+/// dispatch) and after the server's own changes (active expiry).
+///
+/// As Redis 7.0's `handleClientsBlockedOnKeys`: pops waiting on a list or
+/// sorted set are served from it, readers waiting on a stream re-read it;
+/// and an `XREADGROUP` waiting on a key that no longer holds a stream
+/// (deleted, overwritten by another type, flushed, swapped away) is answered
+/// `-UNBLOCKED the stream key no longer exists` at once: its group went
+/// with the stream. Other waiters keep waiting whatever the key became.
+pub fn serve_ready(core: &mut Core, shared: &Shared) {
+    if !core.blocking.begin_serving() {
         return;
     }
-    while let Some(key) = ctx.core.blocking.ready.pop_front() {
-        if serve_stream_waiters(ctx, &key) {
+    while let Some(key) = core.blocking.ready.pop_front() {
+        if serve_stream_waiters(core, shared, &key) {
             continue;
         }
         // The first pop waiting on the key (stream readers wait for a stream).
         let first_pop = |b: &crate::blocking::Blocking| {
             b.by_key.get(&key).and_then(|q| q.iter().find(|id| !is_stream_reader(&b.waiters[id].argv)).copied())
         };
-        while let Some(id) = first_pop(&ctx.core.blocking) {
-            let (client, db, resp, argv) = {
-                let w = &ctx.core.blocking.waiters[&id];
-                (w.client.clone(), w.db, w.resp, w.argv.clone())
-            };
+        while let Some(id) = first_pop(&core.blocking) {
             // Redis serves a waiter from the key that became ready, and only
             // if it holds the type the command pops from; then any error
             // (a BLMOVE destination of the wrong type) is the answer.
+            let argv = &core.blocking.waiters[&id].argv;
             let wants = if argv[0].len() > 2 && argv[0][..2].eq_ignore_ascii_case(b"bz") { "zset" } else { "list" };
-            let type_ok = ctx.core.ks.dbs[key.0].peek(&key.1).is_some_and(|e| e.value.type_name() == wants);
+            let type_ok = core.ks.dbs[key.0].peek(&key.1).is_some_and(|e| e.value.type_name() == wants);
             if !type_ok {
                 break;
             }
-            let argv = narrow_to_key(argv, &key.1.to_bytes());
-            let Some(reply) = rerun(ctx, client, db, resp, &argv) else {
+            let argv = narrow_to_key(argv.clone(), &key.1.to_bytes());
+            let Some(reply) = rerun(core, shared, id, &argv) else {
                 break;
             };
-            let nothing = matches!(reply, Reply::Nil | Reply::NilArray);
-            if nothing {
-                break;
-            }
-            ctx.core.blocking.serve(id, reply);
+            core.blocking.serve(id, reply);
         }
+        unblock_group_readers(core, &key);
     }
-    ctx.core.blocking.end_serving();
-    ctx.core.ks.sig.track_touches = ctx.core.watches.is_active() || ctx.core.blocking.is_active();
+    core.blocking.end_serving();
+    core.ks.sig.track_touches = core.watches.is_active() || core.blocking.is_active();
 }
 
-/// Re-runs a blocked client's command (`argv`, already narrowed to the
-/// key that became ready) as that client: its database and protocol, as
-/// a blocked re-run. None if the command is not in the table.
-fn rerun(ctx: &mut Ctx<'_>, client: Arc<ClientShared>, db: usize, resp: Resp, argv: &[Bytes]) -> Option<Reply> {
+/// Redis's text for an `XREADGROUP` whose stream went away while it waited.
+const STREAM_GONE: &str = "UNBLOCKED the stream key no longer exists";
+
+/// Answers every `XREADGROUP` waiting on `key` (which holds no stream now)
+/// with [`STREAM_GONE`], in arrival order.
+fn unblock_group_readers(core: &mut Core, key: &(usize, crate::db::Key)) {
+    let Some(queue) = core.blocking.by_key.get(key) else {
+        return;
+    };
+    let b = &core.blocking;
+    let ids: Vec<u64> =
+        queue.iter().copied().filter(|id| b.waiters[id].argv[0].eq_ignore_ascii_case(b"xreadgroup")).collect();
+    for id in ids {
+        let reply = Reply::error(STREAM_GONE);
+        if let Lookup::Found(c) = super::table().lookup(&core.blocking.waiters[&id].argv) {
+            super::count_unblocked(core, c, 0, &reply);
+        }
+        core.blocking.serve(id, reply);
+    }
+}
+
+/// Re-runs waiter `id`'s command (`argv`, already narrowed to the key that
+/// became ready) as that client: its database and protocol, as a blocked
+/// re-run. Returns the reply if it serves the waiter (anything but a nil:
+/// a nil leaves it waiting), the unblocked command's statistics counted
+/// as Redis counts them (its call was counted when it blocked). None if
+/// the command is not in the table or read nothing.
+fn rerun(core: &mut Core, shared: &Shared, id: u64, argv: &[Bytes]) -> Option<Reply> {
     let Lookup::Found(c) = super::table().lookup(argv) else {
         return None;
     };
-    let mut state = ClientState::new(client, true);
-    state.set_db(db);
-    state.resp = resp;
+    let w = &core.blocking.waiters[&id];
+    let mut state = ClientState::new(w.client.clone(), true);
+    state.set_db(w.db);
+    state.resp = w.resp;
     state.caller = Caller::BlockedRerun;
-    let mut sub = Ctx { core: ctx.core, client: &mut state, shared: ctx.shared };
-    Some(super::call(&mut sub, c, argv))
+    let original = w.argv.clone();
+    let mut sub = Ctx { core, client: &mut state, shared };
+    let start = std::time::Instant::now();
+    let reply = super::call(&mut sub, c, argv);
+    if matches!(reply, Reply::Nil | Reply::NilArray) {
+        return None;
+    }
+    let usec = start.elapsed().as_micros() as u64;
+    super::count_unblocked(sub.core, c, usec, &reply);
+    super::slowlog_unblocked(&mut sub, &original, usec);
+    Some(reply)
 }
 
 fn is_stream_reader(argv: &[Bytes]) -> bool {
@@ -276,29 +311,25 @@ fn is_stream_reader(argv: &[Bytes]) -> bool {
 /// served if it reads something. Unlike pops, one reader finding nothing
 /// says nothing about the next (their ids differ), so every one is tried.
 /// True if the key is a stream (pops waiting on it cannot be served).
-fn serve_stream_waiters(ctx: &mut Ctx<'_>, key: &(usize, crate::db::Key)) -> bool {
-    let is_stream = ctx.core.ks.dbs[key.0].peek(&key.1).is_some_and(|e| e.value.type_name() == "stream");
+fn serve_stream_waiters(core: &mut Core, shared: &Shared, key: &(usize, crate::db::Key)) -> bool {
+    let is_stream = core.ks.dbs[key.0].peek(&key.1).is_some_and(|e| e.value.type_name() == "stream");
     if !is_stream {
         return false;
     }
-    let Some(queue) = ctx.core.blocking.by_key.get(key) else {
+    let Some(queue) = core.blocking.by_key.get(key) else {
         return true;
     };
     let ids: Vec<u64> = queue.iter().copied().collect();
     for id in ids {
-        let Some(w) = ctx.core.blocking.waiters.get(&id) else {
+        let Some(w) = core.blocking.waiters.get(&id) else {
             continue;
         };
         if !is_stream_reader(&w.argv) {
             continue;
         }
-        let (client, db, resp) = (w.client.clone(), w.db, w.resp);
         let argv = narrow_streams(&w.argv, &key.1.to_bytes());
-        let Some(reply) = rerun(ctx, client, db, resp, &argv) else {
-            continue;
-        };
-        if !matches!(reply, Reply::Nil | Reply::NilArray) {
-            ctx.core.blocking.serve(id, reply);
+        if let Some(reply) = rerun(core, shared, id, &argv) {
+            core.blocking.serve(id, reply);
         }
     }
     true

@@ -545,7 +545,20 @@ fn client_unblock(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if args.len() > 4 {
         return Err(CmdError::Syntax);
     }
-    Ok(Reply::Int(i64::from(ctx.core.blocking.unblock_client(id as u64, with_error))))
+    const UNBLOCKED: &str = "UNBLOCKED client unblocked via CLIENT UNBLOCK";
+    let reply = with_error.then(|| Reply::error(UNBLOCKED));
+    let Some(argv) = ctx.core.blocking.unblock_client(id as u64, reply) else {
+        return Ok(Reply::Int(0));
+    };
+    if let super::Lookup::Found(c) = super::table().lookup(&argv) {
+        let counted = if with_error { Reply::error(UNBLOCKED) } else { Reply::Nil };
+        super::count_unblocked(ctx.core, c, 0, &counted);
+        if !with_error {
+            // Redis 7.0 counts the unblocked call failed either way.
+            ctx.core.stats.commands[c.id].failed += 1;
+        }
+    }
+    Ok(Reply::Int(1))
 }
 
 fn client_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {

@@ -63,6 +63,17 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if set.contains(&"test-control") {
         super::control::switched(ctx);
     }
+    if set.contains(&"maxmemory") && ctx.core.config.maxmemory > 0 {
+        // As Redis's updateMaxmemory: evict down to the new limit now.
+        let used = crate::memory::used_memory();
+        if used > ctx.core.config.maxmemory {
+            tracing::warn!(
+                "WARNING: the new maxmemory value set via CONFIG SET ({}) is smaller than the current memory usage ({used}). This will result in key eviction and/or the inability to accept new write commands depending on the maxmemory-policy.",
+                ctx.core.config.maxmemory
+            );
+        }
+        super::limits::perform_evictions(ctx);
+    }
     Ok(Reply::ok())
 }
 

@@ -638,40 +638,78 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes]) -> Reply {
         stats.nested_calls += 1;
         stats.nested_nanos += nanos;
     }
-    let track_latency = ctx.core.config.latency_tracking;
-    let stats = &mut ctx.core.stats;
-    let st = &mut stats.commands[cmd.id];
-    st.calls += 1;
-    st.usec += usec;
-    if track_latency {
-        st.record_latency(usec);
-    }
-    stats.total_commands += 1;
     let reply = match result {
         Ok(r) => r,
         Err(e) => e.into(),
     };
-    if let Some(text) = reply.error_text() {
-        st.failed += 1;
-        // A script's reply repeating a `redis.call` error counts once.
-        if !std::mem::take(&mut stats.error_already_counted) {
-            stats.count_error(text);
+    // As Redis 7.0 counts a blocking command: one call when it blocks
+    // (no latency sample, no slowlog entry yet); when it is unblocked, the
+    // re-run that serves it adds its time, failure, latency sample and
+    // slowlog entry but no call (`blocking::rerun`, `count_unblocked`).
+    let rerun = ctx.client.caller == Caller::BlockedRerun;
+    let blocked = ctx.client.block.is_some();
+    if !rerun {
+        let track_latency = ctx.core.config.latency_tracking;
+        let stats = &mut ctx.core.stats;
+        let st = &mut stats.commands[cmd.id];
+        st.calls += 1;
+        st.usec += usec;
+        if track_latency && !blocked {
+            st.record_latency(usec);
+        }
+        stats.total_commands += 1;
+        if let Some(text) = reply.error_text() {
+            st.failed += 1;
+            // A script's reply repeating a `redis.call` error counts once.
+            if !std::mem::take(&mut stats.error_already_counted) {
+                stats.count_error(text);
+            }
         }
     }
     if monitored && !cmd.has(flags::SKIP_MONITOR) && !cmd.has(flags::ADMIN) {
         feed_monitors(ctx, argv);
     }
     if top {
-        let threshold = ctx.core.config.slowlog_slower_than;
-        if threshold >= 0 && usec as i64 >= threshold && !cmd.has(flags::SKIP_SLOWLOG) {
-            record_slow(ctx, argv, usec);
+        if !rerun && !blocked {
+            slowlog_if_slow(ctx, cmd, argv, usec);
         }
         ctx.core.after_command();
         if ctx.core.blocking.has_ready() {
-            blocking::serve_ready(ctx);
+            blocking::serve_ready(ctx.core, ctx.shared);
         }
     }
     reply
+}
+
+/// Counts the unblocking of a blocked `cmd` answered `reply` after `usec`
+/// of work (Redis's `updateStatsOnUnblock`): time, a failed call if the
+/// reply is an error, and a latency sample, but no new call.
+pub(crate) fn count_unblocked(core: &mut Core, cmd: &Command, usec: u64, reply: &Reply) {
+    let track_latency = core.config.latency_tracking;
+    let stats = &mut core.stats;
+    let st = &mut stats.commands[cmd.id];
+    st.usec += usec;
+    if track_latency {
+        st.record_latency(usec);
+    }
+    if let Some(text) = reply.error_text() {
+        st.failed += 1;
+        stats.count_error(text);
+    }
+}
+
+/// The slowlog entry of an unblocked command: its arguments as it blocked.
+pub(crate) fn slowlog_unblocked(ctx: &mut Ctx<'_>, argv: &[Bytes], usec: u64) {
+    if let Lookup::Found(cmd) = table().lookup(argv) {
+        slowlog_if_slow(ctx, cmd, argv, usec);
+    }
+}
+
+fn slowlog_if_slow(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes], usec: u64) {
+    let threshold = ctx.core.config.slowlog_slower_than;
+    if threshold >= 0 && usec as i64 >= threshold && !cmd.has(flags::SKIP_SLOWLOG) {
+        record_slow(ctx, argv, usec);
+    }
 }
 
 /// Client-side caching after a command (at any depth): invalidations of

@@ -161,13 +161,19 @@ impl<'c, 'a> ScriptRun<'c, 'a> {
         }
     }
 
-    /// A refused script command counts as rejected (and as an `ERR` reply).
+    /// A refused script command counts as rejected, and as an error reply
+    /// (Redis's `afterErrorReply` of the refusal): a refusal of the server's
+    /// state (`-OOM`, `-NOREPLICAS`) under its own prefix, the others `ERR`.
     fn refuse(&mut self, id: Option<usize>, why: ScriptErr) -> ScriptErr {
         let stats = &mut self.ctx.core.stats;
         if let Some(id) = id {
             stats.commands[id].rejected += 1;
         }
-        stats.count_error(b"ERR");
+        let counted = match &why {
+            ScriptErr::Limit(text) => text.strip_prefix('-').unwrap_or("ERR"),
+            _ => "ERR",
+        };
+        stats.count_error(counted.as_bytes());
         why
     }
 }

@@ -431,6 +431,10 @@ async fn active_expire(shared: Arc<Shared>) {
                     }
                 }
                 core.after_command();
+                // Readers of streams that expired are answered now.
+                if core.blocking.has_ready() {
+                    crate::cmd::blocking::serve_ready(&mut core, &shared);
+                }
                 core.before_sleep();
             }
             if !more {

@@ -5,6 +5,7 @@ use std::net::TcpStream;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use super::common::resp::{RawConn, Value};
 use super::common::{self, blocked_clients, wait_blocked};
 
 #[test]
@@ -246,4 +247,111 @@ fn blocking_timeouts_follow_the_server_clock() {
     assert_eq!(got, None, "timed out");
     assert!(done.duration_since(advanced) < Duration::from_millis(500), "woken by the clock moving");
     srv.clock().freeze(false);
+}
+
+/// The `INFO commandstats` fields that do not depend on timing (calls,
+/// rejected and failed calls) of the commands named, sorted, then
+/// `INFO errorstats` and `total_error_replies`.
+fn call_counts(c: &mut RawConn, commands: &[&str]) -> Vec<String> {
+    let mut info = |section: &str| match c.cmd(&["INFO", section]) {
+        Value::Bulk(Some(b)) => String::from_utf8_lossy(&b).into_owned(),
+        other => panic!("INFO answered {other:?}"),
+    };
+    let mut out: Vec<String> = info("commandstats")
+        .lines()
+        .filter_map(|l| l.strip_prefix("cmdstat_").and_then(|l| l.split_once(':')))
+        .filter(|(name, _)| commands.contains(name))
+        .map(|(name, fields)| {
+            let kept: Vec<&str> = fields.split(',').filter(|f| !f.starts_with("usec")).collect();
+            format!("{name}: {}", kept.join(","))
+        })
+        .collect();
+    out.sort();
+    out.extend(info("errorstats").lines().filter(|l| l.starts_with("errorstat_")).map(str::to_string));
+    out.extend(info("stats").lines().filter(|l| l.starts_with("total_error_replies:")).map(str::to_string));
+    out
+}
+
+/// Waits until `n` clients are blocked on the server `c` talks to.
+fn wait_blocked_raw(c: &mut RawConn, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let Value::Bulk(Some(b)) = c.cmd(&["INFO", "clients"]) else { panic!("INFO clients") };
+        if String::from_utf8_lossy(&b).contains(&format!("blocked_clients:{n}\r\n")) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "expected {n} blocked client(s)");
+        thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Blocks `args` on a new connection to `port` (a raw one: no client
+/// library handshake to count); returns the connection's id and the
+/// thread holding its reply.
+fn block(port: u16, args: &[&str]) -> (String, thread::JoinHandle<Value>) {
+    let mut c = RawConn::connect(port);
+    let id = c.cmd(&["CLIENT", "ID"]).as_int().expect("id").to_string();
+    let args: Vec<Vec<u8>> = args.iter().map(|a| a.as_bytes().to_vec()).collect();
+    c.send(&args);
+    (id, thread::spawn(move || c.read().expect("reply")))
+}
+
+fn is_error(v: &Value, prefix: &str) -> bool {
+    matches!(v, Value::Error(e) if e.starts_with(prefix.as_bytes()))
+}
+
+/// Blocking commands served, re-checked, unblocked with an error, timed
+/// out and unblocked by `CLIENT UNBLOCK`, on the server at `port`.
+fn unblocking_scenario(port: u16) -> Vec<String> {
+    let mut ctl = RawConn::connect(port);
+    ctl.cmd(&["FLUSHALL"]);
+    ctl.cmd(&["CONFIG", "RESETSTAT"]);
+    // Served by a push.
+    let (_, t) = block(port, &["BLPOP", "l", "0"]);
+    wait_blocked_raw(&mut ctl, 1);
+    ctl.cmd(&["RPUSH", "l", "a"]);
+    assert!(matches!(t.join().unwrap(), Value::Agg(b'*', Some(_))));
+    // A reader re-checked without being served, then served.
+    ctl.cmd(&["XADD", "s", "5-0", "f", "v"]);
+    let (_, t) = block(port, &["XREAD", "BLOCK", "0", "STREAMS", "s", "10-0"]);
+    wait_blocked_raw(&mut ctl, 1);
+    ctl.cmd(&["XADD", "s", "6-0", "f", "v"]);
+    ctl.cmd(&["XADD", "s", "11-0", "f", "v"]);
+    assert!(matches!(t.join().unwrap(), Value::Agg(b'*', Some(_))));
+    // Group readers answered an error: the group destroyed, the stream deleted.
+    ctl.cmd(&["XGROUP", "CREATE", "s", "g", "$"]);
+    let (_, t) = block(port, &["XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "s", ">"]);
+    wait_blocked_raw(&mut ctl, 1);
+    ctl.cmd(&["XGROUP", "DESTROY", "s", "g"]);
+    assert!(is_error(&t.join().unwrap(), "NOGROUP "));
+    ctl.cmd(&["XGROUP", "CREATE", "s", "g", "$"]);
+    let (_, t) = block(port, &["XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "s", ">"]);
+    wait_blocked_raw(&mut ctl, 1);
+    ctl.cmd(&["DEL", "s"]);
+    assert!(is_error(&t.join().unwrap(), "UNBLOCKED "));
+    // Timed out.
+    let (_, t) = block(port, &["BZPOPMIN", "z", "0.05"]);
+    assert_eq!(t.join().unwrap(), Value::Agg(b'*', None));
+    // CLIENT UNBLOCK, both reasons.
+    for reason in ["TIMEOUT", "ERROR"] {
+        let (id, t) = block(port, &["BRPOP", "q", "0"]);
+        wait_blocked_raw(&mut ctl, 1);
+        assert_eq!(ctl.cmd(&["CLIENT", "UNBLOCK", &id, reason]), Value::Int(1));
+        t.join().unwrap();
+    }
+    call_counts(&mut ctl, &["blpop", "brpop", "bzpopmin", "xread", "xreadgroup", "xgroup|destroy", "del"])
+}
+
+#[test]
+fn unblocked_commands_are_counted_as_redis_counts_them() {
+    let srv = common::server();
+    let ours = unblocking_scenario(srv.addr().port());
+    // Each blocking command is one call, however it ended.
+    for name in ["blpop", "xread", "bzpopmin"] {
+        assert!(ours.contains(&format!("{name}: calls=1,rejected_calls=0,failed_calls=0")), "{name} in {ours:?}");
+    }
+    assert!(ours.contains(&"xreadgroup: calls=2,rejected_calls=0,failed_calls=2".to_string()), "{ours:?}");
+    let Some(oracle) = common::oracle::Oracle::start() else { return };
+    let theirs = unblocking_scenario(oracle.port);
+    assert_eq!(ours, theirs, "rlockd, then redis-server");
 }

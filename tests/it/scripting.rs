@@ -752,3 +752,47 @@ fn rlockd_sha(body: &str) -> String {
     h.update(body.as_bytes());
     h.digest().to_string()
 }
+
+/// `INFO errorstats`, `total_error_replies` and the call counts of SET and
+/// EVAL after a script's writes refused under `maxmemory` and
+/// `min-replicas-to-write`, from the server on `port`.
+fn refused_script_write_stats(port: u16) -> Vec<String> {
+    let mut c = RawConn::connect(port);
+    let mut out = Vec::new();
+    let stats = |c: &mut RawConn, out: &mut Vec<String>| {
+        let text = |v: Value| match v {
+            Value::Bulk(Some(b)) => String::from_utf8_lossy(&b).into_owned(),
+            other => panic!("INFO answered {other:?}"),
+        };
+        let cmds = text(c.cmd(&["INFO", "commandstats"]));
+        for l in cmds.lines().filter(|l| l.starts_with("cmdstat_set:") || l.starts_with("cmdstat_eval:")) {
+            out.push(l.split(',').filter(|f| !f.starts_with("usec")).collect::<Vec<_>>().join(","));
+        }
+        let errors = text(c.cmd(&["INFO", "errorstats"]));
+        out.extend(errors.lines().filter(|l| l.starts_with("errorstat_")).map(str::to_string));
+        let info = text(c.cmd(&["INFO", "stats"]));
+        out.extend(info.lines().filter(|l| l.starts_with("total_error_replies:")).map(str::to_string));
+    };
+    for (param, value) in [("maxmemory", "1"), ("min-replicas-to-write", "1")] {
+        c.cmd(&["CONFIG", "RESETSTAT"]);
+        c.cmd(&["CONFIG", "SET", param, value]);
+        let err = c.cmd(&["EVAL", "return redis.call('set','x','y')", "1", "x"]);
+        out.push(format!("{err:?}"));
+        let err = c.cmd(&["EVAL", "return redis.pcall('set','x','y')", "1", "x"]);
+        out.push(format!("{err:?}"));
+        c.cmd(&["CONFIG", "SET", param, "0"]);
+        stats(&mut c, &mut out);
+    }
+    out
+}
+
+#[test]
+fn a_refused_script_write_counts_under_its_own_error_prefix() {
+    let srv = common::server();
+    let ours = refused_script_write_stats(srv.addr().port());
+    assert!(ours.contains(&"errorstat_OOM:count=2".to_string()), "{ours:?}");
+    assert!(ours.contains(&"errorstat_NOREPLICAS:count=2".to_string()), "{ours:?}");
+    assert!(!ours.iter().any(|l| l.starts_with("errorstat_ERR")), "{ours:?}");
+    let Some(oracle) = common::oracle::Oracle::start() else { return };
+    assert_eq!(ours, refused_script_write_stats(oracle.port), "rlockd, then redis-server");
+}

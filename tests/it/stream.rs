@@ -203,3 +203,83 @@ fn client_unblock_ends_a_blocked_xreadgroup() {
     let consumers: Vec<redis::Value> = redis::cmd("XINFO").arg("CONSUMERS").arg("s").arg("g").query(&mut ctl).unwrap();
     assert!(consumers.is_empty());
 }
+
+/// Blocks an `XREADGROUP GROUP g alice BLOCK 0 STREAMS s >` on a new
+/// connection; the thread returns its reply (the error's code and text).
+fn blocked_group_reader(srv: &rlockd::Server) -> thread::JoinHandle<Result<redis::Value, (String, String)>> {
+    let mut c = common::conn(srv);
+    thread::spawn(move || {
+        redis::cmd("XREADGROUP")
+            .arg(&["GROUP", "g", "alice", "BLOCK", "0", "STREAMS", "s", ">"])
+            .query::<redis::Value>(&mut c)
+            .map_err(|e| (e.code().unwrap_or("").to_string(), e.detail().unwrap_or("").to_string()))
+    })
+}
+
+#[test]
+fn a_blocked_xreadgroup_is_answered_when_its_stream_goes() {
+    let srv = common::server();
+    let mut ctl = common::conn(&srv);
+    // Each way a stream can go while a group reader waits on it.
+    let triggers: &[(&str, &[&[&str]])] = &[
+        ("DEL", &[&["DEL", "s"]]),
+        ("UNLINK", &[&["UNLINK", "s"]]),
+        ("SET", &[&["SET", "s", "str"]]),
+        ("transaction", &[&["MULTI"], &["DEL", "s"], &["SADD", "s", "e1"], &["EXEC"]]),
+        ("FLUSHDB", &[&["FLUSHDB"]]),
+        ("FLUSHALL ASYNC", &[&["FLUSHALL", "ASYNC"]]),
+        ("SWAPDB", &[&["SWAPDB", "0", "1"], &["SELECT", "1"], &["FLUSHDB"], &["SELECT", "0"]]),
+        ("RENAME of a list", &[&["RPUSH", "l", "a"], &["RENAME", "l", "s"]]),
+        ("expiry", &[&["PEXPIRE", "s", "20"]]),
+    ];
+    for (name, cmds) in triggers {
+        let _: () = redis::cmd("FLUSHALL").query(&mut ctl).unwrap();
+        let _: String = redis::cmd("XADD").arg(&["s", "1-0", "f", "v"]).query(&mut ctl).unwrap();
+        let _: String = redis::cmd("XGROUP").arg(&["CREATE", "s", "g", "$"]).query(&mut ctl).unwrap();
+        let reader = blocked_group_reader(&srv);
+        wait_blocked(&mut ctl, 1);
+        for c in cmds.iter() {
+            let _: redis::Value = redis::cmd(c[0]).arg(&c[1..]).query(&mut ctl).unwrap();
+        }
+        let got = reader.join().unwrap();
+        assert_eq!(got, Err(("UNBLOCKED".to_string(), "the stream key no longer exists".to_string())), "after {name}");
+        assert_eq!(blocked_clients(&mut ctl), 0, "after {name}");
+    }
+    // Its group destroyed, the stream still there: NOGROUP.
+    let _: () = redis::cmd("FLUSHALL").query(&mut ctl).unwrap();
+    let _: String = redis::cmd("XGROUP").arg(&["CREATE", "s", "g", "$", "MKSTREAM"]).query(&mut ctl).unwrap();
+    let reader = blocked_group_reader(&srv);
+    wait_blocked(&mut ctl, 1);
+    let _: i64 = redis::cmd("XGROUP").arg(&["DESTROY", "s", "g"]).query(&mut ctl).unwrap();
+    let (code, text) = reader.join().unwrap().unwrap_err();
+    assert_eq!(
+        (code.as_str(), text.as_str()),
+        ("NOGROUP", "the consumer group this client was blocked on no longer exists")
+    );
+}
+
+#[test]
+fn xread_and_pops_keep_waiting_when_their_stream_goes() {
+    let srv = common::server();
+    let mut ctl = common::conn(&srv);
+    let mut popper = common::conn(&srv);
+    let pop =
+        thread::spawn(move || -> (String, String) { redis::cmd("BLPOP").arg(&["s", "0"]).query(&mut popper).unwrap() });
+    wait_blocked(&mut ctl, 1);
+    let _: String = redis::cmd("XADD").arg(&["s", "5-0", "f", "v"]).query(&mut ctl).unwrap();
+    let mut reader = common::conn(&srv);
+    let read = thread::spawn(move || -> redis::Value {
+        redis::cmd("XREAD").arg(&["BLOCK", "0", "STREAMS", "s", "$"]).query(&mut reader).unwrap()
+    });
+    wait_blocked(&mut ctl, 2);
+    for c in [&["DEL", "s"][..], &["SET", "s", "str"], &["FLUSHALL"], &["XADD", "s", "1-0", "f", "v"], &["DEL", "s"]] {
+        let _: redis::Value = redis::cmd(c[0]).arg(&c[1..]).query(&mut ctl).unwrap();
+    }
+    assert_eq!(blocked_clients(&mut ctl), 2, "both still wait (the new stream's 1-0 is below 5-0)");
+    let _: i64 = redis::cmd("RPUSH").arg(&["s", "x"]).query(&mut ctl).unwrap();
+    assert_eq!(pop.join().unwrap(), ("s".to_string(), "x".to_string()));
+    let _: String = redis::cmd("XADD").arg(&["s", "6-0", "f", "v"]).query(&mut ctl).unwrap();
+    type Entries = Vec<(String, Vec<String>)>;
+    let got: Vec<(String, Entries)> = redis::FromRedisValue::from_redis_value(&read.join().unwrap()).unwrap();
+    assert_eq!(got, vec![("s".to_string(), vec![("6-0".to_string(), vec!["f".to_string(), "v".to_string()])])]);
+}
