@@ -64,18 +64,11 @@ fn auth(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     } else {
         (args[1].clone(), &args[2])
     };
-    if super::acl::authenticate(ctx, &user, pass) {
+    if super::access::authenticate(ctx, &user, pass) {
         Ok(Reply::ok())
     } else {
         Err(CmdError::custom(WRONGPASS))
     }
-}
-
-pub(super) fn valid_client_name(name: &[u8]) -> Result<(), CmdError> {
-    if name.iter().any(|&c| !(b'!'..=b'~').contains(&c)) {
-        return Err(CmdError::custom("ERR Client names cannot contain spaces, newlines or special characters."));
-    }
-    Ok(())
 }
 
 fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
@@ -97,7 +90,7 @@ fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             creds = Some((args[j + 1].clone(), args[j + 2].clone()));
             j += 3;
         } else if eq(&args[j], "setname") && more >= 1 {
-            valid_client_name(&args[j + 1])?;
+            super::session::valid_client_name(&args[j + 1])?;
             name = Some(args[j + 1].clone());
             j += 2;
         } else {
@@ -108,7 +101,7 @@ fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
     }
     if let Some((u, p)) = creds {
-        if !super::acl::authenticate(ctx, &u, &p) {
+        if !super::access::authenticate(ctx, &u, &p) {
             return Err(CmdError::custom(WRONGPASS));
         }
     }
@@ -141,7 +134,7 @@ fn quit(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
 }
 
 fn reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    super::tx::discard_state(ctx);
+    super::session::discard_state(ctx);
     if ctx.core.monitors.remove(ctx.client.id) {
         ctx.client.shared.monitor.store(false, std::sync::atomic::Ordering::Relaxed);
     }
@@ -152,8 +145,8 @@ fn reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     if let Some(r) = ctx.core.client_record(ctx.client.id) {
         r.name = Bytes::new();
     }
-    super::client::tracking_off(ctx);
-    super::acl::set_user(ctx, Bytes::from_static(b"default"));
+    super::session::tracking_off(ctx);
+    super::session::set_user(ctx, Bytes::from_static(b"default"));
     ctx.client.authenticated = !ctx.core.acl.auth_required();
     Ok(Reply::status("RESET"))
 }

@@ -15,6 +15,7 @@
 //! [`call`] is the only place a handler is invoked, and the only place the
 //! command's frozen time is taken (at nesting depth 0).
 
+pub mod access;
 pub mod acl;
 pub mod bitmap;
 pub mod blocking;
@@ -38,6 +39,7 @@ pub mod meta;
 pub mod pubsub;
 pub mod scripting;
 pub mod server;
+pub mod session;
 pub mod set;
 pub mod sort;
 pub mod standalone;
@@ -481,7 +483,7 @@ fn reject(ctx: &mut Ctx<'_>, cmd: Option<&Command>, err: CmdError) -> Reply {
     // discards the transaction and answers EXECABORT.
     let err = match cmd {
         Some(c) if c.spec.name == "exec" => {
-            tx::discard_state(ctx);
+            session::discard_state(ctx);
             let text = err.to_string();
             let text = text.strip_prefix("ERR ").unwrap_or(&text);
             CmdError::custom(format!("EXECABORT Transaction discarded because of: {text}"))
@@ -545,9 +547,9 @@ pub fn process(ctx: &mut Ctx<'_>, argv: Vec<Bytes>) -> Reply {
     // The one branch the command path pays while `default` is the only,
     // unrestricted, user.
     if !ctx.core.acl.open {
-        if let Err(d) = acl::check(ctx, cmd, &argv) {
+        if let Err(d) = access::check(ctx, cmd, &argv) {
             ctx.client.shared.last_cmd.store(cmd.id, std::sync::atomic::Ordering::Relaxed);
-            let err = acl::refuse(ctx, cmd, &argv, d, "toplevel");
+            let err = access::refuse(ctx, cmd, &argv, d, "toplevel");
             return reject(ctx, Some(cmd), err);
         }
     }

@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 
+use super::help::{help_reply, subcommand_syntax};
 use super::util::eq;
 use super::{cmd, container, flags, table, CommandSpec, Ctx, Lookup};
 use crate::client::{Caller, ClientState};
@@ -203,9 +204,9 @@ impl ScriptHost for ScriptRun<'_, '_> {
         }
         if !self.ctx.core.acl.open {
             let mut ctx = Ctx { core: &mut *self.ctx.core, client: &mut self.client, shared: self.ctx.shared };
-            if let Err(d) = super::acl::check(&ctx, cmd, argv) {
-                super::acl::refuse(&mut ctx, cmd, argv, d, "lua");
-                return Err(self.refuse(Some(cmd.id), ScriptErr::Denied(super::acl::script_denial(d))));
+            if let Err(d) = super::access::check(&ctx, cmd, argv) {
+                super::access::refuse(&mut ctx, cmd, argv, d, "lua");
+                return Err(self.refuse(Some(cmd.id), ScriptErr::Denied(super::access::script_denial(d))));
             }
         }
         if self.readonly && (cmd.has(flags::WRITE) || cmd.has(flags::MAY_REPLICATE)) {
@@ -237,7 +238,7 @@ impl ScriptHost for ScriptRun<'_, '_> {
         if self.ctx.core.acl.open {
             return Some(true);
         }
-        Some(super::acl::check_as(self.ctx.core, &self.client.user, cmd, argv).is_ok())
+        Some(super::access::check_as(self.ctx.core, &self.client.user, cmd, argv).is_ok())
     }
 
     /// Enters BUSY mode past the threshold, then serves the other
@@ -334,27 +335,8 @@ fn fcall_ro(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     with_engine(ctx, |e, ctx| e.fcall(&mut ScriptRun::new(ctx), args, true))
 }
 
-/// `HELP` replies of `SCRIPT` and `FUNCTION` (Redis 7.0 `addReplyHelp`).
-pub(super) fn help(cmd: &str, lines: &[&str]) -> Reply {
-    let mut out =
-        vec![Reply::Status(Bytes::from(format!("{cmd} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:")))];
-    out.extend(lines.iter().map(|l| Reply::Status(Bytes::copy_from_slice(l.as_bytes()))));
-    out.push(Reply::status("HELP"));
-    out.push(Reply::status("    Prints this help."));
-    Reply::Array(out)
-}
-
-/// `addReplySubcommandSyntaxError`.
-pub(super) fn subcommand_syntax(args: &[Bytes]) -> CmdError {
-    CmdError::custom(format!(
-        "ERR unknown subcommand or wrong number of arguments for '{}'. Try {} HELP.",
-        String::from_utf8_lossy(&args[1]),
-        String::from_utf8_lossy(&args[0]).to_ascii_uppercase()
-    ))
-}
-
 fn script_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    Ok(help(
+    Ok(help_reply(
         "SCRIPT",
         &[
             "DEBUG (YES|SYNC|NO)",
@@ -438,7 +420,7 @@ fn script_debug(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn function_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    Ok(help(
+    Ok(help_reply(
         "FUNCTION",
         &[
             "LOAD [REPLACE] <FUNCTION CODE>",

@@ -10,6 +10,7 @@ use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 
+use super::session::discard_state;
 use super::{cmd, table, CommandSpec, Ctx, Lookup};
 use crate::client::{Caller, MultiState};
 use crate::error::{CmdError, CmdResult};
@@ -76,7 +77,7 @@ fn exec_queued(ctx: &mut Ctx<'_>, state: MultiState) -> CmdResult {
     let resp3 = ctx.client.resp == crate::protocol::Resp::V3;
     for argv in &state.queue {
         let reply = match table().lookup(argv) {
-            Lookup::Found(c) => match super::acl::check_in_exec(ctx, c, argv) {
+            Lookup::Found(c) => match super::access::check_in_exec(ctx, c, argv) {
                 Some(err) => err.into(),
                 None => super::call(ctx, c, argv),
             },
@@ -112,11 +113,4 @@ fn watch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 fn unwatch(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     ctx.core.watches.unwatch(ctx.client.id);
     Ok(Reply::ok())
-}
-
-/// Drops the client's MULTI state and WATCHes (DISCARD, RESET, disconnect).
-pub fn discard_state(ctx: &mut Ctx<'_>) {
-    ctx.client.multi = None;
-    ctx.client.shared.in_multi.store(false, Ordering::Relaxed);
-    ctx.core.watches.unwatch(ctx.client.id);
 }

@@ -45,7 +45,7 @@ impl Server {
         let addr = std_listener.local_addr().map_err(Error::Runtime)?;
         let mut cfg = config.clone();
         cfg.bind = addr;
-        let shared = Arc::new(Shared::new(&cfg, crate::cmd::acl::catalog())?);
+        let shared = Arc::new(Shared::new(&cfg, crate::cmd::access::catalog())?);
         // One thread runs every connection, in the order their input
         // arrives (ARCHITECTURE.md, "Ownership and concurrency"); its stack
         // is large enough for Lua's deepest replies.
