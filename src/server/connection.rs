@@ -16,11 +16,12 @@
 //!
 //! What a task leaves between two reads — its socket, unparsed input,
 //! unwritten output and client state — is in a [`Slot`], which the server's
-//! connection registry ([`super::io::Io`]) also holds: while a script runs
-//! past `busy-reply-threshold` (blocking the event loop, as in Redis), the
+//! connection registry ([`Conns`]) also holds: while a script runs past
+//! `busy-reply-threshold` (blocking the event loop, as in Redis), the
 //! script's hook serves the connections whose tasks wait for input from
-//! their slots ([`serve_busy`]), as Redis's `processEventsWhileBlocked` does.
+//! their slots ([`serve_waiting`]), as Redis's `processEventsWhileBlocked` does.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -32,7 +33,7 @@ use tokio::io::unix::AsyncFd;
 use tokio::io::Interest;
 use tokio::sync::{mpsc, MutexGuard, Notify};
 
-use super::io::Io;
+use super::socket::{raw, register};
 use crate::client::{ClientShared, ClientState, Outbound, ReplyMode};
 use crate::cmd::{self, flags, Ctx, Lookup};
 use crate::core::{Core, Shared};
@@ -44,6 +45,10 @@ const READ_CHUNK: usize = 16 * 1024;
 const OUT_FLUSH: usize = 256 * 1024;
 /// At most this much input is read for one connection per busy-hook call.
 const BUSY_READ_MAX: usize = 1024 * 1024;
+
+/// Every connection's slot, by client id: the registry a busy script's hook
+/// serves.
+pub(crate) type Conns = parking_lot::Mutex<HashMap<u64, Arc<Slot>>>;
 
 /// What a connection's task and the busy-script hook share.
 pub(crate) struct Slot {
@@ -129,23 +134,23 @@ struct Pending {
 
 /// Admits a connection accepted while a `Server` method holds the core on
 /// another thread: waits for the core, then takes [`adopt`]'s path.
-pub(crate) async fn handle(shared: Arc<Shared>, io: Arc<Io>, socket: TcpStream, peer: SocketAddr) {
+pub(crate) async fn handle(shared: Arc<Shared>, conns: Arc<Conns>, socket: TcpStream, peer: SocketAddr) {
     let mut core = shared.core.lock().await;
-    adopt(&shared, &io, &mut core, socket, peer);
+    adopt(&shared, &conns, &mut core, socket, peer);
 }
 
 /// Admits a connection just accepted, with the core at hand (the accept
 /// loop's, [`handle`]'s, or a busy script's hook), and starts its task. Admitted before
 /// its task first runs, so a script that starts meanwhile finds it in the
 /// registry and its hook serves it.
-pub(crate) fn adopt(shared: &Arc<Shared>, io: &Arc<Io>, core: &mut Core, socket: TcpStream, peer: SocketAddr) {
+pub(crate) fn adopt(shared: &Arc<Shared>, conns: &Arc<Conns>, core: &mut Core, socket: TcpStream, peer: SocketAddr) {
     let Some(mut conn) = Conn::new(shared, socket, peer) else { return };
     match conn.admit(core, peer) {
         Ok(()) => {
             conn.slot.idle.store(true, Ordering::Release);
-            io.conns.lock().insert(conn.cs.id, conn.slot.clone());
-            let io = io.clone();
-            tokio::spawn(async move { conn.serve_registered(&io).await });
+            conns.lock().insert(conn.cs.id, conn.slot.clone());
+            let conns = conns.clone();
+            tokio::spawn(async move { conn.serve_registered(&conns).await });
         }
         Err(text) => {
             let _ = raw::send(conn.slot.socket.get_ref(), text);
@@ -365,10 +370,10 @@ impl Conn {
 
     /// Serves a connection [`adopt`] admitted and registered; leaves the
     /// registry and the core when it ends.
-    async fn serve_registered(&mut self, io: &Io) {
+    async fn serve_registered(&mut self, conns: &Conns) {
         self.run().await;
         self.slot.idle.store(false, Ordering::Release);
-        io.conns.lock().remove(&self.cs.id);
+        conns.lock().remove(&self.cs.id);
         if self.slot.st.lock().registered {
             let mut core = self.shared.core.lock().await;
             core.unregister_client(&self.cs);
@@ -863,18 +868,16 @@ impl From<std::io::Error> for WriteError {
 }
 
 /// Serves the server's connections from a busy script's hook (Redis's
-/// `processEventsWhileBlocked`): accepts new connections, then for each
-/// connection whose task waits for input, reads what arrived, runs it as
+/// `processEventsWhileBlocked`), once the listeners' new connections are
+/// adopted: for each connection whose task waits for input, reads what
+/// arrived, runs it as
 /// commands sent while a script is busy (`cmd::scripting::run_while_busy`:
 /// BUSY for most, `SCRIPT KILL`, `AUTH`, `HELLO`… really run) and writes the
 /// replies. Output a socket does not take now, a closed peer or a closed
 /// client are left for the task, which is woken for them and acts once the
 /// script has ended.
-pub(crate) fn serve_busy(io: &Arc<Io>, core: &mut Core, shared: &Arc<Shared>) {
-    while let Some((socket, peer)) = io.try_accept() {
-        adopt(shared, io, core, socket, peer);
-    }
-    let slots: Vec<Arc<Slot>> = io.conns.lock().values().cloned().collect();
+pub(crate) fn serve_waiting(conns: &Conns, core: &mut Core, shared: &Arc<Shared>) {
+    let slots: Vec<Arc<Slot>> = conns.lock().values().cloned().collect();
     for slot in slots {
         if !slot.idle.load(Ordering::Acquire) {
             continue;
@@ -931,68 +934,6 @@ pub(crate) fn serve_busy(io: &Arc<Io>, core: &mut Core, shared: &Arc<Shared>) {
         if st.eof || st.client.close || !st.out.is_empty() {
             slot.wake.notify_one();
         }
-    }
-}
-
-/// Registers a socket (a std type owning its descriptor) with the reactor.
-pub(crate) fn register<T: std::os::fd::AsRawFd>(socket: T, interest: Interest) -> std::io::Result<AsyncFd<T>> {
-    // SAFETY: `T` (`TcpStream`, `TcpListener`, `OwnedFd`) owns its open
-    // descriptor and keeps it, unchanged, until it is dropped with the `AsyncFd`.
-    unsafe { AsyncFd::register_with_interest(socket, interest) }.map_err(std::io::Error::from)
-}
-
-/// Socket calls made by the busy hook. They go to the kernel directly:
-/// tokio's own `try_read`/`try_write` first consult the readiness its
-/// reactor last saw, and the reactor does not run while a script blocks the
-/// event loop. (Reading behind the reactor's back is safe: a task that later
-/// finds nothing to read gets `WouldBlock`, which clears that readiness.)
-pub(crate) mod raw {
-    use std::os::fd::AsRawFd;
-
-    /// Reads what the socket has into `buf`'s spare capacity, without waiting.
-    pub(crate) fn recv(socket: &impl AsRawFd, buf: &mut bytes::BytesMut) -> std::io::Result<usize> {
-        let spare = buf.spare_capacity_mut();
-        // SAFETY: the pointer and length describe `buf`'s spare capacity,
-        // which the kernel writes at most `len` bytes into.
-        let n = unsafe { libc::recv(socket.as_raw_fd(), spare.as_mut_ptr().cast(), spare.len(), libc::MSG_DONTWAIT) };
-        if n < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        let n = n as usize;
-        // SAFETY: the kernel initialised `n` bytes after the current length.
-        unsafe { buf.set_len(buf.len() + n) };
-        Ok(n)
-    }
-
-    /// Writes what the socket takes now of `data`.
-    pub(crate) fn send(socket: &impl AsRawFd, data: &[u8]) -> std::io::Result<usize> {
-        // SAFETY: `data` is valid for `data.len()` bytes of reading.
-        let n = unsafe {
-            libc::send(socket.as_raw_fd(), data.as_ptr().cast(), data.len(), libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL)
-        };
-        if n < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok(n as usize)
-    }
-
-    /// Accepts a pending connection, without waiting.
-    pub(crate) fn accept(listener: &impl AsRawFd) -> std::io::Result<std::net::TcpStream> {
-        use std::os::fd::FromRawFd;
-        // SAFETY: null address pointers are allowed (the peer is read later).
-        let fd = unsafe {
-            libc::accept4(
-                listener.as_raw_fd(),
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-                libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-            )
-        };
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        // SAFETY: `accept4` returned a new descriptor that nothing else owns.
-        Ok(unsafe { std::net::TcpStream::from_raw_fd(fd) })
     }
 }
 

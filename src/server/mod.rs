@@ -7,6 +7,7 @@
 
 pub mod connection;
 pub(crate) mod io;
+mod socket;
 
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
@@ -350,10 +351,10 @@ async fn accept_loop(io: Arc<io::Io>, shared: Arc<Shared>) {
     loop {
         match std::future::poll_fn(|cx| io.poll_accept(cx)).await {
             Ok((socket, peer)) => match shared.core.try_lock() {
-                Ok(mut core) => connection::adopt(&shared, &io, &mut core, socket, peer),
+                Ok(mut core) => connection::adopt(&shared, &io.conns, &mut core, socket, peer),
                 // A `Server` method holds the core on another thread.
                 Err(_) => {
-                    tokio::spawn(connection::handle(shared.clone(), io.clone(), socket, peer));
+                    tokio::spawn(connection::handle(shared.clone(), io.conns.clone(), socket, peer));
                 }
             },
             Err(e) => {
