@@ -183,7 +183,7 @@ impl Server {
     /// );
     /// srv.clear_faults(Some(id));
     /// ```
-    pub fn add_fault(&self, fault: crate::Fault) -> u64 {
+    pub fn add_fault(&self, fault: crate::faults::Fault) -> u64 {
         let faults = self.shared.faults.clone();
         self.with_core(move |core| crate::cmd::control::add_fault(core, &faults, fault, 0))
     }
@@ -195,20 +195,20 @@ impl Server {
     }
 
     /// The faults set now, with how often each applied (as `RLOCKD FAULT LIST`).
-    pub fn faults(&self) -> Vec<crate::FaultInfo> {
+    pub fn faults(&self) -> Vec<crate::faults::FaultInfo> {
         self.shared.faults.list()
     }
 
     /// Closes the connections matching `scope` (client name pattern and/or
     /// id) now, as `RLOCKD FAULT KILL`; returns how many.
-    pub fn kill_clients(&self, scope: &crate::FaultScope) -> usize {
+    pub fn kill_clients(&self, scope: &crate::faults::Scope) -> usize {
         self.with_core(|core| crate::cmd::control::kill_clients(core, scope, 0))
     }
 
     /// Each cached `EVAL` script's machine-independent cost (as `RLOCKD
     /// SCRIPTS`), by sha: calls, and the [`ScriptProfile`](crate::ScriptProfile)
     /// totals (instructions, commands by name, keys read and written).
-    pub fn script_profiles(&self) -> Vec<(String, u64, crate::ScriptProfile)> {
+    pub fn script_profiles(&self) -> Vec<(String, u64, crate::script::ScriptProfile)> {
         self.with_core(|core| {
             core.scripting
                 .as_ref()
