@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 
 use bytes::Bytes;
 
-use super::{table, Command, Ctx};
+use super::{flags, table, Command, Ctx};
 use crate::acl::{category_index, Catalog, CatalogCommand, Denied, LogEntry, Request, User};
 use crate::error::CmdError;
 
@@ -39,11 +39,12 @@ pub(crate) fn catalog() -> &'static Catalog {
 
 /// Channel positions of a command line, and whether each is a pattern.
 fn channels(cmd: &Command, argv: &[Bytes]) -> Vec<(usize, bool)> {
-    match cmd.fullname.as_str() {
-        "publish" | "spublish" => vec![(1, false)],
-        "subscribe" | "ssubscribe" => (1..argv.len()).map(|i| (i, false)).collect(),
-        "psubscribe" => (1..argv.len()).map(|i| (i, true)).collect(),
-        _ => Vec::new(),
+    if cmd.has(flags::CHANNEL_ARG) {
+        vec![(1, false)]
+    } else if cmd.has(flags::CHANNEL_ARGS) || cmd.has(flags::PATTERN_ARGS) {
+        (1..argv.len()).map(|i| (i, cmd.has(flags::PATTERN_ARGS))).collect()
+    } else {
+        Vec::new()
     }
 }
 
@@ -51,7 +52,7 @@ fn channels(cmd: &Command, argv: &[Bytes]) -> Vec<(usize, bool)> {
 pub(crate) fn user_check(user: &User, cmd: &Command, argv: &[Bytes]) -> Result<(), Denied> {
     let keys = || super::command::key_access(cmd, argv);
     let chans = || channels(cmd, argv);
-    user.check(&Request { id: cmd.id, argv, no_auth: cmd.has(super::flags::NO_AUTH), keys: &keys, channels: &chans })
+    user.check(&Request { id: cmd.id, argv, no_auth: cmd.has(flags::NO_AUTH), keys: &keys, channels: &chans })
 }
 
 /// Redis's `ACLCheckAllPerm` for the calling client's user (a user deleted

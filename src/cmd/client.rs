@@ -11,6 +11,7 @@ use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
 
 pub static COMMANDS: &[CommandSpec] = &[cmd("client", container, -2, "", 0, 0, 0, "@slow")
+    .hidden_flags("keeps_caching")
     .subs(CLIENT_SUBS)
     .doc("A container for client connection commands", "2.4.0")];
 
@@ -38,6 +39,7 @@ static CLIENT_SUBS: &[CommandSpec] = &[
     cmd("no-evict", client_no_evict, 3, "admin noscript loading stale", 0, 0, 0, "@admin @slow @dangerous @connection")
         .doc("Set client eviction mode for the current connection", "7.0.0"),
     cmd("pause", client_pause, -3, "admin noscript loading stale", 0, 0, 0, "@admin @slow @dangerous @connection")
+        .hidden_flags("pause_exempt")
         .doc("Stop processing commands from clients for some time", "2.9.50"),
     cmd("reply", client_reply, 3, "noscript loading stale", 0, 0, 0, "@slow @connection")
         .doc("Instruct the server whether to reply to commands", "3.2.0"),
@@ -50,6 +52,7 @@ static CLIENT_SUBS: &[CommandSpec] = &[
     cmd("unblock", client_unblock, -3, "admin noscript loading stale", 0, 0, 0, "@admin @slow @dangerous @connection")
         .doc("Unblock a client blocked in a blocking command from a different connection", "5.0.0"),
     cmd("unpause", client_unpause, 2, "admin noscript loading stale", 0, 0, 0, "@admin @slow @dangerous @connection")
+        .hidden_flags("pause_exempt")
         .doc("Resume processing of clients that were paused", "6.2.0"),
 ];
 

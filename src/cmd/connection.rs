@@ -10,15 +10,19 @@ use crate::error::{CmdError, CmdResult};
 use crate::protocol::{Reply, Resp};
 
 pub static COMMANDS: &[CommandSpec] = &[
-    cmd("ping", ping, -1, "fast", 0, 0, 0, "@fast @connection").doc("Ping the server", "1.0.0"),
+    cmd("ping", ping, -1, "fast", 0, 0, 0, "@fast @connection")
+        .hidden_flags("subscribed_ok")
+        .doc("Ping the server", "1.0.0"),
     cmd("echo", echo, 2, "loading stale fast", 0, 0, 0, "@fast @connection").doc("Echo the given string", "1.0.0"),
     cmd("auth", auth, -2, "noscript loading stale fast no_auth allow_busy", 0, 0, 0, "@fast @connection")
         .doc("Authenticate to the server", "1.0.0"),
     cmd("hello", hello, -1, "noscript loading stale fast no_auth allow_busy", 0, 0, 0, "@fast @connection")
         .doc("Handshake with Redis", "6.0.0"),
     cmd("quit", quit, -1, "noscript loading stale fast no_auth allow_busy", 0, 0, 0, "@fast @connection")
+        .hidden_flags("not_queued ends_multi subscribed_ok")
         .doc("Close the connection", "1.0.0"),
     cmd("reset", reset, 1, "noscript loading stale fast no_auth allow_busy", 0, 0, 0, "@fast @connection")
+        .hidden_flags("not_queued ends_multi subscribed_ok")
         .doc("Reset the connection", "6.2.0"),
     cmd("select", select, 2, "loading stale fast", 0, 0, 0, "@fast @connection")
         .doc("Change the selected database for the current connection", "1.0.0"),

@@ -12,7 +12,7 @@ use super::help::{help_reply, subcommand_syntax};
 use super::util::eq;
 use super::{cmd, container, flags, table, CommandSpec, Ctx, Lookup};
 use crate::client::{Caller, ClientState};
-use crate::core::{Core, Shared};
+use crate::core::Shared;
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::{Reply, Resp};
 use crate::script::host::{CallInfo, Interrupt, RunInfo, ScriptErr, ScriptHost};
@@ -20,6 +20,7 @@ use crate::script::Scripting;
 
 pub static COMMANDS: &[CommandSpec] = &[
     cmd("eval", eval, -3, "noscript stale skip_monitor no_mandatory_keys movablekeys", 0, 0, 0, "@slow @scripting")
+        .hidden_flags("runs_script")
         .doc("Execute a Lua script server side", "2.6.0"),
     cmd(
         "evalsha",
@@ -31,6 +32,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         0,
         "@slow @scripting",
     )
+    .hidden_flags("runs_script names_script")
     .doc("Execute a Lua script server side", "2.6.0"),
     cmd(
         "eval_ro",
@@ -42,6 +44,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         0,
         "@slow @scripting",
     )
+    .hidden_flags("runs_script")
     .doc("Execute a read-only Lua script server side", "7.0.0"),
     cmd(
         "evalsha_ro",
@@ -53,8 +56,10 @@ pub static COMMANDS: &[CommandSpec] = &[
         0,
         "@slow @scripting",
     )
+    .hidden_flags("runs_script names_script")
     .doc("Execute a read-only Lua script server side", "7.0.0"),
     cmd("fcall", fcall, -3, "noscript stale skip_monitor no_mandatory_keys movablekeys", 0, 0, 0, "@slow @scripting")
+        .hidden_flags("runs_script names_script")
         .doc("Invoke a function", "7.0.0"),
     cmd(
         "fcall_ro",
@@ -66,6 +71,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         0,
         "@slow @scripting",
     )
+    .hidden_flags("runs_script names_script")
     .doc("Invoke a read-only function", "7.0.0"),
     cmd("script", container, -2, "", 0, 0, 0, "@slow")
         .subs(SCRIPT_SUBS)
@@ -226,7 +232,7 @@ impl ScriptHost for ScriptRun<'_, '_> {
         self.client.resp = if resp3 { Resp::V3 } else { Resp::V2 };
         let mut ctx = Ctx { core: &mut *self.ctx.core, client: &mut self.client, shared: self.ctx.shared };
         let before = ctx.core.stats.nested_nanos;
-        let reply = super::call(&mut ctx, cmd, argv);
+        let reply = super::call::call(&mut ctx, cmd, argv);
         let nanos = self.ctx.core.stats.nested_nanos - before;
         let info = CallInfo { command: cmd.spec.name, keys: key_count(cmd, argv.len()), write: cmd.is_write(), nanos };
         Ok((reply, info))
@@ -611,43 +617,4 @@ fn function_restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
         Err(e) => Err(CmdError::custom(format!("ERR {e}"))),
     }
-}
-
-/// Runs `argv`, sent by a connection while a script is busy, from the
-/// script's interrupt hook (between Lua instructions). `SCRIPT KILL`,
-/// `FUNCTION KILL` and `SHUTDOWN NOSAVE` from a client allowed to send them
-/// act at once; everything else goes through `cmd::process`, which applies
-/// Redis's checks in Redis's order (unknown command, arity, NOAUTH,
-/// subscribed context, then BUSY for commands not flagged `allow-busy`).
-/// Commands run nested in the script's call, so they neither refresh the
-/// script's frozen time nor trigger post-command work mid-script; the
-/// script's own `redis.call` statistics are left untouched.
-pub fn run_while_busy(core: &mut Core, shared: &Shared, client: &mut ClientState, argv: Vec<Bytes>) -> Reply {
-    if client.authenticated && !client.in_resp2_pubsub() {
-        if let Lookup::Found(cmd) = table().lookup(&argv) {
-            if super::arity_ok(cmd.spec.arity, argv.len()) {
-                match cmd.fullname.as_str() {
-                    "script|kill" => return kill_busy_script(shared, false),
-                    "function|kill" => return kill_busy_script(shared, true),
-                    "shutdown" if argv[1..].iter().any(|a| a.eq_ignore_ascii_case(b"nosave")) => {
-                        // As on Redis, the server goes away without a reply, to
-                        // this client and to the one whose script was running.
-                        tracing::info!("SHUTDOWN NOSAVE requested by client {} while a script runs", client.id);
-                        shared.request_shutdown();
-                        client.close = true;
-                        client.reply_mode = crate::client::ReplyMode::SkipThis;
-                        return Reply::ok();
-                    }
-                    _ => {}
-                }
-            }
-        }
-    }
-    let nested = (core.stats.nested_calls, core.stats.nested_nanos);
-    let reply = {
-        let mut ctx = Ctx { core: &mut *core, client, shared };
-        super::process(&mut ctx, argv)
-    };
-    (core.stats.nested_calls, core.stats.nested_nanos) = nested;
-    reply
 }

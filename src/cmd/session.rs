@@ -6,6 +6,7 @@ use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 
+use super::spec::{flags, Command};
 use super::{table, Ctx};
 use crate::client::{ClientRecord, ClientShared, NO_COMMAND};
 use crate::error::CmdError;
@@ -66,4 +67,15 @@ pub(crate) fn discard_state(ctx: &mut Ctx<'_>) {
     ctx.client.multi = None;
     ctx.client.shared.in_multi.store(false, Ordering::Relaxed);
     ctx.core.watches.unwatch(ctx.client.id);
+}
+
+/// `CLIENT CACHING` covers the next command (all of a MULTI block); other
+/// CLIENT subcommands in between keep it, as in Redis.
+pub(crate) fn clear_caching(ctx: &mut Ctx<'_>, cmd: Option<&Command>) {
+    if cmd.is_some_and(|c| c.has(flags::KEEPS_CACHING)) || ctx.client.multi.is_some() {
+        return;
+    }
+    if let Some(t) = ctx.core.clients.get_mut(&ctx.client.id).and_then(|r| r.tracking.as_mut()) {
+        t.caching = false;
+    }
 }

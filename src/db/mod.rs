@@ -195,7 +195,7 @@ pub struct Signals {
     /// Under an LFU policy, the last key the running command accessed
     /// (database, key): a command that looks a key up more than once (to
     /// create it, then to change it) counts one access, as Redis's single
-    /// lookup does. Reset by `cmd::call` around every handler.
+    /// lookup does. Reset by `cmd::call::call` around every handler.
     pub lfu_seen: Option<(usize, Key)>,
 }
 

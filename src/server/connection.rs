@@ -649,7 +649,7 @@ impl Conn {
             let skipping = st.take_skip();
             let reply = {
                 let mut ctx = Ctx { core, client: &mut st.client, shared };
-                cmd::process(&mut ctx, p.argv)
+                cmd::dispatch::process(&mut ctx, p.argv)
             };
             if *shared.shutdown.borrow() && !st.client.close {
                 // A script stopped by SHUTDOWN NOSAVE from another client:
@@ -837,7 +837,7 @@ fn read_once(slot: &Slot, mut ready: tokio::io::unix::AsyncFdReadyGuard<'_, TcpS
 fn pause_applies(shared: &Shared, argv: &[Bytes]) -> bool {
     match cmd::table().lookup(argv) {
         Lookup::Found(c) => {
-            if c.fullname == "client|unpause" || c.fullname == "client|pause" {
+            if c.has(flags::PAUSE_EXEMPT) {
                 return false;
             }
             let writes_only = shared.pause.writes_only.load(Ordering::Relaxed);
@@ -871,7 +871,7 @@ impl From<std::io::Error> for WriteError {
 /// `processEventsWhileBlocked`), once the listeners' new connections are
 /// adopted: for each connection whose task waits for input, reads what
 /// arrived, runs it as
-/// commands sent while a script is busy (`cmd::scripting::run_while_busy`:
+/// commands sent while a script is busy (`cmd::dispatch::run_while_busy`:
 /// BUSY for most, `SCRIPT KILL`, `AUTH`, `HELLO`… really run) and writes the
 /// replies. Output a socket does not take now, a closed peer or a closed
 /// client are left for the task, which is woken for them and acts once the
@@ -913,7 +913,7 @@ pub(crate) fn serve_waiting(conns: &Conns, core: &mut Core, shared: &Arc<Shared>
         while !st.eof && !st.client.close {
             let Some(argv) = st.next_command() else { break };
             let skipping = st.take_skip();
-            let reply = cmd::scripting::run_while_busy(core, shared, &mut st.client, argv);
+            let reply = cmd::dispatch::run_while_busy(core, shared, &mut st.client, argv);
             st.parser.unauthenticated = !st.client.authenticated;
             st.emit(reply, skipping);
         }
@@ -944,7 +944,7 @@ fn command_faults(shared: &Shared, core: &Core, client_id: u64, argv: &[Bytes]) 
         return ConnFaults::default();
     }
     match cmd::table().lookup(argv) {
-        Lookup::Found(c) => cmd::with_probe(core, client_id, c, argv, |p| shared.faults.on_command(p)),
+        Lookup::Found(c) => cmd::dispatch::with_probe(core, client_id, c, argv, |p| shared.faults.on_command(p)),
         _ => ConnFaults::default(),
     }
 }
