@@ -38,7 +38,7 @@ use crate::client::{ClientShared, ClientState, Outbound, ReplyMode};
 use crate::cmd::{self, flags, Ctx, Lookup};
 use crate::core::{Core, Shared};
 use crate::faults::ConnFaults;
-use crate::protocol::{Reply, RequestParser};
+use crate::protocol::{Reply, RequestParser, Resp};
 
 const READ_CHUNK: usize = 16 * 1024;
 /// Flush replies early when a batch produces this much output.
@@ -153,13 +153,13 @@ pub(crate) fn adopt(shared: &Arc<Shared>, conns: &Arc<Conns>, core: &mut Core, s
             tokio::spawn(async move { conn.serve_registered(&conns).await });
         }
         Err(text) => {
-            let _ = raw::send(conn.slot.socket.get_ref(), text);
+            let _ = raw::send(conn.slot.socket.get_ref(), &Reply::error(text).to_bytes(Resp::V2));
         }
     }
 }
 
 /// Redis's answer to a non-loopback client in protected mode.
-const PROTECTED_MODE_DENIED: &[u8] = b"-DENIED Redis is running in protected mode because protected \
+const PROTECTED_MODE_DENIED: &str = "DENIED Redis is running in protected mode because protected \
 mode is enabled and no password is set for the default user. In this mode connections are only accepted \
 from the loopback interface. If you want to connect from external computers to Redis you may adopt one of \
 the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' \
@@ -169,7 +169,7 @@ permanent. 2) Alternatively you can just disable the protected mode by editing t
 and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server \
 manually just for testing, restart it with the '--protected-mode no' option. 4) Setup a an authentication \
 password for the default user. NOTE: You only need to do one of the above things in order for the server \
-to start accepting connections from the outside.\r\n";
+to start accepting connections from the outside.";
 
 /// Protected mode (the default) with no password: only loopback clients
 /// are served, as in Redis's `clientAcceptHandler`.
@@ -352,10 +352,10 @@ impl Conn {
 
     /// Adds this client to the core, or says what to answer before closing
     /// (`maxclients` reached, protected mode).
-    fn admit(&mut self, core: &mut Core, peer: SocketAddr) -> Result<(), &'static [u8]> {
+    fn admit(&mut self, core: &mut Core, peer: SocketAddr) -> Result<(), &'static str> {
         let mut st = self.slot.st.lock();
         let Some(max_bulk) = core.register_client(&mut st.client) else {
-            return Err(b"-ERR max number of clients reached\r\n");
+            return Err("ERR max number of clients reached");
         };
         if protected_mode_refuses(&core.config, peer) {
             core.unregister_client(&self.cs);
@@ -972,7 +972,8 @@ mod tests {
         cfg.set(b"requirepass", b"").unwrap();
         cfg.set(b"protected-mode", b"no").unwrap();
         assert!(!protected_mode_refuses(&cfg, remote));
-        assert_eq!(PROTECTED_MODE_DENIED.len(), 1067);
-        assert!(PROTECTED_MODE_DENIED.ends_with(b"outside.\r\n"));
+        let denied = Reply::error(PROTECTED_MODE_DENIED).to_bytes(Resp::V2);
+        assert_eq!(denied.len(), 1067);
+        assert!(denied.starts_with(b"-DENIED ") && denied.ends_with(b"outside.\r\n"));
     }
 }
