@@ -17,6 +17,29 @@
 //! message for the client whose command is running follows that command's
 //! reply ([`Tracking::take_deferred`]); others are queued at once.
 //!
+//! Invalidation is driven by the same touched keys as WATCH: while tracking
+//! is active the keyspace records them (`Signals::track_touches`), and the
+//! command layer's `call`, after every handler at any depth, hands the ones
+//! not yet seen ([`Tracking::cursor`]) to `Core::track_modified`, so a
+//! command, each command of an EXEC and each `redis.call` of a script send
+//! theirs in the order they happened, one message per key. Active expiry
+//! goes through `Core::after_command`; FLUSHDB/FLUSHALL send every tracking
+//! client the null invalidation instead of per-key ones
+//! ([`Tracking::on_flush`]); SWAPDB sends nothing, as in Redis 7.0. NOLOOP
+//! compares the client whose top-level command runs (default mode) or, for
+//! BCAST, the client that wrote the key — a script's writes are its
+//! pseudo-client's. A key expired or evicted is nobody's write.
+//! `CLIENT CACHING` lapses at the end of the next top-level command (or its
+//! refusal), except after commands flagged `keeps_caching` (the `CLIENT`
+//! subcommands) and inside MULTI. A RESP3 tracking client whose redirect
+//! client is gone gets `tracking-redir-broken` at each send (Redis reports
+//! it then, not at the disconnection). `tracking-table-max-keys` is
+//! enforced before sleeping: keys over it are invalidated and forgotten.
+//!
+//! **Invariant:** while no client tracks and the table is empty
+//! (`Tracking::active` false), the command path pays one branch for
+//! tracking, and the keyspace records no touched keys for it.
+//!
 //! The clients' modes live in their [`ClientRecord`]s; this store only
 //! keeps what is shared. Entries of clients that stopped tracking or left
 //! stay until their key is next invalidated (Redis cleans them lazily too),

@@ -3,6 +3,15 @@
 //! key and channel positions a check needs, the `NOPERM` replies, the
 //! `ACL LOG` entries, and `AUTH`. Used by dispatch (top level), `EXEC`
 //! (each queued command) and scripts (each `redis.call`).
+//!
+//! A check is the command's bit, then its keys from
+//! `command::key_access` (the key specs `COMMAND GETKEYS` uses: `access`
+//! needs read permission, `insert`/`update`/`delete` write), then the
+//! channels of the commands flagged `channel_arg`, `channel_args` or
+//! `pattern_args`. Dispatch runs it after NOAUTH and the no-multi check, as
+//! Redis's `processCommand` does; `EXEC` runs it again per queued command,
+//! a script per `redis.call` (after the `noscript` check). Refusals are
+//! logged with context `toplevel`, `multi` or `lua`.
 
 use std::sync::OnceLock;
 

@@ -3,6 +3,34 @@
 //! script's `redis.call`, a blocked client's command re-run. Around the
 //! handler: the command's frozen time, statistics, client-side caching,
 //! `MONITOR`, the slow log, and the core's post-command work at depth 0.
+//!
+//! **Invariant:** [`call`] is the only place a handler is invoked. At
+//! nesting depth 0 it takes the command's time from the clock (`ks.now`);
+//! nested calls — `EXEC`'s commands, a script's `redis.call`, a blocked
+//! client's re-run — see the same frozen time, as in Redis. After the
+//! handler at depth 0 it runs `Core::after_command` (expired-key stats,
+//! WATCH invalidation, keys made ready for blocked clients, keyspace events,
+//! deferred publishes).
+//!
+//! Statistics: calls, time, rejected and failed calls per command (`INFO
+//! commandstats`), the time of nested calls (which `INFO scriptstats` uses
+//! to split a script's time between Lua and its commands), and every error
+//! reply by prefix (`Stats::count_error`, `INFO errorstats`; a script's reply
+//! repeating a `redis.call` error counts once). Keyspace hits and misses are
+//! counted while `Signals::read_lookups` is set: here for read-only
+//! commands, and by the few write commands whose source reads Redis counts
+//! (`Ctx::with_read_lookups`). The slow log records top-level commands.
+//!
+//! `MONITOR` is fed after a command ran, or before it for `EVAL`/`FCALL`
+//! (`skip_monitor movablekeys`), so a script's `[db lua]` commands follow it
+//! and EXEC's commands precede the EXEC; a blocked command re-run to serve
+//! its waiter is not fed again.
+//!
+//! Client-side caching costs one branch while no client tracks
+//! (`Tracking::active`): otherwise, after every handler at any depth, the
+//! keys it modified are invalidated, a tracking client's read-only command
+//! has its keys remembered, and at depth 0 the invalidations due to the
+//! client itself ride behind its reply (`Reply::ThenPushes`).
 
 use std::time::Instant;
 

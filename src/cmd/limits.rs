@@ -3,6 +3,14 @@
 //! evictions and OOM refusals, and `min-replicas-to-write` (a server without
 //! replicas refuses writes with NOREPLICAS while it is set).
 //!
+//! Dispatch checks them in `processCommand`'s order (after NOAUTH, before
+//! the pub/sub-context and BUSY checks): with `maxmemory` set, keys are
+//! evicted until memory fits (`db::evict`), else `deny-oom` commands (and
+//! anything queued in MULTI but the commands flagged `ends_multi`, and an
+//! EXEC of deny-oom commands) get `OOM …`. `EVAL`/`FCALL` (flagged
+//! `runs_script`) count with the flags their script declares
+//! (`Scripting::declared_flags`).
+//!
 //! Nothing here runs unless one of the two is set: the default command path
 //! pays one comparison.
 

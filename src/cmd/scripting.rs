@@ -1,6 +1,21 @@
 //! Scripting commands: `EVAL`, `EVALSHA`, `EVAL_RO`, `EVALSHA_RO`,
 //! `SCRIPT *`, `FUNCTION *`, `FCALL`, `FCALL_RO`. The engine itself is in
 //! [`crate::script`].
+//!
+//! A script's `redis.call` reaches the same table as a TCP client: the
+//! `EVAL` handler takes the engine out of the core (`Core::scripting`),
+//! wraps its `Ctx` in a [`ScriptRun`] — the script host, as Redis's
+//! `script.c` — and runs the script with the core lock held throughout (so
+//! the script is atomic). `redis.call` converts its Lua arguments to
+//! `Vec<Bytes>` and asks `ScriptHost::call`; the host looks the command up
+//! in [`table`], makes the script checks (unknown command, arity,
+//! `noscript`, ACL, writes in read-only scripts, limits; a refusal is a
+//! `ScriptErr`, raised as an error table) and calls `call::call` with the
+//! script's pseudo-client. The `Reply` goes back to Lua values with no RESP
+//! in between. The hook's `interrupt` enters BUSY mode past the threshold
+//! and has the server layer serve other connections (`core::ServerIo`,
+//! each command through `dispatch::run_while_busy`); `end` resets the busy
+//! state.
 
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;

@@ -7,7 +7,9 @@
 //! woken by the same readiness poll run in the order the kernel reported
 //! their sockets readable (the current-thread scheduler's queue is FIFO), so
 //! among commands that have fully arrived, the one whose last byte was read
-//! first runs first — across connections too.
+//! first runs first — across connections too (a multi-thread runtime would
+//! not: its per-worker LIFO slot runs the last task woken in a batch first,
+//! which split Redlock winners between servers; `tests/it/ordering.rs`).
 //!
 //! Messages queued for this client by others (pub/sub, unblocked pops) that
 //! were queued before the lock was taken are written before this batch's

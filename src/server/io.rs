@@ -1,5 +1,10 @@
 //! A server's sockets: its listeners and its connections' slots.
 //!
+//! [`Io`] is what the layers below reach as `core::ServerIo`: a busy
+//! script's hook (`serve_busy`: accept what is pending, then have
+//! `connection::serve_waiting` serve the connections that wait for input)
+//! and `CONFIG SET port`/`bind` (`relisten`).
+//!
 //! Everything here is used on the server's event-loop thread: by the accept
 //! task, by connection tasks, and by a busy script's hook (which blocks that
 //! thread and serves sockets itself). The mutexes are never contended; they

@@ -4,6 +4,18 @@
 //! loop, as redis-server has — so it works the same from `#[test]`,
 //! `#[tokio::test]` (any flavour) and a binary, and many servers can live in
 //! one process. Dropping the handle stops it.
+//!
+//! On that thread run the accept task, every connection task, active expiry
+//! and the cron. One `tokio::sync::Mutex<Core>` per server is the
+//! serialisation point, which the `Server` methods called from other
+//! threads also take; on the event loop it is never contended, so a command
+//! costs no hand-off between threads. `--threads` is accepted (1 to 1024)
+//! for compatibility and has no effect.
+//!
+//! Files: `connection.rs` (one client's task: read, parse, run, reply, and
+//! what the busy hook serves), `io.rs` (the listeners and the connection
+//! registry; `core::ServerIo` for the layers below), `socket.rs` (reactor
+//! registration and the raw socket calls).
 
 pub mod connection;
 pub(crate) mod io;
@@ -48,7 +60,7 @@ impl Server {
         cfg.bind = addr;
         let shared = Arc::new(Shared::new(&cfg, crate::cmd::access::catalog())?);
         // One thread runs every connection, in the order their input
-        // arrives (ARCHITECTURE.md, "Ownership and concurrency"); its stack
+        // arrives (see the module docs and `connection.rs`); its stack
         // is large enough for Lua's deepest replies.
         let runtime = tokio::runtime::Builder::new_current_thread()
             .thread_stack_size(crate::script::SCRIPT_THREAD_STACK)

@@ -1,5 +1,5 @@
 //! The crate is a stack: a module may use modules of its own layer or
-//! below, never above (see ARCHITECTURE.md, *Layers*). This test reads the
+//! below, never above (see ARCHITECTURE.md, *Floors*). This test reads the
 //! sources and fails on a `crate::…` (or `super::…`) path that reaches up,
 //! on a circle between top-level modules, on a top-level module that has
 //! no place in the stack yet, and on a path through the crate root's
