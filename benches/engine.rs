@@ -1,5 +1,5 @@
 //! Socket-free paths, timed by criterion: a Redisson lock + unlock through
-//! the dispatcher (`cmd::process` → EVALSHA → Lua → `redis.call`), with lock
+//! the dispatcher (`cmd::dispatch::process` → EVALSHA → Lua → `redis.call`), with lock
 //! recording on (the default) and off; a one-field hash set/get; RESP
 //! request parsing and reply encoding. What they leave out — sockets, the
 //! event loop — `rlockd-bench` measures against redis-server; these isolate

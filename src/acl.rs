@@ -6,6 +6,19 @@
 //! categories) that the command layer builds from its table, so it sits with
 //! the other per-server stores, below dispatch.
 //!
+//! A user is flags, SHA-256 password digests and selectors — the root one
+//! plus `(...)` ones — each a bitmap over command ids (a container's bit
+//! stands for all its subcommands when set by `+client`), key patterns with
+//! read/write flags, channel patterns, and `+cmd|arg` first-argument rules.
+//! `ACL SETUSER` applies its rules to a copy and stores it only if all pass.
+//! `ACL LIST`/`GETUSER` print the commands as Redis 7.0 does, from the
+//! bitmap: `+@all`/`-@all`, then categories greedily (the category that
+//! fixes most commands while touching none in vain first), then single
+//! commands. `requirepass` replaces the default user's passwords;
+//! [`Acl::auth_required`] (default not `on nopass`) is what NOAUTH asks.
+//! Clients carry their user's name (`ClientState::user`, mirrored in
+//! `ClientRecord::user` for `CLIENT LIST`/`KILL USER`).
+//!
 //! **Invariant:** [`Acl::open`] is true exactly when `default` is the only
 //! user and may run every command on every key and channel; dispatch then
 //! skips the permission check with one branch.

@@ -3,6 +3,12 @@
 //! Every semantic time read — key deadlines, `TIME`, client ages, script
 //! run time — goes through [`Clock`], so time can later be driven by tests.
 //! A clock belongs to one server (no process-global state).
+//!
+//! It can be frozen and advanced. Waits on a clock deadline (a `BLPOP`
+//! timeout, `CLIENT PAUSE`) sleep for the wall time left *and* wake on
+//! [`Clock::changed`], so a frozen clock never times out a wait and
+//! advancing it past the deadline ends the wait at once. The busy-script
+//! threshold stays on wall time: it protects the server, not the data.
 
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};

@@ -1,5 +1,16 @@
 //! Configuration: the start-up [`Config`] and the runtime parameter table
 //! behind `CONFIG GET` / `CONFIG SET`.
+//!
+//! `PARAMS` is the one parameter table: every redis-server 7.0 parameter,
+//! its aliases, default, kind and access, then rlockd's own, with Redis's
+//! value parsers. [`RuntimeConfig`] holds the values as `CONFIG GET` prints
+//! them plus parsed copies of the hot ones; `set_many` is `CONFIG SET`'s
+//! all-or-nothing, and `load` reads a start-up configuration through the
+//! same table (immutable parameters allowed). `EFFECTIVE` names the
+//! parameters rlockd acts on (the binary notes the others as having no
+//! effect). `CONFIG SET port`/`bind` have the server layer close its
+//! listeners and bind the new addresses, or the old ones again on failure,
+//! before the reply (`core::ServerIo::relisten`).
 
 use std::net::SocketAddr;
 

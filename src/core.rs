@@ -171,7 +171,7 @@ pub struct Core {
     pub control: crate::control::Control,
     /// Unix ms of the last (pretend) save, for `LASTSAVE`/`INFO persistence`.
     pub lastsave: u64,
-    /// Nesting depth of [`crate::cmd::call`] (0 = top level).
+    /// Nesting depth of `cmd::call::call` (0 = top level).
     pub call_depth: u32,
     /// Active expiry enabled (`DEBUG SET-ACTIVE-EXPIRE`).
     pub active_expire: bool,

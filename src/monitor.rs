@@ -14,6 +14,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use crate::client::ClientShared;
+use crate::protocol::{Reply, Resp};
 
 /// The clients in `MONITOR` mode.
 #[derive(Debug, Default)]
@@ -41,16 +42,22 @@ impl Monitors {
 
     /// Sends one command line to every monitor.
     pub fn feed(&self, now_us: u64, db: usize, source: &str, argv: &[Bytes]) {
-        let line = Bytes::from(format_line(now_us, db, source, argv));
+        let line = encoded_line(now_us, db, source, argv);
         for m in &self.clients {
             m.push_encoded(line.clone());
         }
     }
 }
 
-/// One monitor line, encoded as a status reply.
+/// One monitor line, encoded as a status reply (the same in RESP2 and
+/// RESP3).
+fn encoded_line(now_us: u64, db: usize, source: &str, argv: &[Bytes]) -> Bytes {
+    Reply::Status(Bytes::from(format_line(now_us, db, source, argv))).to_bytes(Resp::V2)
+}
+
+/// The text of one monitor line.
 fn format_line(now_us: u64, db: usize, source: &str, argv: &[Bytes]) -> Vec<u8> {
-    let mut out = format!("+{}.{:06} [{} {}]", now_us / 1_000_000, now_us % 1_000_000, db, source).into_bytes();
+    let mut out = format!("{}.{:06} [{} {}]", now_us / 1_000_000, now_us % 1_000_000, db, source).into_bytes();
     let redact = redacted(argv);
     for (i, a) in argv.iter().enumerate() {
         out.extend_from_slice(b" ");
@@ -60,7 +67,6 @@ fn format_line(now_us: u64, db: usize, source: &str, argv: &[Bytes]) -> Vec<u8> 
             repr(&mut out, a);
         }
     }
-    out.extend_from_slice(b"\r\n");
     out
 }
 
@@ -106,7 +112,7 @@ mod tests {
 
     fn line(argv: &[&[u8]]) -> String {
         let argv: Vec<Bytes> = argv.iter().map(|a| Bytes::copy_from_slice(a)).collect();
-        String::from_utf8(format_line(1_700_000_000_000_123, 3, "127.0.0.1:5000", &argv)).unwrap()
+        String::from_utf8(encoded_line(1_700_000_000_000_123, 3, "127.0.0.1:5000", &argv).to_vec()).unwrap()
     }
 
     #[test]

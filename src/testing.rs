@@ -2,7 +2,7 @@
 //!
 //! A [`Harness`] is a server's whole state plus one client, driven
 //! synchronously: `h.run(&["SET", "k", "v"])` goes through the same
-//! dispatch (`cmd::process`) as a TCP client, minus the network.
+//! dispatch (`cmd::dispatch::process`) as a TCP client, minus the network.
 //!
 //! ```
 //! let mut h = rlockd::testing::Harness::new();
@@ -57,7 +57,7 @@ impl Harness {
 
     /// A server state configured by `config`, and its client.
     pub fn with_config(config: Config) -> Harness {
-        let shared = Arc::new(Shared::new(&config, crate::cmd::acl::catalog()).expect("valid config"));
+        let shared = Arc::new(Shared::new(&config, crate::cmd::access::catalog()).expect("valid config"));
         let (tx, pushes) = mpsc::unbounded_channel();
         let addr: SocketAddr = config.bind;
         let cs = Arc::new(ClientShared::new(shared.next_id(), addr, addr, shared.clock.now_ms(), tx));
@@ -80,7 +80,7 @@ impl Harness {
         let shared = self.shared.clone();
         let mut core = shared.core.blocking_lock();
         let mut ctx = Ctx { core: &mut core, client: &mut self.client, shared: &shared };
-        let reply = cmd::process(&mut ctx, argv);
+        let reply = cmd::dispatch::process(&mut ctx, argv);
         core.before_sleep();
         // A blocking command cannot wait here: give up at once, like a timeout.
         if let Some(req) = self.client.block.take() {

@@ -17,6 +17,29 @@
 //! message for the client whose command is running follows that command's
 //! reply ([`Tracking::take_deferred`]); others are queued at once.
 //!
+//! Invalidation is driven by the same touched keys as WATCH: while tracking
+//! is active the keyspace records them (`Signals::track_touches`), and the
+//! command layer's `call`, after every handler at any depth, hands the ones
+//! not yet seen ([`Tracking::cursor`]) to `Core::track_modified`, so a
+//! command, each command of an EXEC and each `redis.call` of a script send
+//! theirs in the order they happened, one message per key. Active expiry
+//! goes through `Core::after_command`; FLUSHDB/FLUSHALL send every tracking
+//! client the null invalidation instead of per-key ones
+//! ([`Tracking::on_flush`]); SWAPDB sends nothing, as in Redis 7.0. NOLOOP
+//! compares the client whose top-level command runs (default mode) or, for
+//! BCAST, the client that wrote the key — a script's writes are its
+//! pseudo-client's. A key expired or evicted is nobody's write.
+//! `CLIENT CACHING` lapses at the end of the next top-level command (or its
+//! refusal), except after commands flagged `keeps_caching` (the `CLIENT`
+//! subcommands) and inside MULTI. A RESP3 tracking client whose redirect
+//! client is gone gets `tracking-redir-broken` at each send (Redis reports
+//! it then, not at the disconnection). `tracking-table-max-keys` is
+//! enforced before sleeping: keys over it are invalidated and forgotten.
+//!
+//! **Invariant:** while no client tracks and the table is empty
+//! (`Tracking::active` false), the command path pays one branch for
+//! tracking, and the keyspace records no touched keys for it.
+//!
 //! The clients' modes live in their [`ClientRecord`]s; this store only
 //! keeps what is shared. Entries of clients that stopped tracking or left
 //! stay until their key is next invalidated (Redis cleans them lazily too),
@@ -25,11 +48,11 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 
 use crate::client::{ClientRecord, ClientShared};
 use crate::db::Map;
-use crate::protocol::Resp;
+use crate::protocol::{push_header, Reply, Resp};
 
 /// One BCAST prefix: its clients and the keys modified since the last flush
 /// (each with the client whose command modified it last, 0 for none).
@@ -61,15 +84,6 @@ pub struct Tracking {
     pub cursor: usize,
     /// Messages for the running command's own client, sent after its reply.
     deferred: Vec<(Arc<ClientShared>, Bytes)>,
-}
-
-fn keys_array(keys: &[Bytes], out: &mut Vec<u8>) {
-    out.extend_from_slice(format!("*{}\r\n", keys.len()).as_bytes());
-    for k in keys {
-        out.extend_from_slice(format!("${}\r\n", k.len()).as_bytes());
-        out.extend_from_slice(k);
-        out.extend_from_slice(b"\r\n");
-    }
 }
 
 impl Tracking {
@@ -257,7 +271,7 @@ impl Tracking {
             return;
         };
         let own_resp = own.resp();
-        let mut out = Vec::new();
+        let mut out = BytesMut::new();
         let dest = if redirect == 0 {
             own
         } else {
@@ -268,34 +282,38 @@ impl Tracking {
                         t.broken_redirect = true;
                     }
                     if own_resp == Resp::V3 {
-                        out.extend_from_slice(b">2\r\n$21\r\ntracking-redir-broken\r\n");
-                        out.extend_from_slice(format!(":{redirect}\r\n").as_bytes());
+                        let broken = [Reply::bulk_str("tracking-redir-broken"), Reply::Int(redirect as i64)];
+                        Reply::Push(broken.to_vec()).encode(Resp::V3, &mut out);
                         self.queue(own, out, defer);
                     }
                     return;
                 }
             }
         };
-        if dest.resp() == Resp::V3 {
-            out.extend_from_slice(b">2\r\n$10\r\ninvalidate\r\n");
+        let head = if dest.resp() == Resp::V3 {
+            vec![Reply::bulk_str("invalidate")]
         } else if redirect != 0 && dest.subscriptions() > 0 {
-            out.extend_from_slice(b"*3\r\n$7\r\nmessage\r\n$20\r\n__redis__:invalidate\r\n");
+            vec![Reply::bulk_str("message"), Reply::bulk_str("__redis__:invalidate")]
         } else {
             return;
+        };
+        push_header(&mut out, dest.resp(), head.len() + 1);
+        for item in head {
+            item.encode(dest.resp(), &mut out);
         }
         match payload {
-            Payload::Keys(keys) => keys_array(keys, &mut out),
+            Payload::Keys(keys) => Reply::bulks(keys.iter().cloned()).encode(dest.resp(), &mut out),
             // The tracking client's null, whatever the receiver speaks.
-            Payload::Null => out.extend_from_slice(if own_resp == Resp::V3 { b"_\r\n" } else { b"$-1\r\n" }),
+            Payload::Null => Reply::Nil.encode(own_resp, &mut out),
         }
         self.queue(dest, out, defer);
     }
 
-    fn queue(&mut self, to: Arc<ClientShared>, msg: Vec<u8>, defer: bool) {
+    fn queue(&mut self, to: Arc<ClientShared>, msg: BytesMut, defer: bool) {
         if defer {
-            self.deferred.push((to, Bytes::from(msg)));
+            self.deferred.push((to, msg.freeze()));
         } else {
-            to.push_encoded(Bytes::from(msg));
+            to.push_encoded(msg.freeze());
         }
     }
 }

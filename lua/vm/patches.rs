@@ -14,9 +14,29 @@
 //! the replacement is already there, which means the registry copy carries
 //! the fix itself. So a new `lua-src` release can never silently drop a fix.
 //!
-//! Adding a patch: add a `Patch` to `PATCHES` with the smallest `find` that
-//! is unique in its file, add its reproducer to the two test files, and list
-//! it in ARCHITECTURE.md ("The Lua VM").
+//! | fix | file | what it closes |
+//! |---|---|---|
+//! | CVE-2025-46817 | `lbaselib.c`, `ltable.c` | `unpack` count overflow (one `EVAL` crashed the server); `luaH_getnum` index overflow |
+//! | CVE-2025-49844 | `lparser.c` | use-after-free of the chunk name when a collection runs during parsing |
+//! | CVE-2025-46819 | `llex.c` | out-of-bounds reads: huge long-bracket separators, errors before the first token |
+//! | CVE-2014-5461 | `ldo.c` | vararg stack check (already in `lua-src`; asserted present) |
+//!
+//! Fixed on the Rust side: CVE-2021-32626 (a `redis.call` reply is measured
+//! and the Lua stack grown before anything is pushed: `convert::push_slots`),
+//! CVE-2025-46818 (the metatables of basic types are read-only, see
+//! `sandbox.rs`). Script replies nest until the Lua stack runs out, as
+//! Redis's do (7995 levels); server threads have 64 MiB (virtual) stacks for
+//! that recursion. The sources are compiled at `-O2` in every profile, so
+//! debug test builds run the same machine code as the release binary (the
+//! `unpack` overflow only crashed once the optimiser had dropped an overflow
+//! check).
+//!
+//! Adding a patch: write the edit from the public description of the bug
+//! (never copy another project's patched file); add a `Patch` to `PATCHES`
+//! with the smallest `find` that is unique in its file, add its reproducer
+//! to the two test files, and a row to the table above. A test that does not
+//! fail without the edit is not a regression test: check it against the
+//! unpatched build once.
 
 /// One replacement in one file.
 pub struct Edit {

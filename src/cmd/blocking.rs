@@ -8,6 +8,7 @@
 
 use bytes::Bytes;
 
+use super::call::call;
 use super::list::{self, key_and_elements, parse_end, parse_lr, parse_mpop, End};
 use super::zset::{parse_minmax, zmpop_reply, zpop_first};
 use super::{cmd, CommandSpec, Ctx, Lookup};
@@ -17,26 +18,26 @@ use crate::error::{CmdError, CmdResult};
 use crate::num;
 use crate::protocol::Reply;
 
-pub static COMMANDS: &[CommandSpec] = &[
-    cmd("blpop", blpop, -3, "write noscript blocking", 1, -2, 1, "@write @list @slow @blocking").doc(
-        "Remove and get the first element in a list, or block until one is available",
-        "2.0.0",
-    ),
-    cmd("brpop", brpop, -3, "write noscript blocking", 1, -2, 1, "@write @list @slow @blocking").doc(
-        "Remove and get the last element in a list, or block until one is available",
-        "2.0.0",
-    ),
+/// The blocking list commands (`COMMAND DOCS` group `list`).
+pub static LIST_COMMANDS: &[CommandSpec] = &[
+    cmd("blpop", blpop, -3, "write noscript blocking", 1, -2, 1, "@write @list @slow @blocking")
+        .doc("Remove and get the first element in a list, or block until one is available", "2.0.0"),
+    cmd("brpop", brpop, -3, "write noscript blocking", 1, -2, 1, "@write @list @slow @blocking")
+        .doc("Remove and get the last element in a list, or block until one is available", "2.0.0"),
     cmd("blmove", blmove, 6, "write denyoom noscript blocking", 1, 2, 1, "@write @list @slow @blocking").doc(
         "Pop an element from a list, push it to another list and return it; or block until one is available",
         "6.2.0",
     ),
-    cmd("brpoplpush", brpoplpush, 4, "write denyoom noscript blocking", 1, 2, 1, "@write @list @slow @blocking")
-        .doc(
-            "Pop an element from a list, push it to another list and return it; or block until one is available",
-            "2.2.0",
-        ),
+    cmd("brpoplpush", brpoplpush, 4, "write denyoom noscript blocking", 1, 2, 1, "@write @list @slow @blocking").doc(
+        "Pop an element from a list, push it to another list and return it; or block until one is available",
+        "2.2.0",
+    ),
     cmd("blmpop", blmpop, -5, "write blocking movablekeys", 0, 0, 0, "@write @list @slow @blocking")
         .doc("Pop elements from a list, or block until one is available", "7.0.0"),
+];
+
+/// The blocking sorted-set commands (`COMMAND DOCS` group `sorted-set`).
+pub static ZSET_COMMANDS: &[CommandSpec] = &[
     cmd("bzpopmin", bzpopmin, -3, "write noscript blocking fast", 1, -2, 1, "@write @sortedset @fast @blocking").doc(
         "Remove and return the member with the lowest score from one or more sorted sets, or block until one is available",
         "5.0.0",
@@ -50,15 +51,6 @@ pub static COMMANDS: &[CommandSpec] = &[
         "7.0.0",
     ),
 ];
-
-/// The `COMMAND DOCS` group of a blocking command.
-pub fn group_of(name: &str) -> &'static str {
-    if name.starts_with("bz") {
-        "sorted-set"
-    } else {
-        "list"
-    }
-}
 
 /// Longest wait handed to the core: ~317 years stands for "practically
 /// never" without overflowing deadline arithmetic.
@@ -268,7 +260,7 @@ fn unblock_group_readers(core: &mut Core, key: &(usize, crate::db::Key)) {
     for id in ids {
         let reply = Reply::error(STREAM_GONE);
         if let Lookup::Found(c) = super::table().lookup(&core.blocking.waiters[&id].argv) {
-            super::count_unblocked(core, c, 0, &reply);
+            super::call::count_unblocked(core, c, 0, &reply);
         }
         core.blocking.serve(id, reply);
     }
@@ -292,13 +284,13 @@ fn rerun(core: &mut Core, shared: &Shared, id: u64, argv: &[Bytes]) -> Option<Re
     let original = w.argv.clone();
     let mut sub = Ctx { core, client: &mut state, shared };
     let start = std::time::Instant::now();
-    let reply = super::call(&mut sub, c, argv);
+    let reply = call(&mut sub, c, argv);
     if matches!(reply, Reply::Nil | Reply::NilArray) {
         return None;
     }
     let usec = start.elapsed().as_micros() as u64;
-    super::count_unblocked(sub.core, c, usec, &reply);
-    super::slowlog_unblocked(&mut sub, &original, usec);
+    super::call::count_unblocked(sub.core, c, usec, &reply);
+    super::call::slowlog_unblocked(&mut sub, &original, usec);
     Some(reply)
 }
 

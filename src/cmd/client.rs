@@ -1,17 +1,17 @@
 //! `CLIENT` and its subcommands.
 
-use std::sync::atomic::Ordering;
-
 use bytes::Bytes;
 
-use super::generic::help_reply;
+use super::help::help_reply;
+use super::session::{info_line_of, last_cmd_name, lib_fields, tracking_off, valid_client_name};
 use super::util::{eq, info_text, int};
-use super::{cmd, container, table, CommandSpec, Ctx};
-use crate::client::{ClientRecord, ClientShared, ReplyMode, NO_COMMAND};
+use super::{cmd, container, CommandSpec, Ctx};
+use crate::client::ReplyMode;
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
 
 pub static COMMANDS: &[CommandSpec] = &[cmd("client", container, -2, "", 0, 0, 0, "@slow")
+    .hidden_flags("keeps_caching")
     .subs(CLIENT_SUBS)
     .doc("A container for client connection commands", "2.4.0")];
 
@@ -39,6 +39,7 @@ static CLIENT_SUBS: &[CommandSpec] = &[
     cmd("no-evict", client_no_evict, 3, "admin noscript loading stale", 0, 0, 0, "@admin @slow @dangerous @connection")
         .doc("Set client eviction mode for the current connection", "7.0.0"),
     cmd("pause", client_pause, -3, "admin noscript loading stale", 0, 0, 0, "@admin @slow @dangerous @connection")
+        .hidden_flags("pause_exempt")
         .doc("Stop processing commands from clients for some time", "2.9.50"),
     cmd("reply", client_reply, 3, "noscript loading stale", 0, 0, 0, "@slow @connection")
         .doc("Instruct the server whether to reply to commands", "3.2.0"),
@@ -51,6 +52,7 @@ static CLIENT_SUBS: &[CommandSpec] = &[
     cmd("unblock", client_unblock, -3, "admin noscript loading stale", 0, 0, 0, "@admin @slow @dangerous @connection")
         .doc("Unblock a client blocked in a blocking command from a different connection", "5.0.0"),
     cmd("unpause", client_unpause, 2, "admin noscript loading stale", 0, 0, 0, "@admin @slow @dangerous @connection")
+        .hidden_flags("pause_exempt")
         .doc("Resume processing of clients that were paused", "6.2.0"),
 ];
 
@@ -64,7 +66,7 @@ fn client_getname(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
 }
 
 fn client_setname(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    super::connection::valid_client_name(&args[2])?;
+    valid_client_name(&args[2])?;
     if let Some(r) = ctx.core.client_record(ctx.client.id) {
         r.name = args[2].clone();
     }
@@ -76,11 +78,11 @@ fn client_setinfo(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Err(CmdError::WrongArity("client|setinfo".into()));
     }
     let lib_name = if eq(&args[2], "lib-name") {
-        super::connection::valid_client_name(&args[3])
+        valid_client_name(&args[3])
             .map_err(|_| CmdError::custom("ERR lib-name cannot contain spaces, newlines or special characters."))?;
         true
     } else if eq(&args[2], "lib-ver") {
-        super::connection::valid_client_name(&args[3])
+        valid_client_name(&args[3])
             .map_err(|_| CmdError::custom("ERR lib-ver cannot contain spaces, newlines or special characters."))?;
         false
     } else {
@@ -100,33 +102,6 @@ fn client_info(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     let now = ctx.now_ms();
     let line = info_line_of(ctx, now);
     Ok(info_text(ctx, format!("{line}\n")))
-}
-
-/// The calling client's `CLIENT INFO` line (also `ACL LOG`'s `client-info`).
-pub(crate) fn info_line_of(ctx: &Ctx<'_>, now: u64) -> String {
-    let lib = lib_fields(ctx);
-    let (id, current) = (ctx.client.id, ctx.client.current);
-    match ctx.core.clients.get(&id) {
-        Some(r) => r.info_line(now, id + 7, last_cmd_name(&r.shared), current, lib),
-        None => ClientRecord::new(ctx.client.shared.clone()).info_line(now, id + 7, "NULL", current, lib),
-    }
-}
-
-/// Redis 7.2 added `lib-name` and `lib-ver` to `CLIENT LIST`; 7.0 has
-/// neither, so they follow the reported version (`redis-version`).
-fn lib_fields(ctx: &Ctx<'_>) -> bool {
-    let v = ctx.core.config.get_str("redis-version");
-    let mut parts = v.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
-    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
-    (major, minor) >= (7, 2)
-}
-
-/// The name of the last command `c` ran (`cmd=` in CLIENT LIST).
-fn last_cmd_name(c: &ClientShared) -> &'static str {
-    match c.last_cmd.load(Ordering::Relaxed) {
-        NO_COMMAND => "NULL",
-        id => table().names.get(id).map_or("NULL", String::as_str),
-    }
 }
 
 fn client_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
@@ -439,14 +414,6 @@ fn check_prefix_collisions(current: Option<&crate::client::Tracking>, prefixes: 
     Ok(())
 }
 
-/// Turns the calling client's tracking off (`CLIENT TRACKING off`, `RESET`).
-pub(crate) fn tracking_off(ctx: &mut Ctx<'_>) {
-    let id = ctx.client.id;
-    if let Some(mode) = ctx.core.client_record(id).and_then(|r| r.tracking.take()) {
-        ctx.core.tracking.disable(id, &mode);
-    }
-}
-
 fn client_trackinginfo(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     let mode = ctx.core.clients.get(&ctx.client.id).and_then(|r| r.tracking.as_ref());
     let mut flags = Vec::new();
@@ -552,7 +519,7 @@ fn client_unblock(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     };
     if let super::Lookup::Found(c) = super::table().lookup(&argv) {
         let counted = if with_error { Reply::error(UNBLOCKED) } else { Reply::Nil };
-        super::count_unblocked(ctx.core, c, 0, &counted);
+        super::call::count_unblocked(ctx.core, c, 0, &counted);
         if !with_error {
             // Redis 7.0 counts the unblocked call failed either way.
             ctx.core.stats.commands[c.id].failed += 1;

@@ -3,7 +3,7 @@
 
 use bytes::Bytes;
 
-use super::generic::help_reply;
+use super::help::help_reply;
 use super::meta::{BeginSearch, FindKeys, KeySpec};
 use super::util::eq;
 use super::{cmd, flags, table, Command, CommandSpec, Ctx};

@@ -3,7 +3,7 @@
 
 use bytes::Bytes;
 
-use super::generic::help_reply;
+use super::help::help_reply;
 use super::{cmd, container, CommandSpec, Ctx};
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;

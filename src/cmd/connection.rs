@@ -10,15 +10,19 @@ use crate::error::{CmdError, CmdResult};
 use crate::protocol::{Reply, Resp};
 
 pub static COMMANDS: &[CommandSpec] = &[
-    cmd("ping", ping, -1, "fast", 0, 0, 0, "@fast @connection").doc("Ping the server", "1.0.0"),
+    cmd("ping", ping, -1, "fast", 0, 0, 0, "@fast @connection")
+        .hidden_flags("subscribed_ok")
+        .doc("Ping the server", "1.0.0"),
     cmd("echo", echo, 2, "loading stale fast", 0, 0, 0, "@fast @connection").doc("Echo the given string", "1.0.0"),
     cmd("auth", auth, -2, "noscript loading stale fast no_auth allow_busy", 0, 0, 0, "@fast @connection")
         .doc("Authenticate to the server", "1.0.0"),
     cmd("hello", hello, -1, "noscript loading stale fast no_auth allow_busy", 0, 0, 0, "@fast @connection")
         .doc("Handshake with Redis", "6.0.0"),
     cmd("quit", quit, -1, "noscript loading stale fast no_auth allow_busy", 0, 0, 0, "@fast @connection")
+        .hidden_flags("not_queued ends_multi subscribed_ok")
         .doc("Close the connection", "1.0.0"),
     cmd("reset", reset, 1, "noscript loading stale fast no_auth allow_busy", 0, 0, 0, "@fast @connection")
+        .hidden_flags("not_queued ends_multi subscribed_ok")
         .doc("Reset the connection", "6.2.0"),
     cmd("select", select, 2, "loading stale fast", 0, 0, 0, "@fast @connection")
         .doc("Change the selected database for the current connection", "1.0.0"),
@@ -64,18 +68,11 @@ fn auth(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     } else {
         (args[1].clone(), &args[2])
     };
-    if super::acl::authenticate(ctx, &user, pass) {
+    if super::access::authenticate(ctx, &user, pass) {
         Ok(Reply::ok())
     } else {
         Err(CmdError::custom(WRONGPASS))
     }
-}
-
-pub(super) fn valid_client_name(name: &[u8]) -> Result<(), CmdError> {
-    if name.iter().any(|&c| !(b'!'..=b'~').contains(&c)) {
-        return Err(CmdError::custom("ERR Client names cannot contain spaces, newlines or special characters."));
-    }
-    Ok(())
 }
 
 fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
@@ -97,7 +94,7 @@ fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             creds = Some((args[j + 1].clone(), args[j + 2].clone()));
             j += 3;
         } else if eq(&args[j], "setname") && more >= 1 {
-            valid_client_name(&args[j + 1])?;
+            super::session::valid_client_name(&args[j + 1])?;
             name = Some(args[j + 1].clone());
             j += 2;
         } else {
@@ -108,7 +105,7 @@ fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
     }
     if let Some((u, p)) = creds {
-        if !super::acl::authenticate(ctx, &u, &p) {
+        if !super::access::authenticate(ctx, &u, &p) {
             return Err(CmdError::custom(WRONGPASS));
         }
     }
@@ -141,7 +138,7 @@ fn quit(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
 }
 
 fn reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    super::tx::discard_state(ctx);
+    super::session::discard_state(ctx);
     if ctx.core.monitors.remove(ctx.client.id) {
         ctx.client.shared.monitor.store(false, std::sync::atomic::Ordering::Relaxed);
     }
@@ -152,8 +149,8 @@ fn reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     if let Some(r) = ctx.core.client_record(ctx.client.id) {
         r.name = Bytes::new();
     }
-    super::client::tracking_off(ctx);
-    super::acl::set_user(ctx, Bytes::from_static(b"default"));
+    super::session::tracking_off(ctx);
+    super::session::set_user(ctx, Bytes::from_static(b"default"));
     ctx.client.authenticated = !ctx.core.acl.auth_required();
     Ok(Reply::status("RESET"))
 }

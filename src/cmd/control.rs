@@ -437,7 +437,7 @@ static CLOCK_OPS: &[(&str, usize, ClockOp)] = &[
 fn rlockd_clock(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let (op, rest) = (&args[2], &args[3..]);
     let Some((_, _, run)) = CLOCK_OPS.iter().find(|(name, n, _)| eq(op, name) && *n == rest.len()) else {
-        return Err(super::scripting::subcommand_syntax(args));
+        return Err(super::help::subcommand_syntax(args));
     };
     let arg = rest.first().map(|a| int(a)).transpose()?;
     if let Some(reply) = run(&ctx.shared.clock, arg)? {

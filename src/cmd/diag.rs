@@ -2,7 +2,7 @@
 
 use bytes::Bytes;
 
-use super::generic::help_reply;
+use super::help::help_reply;
 use super::util::{eq, info_text, int};
 use super::{cmd, container, table, Command, CommandSpec, Ctx};
 use crate::error::{CmdError, CmdResult};

@@ -323,17 +323,7 @@ fn object_refcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn object_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    Ok(help_reply("OBJECT", super::help::OBJECT_HELP))
-}
-
-/// The `HELP` reply shape Redis uses for every container command.
-pub(crate) fn help_reply(cmd: &str, lines: &[&str]) -> Reply {
-    let mut out =
-        vec![Reply::Status(Bytes::from(format!("{cmd} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:")))];
-    out.extend(lines.iter().map(|l| Reply::Status(Bytes::from(l.to_string()))));
-    out.push(Reply::status("HELP"));
-    out.push(Reply::status("    Prints this help."));
-    Reply::Array(out)
+    Ok(super::help::help_reply("OBJECT", super::help::OBJECT_HELP))
 }
 
 const EXPIRE_NX: u8 = 1;

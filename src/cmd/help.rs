@@ -1,4 +1,30 @@
-//! `HELP` texts of container commands, as Redis 7.0 prints them.
+//! `HELP` of container commands, as Redis 7.0 prints it: the texts, the
+//! reply that prints them, and the error that points to them.
+
+use bytes::Bytes;
+
+use crate::error::CmdError;
+use crate::protocol::Reply;
+
+/// The `HELP` reply shape Redis uses for every container command
+/// (`addReplyHelp`).
+pub(crate) fn help_reply(cmd: &str, lines: &[&str]) -> Reply {
+    let mut out =
+        vec![Reply::Status(Bytes::from(format!("{cmd} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:")))];
+    out.extend(lines.iter().map(|l| Reply::Status(Bytes::copy_from_slice(l.as_bytes()))));
+    out.push(Reply::status("HELP"));
+    out.push(Reply::status("    Prints this help."));
+    Reply::Array(out)
+}
+
+/// `addReplySubcommandSyntaxError`.
+pub(crate) fn subcommand_syntax(args: &[Bytes]) -> CmdError {
+    CmdError::custom(format!(
+        "ERR unknown subcommand or wrong number of arguments for '{}'. Try {} HELP.",
+        String::from_utf8_lossy(&args[1]),
+        String::from_utf8_lossy(&args[0]).to_ascii_uppercase()
+    ))
+}
 
 pub(crate) const OBJECT_HELP: &[&str] = &[
     "ENCODING <key>",

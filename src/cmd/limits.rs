@@ -3,6 +3,14 @@
 //! evictions and OOM refusals, and `min-replicas-to-write` (a server without
 //! replicas refuses writes with NOREPLICAS while it is set).
 //!
+//! Dispatch checks them in `processCommand`'s order (after NOAUTH, before
+//! the pub/sub-context and BUSY checks): with `maxmemory` set, keys are
+//! evicted until memory fits (`db::evict`), else `deny-oom` commands (and
+//! anything queued in MULTI but the commands flagged `ends_multi`, and an
+//! EXEC of deny-oom commands) get `OOM …`. `EVAL`/`FCALL` (flagged
+//! `runs_script`) count with the flags their script declares
+//! (`Scripting::declared_flags`).
+//!
 //! Nothing here runs unless one of the two is set: the default command path
 //! pays one comparison.
 
@@ -33,7 +41,7 @@ pub(crate) fn check(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes]) -> Option<
         ctx.core.pre_command_oom = out_of_memory;
         // Queuing in MULTI can grow without bound: only EXEC, DISCARD, QUIT
         // and RESET pass while over the limit.
-        let queuing = ctx.client.multi.is_some() && !matches!(cmd.spec.name, "exec" | "discard" | "quit" | "reset");
+        let queuing = ctx.client.multi.is_some() && !cmd.has(flags::ENDS_MULTI);
         if out_of_memory && (deny_oom || queuing) {
             return Some(CmdError::custom(OOM));
         }
@@ -71,26 +79,22 @@ pub(crate) fn script_check(ctx: &Ctx<'_>, cmd: &Command, script_wrote: bool, all
 fn effective_flags(ctx: &Ctx<'_>, cmd: &Command, argv: &[Bytes]) -> (bool, bool) {
     let mut write = cmd.has(flags::WRITE);
     let mut deny_oom = cmd.has(flags::DENYOOM);
-    match cmd.spec.name {
-        "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro" => {
-            let declared = ctx.core.scripting.as_ref().and_then(|s| s.declared_flags(cmd.spec.name, argv));
-            if let Some(f) = declared.filter(|f| !f.has(ScriptFlags::EVAL_COMPAT)) {
-                write = !f.has(ScriptFlags::NO_WRITES);
-                deny_oom = !f.has(ScriptFlags::NO_WRITES) && !f.has(ScriptFlags::ALLOW_OOM);
-            }
+    if cmd.has(flags::RUNS_SCRIPT) {
+        let declared = ctx.core.scripting.as_ref().and_then(|s| s.declared_flags(cmd.spec.name, argv));
+        if let Some(f) = declared.filter(|f| !f.has(ScriptFlags::EVAL_COMPAT)) {
+            write = !f.has(ScriptFlags::NO_WRITES);
+            deny_oom = !f.has(ScriptFlags::NO_WRITES) && !f.has(ScriptFlags::ALLOW_OOM);
         }
-        "exec" => {
-            if let Some(m) = ctx.client.multi.as_ref() {
-                for queued in &m.queue {
-                    if let Lookup::Found(c) = table().lookup(queued) {
-                        let (w, d) = effective_flags(ctx, c, queued);
-                        write |= w;
-                        deny_oom |= d;
-                    }
+    } else if cmd.has(flags::RUNS_QUEUE) {
+        if let Some(m) = ctx.client.multi.as_ref() {
+            for queued in &m.queue {
+                if let Lookup::Found(c) = table().lookup(queued) {
+                    let (w, d) = effective_flags(ctx, c, queued);
+                    write |= w;
+                    deny_oom |= d;
                 }
             }
         }
-        _ => {}
     }
     (write, deny_oom)
 }

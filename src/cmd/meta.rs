@@ -15,7 +15,7 @@ use std::sync::OnceLock;
 
 use bytes::Bytes;
 
-use crate::protocol::Reply;
+use crate::protocol::{decode, Reply};
 
 /// Metadata of one command (by full name, `client|setname`).
 #[derive(Debug)]
@@ -38,8 +38,7 @@ pub fn get(fullname: &str) -> Option<&'static Meta> {
 }
 
 fn load() -> HashMap<String, Meta> {
-    let mut p = Parser { b: DATA, i: 0 };
-    let Some(Reply::Map(entries)) = p.value() else { panic!("meta.resp3: not a map") };
+    let Some(Reply::Map(entries)) = decode(DATA) else { panic!("meta.resp3: not a map of entries") };
     entries
         .into_iter()
         .map(|(name, v)| {
@@ -146,56 +145,6 @@ fn map_int(m: &Reply, key: &str) -> Option<i64> {
     match map_get(m, key)? {
         Reply::Int(n) => Some(*n),
         _ => None,
-    }
-}
-
-/// A RESP3 reader for the embedded (trusted) data.
-struct Parser<'a> {
-    b: &'a [u8],
-    i: usize,
-}
-
-impl Parser<'_> {
-    fn line(&mut self) -> &[u8] {
-        let start = self.i;
-        let end = start + self.b[start..].windows(2).position(|w| w == b"\r\n").expect("meta.resp3: line end");
-        self.i = end + 2;
-        &self.b[start..end]
-    }
-
-    fn number(&mut self) -> i64 {
-        std::str::from_utf8(self.line()).ok().and_then(|s| s.parse().ok()).expect("meta.resp3: number")
-    }
-
-    fn items(&mut self) -> Vec<Reply> {
-        let n = self.number();
-        (0..n).map(|_| self.value().expect("meta.resp3: item")).collect()
-    }
-
-    fn value(&mut self) -> Option<Reply> {
-        let tag = *self.b.get(self.i)?;
-        self.i += 1;
-        Some(match tag {
-            b'+' => Reply::Status(Bytes::copy_from_slice(self.line())),
-            b':' => Reply::Int(self.number()),
-            b'$' => {
-                let n = self.number() as usize;
-                let v = Bytes::copy_from_slice(&self.b[self.i..self.i + n]);
-                self.i += n + 2;
-                Reply::Bulk(v)
-            }
-            b'_' => {
-                self.line();
-                Reply::Nil
-            }
-            b'*' => Reply::Array(self.items()),
-            b'~' => Reply::Set(self.items()),
-            b'%' => {
-                let n = self.number();
-                Reply::Map((0..n).map(|_| (self.value().expect("key"), self.value().expect("value"))).collect())
-            }
-            other => panic!("meta.resp3: unexpected type {}", other as char),
-        })
     }
 }
 

@@ -19,20 +19,28 @@ use crate::pubsub::Kind;
 
 pub static COMMANDS: &[CommandSpec] = &[
     cmd("subscribe", subscribe, -2, "pubsub noscript loading stale", 0, 0, 0, "@pubsub @slow")
+        .hidden_flags("subscribed_ok channel_args")
         .doc("Listen for messages published to the given channels", "2.0.0"),
     cmd("unsubscribe", unsubscribe, -1, "pubsub noscript loading stale", 0, 0, 0, "@pubsub @slow")
+        .hidden_flags("subscribed_ok")
         .doc("Stop listening for messages posted to the given channels", "2.0.0"),
     cmd("psubscribe", psubscribe, -2, "pubsub noscript loading stale", 0, 0, 0, "@pubsub @slow")
+        .hidden_flags("subscribed_ok pattern_args")
         .doc("Listen for messages published to channels matching the given patterns", "2.0.0"),
     cmd("punsubscribe", punsubscribe, -1, "pubsub noscript loading stale", 0, 0, 0, "@pubsub @slow")
+        .hidden_flags("subscribed_ok")
         .doc("Stop listening for messages posted to channels matching the given patterns", "2.0.0"),
     cmd("ssubscribe", ssubscribe, -2, "pubsub noscript loading stale", 1, -1, 1, "@pubsub @slow")
+        .hidden_flags("subscribed_ok channel_args")
         .doc("Listen for messages published to the given shard channels", "7.0.0"),
     cmd("sunsubscribe", sunsubscribe, -1, "pubsub noscript loading stale", 1, -1, 1, "@pubsub @slow")
+        .hidden_flags("subscribed_ok")
         .doc("Stop listening for messages posted to the given shard channels", "7.0.0"),
     cmd("publish", publish, 3, "pubsub loading stale fast", 0, 0, 0, "@pubsub @fast")
+        .hidden_flags("channel_arg")
         .doc("Post a message to a channel", "2.0.0"),
     cmd("spublish", spublish, 3, "pubsub loading stale fast", 1, 1, 1, "@pubsub @fast")
+        .hidden_flags("channel_arg")
         .doc("Post a message to a shard channel", "7.0.0"),
     cmd("pubsub", container, -2, "", 0, 0, 0, "@slow")
         .subs(PUBSUB_SUBS)

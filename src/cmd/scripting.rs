@@ -1,6 +1,21 @@
 //! Scripting commands: `EVAL`, `EVALSHA`, `EVAL_RO`, `EVALSHA_RO`,
 //! `SCRIPT *`, `FUNCTION *`, `FCALL`, `FCALL_RO`. The engine itself is in
 //! [`crate::script`].
+//!
+//! A script's `redis.call` reaches the same table as a TCP client: the
+//! `EVAL` handler takes the engine out of the core (`Core::scripting`),
+//! wraps its `Ctx` in a [`ScriptRun`] — the script host, as Redis's
+//! `script.c` — and runs the script with the core lock held throughout (so
+//! the script is atomic). `redis.call` converts its Lua arguments to
+//! `Vec<Bytes>` and asks `ScriptHost::call`; the host looks the command up
+//! in [`table`], makes the script checks (unknown command, arity,
+//! `noscript`, ACL, writes in read-only scripts, limits; a refusal is a
+//! `ScriptErr`, raised as an error table) and calls `call::call` with the
+//! script's pseudo-client. The `Reply` goes back to Lua values with no RESP
+//! in between. The hook's `interrupt` enters BUSY mode past the threshold
+//! and has the server layer serve other connections (`core::ServerIo`,
+//! each command through `dispatch::run_while_busy`); `end` resets the busy
+//! state.
 
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
@@ -8,10 +23,11 @@ use std::time::Instant;
 
 use bytes::Bytes;
 
+use super::help::{help_reply, subcommand_syntax};
 use super::util::eq;
 use super::{cmd, container, flags, table, CommandSpec, Ctx, Lookup};
 use crate::client::{Caller, ClientState};
-use crate::core::{Core, Shared};
+use crate::core::Shared;
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::{Reply, Resp};
 use crate::script::host::{CallInfo, Interrupt, RunInfo, ScriptErr, ScriptHost};
@@ -19,6 +35,7 @@ use crate::script::Scripting;
 
 pub static COMMANDS: &[CommandSpec] = &[
     cmd("eval", eval, -3, "noscript stale skip_monitor no_mandatory_keys movablekeys", 0, 0, 0, "@slow @scripting")
+        .hidden_flags("runs_script")
         .doc("Execute a Lua script server side", "2.6.0"),
     cmd(
         "evalsha",
@@ -30,6 +47,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         0,
         "@slow @scripting",
     )
+    .hidden_flags("runs_script names_script")
     .doc("Execute a Lua script server side", "2.6.0"),
     cmd(
         "eval_ro",
@@ -41,6 +59,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         0,
         "@slow @scripting",
     )
+    .hidden_flags("runs_script")
     .doc("Execute a read-only Lua script server side", "7.0.0"),
     cmd(
         "evalsha_ro",
@@ -52,8 +71,10 @@ pub static COMMANDS: &[CommandSpec] = &[
         0,
         "@slow @scripting",
     )
+    .hidden_flags("runs_script names_script")
     .doc("Execute a read-only Lua script server side", "7.0.0"),
     cmd("fcall", fcall, -3, "noscript stale skip_monitor no_mandatory_keys movablekeys", 0, 0, 0, "@slow @scripting")
+        .hidden_flags("runs_script names_script")
         .doc("Invoke a function", "7.0.0"),
     cmd(
         "fcall_ro",
@@ -65,6 +86,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         0,
         "@slow @scripting",
     )
+    .hidden_flags("runs_script names_script")
     .doc("Invoke a read-only function", "7.0.0"),
     cmd("script", container, -2, "", 0, 0, 0, "@slow")
         .subs(SCRIPT_SUBS)
@@ -209,9 +231,9 @@ impl ScriptHost for ScriptRun<'_, '_> {
         }
         if !self.ctx.core.acl.open {
             let mut ctx = Ctx { core: &mut *self.ctx.core, client: &mut self.client, shared: self.ctx.shared };
-            if let Err(d) = super::acl::check(&ctx, cmd, argv) {
-                super::acl::refuse(&mut ctx, cmd, argv, d, "lua");
-                return Err(self.refuse(Some(cmd.id), ScriptErr::Denied(super::acl::script_denial(d))));
+            if let Err(d) = super::access::check(&ctx, cmd, argv) {
+                super::access::refuse(&mut ctx, cmd, argv, d, "lua");
+                return Err(self.refuse(Some(cmd.id), ScriptErr::Denied(super::access::script_denial(d))));
             }
         }
         if self.readonly && (cmd.has(flags::WRITE) || cmd.has(flags::MAY_REPLICATE)) {
@@ -231,7 +253,7 @@ impl ScriptHost for ScriptRun<'_, '_> {
         self.client.resp = if resp3 { Resp::V3 } else { Resp::V2 };
         let mut ctx = Ctx { core: &mut *self.ctx.core, client: &mut self.client, shared: self.ctx.shared };
         let before = ctx.core.stats.nested_nanos;
-        let reply = super::call(&mut ctx, cmd, argv);
+        let reply = super::call::call(&mut ctx, cmd, argv);
         let nanos = self.ctx.core.stats.nested_nanos - before;
         let info = CallInfo { command: cmd.spec.name, keys: key_count(cmd, argv.len()), write: cmd.is_write(), nanos };
         Ok((reply, info))
@@ -243,7 +265,7 @@ impl ScriptHost for ScriptRun<'_, '_> {
         if self.ctx.core.acl.open {
             return Some(true);
         }
-        Some(super::acl::check_as(self.ctx.core, &self.client.user, cmd, argv).is_ok())
+        Some(super::access::check_as(self.ctx.core, &self.client.user, cmd, argv).is_ok())
     }
 
     /// Enters BUSY mode past the threshold, then serves the other
@@ -340,27 +362,8 @@ fn fcall_ro(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     with_engine(ctx, |e, ctx| e.fcall(&mut ScriptRun::new(ctx), args, true))
 }
 
-/// `HELP` replies of `SCRIPT` and `FUNCTION` (Redis 7.0 `addReplyHelp`).
-pub(super) fn help(cmd: &str, lines: &[&str]) -> Reply {
-    let mut out =
-        vec![Reply::Status(Bytes::from(format!("{cmd} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:")))];
-    out.extend(lines.iter().map(|l| Reply::Status(Bytes::copy_from_slice(l.as_bytes()))));
-    out.push(Reply::status("HELP"));
-    out.push(Reply::status("    Prints this help."));
-    Reply::Array(out)
-}
-
-/// `addReplySubcommandSyntaxError`.
-pub(super) fn subcommand_syntax(args: &[Bytes]) -> CmdError {
-    CmdError::custom(format!(
-        "ERR unknown subcommand or wrong number of arguments for '{}'. Try {} HELP.",
-        String::from_utf8_lossy(&args[1]),
-        String::from_utf8_lossy(&args[0]).to_ascii_uppercase()
-    ))
-}
-
 fn script_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    Ok(help(
+    Ok(help_reply(
         "SCRIPT",
         &[
             "DEBUG (YES|SYNC|NO)",
@@ -444,7 +447,7 @@ fn script_debug(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn function_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    Ok(help(
+    Ok(help_reply(
         "FUNCTION",
         &[
             "LOAD [REPLACE] <FUNCTION CODE>",
@@ -635,43 +638,4 @@ fn function_restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
         Err(e) => Err(CmdError::custom(format!("ERR {e}"))),
     }
-}
-
-/// Runs `argv`, sent by a connection while a script is busy, from the
-/// script's interrupt hook (between Lua instructions). `SCRIPT KILL`,
-/// `FUNCTION KILL` and `SHUTDOWN NOSAVE` from a client allowed to send them
-/// act at once; everything else goes through `cmd::process`, which applies
-/// Redis's checks in Redis's order (unknown command, arity, NOAUTH,
-/// subscribed context, then BUSY for commands not flagged `allow-busy`).
-/// Commands run nested in the script's call, so they neither refresh the
-/// script's frozen time nor trigger post-command work mid-script; the
-/// script's own `redis.call` statistics are left untouched.
-pub fn run_while_busy(core: &mut Core, shared: &Shared, client: &mut ClientState, argv: Vec<Bytes>) -> Reply {
-    if client.authenticated && !client.in_resp2_pubsub() {
-        if let Lookup::Found(cmd) = table().lookup(&argv) {
-            if super::arity_ok(cmd.spec.arity, argv.len()) {
-                match cmd.fullname.as_str() {
-                    "script|kill" => return kill_busy_script(shared, false),
-                    "function|kill" => return kill_busy_script(shared, true),
-                    "shutdown" if argv[1..].iter().any(|a| a.eq_ignore_ascii_case(b"nosave")) => {
-                        // As on Redis, the server goes away without a reply, to
-                        // this client and to the one whose script was running.
-                        tracing::info!("SHUTDOWN NOSAVE requested by client {} while a script runs", client.id);
-                        shared.request_shutdown();
-                        client.close = true;
-                        client.reply_mode = crate::client::ReplyMode::SkipThis;
-                        return Reply::ok();
-                    }
-                    _ => {}
-                }
-            }
-        }
-    }
-    let nested = (core.stats.nested_calls, core.stats.nested_nanos);
-    let reply = {
-        let mut ctx = Ctx { core: &mut *core, client, shared };
-        super::process(&mut ctx, argv)
-    };
-    (core.stats.nested_calls, core.stats.nested_nanos) = nested;
-    reply
 }

@@ -79,7 +79,7 @@ fn failover(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn module_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    Ok(super::scripting::help(
+    Ok(super::help::help_reply(
         "MODULE",
         &[
             "LIST",

@@ -8,7 +8,7 @@
 use bytes::Bytes;
 
 use super::blocking::{block_on_keys, can_block};
-use super::generic::help_reply;
+use super::help::help_reply;
 use super::util::{eq, int};
 use super::{cmd, container, CommandSpec, Ctx};
 use crate::client::Caller;

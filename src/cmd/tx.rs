@@ -1,15 +1,17 @@
 //! Transactions: MULTI, EXEC, DISCARD, WATCH, UNWATCH.
 //!
-//! Queuing happens in [`super::process`] (every command but EXEC, DISCARD,
-//! MULTI, WATCH, QUIT and RESET is answered `QUEUED` inside MULTI, and a
-//! command rejected while queuing marks the transaction dirty). EXEC runs
-//! the queue through [`super::call`] under the core lock already held, with
+//! Queuing happens in [`super::dispatch::process`] (every command but those
+//! flagged `not_queued` — EXEC, DISCARD, MULTI, WATCH, QUIT and RESET — is
+//! answered `QUEUED` inside MULTI, and a command rejected while queuing
+//! marks the transaction dirty). EXEC runs the queue through
+//! [`super::call::call`] under the core lock already held, with
 //! the client's caller set to `Exec` so blocking commands answer at once.
 
 use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 
+use super::session::discard_state;
 use super::{cmd, table, CommandSpec, Ctx, Lookup};
 use crate::client::{Caller, MultiState};
 use crate::error::{CmdError, CmdResult};
@@ -17,12 +19,16 @@ use crate::protocol::Reply;
 
 pub static COMMANDS: &[CommandSpec] = &[
     cmd("multi", multi, 1, "noscript loading stale fast allow_busy", 0, 0, 0, "@fast @transaction")
+        .hidden_flags("not_queued")
         .doc("Mark the start of a transaction block", "1.2.0"),
     cmd("exec", exec, 1, "noscript loading stale skip_slowlog", 0, 0, 0, "@slow @transaction")
+        .hidden_flags("runs_queue not_queued ends_multi")
         .doc("Execute all commands issued after MULTI", "1.2.0"),
     cmd("discard", discard, 1, "noscript loading stale fast allow_busy", 0, 0, 0, "@fast @transaction")
+        .hidden_flags("not_queued ends_multi")
         .doc("Discard all commands issued after MULTI", "2.0.0"),
     cmd("watch", watch, -2, "noscript loading stale fast allow_busy", 1, -1, 1, "@fast @transaction")
+        .hidden_flags("not_queued")
         .doc("Watch the given keys to determine execution of the MULTI/EXEC block", "2.2.0"),
     cmd("unwatch", unwatch, 1, "noscript loading stale fast allow_busy", 0, 0, 0, "@fast @transaction")
         .doc("Forget about all watched keys", "2.2.0"),
@@ -76,9 +82,9 @@ fn exec_queued(ctx: &mut Ctx<'_>, state: MultiState) -> CmdResult {
     let resp3 = ctx.client.resp == crate::protocol::Resp::V3;
     for argv in &state.queue {
         let reply = match table().lookup(argv) {
-            Lookup::Found(c) => match super::acl::check_in_exec(ctx, c, argv) {
+            Lookup::Found(c) => match super::access::check_in_exec(ctx, c, argv) {
                 Some(err) => err.into(),
-                None => super::call(ctx, c, argv),
+                None => super::call::call(ctx, c, argv),
             },
             // Queued commands were resolved when queued; the table is immutable.
             Lookup::Unknown => super::unknown_command_error(argv).into(),
@@ -112,11 +118,4 @@ fn watch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 fn unwatch(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     ctx.core.watches.unwatch(ctx.client.id);
     Ok(Reply::ok())
-}
-
-/// Drops the client's MULTI state and WATCHes (DISCARD, RESET, disconnect).
-pub fn discard_state(ctx: &mut Ctx<'_>) {
-    ctx.client.multi = None;
-    ctx.client.shared.in_multi.store(false, Ordering::Relaxed);
-    ctx.core.watches.unwatch(ctx.client.id);
 }

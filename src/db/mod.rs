@@ -11,6 +11,34 @@
 //!
 //! Keys are copied into their own allocation when stored (never a slice of a
 //! connection's read buffer, which would keep that buffer alive).
+//!
+//! Each database is an `IndexMap<Key, Entry>` with its expiry index; both
+//! are private to `db`: commands change keys through [`DbView`] (a database
+//! seen by one command at its frozen time) and read raw entries through
+//! [`DbView::raw`], so the expiry-index invariant is kept by the compiler.
+//! Modifications are signalled explicitly (`set`/`insert_new`/`remove`
+//! signal, in-place edits call `touch`): touched keys drive WATCH, blocked
+//! clients, client-side caching and keyspace events (`notify`). An
+//! [`Entry`] is 56 bytes (its deadline an `Option<NonZeroU64>`); values:
+//! [`hash_value`], [`zset`], [`stream`], [`hll`], [`geohash`]; one value in
+//! RDB format for `DUMP`/`RESTORE`: [`rdb`].
+//!
+//! `OBJECT ENCODING` (and `DUMP`'s layout) comes from `Entry::encoding`: a
+//! string's from how it was last written, a set's, hash's or sorted set's
+//! from its `StrEnc` mark, set `Small` or `Big` when the value is stored
+//! whole, under the thresholds in force (`EncLimits`, copied from the
+//! configuration into `Keyspace::tuning`), and set `Big` by the write that
+//! crosses one (`DbView::mark_outgrown`); nothing converts back, as in Redis
+//! 7.0.
+//!
+//! Active expiry pops due keys from the ordered index in slices of at most
+//! about 1 ms of lock time, yielding between slices. Maps shrink after mass
+//! deletion: the table is rebuilt once few keys are left and the old one is
+//! dropped on a background thread. `SCAN`/`HSCAN`/`SSCAN` walk an
+//! insertion-ordered map downward by index; removal is `swap_remove` (the
+//! last, already visited, entry moves into the hole) and insertion appends,
+//! so a full iteration returns every element present throughout, as Redis
+//! guarantees.
 
 pub mod evict;
 pub mod expiry;
@@ -130,7 +158,7 @@ impl Entry {
 
 /// One database (`SELECT n`). Its map and expiry index are changed only
 /// by this module (through [`DbView`] and the methods below), which keeps
-/// the expiry-index invariant (see ARCHITECTURE.md).
+/// the expiry-index invariant (see the module docs).
 #[derive(Debug, Default, Clone)]
 pub struct Db {
     map: Map<Key, Entry>,
@@ -193,7 +221,7 @@ pub struct Signals {
     /// Under an LFU policy, the last key the running command accessed
     /// (database, key): a command that looks a key up more than once (to
     /// create it, then to change it) counts one access, as Redis's single
-    /// lookup does. Reset by `cmd::call` around every handler.
+    /// lookup does. Reset by `cmd::call::call` around every handler.
     pub lfu_seen: Option<(usize, Key)>,
 }
 

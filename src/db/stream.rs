@@ -7,6 +7,14 @@
 //! radix-tree figures depend on those nodes; [`Stream`] keeps the node
 //! boundaries as a second small map (first id of node → entry counts), so
 //! both answer as Redis does without storing listpacks.
+//!
+//! A stream also keeps its counters (last id, max deleted id, entries added,
+//! first id) and its consumer groups (last delivered id, entries read, a
+//! PEL keyed by id, consumers with their own PEL index). Node sizes are
+//! counted with the listpack encodings (`stream-node-max-bytes`), so
+//! approximate `~` trimming removes whole nodes as Redis does.
+//! Group-only changes (`XREADGROUP`, `XACK`, `XCLAIM`, `XGROUP` …) count as
+//! dirty but do not signal the key, as in Redis 7.0: WATCH stays valid.
 
 use std::collections::{BTreeMap, HashSet};
 

@@ -5,9 +5,19 @@
 //!   same protocol error texts.
 //! * `reply` holds the one [`Reply`] type every command produces and its
 //!   RESP2 / RESP3 encoders ([`Resp`]).
+//! * `decode` reads an encoded reply back into a [`Reply`] (the command
+//!   metadata rlockd embeds, recorded from a Redis server).
+//!
+//! Nothing outside this module writes or reads RESP framing: messages
+//! queued for a client (pub/sub, invalidations, `MONITOR` lines) and the
+//! errors a connection gets before it has a client are [`Reply`] values
+//! encoded here.
 
+mod decode;
 pub(crate) mod parse;
 mod reply;
 
+pub(crate) use decode::decode;
 pub use parse::{split_args, ProtocolError, RequestParser};
+pub(crate) use reply::push_header;
 pub use reply::{Reply, Resp};

@@ -139,7 +139,7 @@ impl Reply {
                 }
             }
             Reply::Push(items) => {
-                put_header(out, if resp == Resp::V3 { b'>' } else { b'*' }, items.len());
+                push_header(out, resp, items.len());
                 for it in items {
                     it.encode(resp, out);
                 }
@@ -239,6 +239,14 @@ impl From<Option<Bytes>> for Reply {
     fn from(b: Option<Bytes>) -> Self {
         b.map_or(Reply::Nil, Reply::Bulk)
     }
+}
+
+/// The header of an out-of-band message of `len` items (RESP3 `>`, RESP2
+/// `*`), for a message whose items are encoded one by one: a tracking
+/// invalidation carries the tracking client's null whatever protocol its
+/// receiver speaks, as Redis writes it.
+pub fn push_header(out: &mut BytesMut, resp: Resp, len: usize) {
+    put_header(out, if resp == Resp::V3 { b'>' } else { b'*' }, len);
 }
 
 fn put_int(out: &mut BytesMut, i: i64) {

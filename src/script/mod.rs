@@ -16,7 +16,18 @@
 //! * [`locks`] embeds this crate's own lock scripts (`lua/`).
 //!
 //! The engine knows nothing of the server beyond [`ScriptHost`]; it is
-//! tested alone with a fake host.
+//! tested alone with a fake host. It drives Lua 5.1 (mlua's `lua-src`
+//! sources with the fixes of `lua/vm/patches.rs`) through its raw C API, so
+//! errors, stack limits and messages are Lua's own, as in Redis. Every
+//! 100 000 instructions its count hook asks [`ScriptHost::interrupt`]
+//! whether to go on (the host enters BUSY mode past
+//! `busy-reply-threshold` and serves the other connections meanwhile).
+//!
+//! Beside time, each cached script keeps a deterministic
+//! [`ScriptProfile`] (`RLOCKD SCRIPTS`): the Lua instructions it executed
+//! (`lua/vm/instructions.c` reads how much of the last hook period was
+//! used) and, from the `CallInfo` the host returns with each `redis.call`,
+//! the commands by name and the keys they read and wrote.
 
 pub mod convert;
 pub mod functions;

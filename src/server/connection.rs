@@ -7,7 +7,9 @@
 //! woken by the same readiness poll run in the order the kernel reported
 //! their sockets readable (the current-thread scheduler's queue is FIFO), so
 //! among commands that have fully arrived, the one whose last byte was read
-//! first runs first — across connections too.
+//! first runs first — across connections too (a multi-thread runtime would
+//! not: its per-worker LIFO slot runs the last task woken in a batch first,
+//! which split Redlock winners between servers; `tests/it/ordering.rs`).
 //!
 //! Messages queued for this client by others (pub/sub, unblocked pops) that
 //! were queued before the lock was taken are written before this batch's
@@ -16,11 +18,12 @@
 //!
 //! What a task leaves between two reads — its socket, unparsed input,
 //! unwritten output and client state — is in a [`Slot`], which the server's
-//! connection registry ([`super::io::Io`]) also holds: while a script runs
-//! past `busy-reply-threshold` (blocking the event loop, as in Redis), the
+//! connection registry ([`Conns`]) also holds: while a script runs past
+//! `busy-reply-threshold` (blocking the event loop, as in Redis), the
 //! script's hook serves the connections whose tasks wait for input from
-//! their slots ([`serve_busy`]), as Redis's `processEventsWhileBlocked` does.
+//! their slots ([`serve_waiting`]), as Redis's `processEventsWhileBlocked` does.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -32,18 +35,22 @@ use tokio::io::unix::AsyncFd;
 use tokio::io::Interest;
 use tokio::sync::{mpsc, MutexGuard, Notify};
 
-use super::io::Io;
+use super::socket::{raw, register};
 use crate::client::{ClientShared, ClientState, Outbound, ReplyMode};
 use crate::cmd::{self, flags, Ctx, Lookup};
 use crate::control::faults::ConnFaults;
 use crate::core::{Core, Shared};
-use crate::protocol::{Reply, RequestParser};
+use crate::protocol::{Reply, RequestParser, Resp};
 
 const READ_CHUNK: usize = 16 * 1024;
 /// Flush replies early when a batch produces this much output.
 const OUT_FLUSH: usize = 256 * 1024;
 /// At most this much input is read for one connection per busy-hook call.
 const BUSY_READ_MAX: usize = 1024 * 1024;
+
+/// Every connection's slot, by client id: the registry a busy script's hook
+/// serves.
+pub(crate) type Conns = parking_lot::Mutex<HashMap<u64, Arc<Slot>>>;
 
 /// What a connection's task and the busy-script hook share.
 pub(crate) struct Slot {
@@ -129,32 +136,32 @@ struct Pending {
 
 /// Admits a connection accepted while a `Server` method holds the core on
 /// another thread: waits for the core, then takes [`adopt`]'s path.
-pub(crate) async fn handle(shared: Arc<Shared>, io: Arc<Io>, socket: TcpStream, peer: SocketAddr) {
+pub(crate) async fn handle(shared: Arc<Shared>, conns: Arc<Conns>, socket: TcpStream, peer: SocketAddr) {
     let mut core = shared.core.lock().await;
-    adopt(&shared, &io, &mut core, socket, peer);
+    adopt(&shared, &conns, &mut core, socket, peer);
 }
 
 /// Admits a connection just accepted, with the core at hand (the accept
 /// loop's, [`handle`]'s, or a busy script's hook), and starts its task. Admitted before
 /// its task first runs, so a script that starts meanwhile finds it in the
 /// registry and its hook serves it.
-pub(crate) fn adopt(shared: &Arc<Shared>, io: &Arc<Io>, core: &mut Core, socket: TcpStream, peer: SocketAddr) {
+pub(crate) fn adopt(shared: &Arc<Shared>, conns: &Arc<Conns>, core: &mut Core, socket: TcpStream, peer: SocketAddr) {
     let Some(mut conn) = Conn::new(shared, socket, peer) else { return };
     match conn.admit(core, peer) {
         Ok(()) => {
             conn.slot.idle.store(true, Ordering::Release);
-            io.conns.lock().insert(conn.cs.id, conn.slot.clone());
-            let io = io.clone();
-            tokio::spawn(async move { conn.serve_registered(&io).await });
+            conns.lock().insert(conn.cs.id, conn.slot.clone());
+            let conns = conns.clone();
+            tokio::spawn(async move { conn.serve_registered(&conns).await });
         }
         Err(text) => {
-            let _ = raw::send(conn.slot.socket.get_ref(), text);
+            let _ = raw::send(conn.slot.socket.get_ref(), &Reply::error(text).to_bytes(Resp::V2));
         }
     }
 }
 
 /// Redis's answer to a non-loopback client in protected mode.
-const PROTECTED_MODE_DENIED: &[u8] = b"-DENIED Redis is running in protected mode because protected \
+const PROTECTED_MODE_DENIED: &str = "DENIED Redis is running in protected mode because protected \
 mode is enabled and no password is set for the default user. In this mode connections are only accepted \
 from the loopback interface. If you want to connect from external computers to Redis you may adopt one of \
 the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' \
@@ -164,7 +171,7 @@ permanent. 2) Alternatively you can just disable the protected mode by editing t
 and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server \
 manually just for testing, restart it with the '--protected-mode no' option. 4) Setup a an authentication \
 password for the default user. NOTE: You only need to do one of the above things in order for the server \
-to start accepting connections from the outside.\r\n";
+to start accepting connections from the outside.";
 
 /// Protected mode (the default) with no password: only loopback clients
 /// are served, as in Redis's `clientAcceptHandler`.
@@ -347,10 +354,10 @@ impl Conn {
 
     /// Adds this client to the core, or says what to answer before closing
     /// (`maxclients` reached, protected mode).
-    fn admit(&mut self, core: &mut Core, peer: SocketAddr) -> Result<(), &'static [u8]> {
+    fn admit(&mut self, core: &mut Core, peer: SocketAddr) -> Result<(), &'static str> {
         let mut st = self.slot.st.lock();
         let Some(max_bulk) = core.register_client(&mut st.client) else {
-            return Err(b"-ERR max number of clients reached\r\n");
+            return Err("ERR max number of clients reached");
         };
         if protected_mode_refuses(&core.config, peer) {
             core.unregister_client(&self.cs);
@@ -365,10 +372,10 @@ impl Conn {
 
     /// Serves a connection [`adopt`] admitted and registered; leaves the
     /// registry and the core when it ends.
-    async fn serve_registered(&mut self, io: &Io) {
+    async fn serve_registered(&mut self, conns: &Conns) {
         self.run().await;
         self.slot.idle.store(false, Ordering::Release);
-        io.conns.lock().remove(&self.cs.id);
+        conns.lock().remove(&self.cs.id);
         if self.slot.st.lock().registered {
             let mut core = self.shared.core.lock().await;
             core.unregister_client(&self.cs);
@@ -644,7 +651,7 @@ impl Conn {
             let skipping = st.take_skip();
             let reply = {
                 let mut ctx = Ctx { core, client: &mut st.client, shared };
-                cmd::process(&mut ctx, p.argv)
+                cmd::dispatch::process(&mut ctx, p.argv)
             };
             if *shared.shutdown.borrow() && !st.client.close {
                 // A script stopped by SHUTDOWN NOSAVE from another client:
@@ -832,8 +839,7 @@ fn read_once(slot: &Slot, mut ready: tokio::io::unix::AsyncFdReadyGuard<'_, TcpS
 fn pause_applies(shared: &Shared, argv: &[Bytes]) -> bool {
     match cmd::table().lookup(argv) {
         Lookup::Found(c) => {
-            // Test control is never paused: a test can move the clock past a pause.
-            if c.fullname == "client|unpause" || c.fullname == "client|pause" || c.has(flags::TEST_CONTROL) {
+            if c.has(flags::PAUSE_EXEMPT) || c.has(flags::TEST_CONTROL) {
                 return false;
             }
             let writes_only = shared.pause.writes_only.load(Ordering::Relaxed);
@@ -864,18 +870,16 @@ impl From<std::io::Error> for WriteError {
 }
 
 /// Serves the server's connections from a busy script's hook (Redis's
-/// `processEventsWhileBlocked`): accepts new connections, then for each
-/// connection whose task waits for input, reads what arrived, runs it as
-/// commands sent while a script is busy (`cmd::scripting::run_while_busy`:
+/// `processEventsWhileBlocked`), once the listeners' new connections are
+/// adopted: for each connection whose task waits for input, reads what
+/// arrived, runs it as
+/// commands sent while a script is busy (`cmd::dispatch::run_while_busy`:
 /// BUSY for most, `SCRIPT KILL`, `AUTH`, `HELLO`… really run) and writes the
 /// replies. Output a socket does not take now, a closed peer or a closed
 /// client are left for the task, which is woken for them and acts once the
 /// script has ended.
-pub(crate) fn serve_busy(io: &Arc<Io>, core: &mut Core, shared: &Arc<Shared>) {
-    while let Some((socket, peer)) = io.try_accept() {
-        adopt(shared, io, core, socket, peer);
-    }
-    let slots: Vec<Arc<Slot>> = io.conns.lock().values().cloned().collect();
+pub(crate) fn serve_waiting(conns: &Conns, core: &mut Core, shared: &Arc<Shared>) {
+    let slots: Vec<Arc<Slot>> = conns.lock().values().cloned().collect();
     for slot in slots {
         if !slot.idle.load(Ordering::Acquire) {
             continue;
@@ -911,7 +915,7 @@ pub(crate) fn serve_busy(io: &Arc<Io>, core: &mut Core, shared: &Arc<Shared>) {
         while !st.eof && !st.client.close {
             let Some(argv) = st.next_command() else { break };
             let skipping = st.take_skip();
-            let reply = cmd::scripting::run_while_busy(core, shared, &mut st.client, argv);
+            let reply = cmd::dispatch::run_while_busy(core, shared, &mut st.client, argv);
             st.parser.unauthenticated = !st.client.authenticated;
             st.emit(reply, skipping);
         }
@@ -935,68 +939,6 @@ pub(crate) fn serve_busy(io: &Arc<Io>, core: &mut Core, shared: &Arc<Shared>) {
     }
 }
 
-/// Registers a socket (a std type owning its descriptor) with the reactor.
-pub(crate) fn register<T: std::os::fd::AsRawFd>(socket: T, interest: Interest) -> std::io::Result<AsyncFd<T>> {
-    // SAFETY: `T` (`TcpStream`, `TcpListener`, `OwnedFd`) owns its open
-    // descriptor and keeps it, unchanged, until it is dropped with the `AsyncFd`.
-    unsafe { AsyncFd::register_with_interest(socket, interest) }.map_err(std::io::Error::from)
-}
-
-/// Socket calls made by the busy hook. They go to the kernel directly:
-/// tokio's own `try_read`/`try_write` first consult the readiness its
-/// reactor last saw, and the reactor does not run while a script blocks the
-/// event loop. (Reading behind the reactor's back is safe: a task that later
-/// finds nothing to read gets `WouldBlock`, which clears that readiness.)
-pub(crate) mod raw {
-    use std::os::fd::AsRawFd;
-
-    /// Reads what the socket has into `buf`'s spare capacity, without waiting.
-    pub(crate) fn recv(socket: &impl AsRawFd, buf: &mut bytes::BytesMut) -> std::io::Result<usize> {
-        let spare = buf.spare_capacity_mut();
-        // SAFETY: the pointer and length describe `buf`'s spare capacity,
-        // which the kernel writes at most `len` bytes into.
-        let n = unsafe { libc::recv(socket.as_raw_fd(), spare.as_mut_ptr().cast(), spare.len(), libc::MSG_DONTWAIT) };
-        if n < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        let n = n as usize;
-        // SAFETY: the kernel initialised `n` bytes after the current length.
-        unsafe { buf.set_len(buf.len() + n) };
-        Ok(n)
-    }
-
-    /// Writes what the socket takes now of `data`.
-    pub(crate) fn send(socket: &impl AsRawFd, data: &[u8]) -> std::io::Result<usize> {
-        // SAFETY: `data` is valid for `data.len()` bytes of reading.
-        let n = unsafe {
-            libc::send(socket.as_raw_fd(), data.as_ptr().cast(), data.len(), libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL)
-        };
-        if n < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok(n as usize)
-    }
-
-    /// Accepts a pending connection, without waiting.
-    pub(crate) fn accept(listener: &impl AsRawFd) -> std::io::Result<std::net::TcpStream> {
-        use std::os::fd::FromRawFd;
-        // SAFETY: null address pointers are allowed (the peer is read later).
-        let fd = unsafe {
-            libc::accept4(
-                listener.as_raw_fd(),
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-                libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-            )
-        };
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        // SAFETY: `accept4` returned a new descriptor that nothing else owns.
-        Ok(unsafe { std::net::TcpStream::from_raw_fd(fd) })
-    }
-}
-
 /// The connection-level faults for one command (`RLOCKD` itself is never
 /// faulted, so a test can always clear what it set).
 fn command_faults(shared: &Shared, core: &Core, client_id: u64, argv: &[Bytes]) -> ConnFaults {
@@ -1004,7 +946,7 @@ fn command_faults(shared: &Shared, core: &Core, client_id: u64, argv: &[Bytes]) 
         return ConnFaults::default();
     }
     match cmd::table().lookup(argv) {
-        Lookup::Found(c) => cmd::with_probe(core, client_id, c, argv, |p| shared.faults.on_command(p)),
+        Lookup::Found(c) => cmd::dispatch::with_probe(core, client_id, c, argv, |p| shared.faults.on_command(p)),
         _ => ConnFaults::default(),
     }
 }
@@ -1032,7 +974,8 @@ mod tests {
         cfg.set(b"requirepass", b"").unwrap();
         cfg.set(b"protected-mode", b"no").unwrap();
         assert!(!protected_mode_refuses(&cfg, remote));
-        assert_eq!(PROTECTED_MODE_DENIED.len(), 1067);
-        assert!(PROTECTED_MODE_DENIED.ends_with(b"outside.\r\n"));
+        let denied = Reply::error(PROTECTED_MODE_DENIED).to_bytes(Resp::V2);
+        assert_eq!(denied.len(), 1067);
+        assert!(denied.starts_with(b"-DENIED ") && denied.ends_with(b"outside.\r\n"));
     }
 }

@@ -1,5 +1,10 @@
 //! A server's sockets: its listeners and its connections' slots.
 //!
+//! [`Io`] is what the layers below reach as `core::ServerIo`: a busy
+//! script's hook (`serve_busy`: accept what is pending, then have
+//! `connection::serve_waiting` serve the connections that wait for input)
+//! and `CONFIG SET port`/`bind` (`relisten`).
+//!
 //! Everything here is used on the server's event-loop thread: by the accept
 //! task, by connection tasks, and by a busy script's hook (which blocks that
 //! thread and serves sockets itself). The mutexes are never contended; they
@@ -15,16 +20,16 @@ use std::net::{TcpListener, TcpStream};
 use tokio::io::unix::AsyncFd;
 use tokio::io::Interest;
 
-use super::connection::{self, Slot};
+use super::connection::{self, Conns};
+use super::socket::raw;
 use crate::core::{Core, ServerIo, Shared};
 
 /// The listeners and connections of one server.
 pub(crate) struct Io {
     /// Every connection's slot, by client id.
-    pub(crate) conns: parking_lot::Mutex<HashMap<u64, Arc<Slot>>>,
+    pub(crate) conns: Arc<Conns>,
     listeners: parking_lot::Mutex<Listeners>,
     shared: Weak<Shared>,
-    me: Weak<Io>,
 }
 
 struct Listeners {
@@ -39,11 +44,10 @@ impl Io {
     /// called inside the server's runtime).
     pub(crate) fn new(shared: &Arc<Shared>, listeners: Vec<TcpListener>) -> Arc<Io> {
         let list = register(listeners);
-        Arc::new_cyclic(|me| Io {
-            conns: parking_lot::Mutex::new(HashMap::new()),
+        Arc::new(Io {
+            conns: Arc::new(parking_lot::Mutex::new(HashMap::new())),
             listeners: parking_lot::Mutex::new(Listeners { list, waker: None }),
             shared: Arc::downgrade(shared),
-            me: me.clone(),
         })
     }
 
@@ -58,7 +62,7 @@ impl Io {
                 match listener.poll_read_ready(cx) {
                     Poll::Pending => break,
                     Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
-                    Poll::Ready(Ok(mut ready)) => match ready.try_io(|l| connection::raw::accept(l.get_ref())) {
+                    Poll::Ready(Ok(mut ready)) => match ready.try_io(|l| raw::accept(l.get_ref())) {
                         Ok(Ok(s)) => {
                             let peer = s.peer_addr();
                             return Poll::Ready(peer.map(|p| (s, p)));
@@ -74,11 +78,11 @@ impl Io {
     }
 
     /// A connection waiting to be accepted, without waiting (the busy hook,
-    /// while the reactor does not run: see [`connection::raw`]).
+    /// while the reactor does not run: see [`raw`]).
     pub(crate) fn try_accept(&self) -> Option<(TcpStream, SocketAddr)> {
         let l = self.listeners.lock();
         l.list.iter().find_map(|listener| {
-            let s = connection::raw::accept(listener.get_ref()).ok()?;
+            let s = raw::accept(listener.get_ref()).ok()?;
             let peer = s.peer_addr().ok()?;
             Some((s, peer))
         })
@@ -95,7 +99,7 @@ impl Io {
 fn register(listeners: Vec<TcpListener>) -> Vec<AsyncFd<TcpListener>> {
     listeners
         .into_iter()
-        .filter_map(|l| match connection::register(l, Interest::READABLE) {
+        .filter_map(|l| match super::socket::register(l, Interest::READABLE) {
             Ok(l) => Some(l),
             Err(e) => {
                 tracing::error!("cannot register listener: {e}");
@@ -107,8 +111,11 @@ fn register(listeners: Vec<TcpListener>) -> Vec<AsyncFd<TcpListener>> {
 
 impl ServerIo for Io {
     fn serve_busy(&self, core: &mut Core) {
-        let (Some(me), Some(shared)) = (self.me.upgrade(), self.shared.upgrade()) else { return };
-        connection::serve_busy(&me, core, &shared);
+        let Some(shared) = self.shared.upgrade() else { return };
+        while let Some((socket, peer)) = self.try_accept() {
+            connection::adopt(&shared, &self.conns, core, socket, peer);
+        }
+        connection::serve_waiting(&self.conns, core, &shared);
     }
 
     /// As Redis does on `CONFIG SET port` / `bind`: the current listeners

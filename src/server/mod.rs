@@ -4,9 +4,22 @@
 //! loop, as redis-server has — so it works the same from `#[test]`,
 //! `#[tokio::test]` (any flavour) and a binary, and many servers can live in
 //! one process. Dropping the handle stops it.
+//!
+//! On that thread run the accept task, every connection task, active expiry
+//! and the cron. One `tokio::sync::Mutex<Core>` per server is the
+//! serialisation point, which the `Server` methods called from other
+//! threads also take; on the event loop it is never contended, so a command
+//! costs no hand-off between threads. `--threads` is accepted (1 to 1024)
+//! for compatibility and has no effect.
+//!
+//! Files: `connection.rs` (one client's task: read, parse, run, reply, and
+//! what the busy hook serves), `io.rs` (the listeners and the connection
+//! registry; `core::ServerIo` for the layers below), `socket.rs` (reactor
+//! registration and the raw socket calls).
 
 pub mod connection;
 pub(crate) mod io;
+mod socket;
 
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
@@ -45,9 +58,9 @@ impl Server {
         let addr = std_listener.local_addr().map_err(Error::Runtime)?;
         let mut cfg = config.clone();
         cfg.bind = addr;
-        let shared = Arc::new(Shared::new(&cfg, crate::cmd::acl::catalog())?);
+        let shared = Arc::new(Shared::new(&cfg, crate::cmd::access::catalog())?);
         // One thread runs every connection, in the order their input
-        // arrives (ARCHITECTURE.md, "Ownership and concurrency"); its stack
+        // arrives (see the module docs and `connection.rs`); its stack
         // is large enough for Lua's deepest replies.
         let runtime = tokio::runtime::Builder::new_current_thread()
             .thread_stack_size(crate::script::SCRIPT_THREAD_STACK)
@@ -182,7 +195,7 @@ impl Server {
     /// );
     /// srv.clear_faults(Some(id));
     /// ```
-    pub fn add_fault(&self, fault: crate::Fault) -> u64 {
+    pub fn add_fault(&self, fault: crate::control::faults::Fault) -> u64 {
         let faults = self.shared.faults.clone();
         self.with_core(move |core| crate::control::add_fault(&core.clients, &faults, fault, 0))
     }
@@ -194,20 +207,20 @@ impl Server {
     }
 
     /// The faults set now, with how often each applied (as `RLOCKD FAULT LIST`).
-    pub fn faults(&self) -> Vec<crate::FaultInfo> {
+    pub fn faults(&self) -> Vec<crate::control::faults::FaultInfo> {
         self.shared.faults.list()
     }
 
     /// Closes the connections matching `scope` (client name pattern and/or
     /// id) now, as `RLOCKD FAULT KILL`; returns how many.
-    pub fn kill_clients(&self, scope: &crate::FaultScope) -> usize {
+    pub fn kill_clients(&self, scope: &crate::control::faults::Scope) -> usize {
         self.with_core(|core| crate::control::kill_clients(&core.clients, scope, 0))
     }
 
     /// Each cached `EVAL` script's machine-independent cost (as `RLOCKD
     /// SCRIPTS`), by sha: calls, and the [`ScriptProfile`](crate::ScriptProfile)
     /// totals (instructions, commands by name, keys read and written).
-    pub fn script_profiles(&self) -> Vec<(String, u64, crate::ScriptProfile)> {
+    pub fn script_profiles(&self) -> Vec<(String, u64, crate::script::ScriptProfile)> {
         self.with_core(|core| {
             core.scripting
                 .as_ref()
@@ -350,10 +363,10 @@ async fn accept_loop(io: Arc<io::Io>, shared: Arc<Shared>) {
     loop {
         match std::future::poll_fn(|cx| io.poll_accept(cx)).await {
             Ok((socket, peer)) => match shared.core.try_lock() {
-                Ok(mut core) => connection::adopt(&shared, &io, &mut core, socket, peer),
+                Ok(mut core) => connection::adopt(&shared, &io.conns, &mut core, socket, peer),
                 // A `Server` method holds the core on another thread.
                 Err(_) => {
-                    tokio::spawn(connection::handle(shared.clone(), io.clone(), socket, peer));
+                    tokio::spawn(connection::handle(shared.clone(), io.conns.clone(), socket, peer));
                 }
             },
             Err(e) => {

@@ -1,8 +1,10 @@
 //! The crate is a stack: a module may use modules of its own layer or
-//! below, never above (see ARCHITECTURE.md, *Layers*). This test reads the
+//! below, never above (see ARCHITECTURE.md, *Floors*). This test reads the
 //! sources and fails on a `crate::…` (or `super::…`) path that reaches up,
-//! on a circle between top-level modules, and on a top-level module that has
-//! no place in the stack yet.
+//! on a circle between top-level modules, on a top-level module that has
+//! no place in the stack yet, and on a path through the crate root's
+//! re-exports (`crate::Fault` for `crate::faults::Fault`), which would hide
+//! the module it reaches from this test.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -233,12 +235,43 @@ fn collect_first_segments(c: &[char], j: &mut usize, names: &mut Vec<String>) {
     }
 }
 
+/// The names the crate root re-exports (`pub use a::b::Name;`,
+/// `pub use a::{X, Y as Z};` in `lib.rs`), each with the top-level module it
+/// comes from.
+fn root_reexports(lib: &str) -> BTreeMap<String, String> {
+    let mut found = BTreeMap::new();
+    for stmt in lib.split(';') {
+        let stmt = stmt.trim();
+        let Some(path) = stmt.strip_prefix("pub use ").or_else(|| stmt.strip_prefix("pub(crate) use ")) else {
+            continue;
+        };
+        let path: String = path.split_whitespace().collect::<Vec<_>>().join(" ");
+        let path = path.strip_prefix("crate::").unwrap_or(&path);
+        let module = path.split("::").next().unwrap_or_default().trim().to_string();
+        let names = match (path.find('{'), path.rfind('}')) {
+            (Some(open), Some(close)) => path[open + 1..close].split(',').map(str::to_string).collect(),
+            _ => vec![path.rsplit("::").next().unwrap_or_default().to_string()],
+        };
+        for name in names {
+            // `X as Y` is reached as `crate::Y`; a nested group's names are
+            // its last segments.
+            let name = name.rsplit(" as ").next().unwrap_or_default();
+            let name = name.rsplit("::").next().unwrap_or_default().trim();
+            if !name.is_empty() && name != "self" {
+                found.insert(name.to_string(), module.clone());
+            }
+        }
+    }
+    found
+}
+
 #[test]
 fn lower_layers_never_import_higher_ones() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
     rust_files(&src, &mut files);
     files.sort();
+    let reexports = root_reexports(&code_only(&std::fs::read_to_string(src.join("lib.rs")).expect("read lib.rs")));
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let mut problems = Vec::new();
     for file in &files {
@@ -255,6 +288,14 @@ fn lower_layers_never_import_higher_ones() {
         };
         let code = code_only(&std::fs::read_to_string(file).expect("read source"));
         for used in referenced_modules(&code, &path) {
+            if let Some(module) = reexports.get(&used) {
+                problems.push(format!(
+                    "{}: `crate::{used}` reaches `{module}` through the crate root's re-export; \
+                     use the module's own path",
+                    file.display()
+                ));
+                continue;
+            }
             let Some(theirs) = layer_of(&used) else {
                 continue; // an item of the crate root (`crate::Config`), not a module
             };
@@ -306,4 +347,25 @@ fn the_scanner_sees_imports() {
     let found = referenced_modules(&code, &["cmd".to_string(), "list".to_string()]);
     let found: Vec<&str> = found.iter().map(String::as_str).collect();
     assert_eq!(found, ["core", "db", "protocol", "tx"]);
+}
+
+#[test]
+fn the_scanner_sees_root_reexports() {
+    let lib = code_only(
+        "mod faults;\n\
+         pub use clock::Clock;\n\
+         pub use faults::{Fault, Scope as FaultScope};\n\
+         pub use script::locks;\n\
+         // pub use cmd::Hidden;\n",
+    );
+    let found = root_reexports(&lib);
+    let found: Vec<(&str, &str)> = found.iter().map(|(n, m)| (n.as_str(), m.as_str())).collect();
+    assert_eq!(found, [("Clock", "clock"), ("Fault", "faults"), ("FaultScope", "faults"), ("locks", "script")]);
+    // The real root re-exports something, so the check above is not empty.
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let real = root_reexports(&code_only(&std::fs::read_to_string(src.join("lib.rs")).expect("read lib.rs")));
+    assert_eq!(real.get("Fault").map(String::as_str), Some("faults"));
+    // A use of one of them is seen by the import scanner.
+    let used = referenced_modules(&code_only("fn f(x: crate::Fault) {}"), &["server".to_string()]);
+    assert!(used.contains("Fault"));
 }

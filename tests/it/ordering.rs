@@ -1,7 +1,7 @@
-//! Arrival order across connections (ARCHITECTURE.md, "Ownership and
-//! concurrency"): commands that have fully arrived run in the order their
-//! last byte was read, as on redis-server's event loop; blocked clients are
-//! served in the order they blocked; every subscriber sees one order of
+//! Arrival order across connections (`src/server/connection.rs`): commands
+//! that have fully arrived run in the order their last byte was read, as on
+//! redis-server's event loop; blocked clients are served in the order they
+//! blocked; every subscriber sees one order of
 //! messages and keyspace events. These are correctness properties: no
 //! sleeps, no wall-clock thresholds.
 

@@ -1,0 +1,183 @@
+//! The command table: built once from every family's rows ([`build`]),
+//! and a command line looked up in it, with Redis's errors for an unknown
+//! command or subcommand and a wrong number of arguments.
+
+use bytes::Bytes;
+
+use super::spec::{flags, Command, CommandSpec, NameMap};
+use crate::error::CmdError;
+
+/// The process-wide, immutable command table.
+#[derive(Debug)]
+pub struct Table {
+    pub commands: NameMap,
+    /// Full names by id.
+    pub names: Vec<String>,
+}
+
+/// Builds the table from every family's rows, each family with its
+/// `COMMAND DOCS` group; ids follow the rows' order.
+pub fn build(families: &[(&'static str, &'static [CommandSpec])]) -> Table {
+    let mut names = Vec::new();
+    let mut commands = NameMap::default();
+    for &(group, specs) in families {
+        for spec in specs {
+            let mut c = Command {
+                spec,
+                id: names.len(),
+                fullname: spec.name.to_string(),
+                flags: spec.flag_bits,
+                group,
+                subcommands: NameMap::default(),
+            };
+            names.push(spec.name.to_string());
+            for sub in spec.subcommands {
+                let full = format!("{}|{}", spec.name, sub.name);
+                c.subcommands.insert(
+                    sub.name.as_bytes().to_vec(),
+                    Command {
+                        spec: sub,
+                        id: names.len(),
+                        fullname: full.clone(),
+                        flags: sub.flag_bits | (spec.flag_bits & flags::INHERITED),
+                        group,
+                        subcommands: NameMap::default(),
+                    },
+                );
+                names.push(full);
+            }
+            let prev = commands.insert(spec.name.as_bytes().to_vec(), c);
+            assert!(prev.is_none(), "command {} registered twice", spec.name);
+        }
+    }
+    Table { commands, names }
+}
+
+/// Result of looking a command line up.
+pub enum Lookup {
+    Found(&'static Command),
+    Unknown,
+    /// The container exists but not the subcommand.
+    UnknownSub,
+}
+
+/// `name` lower-cased into `buf`; None if longer than any command name.
+fn lower<'a>(name: &[u8], buf: &'a mut [u8; 32]) -> Option<&'a [u8]> {
+    let lower = buf.get_mut(..name.len())?;
+    lower.copy_from_slice(name);
+    lower.make_ascii_lowercase();
+    Some(lower)
+}
+
+impl Table {
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    /// The top-level commands a listing shows (`COMMAND`, `COMMAND COUNT`,
+    /// `ACL CAT`…): Redis's, never test control's.
+    pub fn listed(&'static self) -> impl Iterator<Item = &'static Command> {
+        self.commands.values().filter(|c| !c.has(flags::TEST_CONTROL))
+    }
+
+    /// Finds a top-level command by name, any letter case.
+    pub fn get(&'static self, name: &[u8]) -> Option<&'static Command> {
+        self.commands.get(lower(name, &mut [0u8; 32])?)
+    }
+
+    /// Resolves `argv` to a command or subcommand.
+    pub fn lookup(&'static self, argv: &[Bytes]) -> Lookup {
+        let Some(c) = self.get(&argv[0]) else {
+            return Lookup::Unknown;
+        };
+        if c.subcommands.is_empty() || argv.len() < 2 {
+            return Lookup::Found(c);
+        }
+        match lower(&argv[1], &mut [0u8; 32]).and_then(|sub| c.subcommands.get(sub)) {
+            Some(s) => Lookup::Found(s),
+            None => Lookup::UnknownSub,
+        }
+    }
+}
+
+/// [`Table::lookup`] for a command line of a client of `core`: test
+/// control's rows are unknown while `test-control` is off.
+pub fn lookup(core: &crate::core::Core, argv: &[Bytes]) -> Lookup {
+    let table = super::table();
+    let found = table.lookup(argv);
+    if core.control.is_on() {
+        return found;
+    }
+    match found {
+        Lookup::Found(c) if c.has(flags::TEST_CONTROL) => Lookup::Unknown,
+        Lookup::UnknownSub if table.get(&argv[0]).is_some_and(|c| c.has(flags::TEST_CONTROL)) => Lookup::Unknown,
+        other => other,
+    }
+}
+
+/// `%.Ns` of a C string: stops at NUL, at most `max` bytes.
+pub(crate) fn c_str_prefix(b: &[u8], max: usize) -> &[u8] {
+    let end = b.iter().position(|&c| c == 0).unwrap_or(b.len()).min(max);
+    &b[..end]
+}
+
+/// `ERR unknown command 'x', with args beginning with: 'a' 'b' `.
+pub fn unknown_command_error(argv: &[Bytes]) -> CmdError {
+    let mut args: Vec<u8> = Vec::new();
+    for a in &argv[1..] {
+        if args.len() >= 128 {
+            break;
+        }
+        let room = 128 - args.len();
+        args.push(b'\'');
+        args.extend_from_slice(c_str_prefix(a, room));
+        args.extend_from_slice(b"' ");
+    }
+    let mut msg = b"ERR unknown command '".to_vec();
+    msg.extend_from_slice(c_str_prefix(&argv[0], 128));
+    msg.extend_from_slice(b"', with args beginning with: ");
+    msg.extend_from_slice(&args);
+    CmdError::Raw(sanitize(msg))
+}
+
+/// `ERR unknown subcommand 'x'. Try CLIENT HELP.`
+pub fn unknown_subcommand_error(argv: &[Bytes]) -> CmdError {
+    let mut msg = b"ERR unknown subcommand '".to_vec();
+    msg.extend_from_slice(c_str_prefix(&argv[1], 128));
+    msg.extend_from_slice(b"'. Try ");
+    msg.extend_from_slice(&argv[0].to_ascii_uppercase());
+    msg.extend_from_slice(b" HELP.");
+    CmdError::Raw(sanitize(msg))
+}
+
+fn sanitize(mut v: Vec<u8>) -> Bytes {
+    for c in v.iter_mut() {
+        if *c == b'\r' || *c == b'\n' {
+            *c = b' ';
+        }
+    }
+    Bytes::from(v)
+}
+
+/// True if `argc` satisfies `arity`.
+pub fn arity_ok(arity: i32, argc: usize) -> bool {
+    let argc = argc as i64;
+    let arity = i64::from(arity);
+    (arity > 0 && argc == arity) || (arity < 0 && argc >= -arity)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_command_text_matches_redis() {
+        let argv = vec![Bytes::from("foo"), Bytes::from("a"), Bytes::from("b")];
+        assert_eq!(
+            unknown_command_error(&argv).to_string(),
+            "ERR unknown command 'foo', with args beginning with: 'a' 'b' "
+        );
+        let argv = vec![Bytes::from("client"), Bytes::from("nope")];
+        assert_eq!(unknown_subcommand_error(&argv).to_string(), "ERR unknown subcommand 'nope'. Try CLIENT HELP.");
+    }
+}
