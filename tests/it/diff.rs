@@ -82,17 +82,15 @@ fn approx_eq(a: &Value, b: &Value) -> bool {
 impl Runner {
     fn pair(&mut self) -> &mut Pair {
         let (op, tp) = (self.our_port, self.their_port);
-        self.conns
-            .entry(self.current.clone())
-            .or_insert_with(|| {
-                // Long enough for the heaviest scripts of the corpus (the
-                // HLL fuzz loops) in a debug build on a loaded 2-core CI
-                // machine; a reply that never comes still fails the case.
-                let (ours, theirs) = (RawConn::connect(op), RawConn::connect(tp));
-                ours.set_read_timeout(Duration::from_secs(60));
-                theirs.set_read_timeout(Duration::from_secs(60));
-                Pair { ours, theirs }
-            })
+        self.conns.entry(self.current.clone()).or_insert_with(|| {
+            // Long enough for the heaviest scripts of the corpus (the
+            // HLL fuzz loops) in a debug build on a loaded 2-core CI
+            // machine; a reply that never comes still fails the case.
+            let (ours, theirs) = (RawConn::connect(op), RawConn::connect(tp));
+            ours.set_read_timeout(Duration::from_secs(60));
+            theirs.set_read_timeout(Duration::from_secs(60));
+            Pair { ours, theirs }
+        })
     }
 
     fn fail(&mut self, msg: String) {

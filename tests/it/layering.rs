@@ -364,7 +364,7 @@ fn the_scanner_sees_root_reexports() {
     // The real root re-exports something, so the check above is not empty.
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let real = root_reexports(&code_only(&std::fs::read_to_string(src.join("lib.rs")).expect("read lib.rs")));
-    assert_eq!(real.get("Fault").map(String::as_str), Some("faults"));
+    assert_eq!(real.get("Fault").map(String::as_str), Some("control"));
     // A use of one of them is seen by the import scanner.
     let used = referenced_modules(&code_only("fn f(x: crate::Fault) {}"), &["server".to_string()]);
     assert!(used.contains("Fault"));
