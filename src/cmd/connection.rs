@@ -43,6 +43,9 @@ fn echo(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn select(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    if let Some(refused) = super::cluster::select_refused(ctx, super::util::int(&args[1])?) {
+        return Err(refused);
+    }
     let db = db_index(ctx, &args[1])?;
     ctx.client.set_db(db);
     Ok(Reply::ok())

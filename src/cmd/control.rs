@@ -93,7 +93,13 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> CmdResult {
     };
     let n = argv.len();
     if eq(sub, "help") && n == 2 {
-        return Ok(Reply::Array(HELP.iter().map(|l| Reply::status(l)).collect()));
+        let (last, first) = HELP.split_last().unwrap_or((&"", &[]));
+        let (help, first) = first.split_last().unwrap_or((&"", &[]));
+        let lines = first.iter().chain(super::cluster::CONTROL_HELP).chain([help, last]);
+        return Ok(Reply::Array(lines.map(|l| Reply::status(l)).collect()));
+    }
+    if eq(sub, "cluster") && n >= 3 {
+        return super::cluster::control(ctx, &argv[2..]);
     }
     if eq(sub, "clock") && n >= 3 {
         return clock(ctx, &argv[2..]).ok_or_else(unknown)?;

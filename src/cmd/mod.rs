@@ -551,6 +551,11 @@ pub fn process(ctx: &mut Ctx<'_>, argv: Vec<Bytes>) -> Reply {
             return reject(ctx, Some(cmd), err);
         }
     }
+    if ctx.core.cluster.is_some() {
+        if let Some(refused) = cluster::check(ctx, cmd, &argv) {
+            return refused;
+        }
+    }
     if ctx.shared.faults.active() {
         let faults = &ctx.shared.faults;
         if let Some(text) = with_probe(ctx.core, ctx.client.id, cmd, &argv, |p| faults.injected_error(p)) {

@@ -14,7 +14,7 @@ const LAYERS: &[&[&str]] = &[
     &["error"],
     &["db"],
     &["client", "config"],
-    &["blocking", "tx", "pubsub", "monitor", "faults", "acl", "tracking"],
+    &["blocking", "tx", "pubsub", "monitor", "faults", "acl", "tracking", "cluster"],
     &["script"],
     &["core"],
     &["cmd"],
