@@ -35,6 +35,7 @@ pub mod info;
 pub(crate) mod limits;
 pub mod list;
 pub mod meta;
+pub mod migrate;
 pub mod pubsub;
 pub mod scripting;
 pub mod server;
