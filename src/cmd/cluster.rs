@@ -460,10 +460,7 @@ fn addslots(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let mut wanted: Vec<(u16, u16)> = Vec::new();
     if sub.ends_with("range") {
         if args.len() % 2 == 1 {
-            return Err(CmdError::custom(format!(
-                "ERR wrong number of arguments for '{}' command",
-                String::from_utf8_lossy(&args[1])
-            )));
+            return Err(CmdError::custom(format!("ERR wrong number of arguments for 'cluster|{sub}' command")));
         }
         for pair in args[2..].chunks(2) {
             let (a, b) = (slot_arg(&pair[0])?, slot_arg(&pair[1])?);

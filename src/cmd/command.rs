@@ -237,7 +237,9 @@ fn keys_and_flags(c: &Command, argv: &[Bytes]) -> Vec<(usize, Reply)> {
             let flags = if readonly { key_flags(&["RO", "access"]) } else { key_flags(&["RW", "access", "update"]) };
             return vec![(1, flags)];
         }
-        "migrate" => return migrate_keys(argv).into_iter().map(|p| (p, key_flags(&["RW", "access", "delete"]))).collect(),
+        "migrate" => {
+            return migrate_keys(argv).into_iter().map(|p| (p, key_flags(&["RW", "access", "delete"]))).collect()
+        }
         "sort" | "sort_ro" => {
             let keys = if c.fullname == "sort" { super::sort::sort_keys(argv) } else { vec![1] };
             return keys
