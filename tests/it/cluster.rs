@@ -395,3 +395,114 @@ fn resharding_matches_redis() {
     ];
     compare(&mut ours, &mut redis, steps);
 }
+
+/// `PUBLISH` on one node reaches subscribers on every node (the cluster
+/// bus carries it), and counts only the publishing node's receivers, as on
+/// the real cluster; `SPUBLISH` stays in its shard.
+#[test]
+fn publish_reaches_every_node() {
+    let cluster = rlockd::Server::start_cluster(3).expect("cluster");
+    let ports: Vec<u16> = cluster.addrs().iter().map(|a| a.port()).collect();
+    let mut sub2 = RawConn::connect(ports[2]);
+    sub2.cmd(&["SUBSCRIBE", "news"]);
+    let mut sub0 = RawConn::connect(ports[0]);
+    sub0.cmd(&["SUBSCRIBE", "news"]);
+    let mut shard = RawConn::connect(ports[2]);
+    // "foo" hashes to slot 12182, node 2's.
+    shard.cmd(&["SSUBSCRIBE", "foo"]);
+    let mut p = RawConn::connect(ports[0]);
+    assert_eq!(p.cmd(&["PUBLISH", "news", "hello"]), Value::Int(1));
+    let msg = |s: &str| {
+        Value::Agg(
+            b'*',
+            Some(vec![
+                Value::Bulk(Some(b"message".to_vec())),
+                Value::Bulk(Some(b"news".to_vec())),
+                Value::Bulk(Some(s.as_bytes().to_vec())),
+            ]),
+        )
+    };
+    assert_eq!(sub0.read(), Some(msg("hello")));
+    assert_eq!(sub2.read(), Some(msg("hello")));
+    let mut p2 = RawConn::connect(ports[2]);
+    assert_eq!(p2.cmd(&["SPUBLISH", "foo", "x"]), Value::Int(1));
+    assert_eq!(p.cmd(&["SPUBLISH", "foo", "x"]), Value::Error(format!("MOVED 12182 127.0.0.1:{}", ports[2]).into()));
+}
+
+/// `RLOCKD CLUSTER MOVESLOT` moves a slot all at once, or key by key with
+/// the slot left MIGRATING/IMPORTING (clients get ASK) until it is done.
+#[test]
+fn control_moves_a_slot() {
+    let cluster = rlockd::Server::start_cluster(3).expect("cluster");
+    let ports: Vec<u16> = cluster.addrs().iter().map(|a| a.port()).collect();
+    let ids = cluster.node_ids();
+    let mut n0 = RawConn::connect(ports[0]);
+    let mut n1 = RawConn::connect(ports[1]);
+    // Slot 3300: "b" and keys tagged {b}.
+    for k in ["b", "{b}1", "{b}2", "{b}3"] {
+        assert_eq!(n0.cmd(&["SET", k, "v"]), Value::Simple(b"OK".to_vec()));
+    }
+    assert_eq!(n0.cmd(&["PEXPIRE", "{b}3", "100000"]), Value::Int(1));
+    assert_eq!(n0.cmd(&["RLOCKD", "CLUSTER", "MOVESLOT", "3300", "1", "KEYS", "2"]), Value::Int(2));
+    assert_eq!(n0.cmd(&["CLUSTER", "COUNTKEYSINSLOT", "3300"]), Value::Int(2));
+    assert_eq!(n1.cmd(&["CLUSTER", "COUNTKEYSINSLOT", "3300"]), Value::Int(2));
+    let Value::Bulk(Some(nodes)) = n0.cmd(&["CLUSTER", "NODES"]) else { panic!("NODES") };
+    assert!(String::from_utf8_lossy(&nodes).contains(&format!("[3300->-{}]", ids[1])));
+    // Keys already moved: ASK; a multi-key command split by the move: TRYAGAIN.
+    let moved: Vec<Vec<u8>> = n1.cmd(&["CLUSTER", "GETKEYSINSLOT", "3300", "10"]).bulks();
+    let moved = String::from_utf8(moved[0].clone()).unwrap();
+    let ask = format!("ASK 3300 127.0.0.1:{}", ports[1]);
+    assert_eq!(n0.cmd(&["GET", &moved]), Value::Error(ask.into()));
+    let Value::Agg(_, Some(left)) = n0.cmd(&["CLUSTER", "GETKEYSINSLOT", "3300", "10"]) else { panic!() };
+    let Value::Bulk(Some(left)) = &left[0] else { panic!() };
+    let left = String::from_utf8(left.clone()).unwrap();
+    assert_eq!(
+        n0.cmd(&["MGET", &moved, &left]),
+        Value::Error(b"TRYAGAIN Multiple keys request during rehashing of slot".to_vec())
+    );
+    n1.cmd(&["ASKING"]);
+    assert_eq!(n1.cmd(&["GET", &moved]), Value::Bulk(Some(b"v".to_vec())));
+    // The rest, and the slot is node 1's: MOVED from node 0, TTLs kept.
+    assert_eq!(n0.cmd(&["RLOCKD", "CLUSTER", "MOVESLOT", "3300", &ids[1]]), Value::Int(2));
+    assert_eq!(n0.cmd(&["GET", "b"]), Value::Error(format!("MOVED 3300 127.0.0.1:{}", ports[1]).into()));
+    assert_eq!(n1.cmd(&["DBSIZE"]), Value::Int(4));
+    assert!(n1.cmd(&["PTTL", "{b}3"]).as_int().is_some_and(|t| t > 0 && t <= 100000));
+    assert_eq!(cluster.slot_owner(3300), Some(1));
+    let Value::Bulk(Some(info)) = n1.cmd(&["CLUSTER", "INFO"]) else { panic!("INFO") };
+    assert!(String::from_utf8_lossy(&info).contains("cluster_my_epoch:4"), "the importing node's epoch is bumped");
+}
+
+/// A node taken down: its port refuses, the others answer CLUSTERDOWN for
+/// keys (not for keyless commands) and show it failed; brought back, it
+/// has its keys and the cluster is ok again.
+#[test]
+fn control_takes_a_node_down_and_back() {
+    let cluster = rlockd::Server::start_cluster(3).expect("cluster");
+    let ports: Vec<u16> = cluster.addrs().iter().map(|a| a.port()).collect();
+    let mut n2 = RawConn::connect(ports[2]);
+    assert_eq!(n2.cmd(&["SET", "foo", "1"]), Value::Simple(b"OK".to_vec()));
+    let mut n0 = RawConn::connect(ports[0]);
+    assert_eq!(n0.cmd(&["RLOCKD", "CLUSTER", "DOWN", "2"]), Value::Simple(b"OK".to_vec()));
+    assert!(RawConn::try_connect(ports[2]).is_err(), "a node that is down refuses connections");
+    assert_eq!(n2.read(), None, "its clients are disconnected");
+    assert_eq!(n0.cmd(&["GET", "b"]), Value::Error(b"CLUSTERDOWN The cluster is down".to_vec()));
+    assert_eq!(n0.cmd(&["PING"]), Value::Simple(b"PONG".to_vec()));
+    let Value::Bulk(Some(info)) = n0.cmd(&["CLUSTER", "INFO"]) else { panic!("INFO") };
+    let info = String::from_utf8_lossy(&info).into_owned();
+    assert!(info.contains("cluster_state:fail") && info.contains("cluster_slots_fail:5461"), "{info}");
+    let Value::Bulk(Some(nodes)) = n0.cmd(&["CLUSTER", "NODES"]) else { panic!("NODES") };
+    assert!(String::from_utf8_lossy(&nodes).contains("master,fail"));
+    assert_eq!(
+        n0.cmd(&["RLOCKD", "CLUSTER", "DOWN", "2"]),
+        Value::Error(b"ERR node 2 is already down".to_vec())
+    );
+    assert_eq!(n0.cmd(&["RLOCKD", "CLUSTER", "UP", "2"]), Value::Simple(b"OK".to_vec()));
+    let mut n2 = RawConn::connect(ports[2]);
+    assert_eq!(n2.cmd(&["GET", "foo"]), Value::Bulk(Some(b"1".to_vec())));
+    assert_eq!(n0.cmd(&["GET", "b"]), Value::Bulk(None));
+    // A node taking itself down goes once it has answered.
+    assert_eq!(n2.cmd(&["RLOCKD", "CLUSTER", "DOWN", "2"]), Value::Simple(b"OK".to_vec()));
+    assert_eq!(n2.read(), None);
+    cluster.bring_up(2).expect("bring up");
+    assert_eq!(RawConn::connect(ports[2]).cmd(&["GET", "foo"]), Value::Bulk(Some(b"1".to_vec())));
+}
