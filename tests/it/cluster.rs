@@ -492,10 +492,7 @@ fn control_takes_a_node_down_and_back() {
     assert!(info.contains("cluster_state:fail") && info.contains("cluster_slots_fail:5461"), "{info}");
     let Value::Bulk(Some(nodes)) = n0.cmd(&["CLUSTER", "NODES"]) else { panic!("NODES") };
     assert!(String::from_utf8_lossy(&nodes).contains("master,fail"));
-    assert_eq!(
-        n0.cmd(&["RLOCKD", "CLUSTER", "DOWN", "2"]),
-        Value::Error(b"ERR node 2 is already down".to_vec())
-    );
+    assert_eq!(n0.cmd(&["RLOCKD", "CLUSTER", "DOWN", "2"]), Value::Error(b"ERR node 2 is already down".to_vec()));
     assert_eq!(n0.cmd(&["RLOCKD", "CLUSTER", "UP", "2"]), Value::Simple(b"OK".to_vec()));
     let mut n2 = RawConn::connect(ports[2]);
     assert_eq!(n2.cmd(&["GET", "foo"]), Value::Bulk(Some(b"1".to_vec())));
