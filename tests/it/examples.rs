@@ -213,3 +213,40 @@ fn redisson_example() {
     assert!(r.stdout.contains("java example: ok"), "{}", r.stdout);
     check_server_side(srv.port, "example:java");
 }
+
+/// Redisson in cluster mode (`useClusterServers()`) on `rlockd --cluster 3`:
+/// RLock, RFairLock, a MultiLock across slots and an untagged two-key
+/// script refused with CROSSSLOT (`clients/examples/java/.../ClusterMain.java`).
+#[test]
+fn redisson_cluster_example() {
+    if !runs("java", &["-version"]) || !runs("mvn", &["-v"]) {
+        skipped("a JDK (17+) and Maven are not installed, so the Redisson cluster example was not run");
+        return;
+    }
+    let pom = source("java").join("pom.xml");
+    // Its own build directory: the other Redisson example may compile at the same time.
+    let build_dir = format!("-Dexample.build.dir={}", work_dir("java-cluster").join("target").display());
+    let srv = Binary::start(&["--cluster", "3", "--port", "0"]);
+    let address = format!("-Dexec.args=redis://127.0.0.1:{}", srv.port);
+    let r = ok_or_panic(
+        "the Redisson cluster example (mvn compile exec:java)",
+        run_in(
+            None,
+            "mvn",
+            &[
+                "-B",
+                "-q",
+                "-Dstyle.color=never",
+                "-f",
+                pom.to_str().expect("utf-8 path"),
+                &build_dir,
+                "-Dexample.main=example.ClusterMain",
+                "compile",
+                "exec:java",
+                &address,
+            ],
+            STEP_LIMIT,
+        ),
+    );
+    assert!(r.stdout.contains("java cluster example: ok"), "{}", r.stdout);
+}
