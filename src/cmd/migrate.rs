@@ -142,10 +142,9 @@ pub fn migrate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     // A refused AUTH or SELECT fails every key.
     let refused = first_error.is_some();
-    let mut moved = 0;
-    for (key, _, _) in &found {
+    for (answered, (key, _, _)) in found.iter().enumerate() {
         let Some(reply) = line() else {
-            if moved == 0 && first_error.is_none() {
+            if answered == 0 && first_error.is_none() {
                 return Err(io_error(false));
             }
             break;
@@ -160,7 +159,6 @@ pub fn migrate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
                 db.notify(notify::GENERIC, "del", key);
             }
         }
-        moved += 1;
     }
     match first_error {
         Some(e) => Err(CmdError::custom(format!("ERR Target instance replied with error: {}", &e[1..]))),
