@@ -503,3 +503,49 @@ fn control_takes_a_node_down_and_back() {
     cluster.bring_up(2).expect("bring up");
     assert_eq!(RawConn::connect(ports[2]).cmd(&["GET", "foo"]), Value::Bulk(Some(b"1".to_vec())));
 }
+
+/// `rlockd --cluster 3` with announced addresses (a NAT'd or containerised
+/// cluster): redirects and `CLUSTER SLOTS` name them, node `i` announcing
+/// the base port plus `i`.
+#[test]
+fn binary_announces_given_addresses() {
+    let srv = crate::common::binary::Binary::start(&[
+        "--cluster",
+        "3",
+        "--port",
+        "0",
+        "--cluster-announce-ip",
+        "10.1.2.3",
+        "--cluster-announce-port",
+        "30000",
+    ]);
+    let mut c = RawConn::connect(srv.port);
+    assert_eq!(c.cmd(&["SET", "foo", "1"]), Value::Error(b"MOVED 12182 10.1.2.3:30002".to_vec()));
+    let Value::Agg(_, Some(ranges)) = c.cmd(&["CLUSTER", "SLOTS"]) else { panic!("SLOTS") };
+    let Value::Agg(_, Some(first)) = &ranges[1] else { panic!("range") };
+    let Value::Agg(_, Some(node)) = &first[2] else { panic!("node") };
+    assert_eq!(node[0], Value::Bulk(Some(b"10.1.2.3".to_vec())));
+    assert_eq!(node[1], Value::Int(30001));
+    assert_eq!(c.cmd(&["CONFIG", "GET", "cluster-enabled"]).bulks()[1], b"yes".to_vec());
+}
+
+/// `redis-cli -c` follows MOVED from one node to the next.
+#[test]
+fn redis_cli_follows_redirects() {
+    let Some(server) = crate::common::oracle::redis_server_path() else {
+        skipped("redis-cli is not installed, so redis-cli -c was not run against the cluster");
+        return;
+    };
+    let cli = server.replace("redis-server", "redis-cli");
+    let cluster = rlockd::Server::start_cluster(3).expect("cluster");
+    let port = cluster.addrs()[0].port().to_string();
+    let run = |args: &[&str]| {
+        let out = Command::new(&cli).args(["-c", "-p", &port]).args(args).output().expect("redis-cli");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    assert_eq!(run(&["SET", "foo", "bar"]), "OK");
+    assert_eq!(run(&["GET", "foo"]), "bar");
+    assert_eq!(cluster.with_node(2, |s| s.locks().len()), Some(0));
+    let mut n2 = RawConn::connect(cluster.addrs()[2].port());
+    assert_eq!(n2.cmd(&["GET", "foo"]), Value::Bulk(Some(b"bar".to_vec())), "the key is on node 2");
+}
