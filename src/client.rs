@@ -357,6 +357,11 @@ pub struct ClientState {
     /// The command in progress as `CLIENT LIST` counts it: its bytes in the
     /// query buffer (with what follows it there) and its arguments' bytes.
     pub current: Option<(usize, usize)>,
+    /// Cluster mode: `ASKING` was sent (and is used up by the next command
+    /// once `asking_spent`), `READONLY` is on.
+    pub asking: bool,
+    pub asking_spent: bool,
+    pub readonly: bool,
 }
 
 impl ClientState {
@@ -374,6 +379,9 @@ impl ClientState {
             reply_mode: ReplyMode::On,
             close: false,
             current: None,
+            asking: false,
+            asking_spent: false,
+            readonly: false,
         }
     }
 

@@ -177,6 +177,8 @@ pub struct Core {
     pub active_expire: bool,
     /// Client-side caching: the tracking table and BCAST prefixes.
     pub tracking: crate::tracking::Tracking,
+    /// This node's place in a cluster (`None`: a standalone server).
+    pub cluster: Option<crate::cluster::Member>,
 }
 
 impl Core {
@@ -208,6 +210,7 @@ impl Core {
             call_depth: 0,
             active_expire: true,
             tracking: Default::default(),
+            cluster: None,
         }
     }
 

@@ -15,6 +15,9 @@
 //! * [`Server`] — a running server on its own threads, configured by
 //!   [`Config`], stopped by [`Server::stop`] or by dropping it; its
 //!   [`Clock`] can be frozen and advanced by tests.
+//! * [`Cluster`] — a Redis Cluster of servers in one process
+//!   ([`Server::start_cluster`], [`ClusterConfig`]): cluster clients follow
+//!   its `MOVED` and `ASK` replies; tests move slots and take nodes down.
 //! * [`protocol::Reply`] — a reply, as commands produce it, with its RESP2
 //!   and RESP3 encodings.
 //! * [`testing`] — commands run without sockets ([`testing::Harness`]) and
@@ -43,6 +46,7 @@ mod acl;
 mod blocking;
 mod client;
 mod clock;
+mod cluster;
 mod cmd;
 mod config;
 mod control;
@@ -70,5 +74,6 @@ pub use control::locks::{Holder, LockView, Waiter};
 pub use error::Error;
 pub use script::locks;
 pub use script::ScriptProfile;
+pub use server::cluster::{Cluster, ClusterConfig};
 pub use server::Server;
 pub use version::{set_allocator_name, REDIS_VERSION};

@@ -251,6 +251,12 @@ Options:
                         test control) on ports port..port+n-1, for Redlock and
                         MultiLock tests (default 1; rlockd only; with --port 0
                         each picks a free port)
+  --cluster <n>         serve a Redis Cluster of n primaries on ports
+                        port..port+n-1, the slots split as redis-cli --cluster
+                        create splits them (rlockd only; with --port 0 each
+                        picks a free port); --cluster-announce-ip <ip> and
+                        --cluster-announce-port <port> (node i: port+i) set the
+                        addresses MOVED and CLUSTER SLOTS give clients
   --<name> <value>      any parameter CONFIG GET/SET knows, e.g.
                         --notify-keyspace-events KEA  --maxmemory 100mb
                         --busy-reply-threshold 1000  --hz 100
@@ -323,6 +329,10 @@ struct Settings {
     threads: usize,
     /// `--nodes N`: N independent servers on consecutive ports.
     nodes: usize,
+    /// `--cluster N`: a cluster of N primaries on consecutive ports (0: none).
+    cluster: usize,
+    /// `--cluster-replicas N`: replicas per primary.
+    cluster_replicas: usize,
     tcp_backlog: u32,
     /// Parameters for the server's `CONFIG` table, in order.
     params: Vec<(String, String)>,
@@ -340,6 +350,8 @@ impl Default for Settings {
             loglevel: "notice".into(),
             threads: 1,
             nodes: 1,
+            cluster: 0,
+            cluster_replicas: 0,
             tcp_backlog: 511,
             params: Vec::new(),
             notes: Vec::new(),
@@ -546,6 +558,21 @@ fn apply(directives: Vec<Directive>, read_file: &dyn Fn(&str) -> std::io::Result
             match value.parse::<usize>() {
                 Ok(n) if (1..=64).contains(&n) => s.nodes = n,
                 Ok(_) => return Err(fatal_config(&d, "argument must be between 1 and 64 inclusive")),
+                Err(_) => return Err(fatal_config(&d, "argument couldn't be parsed into an integer")),
+            }
+            continue;
+        }
+        if name == "cluster" || name == "cluster-replicas" {
+            let (min, max) = if name == "cluster" { (1, 1000) } else { (0, 16) };
+            match value.parse::<usize>() {
+                Ok(n) if (min..=max).contains(&n) => {
+                    if name == "cluster" {
+                        s.cluster = n;
+                    } else {
+                        s.cluster_replicas = n;
+                    }
+                }
+                Ok(_) => return Err(fatal_config(&d, &format!("argument must be between {min} and {max} inclusive"))),
                 Err(_) => return Err(fatal_config(&d, "argument couldn't be parsed into an integer")),
             }
             continue;
@@ -777,6 +804,9 @@ fn main() -> ExitCode {
         tcp_backlog: s.tcp_backlog,
         params: s.params.clone(),
     };
+    if s.cluster > 0 {
+        return run_cluster(&s, config);
+    }
     let servers = match rlockd::Server::start_many(s.nodes, config) {
         Ok(s) => s,
         Err(e) => {
@@ -812,6 +842,54 @@ fn main() -> ExitCode {
     for server in servers {
         server.stop();
     }
+    tracing::warn!("rlockd is now ready to exit, bye bye...");
+    ExitCode::SUCCESS
+}
+
+/// `--cluster N`: N primaries sharing the slots, until a signal or until
+/// every node got `SHUTDOWN`.
+fn run_cluster(s: &Settings, config: rlockd::Config) -> ExitCode {
+    if s.nodes > 1 {
+        eprintln!("rlockd: --cluster and --nodes cannot be used together");
+        return ExitCode::from(1);
+    }
+    if s.cluster_replicas > 0 {
+        eprintln!("rlockd: --cluster-replicas is not supported yet: cluster nodes do not replicate");
+        return ExitCode::from(1);
+    }
+    let cluster = match rlockd::Cluster::start(rlockd::ClusterConfig::new(s.cluster).with_node(config)) {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::warn!("{e}");
+            eprintln!("rlockd: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    for (addr, id) in cluster.addrs().iter().zip(cluster.node_ids()) {
+        tracing::info!("Running mode=cluster, port={}, node id {id}.", addr.port());
+    }
+    tracing::info!("Ready to accept connections");
+    for addr in cluster.addrs() {
+        println!("rlockd {VERSION} ready to accept connections on {addr} (port {})", addr.port());
+    }
+    watchdog::start_if_requested();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("signal runtime");
+    rt.block_on(async {
+        let mut term =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
+        let all_shut = async {
+            while !cluster.is_shutting_down() {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => tracing::warn!("Received SIGINT scheduling shutdown..."),
+            _ = term.recv() => tracing::warn!("Received SIGTERM scheduling shutdown..."),
+            _ = all_shut => {}
+        }
+    });
+    tracing::warn!("User requested shutdown...");
+    cluster.stop();
     tracing::warn!("rlockd is now ready to exit, bye bye...");
     ExitCode::SUCCESS
 }

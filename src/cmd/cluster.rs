@@ -1,76 +1,766 @@
-//! Cluster commands, answered as a Redis started without `cluster-enabled`
-//! answers them: clients probe `CLUSTER INFO` / `READONLY` and switch to
-//! cluster mode only if they succeed.
+//! Cluster commands. A standalone server answers them as Redis started
+//! without `cluster-enabled` does (clients probe `CLUSTER INFO` /
+//! `READONLY` and switch to cluster mode only if they succeed); a node of a
+//! cluster (`crate::cluster`, `Server::start_cluster`, `rlockd --cluster N`)
+//! answers them as a Redis 7.0 cluster node.
+//!
+//! Dispatch consults [`check`] before a command with keys runs (Redis's
+//! `getNodeByQuery` in `processCommand`), a script's `redis.call`
+//! [`script_check`]. `RLOCKD CLUSTER …` ([`control`]) moves slots and takes
+//! nodes down for tests.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
-use super::{cmd, container, CommandSpec, Ctx};
+use super::util::{eq, int};
+use super::{cmd, container, table, Command, CommandSpec, Ctx, Lookup};
+use crate::cluster::route::{route, Query, Redirect};
+use crate::cluster::{describe, key_slot, Member, SLOTS};
+use crate::core::{Core, Shared};
 use crate::error::{CmdError, CmdResult};
+use crate::protocol::Reply;
 
 pub static COMMANDS: &[CommandSpec] = &[
     cmd("cluster", container, -2, "", 0, 0, 0, "@slow")
         .subs(CLUSTER_SUBS)
         .doc("A container for cluster commands", "3.0.0"),
-    cmd("asking", disabled, 1, "fast", 0, 0, 0, "@fast @connection")
+    cmd("asking", asking, 1, "fast", 0, 0, 0, "@fast @connection")
         .doc("Sent by cluster clients after an -ASK redirect", "3.0.0"),
-    cmd("readonly", disabled, 1, "loading stale fast", 0, 0, 0, "@fast @connection")
+    cmd("readonly", readonly, 1, "loading stale fast", 0, 0, 0, "@fast @connection")
         .doc("Enables read queries for a connection to a cluster replica node", "3.0.0"),
-    cmd("readwrite", disabled, 1, "loading stale fast", 0, 0, 0, "@fast @connection")
+    cmd("readwrite", readwrite, 1, "loading stale fast", 0, 0, 0, "@fast @connection")
         .doc("Disables read queries for a connection to a cluster replica node", "3.0.0"),
 ];
 
 static CLUSTER_SUBS: &[CommandSpec] = &[
-    cmd("addslotsrange", disabled, -4, "admin stale no_async_loading", 0, 0, 0, "@admin @slow @dangerous")
+    cmd("addslotsrange", addslots, -4, "admin stale no_async_loading", 0, 0, 0, "@admin @slow @dangerous")
         .doc("Assign new hash slots to receiving node", "7.0.0"),
-    cmd("addslots", disabled, -3, "admin stale no_async_loading", 0, 0, 0, "@admin @slow @dangerous")
+    cmd("addslots", addslots, -3, "admin stale no_async_loading", 0, 0, 0, "@admin @slow @dangerous")
         .doc("Assign new hash slots to receiving node", "3.0.0"),
-    cmd("bumpepoch", disabled, 2, "admin stale no_async_loading", 0, 0, 0, "@admin @slow @dangerous")
+    cmd("bumpepoch", bumpepoch, 2, "admin stale no_async_loading", 0, 0, 0, "@admin @slow @dangerous")
         .doc("Advance the cluster config epoch", "3.0.0"),
-    cmd("count-failure-reports", disabled, 3, "admin stale", 0, 0, 0, "@admin @slow @dangerous")
+    cmd("count-failure-reports", count_failure_reports, 3, "admin stale", 0, 0, 0, "@admin @slow @dangerous")
         .doc("Return the number of failure reports active for a given node", "3.0.0"),
-    cmd("countkeysinslot", disabled, 3, "stale", 0, 0, 0, "@slow")
+    cmd("countkeysinslot", countkeysinslot, 3, "stale", 0, 0, 0, "@slow")
         .doc("Return the number of local keys in the specified hash slot", "3.0.0"),
-    cmd("delslotsrange", disabled, -4, "admin stale no_async_loading", 0, 0, 0, "@admin @slow @dangerous")
+    cmd("delslotsrange", addslots, -4, "admin stale no_async_loading", 0, 0, 0, "@admin @slow @dangerous")
         .doc("Set hash slots as unbound in receiving node", "7.0.0"),
-    cmd("delslots", disabled, -3, "admin stale no_async_loading", 0, 0, 0, "@admin @slow @dangerous")
+    cmd("delslots", addslots, -3, "admin stale no_async_loading", 0, 0, 0, "@admin @slow @dangerous")
         .doc("Set hash slots as unbound in receiving node", "3.0.0"),
-    cmd("failover", disabled, -2, "admin stale no_async_loading", 0, 0, 0, "@admin @slow @dangerous")
+    cmd("failover", failover, -2, "admin stale no_async_loading", 0, 0, 0, "@admin @slow @dangerous")
         .doc("Forces a replica to perform a manual failover of its master.", "3.0.0"),
-    cmd("flushslots", disabled, 2, "admin stale no_async_loading", 0, 0, 0, "@admin @slow @dangerous")
+    cmd("flushslots", flushslots, 2, "admin stale no_async_loading", 0, 0, 0, "@admin @slow @dangerous")
         .doc("Delete a node's own slots information", "3.0.0"),
-    cmd("forget", disabled, 3, "admin stale no_async_loading", 0, 0, 0, "@admin @slow @dangerous")
+    cmd("forget", forget, 3, "admin stale no_async_loading", 0, 0, 0, "@admin @slow @dangerous")
         .doc("Remove a node from the nodes table", "3.0.0"),
-    cmd("getkeysinslot", disabled, 4, "stale", 0, 0, 0, "@slow")
+    cmd("getkeysinslot", getkeysinslot, 4, "stale", 0, 0, 0, "@slow")
         .doc("Return local key names in the specified hash slot", "3.0.0"),
-    cmd("help", disabled, 2, "loading stale", 0, 0, 0, "@slow")
+    cmd("help", help, 2, "loading stale", 0, 0, 0, "@slow")
         .doc("Show helpful text about the different subcommands", "5.0.0"),
-    cmd("info", disabled, 2, "stale", 0, 0, 0, "@slow").doc("Provides info about Redis Cluster node state", "3.0.0"),
-    cmd("keyslot", disabled, 3, "stale", 0, 0, 0, "@slow").doc("Returns the hash slot of the specified key", "3.0.0"),
-    cmd("links", disabled, 2, "stale", 0, 0, 0, "@slow")
+    cmd("info", info, 2, "stale", 0, 0, 0, "@slow").doc("Provides info about Redis Cluster node state", "3.0.0"),
+    cmd("keyslot", keyslot, 3, "stale", 0, 0, 0, "@slow").doc("Returns the hash slot of the specified key", "3.0.0"),
+    cmd("links", links, 2, "stale", 0, 0, 0, "@slow")
         .doc("Returns a list of all TCP links to and from peer nodes in cluster", "7.0.0"),
-    cmd("meet", disabled, -4, "admin stale no_async_loading", 0, 0, 0, "@admin @slow @dangerous")
+    cmd("meet", meet, -4, "admin stale no_async_loading", 0, 0, 0, "@admin @slow @dangerous")
         .doc("Force a node cluster to handshake with another node", "3.0.0"),
-    cmd("myid", disabled, 2, "stale", 0, 0, 0, "@slow").doc("Return the node id", "3.0.0"),
-    cmd("nodes", disabled, 2, "stale", 0, 0, 0, "@slow").doc("Get Cluster config for the node", "3.0.0"),
-    cmd("replicas", disabled, 3, "admin stale", 0, 0, 0, "@admin @slow @dangerous")
+    cmd("myid", myid, 2, "stale", 0, 0, 0, "@slow").doc("Return the node id", "3.0.0"),
+    cmd("nodes", nodes, 2, "stale", 0, 0, 0, "@slow").doc("Get Cluster config for the node", "3.0.0"),
+    cmd("replicas", replicas, 3, "admin stale", 0, 0, 0, "@admin @slow @dangerous")
         .doc("List replica nodes of the specified master node", "5.0.0"),
-    cmd("replicate", disabled, 3, "admin stale no_async_loading", 0, 0, 0, "@admin @slow @dangerous")
+    cmd("replicate", replicate, 3, "admin stale no_async_loading", 0, 0, 0, "@admin @slow @dangerous")
         .doc("Reconfigure a node as a replica of the specified master node", "3.0.0"),
-    cmd("reset", disabled, -2, "admin noscript stale", 0, 0, 0, "@admin @slow @dangerous")
+    cmd("reset", reset, -2, "admin noscript stale", 0, 0, 0, "@admin @slow @dangerous")
         .doc("Reset a Redis Cluster node", "3.0.0"),
-    cmd("saveconfig", disabled, 2, "admin stale no_async_loading", 0, 0, 0, "@admin @slow @dangerous")
+    cmd("saveconfig", saveconfig, 2, "admin stale no_async_loading", 0, 0, 0, "@admin @slow @dangerous")
         .doc("Forces the node to save cluster state on disk", "3.0.0"),
-    cmd("set-config-epoch", disabled, 3, "admin stale no_async_loading", 0, 0, 0, "@admin @slow @dangerous")
+    cmd("set-config-epoch", set_config_epoch, 3, "admin stale no_async_loading", 0, 0, 0, "@admin @slow @dangerous")
         .doc("Set the configuration epoch in a new node", "3.0.0"),
-    cmd("setslot", disabled, -4, "admin stale no_async_loading", 0, 0, 0, "@admin @slow @dangerous")
+    cmd("setslot", setslot, -4, "admin stale no_async_loading", 0, 0, 0, "@admin @slow @dangerous")
         .doc("Bind a hash slot to a specific node", "3.0.0"),
-    cmd("shards", disabled, 2, "stale", 0, 0, 0, "@slow").doc("Get array of cluster slots to node mappings", "7.0.0"),
-    cmd("slaves", disabled, 3, "admin stale", 0, 0, 0, "@admin @slow @dangerous")
+    cmd("shards", shards, 2, "stale", 0, 0, 0, "@slow").doc("Get array of cluster slots to node mappings", "7.0.0"),
+    cmd("slaves", replicas, 3, "admin stale", 0, 0, 0, "@admin @slow @dangerous")
         .doc("List replica nodes of the specified master node", "3.0.0"),
-    cmd("slots", disabled, 2, "stale", 0, 0, 0, "@slow").doc("Get array of Cluster slot to node mappings", "3.0.0"),
+    cmd("slots", slots, 2, "stale", 0, 0, 0, "@slow").doc("Get array of Cluster slot to node mappings", "3.0.0"),
 ];
 
-/// Every cluster command (even `CLUSTER HELP`) on a non-cluster server.
-fn disabled(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    Err(CmdError::custom("ERR This instance has cluster support disabled"))
+const HELP: &[&str] = &[
+    "ADDSLOTS <slot> [<slot> ...]",
+    "    Assign slots to current node.",
+    "ADDSLOTSRANGE <start slot> <end slot> [<start slot> <end slot> ...]",
+    "    Assign slots which are between <start-slot> and <end-slot> to current node.",
+    "BUMPEPOCH",
+    "    Advance the cluster config epoch.",
+    "COUNT-FAILURE-REPORTS <node-id>",
+    "    Return number of failure reports for <node-id>.",
+    "COUNTKEYSINSLOT <slot>",
+    "    Return the number of keys in <slot>.",
+    "DELSLOTS <slot> [<slot> ...]",
+    "    Delete slots information from current node.",
+    "DELSLOTSRANGE <start slot> <end slot> [<start slot> <end slot> ...]",
+    "    Delete slots information which are between <start-slot> and <end-slot> from current node.",
+    "FAILOVER [FORCE|TAKEOVER]",
+    "    Promote current replica node to being a master.",
+    "FORGET <node-id>",
+    "    Remove a node from the cluster.",
+    "GETKEYSINSLOT <slot> <count>",
+    "    Return key names stored by current node in a slot.",
+    "FLUSHSLOTS",
+    "    Delete current node own slots information.",
+    "INFO",
+    "    Return information about the cluster.",
+    "KEYSLOT <key>",
+    "    Return the hash slot for <key>.",
+    "MEET <ip> <port> [<bus-port>]",
+    "    Connect nodes into a working cluster.",
+    "MYID",
+    "    Return the node id.",
+    "NODES",
+    "    Return cluster configuration seen by node. Output format:",
+    "    <id> <ip:port> <flags> <master> <pings> <pongs> <epoch> <link> <slot> ...",
+    "REPLICATE <node-id>",
+    "    Configure current node as replica to <node-id>.",
+    "RESET [HARD|SOFT]",
+    "    Reset current node (default: soft).",
+    "SET-CONFIG-EPOCH <epoch>",
+    "    Set config epoch of current node.",
+    "SETSLOT <slot> (IMPORTING <node-id>|MIGRATING <node-id>|STABLE|NODE <node-id>)",
+    "    Set slot state.",
+    "REPLICAS <node-id>",
+    "    Return <node-id> replicas.",
+    "SAVECONFIG",
+    "    Force saving cluster configuration on disk.",
+    "SLOTS",
+    "    Return information about slots range mappings. Each range is made of:",
+    "    start, end, master and replicas IP addresses, ports and ids",
+    "SHARDS",
+    "    Return information about slot range mappings and the nodes associated with them.",
+    "LINKS",
+    "    Return information about all network links between this node and its peers.",
+    "    Output format is an array where each array element is a map containing attributes of a link",
+];
+
+fn disabled_error() -> CmdError {
+    CmdError::custom("ERR This instance has cluster support disabled")
 }
+
+/// This node's membership, or the standalone server's refusal.
+fn member(ctx: &Ctx<'_>) -> Result<Member, CmdError> {
+    ctx.core.cluster.clone().ok_or_else(disabled_error)
+}
+
+fn asking(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    member(ctx)?;
+    ctx.client.asking = true;
+    ctx.client.asking_spent = false;
+    Ok(Reply::ok())
+}
+
+fn readonly(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    member(ctx)?;
+    ctx.client.readonly = true;
+    Ok(Reply::ok())
+}
+
+fn readwrite(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    member(ctx)?;
+    ctx.client.readonly = false;
+    Ok(Reply::ok())
+}
+
+fn is_shard_pubsub(fullname: &str) -> bool {
+    matches!(fullname, "spublish" | "ssubscribe" | "sunsubscribe")
+}
+
+fn flag(core: &Core, name: &str) -> bool {
+    core.config.get_str(name) == "yes"
+}
+
+/// A key is here (not logically expired), for a slot being moved.
+fn key_here(core: &Core, key: &[u8], now: u64) -> bool {
+    core.ks.dbs[0].peek(key).is_some_and(|e| e.expire().is_none_or(|at| at > now))
+}
+
+/// The redirect check of a cluster node before `cmd` runs (Redis's
+/// `processCommand` → `getNodeByQuery` → `clusterRedirectClient`): `None`
+/// to go on, or the refusal. A refused `EXEC` discards the transaction and
+/// answers the plain error; another refused command inside `MULTI` makes
+/// `EXEC` fail.
+pub(crate) fn check(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes]) -> Option<CmdError> {
+    let name = cmd.fullname.as_str();
+    // ASKING covers the next command (a whole MULTI block).
+    if ctx.client.asking_spent {
+        ctx.client.asking = false;
+        ctx.client.asking_spent = false;
+    }
+    let in_multi = ctx.client.multi.is_some();
+    if name != "asking" && name != "multi" && (!in_multi || name == "exec" || name == "discard") {
+        ctx.client.asking_spent = true;
+    }
+    let exec = name == "exec";
+    let (mut write, mut shard) = (cmd.is_write(), is_shard_pubsub(name));
+    let keys = if exec {
+        let m = ctx.client.multi.as_ref()?;
+        let mut keys = Vec::new();
+        for q in &m.queue {
+            if let Lookup::Found(c) = table().lookup(q) {
+                keys.extend(super::command::command_keys(c, q));
+                write |= c.is_write();
+                shard |= is_shard_pubsub(&c.fullname);
+            }
+        }
+        keys
+    } else {
+        super::command::command_keys(cmd, argv)
+    };
+    if keys.is_empty() {
+        return None;
+    }
+    let member = ctx.core.cluster.clone()?;
+    let asking = ctx.client.asking || cmd.has(super::flags::ASKING);
+    let err =
+        redirect(ctx.core, &member, &keys, write, shard, name == "migrate", asking, ctx.client.readonly, ctx.shared)?;
+    Some(CmdError::custom(err))
+}
+
+/// The decision for `keys`, as an error text (`None`: serve here).
+#[allow(clippy::too_many_arguments)]
+fn redirect(
+    core: &Core,
+    member: &Member,
+    keys: &[Bytes],
+    write: bool,
+    shard_pubsub: bool,
+    migrate: bool,
+    asking: bool,
+    readonly: bool,
+    shared: &Shared,
+) -> Option<String> {
+    let now = shared.clock.now_ms();
+    let q = Query {
+        keys,
+        shard_pubsub,
+        write,
+        migrate,
+        asking,
+        readonly,
+        full_coverage: flag(core, "cluster-require-full-coverage"),
+        reads_when_down: flag(core, "cluster-allow-reads-when-down"),
+        pubsubshard_when_down: flag(core, "cluster-allow-pubsubshard-when-down"),
+    };
+    let state = member.topo.read();
+    match route(&state, member.me, &q, |k| key_here(core, k, now)) {
+        Ok(()) => None,
+        Err(r) => Some(r.message(&state)),
+    }
+}
+
+/// The cluster check of a script's `redis.call` (Redis's
+/// `scriptVerifyClusterState`): the error text, or `None` to run it. The
+/// caller's `ASKING` and `READONLY` count.
+pub(crate) fn script_check(ctx: &Ctx<'_>, cmd: &Command, argv: &[Bytes]) -> Option<&'static str> {
+    let member = ctx.core.cluster.as_ref()?;
+    let keys = super::command::command_keys(cmd, argv);
+    if keys.is_empty() {
+        return None;
+    }
+    let core = &*ctx.core;
+    let now = ctx.shared.clock.now_ms();
+    let q = Query {
+        keys: &keys,
+        shard_pubsub: is_shard_pubsub(&cmd.fullname),
+        write: cmd.is_write(),
+        migrate: cmd.fullname == "migrate",
+        asking: ctx.client.asking || cmd.has(super::flags::ASKING),
+        readonly: ctx.client.readonly,
+        full_coverage: flag(core, "cluster-require-full-coverage"),
+        reads_when_down: flag(core, "cluster-allow-reads-when-down"),
+        pubsubshard_when_down: flag(core, "cluster-allow-pubsubshard-when-down"),
+    };
+    let state = member.topo.read();
+    route(&state, member.me, &q, |k| key_here(core, k, now)).err().map(|r: Redirect| r.script_message())
+}
+
+/// `PUBLISH` reaches the subscribers of every node, as the cluster bus
+/// carries it (called after the local delivery).
+pub(crate) fn propagate_publish(ctx: &Ctx<'_>, channel: &Bytes, message: &Bytes) {
+    if let Some(m) = &ctx.core.cluster {
+        m.topo.broadcast(m.me, &crate::cluster::BusMessage::Publish(channel.clone(), message.clone()));
+    }
+}
+
+/// `SELECT` of a database other than 0 on a cluster node.
+pub(crate) fn select_refused(ctx: &Ctx<'_>, db: i64) -> Option<CmdError> {
+    (ctx.core.cluster.is_some() && db != 0).then(|| CmdError::custom("ERR SELECT is not allowed in cluster mode"))
+}
+
+fn help(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    member(ctx)?;
+    Ok(super::help::help_reply("CLUSTER", HELP))
+}
+
+fn info(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    let m = member(ctx)?;
+    let full = flag(ctx.core, "cluster-require-full-coverage");
+    let state = m.topo.read();
+    Ok(describe::info(&state, m.me, full))
+}
+
+fn nodes(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    let m = member(ctx)?;
+    let now = ctx.shared.clock.now_ms();
+    let state = m.topo.read();
+    Ok(describe::nodes(&state, m.me, now))
+}
+
+fn slots(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    let m = member(ctx)?;
+    let state = m.topo.read();
+    Ok(describe::slots(&state))
+}
+
+fn shards(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    let m = member(ctx)?;
+    let state = m.topo.read();
+    Ok(describe::shards(&state))
+}
+
+fn links(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    let m = member(ctx)?;
+    let state = m.topo.read();
+    Ok(describe::links(&state, m.me, m.topo.created_ms))
+}
+
+fn myid(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    let m = member(ctx)?;
+    let state = m.topo.read();
+    Ok(Reply::bulk_str(&state.nodes[m.me].id))
+}
+
+fn keyslot(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    member(ctx)?;
+    Ok(Reply::Int(i64::from(key_slot(&args[2]))))
+}
+
+/// The keys of db 0 in `slot`, newest first (Redis keeps each slot's keys
+/// in a list it adds to at the head), at most `limit`.
+fn keys_in_slot(core: &Core, slot: u16, limit: usize) -> Vec<Bytes> {
+    let db = &core.ks.dbs[0];
+    (0..db.len())
+        .rev()
+        .filter_map(|i| db.get_index(i))
+        .filter(|(k, _)| key_slot(k.as_bytes()) == slot)
+        .take(limit)
+        .map(|(k, _)| k.to_bytes())
+        .collect()
+}
+
+fn countkeysinslot(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    member(ctx)?;
+    let slot = int(&args[2])?;
+    if !(0..SLOTS as i64).contains(&slot) {
+        return Err(CmdError::custom("ERR Invalid slot"));
+    }
+    let n = ctx.core.ks.dbs[0].keys().filter(|k| key_slot(k.as_bytes()) == slot as u16).count();
+    Ok(Reply::Int(n as i64))
+}
+
+fn getkeysinslot(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    member(ctx)?;
+    let slot = int(&args[2])?;
+    let max = int(&args[3])?;
+    if !(0..SLOTS as i64).contains(&slot) || max < 0 {
+        return Err(CmdError::custom("ERR Invalid slot or number of keys"));
+    }
+    let keys = keys_in_slot(ctx.core, slot as u16, usize::try_from(max).unwrap_or(usize::MAX));
+    Ok(Reply::Array(keys.into_iter().map(Reply::Bulk).collect()))
+}
+
+/// Redis's `getSlotOrReply`.
+fn slot_arg(a: &[u8]) -> Result<u16, CmdError> {
+    match crate::num::parse_i64_strict(a) {
+        Some(s) if (0..SLOTS as i64).contains(&s) => Ok(s as u16),
+        _ => Err(CmdError::custom("ERR Invalid or out of range slot")),
+    }
+}
+
+/// A node named by its id (any letter case), as `clusterLookupNode`.
+fn lookup(m: &Member, id: &[u8]) -> Option<usize> {
+    m.topo.read().find(id)
+}
+
+fn replicas(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let m = member(ctx)?;
+    let Some(n) = lookup(&m, &args[2]) else {
+        return Err(CmdError::custom(format!("ERR Unknown node {}", String::from_utf8_lossy(&args[2]))));
+    };
+    let state = m.topo.read();
+    if !state.nodes[n].is_primary() {
+        return Err(CmdError::custom("ERR The specified node is not a master"));
+    }
+    Ok(describe::replicas(&state, m.me, n, ctx.shared.clock.now_ms()))
+}
+
+fn count_failure_reports(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let m = member(ctx)?;
+    let Some(n) = lookup(&m, &args[2]) else {
+        return Err(CmdError::custom(format!("ERR Unknown node {}", String::from_utf8_lossy(&args[2]))));
+    };
+    // Every other node that is up reports a node that is down.
+    let state = m.topo.read();
+    let reports = if state.nodes[n].failed {
+        state.nodes.iter().enumerate().filter(|(i, o)| *i != n && *i != m.me && !o.failed && o.is_primary()).count()
+    } else {
+        0
+    };
+    Ok(Reply::Int(reports as i64))
+}
+
+fn saveconfig(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    member(ctx)?;
+    Ok(Reply::ok())
+}
+
+fn bumpepoch(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    let m = member(ctx)?;
+    let mut state = m.topo.write();
+    let bumped = state.bump_epoch(m.me);
+    let epoch = state.nodes[m.me].config_epoch;
+    Ok(Reply::Status(Bytes::from(format!("{} {epoch}", if bumped { "BUMPED" } else { "STILL" }))))
+}
+
+fn set_config_epoch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let m = member(ctx)?;
+    let epoch = int(&args[2])?;
+    if epoch < 0 {
+        return Err(CmdError::custom(format!("ERR Invalid config epoch specified: {epoch}")));
+    }
+    if m.topo.node_count() > 1 {
+        return Err(CmdError::custom(
+            "ERR The user can assign a config epoch only when the node does not know any other node.",
+        ));
+    }
+    Err(CmdError::custom("ERR Node config epoch is already non-zero"))
+}
+
+/// `ADDSLOTS`, `DELSLOTS`, `ADDSLOTSRANGE`, `DELSLOTSRANGE` (Redis's
+/// checks: every argument a slot, none busy (or unassigned, to delete),
+/// none twice; then all at once).
+fn addslots(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let m = member(ctx)?;
+    let sub = String::from_utf8_lossy(&args[1]).to_ascii_lowercase();
+    let del = sub.starts_with("del");
+    let mut wanted: Vec<(u16, u16)> = Vec::new();
+    if sub.ends_with("range") {
+        if args.len() % 2 == 1 {
+            return Err(CmdError::custom(format!("ERR wrong number of arguments for 'cluster|{sub}' command")));
+        }
+        for pair in args[2..].chunks(2) {
+            let (a, b) = (slot_arg(&pair[0])?, slot_arg(&pair[1])?);
+            if a > b {
+                return Err(CmdError::custom(format!("ERR start slot number {a} is greater than end slot number {b}")));
+            }
+            wanted.push((a, b));
+        }
+    } else {
+        for a in &args[2..] {
+            slot_arg(a)?;
+        }
+        wanted = args[2..].iter().map(|a| slot_arg(a).map(|s| (s, s))).collect::<Result<_, _>>()?;
+    }
+    let mut state = m.topo.write();
+    let mut seen = vec![false; SLOTS];
+    for &(a, b) in &wanted {
+        for s in a..=b {
+            if del && state.owner(s).is_none() {
+                return Err(CmdError::custom(format!("ERR Slot {s} is already unassigned")));
+            } else if !del && state.owner(s).is_some() {
+                return Err(CmdError::custom(format!("ERR Slot {s} is already busy")));
+            }
+            if std::mem::replace(&mut seen[usize::from(s)], true) {
+                return Err(CmdError::custom(format!("ERR Slot {s} specified multiple times")));
+            }
+        }
+    }
+    for (s, _) in seen.iter().enumerate().filter(|(_, &w)| w) {
+        let s = s as u16;
+        state.nodes[m.me].importing.remove(&s);
+        state.set_owner(s, if del { None } else { Some(m.me) });
+    }
+    Ok(Reply::ok())
+}
+
+fn flushslots(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    let m = member(ctx)?;
+    if !ctx.core.ks.dbs[0].is_empty() {
+        return Err(CmdError::custom("ERR DB must be empty to perform CLUSTER FLUSHSLOTS."));
+    }
+    let mut state = m.topo.write();
+    for s in 0..SLOTS as u16 {
+        if state.owner(s) == Some(m.me) {
+            state.set_owner(s, None);
+        }
+    }
+    Ok(Reply::ok())
+}
+
+fn setslot(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let m = member(ctx)?;
+    if !m.topo.read().nodes[m.me].is_primary() {
+        return Err(CmdError::custom("ERR Please use SETSLOT only with masters."));
+    }
+    let slot = slot_arg(&args[2])?;
+    let action = &args[3];
+    let n = args.len();
+    let node_arg = |unknown: &str| -> Result<usize, CmdError> {
+        let Some(t) = lookup(&m, &args[4]) else {
+            return Err(CmdError::custom(format!("ERR {unknown} {}", String::from_utf8_lossy(&args[4]))));
+        };
+        if !m.topo.read().nodes[t].is_primary() {
+            return Err(CmdError::custom("ERR Target node is not a master"));
+        }
+        Ok(t)
+    };
+    if eq(action, "migrating") && n == 5 {
+        if m.topo.read().owner(slot) != Some(m.me) {
+            return Err(CmdError::custom(format!("ERR I'm not the owner of hash slot {slot}")));
+        }
+        let t = node_arg("I don't know about node")?;
+        m.topo.write().nodes[m.me].migrating.insert(slot, t);
+    } else if eq(action, "importing") && n == 5 {
+        if m.topo.read().owner(slot) == Some(m.me) {
+            return Err(CmdError::custom(format!("ERR I'm already the owner of hash slot {slot}")));
+        }
+        let t = node_arg("I don't know about node")?;
+        m.topo.write().nodes[m.me].importing.insert(slot, t);
+    } else if eq(action, "stable") && n == 4 {
+        let mut state = m.topo.write();
+        state.nodes[m.me].importing.remove(&slot);
+        state.nodes[m.me].migrating.remove(&slot);
+    } else if eq(action, "node") && n == 5 {
+        let t = node_arg("Unknown node")?;
+        let here = ctx.core.ks.dbs[0].keys().filter(|k| key_slot(k.as_bytes()) == slot).count();
+        let mut state = m.topo.write();
+        if state.owner(slot) == Some(m.me) && t != m.me && here != 0 {
+            return Err(CmdError::custom(format!(
+                "ERR Can't assign hashslot {slot} to a different node while I still hold keys for this hash slot."
+            )));
+        }
+        if here == 0 {
+            state.nodes[m.me].migrating.remove(&slot);
+        }
+        state.set_owner(slot, Some(t));
+        if t == m.me && state.nodes[m.me].importing.remove(&slot).is_some() {
+            state.bump_epoch(m.me);
+        }
+    } else {
+        return Err(CmdError::custom("ERR Invalid CLUSTER SETSLOT action or number of arguments. Try CLUSTER HELP"));
+    }
+    Ok(Reply::ok())
+}
+
+fn meet(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let m = member(ctx)?;
+    if args.len() > 5 {
+        return Err(CmdError::Syntax);
+    }
+    let port = int(&args[3]).ok().filter(|p| (0..=65535).contains(p));
+    let ip = String::from_utf8_lossy(&args[2]).into_owned();
+    let Some(port) = port.filter(|_| ip.parse::<std::net::IpAddr>().is_ok()) else {
+        return Err(CmdError::custom(format!(
+            "ERR Invalid node address specified: {ip}:{}",
+            String::from_utf8_lossy(&args[3])
+        )));
+    };
+    let state = m.topo.read();
+    if state.nodes.iter().any(|n| n.ip == ip && i64::from(n.port) == port) {
+        return Ok(Reply::ok());
+    }
+    Err(CmdError::custom(format!(
+        "ERR {ip}:{port} is not a node of this cluster: the nodes of an rlockd cluster are the ones it started with"
+    )))
+}
+
+fn forget(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let m = member(ctx)?;
+    let Some(n) = lookup(&m, &args[2]) else {
+        return Err(CmdError::custom(format!("ERR Unknown node {}", String::from_utf8_lossy(&args[2]))));
+    };
+    if n == m.me {
+        return Err(CmdError::custom("ERR I tried hard but I can't forget myself..."));
+    }
+    if m.topo.read().nodes[m.me].primary == Some(n) {
+        return Err(CmdError::custom("ERR Can't forget my master!"));
+    }
+    Err(CmdError::custom(
+        "ERR the nodes of an rlockd cluster cannot be forgotten; take one down with RLOCKD CLUSTER DOWN",
+    ))
+}
+
+fn replicate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let m = member(ctx)?;
+    let Some(n) = lookup(&m, &args[2]) else {
+        return Err(CmdError::custom(format!("ERR Unknown node {}", String::from_utf8_lossy(&args[2]))));
+    };
+    if n == m.me {
+        return Err(CmdError::custom("ERR Can't replicate myself"));
+    }
+    if !m.topo.read().nodes[n].is_primary() {
+        return Err(CmdError::custom("ERR I can only replicate a master, not a replica."));
+    }
+    Err(CmdError::custom("ERR rlockd cluster nodes do not replicate yet: the roles are fixed at start"))
+}
+
+fn failover(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let m = member(ctx)?;
+    if args.len() == 3 && !eq(&args[2], "force") && !eq(&args[2], "takeover") || args.len() > 3 {
+        return Err(CmdError::Syntax);
+    }
+    if m.topo.read().nodes[m.me].is_primary() {
+        return Err(CmdError::custom("ERR You should send CLUSTER FAILOVER to a replica"));
+    }
+    Err(CmdError::custom("ERR rlockd cluster nodes do not replicate yet: no failover"))
+}
+
+fn reset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    member(ctx)?;
+    if args.len() == 3 && !eq(&args[2], "hard") && !eq(&args[2], "soft") || args.len() > 3 {
+        return Err(CmdError::Syntax);
+    }
+    if !ctx.core.ks.dbs[0].is_empty() {
+        return Err(CmdError::custom("ERR CLUSTER RESET can't be called with master nodes containing keys"));
+    }
+    Err(CmdError::custom("ERR an rlockd cluster node cannot leave its cluster"))
+}
+
+/// Waits (bounded) for another node's core: its event loop never holds it
+/// across an await, so it frees quickly unless that node waits for this
+/// one, which the bound turns into an error instead of a deadlock.
+fn lock_peer(shared: &Shared) -> Option<tokio::sync::MutexGuard<'_, Core>> {
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        if let Ok(g) = shared.core.try_lock() {
+            return Some(g);
+        }
+        if Instant::now() > deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+}
+
+/// Node `n`'s running server state.
+fn peer(m: &Member, n: usize) -> Result<Arc<Shared>, CmdError> {
+    m.topo
+        .peer(n)
+        .and_then(|p| p.downcast::<Shared>().ok())
+        .ok_or_else(|| CmdError::custom(format!("ERR node {n} is down")))
+}
+
+/// Moves up to `max` keys of `slot` from node `from` to node `to` (their
+/// values, deadlines and encodings), in this process; how many moved.
+fn move_keys(ctx: &mut Ctx<'_>, m: &Member, slot: u16, from: usize, to: usize, max: usize) -> Result<usize, CmdError> {
+    if from == to {
+        return Ok(0);
+    }
+    let busy = || CmdError::custom("ERR a node is busy: try again");
+    let (src_shared, dst_shared) = (peer(m, from)?, peer(m, to)?);
+    let mut src_guard = if from == m.me { None } else { Some(lock_peer(&src_shared).ok_or_else(busy)?) };
+    let mut dst_guard = if to == m.me { None } else { Some(lock_peer(&dst_shared).ok_or_else(busy)?) };
+    let (src, dst): (&mut Core, &mut Core) = match (src_guard.as_deref_mut(), dst_guard.as_deref_mut()) {
+        (Some(s), Some(d)) => (s, d),
+        (Some(s), None) => (s, &mut *ctx.core),
+        (None, Some(d)) => (&mut *ctx.core, d),
+        (None, None) => return Ok(0),
+    };
+    src.ks.now = src_shared.clock.now_ms();
+    dst.ks.now = dst_shared.clock.now_ms();
+    let keys = keys_in_slot(src, slot, max);
+    let mut moved = 0;
+    for key in &keys {
+        let Some((_, entry)) = src.ks.view(0).take_entry(key) else { continue };
+        dst.ks.view(0).put_entry(key, entry);
+        moved += 1;
+    }
+    for g in [src_guard.as_deref_mut(), dst_guard.as_deref_mut()].into_iter().flatten() {
+        g.after_command();
+    }
+    Ok(moved)
+}
+
+/// A node named by index (0-based, in start order) or id.
+fn node_by_name(m: &Member, a: &[u8]) -> Result<usize, CmdError> {
+    if let Some(i) = crate::num::parse_i64_strict(a) {
+        if (0..m.topo.node_count() as i64).contains(&i) {
+            return Ok(i as usize);
+        }
+    }
+    lookup(m, a).ok_or_else(|| CmdError::custom(format!("ERR Unknown node {}", String::from_utf8_lossy(a))))
+}
+
+/// `RLOCKD CLUSTER …`: slot moves and node outages for tests (see the
+/// `RLOCKD HELP` lines).
+pub(crate) fn control(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let m = member(ctx)?;
+    let sub = &args[0];
+    if eq(sub, "moveslot") && (args.len() == 3 || args.len() == 5) {
+        let slot = slot_arg(&args[1])?;
+        let to = node_by_name(&m, &args[2])?;
+        let limit = if args.len() == 5 {
+            if !eq(&args[3], "keys") {
+                return Err(CmdError::Syntax);
+            }
+            Some(usize::try_from(int(&args[4])?).map_err(|_| CmdError::custom("ERR KEYS must be >= 0"))?)
+        } else {
+            None
+        };
+        let Some(from) = m.topo.read().owner(slot) else {
+            return Err(CmdError::custom(format!("ERR Slot {slot} is not served by any node")));
+        };
+        if from == to {
+            return Ok(Reply::Int(0));
+        }
+        if !m.topo.read().nodes[to].is_primary() {
+            return Err(CmdError::custom("ERR Target node is not a master"));
+        }
+        {
+            let mut state = m.topo.write();
+            state.nodes[from].migrating.insert(slot, to);
+            state.nodes[to].importing.insert(slot, from);
+        }
+        let moved = move_keys(ctx, &m, slot, from, to, limit.unwrap_or(usize::MAX))?;
+        if limit.is_none() {
+            let mut state = m.topo.write();
+            state.nodes[from].migrating.remove(&slot);
+            state.nodes[to].importing.remove(&slot);
+            state.set_owner(slot, Some(to));
+            state.bump_epoch(to);
+        }
+        return Ok(Reply::Int(moved as i64));
+    }
+    if (eq(sub, "down") || eq(sub, "up")) && args.len() == 2 {
+        let n = node_by_name(&m, &args[1])?;
+        let control = m.topo.control().ok_or_else(|| CmdError::custom("ERR the cluster is stopping"))?;
+        let down = eq(sub, "down");
+        // A node taken down from its own connection goes once this reply
+        // is sent.
+        control.set_down(n, down, n == m.me).map_err(|e| CmdError::custom(format!("ERR {e}")))?;
+        return Ok(Reply::ok());
+    }
+    Err(CmdError::custom(format!(
+        "ERR unknown subcommand or wrong number of arguments for 'cluster {}'. Try RLOCKD HELP.",
+        String::from_utf8_lossy(sub)
+    )))
+}
+
+/// `RLOCKD HELP` lines of the cluster subcommands.
+pub(crate) const CONTROL_HELP: &[&str] = &[
+    "CLUSTER MOVESLOT <slot> <node> [KEYS <n>]",
+    "    Move a slot to <node> (its id, or its index from 0 in start order) with its keys; with KEYS,",
+    "    move only <n> more of its keys and leave it MIGRATING/IMPORTING (clients get ASK); returns",
+    "    how many keys moved.",
+    "CLUSTER DOWN <node> | UP <node>",
+    "    Stop a node (its clients are cut, its port refuses; the others answer CLUSTERDOWN) / start it",
+    "    again on its port with its keys.",
+];

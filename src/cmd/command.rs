@@ -243,6 +243,9 @@ fn keys_and_flags(c: &Command, argv: &[Bytes]) -> Vec<(usize, Reply)> {
             let flags = if readonly { key_flags(&["RO", "access"]) } else { key_flags(&["RW", "access", "update"]) };
             return vec![(1, flags)];
         }
+        "migrate" => {
+            return migrate_keys(argv).into_iter().map(|p| (p, key_flags(&["RW", "access", "delete"]))).collect()
+        }
         "sort" | "sort_ro" => {
             let keys = if c.fullname == "sort" { super::sort::sort_keys(argv) } else { vec![1] };
             return keys
@@ -262,6 +265,27 @@ fn keys_and_flags(c: &Command, argv: &[Bytes]) -> Vec<(usize, Reply)> {
         out.extend(found.into_iter().map(|p| (p, spec.flags.clone())));
     }
     out
+}
+
+/// Redis's `migrateGetKeys`: the key argument, or what follows `KEYS`
+/// (then the key argument must be empty), skipping the options' values.
+fn migrate_keys(argv: &[Bytes]) -> Vec<usize> {
+    let mut i = 6;
+    while i < argv.len() {
+        if eq(&argv[i], "keys") {
+            if !argv[3].is_empty() {
+                return Vec::new();
+            }
+            return (i + 1..argv.len()).collect();
+        }
+        if eq(&argv[i], "auth") {
+            i += 1;
+        } else if eq(&argv[i], "auth2") {
+            i += 2;
+        }
+        i += 1;
+    }
+    vec![3]
 }
 
 /// Redis's `getKeysUsingKeySpecs` for one spec; None for a spec it cannot

@@ -47,6 +47,9 @@ fn echo(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn select(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    if let Some(refused) = super::cluster::select_refused(ctx, super::util::int(&args[1])?) {
+        return Err(refused);
+    }
     let db = db_index(ctx, &args[1])?;
     ctx.client.set_db(db);
     Ok(Reply::ok())
@@ -126,7 +129,7 @@ fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         (Reply::bulk_str("version"), Reply::bulk(Bytes::from(ctx.core.config.get_str("redis-version").to_string()))),
         (Reply::bulk_str("proto"), Reply::Int(proto)),
         (Reply::bulk_str("id"), Reply::Int(ctx.client.id as i64)),
-        (Reply::bulk_str("mode"), Reply::bulk_str("standalone")),
+        (Reply::bulk_str("mode"), Reply::bulk_str(if ctx.core.cluster.is_some() { "cluster" } else { "standalone" })),
         (Reply::bulk_str("role"), Reply::bulk_str("master")),
         (Reply::bulk_str("modules"), Reply::Array(vec![])),
     ]))

@@ -43,6 +43,9 @@ static RLOCKD_SUBS: &[CommandSpec] = &[
     cmd("check", rlockd_check, -2, ACTS, 0, 0, 0, ACTS_ACL)
         .hidden_flags("test_control")
         .doc("Every lock-safety violation seen; RESET forgets them", "7.0.0"),
+    cmd("cluster", rlockd_cluster, -3, ACTS, 0, 0, 0, ACTS_ACL)
+        .hidden_flags("test_control")
+        .doc("Move a cluster slot, take a node down or bring it up", "7.0.0"),
     cmd("clock", rlockd_clock, -3, ACTS, 0, 0, 0, ACTS_ACL)
         .hidden_flags("test_control")
         .doc("Read, freeze, move or skew the server's clock", "7.0.0"),
@@ -73,7 +76,15 @@ static RLOCKD_SUBS: &[CommandSpec] = &[
 ];
 
 fn rlockd_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    Ok(Reply::Array(HELP.iter().map(|l| Reply::status(l)).collect()))
+    // The cluster's lines go before the closing HELP entry.
+    let (body, help) = HELP.split_at(HELP.len() - 2);
+    let lines = body.iter().chain(super::cluster::CONTROL_HELP).chain(help);
+    Ok(Reply::Array(lines.map(|l| Reply::status(l)).collect()))
+}
+
+/// `RLOCKD CLUSTER …`: the cluster's test control (`cmd/cluster.rs`).
+fn rlockd_cluster(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    super::cluster::control(ctx, &args[2..])
 }
 
 /// The caller's user may read `key` with the subcommand `args` runs (a

@@ -93,6 +93,18 @@ pub fn process(ctx: &mut Ctx<'_>, argv: Vec<Bytes>) -> Reply {
             return reject(ctx, Some(cmd), err);
         }
     }
+    if ctx.core.cluster.is_some() {
+        if let Some(err) = super::cluster::check(ctx, cmd, &argv) {
+            if cmd.has(flags::RUNS_QUEUE) {
+                // A redirected EXEC answers the redirection itself (no
+                // EXECABORT) and discards the transaction, as Redis does.
+                session::discard_state(ctx);
+                ctx.core.stats.commands[cmd.id].rejected += 1;
+                return reject(ctx, None, err);
+            }
+            return reject(ctx, Some(cmd), err);
+        }
+    }
     // Test control itself is never faulted: a test can always clear what it set.
     if ctx.shared.faults.active() && !cmd.has(flags::TEST_CONTROL) {
         let faults = &ctx.shared.faults;

@@ -17,6 +17,8 @@ pub static COMMANDS: &[CommandSpec] = &[
         .doc("Return a serialized version of the value stored at the specified key.", "2.6.0"),
     cmd("restore", restore, -4, "write denyoom", 1, 1, 1, "@keyspace @write @slow @dangerous")
         .doc("Create a key using the provided serialized value, previously obtained using DUMP.", "2.6.0"),
+    cmd("migrate", super::migrate::migrate, -6, "write movablekeys", 3, 3, 1, "@keyspace @write @slow @dangerous")
+        .doc("Atomically transfer a key from a Redis instance to another one.", "2.6.0"),
     cmd("restore-asking", restore, -4, "write denyoom asking", 1, 1, 1, "@keyspace @write @slow @dangerous")
         .doc("An internal command for migrating keys in a cluster", "3.0.0"),
 ];

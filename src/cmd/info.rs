@@ -83,7 +83,7 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) -> bool {
             l!("redis_git_sha1:00000000");
             l!("redis_git_dirty:0");
             l!("redis_build_id:0");
-            l!("redis_mode:standalone");
+            l!("redis_mode:{}", if core.cluster.is_some() { "cluster" } else { "standalone" });
             l!("os:{}", os_name());
             l!("arch_bits:64");
             l!("monotonic_clock:POSIX clock_gettime");
@@ -308,7 +308,7 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) -> bool {
         }
         "cluster" => {
             l!("# Cluster");
-            l!("cluster_enabled:0");
+            l!("cluster_enabled:{}", u8::from(core.cluster.is_some()));
         }
         "keyspace" => {
             l!("# Keyspace");

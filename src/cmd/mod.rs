@@ -44,6 +44,7 @@ pub mod info;
 pub(crate) mod limits;
 pub mod list;
 pub mod meta;
+pub mod migrate;
 pub mod pubsub;
 pub mod registry;
 pub mod scripting;

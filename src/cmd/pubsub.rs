@@ -168,6 +168,7 @@ fn publish(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let now = ctx.shared.clock.now_ms();
     let n = ctx.core.pubsub.publish(&args[1], &args[2], limit, now, defer);
     ctx.core.stats.pubsub_messages += 1;
+    super::cluster::propagate_publish(ctx, &args[1], &args[2]);
     Ok(Reply::Int(n as i64))
 }
 

@@ -17,6 +17,7 @@
 //! registry; `core::ServerIo` for the layers below), `socket.rs` (reactor
 //! registration and the raw socket calls).
 
+pub mod cluster;
 pub mod connection;
 pub(crate) mod io;
 mod socket;
@@ -55,10 +56,21 @@ impl Server {
     pub fn start_with(config: Config) -> Result<Server, Error> {
         let std_listener = listen(config.bind, config.tcp_backlog)
             .map_err(|source| Error::Bind { addr: config.bind.to_string(), source })?;
+        Self::start_on(std_listener, config, None)
+    }
+
+    /// Starts a server on a bound listener, as a node of a cluster when
+    /// `member` is given.
+    fn start_on(
+        std_listener: std::net::TcpListener,
+        config: Config,
+        member: Option<crate::cluster::Member>,
+    ) -> Result<Server, Error> {
         let addr = std_listener.local_addr().map_err(Error::Runtime)?;
         let mut cfg = config.clone();
         cfg.bind = addr;
         let shared = Arc::new(Shared::new(&cfg, crate::cmd::access::catalog())?);
+        let bus = member.map(|m| cluster::join(&shared, m));
         // One thread runs every connection, in the order their input
         // arrives (see the module docs and `connection.rs`); its stack
         // is large enough for Lua's deepest replies.
@@ -74,6 +86,9 @@ impl Server {
             .stack_size(crate::script::SCRIPT_THREAD_STACK)
             .spawn(move || {
                 runtime.block_on(async move {
+                    if let Some(bus) = bus {
+                        tokio::spawn(cluster::serve_bus(s2.clone(), bus));
+                    }
                     run(vec![std_listener], s2).await;
                 });
                 runtime.shutdown_timeout(Duration::from_secs(2));

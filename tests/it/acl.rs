@@ -190,6 +190,7 @@ fn acl_log_records_denials_and_failed_logins_with_redis_fields() {
 const RLOCKD_CALLS: &[(&str, &[&str])] = &[
     ("check", &[]),
     ("clock", &["GET"]),
+    ("cluster", &["DOWN", "0"]),
     ("events", &[]),
     ("fault", &["KILL"]),
     ("help", &[]),

@@ -64,12 +64,16 @@ fn check_server_side(port: u16, key: &str) {
     );
 }
 
-#[test]
-fn redis_py_example() {
+/// The venv with redis-py from `clients/examples/python/requirements.txt`
+/// (None, after recording the skip, without Python).
+fn python_venv(what: &str) -> Option<PathBuf> {
     if !runs("python3", &["-c", "import venv, ensurepip, sys; sys.exit(sys.version_info < (3, 8))"]) {
-        skipped("Python 3.8+ with venv is not installed, so the redis-py example was not run");
-        return;
+        skipped(&format!("Python 3.8+ with venv is not installed, so {what} was not run"));
+        return None;
     }
+    // One install at a time: two examples share the venv.
+    static INSTALLING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = INSTALLING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let src = source("python");
     let work = work_dir("python");
     let venv = work.join("venv");
@@ -89,6 +93,13 @@ fn redis_py_example() {
             ),
         );
     });
+    Some(venv)
+}
+
+#[test]
+fn redis_py_example() {
+    let Some(venv) = python_venv("the redis-py example") else { return };
+    let src = source("python");
     let srv = Binary::start(&["--port", "0"]);
     let python = venv.join("bin/python");
     let r = ok_or_panic(
@@ -99,15 +110,37 @@ fn redis_py_example() {
     check_server_side(srv.port, "example:python");
 }
 
+/// redis-py's `RedisCluster` and `Lock` on `rlockd --cluster 3`, the lock
+/// held while its slot moves (`clients/examples/python/cluster_example.py`).
 #[test]
-fn node_redis_example() {
+fn redis_py_cluster_example() {
+    let Some(venv) = python_venv("the redis-py cluster example") else { return };
+    let srv = Binary::start(&["--cluster", "3", "--port", "0"]);
+    let python = venv.join("bin/python");
+    let r = ok_or_panic(
+        "the redis-py cluster example",
+        run_in(
+            Some(&source("python")),
+            python.to_str().expect("utf-8 path"),
+            &["cluster_example.py", &srv.port.to_string()],
+            STEP_LIMIT,
+        ),
+    );
+    assert_eq!(r.stdout.trim_end(), "python cluster example: ok");
+}
+
+/// The node work directory with the example's packages installed (None,
+/// after recording the skip, without Node).
+fn node_work(what: &str) -> Option<PathBuf> {
     if !runs("node", &["--version"]) || !runs("npm", &["--version"]) {
-        skipped("Node.js and npm are not installed, so the node-redis example was not run");
-        return;
+        skipped(&format!("Node.js and npm are not installed, so {what} was not run"));
+        return None;
     }
+    static INSTALLING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = INSTALLING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let src = source("node");
     let work = work_dir("node");
-    for f in ["package.json", "package-lock.json", "example.js"] {
+    for f in ["package.json", "package-lock.json", "example.js", "cluster_example.js"] {
         std::fs::copy(src.join(f), work.join(f)).unwrap_or_else(|e| panic!("copy {f}: {e}"));
     }
     let lock = std::fs::read_to_string(src.join("package-lock.json")).expect("package-lock.json");
@@ -117,6 +150,12 @@ fn node_redis_example() {
             run_in(Some(&work), "npm", &["ci", "--no-audit", "--no-fund", "--loglevel=error"], STEP_LIMIT),
         );
     });
+    Some(work)
+}
+
+#[test]
+fn node_redis_example() {
+    let Some(work) = node_work("the node-redis example") else { return };
     let srv = Binary::start(&["--port", "0"]);
     let r = ok_or_panic(
         "the node-redis example",
@@ -124,6 +163,19 @@ fn node_redis_example() {
     );
     assert_eq!(r.stdout.trim_end(), "node example: ok");
     check_server_side(srv.port, "example:node");
+}
+
+/// ioredis `Redis.Cluster` with redlock and node-redis `createCluster` on
+/// `rlockd --cluster 3` (`clients/examples/node/cluster_example.js`).
+#[test]
+fn node_cluster_example() {
+    let Some(work) = node_work("the ioredis/node-redis cluster example") else { return };
+    let srv = Binary::start(&["--cluster", "3", "--port", "0"]);
+    let r = ok_or_panic(
+        "the node cluster example",
+        run_in(Some(&work), "node", &["cluster_example.js", &srv.port.to_string()], STEP_LIMIT),
+    );
+    assert_eq!(r.stdout.trim_end(), "node cluster example: ok");
 }
 
 #[test]
@@ -160,4 +212,41 @@ fn redisson_example() {
     // Maven may wrap the program's output in colour resets.
     assert!(r.stdout.contains("java example: ok"), "{}", r.stdout);
     check_server_side(srv.port, "example:java");
+}
+
+/// Redisson in cluster mode (`useClusterServers()`) on `rlockd --cluster 3`:
+/// RLock, RFairLock, a MultiLock across slots and an untagged two-key
+/// script refused with CROSSSLOT (`clients/examples/java/.../ClusterMain.java`).
+#[test]
+fn redisson_cluster_example() {
+    if !runs("java", &["-version"]) || !runs("mvn", &["-v"]) {
+        skipped("a JDK (17+) and Maven are not installed, so the Redisson cluster example was not run");
+        return;
+    }
+    let pom = source("java").join("pom.xml");
+    // Its own build directory: the other Redisson example may compile at the same time.
+    let build_dir = format!("-Dexample.build.dir={}", work_dir("java-cluster").join("target").display());
+    let srv = Binary::start(&["--cluster", "3", "--port", "0"]);
+    let address = format!("-Dexec.args=redis://127.0.0.1:{}", srv.port);
+    let r = ok_or_panic(
+        "the Redisson cluster example (mvn compile exec:java)",
+        run_in(
+            None,
+            "mvn",
+            &[
+                "-B",
+                "-q",
+                "-Dstyle.color=never",
+                "-f",
+                pom.to_str().expect("utf-8 path"),
+                &build_dir,
+                "-Dexample.main=example.ClusterMain",
+                "compile",
+                "exec:java",
+                &address,
+            ],
+            STEP_LIMIT,
+        ),
+    );
+    assert!(r.stdout.contains("java cluster example: ok"), "{}", r.stdout);
 }

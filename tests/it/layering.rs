@@ -16,7 +16,7 @@ const LAYERS: &[&[&str]] = &[
     &["error"],
     &["db"],
     &["client", "config"],
-    &["blocking", "tx", "pubsub", "monitor", "control", "acl", "tracking"],
+    &["blocking", "tx", "pubsub", "monitor", "control", "acl", "tracking", "cluster"],
     &["script"],
     &["core"],
     &["cmd"],

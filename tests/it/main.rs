@@ -7,6 +7,7 @@ mod acl;
 mod bench_tool;
 mod binary;
 mod blocking;
+mod cluster;
 mod command_meta;
 mod compat;
 mod config;

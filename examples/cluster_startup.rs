@@ -1,0 +1,44 @@
+//! How long `Server::start_cluster(3)` takes in-process: from the call to
+//! three nodes accepting connections with the slots assigned (BENCHMARKS.md,
+//! "Cluster start-up").
+//!
+//!     cargo run --release --example cluster_startup [rounds]
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+fn main() {
+    let rounds: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(50);
+    let (mut started, mut answered) = (Vec::with_capacity(rounds), Vec::with_capacity(rounds));
+    for _ in 0..rounds {
+        let t = Instant::now();
+        let cluster = rlockd::Server::start_cluster(3).expect("start a cluster");
+        started.push(t.elapsed());
+        // Then every node answers CLUSTER INFO with the cluster ok.
+        for addr in cluster.addrs() {
+            let mut s = TcpStream::connect(addr).expect("connect");
+            s.write_all(b"*2\r\n$7\r\nCLUSTER\r\n$4\r\nINFO\r\n").expect("write");
+            let mut buf = [0u8; 512];
+            let n = s.read(&mut buf).expect("read");
+            assert!(String::from_utf8_lossy(&buf[..n]).contains("cluster_state:ok"));
+        }
+        answered.push(t.elapsed());
+        drop(cluster);
+    }
+    report("start_cluster(3) returned", &mut started);
+    report("every node answered CLUSTER INFO", &mut answered);
+}
+
+fn report(what: &str, times: &mut [Duration]) {
+    times.sort();
+    let n = times.len();
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    println!(
+        "{what}, {n} rounds: median {:.2} ms, p90 {:.2} ms, min {:.2} ms, max {:.2} ms",
+        ms(times[n / 2]),
+        ms(times[n * 9 / 10]),
+        ms(times[0]),
+        ms(times[n - 1])
+    );
+}

@@ -1,0 +1,167 @@
+//! `MIGRATE`: keys moved to another server (an rlockd node, or any Redis)
+//! as Redis 7.0 moves them: `DUMP` payloads sent as `RESTORE` (a cluster
+//! node sends `RESTORE-ASKING`) over a connection made for the call,
+//! synchronously (the event loop waits, as Redis's does), the keys deleted
+//! here once the target accepted them (unless `COPY`).
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::time::Duration;
+
+use bytes::Bytes;
+
+use super::util::eq;
+use super::Ctx;
+use crate::db::{notify, rdb};
+use crate::error::{CmdError, CmdResult};
+use crate::protocol::Reply;
+
+fn bulk(out: &mut Vec<u8>, b: &[u8]) {
+    out.extend_from_slice(format!("${}\r\n", b.len()).as_bytes());
+    out.extend_from_slice(b);
+    out.extend_from_slice(b"\r\n");
+}
+
+fn command(out: &mut Vec<u8>, args: &[&[u8]]) {
+    out.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
+    for a in args {
+        bulk(out, a);
+    }
+}
+
+/// `MIGRATE host port key|"" destination-db timeout [COPY] [REPLACE]
+/// [AUTH password | AUTH2 username password] [KEYS key …]`.
+pub fn migrate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let (mut copy, mut replace) = (false, false);
+    let (mut user, mut password): (Option<&Bytes>, Option<&Bytes>) = (None, None);
+    let (mut first, mut count) = (3, 1);
+    let mut j = 6;
+    while j < args.len() {
+        let more = args.len() - 1 - j;
+        if eq(&args[j], "copy") {
+            copy = true;
+        } else if eq(&args[j], "replace") {
+            replace = true;
+        } else if eq(&args[j], "auth") {
+            if more < 1 {
+                return Err(CmdError::Syntax);
+            }
+            j += 1;
+            password = Some(&args[j]);
+        } else if eq(&args[j], "auth2") {
+            if more < 2 {
+                return Err(CmdError::Syntax);
+            }
+            user = Some(&args[j + 1]);
+            password = Some(&args[j + 2]);
+            j += 2;
+        } else if eq(&args[j], "keys") {
+            if !args[3].is_empty() {
+                return Err(CmdError::custom(
+                    "ERR When using MIGRATE KEYS option, the key argument must be set to the empty string",
+                ));
+            }
+            first = j + 1;
+            count = args.len() - j - 1;
+            break;
+        } else {
+            return Err(CmdError::Syntax);
+        }
+        j += 1;
+    }
+    let timeout = super::util::int(&args[5])?;
+    let dbid = super::util::int(&args[4])?;
+    let timeout = Duration::from_millis(if timeout <= 0 { 1000 } else { timeout as u64 });
+    let now = ctx.now_ms();
+    let fill = ctx.db().limits().list_fill;
+    // The keys here (not expired), with their remaining time and payload.
+    let mut found: Vec<(Bytes, i64, Vec<u8>)> = Vec::new();
+    {
+        let mut db = ctx.db();
+        for key in &args[first..first + count] {
+            if let Some(e) = db.entry(key) {
+                let ttl = e.expire().map_or(0, |at| (at as i64 - now as i64).max(1));
+                found.push((key.clone(), ttl, rdb::dump(e, fill)));
+            }
+        }
+    }
+    if found.is_empty() {
+        return Ok(Reply::status("NOKEY"));
+    }
+    let restore: &[u8] = if ctx.core.cluster.is_some() { b"RESTORE-ASKING" } else { b"RESTORE" };
+    let mut out = Vec::new();
+    if let Some(pw) = password {
+        match user {
+            Some(u) => command(&mut out, &[b"AUTH", u, pw]),
+            None => command(&mut out, &[b"AUTH", pw]),
+        }
+    }
+    command(&mut out, &[b"SELECT", dbid.to_string().as_bytes()]);
+    for (key, ttl, payload) in &found {
+        let ttl = ttl.to_string();
+        if replace {
+            command(&mut out, &[restore, key, ttl.as_bytes(), payload, b"REPLACE"]);
+        } else {
+            command(&mut out, &[restore, key, ttl.as_bytes(), payload]);
+        }
+    }
+    let io_error = |writing: bool| {
+        CmdError::custom(format!(
+            "IOERR error or timeout {} to target instance",
+            if writing { "writing" } else { "reading" }
+        ))
+    };
+    let host = String::from_utf8_lossy(&args[1]).into_owned();
+    let port = String::from_utf8_lossy(&args[2]).into_owned();
+    let Some(addr) = format!("{host}:{port}").to_socket_addrs().ok().and_then(|mut a| a.next()) else {
+        return Err(CmdError::custom("IOERR error or timeout connecting to the client"));
+    };
+    let stream = TcpStream::connect_timeout(&addr, timeout).map_err(|_| io_error(true))?;
+    let _ = stream.set_nodelay(true);
+    stream.set_write_timeout(Some(timeout)).map_err(|_| io_error(true))?;
+    stream.set_read_timeout(Some(timeout)).map_err(|_| io_error(false))?;
+    (&stream).write_all(&out).map_err(|_| io_error(true))?;
+    let mut reader = BufReader::new(&stream);
+    let mut line = || -> Option<String> {
+        let mut l = String::new();
+        match reader.read_line(&mut l) {
+            Ok(n) if n > 0 => Some(l.trim_end_matches(['\r', '\n']).to_string()),
+            _ => None,
+        }
+    };
+    let mut first_error: Option<String> = None;
+    if password.is_some() {
+        let auth = line().ok_or_else(|| io_error(false))?;
+        if auth.starts_with('-') {
+            first_error = Some(auth);
+        }
+    }
+    let select = line().ok_or_else(|| io_error(false))?;
+    if first_error.is_none() && select.starts_with('-') {
+        first_error = Some(select);
+    }
+    // A refused AUTH or SELECT fails every key.
+    let refused = first_error.is_some();
+    for (answered, (key, _, _)) in found.iter().enumerate() {
+        let Some(reply) = line() else {
+            if answered == 0 && first_error.is_none() {
+                return Err(io_error(false));
+            }
+            break;
+        };
+        let failed = refused || reply.starts_with('-');
+        if reply.starts_with('-') && first_error.is_none() {
+            first_error = Some(reply);
+        }
+        if !failed && !copy {
+            let mut db = ctx.db();
+            if db.remove(key).is_some() {
+                db.notify(notify::GENERIC, "del", key);
+            }
+        }
+    }
+    match first_error {
+        Some(e) => Err(CmdError::custom(format!("ERR Target instance replied with error: {}", &e[1..]))),
+        None => Ok(Reply::ok()),
+    }
+}

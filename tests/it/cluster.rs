@@ -1,0 +1,551 @@
+//! Cluster mode (`Server::start_cluster`, `rlockd --cluster N`) compared
+//! with a real 3-node redis-server cluster (started with `--cluster-enabled
+//! yes` and joined by `redis-cli --cluster create`): the same steps on both,
+//! replies compared with node ids, ports and ping/pong times named instead
+//! of printed (they differ between any two clusters). Then what only rlockd
+//! has: test control of slots and nodes.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::oracle::redis_server_or_skip;
+use crate::common::resp::{pretty, RawConn, Value};
+use crate::common::skip::skipped;
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
+}
+
+/// A 3-primary redis-server cluster in child processes, killed on drop.
+struct RedisCluster {
+    children: Vec<Child>,
+    ports: Vec<u16>,
+    _dir: PathBuf,
+}
+
+impl Drop for RedisCluster {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self._dir);
+    }
+}
+
+fn info_field(port: u16, section: &[&str], field: &str) -> Option<String> {
+    let mut c = RawConn::try_connect(port).ok()?;
+    let mut args = vec!["CLUSTER"];
+    args.extend_from_slice(section);
+    let text = match c.cmd(&args) {
+        Value::Bulk(Some(b)) | Value::Verbatim(b) => String::from_utf8_lossy(&b).into_owned(),
+        _ => return None,
+    };
+    text.lines().find_map(|l| l.strip_prefix(&format!("{field}:")).map(|v| v.trim().to_string()))
+}
+
+impl RedisCluster {
+    /// Starts and joins the cluster, or None (after recording the skip)
+    /// without redis-server / redis-cli.
+    fn start(extra: &[&str]) -> Option<RedisCluster> {
+        let server = redis_server_or_skip()?;
+        let cli = server.replace("redis-server", "redis-cli");
+        if !std::path::Path::new(&cli).is_file() {
+            skipped("redis-cli is not installed, so the cluster was not compared with Redis");
+            return None;
+        }
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("redis-cluster-{}", free_port()));
+        std::fs::create_dir_all(&dir).expect("cluster dir");
+        // A port and its bus port (+10000) must both be free.
+        let mut ports = Vec::new();
+        while ports.len() < 3 {
+            let p = free_port();
+            if p < 55000 && std::net::TcpListener::bind(("127.0.0.1", p + 10000)).is_ok() && !ports.contains(&p) {
+                ports.push(p);
+            }
+        }
+        let mut rc = RedisCluster { children: Vec::new(), ports: ports.clone(), _dir: dir.clone() };
+        for p in &ports {
+            let conf = dir.join(format!("nodes-{p}.conf"));
+            let child = Command::new(&server)
+                .args(["--port", &p.to_string(), "--bind", "127.0.0.1", "--cluster-enabled", "yes"])
+                .args(["--cluster-config-file", conf.to_str().expect("utf-8"), "--save", "", "--appendonly", "no"])
+                .args(["--dir", dir.to_str().expect("utf-8"), "--loglevel", "warning"])
+                .args(extra)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("spawn redis-server");
+            rc.children.push(child);
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while ports.iter().any(|p| RawConn::try_connect(*p).is_err()) {
+            assert!(Instant::now() < deadline, "redis-server cluster nodes did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let addrs: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
+        let out = Command::new(&cli)
+            .arg("--cluster")
+            .arg("create")
+            .args(&addrs)
+            .arg("--cluster-yes")
+            .stdin(Stdio::null())
+            .output()
+            .expect("redis-cli --cluster create");
+        assert!(out.status.success(), "redis-cli --cluster create: {}", String::from_utf8_lossy(&out.stdout));
+        // Every node must know the whole cluster before the comparison.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !ports.iter().all(|p| {
+            info_field(*p, &["INFO"], "cluster_state").as_deref() == Some("ok")
+                && info_field(*p, &["INFO"], "cluster_known_nodes").as_deref() == Some("3")
+        }) {
+            assert!(Instant::now() < deadline, "the redis-server cluster did not converge");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Some(rc)
+    }
+}
+
+/// One cluster under test: a connection per node and how to name its ids
+/// and ports.
+struct Side {
+    conns: Vec<RawConn>,
+    ids: Vec<String>,
+    ports: Vec<u16>,
+}
+
+impl Side {
+    fn new(ports: &[u16]) -> Side {
+        let mut conns: Vec<RawConn> = ports.iter().map(|p| RawConn::connect(*p)).collect();
+        let ids = conns
+            .iter_mut()
+            .map(|c| match c.cmd(&["CLUSTER", "MYID"]) {
+                Value::Bulk(Some(b)) => String::from_utf8(b).expect("id"),
+                other => panic!("CLUSTER MYID: {other:?}"),
+            })
+            .collect();
+        Side { conns, ids, ports: ports.to_vec() }
+    }
+
+    /// `$ID<n>` and `$PORT<n>` in `args` made this side's.
+    fn args(&self, args: &[&str]) -> Vec<String> {
+        args.iter()
+            .map(|a| {
+                let mut a = a.to_string();
+                for (i, id) in self.ids.iter().enumerate() {
+                    a = a.replace(&format!("$ID{i}"), id).replace(&format!("$PORT{i}"), &self.ports[i].to_string());
+                }
+                a
+            })
+            .collect()
+    }
+
+    /// A reply with ids and ports named.
+    fn norm(&self, text: String) -> String {
+        let mut t = text;
+        for (i, id) in self.ids.iter().enumerate() {
+            t = t.replace(id, &format!("<id{i}>"));
+        }
+        for (i, p) in self.ports.iter().enumerate() {
+            t = t.replace(&(u32::from(*p) + 10000).to_string(), &format!("<bus{i}>"));
+            t = t.replace(&p.to_string(), &format!("<port{i}>"));
+        }
+        t
+    }
+
+    fn run(&mut self, node: usize, args: &[&str]) -> String {
+        let args = self.args(args);
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let reply = self.conns[node].cmd(&refs);
+        render(&refs, &reply, &|t| self.norm(t))
+    }
+}
+
+/// A reply rendered for comparison; where Redis's order is its dict's
+/// (NODES lines, SHARDS entries) it is sorted, and what varies with time
+/// (ping/pong times, link creation times, bus message counters) is left out.
+fn render(args: &[&str], v: &Value, norm: &dyn Fn(String) -> String) -> String {
+    let sub = args.get(1).map(|s| s.to_ascii_lowercase()).unwrap_or_default();
+    let cluster = args[0].eq_ignore_ascii_case("cluster");
+    let text = |v: &Value| match v {
+        Value::Bulk(Some(b)) => String::from_utf8_lossy(b).into_owned(),
+        Value::Verbatim(b) => {
+            format!("{}\n(verbatim {})", String::from_utf8_lossy(&b[4..]), String::from_utf8_lossy(&b[..3]))
+        }
+        other => pretty(other),
+    };
+    match (cluster, sub.as_str(), v) {
+        (true, "nodes", _) => {
+            let mut lines: Vec<String> = text(v)
+                .lines()
+                .map(|l| {
+                    let mut f: Vec<&str> = l.split(' ').collect();
+                    if f.len() > 5 {
+                        f[4] = "<ping>";
+                        f[5] = "<pong>";
+                    }
+                    norm(f.join(" "))
+                })
+                .collect();
+            lines.sort();
+            lines.join("\n")
+        }
+        (true, "info", _) => {
+            norm(text(v).lines().filter(|l| !l.starts_with("cluster_stats_messages")).collect::<Vec<_>>().join("\n"))
+        }
+        (true, "shards", Value::Agg(_, Some(items))) => {
+            let mut shards: Vec<String> = items.iter().map(|s| norm(pretty(s))).collect();
+            shards.sort();
+            shards.join("\n")
+        }
+        (true, "links", Value::Agg(_, Some(items))) => {
+            // How many links are up at a given moment varies on a real cluster.
+            // which peer is listed first (dict order).
+            let first = norm(items.first().map(|l| pretty(&l.shape_only())).unwrap_or_default());
+            format!("links: {}", (0..3).fold(first, |t, i| t.replace(&format!("<id{i}>"), "<id>")))
+        }
+        _ => norm(pretty(v)),
+    }
+}
+
+trait ShapeOnly {
+    fn shape_only(&self) -> Value;
+}
+
+impl ShapeOnly for Value {
+    /// Integers zeroed (creation times).
+    fn shape_only(&self) -> Value {
+        match self {
+            Value::Int(_) => Value::Int(0),
+            Value::Agg(t, Some(items)) => Value::Agg(*t, Some(items.iter().map(ShapeOnly::shape_only).collect())),
+            Value::Map(p) => Value::Map(p.iter().map(|(k, v)| (k.clone(), v.shape_only())).collect()),
+            other => other.clone(),
+        }
+    }
+}
+
+/// Runs `steps` on both clusters and compares every reply.
+fn compare(ours: &mut Side, redis: &mut Side, steps: &[(usize, &[&str])]) {
+    let mut diffs = Vec::new();
+    for (node, args) in steps {
+        let a = ours.run(*node, args);
+        let b = redis.run(*node, args);
+        if a != b {
+            diffs.push(format!("node {node} {args:?}\n  rlockd: {a}\n  redis:  {b}"));
+        }
+    }
+    assert!(diffs.is_empty(), "{} replies differ:\n{}", diffs.len(), diffs.join("\n"));
+}
+
+/// Keys used below, by slot: "b" 3300 (node 0), "c" 7365 (node 1), "foo"
+/// 12182 (node 2), "k2" 449 (node 0).
+#[test]
+fn cluster_replies_match_redis() {
+    let Some(rc) = RedisCluster::start(&[]) else { return };
+    let cluster = rlockd::Server::start_cluster(3).expect("cluster");
+    let ports: Vec<u16> = cluster.addrs().iter().map(|a| a.port()).collect();
+    let mut ours = Side::new(&ports);
+    let mut redis = Side::new(&rc.ports);
+    let steps: &[(usize, &[&str])] = &[
+        (0, &["CLUSTER", "INFO"]),
+        (1, &["CLUSTER", "INFO"]),
+        (0, &["CLUSTER", "SLOTS"]),
+        (0, &["CLUSTER", "SHARDS"]),
+        (0, &["CLUSTER", "NODES"]),
+        (2, &["CLUSTER", "NODES"]),
+        (0, &["CLUSTER", "MYID"]),
+        (0, &["CLUSTER", "LINKS"]),
+        (0, &["CLUSTER", "HELP"]),
+        (0, &["CLUSTER", "KEYSLOT", "foo"]),
+        (0, &["CLUSTER", "KEYSLOT", "{user1}:a"]),
+        (0, &["CLUSTER", "KEYSLOT", ""]),
+        (0, &["CLUSTER", "KEYSLOT", "foo{}{bar}"]),
+        (0, &["CLUSTER", "KEYSLOT", "foo{{bar}}zap"]),
+        (0, &["CLUSTER", "REPLICAS", "$ID0"]),
+        (0, &["CLUSTER", "REPLICAS", "nope"]),
+        (0, &["CLUSTER", "COUNT-FAILURE-REPORTS", "$ID1"]),
+        (0, &["CLUSTER", "COUNTKEYSINSLOT", "20000"]),
+        (0, &["CLUSTER", "COUNTKEYSINSLOT", "x"]),
+        (0, &["CLUSTER", "GETKEYSINSLOT", "3300", "-1"]),
+        (0, &["CLUSTER", "SETSLOT", "99999", "STABLE"]),
+        (0, &["CLUSTER", "SETSLOT", "3300", "NODE", "abc"]),
+        (0, &["CLUSTER", "SETSLOT", "3300", "FOO"]),
+        (0, &["CLUSTER", "SETSLOT", "3300", "MIGRATING", "abc"]),
+        (0, &["CLUSTER", "SETSLOT", "12000", "MIGRATING", "$ID1"]),
+        (0, &["CLUSTER", "SETSLOT", "3300", "IMPORTING", "$ID0"]),
+        (0, &["CLUSTER", "ADDSLOTS", "100"]),
+        (0, &["CLUSTER", "ADDSLOTS", "x"]),
+        (0, &["CLUSTER", "ADDSLOTSRANGE", "5", "1"]),
+        (0, &["CLUSTER", "ADDSLOTSRANGE", "5"]),
+        (0, &["CLUSTER", "DELSLOTSRANGE", "1", "2", "3"]),
+        (0, &["CLUSTER", "SET-CONFIG-EPOCH", "5"]),
+        (0, &["CLUSTER", "SAVECONFIG"]),
+        (0, &["CLUSTER", "NOPE"]),
+        (0, &["READONLY"]),
+        (0, &["READWRITE"]),
+        (0, &["ASKING"]),
+        // Redirects and refusals.
+        (0, &["SET", "foo", "1"]),
+        (2, &["SET", "foo", "1"]),
+        (0, &["SET", "b", "1"]),
+        (0, &["CLUSTER", "FLUSHSLOTS"]),
+        (0, &["GET", "c"]),
+        (0, &["MSET", "a", "1", "b", "2"]),
+        (0, &["MSET", "{b}1", "1", "{b}2", "2"]),
+        (0, &["DEL", "b", "k2"]),
+        (0, &["SPUBLISH", "ch", "hi"]),
+        (0, &["SSUBSCRIBE", "ch", "a"]),
+        (0, &["PUBLISH", "ch", "hi"]),
+        (0, &["SELECT", "1"]),
+        (0, &["SELECT", "x"]),
+        (0, &["SELECT", "0"]),
+        (0, &["EVAL", "return redis.call('get','foo')", "0"]),
+        (0, &["EVAL", "return redis.call('get','foo')", "1", "b"]),
+        (0, &["EVAL", "return redis.call('get',KEYS[1])", "1", "c"]),
+        (0, &["EVAL", "return 1", "2", "b", "k2"]),
+        (0, &["EVAL", "redis.call('set','b',1); return redis.call('set','k2',1)", "0"]),
+        (0, &["EVAL", "return redis.call('mget','b','k2')", "0"]),
+        (0, &["EVAL", "return redis.call('get','b')", "1", "b"]),
+        (0, &["CLUSTER", "COUNTKEYSINSLOT", "3300"]),
+        (0, &["CLUSTER", "GETKEYSINSLOT", "3300", "10"]),
+        (0, &["MULTI"]),
+        (0, &["SET", "b", "2"]),
+        (0, &["SET", "k2", "2"]),
+        (0, &["EXEC"]),
+        (0, &["EXEC"]),
+        (0, &["MULTI"]),
+        (0, &["SET", "foo", "2"]),
+        (0, &["SET", "b", "3"]),
+        (0, &["EXEC"]),
+        (0, &["MULTI"]),
+        (0, &["GET", "b"]),
+        (0, &["EXEC"]),
+        (0, &["INFO", "CLUSTER"]),
+    ];
+    compare(&mut ours, &mut redis, steps);
+    // RESP3: maps in SHARDS, LINKS and SLOTS, verbatim text in NODES and INFO.
+    for side in [&mut ours, &mut redis] {
+        let Value::Map(hello) = side.conns[1].cmd(&["HELLO", "3"]) else { panic!("HELLO 3") };
+        let mode = hello.iter().find(|(k, _)| *k == Value::Bulk(Some(b"mode".to_vec()))).map(|(_, v)| v.clone());
+        assert_eq!(mode, Some(Value::Bulk(Some(b"cluster".to_vec()))));
+    }
+    let steps: &[(usize, &[&str])] = &[
+        (1, &["CLUSTER", "SLOTS"]),
+        (1, &["CLUSTER", "SHARDS"]),
+        (1, &["CLUSTER", "LINKS"]),
+        (1, &["CLUSTER", "NODES"]),
+        (1, &["CLUSTER", "INFO"]),
+        (1, &["CLUSTER", "MYID"]),
+        (1, &["GET", "b"]),
+    ];
+    compare(&mut ours, &mut redis, steps);
+}
+
+/// A slot moved by hand, as `redis-cli --cluster reshard` moves it: ASK
+/// for keys already gone, TRYAGAIN for a split multi-key command, MOVED
+/// once the slot is done.
+#[test]
+fn resharding_matches_redis() {
+    let Some(rc) = RedisCluster::start(&[]) else { return };
+    let cluster = rlockd::Server::start_cluster(3).expect("cluster");
+    let ports: Vec<u16> = cluster.addrs().iter().map(|a| a.port()).collect();
+    let mut ours = Side::new(&ports);
+    let mut redis = Side::new(&rc.ports);
+    let steps: &[(usize, &[&str])] = &[
+        (0, &["SET", "b", "1"]),
+        (0, &["SET", "{b}y", "2", "PX", "100000"]),
+        (0, &["CLUSTER", "SETSLOT", "3300", "MIGRATING", "$ID1"]),
+        (1, &["CLUSTER", "SETSLOT", "3300", "IMPORTING", "$ID0"]),
+        (0, &["CLUSTER", "NODES"]),
+        (1, &["CLUSTER", "NODES"]),
+        (0, &["GET", "b"]),
+        (0, &["GET", "{b}x"]),
+        (0, &["MGET", "b", "{b}x"]),
+        (1, &["GET", "b"]),
+        (0, &["MIGRATE", "127.0.0.1", "$PORT1", "b", "0", "5000"]),
+        (0, &["MIGRATE", "127.0.0.1", "$PORT1", "b", "0", "5000"]),
+        (0, &["GET", "b"]),
+        (0, &["MGET", "b", "{b}y"]),
+        (1, &["ASKING"]),
+        (1, &["GET", "b"]),
+        (1, &["GET", "b"]),
+        (1, &["ASKING"]),
+        (1, &["MGET", "b", "{b}y"]),
+        (1, &["ASKING"]),
+        (1, &["MGET", "b", "b"]),
+        (1, &["ASKING"]),
+        (1, &["MULTI"]),
+        (1, &["GET", "b"]),
+        (1, &["EXEC"]),
+        (0, &["CLUSTER", "COUNTKEYSINSLOT", "3300"]),
+        (1, &["CLUSTER", "COUNTKEYSINSLOT", "3300"]),
+        (0, &["CLUSTER", "SETSLOT", "3300", "NODE", "$ID1"]),
+        (0, &["MIGRATE", "127.0.0.1", "$PORT1", "", "0", "5000", "KEYS", "{b}y"]),
+        (0, &["MIGRATE", "127.0.0.1", "$PORT1", "", "0", "5000", "KEYS", "{b}y"]),
+        (1, &["EXISTS", "{b}y"]),
+        (1, &["CLUSTER", "GETKEYSINSLOT", "3300", "10"]),
+        (1, &["CLUSTER", "SETSLOT", "3300", "NODE", "$ID1"]),
+        (0, &["CLUSTER", "SETSLOT", "3300", "NODE", "$ID1"]),
+        (2, &["CLUSTER", "SETSLOT", "3300", "NODE", "$ID1"]),
+        (0, &["GET", "b"]),
+        (1, &["GET", "b"]),
+        (1, &["CLUSTER", "NODES"]),
+        (0, &["CLUSTER", "SLOTS"]),
+    ];
+    compare(&mut ours, &mut redis, steps);
+}
+
+/// `PUBLISH` on one node reaches subscribers on every node (the cluster
+/// bus carries it), and counts only the publishing node's receivers, as on
+/// the real cluster; `SPUBLISH` stays in its shard.
+#[test]
+fn publish_reaches_every_node() {
+    let cluster = rlockd::Server::start_cluster(3).expect("cluster");
+    let ports: Vec<u16> = cluster.addrs().iter().map(|a| a.port()).collect();
+    let mut sub2 = RawConn::connect(ports[2]);
+    sub2.cmd(&["SUBSCRIBE", "news"]);
+    let mut sub0 = RawConn::connect(ports[0]);
+    sub0.cmd(&["SUBSCRIBE", "news"]);
+    let mut shard = RawConn::connect(ports[2]);
+    // "foo" hashes to slot 12182, node 2's.
+    shard.cmd(&["SSUBSCRIBE", "foo"]);
+    let mut p = RawConn::connect(ports[0]);
+    assert_eq!(p.cmd(&["PUBLISH", "news", "hello"]), Value::Int(1));
+    let msg = |s: &str| {
+        Value::Agg(
+            b'*',
+            Some(vec![
+                Value::Bulk(Some(b"message".to_vec())),
+                Value::Bulk(Some(b"news".to_vec())),
+                Value::Bulk(Some(s.as_bytes().to_vec())),
+            ]),
+        )
+    };
+    assert_eq!(sub0.read(), Some(msg("hello")));
+    assert_eq!(sub2.read(), Some(msg("hello")));
+    let mut p2 = RawConn::connect(ports[2]);
+    assert_eq!(p2.cmd(&["SPUBLISH", "foo", "x"]), Value::Int(1));
+    assert_eq!(p.cmd(&["SPUBLISH", "foo", "x"]), Value::Error(format!("MOVED 12182 127.0.0.1:{}", ports[2]).into()));
+}
+
+/// `RLOCKD CLUSTER MOVESLOT` moves a slot all at once, or key by key with
+/// the slot left MIGRATING/IMPORTING (clients get ASK) until it is done.
+#[test]
+fn control_moves_a_slot() {
+    let cluster = rlockd::Server::start_cluster(3).expect("cluster");
+    let ports: Vec<u16> = cluster.addrs().iter().map(|a| a.port()).collect();
+    let ids = cluster.node_ids();
+    let mut n0 = RawConn::connect(ports[0]);
+    let mut n1 = RawConn::connect(ports[1]);
+    // Slot 3300: "b" and keys tagged {b}.
+    for k in ["b", "{b}1", "{b}2", "{b}3"] {
+        assert_eq!(n0.cmd(&["SET", k, "v"]), Value::Simple(b"OK".to_vec()));
+    }
+    assert_eq!(n0.cmd(&["PEXPIRE", "{b}3", "100000"]), Value::Int(1));
+    assert_eq!(n0.cmd(&["RLOCKD", "CLUSTER", "MOVESLOT", "3300", "1", "KEYS", "2"]), Value::Int(2));
+    assert_eq!(n0.cmd(&["CLUSTER", "COUNTKEYSINSLOT", "3300"]), Value::Int(2));
+    assert_eq!(n1.cmd(&["CLUSTER", "COUNTKEYSINSLOT", "3300"]), Value::Int(2));
+    let Value::Bulk(Some(nodes)) = n0.cmd(&["CLUSTER", "NODES"]) else { panic!("NODES") };
+    assert!(String::from_utf8_lossy(&nodes).contains(&format!("[3300->-{}]", ids[1])));
+    // Keys already moved: ASK; a multi-key command split by the move: TRYAGAIN.
+    let moved: Vec<Vec<u8>> = n1.cmd(&["CLUSTER", "GETKEYSINSLOT", "3300", "10"]).bulks();
+    let moved = String::from_utf8(moved[0].clone()).unwrap();
+    let ask = format!("ASK 3300 127.0.0.1:{}", ports[1]);
+    assert_eq!(n0.cmd(&["GET", &moved]), Value::Error(ask.into()));
+    let Value::Agg(_, Some(left)) = n0.cmd(&["CLUSTER", "GETKEYSINSLOT", "3300", "10"]) else { panic!() };
+    let Value::Bulk(Some(left)) = &left[0] else { panic!() };
+    let left = String::from_utf8(left.clone()).unwrap();
+    assert_eq!(
+        n0.cmd(&["MGET", &moved, &left]),
+        Value::Error(b"TRYAGAIN Multiple keys request during rehashing of slot".to_vec())
+    );
+    n1.cmd(&["ASKING"]);
+    assert_eq!(n1.cmd(&["GET", &moved]), Value::Bulk(Some(b"v".to_vec())));
+    // The rest, and the slot is node 1's: MOVED from node 0, TTLs kept.
+    assert_eq!(n0.cmd(&["RLOCKD", "CLUSTER", "MOVESLOT", "3300", &ids[1]]), Value::Int(2));
+    assert_eq!(n0.cmd(&["GET", "b"]), Value::Error(format!("MOVED 3300 127.0.0.1:{}", ports[1]).into()));
+    assert_eq!(n1.cmd(&["DBSIZE"]), Value::Int(4));
+    assert!(n1.cmd(&["PTTL", "{b}3"]).as_int().is_some_and(|t| t > 0 && t <= 100000));
+    assert_eq!(cluster.slot_owner(3300), Some(1));
+    let Value::Bulk(Some(info)) = n1.cmd(&["CLUSTER", "INFO"]) else { panic!("INFO") };
+    assert!(String::from_utf8_lossy(&info).contains("cluster_my_epoch:4"), "the importing node's epoch is bumped");
+}
+
+/// A node taken down: its port refuses, the others answer CLUSTERDOWN for
+/// keys (not for keyless commands) and show it failed; brought back, it
+/// has its keys and the cluster is ok again.
+#[test]
+fn control_takes_a_node_down_and_back() {
+    let cluster = rlockd::Server::start_cluster(3).expect("cluster");
+    let ports: Vec<u16> = cluster.addrs().iter().map(|a| a.port()).collect();
+    let mut n2 = RawConn::connect(ports[2]);
+    assert_eq!(n2.cmd(&["SET", "foo", "1"]), Value::Simple(b"OK".to_vec()));
+    let mut n0 = RawConn::connect(ports[0]);
+    assert_eq!(n0.cmd(&["RLOCKD", "CLUSTER", "DOWN", "2"]), Value::Simple(b"OK".to_vec()));
+    assert!(RawConn::try_connect(ports[2]).is_err(), "a node that is down refuses connections");
+    assert_eq!(n2.read(), None, "its clients are disconnected");
+    assert_eq!(n0.cmd(&["GET", "b"]), Value::Error(b"CLUSTERDOWN The cluster is down".to_vec()));
+    assert_eq!(n0.cmd(&["PING"]), Value::Simple(b"PONG".to_vec()));
+    let Value::Bulk(Some(info)) = n0.cmd(&["CLUSTER", "INFO"]) else { panic!("INFO") };
+    let info = String::from_utf8_lossy(&info).into_owned();
+    assert!(info.contains("cluster_state:fail") && info.contains("cluster_slots_fail:5461"), "{info}");
+    let Value::Bulk(Some(nodes)) = n0.cmd(&["CLUSTER", "NODES"]) else { panic!("NODES") };
+    assert!(String::from_utf8_lossy(&nodes).contains("master,fail"));
+    assert_eq!(n0.cmd(&["RLOCKD", "CLUSTER", "DOWN", "2"]), Value::Error(b"ERR node 2 is already down".to_vec()));
+    assert_eq!(n0.cmd(&["RLOCKD", "CLUSTER", "UP", "2"]), Value::Simple(b"OK".to_vec()));
+    let mut n2 = RawConn::connect(ports[2]);
+    assert_eq!(n2.cmd(&["GET", "foo"]), Value::Bulk(Some(b"1".to_vec())));
+    assert_eq!(n0.cmd(&["GET", "b"]), Value::Bulk(None));
+    // A node taking itself down goes once it has answered.
+    assert_eq!(n2.cmd(&["RLOCKD", "CLUSTER", "DOWN", "2"]), Value::Simple(b"OK".to_vec()));
+    assert_eq!(n2.read(), None);
+    cluster.bring_up(2).expect("bring up");
+    assert_eq!(RawConn::connect(ports[2]).cmd(&["GET", "foo"]), Value::Bulk(Some(b"1".to_vec())));
+}
+
+/// `rlockd --cluster 3` with announced addresses (a NAT'd or containerised
+/// cluster): redirects and `CLUSTER SLOTS` name them, node `i` announcing
+/// the base port plus `i`.
+#[test]
+fn binary_announces_given_addresses() {
+    let srv = crate::common::binary::Binary::start(&[
+        "--cluster",
+        "3",
+        "--port",
+        "0",
+        "--cluster-announce-ip",
+        "10.1.2.3",
+        "--cluster-announce-port",
+        "30000",
+    ]);
+    let mut c = RawConn::connect(srv.port);
+    assert_eq!(c.cmd(&["SET", "foo", "1"]), Value::Error(b"MOVED 12182 10.1.2.3:30002".to_vec()));
+    let Value::Agg(_, Some(ranges)) = c.cmd(&["CLUSTER", "SLOTS"]) else { panic!("SLOTS") };
+    let Value::Agg(_, Some(first)) = &ranges[1] else { panic!("range") };
+    let Value::Agg(_, Some(node)) = &first[2] else { panic!("node") };
+    assert_eq!(node[0], Value::Bulk(Some(b"10.1.2.3".to_vec())));
+    assert_eq!(node[1], Value::Int(30001));
+    assert_eq!(c.cmd(&["CONFIG", "GET", "cluster-enabled"]).bulks()[1], b"yes".to_vec());
+}
+
+/// `redis-cli -c` follows MOVED from one node to the next.
+#[test]
+fn redis_cli_follows_redirects() {
+    let Some(server) = crate::common::oracle::redis_server_path() else {
+        skipped("redis-cli is not installed, so redis-cli -c was not run against the cluster");
+        return;
+    };
+    let cli = server.replace("redis-server", "redis-cli");
+    let cluster = rlockd::Server::start_cluster(3).expect("cluster");
+    let port = cluster.addrs()[0].port().to_string();
+    let run = |args: &[&str]| {
+        let out = Command::new(&cli).args(["-c", "-p", &port]).args(args).output().expect("redis-cli");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    assert_eq!(run(&["SET", "foo", "bar"]), "OK");
+    assert_eq!(run(&["GET", "foo"]), "bar");
+    assert_eq!(cluster.with_node(2, |s| s.locks().len()), Some(0));
+    let mut n2 = RawConn::connect(cluster.addrs()[2].port());
+    assert_eq!(n2.cmd(&["GET", "foo"]), Value::Bulk(Some(b"bar".to_vec())), "the key is on node 2");
+}
