@@ -765,9 +765,14 @@ fn refused_script_write_stats(port: u16) -> Vec<String> {
             other => panic!("INFO answered {other:?}"),
         };
         let cmds = text(c.cmd(&["INFO", "commandstats"]));
-        for l in cmds.lines().filter(|l| l.starts_with("cmdstat_set:") || l.starts_with("cmdstat_eval:")) {
-            out.push(l.split(',').filter(|f| !f.starts_with("usec")).collect::<Vec<_>>().join(","));
-        }
+        // Sorted: Redis lists commands in its hash table's order.
+        let mut lines: Vec<String> = cmds
+            .lines()
+            .filter(|l| l.starts_with("cmdstat_set:") || l.starts_with("cmdstat_eval:"))
+            .map(|l| l.split(',').filter(|f| !f.starts_with("usec")).collect::<Vec<_>>().join(","))
+            .collect();
+        lines.sort();
+        out.extend(lines);
         let errors = text(c.cmd(&["INFO", "errorstats"]));
         out.extend(errors.lines().filter(|l| l.starts_with("errorstat_")).map(str::to_string));
         let info = text(c.cmd(&["INFO", "stats"]));
