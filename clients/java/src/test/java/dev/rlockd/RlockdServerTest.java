@@ -152,6 +152,13 @@ class RlockdServerTest {
             }
             assertTrue(Files.isExecutable(first));
             assertEquals(first.getParent().getFileName().toString(), NativeBinary.sha256(Files.readAllBytes(first)));
+            // the build recorded the packed binary's hash and size beside it
+            java.util.Properties meta = new java.util.Properties();
+            try (var in = NativeBinary.class.getResourceAsStream(NativeBinary.RESOURCE + ".properties")) {
+                meta.load(in);
+            }
+            assertEquals(first.getParent().getFileName().toString(), meta.getProperty("sha256"));
+            assertEquals(Files.size(first), Long.parseLong(meta.getProperty("size")));
             try (var files = Files.list(first.getParent())) {
                 assertEquals(1, files.count(), "no temporary file is left");
             }
