@@ -21,6 +21,7 @@ class RlockdError extends Error {
 function binaryPath(explicit) {
   let file;
   let source;
+  let bundled = false;
   if (explicit) {
     file = explicit;
     source = "the binary option";
@@ -30,6 +31,7 @@ function binaryPath(explicit) {
   } else {
     file = path.join(__dirname, "bin", "rlockd");
     source = "the rlockd package";
+    bundled = true;
   }
   let st;
   try {
@@ -43,14 +45,25 @@ function binaryPath(explicit) {
         `Linux x86-64 or set RLOCKD_BINARY to an rlockd executable`,
     );
   }
-  try {
-    fs.accessSync(file, fs.constants.X_OK);
-  } catch {
+  const executable = () => {
     try {
-      fs.chmodSync(file, st.mode | 0o111); // unpacked without its mode bits
+      fs.accessSync(file, fs.constants.X_OK);
+      return true;
     } catch {
-      throw new RlockdError(`rlockd binary is not executable: ${file} (from ${source})`);
+      return false;
     }
+  };
+  if (!executable()) {
+    // Only the package's own copy is mended (unpacked without its mode bits);
+    // a file the user named is refused as it is.
+    if (bundled) {
+      try {
+        fs.chmodSync(file, st.mode | 0o111);
+      } catch {
+        // reported below
+      }
+    }
+    if (!executable()) throw new RlockdError(`rlockd binary is not executable: ${file} (from ${source})`);
   }
   return file;
 }
@@ -102,8 +115,23 @@ class RlockdServer {
    */
   static async start(opts = {}) {
     const srv = new RlockdServer(opts);
+    if (opts.test) srv.reportTo(opts.test);
     await srv._start();
     return srv;
+  }
+
+  /**
+   * Puts this server's log into the report of test `t` (a node:test context) if
+   * the test fails: `RlockdServer.start({ test: t })` does it. Needs a runner
+   * whose context has `after()`, `passed` and `diagnostic()` (node:test on Node
+   * 20.12 and later); elsewhere it does nothing.
+   */
+  reportTo(t) {
+    if (!t || typeof t.after !== "function" || typeof t.diagnostic !== "function") return this;
+    t.after(() => {
+      if (t.passed === false) t.diagnostic(`rlockd log (port ${this.port}):\n${this.logs().trimEnd() || "(no output)"}`);
+    });
+    return this;
   }
 
   get url() {

@@ -190,3 +190,63 @@ test("withServer appends the server log to a failing body's error", async () => 
   });
   assert.ok(await waitUntil(() => !alive(pid)));
 });
+
+test("a non-executable binary is refused, not made executable", async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rlockd-bin-"));
+  const text = path.join(dir, "rlockd");
+  fs.writeFileSync(text, "echo this is not rlockd\n", { mode: 0o644 });
+  const saved = process.env.RLOCKD_BINARY;
+  try {
+    await assert.rejects(RlockdServer.start({ binary: text }), /rlockd binary is not executable: .*binary option/);
+    process.env.RLOCKD_BINARY = text;
+    await assert.rejects(RlockdServer.start(), /rlockd binary is not executable: .*RLOCKD_BINARY/);
+    assert.equal(fs.statSync(text).mode & 0o777, 0o644);
+  } finally {
+    if (saved === undefined) delete process.env.RLOCKD_BINARY;
+    else process.env.RLOCKD_BINARY = saved;
+    fs.rmSync(dir, { recursive: true });
+  }
+});
+
+test("start({ test: t }) puts the log into a failing test's report only", async () => {
+  // A test file of its own, run by a child node --test, beside this one so that it finds "rlockd".
+  const file = path.join(path.dirname(new URL(import.meta.url).pathname), `report-${process.pid}.test.mjs`);
+  fs.writeFileSync(
+    file,
+    `import { test } from "node:test";
+import assert from "node:assert/strict";
+import { RlockdServer } from "rlockd";
+test("fails", async (t) => {
+  const srv = await RlockdServer.start({ test: t, args: ["--loglevel", "verbose"] });
+  t.after(() => srv.stop());
+  await srv.command("SET", "k", "v");
+  assert.equal(1, 2, "on purpose");
+});
+test("passes", async (t) => {
+  const srv = await RlockdServer.start({ test: t });
+  t.after(() => srv.stop());
+  assert.equal(await srv.command("PING"), "PONG");
+});
+`,
+  );
+  try {
+    const env = { ...process.env };
+    delete env.NODE_TEST_CONTEXT; // a run of its own, not a child of this one
+    const child = spawn(process.execPath, ["--test", "--test-reporter=tap", file], {
+      stdio: ["ignore", "pipe", "pipe"],
+      env,
+    });
+    let out = "";
+    child.stdout.on("data", (c) => (out += c));
+    child.stderr.on("data", (c) => (out += c));
+    const code = await new Promise((resolve) => child.once("exit", resolve));
+    assert.equal(code, 1, out);
+    assert.match(out, /# pass 1/, out);
+    assert.match(out, /# fail 1/, out);
+    const logs = out.match(/rlockd log \(port \d+\)/g) || [];
+    assert.equal(logs.length, 1, out);
+    assert.match(out, /ready to accept connections/, out);
+  } finally {
+    fs.rmSync(file, { force: true });
+  }
+});

@@ -105,6 +105,18 @@ def test_missing_binary_error(monkeypatch, tmp_path):
         rlockd.Server(binary=str(missing)).start()
 
 
+def test_a_non_executable_binary_is_refused_not_changed(monkeypatch, tmp_path):
+    text = tmp_path / "rlockd"
+    text.write_text("echo this is not rlockd\n")
+    text.chmod(0o644)
+    monkeypatch.setenv("RLOCKD_BINARY", str(text))
+    with pytest.raises(PermissionError, match="not executable.*RLOCKD_BINARY"):
+        rlockd.Server().start()
+    with pytest.raises(PermissionError, match="not executable.*binary= argument"):
+        rlockd.Server(binary=str(text)).start()
+    assert text.stat().st_mode & 0o777 == 0o644
+
+
 def test_env_override_runs_that_binary(monkeypatch, tmp_path):
     copy = tmp_path / "my-rlockd"
     copy.write_bytes(open(rlockd.binary_path(), "rb").read())
