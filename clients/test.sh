@@ -2,7 +2,8 @@
 # Builds the static rlockd binary (or takes RLOCKD_BINARY), packs each front end
 # the way a user receives it and runs its tests against that package:
 #   python: a wheel carrying the binary, installed into a fresh venv, pytest;
-#   node:   `npm pack`, the tarball installed into a scratch project, node --test;
+#   node:   `npm pack` of the package and its linux-x64 binary package, both
+#           installed into a scratch project, node --test;
 #   java:   `mvn verify` (the binary packed into the jar, Surefire), then the
 #           Redisson tests again against an older Redisson line;
 #   go:     the module's own tests, then its go-redis and redsync tests in a
@@ -113,11 +114,12 @@ python_readme() {
 
 # ---------------------------------------------------------------- Node
 node_tests() {
-    say "node: npm pack"
-    (cd clients/node && RLOCKD_BINARY=$staged npm pack --silent --pack-destination "$scratch" >/dev/null) || return 1
+    say "node: npm pack (rlockd, and @rlockd/linux-x64 with the binary)"
+    (cd clients/node && RLOCKD_BINARY=$staged npm pack --silent --pack-destination "$scratch" . ./platforms/linux-x64 \
+        >/dev/null) || return 1
     local proj=$scratch/node-project
     cp -r clients/node/test "$proj"
-    say "node: installing $(basename "$scratch"/rlockd-*.tgz) into a scratch project"
+    say "node: installing $(cd "$scratch" && echo rlockd-*.tgz) into a scratch project"
     (cd "$proj" && npm install --silent --no-audit --no-fund "$scratch"/rlockd-*.tgz \
         ioredis@5.9.3 redlock@5.0.0-beta.2 redis@4.7.1 bullmq@5.76.0 typescript@5.9.3 @types/node@20) || return 1
     # bullmq 5.78 and later declare an optional peer redis@>=5, which node-redis 4.7.1 (tested here) does not satisfy.

@@ -17,7 +17,43 @@ class RlockdError extends Error {
   }
 }
 
-/** Path of the rlockd executable: `explicit`, then RLOCKD_BINARY, then the bundled one. */
+// The binary comes in one package per platform (npm installs the one whose os/cpu match, as an
+// optional dependency): @rlockd/linux-x64 and so on.
+const PLATFORM_PACKAGE = `@rlockd/${process.platform}-${process.arch}`;
+const HOW_TO_GET =
+  "set RLOCKD_BINARY to an rlockd executable or put rlockd on PATH (cargo install --path <rlockd checkout>, " +
+  "or /usr/local/bin/rlockd from the rlockd container image)";
+
+function bundledBinary() {
+  try {
+    const dir = path.dirname(require.resolve(`${PLATFORM_PACKAGE}/package.json`));
+    const file = path.join(dir, "bin", "rlockd");
+    return fs.existsSync(file) ? file : null;
+  } catch {
+    return null;
+  }
+}
+
+function onPath() {
+  for (const dir of (process.env.PATH || "").split(path.delimiter)) {
+    if (!dir) continue;
+    const file = path.join(dir, "rlockd");
+    try {
+      if (fs.statSync(file).isFile()) {
+        fs.accessSync(file, fs.constants.X_OK);
+        return file;
+      }
+    } catch {
+      // not here
+    }
+  }
+  return null;
+}
+
+/**
+ * Path of the rlockd executable: `explicit`, then RLOCKD_BINARY, then the one in this
+ * platform's package (@rlockd/<platform>-<arch>), then rlockd on PATH.
+ */
 function binaryPath(explicit) {
   let file;
   let source;
@@ -29,8 +65,17 @@ function binaryPath(explicit) {
     file = process.env.RLOCKD_BINARY;
     source = "the RLOCKD_BINARY environment variable";
   } else {
-    file = path.join(__dirname, "bin", "rlockd");
-    source = "the rlockd package";
+    file = bundledBinary();
+    if (!file) {
+      // No package for this platform: rlockd on PATH, else say how to get one.
+      const found = onPath();
+      if (found) return found;
+      throw new RlockdError(
+        `rlockd binary not found: no ${PLATFORM_PACKAGE} package is installed (the rlockd package has its ` +
+          `binary in one package per platform) and there is no rlockd on PATH; ${HOW_TO_GET}`,
+      );
+    }
+    source = `the ${PLATFORM_PACKAGE} package`;
     bundled = true;
   }
   let st;
@@ -41,8 +86,7 @@ function binaryPath(explicit) {
   }
   if (!st || !st.isFile()) {
     throw new RlockdError(
-      `rlockd binary not found: ${file} (from ${source}); install the rlockd package on ` +
-        `Linux x86-64 or set RLOCKD_BINARY to an rlockd executable`,
+      `rlockd binary not found: ${file} (from ${source}); ${HOW_TO_GET}`,
     );
   }
   const executable = () => {

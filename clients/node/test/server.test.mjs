@@ -1,7 +1,8 @@
 // The RlockdServer object: start, address, stop, errors, logs, orphans.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
+import { createRequire } from "node:module";
 import fs from "node:fs";
 import net from "node:net";
 import os from "node:os";
@@ -28,10 +29,33 @@ async function waitUntil(pred, ms = 10000) {
   return false;
 }
 
-test("the bundled binary is inside the installed package", () => {
+test("the binary comes from this platform's package", () => {
   const p = binaryPath();
-  assert.match(p, /node_modules\/rlockd\/bin\/rlockd$/);
+  assert.match(p, new RegExp(`node_modules/@rlockd/${process.platform}-${process.arch}/bin/rlockd$`));
   fs.accessSync(p, fs.constants.X_OK);
+});
+
+test("without this platform's package, rlockd on PATH, else one line on how to get one", async () => {
+  // index.cjs on its own, where no @rlockd/<platform> package can be resolved from.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rlockd-alone-"));
+  const bin = path.join(dir, "bin");
+  fs.mkdirSync(bin);
+  fs.copyFileSync(createRequire(import.meta.url).resolve("rlockd"), path.join(dir, "index.cjs"));
+  fs.copyFileSync(binaryPath(), path.join(bin, "rlockd"));
+  fs.chmodSync(path.join(bin, "rlockd"), 0o755);
+  const run = (PATH) => {
+    const env = { ...process.env, PATH };
+    delete env.RLOCKD_BINARY;
+    const script = `try { console.log(require(${JSON.stringify(path.join(dir, "index.cjs"))}).binaryPath()) } catch (e) { console.log(e.message) }`;
+    return execFileSync(process.execPath, ["-e", script], { env, encoding: "utf8" }).trim();
+  };
+  try {
+    assert.equal(run(`${path.join(dir, "empty")}${path.delimiter}${bin}`), path.join(bin, "rlockd"));
+    const none = run(path.join(dir, "empty"));
+    assert.match(none, /no @rlockd\/\S+ package is installed .* no rlockd on PATH; .*cargo install --path/);
+  } finally {
+    fs.rmSync(dir, { recursive: true });
+  }
 });
 
 test("start, url, port, command, stop", async () => {

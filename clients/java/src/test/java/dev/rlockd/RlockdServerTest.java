@@ -124,6 +124,25 @@ class RlockdServerTest {
     }
 
     @Test
+    void platformIsChosenAtRunTimeWithPathAsTheFallback(@TempDir Path dir) throws Exception {
+        assertEquals("linux-x86_64", NativeBinary.platform("Linux", "amd64"));
+        assertEquals("darwin-aarch64", NativeBinary.platform("Mac OS X", "aarch64"));
+        assertEquals("linux-aarch64", NativeBinary.platform("Linux", "arm64"));
+        assertEquals("/dev/rlockd/native/" + NativeBinary.PLATFORM + "/rlockd", NativeBinary.RESOURCE);
+        assertTrue(NativeBinary.class.getResource(NativeBinary.RESOURCE) != null, "this build carries " + NativeBinary.RESOURCE);
+        // where the jar carries no binary for the platform: rlockd on PATH, else one line on how to get one
+        Path empty = Files.createDirectories(dir.resolve("empty"));
+        RlockdException e = assertThrows(RlockdException.class, () -> NativeBinary.onPath(empty.toString()));
+        assertTrue(e.getMessage().contains("cargo install --path"), e.getMessage());
+        Path bin = Files.createDirectories(dir.resolve("bin"));
+        Path exe = Files.copy(NativeBinary.path(), bin.resolve("rlockd"));
+        assertEquals(exe, NativeBinary.onPath(empty + java.io.File.pathSeparator + bin));
+        try (RlockdServer srv = RlockdServer.builder().binary(NativeBinary.onPath(bin.toString())).start()) {
+            assertTrue(srv.ping());
+        }
+    }
+
+    @Test
     void earlyExitReportsCodeAndLog() {
         RlockdException e = assertThrows(RlockdException.class,
                 () -> RlockdServer.builder().arg("--no-such-parameter", "1").start());
