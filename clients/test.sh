@@ -84,7 +84,11 @@ readme_block() {
     printf '%s\n' "${out//\/path\/to\/rlockd/$root}"
 }
 # The command a README test file's first line gives ("... — run with CMD").
-readme_run() { readme_block "$1" | head -1 | sed -n 's/.* — run with //p'; }
+readme_run() {
+    local block
+    block=$(readme_block "$1") || return 1
+    sed -n 's/.* — run with //p' <<<"${block%%$'\n'*}"
+}
 
 # ---------------------------------------------------------------- Python
 python_tests() {
@@ -195,10 +199,10 @@ go_readme() {
     local proj=$scratch/go-readme
     mkdir -p "$proj" && cd "$proj" || return 1
     say "go: the README's steps in $proj"
-    go mod init example.com/locks 2>/dev/null || return 1
+    go mod init example.com/locks >"$scratch/go-init.log" 2>&1 || { cat "$scratch/go-init.log"; return 1; }
     readme_block "// lock_test.go" >lock_test.go || return 1
     local run
-    run=$(readme_run "// lock_test.go") && [ -n "$run" ] || return 1
+    run=$(readme_run "// lock_test.go") && [ -n "$run" ] || { say "go: no run command in the README's lock_test.go"; return 1; }
     bash -euo pipefail -c "$(readme_block "go mod edit -require=rlockd.dev/rlockd")" >"$scratch/go-get.log" 2>&1 || {
         cat "$scratch/go-get.log"
         return 1
@@ -208,7 +212,8 @@ go_readme() {
     env -u RLOCKD_BINARY CARGO_TARGET_DIR=/nonexistent PATH="$scratch/bin:$PATH" bash -c "$run -count=1 -v 2>&1" |
         tee -a "$scratch/go.log" | go_show
 }
-go_show() { grep -E "^(--- |ok|FAIL|PASS|panic)|_test.go:[0-9]+:"; return 0; }
+# go test's verdicts and failures: test lines, build errors and the go command's own complaints.
+go_show() { grep -E "^(--- |ok|FAIL|PASS|panic|go: |#)|\.go:[0-9]+:"; return 0; }
 
 xml_counts() { # junit xml files -> "passed failed skipped"
     python3 - "$@" <<'PY'
