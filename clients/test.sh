@@ -2,13 +2,20 @@
 # Builds the static rlockd binary (or takes RLOCKD_BINARY), packs each front end
 # the way a user receives it and runs its tests against that package:
 #   python: a wheel carrying the binary, installed into a fresh venv, pytest;
-#   node:   `npm pack`, the tarball installed into a scratch project, node --test;
+#   node:   `npm pack` of the package and its linux-x64 binary package, both
+#           installed into a scratch project, node --test;
 #   java:   `mvn verify` (the binary packed into the jar, Surefire), then the
-#           Redisson tests again against an older Redisson line.
+#           Redisson tests again against an older Redisson line;
+#   go:     the module's own tests, then its go-redis and redsync tests in a
+#           scratch module that points at clients/go as a user's would.
+# Then each language's section of the README, as written there, in a scratch
+# project outside the checkout (/path/to/rlockd read as this checkout; Java
+# twice, with the README's JUnit 5.12.2 and with 5.10.2).
 # A missing toolchain is a visible skip. Ends with "clients: N passed, M failed"
 # (tests counted from each runner's report) and exits non-zero on any failure.
-# Packages come from PyPI, npm and Maven Central through each tool's own cache
-# (~/.cache/pip, ~/.npm, ~/.m2).
+# Packages come from PyPI, npm, Maven Central and the Go module proxy through
+# each tool's own cache (~/.cache/pip, ~/.npm, ~/.m2, the Go module cache); the
+# README's Java steps install dev.rlockd:rlockd into ~/.m2, as they tell a user to.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -61,6 +68,28 @@ else
 fi
 staged=$scratch/bin/rlockd
 
+# The README's fenced block whose first line starts with $1, with /path/to/rlockd
+# read as this checkout; fails when there is none.
+readme_block() {
+    local out
+    out=$(awk -v m="$1" '
+        /^```/ { if (inb) exit; infence = !infence; first = infence; next }
+        first { first = 0; if (index($0, m) == 1) inb = 1 }
+        inb { print }
+    ' "$root/README.md") || return 1
+    if [ -z "$out" ]; then
+        say "README.md has no block starting with: $1"
+        return 1
+    fi
+    printf '%s\n' "${out//\/path\/to\/rlockd/$root}"
+}
+# The command a README test file's first line gives ("... — run with CMD").
+readme_run() {
+    local block
+    block=$(readme_block "$1") || return 1
+    sed -n 's/.* — run with //p' <<<"${block%%$'\n'*}"
+}
+
 # ---------------------------------------------------------------- Python
 python_tests() {
     local venv=$scratch/venv
@@ -76,13 +105,25 @@ python_tests() {
         -q --junitxml="$scratch/python.xml" .)
 }
 
+python_readme() {
+    local proj=$scratch/python-readme
+    mkdir -p "$proj" && cd "$proj" || return 1
+    say "python: the README's steps in $proj"
+    readme_block "# test_lock.py" >test_lock.py || return 1
+    local run
+    run=$(readme_run "# test_lock.py") && [ -n "$run" ] || return 1
+    RLOCKD_BINARY=$staged bash -euo pipefail -c "$(readme_block "python3 -m venv .venv")" || return 1
+    env -u RLOCKD_BINARY bash -c "$run -p no:cacheprovider -q --junitxml=$scratch/python-readme.xml"
+}
+
 # ---------------------------------------------------------------- Node
 node_tests() {
-    say "node: npm pack"
-    (cd clients/node && RLOCKD_BINARY=$staged npm pack --silent --pack-destination "$scratch" >/dev/null) || return 1
+    say "node: npm pack (rlockd, and @rlockd/linux-x64 with the binary)"
+    (cd clients/node && RLOCKD_BINARY=$staged npm pack --silent --pack-destination "$scratch" . ./platforms/linux-x64 \
+        >/dev/null) || return 1
     local proj=$scratch/node-project
     cp -r clients/node/test "$proj"
-    say "node: installing $(basename "$scratch"/rlockd-*.tgz) into a scratch project"
+    say "node: installing $(cd "$scratch" && echo rlockd-*.tgz) into a scratch project"
     (cd "$proj" && npm install --silent --no-audit --no-fund "$scratch"/rlockd-*.tgz \
         ioredis@5.9.3 redlock@5.0.0-beta.2 redis@4.7.1 bullmq@5.76.0 typescript@5.9.3 @types/node@20) || return 1
     # bullmq 5.78 and later declare an optional peer redis@>=5, which node-redis 4.7.1 (tested here) does not satisfy.
@@ -93,6 +134,19 @@ node_tests() {
 node_types() {
     say "node: tsc --noEmit against index.d.ts (ESM and CommonJS)"
     (cd "$scratch/node-project" && npx --no-install tsc -p tsconfig.json)
+}
+
+node_readme() {
+    local proj=$scratch/node-readme
+    mkdir -p "$proj" && cd "$proj" || return 1
+    say "node: the README's steps in $proj"
+    readme_block "// lock.test.mjs" >lock.test.mjs || return 1
+    local run
+    run=$(readme_run "// lock.test.mjs") && [ -n "$run" ] || return 1
+    RLOCKD_BINARY=$staged bash -euo pipefail -c "$(readme_block "npm pack /path/to/rlockd/clients/node")" \
+        >/dev/null || return 1
+    env -u RLOCKD_BINARY bash -c "$run --test-reporter=spec --test-reporter-destination=stdout \
+        --test-reporter=tap --test-reporter-destination=$scratch/node-readme.tap"
 }
 
 # ---------------------------------------------------------------- Java
@@ -106,9 +160,60 @@ java_tests() {
         -Drlockd.build.dir="$scratch/java-old" -Dredisson.version="$old_redisson" -Dtest=RedissonTest,RedissonControlTest test \
         2>&1 | plain
 }
+java_readme() {
+    say "java: the README's install step"
+    RLOCKD_BINARY=$staged bash -euo pipefail -c "$(readme_block "mvn -q -f /path/to/rlockd/clients/java/pom.xml install")" \
+        2>&1 | plain || return 1
+    local rc=0 junit proj run
+    run=$(readme_run "// src/test/java/LockTest.java") && [ -n "$run" ] || return 1
+    for junit in 5.12.2 5.10.2; do
+        proj=$scratch/java-readme-$junit
+        mkdir -p "$proj/src/test/java"
+        say "java: the README's pom.xml and LockTest with JUnit $junit in $proj"
+        readme_block "<!-- pom.xml -->" | sed "s#<version>5.12.2</version>#<version>$junit</version>#" >"$proj/pom.xml"
+        grep -q "<version>$junit</version>" "$proj/pom.xml" || { say "java: no JUnit $junit in the pom"; rc=1; continue; }
+        readme_block "// src/test/java/LockTest.java" >"$proj/src/test/java/LockTest.java" || return 1
+        (cd "$proj" && env -u RLOCKD_BINARY bash -c "$run -B -Dstyle.color=never" 2>&1 | plain |
+            grep -E "Tests run:|BUILD|ERROR|FAIL" | head -20; exit "${PIPESTATUS[0]}") || rc=1
+        ls "$proj"/target/surefire-reports/TEST-*.xml >/dev/null 2>&1 || { say "java: no test ran with JUnit $junit"; rc=1; }
+    done
+    return $rc
+}
+
 # Maven's quiet mode still writes colour resets; pipefail keeps its exit status.
 plain() { sed 's/\x1b\[[0-9;]*m//g'; }
 old_redisson=3.17.7
+
+# ---------------------------------------------------------------- Go
+go_tests() {
+    say "go: the module's own tests"
+    (cd clients/go && RLOCKD_BINARY=$staged go test -count=1 -v ./... 2>&1) | tee "$scratch/go.log" | go_show || return 1
+    local mod=$scratch/go-module
+    cp -r clients/go/test "$mod"
+    say "go: go-redis and redsync tests in $mod"
+    (cd "$mod" && go mod edit -replace=rlockd.dev/rlockd="$root/clients/go" &&
+        RLOCKD_BINARY=$staged go test -count=1 -v ./... 2>&1) | tee -a "$scratch/go.log" | go_show
+}
+
+go_readme() {
+    local proj=$scratch/go-readme
+    mkdir -p "$proj" && cd "$proj" || return 1
+    say "go: the README's steps in $proj"
+    go mod init example.com/locks >"$scratch/go-init.log" 2>&1 || { cat "$scratch/go-init.log"; return 1; }
+    readme_block "// lock_test.go" >lock_test.go || return 1
+    local run
+    run=$(readme_run "// lock_test.go") && [ -n "$run" ] || { say "go: no run command in the README's lock_test.go"; return 1; }
+    bash -euo pipefail -c "$(readme_block "go mod edit -require=rlockd.dev/rlockd")" >"$scratch/go-get.log" 2>&1 || {
+        cat "$scratch/go-get.log"
+        return 1
+    }
+    # The README's module finds the binary as a user's would (no RLOCKD_BINARY): the checkout's
+    # release build, else rlockd on PATH; here the binary under test is put on PATH.
+    env -u RLOCKD_BINARY CARGO_TARGET_DIR=/nonexistent PATH="$scratch/bin:$PATH" bash -c "$run -count=1 -v 2>&1" |
+        tee -a "$scratch/go.log" | go_show
+}
+# go test's verdicts and failures: test lines, build errors and the go command's own complaints.
+go_show() { grep -E "^(--- |ok|FAIL|PASS|panic|go: |#)|\.go:[0-9]+:"; return 0; }
 
 xml_counts() { # junit xml files -> "passed failed skipped"
     python3 - "$@" <<'PY'
@@ -129,8 +234,11 @@ run_python() {
         skipped=$((skipped + 1)); note "python: SKIPPED (python3 not found)"; return
     fi
     python_tests; local rc=$?
+    (python_readme) || rc=1
     if [ -f "$scratch/python.xml" ]; then
-        read -r p f s < <(xml_counts "$scratch/python.xml")
+        local xs=("$scratch/python.xml")
+        if [ -f "$scratch/python-readme.xml" ]; then xs+=("$scratch/python-readme.xml"); else rc=1; fi
+        read -r p f s < <(xml_counts "${xs[@]}")
         [ "$rc" != 0 ] && [ "$f" = 0 ] && f=1
         count "$p" "$f" "$s" python
     else
@@ -143,12 +251,16 @@ run_node() {
         skipped=$((skipped + 1)); note "node: SKIPPED (node/npm not found)"; return
     fi
     node_tests; local rc=$?
+    (node_readme) || rc=1
     if [ -f "$scratch/node.tap" ]; then
-        local p f s
-        p=$(awk '/^# pass /{print $3}' "$scratch/node.tap" | tail -1)
-        f=$(awk '/^# fail /{print $3}' "$scratch/node.tap" | tail -1)
-        s=$(awk '/^# skipped /{print $3}' "$scratch/node.tap" | tail -1)
-        p=${p:-0} f=${f:-0} s=${s:-0}
+        local p=0 f=0 s=0 tap
+        [ -f "$scratch/node-readme.tap" ] || rc=1
+        for tap in "$scratch/node.tap" "$scratch/node-readme.tap"; do
+            [ -f "$tap" ] || continue
+            p=$((p + $(awk '/^# pass /{n=$3} END{print n+0}' "$tap")))
+            f=$((f + $(awk '/^# fail /{n=$3} END{print n+0}' "$tap")))
+            s=$((s + $(awk '/^# skipped /{n=$3} END{print n+0}' "$tap")))
+        done
         [ "$rc" != 0 ] && [ "$f" = 0 ] && f=1
         count "$p" "$f" "$s" node
         if [ -d "$scratch/node-project/node_modules/typescript" ]; then
@@ -164,8 +276,10 @@ run_java() {
         skipped=$((skipped + 1)); note "java: SKIPPED (mvn/java not found)"; return
     fi
     java_tests; local rc=$?
+    java_readme || rc=1
     shopt -s nullglob
-    local reports=(clients/java/target/surefire-reports/TEST-*.xml "$scratch"/java-old/surefire-reports/TEST-*.xml)
+    local reports=(clients/java/target/surefire-reports/TEST-*.xml "$scratch"/java-old/surefire-reports/TEST-*.xml
+        "$scratch"/java-readme-*/target/surefire-reports/TEST-*.xml)
     shopt -u nullglob
     if [ "${#reports[@]}" -gt 0 ]; then
         read -r p f s < <(xml_counts "${reports[@]}")
@@ -176,7 +290,22 @@ run_java() {
     fi
 }
 
-only=${CLIENTS_ONLY:-python node java}
+run_go() {
+    if ! command -v go >/dev/null; then
+        skipped=$((skipped + 1)); note "go: SKIPPED (go not found)"; return
+    fi
+    go_tests; local rc=$?
+    (go_readme) || rc=1
+    local p f s
+    p=$(grep -c '^--- PASS' "$scratch/go.log" 2>/dev/null)
+    f=$(grep -c '^--- FAIL' "$scratch/go.log" 2>/dev/null)
+    s=$(grep -c '^--- SKIP' "$scratch/go.log" 2>/dev/null)
+    p=${p:-0} f=${f:-0} s=${s:-0}
+    [ "$rc" != 0 ] && [ "$f" = 0 ] && f=1
+    count "$p" "$f" "$s" go
+}
+
+only=${CLIENTS_ONLY:-python node java go}
 for lang in $only; do
     echo
     "run_$lang"

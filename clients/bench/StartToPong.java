@@ -1,6 +1,7 @@
 // Start-to-first-PONG of the Java front end: RlockdServer.start() until the
-// first PING is answered through srv.command, N times (after one warm-up start,
-// which also extracts the binary to the cache).
+// first PING is answered through srv.command, N times (after the JVM's first
+// start, timed on its own: it loads the classes and finds, or extracts, the
+// binary in the cache).
 //   java -cp clients/java/target/classes clients/bench/StartToPong.java [N]
 import dev.rlockd.RlockdServer;
 import java.util.Arrays;
@@ -8,9 +9,13 @@ import java.util.Arrays;
 public class StartToPong {
     public static void main(String[] args) {
         int n = args.length > 0 ? Integer.parseInt(args[0]) : 20;
+        long f0 = System.nanoTime();
         try (RlockdServer warm = RlockdServer.start()) {
-            warm.ping();
+            if (!warm.ping()) {
+                throw new IllegalStateException("no PONG");
+            }
         }
+        System.out.printf("java first start-to-PONG in this JVM: %.1f ms%n", (System.nanoTime() - f0) / 1e6);
         double[] ms = new double[n];
         for (int i = 0; i < n; i++) {
             long t0 = System.nanoTime();

@@ -17,10 +17,47 @@ class RlockdError extends Error {
   }
 }
 
-/** Path of the rlockd executable: `explicit`, then RLOCKD_BINARY, then the bundled one. */
+// The binary comes in one package per platform (npm installs the one whose os/cpu match, as an
+// optional dependency): @rlockd/linux-x64 and so on.
+const PLATFORM_PACKAGE = `@rlockd/${process.platform}-${process.arch}`;
+const HOW_TO_GET =
+  "set RLOCKD_BINARY to an rlockd executable or put rlockd on PATH (cargo install --path <rlockd checkout>, " +
+  "or /usr/local/bin/rlockd from the rlockd container image)";
+
+function bundledBinary() {
+  try {
+    const dir = path.dirname(require.resolve(`${PLATFORM_PACKAGE}/package.json`));
+    const file = path.join(dir, "bin", "rlockd");
+    return fs.existsSync(file) ? file : null;
+  } catch {
+    return null;
+  }
+}
+
+function onPath() {
+  for (const dir of (process.env.PATH || "").split(path.delimiter)) {
+    if (!dir) continue;
+    const file = path.join(dir, "rlockd");
+    try {
+      if (fs.statSync(file).isFile()) {
+        fs.accessSync(file, fs.constants.X_OK);
+        return file;
+      }
+    } catch {
+      // not here
+    }
+  }
+  return null;
+}
+
+/**
+ * Path of the rlockd executable: `explicit`, then RLOCKD_BINARY, then the one in this
+ * platform's package (@rlockd/<platform>-<arch>), then rlockd on PATH.
+ */
 function binaryPath(explicit) {
   let file;
   let source;
+  let bundled = false;
   if (explicit) {
     file = explicit;
     source = "the binary option";
@@ -28,8 +65,18 @@ function binaryPath(explicit) {
     file = process.env.RLOCKD_BINARY;
     source = "the RLOCKD_BINARY environment variable";
   } else {
-    file = path.join(__dirname, "bin", "rlockd");
-    source = "the rlockd package";
+    file = bundledBinary();
+    if (!file) {
+      // No package for this platform: rlockd on PATH, else say how to get one.
+      const found = onPath();
+      if (found) return found;
+      throw new RlockdError(
+        `rlockd binary not found: no ${PLATFORM_PACKAGE} package is installed (the rlockd package has its ` +
+          `binary in one package per platform) and there is no rlockd on PATH; ${HOW_TO_GET}`,
+      );
+    }
+    source = `the ${PLATFORM_PACKAGE} package`;
+    bundled = true;
   }
   let st;
   try {
@@ -39,18 +86,28 @@ function binaryPath(explicit) {
   }
   if (!st || !st.isFile()) {
     throw new RlockdError(
-      `rlockd binary not found: ${file} (from ${source}); install the rlockd package on ` +
-        `Linux x86-64 or set RLOCKD_BINARY to an rlockd executable`,
+      `rlockd binary not found: ${file} (from ${source}); ${HOW_TO_GET}`,
     );
   }
-  try {
-    fs.accessSync(file, fs.constants.X_OK);
-  } catch {
+  const executable = () => {
     try {
-      fs.chmodSync(file, st.mode | 0o111); // unpacked without its mode bits
+      fs.accessSync(file, fs.constants.X_OK);
+      return true;
     } catch {
-      throw new RlockdError(`rlockd binary is not executable: ${file} (from ${source})`);
+      return false;
     }
+  };
+  if (!executable()) {
+    // Only the package's own copy is mended (unpacked without its mode bits);
+    // a file the user named is refused as it is.
+    if (bundled) {
+      try {
+        fs.chmodSync(file, st.mode | 0o111);
+      } catch {
+        // reported below
+      }
+    }
+    if (!executable()) throw new RlockdError(`rlockd binary is not executable: ${file} (from ${source})`);
   }
   return file;
 }
@@ -102,8 +159,23 @@ class RlockdServer {
    */
   static async start(opts = {}) {
     const srv = new RlockdServer(opts);
+    if (opts.test) srv.reportTo(opts.test);
     await srv._start();
     return srv;
+  }
+
+  /**
+   * Puts this server's log into the report of test `t` (a node:test context) if
+   * the test fails: `RlockdServer.start({ test: t })` does it. Needs a runner
+   * whose context has `after()`, `passed` and `diagnostic()` (node:test on Node
+   * 20.12 and later); elsewhere it does nothing.
+   */
+  reportTo(t) {
+    if (!t || typeof t.after !== "function" || typeof t.diagnostic !== "function") return this;
+    t.after(() => {
+      if (t.passed === false) t.diagnostic(`rlockd log (port ${this.port}):\n${this.logs().trimEnd() || "(no output)"}`);
+    });
+    return this;
   }
 
   get url() {

@@ -14,6 +14,15 @@ export interface RlockdOptions {
   binary?: string;
   /** How long to wait for the ready line (default 10000). */
   startupTimeoutMs?: number;
+  /** A node:test context: the server's log goes into its report if the test fails (see `reportTo`). */
+  test?: TestLike;
+}
+
+/** What `reportTo` needs of a test context (node:test's `t`). */
+export interface TestLike {
+  after(fn: () => unknown): unknown;
+  diagnostic(message: string): unknown;
+  readonly passed?: boolean;
 }
 
 /** A decoded RESP2 reply of {@link RlockdServer.command}. */
@@ -137,6 +146,8 @@ export declare class RlockdServer {
   readonly password?: string;
   readonly pid: number | undefined;
   readonly running: boolean;
+  /** Puts the server's log into test `t`'s report if it fails (node:test, Node 20.12+). */
+  reportTo(t: TestLike): this;
   /** Everything the server printed so far (stdout and stderr). */
   logs(): string;
   /** Stops the server (SIGTERM, then SIGKILL after `timeoutMs`); safe to call twice. */

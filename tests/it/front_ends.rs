@@ -1,13 +1,14 @@
-//! The language front ends (`clients/python`, `clients/node`,
+//! The language front ends (`clients/python`, `clients/node`, `clients/go`,
 //! `clients/java`), each packed as its users get it and tested with its
 //! real clients by `clients/test.sh`, against the `rlockd` binary this
-//! build produced. A missing toolchain is a skip the script reports
-//! visibly; a failure of any front end fails this test.
+//! build produced, and each language's README section as written there, in
+//! scratch projects outside the checkout. A missing toolchain is a skip the
+//! script reports visibly; a failure of any front end fails this test.
 
 use std::process::Command;
 
 #[test]
-fn python_node_and_java_front_ends_pass_their_tests() {
+fn python_node_java_and_go_front_ends_pass_their_tests() {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/clients/test.sh");
     let out = Command::new("bash")
         .arg(script)

@@ -1,7 +1,8 @@
 // The RlockdServer object: start, address, stop, errors, logs, orphans.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
+import { createRequire } from "node:module";
 import fs from "node:fs";
 import net from "node:net";
 import os from "node:os";
@@ -28,10 +29,33 @@ async function waitUntil(pred, ms = 10000) {
   return false;
 }
 
-test("the bundled binary is inside the installed package", () => {
+test("the binary comes from this platform's package", () => {
   const p = binaryPath();
-  assert.match(p, /node_modules\/rlockd\/bin\/rlockd$/);
+  assert.match(p, new RegExp(`node_modules/@rlockd/${process.platform}-${process.arch}/bin/rlockd$`));
   fs.accessSync(p, fs.constants.X_OK);
+});
+
+test("without this platform's package, rlockd on PATH, else one line on how to get one", async () => {
+  // index.cjs on its own, where no @rlockd/<platform> package can be resolved from.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rlockd-alone-"));
+  const bin = path.join(dir, "bin");
+  fs.mkdirSync(bin);
+  fs.copyFileSync(createRequire(import.meta.url).resolve("rlockd"), path.join(dir, "index.cjs"));
+  fs.copyFileSync(binaryPath(), path.join(bin, "rlockd"));
+  fs.chmodSync(path.join(bin, "rlockd"), 0o755);
+  const run = (PATH) => {
+    const env = { ...process.env, PATH };
+    delete env.RLOCKD_BINARY;
+    const script = `try { console.log(require(${JSON.stringify(path.join(dir, "index.cjs"))}).binaryPath()) } catch (e) { console.log(e.message) }`;
+    return execFileSync(process.execPath, ["-e", script], { env, encoding: "utf8" }).trim();
+  };
+  try {
+    assert.equal(run(`${path.join(dir, "empty")}${path.delimiter}${bin}`), path.join(bin, "rlockd"));
+    const none = run(path.join(dir, "empty"));
+    assert.match(none, /no @rlockd\/\S+ package is installed .* no rlockd on PATH; .*cargo install --path/);
+  } finally {
+    fs.rmSync(dir, { recursive: true });
+  }
 });
 
 test("start, url, port, command, stop", async () => {
@@ -189,4 +213,64 @@ test("withServer appends the server log to a failing body's error", async () => 
     return true;
   });
   assert.ok(await waitUntil(() => !alive(pid)));
+});
+
+test("a non-executable binary is refused, not made executable", async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rlockd-bin-"));
+  const text = path.join(dir, "rlockd");
+  fs.writeFileSync(text, "echo this is not rlockd\n", { mode: 0o644 });
+  const saved = process.env.RLOCKD_BINARY;
+  try {
+    await assert.rejects(RlockdServer.start({ binary: text }), /rlockd binary is not executable: .*binary option/);
+    process.env.RLOCKD_BINARY = text;
+    await assert.rejects(RlockdServer.start(), /rlockd binary is not executable: .*RLOCKD_BINARY/);
+    assert.equal(fs.statSync(text).mode & 0o777, 0o644);
+  } finally {
+    if (saved === undefined) delete process.env.RLOCKD_BINARY;
+    else process.env.RLOCKD_BINARY = saved;
+    fs.rmSync(dir, { recursive: true });
+  }
+});
+
+test("start({ test: t }) puts the log into a failing test's report only", async () => {
+  // A test file of its own, run by a child node --test, beside this one so that it finds "rlockd".
+  const file = path.join(path.dirname(new URL(import.meta.url).pathname), `report-${process.pid}.test.mjs`);
+  fs.writeFileSync(
+    file,
+    `import { test } from "node:test";
+import assert from "node:assert/strict";
+import { RlockdServer } from "rlockd";
+test("fails", async (t) => {
+  const srv = await RlockdServer.start({ test: t, args: ["--loglevel", "verbose"] });
+  t.after(() => srv.stop());
+  await srv.command("SET", "k", "v");
+  assert.equal(1, 2, "on purpose");
+});
+test("passes", async (t) => {
+  const srv = await RlockdServer.start({ test: t });
+  t.after(() => srv.stop());
+  assert.equal(await srv.command("PING"), "PONG");
+});
+`,
+  );
+  try {
+    const env = { ...process.env };
+    delete env.NODE_TEST_CONTEXT; // a run of its own, not a child of this one
+    const child = spawn(process.execPath, ["--test", "--test-reporter=tap", file], {
+      stdio: ["ignore", "pipe", "pipe"],
+      env,
+    });
+    let out = "";
+    child.stdout.on("data", (c) => (out += c));
+    child.stderr.on("data", (c) => (out += c));
+    const code = await new Promise((resolve) => child.once("exit", resolve));
+    assert.equal(code, 1, out);
+    assert.match(out, /# pass 1/, out);
+    assert.match(out, /# fail 1/, out);
+    const logs = out.match(/rlockd log \(port \d+\)/g) || [];
+    assert.equal(logs.length, 1, out);
+    assert.match(out, /ready to accept connections/, out);
+  } finally {
+    fs.rmSync(file, { force: true });
+  }
 });

@@ -48,4 +48,18 @@ def test_binary_option(pytester, tmp_path):
     """)
     result = pytester.runpytest("-p", "no:cacheprovider", "--rlockd-binary", str(tmp_path / "none"))
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*rlockd binary not found*"])
+    result.stdout.fnmatch_lines(["*rlockd binary not found*(from the --rlockd-binary option)*"])
+
+
+def test_binary_ini_option_is_named_in_its_error(pytester, tmp_path):
+    pytester.makeini(f"""
+        [pytest]
+        rlockd_binary = {tmp_path / "none"}
+    """)
+    pytester.makepyfile("""
+        def test_x(rlockd_server):
+            pass
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*rlockd binary not found*(from the rlockd_binary ini option)*"])

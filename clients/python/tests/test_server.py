@@ -105,6 +105,18 @@ def test_missing_binary_error(monkeypatch, tmp_path):
         rlockd.Server(binary=str(missing)).start()
 
 
+def test_a_non_executable_binary_is_refused_not_changed(monkeypatch, tmp_path):
+    text = tmp_path / "rlockd"
+    text.write_text("echo this is not rlockd\n")
+    text.chmod(0o644)
+    monkeypatch.setenv("RLOCKD_BINARY", str(text))
+    with pytest.raises(PermissionError, match="not executable.*RLOCKD_BINARY"):
+        rlockd.Server().start()
+    with pytest.raises(PermissionError, match="not executable.*binary= argument"):
+        rlockd.Server(binary=str(text)).start()
+    assert text.stat().st_mode & 0o777 == 0o644
+
+
 def test_env_override_runs_that_binary(monkeypatch, tmp_path):
     copy = tmp_path / "my-rlockd"
     copy.write_bytes(open(rlockd.binary_path(), "rb").read())
@@ -154,3 +166,21 @@ def test_interpreter_exit_stops_servers():
                          timeout=30, check=True)
     pid = int(out.stdout.split()[0])
     assert wait_until(lambda: not pid_alive(pid))
+
+
+def test_without_a_bundled_binary_rlockd_on_path_is_used(monkeypatch, tmp_path):
+    from rlockd import _binary
+
+    monkeypatch.delenv("RLOCKD_BINARY", raising=False)
+    on_path = tmp_path / "bin" / "rlockd"
+    on_path.parent.mkdir()
+    on_path.write_bytes(open(rlockd.binary_path(), "rb").read())
+    on_path.chmod(0o755)
+    monkeypatch.setattr(_binary, "bundled_binary", lambda: tmp_path / "none" / "rlockd")
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    with pytest.raises(FileNotFoundError, match="carries none for .* no rlockd on PATH; .*cargo install"):
+        rlockd.binary_path()
+    monkeypatch.setenv("PATH", str(on_path.parent))
+    assert rlockd.binary_path() == str(on_path)
+    with rlockd.Server() as srv:
+        assert srv.ping()

@@ -9,6 +9,7 @@ attached to the report.
 
 import pytest
 
+from ._binary import binary_path
 from ._server import Server
 
 _SERVERS = "_rlockd_servers"
@@ -22,7 +23,14 @@ def pytest_addoption(parser):
 
 
 def _binary(config):
-    return config.getoption("rlockd_binary") or config.getini("rlockd_binary") or None
+    """The executable the options name, checked here so that an error names the option."""
+    opt = config.getoption("rlockd_binary")
+    if opt:
+        return binary_path(opt, source="the --rlockd-binary option")
+    ini = config.getini("rlockd_binary")
+    if ini:
+        return binary_path(ini, source="the rlockd_binary ini option")
+    return None
 
 
 def _track(request, srv):

@@ -29,12 +29,18 @@ import org.junit.jupiter.api.extension.TestExecutionExceptionHandler;
  * <p>Parameters of type {@link RlockdServer}, and {@code String} parameters annotated
  * {@link RlockdUrl}, are injected. When a test fails, the server's log is attached to
  * the failure as a suppressed exception.
+ *
+ * <p>Each registered instance has its own server: two {@code perTest()} fields in one
+ * class give each test two servers, reached through each field's {@link #server()}
+ * (a {@code RlockdServer} parameter is then ambiguous, and JUnit says so).
  */
 public class RlockdExtension
         implements BeforeAllCallback, BeforeEachCallback, AfterEachCallback, ParameterResolver,
                 TestExecutionExceptionHandler {
     private static final ExtensionContext.Namespace NS = ExtensionContext.Namespace.create(RlockdExtension.class);
-    private static final String KEY = "server";
+
+    /** This instance's entry in the store: two extensions in one class keep two servers. */
+    private final Object key = new Object();
 
     private final boolean perTest;
     private final Supplier<RlockdServer> factory;
@@ -98,7 +104,7 @@ public class RlockdExtension
 
     private RlockdServer serverFor(ExtensionContext ctx) {
         ExtensionContext owner = perTest ? ctx : classContext(ctx);
-        Holder h = owner.getStore(NS).getOrComputeIfAbsent(KEY, k -> new Holder(factory.get()), Holder.class);
+        Holder h = owner.getStore(NS).getOrComputeIfAbsent(key, k -> new Holder(factory.get()), Holder.class);
         return h.server;
     }
 
@@ -151,7 +157,7 @@ public class RlockdExtension
     @Override
     public void handleTestExecutionException(ExtensionContext ctx, Throwable failure) throws Throwable {
         ExtensionContext owner = perTest ? ctx : classContext(ctx);
-        Holder h = owner.getStore(NS).get(KEY, Holder.class);
+        Holder h = owner.getStore(NS).get(key, Holder.class);
         if (h != null) {
             failure.addSuppressed(new ServerLog(h.server));
         }

@@ -236,8 +236,9 @@ public final class RlockdServer implements AutoCloseable {
 
     /**
      * Sends one command on a new connection and returns the reply decoded from RESP2:
-     * a status as String, a bulk string as byte[], an integer as Long, an array as List;
-     * an error reply throws {@link RlockdException}.
+     * a status as String, a bulk string as <b>byte[]</b> (so {@code command("GET", k)} is a
+     * {@code byte[]}; {@link #commandString} gives text), an integer as Long, an array as
+     * List, a nil as null; an error reply throws {@link RlockdException}.
      */
     public Object command(String... args) {
         try (Socket s = new Socket()) {
@@ -255,6 +256,25 @@ public final class RlockdServer implements AutoCloseable {
         } catch (IOException e) {
             throw new RlockdException("command failed: " + e.getMessage(), null, e);
         }
+    }
+
+    /**
+     * Like {@link #command}, with the reply as text: a bulk string decoded as UTF-8, a status
+     * as it is, an integer in decimal, a nil as null ({@code commandString("GET", "k")} is
+     * {@code "v"}). An array reply throws {@link RlockdException}: use {@link #command} for those.
+     */
+    public String commandString(String... args) {
+        Object r = command(args);
+        if (r == null || r instanceof String) {
+            return (String) r;
+        }
+        if (r instanceof byte[]) {
+            return new String((byte[]) r, StandardCharsets.UTF_8);
+        }
+        if (r instanceof Long) {
+            return Long.toString((Long) r);
+        }
+        throw new RlockdException(String.join(" ", args) + " replied with an array; use command() for it");
     }
 
     public boolean ping() {

@@ -1,7 +1,11 @@
 package dev.rlockd;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.platform.engine.discovery.DiscoverySelectors.selectClass;
 
@@ -64,6 +68,39 @@ class ExtensionTest {
     }
 
     static final List<Integer> SEEN = new ArrayList<>();
+
+    @Nested
+    class TwoPerTestFields {
+        @RegisterExtension
+        final RlockdExtension a = RlockdExtension.perTest();
+
+        @RegisterExtension
+        final RlockdExtension b = RlockdExtension.perTest(RlockdServer.builder().password("pw"));
+
+        @Test
+        void eachFieldHasItsOwnServer() {
+            assertNotEquals(a.server().port(), b.server().port());
+            assertNotEquals(a.server().pid(), b.server().pid());
+            a.server().command("SET", "only-in-a", "1");
+            assertEquals("1", a.server().commandString("GET", "only-in-a"));
+            assertNull(b.server().commandString("GET", "only-in-a"));
+            assertEquals("pw", b.server().password());
+            assertNull(a.server().password());
+        }
+    }
+
+    @Test
+    void commandStringGivesText() {
+        try (RlockdServer srv = RlockdServer.start()) {
+            assertEquals("OK", srv.commandString("SET", "k", "v\u00e9"));
+            assertArrayEquals("v\u00e9".getBytes(java.nio.charset.StandardCharsets.UTF_8), (byte[]) srv.command("GET", "k"));
+            assertEquals("v\u00e9", srv.commandString("GET", "k"));
+            assertEquals("1", srv.commandString("EXISTS", "k"));
+            assertNull(srv.commandString("GET", "missing"));
+            RlockdException e = assertThrows(RlockdException.class, () -> srv.commandString("KEYS", "*"));
+            assertTrue(e.getMessage().contains("use command()"), e.getMessage());
+        }
+    }
 
     /** Run through the test kit only (not picked up by Surefire: a nested class without @Nested). */
     @ExtendWith(RlockdExtension.class)

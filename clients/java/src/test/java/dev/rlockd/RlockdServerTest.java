@@ -124,6 +124,25 @@ class RlockdServerTest {
     }
 
     @Test
+    void platformIsChosenAtRunTimeWithPathAsTheFallback(@TempDir Path dir) throws Exception {
+        assertEquals("linux-x86_64", NativeBinary.platform("Linux", "amd64"));
+        assertEquals("darwin-aarch64", NativeBinary.platform("Mac OS X", "aarch64"));
+        assertEquals("linux-aarch64", NativeBinary.platform("Linux", "arm64"));
+        assertEquals("/dev/rlockd/native/" + NativeBinary.PLATFORM + "/rlockd", NativeBinary.RESOURCE);
+        assertTrue(NativeBinary.class.getResource(NativeBinary.RESOURCE) != null, "this build carries " + NativeBinary.RESOURCE);
+        // where the jar carries no binary for the platform: rlockd on PATH, else one line on how to get one
+        Path empty = Files.createDirectories(dir.resolve("empty"));
+        RlockdException e = assertThrows(RlockdException.class, () -> NativeBinary.onPath(empty.toString()));
+        assertTrue(e.getMessage().contains("cargo install --path"), e.getMessage());
+        Path bin = Files.createDirectories(dir.resolve("bin"));
+        Path exe = Files.copy(NativeBinary.path(), bin.resolve("rlockd"));
+        assertEquals(exe, NativeBinary.onPath(empty + java.io.File.pathSeparator + bin));
+        try (RlockdServer srv = RlockdServer.builder().binary(NativeBinary.onPath(bin.toString())).start()) {
+            assertTrue(srv.ping());
+        }
+    }
+
+    @Test
     void earlyExitReportsCodeAndLog() {
         RlockdException e = assertThrows(RlockdException.class,
                 () -> RlockdServer.builder().arg("--no-such-parameter", "1").start());
@@ -152,6 +171,13 @@ class RlockdServerTest {
             }
             assertTrue(Files.isExecutable(first));
             assertEquals(first.getParent().getFileName().toString(), NativeBinary.sha256(Files.readAllBytes(first)));
+            // the build recorded the packed binary's hash and size beside it
+            java.util.Properties meta = new java.util.Properties();
+            try (var in = NativeBinary.class.getResourceAsStream(NativeBinary.RESOURCE + ".properties")) {
+                meta.load(in);
+            }
+            assertEquals(first.getParent().getFileName().toString(), meta.getProperty("sha256"));
+            assertEquals(Files.size(first), Long.parseLong(meta.getProperty("size")));
             try (var files = Files.list(first.getParent())) {
                 assertEquals(1, files.count(), "no temporary file is left");
             }

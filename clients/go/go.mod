@@ -1,0 +1,3 @@
+module rlockd.dev/rlockd
+
+go 1.21
