@@ -131,9 +131,9 @@ pub struct Scripting {
     pub libraries: functions::Libraries,
     rng: Rand48,
     runs: u32,
-    /// The `redis.call` argument vector, kept between calls and runs so a
-    /// call does not allocate it (only its arguments).
-    args: Vec<Bytes>,
+    /// The `redis.call` arguments, kept between calls and runs so a call
+    /// allocates nothing for them.
+    args: run::CallArgs,
 }
 
 impl std::fmt::Debug for Scripting {
@@ -163,7 +163,7 @@ impl Scripting {
             libraries: functions::Libraries::default(),
             rng: Rand48::default(),
             runs: 0,
-            args: Vec::new(),
+            args: run::CallArgs::default(),
         }
     }
 
