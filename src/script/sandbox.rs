@@ -95,6 +95,21 @@ pub(crate) struct Vm {
     _lua: Lua,
     pub(crate) l: State,
     pub(crate) kind: VmKind,
+    /// What every run reaches, held in the registry's array part
+    /// (`luaL_ref`): pushed by index, without hashing a name each time.
+    refs: Refs,
+}
+
+/// Registry references of a VM (see [`Vm::refs`]).
+#[derive(Debug, Clone, Copy)]
+struct Refs {
+    /// The error handler.
+    errh: c_int,
+    /// The real globals table (behind the globals proxy).
+    real_globals: c_int,
+    /// The strings `"KEYS"` and `"ARGV"`.
+    keys: c_int,
+    argv: c_int,
 }
 
 // SAFETY: the state is only ever used by whoever holds the core lock (the
@@ -131,8 +146,25 @@ impl Vm {
             lua.exec_raw::<()>((), |st| l = st).expect("Lua state");
         }
         // SAFETY: `l` is the main state of `lua`, which we own.
-        unsafe { setup(l, kind, register_function) };
-        Vm { _lua: lua, l, kind }
+        // SAFETY: as above; `setup` left the registry entries this reads.
+        let refs = unsafe {
+            setup(l, kind, register_function);
+            let reference = |push: &dyn Fn()| {
+                push();
+                ffi::luaL_ref(l, ffi::LUA_REGISTRYINDEX)
+            };
+            Refs {
+                errh: reference(&|| {
+                    get_field_raw(l, ffi::LUA_REGISTRYINDEX, REG_ERRH);
+                }),
+                real_globals: reference(&|| {
+                    get_field_raw(l, ffi::LUA_REGISTRYINDEX, REG_REAL_GLOBALS);
+                }),
+                keys: reference(&|| push_bytes(l, b"KEYS")),
+                argv: reference(&|| push_bytes(l, b"ARGV")),
+            }
+        };
+        Vm { _lua: lua, l, kind, refs }
     }
 
     /// Makes the function VM's globals resolve to the library API (during
@@ -150,15 +182,21 @@ impl Vm {
 
     /// Pushes the error handler.
     pub(crate) unsafe fn push_error_handler(&self) {
-        get_field_raw(self.l, ffi::LUA_REGISTRYINDEX, REG_ERRH);
+        ffi::lua_rawgeti(self.l, ffi::LUA_REGISTRYINDEX, self.refs.errh as ffi::lua_Integer);
     }
 
-    /// Sets a global (bypassing the protection), e.g. `KEYS`.
-    pub(crate) unsafe fn set_real_global(&self, name: &str) {
+    /// Sets the globals `KEYS` and `ARGV` (bypassing the protection) to the
+    /// tables `push_keys` and `push_argv` push.
+    pub(crate) unsafe fn set_keys_argv(&self, push_keys: impl FnOnce(), push_argv: impl FnOnce()) {
         let l = self.l;
-        get_field_raw(l, ffi::LUA_REGISTRYINDEX, REG_REAL_GLOBALS);
-        ffi::lua_insert(l, -2);
-        set_field_raw(l, -2, name);
+        let reg = |r: c_int| ffi::lua_rawgeti(l, ffi::LUA_REGISTRYINDEX, r as ffi::lua_Integer);
+        reg(self.refs.real_globals);
+        reg(self.refs.keys);
+        push_keys();
+        ffi::lua_rawset(l, -3);
+        reg(self.refs.argv);
+        push_argv();
+        ffi::lua_rawset(l, -3);
         ffi::lua_pop(l, 1);
     }
 
