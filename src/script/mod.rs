@@ -92,6 +92,7 @@ impl ScriptFlags {
 /// A cached `EVAL` script.
 #[derive(Debug)]
 struct EvalScript {
+    sha: Sha,
     /// `luaL_ref` of the compiled body in the `EVAL` VM's registry.
     fref: c_int,
     flags: ScriptFlags,
@@ -125,7 +126,10 @@ enum Target {
 /// The Lua engine of one server.
 pub struct Scripting {
     eval: Vm,
-    scripts: HashMap<Sha, EvalScript, crate::db::Hasher>,
+    /// The cached scripts, in the order they were created, and where each
+    /// sha is in it (a run looks its script up once).
+    scripts: Vec<EvalScript>,
+    by_sha: HashMap<Sha, usize, crate::db::Hasher>,
     fvm: Option<Vm>,
     /// `FUNCTION` libraries.
     pub libraries: functions::Libraries,
@@ -158,7 +162,8 @@ impl Scripting {
     pub fn new() -> Self {
         Scripting {
             eval: Vm::new(VmKind::Eval),
-            scripts: HashMap::default(),
+            scripts: Vec::new(),
+            by_sha: HashMap::default(),
             fvm: None,
             libraries: functions::Libraries::default(),
             rng: Rand48::default(),
@@ -188,22 +193,29 @@ impl Scripting {
 
     /// `SCRIPT EXISTS` for one sha (letter case ignored).
     pub fn script_exists(&self, sha: &[u8]) -> bool {
-        sha_key(sha).is_some_and(|k| self.scripts.contains_key(&k))
+        sha_key(sha).is_some_and(|k| self.by_sha.contains_key(&k))
     }
 
     /// `SCRIPT FLUSH`: a brand new `EVAL` VM and an empty cache.
     pub fn flush_scripts(&mut self) {
         self.scripts.clear();
+        self.by_sha.clear();
         self.eval = Vm::new(VmKind::Eval);
     }
 
     /// Compiles and caches an `EVAL` script (`luaCreateFunction`); returns
     /// its sha. Already cached: returns at once.
     pub fn create_script(&mut self, body: &Bytes) -> Result<String, CmdError> {
+        self.create(body).map(|(_, sha)| sha)
+    }
+
+    /// [`create_script`](Self::create_script), also returning where the
+    /// script is in the cache.
+    fn create(&mut self, body: &Bytes) -> Result<(usize, String), CmdError> {
         let sha = sha1_hex(body);
         let key = sha_key(sha.as_bytes()).expect("sha1 hex is 40 bytes");
-        if self.scripts.contains_key(&key) {
-            return Ok(sha);
+        if let Some(&i) = self.by_sha.get(&key) {
+            return Ok((i, sha));
         }
         let (flags, shebang_len) = parse_shebang(body)?;
         let l = self.eval.l;
@@ -213,12 +225,16 @@ impl Scripting {
                 return Err(CmdError::echo("ERR Error compiling script (new function): ", c_prefix(&msg), ""));
             }
             let fref = ffi::luaL_ref(l, ffi::LUA_REGISTRYINDEX);
-            self.scripts.insert(
-                key,
-                EvalScript { fref, flags, stats: ScriptStats::default(), profile: ScriptProfile::default() },
-            );
+            self.by_sha.insert(key, self.scripts.len());
+            self.scripts.push(EvalScript {
+                sha: key,
+                fref,
+                flags,
+                stats: ScriptStats::default(),
+                profile: ScriptProfile::default(),
+            });
         }
-        Ok(sha)
+        Ok((self.scripts.len() - 1, sha))
     }
 
     /// `EVAL`, `EVALSHA`, `EVAL_RO`, `EVALSHA_RO` (`args` is the whole
@@ -234,27 +250,26 @@ impl Scripting {
         if numkeys < 0 {
             return Reply::error("ERR Number of keys can't be negative");
         }
-        let key = if evalsha {
-            match sha_key(&args[1]) {
-                Some(k) if self.scripts.contains_key(&k) => k,
-                _ => return Reply::error("NOSCRIPT No matching script. Please use EVAL."),
+        let index = if evalsha {
+            match sha_key(&args[1]).and_then(|k| self.by_sha.get(&k)) {
+                Some(&i) => i,
+                None => return Reply::error("NOSCRIPT No matching script. Please use EVAL."),
             }
         } else {
-            match self.create_script(&args[1]) {
-                Ok(sha) => sha_key(sha.as_bytes()).expect("sha1 hex is 40 bytes"),
+            match self.create(&args[1]) {
+                Ok((i, _)) => i,
                 Err(e) => return e.into(),
             }
         };
-        let script = &self.scripts[&key];
-        let (fref, flags) = (script.fref, script.flags);
+        let script = &mut self.scripts[index];
+        let (fref, flags, sha) = (script.fref, script.flags, script.sha);
+        let profile = std::mem::take(&mut script.profile);
         let n = numkeys as usize;
         let (keys, argv) = (&args[3..3 + n], &args[3 + n..]);
-        let sha = std::str::from_utf8(&key).expect("sha keys are hex");
         let start = std::time::Instant::now();
-        let profile = self.scripts.get_mut(&key).map(|s| std::mem::take(&mut s.profile)).unwrap_or_default();
         let (reply, calls, call_nanos, profile) =
-            self.run(host, Target::Eval(fref), sha, keys, argv, flags, ro, profile);
-        if let Some(s) = self.scripts.get_mut(&key) {
+            self.run(host, Target::Eval(fref), &sha, keys, argv, flags, ro, profile);
+        if let Some(s) = self.scripts.get_mut(index) {
             s.profile = profile;
             let st = &mut s.stats;
             st.calls += 1;
@@ -269,14 +284,14 @@ impl Scripting {
     /// Per-script statistics of the cached scripts, by sha.
     pub fn script_stats(&self) -> Vec<(String, ScriptStats)> {
         let mut v: Vec<_> =
-            self.scripts.iter().map(|(sha, s)| (String::from_utf8_lossy(sha).into_owned(), s.stats)).collect();
+            self.scripts.iter().map(|s| (String::from_utf8_lossy(&s.sha).into_owned(), s.stats)).collect();
         v.sort_by(|a, b| b.1.nanos.cmp(&a.1.nanos).then_with(|| a.0.cmp(&b.0)));
         v
     }
 
     /// `CONFIG RESETSTAT`.
     pub fn reset_stats(&mut self) {
-        for s in self.scripts.values_mut() {
+        for s in &mut self.scripts {
             s.stats = ScriptStats::default();
             s.profile = ScriptProfile::default();
         }
@@ -289,11 +304,11 @@ impl Scripting {
     pub fn declared_flags(&self, command: &str, argv: &[Bytes]) -> Option<ScriptFlags> {
         let body = argv.get(1)?;
         match command {
-            "eval" | "eval_ro" => match self.scripts.get(&sha_key(sha1_hex(body).as_bytes())?) {
-                Some(s) => Some(s.flags),
+            "eval" | "eval_ro" => match self.by_sha.get(&sha_key(sha1_hex(body).as_bytes())?) {
+                Some(&i) => Some(self.scripts[i].flags),
                 None => parse_shebang(body).ok().map(|(f, _)| f),
             },
-            "evalsha" | "evalsha_ro" => self.scripts.get(&sha_key(body)?).map(|s| s.flags),
+            "evalsha" | "evalsha_ro" => self.by_sha.get(&sha_key(body)?).map(|&i| self.scripts[i].flags),
             "fcall" | "fcall_ro" => self.libraries.find(body).map(|f| f.flags),
             _ => None,
         }
@@ -320,7 +335,7 @@ impl Scripting {
         self.run(
             host,
             Target::Function(fref),
-            &name,
+            name.as_bytes(),
             &args[3..3 + n],
             &args[3 + n..],
             flags,
@@ -372,7 +387,7 @@ impl Scripting {
         &mut self,
         host: &mut dyn ScriptHost,
         target: Target,
-        funcname: &str,
+        funcname: &[u8],
         keys: &[Bytes],
         argv: &[Bytes],
         flags: ScriptFlags,
@@ -433,7 +448,7 @@ impl Scripting {
         let mut v: Vec<_> = self
             .scripts
             .iter()
-            .map(|(sha, s)| (String::from_utf8_lossy(sha).into_owned(), s.stats, s.profile.clone()))
+            .map(|s| (String::from_utf8_lossy(&s.sha).into_owned(), s.stats, s.profile.clone()))
             .collect();
         v.sort_by(|a, b| a.0.cmp(&b.0));
         v
@@ -472,7 +487,7 @@ extern "C" {
 }
 
 /// The call itself, on the VM's stack; always leaves the stack as found.
-unsafe fn call_in_vm(vm: &Vm, target: &Target, funcname: &str, keys: &[Bytes], argv: &[Bytes]) -> Reply {
+unsafe fn call_in_vm(vm: &Vm, target: &Target, funcname: &[u8], keys: &[Bytes], argv: &[Bytes]) -> Reply {
     let l = vm.l;
     let top = ffi::lua_gettop(l);
     ffi::lua_checkstack(l, 8);
@@ -518,7 +533,7 @@ unsafe fn call_in_vm(vm: &Vm, target: &Target, funcname: &str, keys: &[Bytes], a
 }
 
 /// The reply for a failed run, built from the error on top of the stack.
-unsafe fn error_reply(l: State, funcname: &str) -> Reply {
+unsafe fn error_reply(l: State, funcname: &[u8]) -> Reply {
     if ffi::lua_type(l, -1) != ffi::LUA_TTABLE {
         let info = sandbox::error_info(l);
         let mut msg = info.msg.unwrap_or_else(|| b"execution failure".to_vec());
@@ -526,13 +541,14 @@ unsafe fn error_reply(l: State, funcname: &str) -> Reply {
             msg = rest.to_vec();
         }
         msg.truncate(100);
-        return Reply::error(format!("ERR Error running script {funcname}, {}", String::from_utf8_lossy(&msg)));
+        let (funcname, msg) = (String::from_utf8_lossy(funcname), String::from_utf8_lossy(&msg));
+        return Reply::error(format!("ERR Error running script {funcname}, {msg}"));
     }
     let info = sandbox::error_info(l);
     let mut out = info.msg.unwrap_or_else(|| b"ERR unknown error".to_vec());
     if let (Some(source), Some(line)) = (&info.source, &info.line) {
         out.extend_from_slice(b" script: ");
-        out.extend_from_slice(funcname.as_bytes());
+        out.extend_from_slice(funcname);
         out.extend_from_slice(b", on ");
         out.extend_from_slice(source);
         out.push(b':');
