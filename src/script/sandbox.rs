@@ -208,14 +208,6 @@ impl Vm {
                 + ffi::lua_gc(self.l, ffi::LUA_GCCOUNTB, 0) as usize
         }
     }
-
-    /// One incremental GC step (Redis does this every 50 scripts).
-    pub(crate) fn gc_step(&self) {
-        // SAFETY: as above.
-        unsafe {
-            ffi::lua_gc(self.l, ffi::LUA_GCSTEP, 50);
-        }
-    }
 }
 
 /// Compiles `code` as chunk `name` (`@user_script`…) and pushes the
