@@ -133,8 +133,12 @@ impl ScriptProfile {
         } else {
             self.keys_read += u64::from(info.keys);
         }
-        match self.commands.iter_mut().find(|(name, _)| *name == info.command) {
-            Some((_, n)) => *n += 1,
+        // Names come from the command table: found by address first (no
+        // string comparison on the way), by content the first time.
+        let same = |name: &&str| std::ptr::eq(*name, info.command);
+        let at = self.commands.iter().position(|(name, _)| same(name));
+        match at.or_else(|| self.commands.iter().position(|(name, _)| *name == info.command)) {
+            Some(i) => self.commands[i].1 += 1,
             None => self.commands.push((info.command, 1)),
         }
     }
