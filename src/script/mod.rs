@@ -494,7 +494,7 @@ unsafe fn call_in_vm(vm: &Vm, target: &Target, funcname: &[u8], keys: &[Bytes], 
     let status = match target {
         Target::Eval(fref) => {
             ffi::lua_rawgeti(l, ffi::LUA_REGISTRYINDEX, *fref as ffi::lua_Integer);
-            vm.set_keys_argv(|| push_string_array(l, keys), || push_string_array(l, argv));
+            vm.set_keys_argv(keys, argv);
             ffi::lua_sethook(l, Some(redis_lib::count_hook), ffi::LUA_MASKCOUNT, HOOK_PERIOD);
             ffi::lua_pcall(l, 0, 1, -2)
         }

@@ -23,12 +23,19 @@
 
 use std::ffi::{c_char, c_int, c_void};
 
+use bytes::Bytes;
 use mlua::{ffi, Lua, LuaOptions, StdLib};
 
 use super::lua::{
     cstr, cstr_bytes, get_field_raw, push_bytes, push_where_msg, raise, set_field_raw, set_fn, to_bytes, unproxy,
     State, REG_REAL,
 };
+
+extern "C" {
+    /// Empties the table on top for `n` values if nothing a script did to
+    /// it can show, and returns 1; else 0 (lua/vm/tables.c).
+    fn rlockd_lua_refill_array(l: State, n: c_int) -> c_int;
+}
 
 /// Registry keys (and `lua::REG_REAL`).
 const REG_PROXY: &str = "rlockd.proxy";
@@ -185,18 +192,33 @@ impl Vm {
         ffi::lua_rawgeti(self.l, ffi::LUA_REGISTRYINDEX, self.refs.errh as ffi::lua_Integer);
     }
 
-    /// Sets the globals `KEYS` and `ARGV` (bypassing the protection) to the
-    /// tables `push_keys` and `push_argv` push.
-    pub(crate) unsafe fn set_keys_argv(&self, push_keys: impl FnOnce(), push_argv: impl FnOnce()) {
+    /// Sets the globals `KEYS` and `ARGV` (bypassing the protection) to
+    /// arrays of `keys` and `argv`. The previous run's tables are refilled
+    /// when nothing the script did to them can show (see
+    /// `lua/vm/tables.c`); otherwise new ones are made.
+    pub(crate) unsafe fn set_keys_argv(&self, keys: &[Bytes], argv: &[Bytes]) {
         let l = self.l;
-        let reg = |r: c_int| ffi::lua_rawgeti(l, ffi::LUA_REGISTRYINDEX, r as ffi::lua_Integer);
-        reg(self.refs.real_globals);
-        reg(self.refs.keys);
-        push_keys();
-        ffi::lua_rawset(l, -3);
-        reg(self.refs.argv);
-        push_argv();
-        ffi::lua_rawset(l, -3);
+        ffi::lua_rawgeti(l, ffi::LUA_REGISTRYINDEX, self.refs.real_globals as ffi::lua_Integer);
+        for (name, items) in [(self.refs.keys, keys), (self.refs.argv, argv)] {
+            let n = items.len().min(1 << 24) as c_int;
+            ffi::lua_rawgeti(l, ffi::LUA_REGISTRYINDEX, name as ffi::lua_Integer);
+            ffi::lua_pushvalue(l, -1);
+            ffi::lua_rawget(l, -3);
+            let refilled = rlockd_lua_refill_array(l, n) != 0;
+            if !refilled {
+                ffi::lua_pop(l, 1);
+                ffi::lua_createtable(l, n, 0);
+            }
+            for (j, it) in items.iter().enumerate() {
+                push_bytes(l, it);
+                ffi::lua_rawseti(l, -2, (j + 1) as ffi::lua_Integer);
+            }
+            if refilled {
+                ffi::lua_pop(l, 2);
+            } else {
+                ffi::lua_rawset(l, -3);
+            }
+        }
         ffi::lua_pop(l, 1);
     }
 
