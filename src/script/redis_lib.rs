@@ -54,6 +54,14 @@ unsafe fn collect_args(l: State, argc: c_int, args: &mut super::run::CallArgs) -
     true
 }
 
+/// A reply pushed as more than one level of Lua values.
+fn nests(r: &Reply) -> bool {
+    matches!(
+        r,
+        Reply::Array(_) | Reply::Push(_) | Reply::Set(_) | Reply::Map(_) | Reply::AfterPushes(..) | Reply::ThenPushes(..)
+    )
+}
+
 /// `redis.call` / `redis.pcall` (`luaRedisGenericCommand`).
 unsafe fn generic_command(l: State, raise_error: bool) -> c_int {
     let Some(run) = current() else { raise_err(l, "redis.call/pcall can only be called inside a script invocation") };
@@ -65,22 +73,22 @@ unsafe fn generic_command(l: State, raise_error: bool) -> c_int {
         }
         return 1;
     }
-    // The run's arguments, lent for this call (a script cannot run two
-    // calls at once) and given back empty before any error is raised.
-    let mut args = std::mem::take(&mut run.args);
-    let collected = collect_args(l, argc, &mut args);
-    let argv = &args.argv;
+    // The run's arguments (a script cannot run two calls at once), emptied
+    // again before any error is raised.
+    let collected = collect_args(l, argc, &mut run.args);
     ffi::lua_pop(l, argc);
     let (is_error, panicked) = match collected {
         false => {
             push_error_table(l, b"Lua redis lib command arguments must be strings or integers");
             (true, false)
         }
-        true => match catch_unwind(AssertUnwindSafe(|| run.call(argv))) {
+        true => match catch_unwind(AssertUnwindSafe(|| run.call())) {
             // Room for the whole reply is made before anything is pushed; a
             // stack that cannot grow that far gets Redis's stack-limit error
-            // instead of writes past its end (CVE-2021-32626).
-            Ok(Ok(reply)) if ffi::lua_checkstack(l, push_slots(&reply)) == 0 => {
+            // instead of writes past its end (CVE-2021-32626). A C function
+            // always has LUA_MINSTACK (20) free slots, more than a reply
+            // that is not an aggregate needs (3).
+            Ok(Ok(reply)) if nests(&reply) && ffi::lua_checkstack(l, push_slots(&reply)) == 0 => {
                 push_error_table(l, b"ERR reached lua stack limit");
                 (true, false)
             }
@@ -101,8 +109,7 @@ unsafe fn generic_command(l: State, raise_error: bool) -> c_int {
             }
         },
     };
-    args.clear();
-    run.args = args;
+    run.args.clear();
     if (raise_error && is_error) || panicked {
         raise(l);
     }

@@ -189,10 +189,11 @@ impl Drop for RunGuard {
 }
 
 impl RunCtx<'_> {
-    /// Runs one command for the script through the host, counting the
-    /// commands that ran and their time (`INFO scriptstats`).
-    pub(crate) fn call(&mut self, argv: &[Bytes]) -> Result<Reply, ScriptErr> {
-        let (reply, info) = self.host.call(argv, self.resp3)?;
+    /// Runs the command in [`args`](Self::args) for the script through the
+    /// host, counting the commands that ran and their time (`INFO
+    /// scriptstats`).
+    pub(crate) fn call(&mut self) -> Result<Reply, ScriptErr> {
+        let (reply, info) = self.host.call(&self.args.argv, self.resp3)?;
         self.calls += 1;
         self.call_nanos += info.nanos;
         self.profile.record(&info);
