@@ -95,6 +95,9 @@ struct EvalScript {
     sha: Sha,
     /// `luaL_ref` of the compiled body in the `EVAL` VM's registry.
     fref: c_int,
+    /// The script's own `KEYS` and `ARGV` tables, refilled run after run
+    /// (`Vm::set_keys_argv`).
+    arg_tables: [c_int; 2],
     flags: ScriptFlags,
     stats: ScriptStats,
     profile: ScriptProfile,
@@ -117,8 +120,9 @@ pub struct ScriptStats {
 
 /// How to find the function to call.
 enum Target {
-    /// `EVAL`: a registry reference; KEYS and ARGV become globals.
-    Eval(c_int),
+    /// `EVAL`: a registry reference; KEYS and ARGV become globals, filled
+    /// into the script's own tables.
+    Eval(c_int, [c_int; 2]),
     /// `FCALL`: a registry reference.
     Function(c_int),
 }
@@ -223,10 +227,12 @@ impl Scripting {
                 return Err(CmdError::echo("ERR Error compiling script (new function): ", c_prefix(&msg), ""));
             }
             let fref = ffi::luaL_ref(l, ffi::LUA_REGISTRYINDEX);
+            let arg_tables = self.eval.new_arg_tables();
             self.by_sha.insert(key, self.scripts.len());
             self.scripts.push(EvalScript {
                 sha: key,
                 fref,
+                arg_tables,
                 flags,
                 stats: ScriptStats::default(),
                 profile: ScriptProfile::default(),
@@ -260,13 +266,13 @@ impl Scripting {
             }
         };
         let script = &mut self.scripts[index];
-        let (fref, flags, sha) = (script.fref, script.flags, script.sha);
+        let (fref, arg_tables, flags, sha) = (script.fref, script.arg_tables, script.flags, script.sha);
         let profile = std::mem::take(&mut script.profile);
         let n = numkeys as usize;
         let (keys, argv) = (&args[3..3 + n], &args[3 + n..]);
         let start = std::time::Instant::now();
         let (reply, calls, call_nanos, profile) =
-            self.run(host, Target::Eval(fref), &sha, keys, argv, flags, ro, profile);
+            self.run(host, Target::Eval(fref, arg_tables), &sha, keys, argv, flags, ro, profile);
         if let Some(s) = self.scripts.get_mut(index) {
             s.profile = profile;
             let st = &mut s.stats;
@@ -397,13 +403,13 @@ impl Scripting {
             return (Reply::error(RO_WRITE_FLAG), 0, 0, profile);
         }
         let readonly = ro || (!compat && flags.has(ScriptFlags::NO_WRITES));
-        let is_eval = matches!(target, Target::Eval(_));
+        let is_eval = matches!(target, Target::Eval(..));
         let allow_oom = flags.has(ScriptFlags::ALLOW_OOM);
         let interrupts = host.begin(RunInfo { is_function: !is_eval, readonly, allow_oom });
         let rng = std::mem::take(&mut self.rng);
         let args = std::mem::take(&mut self.args);
         let vm = match target {
-            Target::Eval(_) => &self.eval,
+            Target::Eval(..) => &self.eval,
             Target::Function(_) => self.fvm.as_ref().expect("function VM"),
         };
         let mut run = RunCtx {
@@ -492,9 +498,9 @@ unsafe fn call_in_vm(vm: &Vm, target: &Target, funcname: &[u8], keys: &[Bytes], 
     ffi::lua_checkstack(l, 8);
     vm.push_error_handler();
     let status = match target {
-        Target::Eval(fref) => {
+        Target::Eval(fref, arg_tables) => {
             ffi::lua_rawgeti(l, ffi::LUA_REGISTRYINDEX, *fref as ffi::lua_Integer);
-            vm.set_keys_argv(keys, argv);
+            vm.set_keys_argv(keys, argv, *arg_tables);
             ffi::lua_sethook(l, Some(redis_lib::count_hook), ffi::LUA_MASKCOUNT, HOOK_PERIOD);
             ffi::lua_pcall(l, 0, 1, -2)
         }

@@ -22,6 +22,7 @@
 //! other's state.
 
 use std::ffi::{c_char, c_int, c_void};
+use std::mem::MaybeUninit;
 
 use bytes::Bytes;
 use mlua::{ffi, Lua, LuaOptions, StdLib};
@@ -32,10 +33,14 @@ use super::lua::{
 };
 
 extern "C" {
-    /// Empties the table on top for `n` values if nothing a script did to
-    /// it can show, and returns 1; else 0 (lua/vm/tables.c).
-    fn rlockd_lua_refill_array(l: State, n: c_int) -> c_int;
+    /// Readies the table on top to hold the `n` strings `ptrs`/`lens` if
+    /// nothing a script did to it can show: returns the mask of the slots
+    /// already holding theirs, or -1 (lua/vm/tables.c).
+    fn rlockd_lua_refill_array(l: State, n: c_int, ptrs: *const *const c_char, lens: *const usize) -> i64;
 }
+
+/// The most arguments a refilled table holds (`RLOCKD_REFILL_MAX`).
+const REFILL_MAX: usize = 64;
 
 /// Registry keys (and `lua::REG_REAL`).
 const REG_PROXY: &str = "rlockd.proxy";
@@ -192,32 +197,57 @@ impl Vm {
         ffi::lua_rawgeti(self.l, ffi::LUA_REGISTRYINDEX, self.refs.errh as ffi::lua_Integer);
     }
 
+    /// Registry references to a new script's own `KEYS` and `ARGV` tables
+    /// (see [`set_keys_argv`](Self::set_keys_argv)).
+    pub(crate) unsafe fn new_arg_tables(&self) -> [c_int; 2] {
+        [0, 1].map(|_| {
+            ffi::lua_createtable(self.l, 0, 0);
+            ffi::luaL_ref(self.l, ffi::LUA_REGISTRYINDEX)
+        })
+    }
+
     /// Sets the globals `KEYS` and `ARGV` (bypassing the protection) to
-    /// arrays of `keys` and `argv`. The previous run's tables are refilled
-    /// when nothing the script did to them can show (see
-    /// `lua/vm/tables.c`); otherwise new ones are made.
-    pub(crate) unsafe fn set_keys_argv(&self, keys: &[Bytes], argv: &[Bytes]) {
+    /// arrays of `keys` and `argv`: the script's own tables (`tables`, from
+    /// [`new_arg_tables`](Self::new_arg_tables)) refilled, when nothing the
+    /// script did to them in its last run can show (see
+    /// `lua/vm/tables.c`), keeping the strings that did not change;
+    /// otherwise new tables, kept for the next run if small.
+    pub(crate) unsafe fn set_keys_argv(&self, keys: &[Bytes], argv: &[Bytes], tables: [c_int; 2]) {
+        /// Arguments past which a run's tables are not kept for the next.
+        const KEEP_BYTES: usize = 1024;
         let l = self.l;
         ffi::lua_rawgeti(l, ffi::LUA_REGISTRYINDEX, self.refs.real_globals as ffi::lua_Integer);
-        for (name, items) in [(self.refs.keys, keys), (self.refs.argv, argv)] {
+        for ((name, items), table) in [(self.refs.keys, keys), (self.refs.argv, argv)].into_iter().zip(tables) {
             let n = items.len().min(1 << 24) as c_int;
             ffi::lua_rawgeti(l, ffi::LUA_REGISTRYINDEX, name as ffi::lua_Integer);
-            ffi::lua_pushvalue(l, -1);
-            ffi::lua_rawget(l, -3);
-            let refilled = rlockd_lua_refill_array(l, n) != 0;
-            if !refilled {
+            ffi::lua_rawgeti(l, ffi::LUA_REGISTRYINDEX, table as ffi::lua_Integer);
+            let mut kept = -1;
+            if items.len() <= REFILL_MAX {
+                // Only the first n are written and read.
+                let mut ptrs = [MaybeUninit::<*const c_char>::uninit(); REFILL_MAX];
+                let mut lens = [MaybeUninit::<usize>::uninit(); REFILL_MAX];
+                for (i, it) in items.iter().enumerate() {
+                    ptrs[i].write(it.as_ptr().cast());
+                    lens[i].write(it.len());
+                }
+                kept = rlockd_lua_refill_array(l, n, ptrs.as_ptr().cast(), lens.as_ptr().cast());
+            }
+            if kept < 0 {
                 ffi::lua_pop(l, 1);
                 ffi::lua_createtable(l, n, 0);
+                if items.len() <= REFILL_MAX && items.iter().map(|b| b.len()).sum::<usize>() <= KEEP_BYTES {
+                    ffi::lua_pushvalue(l, -1);
+                    ffi::lua_rawseti(l, ffi::LUA_REGISTRYINDEX, table as ffi::lua_Integer);
+                }
+                kept = 0;
             }
             for (j, it) in items.iter().enumerate() {
-                push_bytes(l, it);
-                ffi::lua_rawseti(l, -2, (j + 1) as ffi::lua_Integer);
+                if j >= REFILL_MAX || kept & (1 << j) == 0 {
+                    push_bytes(l, it);
+                    ffi::lua_rawseti(l, -2, (j + 1) as ffi::lua_Integer);
+                }
             }
-            if refilled {
-                ffi::lua_pop(l, 2);
-            } else {
-                ffi::lua_rawset(l, -3);
-            }
+            ffi::lua_rawset(l, -3);
         }
         ffi::lua_pop(l, 1);
     }
