@@ -9,9 +9,7 @@ use mlua::ffi;
 
 use super::convert::{push_reply, push_slots};
 use super::host::Interrupt;
-use super::lua::{
-    cstr, push_bytes, push_error_table, push_where_msg, raise, set_field_raw, set_fn, set_num, State,
-};
+use super::lua::{cstr, push_bytes, push_error_table, push_where_msg, raise, set_field_raw, set_fn, set_num, State};
 use super::run::current;
 use crate::protocol::Reply;
 
@@ -58,7 +56,12 @@ unsafe fn collect_args(l: State, argc: c_int, args: &mut super::run::CallArgs) -
 fn nests(r: &Reply) -> bool {
     matches!(
         r,
-        Reply::Array(_) | Reply::Push(_) | Reply::Set(_) | Reply::Map(_) | Reply::AfterPushes(..) | Reply::ThenPushes(..)
+        Reply::Array(_)
+            | Reply::Push(_)
+            | Reply::Set(_)
+            | Reply::Map(_)
+            | Reply::AfterPushes(..)
+            | Reply::ThenPushes(..)
     )
 }
 
