@@ -50,8 +50,10 @@ fn build_lua() {
     }
 
     // Our own C beside Lua's (reads VM state the C API does not expose).
-    println!("cargo:rerun-if-changed=lua/vm/instructions.c");
-    c_files.push(PathBuf::from("lua/vm/instructions.c"));
+    for own in ["lua/vm/instructions.c", "lua/vm/tables.c"] {
+        println!("cargo:rerun-if-changed={own}");
+        c_files.push(PathBuf::from(own));
+    }
     let mut build = cc::Build::new();
     build.files(&c_files).include(&src).define("LUA_USE_LINUX", None).warnings(false).flag_if_supported("-fno-common");
     // Always optimised, as in the release binary: scripts run at full speed

@@ -66,9 +66,16 @@ impl Harness {
         Harness { client: ClientState::new(cs, authenticated), shared, _pushes: pushes }
     }
 
-    /// Runs one command line as a client would send it.
+    /// Runs one command line as a client would send it. The arguments are
+    /// slices of one buffer, as the connection's parser hands them out of
+    /// its read buffer (no allocation per argument).
     pub fn run<A: AsRef<[u8]>>(&mut self, args: &[A]) -> Reply {
-        let argv: Vec<Bytes> = args.iter().map(|a| Bytes::copy_from_slice(a.as_ref())).collect();
+        let mut buf = bytes::BytesMut::with_capacity(args.iter().map(|a| a.as_ref().len()).sum());
+        let mut argv: Vec<Bytes> = Vec::with_capacity(args.len());
+        for a in args {
+            buf.extend_from_slice(a.as_ref());
+            argv.push(buf.split().freeze());
+        }
         self.run_argv(argv)
     }
 

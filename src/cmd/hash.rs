@@ -63,10 +63,10 @@ fn get_hash<'a>(db: &'a mut DbView<'_>, key: &[u8]) -> Result<Option<&'a mut Has
 
 /// The hash at `key`, created empty if missing (the caller adds a field).
 fn hash_or_create<'a>(db: &'a mut DbView<'_>, key: &Bytes) -> Result<&'a mut HashValue, CmdError> {
-    if get_hash(db, key)?.is_none() {
-        db.insert_new(key, Value::Hash(HashValue::default()));
+    match &mut db.entry_or_insert(key, || Value::Hash(HashValue::default())).value {
+        Value::Hash(h) => Ok(h),
+        _ => Err(CmdError::WrongType),
     }
-    Ok(get_hash(db, key)?.expect("just created"))
 }
 
 /// The hash at `key` and whether it is a listpack, in one lookup.

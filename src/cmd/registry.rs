@@ -62,11 +62,28 @@ pub enum Lookup {
 }
 
 /// `name` lower-cased into `buf`; None if longer than any command name.
+/// Eight bytes at a time (every command line is looked up this way).
 fn lower<'a>(name: &[u8], buf: &'a mut [u8; 32]) -> Option<&'a [u8]> {
-    let lower = buf.get_mut(..name.len())?;
-    lower.copy_from_slice(name);
-    lower.make_ascii_lowercase();
-    Some(lower)
+    buf.get_mut(..name.len())?.copy_from_slice(name);
+    for word in buf.chunks_exact_mut(8) {
+        let w = u64::from_ne_bytes(word.try_into().expect("8 bytes"));
+        word.copy_from_slice(&ascii_lower_word(w).to_ne_bytes());
+    }
+    Some(&buf[..name.len()])
+}
+
+/// `make_ascii_lowercase` of the eight bytes of `w` at once: `A`-`Z` get
+/// bit 5 set, every other byte (non-ASCII included) is left alone.
+fn ascii_lower_word(w: u64) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // Per byte, on its low seven bits (so no carry crosses bytes): the high
+    // bit is set by the first sum if >= 'A', by the second if > 'Z'.
+    let low7 = w & !HIGH;
+    let ge_a = low7 + ONES * (0x80 - b'A' as u64);
+    let gt_z = low7 + ONES * (0x80 - b'Z' as u64 - 1);
+    let upper = ge_a & !gt_z & !w & HIGH;
+    w | (upper >> 2)
 }
 
 impl Table {
@@ -169,6 +186,24 @@ pub fn arity_ok(arity: i32, argc: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn word_lowercase_is_make_ascii_lowercase() {
+        for b in 0..=255u8 {
+            for at in 0..8 {
+                let mut bytes = [b'x'; 8];
+                bytes[at] = b;
+                bytes[(at + 3) % 8] = 255 - b;
+                let mut want = bytes;
+                want.make_ascii_lowercase();
+                assert_eq!(ascii_lower_word(u64::from_ne_bytes(bytes)).to_ne_bytes(), want, "{b} at {at}");
+            }
+        }
+        let mut buf = [0u8; 32];
+        assert_eq!(lower(b"HinCrBy", &mut buf), Some(&b"hincrby"[..]));
+        assert_eq!(lower(&[b'A'; 33], &mut buf), None);
+        assert_eq!(lower(&[b'Z'; 32], &mut buf), Some(&[b'z'; 32][..]));
+    }
 
     #[test]
     fn unknown_command_text_matches_redis() {

@@ -332,13 +332,33 @@ impl DbView<'_> {
     /// The live entry for `key` (one hash lookup: the expiry check and the
     /// access share it).
     pub fn entry(&mut self, key: &[u8]) -> Option<&mut Entry> {
+        let idx = self.entry_index(key)?;
+        self.db.map.get_index_mut(idx).map(|(_, e)| e)
+    }
+
+    /// [`entry`](Self::entry), as the entry's place in the map.
+    fn entry_index(&mut self, key: &[u8]) -> Option<usize> {
         let idx = self.db.map.get_index_of(key).filter(|&i| !self.expire_index_if_due(i));
         if self.sig.read_lookups {
             self.count_lookup(key, idx.is_some());
         }
         let (k, e) = self.db.map.get_index_mut(idx?)?;
         Self::access(self.tuning, self.sig, self.index, self.now, k, e);
-        Some(e)
+        idx
+    }
+
+    /// The live entry for `key`, or one made of `make()` and added as by
+    /// [`insert_new`](Self::insert_new) then read as by
+    /// [`entry`](Self::entry). One lookup when the key exists.
+    pub fn entry_or_insert(&mut self, key: &Bytes, make: impl FnOnce() -> Value) -> &mut Entry {
+        let idx = match self.entry_index(key) {
+            Some(i) => i,
+            None => {
+                self.insert_new(key, make());
+                self.entry_index(key).expect("just inserted")
+            }
+        };
+        &mut self.db.map[idx]
     }
 
     /// Records one access to the entry `e` of `key`: the time stamp, or

@@ -134,7 +134,9 @@ pub(crate) unsafe fn set_num(l: State, name: &str, n: f64) {
 }
 
 /// `%.17g`, exactly as C prints it (`-nan`, `inf`…): how Redis turns Lua
-/// numbers into command arguments.
+/// numbers into command arguments (`redis.call` writes it in place with
+/// `num::fmt_g17_into`).
+#[cfg(test)]
 pub(crate) fn fmt_g17(d: f64) -> Vec<u8> {
     let mut buf = [0u8; 64];
     let n = crate::num::fmt_g17_into(d, &mut buf);

@@ -2,8 +2,8 @@
 //!
 //! * [`Scripting`] (one per server, kept in the core) owns one persistent
 //!   Lua VM for `EVAL` — every script body is compiled once and kept in the
-//!   Lua registry (by reference, found through a map keyed by the 40-byte
-//!   sha) — and a second VM for `FUNCTION`/`FCALL` libraries ([`functions`]).
+//!   Lua registry (by reference, in a vector found through an index keyed
+//!   by the 40-byte sha, so `EVALSHA` looks it up once) — and a second VM for `FUNCTION`/`FCALL` libraries ([`functions`]).
 //! * [`host`] is the boundary with the server: the engine asks a
 //!   [`ScriptHost`] to run each `redis.call` and whether to stop; the host
 //!   (the `EVAL`/`FCALL` handlers) makes the script checks and runs the
@@ -28,6 +28,16 @@
 //! (`lua/vm/instructions.c` reads how much of the last hook period was
 //! used) and, from the `CallInfo` the host returns with each `redis.call`,
 //! the commands by name and the keys they read and wrote.
+//!
+//! Beside `instructions.c`, `lua/vm/tables.c` is our second piece of C
+//! compiled with the VM: each cached `EVAL` script keeps its own `KEYS` and
+//! `ARGV` tables, and a run refills them (keeping the strings that did not
+//! change) when nothing the script's last run did to them can show — no
+//! metatable, nothing outside the array part, at most 64 slots — else makes
+//! new ones. A script cannot keep a table past its run, since the sandbox
+//! leaves it no writable global state. There is no forced collection step
+//! every 50 runs (Redis's `LUA_GCSTEP`): Lua's incremental collector paces
+//! itself by what is allocated.
 
 pub mod convert;
 pub mod functions;
@@ -103,8 +113,12 @@ impl ScriptFlags {
 /// A cached `EVAL` script.
 #[derive(Debug)]
 struct EvalScript {
+    sha: Sha,
     /// `luaL_ref` of the compiled body in the `EVAL` VM's registry.
     fref: c_int,
+    /// The script's own `KEYS` and `ARGV` tables, refilled run after run
+    /// (`Vm::set_keys_argv`).
+    arg_tables: [c_int; 2],
     flags: ScriptFlags,
     stats: ScriptStats,
     profile: ScriptProfile,
@@ -127,8 +141,9 @@ pub struct ScriptStats {
 
 /// How to find the function to call.
 enum Target {
-    /// `EVAL`: a registry reference; KEYS and ARGV become globals.
-    Eval(c_int),
+    /// `EVAL`: a registry reference; KEYS and ARGV become globals, filled
+    /// into the script's own tables.
+    Eval(c_int, [c_int; 2]),
     /// `FCALL`: a registry reference.
     Function(c_int),
 }
@@ -136,15 +151,17 @@ enum Target {
 /// The Lua engine of one server.
 pub struct Scripting {
     eval: Vm,
-    scripts: HashMap<Sha, EvalScript, crate::db::Hasher>,
+    /// The cached scripts, in the order they were created, and where each
+    /// sha is in it (a run looks its script up once).
+    scripts: Vec<EvalScript>,
+    by_sha: HashMap<Sha, usize, crate::db::Hasher>,
     fvm: Option<Vm>,
     /// `FUNCTION` libraries.
     pub libraries: functions::Libraries,
     rng: Rand48,
-    runs: u32,
-    /// The `redis.call` argument vector, kept between calls and runs so a
-    /// call does not allocate it (only its arguments).
-    args: Vec<Bytes>,
+    /// The `redis.call` arguments, kept between calls and runs so a call
+    /// allocates nothing for them.
+    args: run::CallArgs,
 }
 
 impl std::fmt::Debug for Scripting {
@@ -169,12 +186,12 @@ impl Scripting {
     pub fn new() -> Self {
         Scripting {
             eval: Vm::new(VmKind::Eval),
-            scripts: HashMap::default(),
+            scripts: Vec::new(),
+            by_sha: HashMap::default(),
             fvm: None,
             libraries: functions::Libraries::default(),
             rng: Rand48::default(),
-            runs: 0,
-            args: Vec::new(),
+            args: run::CallArgs::default(),
         }
     }
 
@@ -199,22 +216,29 @@ impl Scripting {
 
     /// `SCRIPT EXISTS` for one sha (letter case ignored).
     pub fn script_exists(&self, sha: &[u8]) -> bool {
-        sha_key(sha).is_some_and(|k| self.scripts.contains_key(&k))
+        sha_key(sha).is_some_and(|k| self.by_sha.contains_key(&k))
     }
 
     /// `SCRIPT FLUSH`: a brand new `EVAL` VM and an empty cache.
     pub fn flush_scripts(&mut self) {
         self.scripts.clear();
+        self.by_sha.clear();
         self.eval = Vm::new(VmKind::Eval);
     }
 
     /// Compiles and caches an `EVAL` script (`luaCreateFunction`); returns
     /// its sha. Already cached: returns at once.
     pub fn create_script(&mut self, body: &Bytes) -> Result<String, CmdError> {
+        self.create(body).map(|(_, sha)| sha)
+    }
+
+    /// [`create_script`](Self::create_script), also returning where the
+    /// script is in the cache.
+    fn create(&mut self, body: &Bytes) -> Result<(usize, String), CmdError> {
         let sha = sha1_hex(body);
         let key = sha_key(sha.as_bytes()).expect("sha1 hex is 40 bytes");
-        if self.scripts.contains_key(&key) {
-            return Ok(sha);
+        if let Some(&i) = self.by_sha.get(&key) {
+            return Ok((i, sha));
         }
         let (flags, shebang_len) = parse_shebang(body)?;
         let l = self.eval.l;
@@ -224,12 +248,18 @@ impl Scripting {
                 return Err(CmdError::echo("ERR Error compiling script (new function): ", c_prefix(&msg), ""));
             }
             let fref = ffi::luaL_ref(l, ffi::LUA_REGISTRYINDEX);
-            self.scripts.insert(
-                key,
-                EvalScript { fref, flags, stats: ScriptStats::default(), profile: ScriptProfile::default() },
-            );
+            let arg_tables = self.eval.new_arg_tables();
+            self.by_sha.insert(key, self.scripts.len());
+            self.scripts.push(EvalScript {
+                sha: key,
+                fref,
+                arg_tables,
+                flags,
+                stats: ScriptStats::default(),
+                profile: ScriptProfile::default(),
+            });
         }
-        Ok(sha)
+        Ok((self.scripts.len() - 1, sha))
     }
 
     /// `EVAL`, `EVALSHA`, `EVAL_RO`, `EVALSHA_RO` (`args` is the whole
@@ -245,27 +275,26 @@ impl Scripting {
         if numkeys < 0 {
             return Reply::error("ERR Number of keys can't be negative");
         }
-        let key = if evalsha {
-            match sha_key(&args[1]) {
-                Some(k) if self.scripts.contains_key(&k) => k,
-                _ => return Reply::error("NOSCRIPT No matching script. Please use EVAL."),
+        let index = if evalsha {
+            match sha_key(&args[1]).and_then(|k| self.by_sha.get(&k)) {
+                Some(&i) => i,
+                None => return Reply::error("NOSCRIPT No matching script. Please use EVAL."),
             }
         } else {
-            match self.create_script(&args[1]) {
-                Ok(sha) => sha_key(sha.as_bytes()).expect("sha1 hex is 40 bytes"),
+            match self.create(&args[1]) {
+                Ok((i, _)) => i,
                 Err(e) => return e.into(),
             }
         };
-        let script = &self.scripts[&key];
-        let (fref, flags) = (script.fref, script.flags);
+        let script = &mut self.scripts[index];
+        let (fref, arg_tables, flags, sha) = (script.fref, script.arg_tables, script.flags, script.sha);
+        let profile = std::mem::take(&mut script.profile);
         let n = numkeys as usize;
         let (keys, argv) = (&args[3..3 + n], &args[3 + n..]);
-        let sha = std::str::from_utf8(&key).expect("sha keys are hex");
         let start = std::time::Instant::now();
-        let profile = self.scripts.get_mut(&key).map(|s| std::mem::take(&mut s.profile)).unwrap_or_default();
         let (reply, calls, call_nanos, profile) =
-            self.run(host, Target::Eval(fref), sha, keys, argv, flags, ro, profile);
-        if let Some(s) = self.scripts.get_mut(&key) {
+            self.run(host, Target::Eval(fref, arg_tables), &sha, keys, argv, flags, ro, profile);
+        if let Some(s) = self.scripts.get_mut(index) {
             s.profile = profile;
             let st = &mut s.stats;
             st.calls += 1;
@@ -280,14 +309,14 @@ impl Scripting {
     /// Per-script statistics of the cached scripts, by sha.
     pub fn script_stats(&self) -> Vec<(String, ScriptStats)> {
         let mut v: Vec<_> =
-            self.scripts.iter().map(|(sha, s)| (String::from_utf8_lossy(sha).into_owned(), s.stats)).collect();
+            self.scripts.iter().map(|s| (String::from_utf8_lossy(&s.sha).into_owned(), s.stats)).collect();
         v.sort_by(|a, b| b.1.nanos.cmp(&a.1.nanos).then_with(|| a.0.cmp(&b.0)));
         v
     }
 
     /// `CONFIG RESETSTAT`.
     pub fn reset_stats(&mut self) {
-        for s in self.scripts.values_mut() {
+        for s in &mut self.scripts {
             s.stats = ScriptStats::default();
             s.profile = ScriptProfile::default();
         }
@@ -300,11 +329,11 @@ impl Scripting {
     pub fn declared_flags(&self, command: &str, argv: &[Bytes]) -> Option<ScriptFlags> {
         let body = argv.get(1)?;
         match command {
-            "eval" | "eval_ro" => match self.scripts.get(&sha_key(sha1_hex(body).as_bytes())?) {
-                Some(s) => Some(s.flags),
+            "eval" | "eval_ro" => match self.by_sha.get(&sha_key(sha1_hex(body).as_bytes())?) {
+                Some(&i) => Some(self.scripts[i].flags),
                 None => parse_shebang(body).ok().map(|(f, _)| f),
             },
-            "evalsha" | "evalsha_ro" => self.scripts.get(&sha_key(body)?).map(|s| s.flags),
+            "evalsha" | "evalsha_ro" => self.by_sha.get(&sha_key(body)?).map(|&i| self.scripts[i].flags),
             "fcall" | "fcall_ro" => self.libraries.find(body).map(|f| f.flags),
             _ => None,
         }
@@ -331,7 +360,7 @@ impl Scripting {
         self.run(
             host,
             Target::Function(fref),
-            &name,
+            name.as_bytes(),
             &args[3..3 + n],
             &args[3 + n..],
             flags,
@@ -383,7 +412,7 @@ impl Scripting {
         &mut self,
         host: &mut dyn ScriptHost,
         target: Target,
-        funcname: &str,
+        funcname: &[u8],
         keys: &[Bytes],
         argv: &[Bytes],
         flags: ScriptFlags,
@@ -395,13 +424,13 @@ impl Scripting {
             return (Reply::error(RO_WRITE_FLAG), 0, 0, profile);
         }
         let readonly = ro || (!compat && flags.has(ScriptFlags::NO_WRITES));
-        let is_eval = matches!(target, Target::Eval(_));
+        let is_eval = matches!(target, Target::Eval(..));
         let allow_oom = flags.has(ScriptFlags::ALLOW_OOM);
         let interrupts = host.begin(RunInfo { is_function: !is_eval, readonly, allow_oom });
         let rng = std::mem::take(&mut self.rng);
         let args = std::mem::take(&mut self.args);
         let vm = match target {
-            Target::Eval(_) => &self.eval,
+            Target::Eval(..) => &self.eval,
             Target::Function(_) => self.fvm.as_ref().expect("function VM"),
         };
         let mut run = RunCtx {
@@ -425,10 +454,11 @@ impl Scripting {
             // SAFETY: raw calls on our own VM, which leave its stack as found.
             unsafe { call_in_vm(vm, &target, funcname, keys, argv) }
         };
-        self.runs += 1;
-        if self.runs.is_multiple_of(50) {
-            vm.gc_step();
-        }
+        // No forced collection step every 50 runs, as Redis makes: with a
+        // heap this small (~35 kB) each step finished a whole cycle, 2,500
+        // instructions a script. Lua's incremental collector paces itself by
+        // what is allocated, and keeps the heap within about twice what is
+        // live.
         self.rng = run.rng;
         run.args.clear();
         self.args = std::mem::take(&mut run.args);
@@ -444,7 +474,7 @@ impl Scripting {
         let mut v: Vec<_> = self
             .scripts
             .iter()
-            .map(|(sha, s)| (String::from_utf8_lossy(sha).into_owned(), s.stats, s.profile.clone()))
+            .map(|s| (String::from_utf8_lossy(&s.sha).into_owned(), s.stats, s.profile.clone()))
             .collect();
         v.sort_by(|a, b| a.0.cmp(&b.0));
         v
@@ -483,18 +513,15 @@ extern "C" {
 }
 
 /// The call itself, on the VM's stack; always leaves the stack as found.
-unsafe fn call_in_vm(vm: &Vm, target: &Target, funcname: &str, keys: &[Bytes], argv: &[Bytes]) -> Reply {
+unsafe fn call_in_vm(vm: &Vm, target: &Target, funcname: &[u8], keys: &[Bytes], argv: &[Bytes]) -> Reply {
     let l = vm.l;
     let top = ffi::lua_gettop(l);
     ffi::lua_checkstack(l, 8);
     vm.push_error_handler();
     let status = match target {
-        Target::Eval(fref) => {
+        Target::Eval(fref, arg_tables) => {
             ffi::lua_rawgeti(l, ffi::LUA_REGISTRYINDEX, *fref as ffi::lua_Integer);
-            push_string_array(l, keys);
-            vm.set_real_global("KEYS");
-            push_string_array(l, argv);
-            vm.set_real_global("ARGV");
+            vm.set_keys_argv(keys, argv, *arg_tables);
             ffi::lua_sethook(l, Some(redis_lib::count_hook), ffi::LUA_MASKCOUNT, HOOK_PERIOD);
             ffi::lua_pcall(l, 0, 1, -2)
         }
@@ -532,7 +559,7 @@ unsafe fn call_in_vm(vm: &Vm, target: &Target, funcname: &str, keys: &[Bytes], a
 }
 
 /// The reply for a failed run, built from the error on top of the stack.
-unsafe fn error_reply(l: State, funcname: &str) -> Reply {
+unsafe fn error_reply(l: State, funcname: &[u8]) -> Reply {
     if ffi::lua_type(l, -1) != ffi::LUA_TTABLE {
         let info = sandbox::error_info(l);
         let mut msg = info.msg.unwrap_or_else(|| b"execution failure".to_vec());
@@ -540,13 +567,14 @@ unsafe fn error_reply(l: State, funcname: &str) -> Reply {
             msg = rest.to_vec();
         }
         msg.truncate(100);
-        return Reply::error(format!("ERR Error running script {funcname}, {}", String::from_utf8_lossy(&msg)));
+        let (funcname, msg) = (String::from_utf8_lossy(funcname), String::from_utf8_lossy(&msg));
+        return Reply::error(format!("ERR Error running script {funcname}, {msg}"));
     }
     let info = sandbox::error_info(l);
     let mut out = info.msg.unwrap_or_else(|| b"ERR unknown error".to_vec());
     if let (Some(source), Some(line)) = (&info.source, &info.line) {
         out.extend_from_slice(b" script: ");
-        out.extend_from_slice(funcname.as_bytes());
+        out.extend_from_slice(funcname);
         out.extend_from_slice(b", on ");
         out.extend_from_slice(source);
         out.push(b':');

@@ -5,14 +5,11 @@
 use std::ffi::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use bytes::Bytes;
 use mlua::ffi;
 
 use super::convert::{push_reply, push_slots};
 use super::host::Interrupt;
-use super::lua::{
-    cstr, fmt_g17, push_bytes, push_error_table, push_where_msg, raise, set_field_raw, set_fn, set_num, State,
-};
+use super::lua::{cstr, push_bytes, push_error_table, push_where_msg, raise, set_field_raw, set_fn, set_num, State};
 use super::run::current;
 use crate::protocol::Reply;
 
@@ -23,18 +20,49 @@ unsafe fn raise_err(l: State, msg: &'static str) -> ! {
 }
 
 /// Collects the call arguments (`luaArgsToRedisArgv`): numbers become
-/// `%.17g`, strings are taken as they are, anything else is refused.
-unsafe fn collect_args(l: State, argc: c_int, argv: &mut Vec<Bytes>) -> bool {
-    argv.clear();
-    argv.reserve(argc as usize);
+/// `%.17g`, strings are taken as they are, anything else is refused. The
+/// arguments are written one after the other into `args.buf` and handed
+/// out as slices of it (see [`CallArgs`](super::run::CallArgs)).
+unsafe fn collect_args(l: State, argc: c_int, args: &mut super::run::CallArgs) -> bool {
+    args.argv.clear();
+    args.ends.clear();
+    let buf = &mut args.buf;
     for j in 1..=argc {
         match ffi::lua_type(l, j) {
-            ffi::LUA_TNUMBER => argv.push(Bytes::from(fmt_g17(ffi::lua_tonumber(l, j)))),
-            ffi::LUA_TSTRING => argv.push(Bytes::copy_from_slice(super::lua::to_bytes(l, j).unwrap_or(b""))),
-            _ => return false,
+            ffi::LUA_TNUMBER => {
+                let mut num = [0u8; 64];
+                let n = crate::num::fmt_g17_into(ffi::lua_tonumber(l, j), &mut num);
+                buf.extend_from_slice(&num[..n]);
+            }
+            ffi::LUA_TSTRING => buf.extend_from_slice(super::lua::to_bytes(l, j).unwrap_or(b"")),
+            _ => {
+                buf.clear();
+                return false;
+            }
         }
+        args.ends.push(buf.len());
+    }
+    let all = buf.split().freeze();
+    args.argv.reserve(argc as usize);
+    let mut start = 0;
+    for &end in &args.ends {
+        args.argv.push(all.slice(start..end));
+        start = end;
     }
     true
+}
+
+/// A reply pushed as more than one level of Lua values.
+fn nests(r: &Reply) -> bool {
+    matches!(
+        r,
+        Reply::Array(_)
+            | Reply::Push(_)
+            | Reply::Set(_)
+            | Reply::Map(_)
+            | Reply::AfterPushes(..)
+            | Reply::ThenPushes(..)
+    )
 }
 
 /// `redis.call` / `redis.pcall` (`luaRedisGenericCommand`).
@@ -48,21 +76,22 @@ unsafe fn generic_command(l: State, raise_error: bool) -> c_int {
         }
         return 1;
     }
-    // The run's argument vector, lent for this call (a script cannot run
-    // two calls at once) and given back empty before any error is raised.
-    let mut argv = std::mem::take(&mut run.args);
-    let collected = collect_args(l, argc, &mut argv);
+    // The run's arguments (a script cannot run two calls at once), emptied
+    // again before any error is raised.
+    let collected = collect_args(l, argc, &mut run.args);
     ffi::lua_pop(l, argc);
     let (is_error, panicked) = match collected {
         false => {
             push_error_table(l, b"Lua redis lib command arguments must be strings or integers");
             (true, false)
         }
-        true => match catch_unwind(AssertUnwindSafe(|| run.call(&argv))) {
+        true => match catch_unwind(AssertUnwindSafe(|| run.call())) {
             // Room for the whole reply is made before anything is pushed; a
             // stack that cannot grow that far gets Redis's stack-limit error
-            // instead of writes past its end (CVE-2021-32626).
-            Ok(Ok(reply)) if ffi::lua_checkstack(l, push_slots(&reply)) == 0 => {
+            // instead of writes past its end (CVE-2021-32626). A C function
+            // always has LUA_MINSTACK (20) free slots, more than a reply
+            // that is not an aggregate needs (3).
+            Ok(Ok(reply)) if nests(&reply) && ffi::lua_checkstack(l, push_slots(&reply)) == 0 => {
                 push_error_table(l, b"ERR reached lua stack limit");
                 (true, false)
             }
@@ -83,9 +112,7 @@ unsafe fn generic_command(l: State, raise_error: bool) -> c_int {
             }
         },
     };
-    argv.clear();
-    // A call with a huge argument list does not keep its vector for good.
-    run.args = if argv.capacity() > 256 { Vec::new() } else { argv };
+    run.args.clear();
     if (raise_error && is_error) || panicked {
         raise(l);
     }
@@ -230,16 +257,16 @@ unsafe extern "C-unwind" fn acl_check_cmd(l: State) -> c_int {
     if argc == 0 {
         raise_err(l, "Please specify at least one argument for this redis lib call");
     }
-    let mut argv = Vec::new();
-    let collected = collect_args(l, argc, &mut argv);
+    let mut args = super::run::CallArgs::default();
+    let collected = collect_args(l, argc, &mut args);
     ffi::lua_pop(l, argc);
     if !collected {
-        drop(argv);
+        drop(args);
         raise_err(l, "Lua redis lib command arguments must be strings or integers");
     }
     // Dropped before anything is raised (a raise does not unwind Rust frames).
-    let allowed = run.host.acl_check(&argv);
-    drop(argv);
+    let allowed = run.host.acl_check(&args.argv);
+    drop(args);
     match allowed {
         None => raise_err(l, "Invalid command passed to redis.acl_check_cmd()"),
         Some(allowed) => {

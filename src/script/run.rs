@@ -10,7 +10,7 @@
 use std::any::Any;
 use std::cell::Cell;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 
 use super::host::{CallInfo, ScriptErr, ScriptHost};
 use crate::protocol::Reply;
@@ -70,9 +70,44 @@ pub(crate) struct RunCtx<'h> {
     pub hook_fires: u64,
     /// The script's deterministic profile, added to by this run.
     pub profile: ScriptProfile,
-    /// `redis.call`'s argument vector, reused call after call (empty
-    /// between calls).
-    pub args: Vec<Bytes>,
+    /// `redis.call`'s arguments, reused call after call (empty between
+    /// calls).
+    pub args: CallArgs,
+}
+
+/// The arguments of one `redis.call`, kept from call to call (and from run
+/// to run) so that a call allocates nothing for them: the vector, and one
+/// buffer that holds every argument's bytes, each argument a slice of it
+/// (as the connection's parser hands a client's arguments to the commands,
+/// which copy what they keep). Once the call's slices are dropped the buffer
+/// is its only owner again and the next call writes over it; a command that
+/// kept a slice keeps that call's buffer, and the next call starts a new one.
+#[derive(Debug, Default)]
+pub(crate) struct CallArgs {
+    pub argv: Vec<Bytes>,
+    pub buf: BytesMut,
+    /// Where each argument ends in `buf` (while they are collected).
+    pub ends: Vec<usize>,
+}
+
+impl CallArgs {
+    /// A call with more bytes or arguments than this does not keep its
+    /// buffer or vector for good.
+    const KEEP_BYTES: usize = 16 << 10;
+    const KEEP_ARGS: usize = 256;
+
+    /// Empties the vector (dropping this call's slices); lets go of a
+    /// buffer or vector grown past what is worth keeping.
+    pub fn clear(&mut self) {
+        self.argv.clear();
+        if self.argv.capacity() > Self::KEEP_ARGS {
+            self.argv = Vec::new();
+            self.ends = Vec::new();
+        }
+        if self.buf.capacity() > Self::KEEP_BYTES {
+            self.buf = BytesMut::new();
+        }
+    }
 }
 
 /// What a cached script costs, in figures that do not depend on the machine
@@ -98,8 +133,12 @@ impl ScriptProfile {
         } else {
             self.keys_read += u64::from(info.keys);
         }
-        match self.commands.iter_mut().find(|(name, _)| *name == info.command) {
-            Some((_, n)) => *n += 1,
+        // Names come from the command table: found by address first (no
+        // string comparison on the way), by content the first time.
+        let same = |name: &&str| std::ptr::eq(*name, info.command);
+        let at = self.commands.iter().position(|(name, _)| same(name));
+        match at.or_else(|| self.commands.iter().position(|(name, _)| *name == info.command)) {
+            Some(i) => self.commands[i].1 += 1,
             None => self.commands.push((info.command, 1)),
         }
     }
@@ -150,10 +189,11 @@ impl Drop for RunGuard {
 }
 
 impl RunCtx<'_> {
-    /// Runs one command for the script through the host, counting the
-    /// commands that ran and their time (`INFO scriptstats`).
-    pub(crate) fn call(&mut self, argv: &[Bytes]) -> Result<Reply, ScriptErr> {
-        let (reply, info) = self.host.call(argv, self.resp3)?;
+    /// Runs the command in [`args`](Self::args) for the script through the
+    /// host, counting the commands that ran and their time (`INFO
+    /// scriptstats`).
+    pub(crate) fn call(&mut self) -> Result<Reply, ScriptErr> {
+        let (reply, info) = self.host.call(&self.args.argv, self.resp3)?;
         self.calls += 1;
         self.call_nanos += info.nanos;
         self.profile.record(&info);

@@ -22,13 +22,25 @@
 //! other's state.
 
 use std::ffi::{c_char, c_int, c_void};
+use std::mem::MaybeUninit;
 
+use bytes::Bytes;
 use mlua::{ffi, Lua, LuaOptions, StdLib};
 
 use super::lua::{
     cstr, cstr_bytes, get_field_raw, push_bytes, push_where_msg, raise, set_field_raw, set_fn, to_bytes, unproxy,
     State, REG_REAL,
 };
+
+extern "C" {
+    /// Readies the table on top to hold the `n` strings `ptrs`/`lens` if
+    /// nothing a script did to it can show: returns the mask of the slots
+    /// already holding theirs, or -1 (lua/vm/tables.c).
+    fn rlockd_lua_refill_array(l: State, n: c_int, ptrs: *const *const c_char, lens: *const usize) -> i64;
+}
+
+/// The most arguments a refilled table holds (`RLOCKD_REFILL_MAX`).
+const REFILL_MAX: usize = 64;
 
 /// Registry keys (and `lua::REG_REAL`).
 const REG_PROXY: &str = "rlockd.proxy";
@@ -95,6 +107,21 @@ pub(crate) struct Vm {
     _lua: Lua,
     pub(crate) l: State,
     pub(crate) kind: VmKind,
+    /// What every run reaches, held in the registry's array part
+    /// (`luaL_ref`): pushed by index, without hashing a name each time.
+    refs: Refs,
+}
+
+/// Registry references of a VM (see [`Vm::refs`]).
+#[derive(Debug, Clone, Copy)]
+struct Refs {
+    /// The error handler.
+    errh: c_int,
+    /// The real globals table (behind the globals proxy).
+    real_globals: c_int,
+    /// The strings `"KEYS"` and `"ARGV"`.
+    keys: c_int,
+    argv: c_int,
 }
 
 // SAFETY: the state is only ever used by whoever holds the core lock (the
@@ -131,8 +158,25 @@ impl Vm {
             lua.exec_raw::<()>((), |st| l = st).expect("Lua state");
         }
         // SAFETY: `l` is the main state of `lua`, which we own.
-        unsafe { setup(l, kind, register_function) };
-        Vm { _lua: lua, l, kind }
+        // SAFETY: as above; `setup` left the registry entries this reads.
+        let refs = unsafe {
+            setup(l, kind, register_function);
+            let reference = |push: &dyn Fn()| {
+                push();
+                ffi::luaL_ref(l, ffi::LUA_REGISTRYINDEX)
+            };
+            Refs {
+                errh: reference(&|| {
+                    get_field_raw(l, ffi::LUA_REGISTRYINDEX, REG_ERRH);
+                }),
+                real_globals: reference(&|| {
+                    get_field_raw(l, ffi::LUA_REGISTRYINDEX, REG_REAL_GLOBALS);
+                }),
+                keys: reference(&|| push_bytes(l, b"KEYS")),
+                argv: reference(&|| push_bytes(l, b"ARGV")),
+            }
+        };
+        Vm { _lua: lua, l, kind, refs }
     }
 
     /// Makes the function VM's globals resolve to the library API (during
@@ -150,15 +194,61 @@ impl Vm {
 
     /// Pushes the error handler.
     pub(crate) unsafe fn push_error_handler(&self) {
-        get_field_raw(self.l, ffi::LUA_REGISTRYINDEX, REG_ERRH);
+        ffi::lua_rawgeti(self.l, ffi::LUA_REGISTRYINDEX, self.refs.errh as ffi::lua_Integer);
     }
 
-    /// Sets a global (bypassing the protection), e.g. `KEYS`.
-    pub(crate) unsafe fn set_real_global(&self, name: &str) {
+    /// Registry references to a new script's own `KEYS` and `ARGV` tables
+    /// (see [`set_keys_argv`](Self::set_keys_argv)).
+    pub(crate) unsafe fn new_arg_tables(&self) -> [c_int; 2] {
+        [0, 1].map(|_| {
+            ffi::lua_createtable(self.l, 0, 0);
+            ffi::luaL_ref(self.l, ffi::LUA_REGISTRYINDEX)
+        })
+    }
+
+    /// Sets the globals `KEYS` and `ARGV` (bypassing the protection) to
+    /// arrays of `keys` and `argv`: the script's own tables (`tables`, from
+    /// [`new_arg_tables`](Self::new_arg_tables)) refilled, when nothing the
+    /// script did to them in its last run can show (see
+    /// `lua/vm/tables.c`), keeping the strings that did not change;
+    /// otherwise new tables, kept for the next run if small.
+    pub(crate) unsafe fn set_keys_argv(&self, keys: &[Bytes], argv: &[Bytes], tables: [c_int; 2]) {
+        /// Arguments past which a run's tables are not kept for the next.
+        const KEEP_BYTES: usize = 1024;
         let l = self.l;
-        get_field_raw(l, ffi::LUA_REGISTRYINDEX, REG_REAL_GLOBALS);
-        ffi::lua_insert(l, -2);
-        set_field_raw(l, -2, name);
+        ffi::lua_rawgeti(l, ffi::LUA_REGISTRYINDEX, self.refs.real_globals as ffi::lua_Integer);
+        for ((name, items), table) in [(self.refs.keys, keys), (self.refs.argv, argv)].into_iter().zip(tables) {
+            let n = items.len().min(1 << 24) as c_int;
+            ffi::lua_rawgeti(l, ffi::LUA_REGISTRYINDEX, name as ffi::lua_Integer);
+            ffi::lua_rawgeti(l, ffi::LUA_REGISTRYINDEX, table as ffi::lua_Integer);
+            let mut kept = -1;
+            if items.len() <= REFILL_MAX {
+                // Only the first n are written and read.
+                let mut ptrs = [MaybeUninit::<*const c_char>::uninit(); REFILL_MAX];
+                let mut lens = [MaybeUninit::<usize>::uninit(); REFILL_MAX];
+                for (i, it) in items.iter().enumerate() {
+                    ptrs[i].write(it.as_ptr().cast());
+                    lens[i].write(it.len());
+                }
+                kept = rlockd_lua_refill_array(l, n, ptrs.as_ptr().cast(), lens.as_ptr().cast());
+            }
+            if kept < 0 {
+                ffi::lua_pop(l, 1);
+                ffi::lua_createtable(l, n, 0);
+                if items.len() <= REFILL_MAX && items.iter().map(|b| b.len()).sum::<usize>() <= KEEP_BYTES {
+                    ffi::lua_pushvalue(l, -1);
+                    ffi::lua_rawseti(l, ffi::LUA_REGISTRYINDEX, table as ffi::lua_Integer);
+                }
+                kept = 0;
+            }
+            for (j, it) in items.iter().enumerate() {
+                if j >= REFILL_MAX || kept & (1 << j) == 0 {
+                    push_bytes(l, it);
+                    ffi::lua_rawseti(l, -2, (j + 1) as ffi::lua_Integer);
+                }
+            }
+            ffi::lua_rawset(l, -3);
+        }
         ffi::lua_pop(l, 1);
     }
 
@@ -168,14 +258,6 @@ impl Vm {
         unsafe {
             (ffi::lua_gc(self.l, ffi::LUA_GCCOUNT, 0) as usize) * 1024
                 + ffi::lua_gc(self.l, ffi::LUA_GCCOUNTB, 0) as usize
-        }
-    }
-
-    /// One incremental GC step (Redis does this every 50 scripts).
-    pub(crate) fn gc_step(&self) {
-        // SAFETY: as above.
-        unsafe {
-            ffi::lua_gc(self.l, ffi::LUA_GCSTEP, 50);
         }
     }
 }
