@@ -71,10 +71,30 @@ fn format_line(now_us: u64, db: usize, source: &str, argv: &[Bytes]) -> Vec<u8> 
 }
 
 /// Argument positions Redis redacts: every `AUTH` argument, the user and
-/// password after `HELLO … AUTH`.
+/// password after `HELLO … AUTH`, and `MIGRATE`'s `AUTH` password and
+/// `AUTH2` user and password (as its option parser meets them).
 fn redacted(argv: &[Bytes]) -> Vec<usize> {
     if argv[0].eq_ignore_ascii_case(b"auth") {
         return (1..argv.len()).collect();
+    }
+    if argv[0].eq_ignore_ascii_case(b"migrate") {
+        let mut out = Vec::new();
+        let mut j = 6;
+        while j < argv.len() {
+            let more = argv.len() - 1 - j;
+            let a = &argv[j];
+            if a.eq_ignore_ascii_case(b"auth") && more >= 1 {
+                out.push(j + 1);
+                j += 1;
+            } else if a.eq_ignore_ascii_case(b"auth2") && more >= 2 {
+                out.extend([j + 1, j + 2]);
+                j += 2;
+            } else if !a.eq_ignore_ascii_case(b"copy") && !a.eq_ignore_ascii_case(b"replace") {
+                break; // KEYS (the rest are keys) or a syntax error
+            }
+            j += 1;
+        }
+        return out;
     }
     if argv[0].eq_ignore_ascii_case(b"hello") {
         let mut j = 2;
@@ -133,5 +153,14 @@ mod tests {
             line(&[b"HELLO", b"3", b"SETNAME", b"auth", b"AUTH", b"u", b"p"]),
             "+1700000000.000123 [3 127.0.0.1:5000] \"HELLO\" \"3\" \"SETNAME\" \"auth\" \"AUTH\" \"(redacted)\" \"(redacted)\"\r\n"
         );
+        // MIGRATE, as Redis's option parser redacts: AUTH's password,
+        // AUTH2's user and password, nothing past KEYS or a bad option.
+        let r = |a: &[&[u8]]| redacted(&a.iter().map(|x| Bytes::copy_from_slice(x)).collect::<Vec<_>>());
+        let m: [&[u8]; 6] = [b"migrate", b"h", b"1", b"k", b"0", b"5000"];
+        assert_eq!(r(&m), Vec::<usize>::new());
+        assert_eq!(r(&[&m[..], &[b"COPY", b"AUTH", b"pw"]].concat()), vec![8]);
+        assert_eq!(r(&[&m[..], &[b"auth2", b"u", b"pw", b"REPLACE"]].concat()), vec![7, 8]);
+        assert_eq!(r(&[&m[..], &[b"KEYS", b"auth", b"x"]].concat()), Vec::<usize>::new());
+        assert_eq!(r(&[&m[..], &[b"AUTH"]].concat()), Vec::<usize>::new());
     }
 }
