@@ -185,6 +185,8 @@ pub struct Core {
     pub active_expire: bool,
     /// Client-side caching: the tracking table and BCAST prefixes.
     pub tracking: crate::tracking::Tracking,
+    /// Replication: this node's stream, its replicas, its primary.
+    pub repl: crate::replication::ReplState,
 }
 
 impl Core {
@@ -219,6 +221,7 @@ impl Core {
             call_depth: 0,
             active_expire: true,
             tracking: Default::default(),
+            repl: Default::default(),
         }
     }
 
@@ -256,6 +259,10 @@ impl Core {
             self.ks.sig.touched = t;
             self.ks.sig.server_touched.clear();
             self.tracking.cursor = 0;
+        }
+        // Replication: keys the server itself expired, lost lock grants.
+        if self.repl.feeding() || self.ks.sig.repl_deletes.is_some() || self.repl.ledger_cursor != u64::MAX {
+            self.repl.after_command(&mut self.ks.sig, self.lock_history.as_ref());
         }
         // Keyspace events, then messages deferred by EXEC / scripts.
         self.pubsub.flush(&mut self.ks.sig, self.config.pubsub_limit, self.ks.now);

@@ -93,7 +93,8 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> CmdResult {
     };
     let n = argv.len();
     if eq(sub, "help") && n == 2 {
-        return Ok(Reply::Array(HELP.iter().map(|l| Reply::status(l)).collect()));
+        let lines = HELP[..HELP.len() - 2].iter().chain(super::replication::HELP).chain(&HELP[HELP.len() - 2..]);
+        return Ok(Reply::Array(lines.map(|l| Reply::status(l)).collect()));
     }
     if eq(sub, "clock") && n >= 3 {
         return clock(ctx, &argv[2..]).ok_or_else(unknown)?;
@@ -141,7 +142,9 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> CmdResult {
             history.reset();
             return Ok(Reply::ok());
         }
-        return Ok(Reply::Array(history.violations().iter().map(|v| Reply::bulk_str(v)).collect()));
+        let mut all = history.violations().to_vec();
+        all.extend(super::replication::violations(ctx.core));
+        return Ok(Reply::Array(all.iter().map(|v| Reply::bulk_str(v)).collect()));
     }
     if eq(sub, "snapshot") && n == 3 {
         snapshot(ctx.core, argv[2].clone());
@@ -167,6 +170,9 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> CmdResult {
     }
     if eq(sub, "fault") && n >= 3 {
         return fault(ctx, &argv[2..]);
+    }
+    if eq(sub, "repl") && n >= 3 {
+        return super::replication::control(ctx, &argv[2..]);
     }
     if eq(sub, "snapshots") && n == 2 {
         let mut names: Vec<&Bytes> = ctx.core.snapshots.keys().collect();

@@ -36,6 +36,7 @@ pub(crate) mod limits;
 pub mod list;
 pub mod meta;
 pub mod pubsub;
+pub(crate) mod replication;
 pub mod scripting;
 pub mod server;
 pub mod set;
@@ -608,6 +609,7 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes]) -> Reply {
     ctx.core.call_depth += 1;
     let read_lookups = std::mem::replace(&mut ctx.core.ks.sig.read_lookups, cmd.has(flags::READONLY));
     ctx.core.ks.sig.lfu_seen = None;
+    let dirty_before = ctx.core.ks.sig.dirty;
     let start = Instant::now();
     let mut result = (cmd.spec.handler)(ctx, argv);
     let nanos = start.elapsed().as_nanos() as u64;
@@ -644,6 +646,10 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes]) -> Reply {
             stats.count_error(text);
         }
     }
+    // The one branch replication costs on a node without replicas.
+    if ctx.core.repl.feeding() {
+        replication::after_call(ctx, cmd, argv, &reply, dirty_before);
+    }
     if monitored && !cmd.has(flags::SKIP_MONITOR) && !cmd.has(flags::ADMIN) {
         feed_monitors(ctx, argv);
     }
@@ -651,6 +657,9 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes]) -> Reply {
         let threshold = ctx.core.config.slowlog_slower_than;
         if threshold >= 0 && usec as i64 >= threshold && !cmd.has(flags::SKIP_SLOWLOG) {
             record_slow(ctx, argv, usec);
+        }
+        if ctx.core.repl.feeding() {
+            replication::end_unit(ctx);
         }
         ctx.core.after_command();
         if ctx.core.blocking.has_ready() {

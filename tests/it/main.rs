@@ -32,6 +32,7 @@ mod lua_vm_cves;
 mod ordering;
 mod protocol;
 mod pubsub;
+mod replication;
 mod scripting;
 mod server_cmds;
 mod set;

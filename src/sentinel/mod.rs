@@ -1,0 +1,1 @@
+//! Sentinel (see below).
