@@ -72,6 +72,7 @@ pub use error::Error;
 pub use faults::{Fault, FaultInfo, FaultKind, Scope as FaultScope};
 pub use script::locks;
 pub use script::ScriptProfile;
+pub use sentinel::Sentinel;
 pub use server::replication::ReplicationControl;
 pub use server::Server;
 pub use version::{set_allocator_name, REDIS_VERSION};
