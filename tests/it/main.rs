@@ -16,6 +16,7 @@ mod diff;
 mod diff_random;
 mod dump;
 mod examples;
+mod failover_clients;
 mod faults;
 mod front_ends;
 mod fuzz_regressions;
