@@ -290,6 +290,9 @@ impl Core {
     /// pass): BCAST invalidations go out and the tracking table is cut to
     /// `tracking-table-max-keys`, as Redis does before sleeping.
     pub fn before_sleep(&mut self) {
+        if self.repl.getack {
+            self.repl.before_sleep();
+        }
         if self.tracking.active {
             self.tracking.flush_bcast(&mut self.clients);
             let max = self.config.get_str("tracking-table-max-keys").parse().unwrap_or(0);

@@ -210,6 +210,7 @@ pub(crate) fn wait(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let deadline = (timeout > 0).then(|| ctx.shared.clock.now_ms() + timeout as u64);
     ctx.client.block = Some(BlockRequest { waiter, rx, deadline });
     ctx.core.repl.waits.push(WaitReq { waiter, numreplicas: numreplicas.max(0) as usize, offset });
+    ctx.core.repl.getack = true;
     Ok(Reply::Nil)
 }
 

@@ -99,6 +99,8 @@ pub struct ReplState {
     /// Each client's offset after its last propagated write (`WAIT`).
     woff: HashMap<u64, u64>,
     pub waits: Vec<WaitReq>,
+    /// A `WAIT` blocked: ask for acknowledgements before sleeping.
+    pub getack: bool,
     /// Wakes this server's replication task.
     pub wake: Arc<Notify>,
     /// Held while this node attaches to its primary (one at a time).
@@ -127,6 +129,7 @@ impl Default for ReplState {
             seldb: None,
             woff: HashMap::new(),
             waits: Vec::new(),
+            getack: false,
             wake: Arc::new(Notify::new()),
             attaching: Default::default(),
             requests: Vec::new(),
@@ -223,6 +226,18 @@ impl ReplState {
                 self.woff.retain(|_, o| *o + (1 << 20) > keep);
             }
         }
+    }
+
+    /// Asks the replicas for an acknowledgement (`REPLCONF GETACK *` in the
+    /// stream) before the event loop sleeps, when a `WAIT` blocked meanwhile,
+    /// as Redis does; its bytes count in the offsets.
+    pub fn before_sleep(&mut self) {
+        if !std::mem::take(&mut self.getack) || !self.feeding() || self.replicas.is_empty() {
+            return;
+        }
+        let argv = vec![Bytes::from_static(b"REPLCONF"), Bytes::from_static(b"GETACK"), Bytes::from_static(b"*")];
+        let bytes = resp_len(&argv);
+        self.send(Frame::new(vec![Op { db: None, argv }], self.offset, bytes));
     }
 
     /// Feeds `PING` (the primary's heartbeat, every

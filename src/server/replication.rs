@@ -56,6 +56,7 @@ pub(crate) async fn run(shared: Arc<Shared>) {
     let mut shutdown = shared.shutdown.subscribe();
     let mut master: Option<MasterClient> = None;
     let mut next_ping = None;
+    let mut last_ack = Instant::now();
     let mut next: Option<Duration> = None;
     loop {
         let tick = next.unwrap_or(Duration::from_secs(1)).min(Duration::from_secs(1));
@@ -64,7 +65,7 @@ pub(crate) async fn run(shared: Arc<Shared>) {
             _ = wake.notified() => {}
             _ = tokio::time::sleep(tick) => {}
         }
-        next = turn(&shared, &mut master, &mut next_ping).await;
+        next = turn(&shared, &mut master, &mut next_ping, &mut last_ack).await;
     }
 }
 
@@ -73,6 +74,7 @@ async fn turn(
     shared: &Arc<Shared>,
     master: &mut Option<MasterClient>,
     next_ping: &mut Option<Instant>,
+    last_ack: &mut Instant,
 ) -> Option<Duration> {
     // What to do, read under one short hold.
     let (target, link, requests) = {
@@ -105,7 +107,16 @@ async fn turn(
         let (frames, due) = link.take_due();
         next = due;
         if !frames.is_empty() {
-            let end = frames.last().map_or(0, |f| f.end);
+            // A replica answers GETACK with the offset before it (Redis
+            // updates the processed offset after the command).
+            // Acknowledged when asked (GETACK), else by the periodic ack.
+            let asked = frames
+                .iter()
+                .rev()
+                .find(|f| {
+                    f.ops.len() == 1 && f.ops[0].argv.first().is_some_and(|a| a.eq_ignore_ascii_case(b"replconf"))
+                })
+                .map(|f| f.start);
             let mut core = shared.core.lock().await;
             core.actor = Default::default();
             for f in &frames {
@@ -118,10 +129,15 @@ async fn turn(
             }
             core.after_command();
             drop(core);
-            link.ack(end);
-        } else if link.is_online() && !link.paused.load(Ordering::Acquire) {
-            // The replica's periodic REPLCONF ACK.
-            link.ack(link.acked.load(Ordering::Acquire));
+            if let Some(offset) = asked {
+                link.ack(offset);
+            }
+        }
+        if link.is_online() && !link.paused.load(Ordering::Acquire) && last_ack.elapsed() >= Duration::from_secs(1) {
+            // The replica's REPLCONF ACK, every second: what it processed.
+            *last_ack = Instant::now();
+            let processed = shared.core.lock().await.repl.offset;
+            link.ack(processed);
         }
     }
     {

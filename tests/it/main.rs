@@ -34,6 +34,7 @@ mod ordering;
 mod protocol;
 mod pubsub;
 mod replication;
+mod replication_diff;
 mod scripting;
 mod server_cmds;
 mod set;
