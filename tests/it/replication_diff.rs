@@ -156,3 +156,127 @@ fn until_equal_offsets(replica: &mut RawConn, primary: &mut RawConn) {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// A redis-sentinel child process watching `port` as `mymaster`.
+struct RealSentinel {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl Drop for RealSentinel {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn real_sentinel(master_port: u16) -> Option<RealSentinel> {
+    let server = crate::common::oracle::redis_server_path()?;
+    let sentinel = std::path::Path::new(&server).with_file_name("redis-sentinel");
+    if !sentinel.is_file() {
+        crate::common::skip::skipped("redis-sentinel is not installed, so the Sentinel replies were not compared");
+        return None;
+    }
+    let port = std::net::TcpListener::bind("127.0.0.1:0").ok()?.local_addr().ok()?.port();
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("sentinel-{port}"));
+    std::fs::create_dir_all(&dir).ok()?;
+    let conf = dir.join("sentinel.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "port {port}\nbind 127.0.0.1\ndir {}\nsentinel monitor mymaster 127.0.0.1 {master_port} 1\n",
+            dir.display()
+        ),
+    )
+    .ok()?;
+    let child = std::process::Command::new(sentinel)
+        .arg(&conf)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .ok()?;
+    Some(RealSentinel { child, port })
+}
+
+/// The field names of a Sentinel map reply, in order.
+fn field_names(v: &Value) -> Vec<String> {
+    match v {
+        Value::Agg(_, Some(items)) => {
+            items.iter().step_by(2).map(|k| String::from_utf8_lossy(&k.bulks_or_self()).into_owned()).collect()
+        }
+        other => panic!("not a Sentinel record: {other:?}"),
+    }
+}
+
+trait BulkText {
+    fn bulks_or_self(&self) -> Vec<u8>;
+}
+
+impl BulkText for Value {
+    fn bulks_or_self(&self) -> Vec<u8> {
+        match self {
+            Value::Bulk(Some(b)) | Value::Simple(b) => b.clone(),
+            other => format!("{other:?}").into_bytes(),
+        }
+    }
+}
+
+#[test]
+fn sentinel_replies_match_redis_sentinel() {
+    let (Some(rp), Some(rr)) = (Oracle::start(), Oracle::start()) else { return };
+    let mut redis_p = RawConn::connect(rp.port);
+    let mut redis_r = RawConn::connect(rr.port);
+    redis_p.cmd(&["CONFIG", "SET", "repl-diskless-sync-delay", "0"]);
+    redis_r.cmd(&["CONFIG", "SET", "repl-diskless-load", "swapdb"]);
+    redis_r.cmd(&["REPLICAOF", "127.0.0.1", &rp.port.to_string()]);
+    until_online(&mut redis_p);
+    let Some(real) = real_sentinel(rp.port) else { return };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut theirs = loop {
+        if let Ok(mut c) = RawConn::try_connect(real.port) {
+            let replicas = c.cmd(&["SENTINEL", "REPLICAS", "mymaster"]);
+            if matches!(&replicas, Value::Agg(_, Some(v)) if !v.is_empty()) {
+                break c;
+            }
+        }
+        assert!(Instant::now() < deadline, "redis-sentinel never saw the replica");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let nodes = rlockd::Server::start_with_replicas(1, rlockd::Config::default()).expect("start");
+    let ip = "127.0.0.1".parse().expect("ip");
+    let group = rlockd::Sentinel::start_group(ip, &[0], &[("mymaster", nodes[0].addr())], 1).expect("sentinel");
+    let mut ours = RawConn::connect(group[0].port());
+    let (their_ports, our_ports) = ([rp.port, rr.port, real.port], [nodes[0].port(), nodes[1].port(), group[0].port()]);
+    for cmd in [
+        vec!["PING"],
+        vec!["ROLE"],
+        vec!["SENTINEL", "GET-MASTER-ADDR-BY-NAME", "mymaster"],
+        vec!["SENTINEL", "GET-MASTER-ADDR-BY-NAME", "nope"],
+        vec!["SENTINEL", "MASTER", "nope"],
+        vec!["SENTINEL", "CKQUORUM", "mymaster"],
+        vec!["SENTINEL", "SENTINELS", "mymaster"],
+        vec!["SENTINEL", "NOPE"],
+        vec!["GET", "x"],
+        vec!["CLIENT", "SETNAME", "n"],
+        vec!["CLIENT", "GETNAME"],
+    ] {
+        assert_eq!(normalised(ours.cmd(&cmd), &our_ports), normalised(theirs.cmd(&cmd), &their_ports), "{cmd:?}");
+    }
+    for cmd in [vec!["SENTINEL", "MASTER", "mymaster"], vec!["SENTINEL", "REPLICAS", "mymaster"]] {
+        let (o, t) = (ours.cmd(&cmd), theirs.cmd(&cmd));
+        let first = |v: &Value| match v {
+            Value::Agg(_, Some(items)) if matches!(items.first(), Some(Value::Agg(..))) => items[0].clone(),
+            other => other.clone(),
+        };
+        assert_eq!(field_names(&first(&o)), field_names(&first(&t)), "{cmd:?}");
+    }
+    let info = |c: &mut RawConn, ports: &[u16]| {
+        let t = text(c.cmd(&["INFO", "sentinel"]));
+        let mut t = t.replace("\r\n", "\n");
+        for (i, p) in ports.iter().enumerate() {
+            t = t.replace(&p.to_string(), &format!("<port{i}>"));
+        }
+        t
+    };
+    assert_eq!(info(&mut ours, &our_ports), info(&mut theirs, &their_ports));
+}
