@@ -22,6 +22,9 @@
 //! * [`locks`] — the lock scripts rlockd ships (Redisson's,
 //!   redis-py's, redlock's), for clients that load them.
 //! * [`Error`] — why a server could not start.
+//! * Topologies: [`Server::start_with_replicas`] and the replication test
+//!   controls ([`ReplicationControl`], [`Server::failover`]), and
+//!   [`Sentinel`] groups watching the primaries.
 //! * For the `rlockd` binary and other embedders: [`memory::CountingAlloc`]
 //!   (exact `used_memory`), [`ParamCheck`] (redis.conf directives checked
 //!   as the server checks them), [`protocol::split_args`], [`REDIS_VERSION`],

@@ -74,7 +74,8 @@ pub(crate) fn after_call(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes], reply
         return;
     }
     let changed = ctx.core.ks.sig.dirty.saturating_sub(dirty_before) > deleted.len() as u64;
-    if !changed && !(always_recorded(cmd) && !matches!(reply, Reply::Error(_))) {
+    let forced = always_recorded(cmd) && !matches!(reply, Reply::Error(_));
+    if !changed && !forced {
         return;
     }
     let db = ctx.client.db();

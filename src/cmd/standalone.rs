@@ -1,6 +1,5 @@
-//! What a standalone, module-less Redis answers to its replication, module
-//! and failover commands: rlockd never replicates and loads no modules, so
-//! these report exactly that, with Redis's errors.
+//! What a module-less Redis answers to its module and `FAILOVER` commands,
+//! with Redis's errors; `REPLICAOF` is `cmd::replication`'s.
 
 use bytes::Bytes;
 

@@ -42,12 +42,15 @@ struct Watched {
     config_epoch: u64,
 }
 
+/// A Sentinel of a group: id, address, event bus.
+type Member = (String, SocketAddr, broadcast::Sender<(String, String)>);
+
 /// What the Sentinels of one group share.
 #[derive(Debug)]
 struct Group {
     masters: parking_lot::Mutex<Vec<Watched>>,
     /// Each Sentinel: id, address, event bus.
-    members: parking_lot::Mutex<Vec<(String, SocketAddr, broadcast::Sender<(String, String)>)>>,
+    members: parking_lot::Mutex<Vec<Member>>,
     epoch: AtomicU64,
     /// One failover at a time.
     failing_over: tokio::sync::Mutex<()>,

@@ -166,7 +166,7 @@ async fn turn(
                 if let Some(w) = waiter {
                     let reply = match result {
                         Ok(addr) => crate::protocol::Reply::bulk_str(&addr.to_string()),
-                        Err(e) => crate::protocol::Reply::error(&format!("ERR {e}")),
+                        Err(e) => crate::protocol::Reply::error(format!("ERR {e}")),
                     };
                     shared.core.lock().await.blocking.serve(w, reply);
                 }
@@ -187,7 +187,7 @@ async fn attach(me: &Arc<Shared>, host: &str, port: u16) {
         let Some(m) = core.repl.master.as_ref() else { return };
         let current = m.link.as_ref().is_some_and(|l| {
             !l.closed.load(Ordering::Acquire)
-                && !(l.diverged.load(Ordering::Acquire) && !l.paused.load(Ordering::Acquire))
+                && (!l.diverged.load(Ordering::Acquire) || l.paused.load(Ordering::Acquire))
         });
         if current && m.host == host && m.port == port {
             return;

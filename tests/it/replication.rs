@@ -95,7 +95,7 @@ fn writes_reach_the_replica_and_wait_counts_it() {
 #[test]
 fn scripts_replicate_their_effects_and_expiry_deletes() {
     let (nodes, mut p, mut r) = pair();
-    assert_eq!(p.cmd(&["RLOCKD", "CLOCK", "FREEZE"]).as_int().is_some(), true);
+    assert!(p.cmd(&["RLOCKD", "CLOCK", "FREEZE"]).as_int().is_some());
     // A Redisson lock: HINCRBY + PEXPIRE, replicated as MULTI, hincrby,
     // PEXPIREAT, EXEC.
     assert_eq!(p.cmd(&["EVAL", REENTRANT_LOCK, "1", "myLock", "30000", "uuid-1:1"]), Value::Bulk(None));
@@ -106,7 +106,7 @@ fn scripts_replicate_their_effects_and_expiry_deletes() {
     let (po, ro) = (info(&mut p)["master_repl_offset"].clone(), info(&mut r)["master_repl_offset"].clone());
     assert_eq!(po, ro);
     // The lease runs out on the primary's clock: the replica learns by a DEL.
-    assert_eq!(r.cmd(&["RLOCKD", "CLOCK", "FREEZE"]).as_int().is_some(), true);
+    assert!(r.cmd(&["RLOCKD", "CLOCK", "FREEZE"]).as_int().is_some());
     p.cmd(&["RLOCKD", "CLOCK", "ADVANCE", "30000"]);
     let mut p2 = RawConn::connect(nodes[0].port());
     assert_eq!(p2.cmd(&["SET", "x", "1"]), ok());
