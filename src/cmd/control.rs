@@ -140,6 +140,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, argv: &[Bytes]) -> CmdResult {
                 return Err(CmdError::Syntax);
             }
             history.reset();
+            ctx.core.repl.ledger.lock().violations.clear();
             return Ok(Reply::ok());
         }
         let mut all = history.violations().to_vec();
