@@ -179,6 +179,8 @@ pub struct Core {
     pub tracking: crate::tracking::Tracking,
     /// This node's place in a cluster (`None`: a standalone server).
     pub cluster: Option<crate::cluster::Member>,
+    /// Replication: this node's stream, its replicas, its primary.
+    pub repl: crate::replication::ReplState,
 }
 
 impl Core {
@@ -211,6 +213,7 @@ impl Core {
             active_expire: true,
             tracking: Default::default(),
             cluster: None,
+            repl: Default::default(),
         }
     }
 
@@ -251,6 +254,10 @@ impl Core {
             self.ks.sig.server_touched.clear();
             self.tracking.cursor = 0;
         }
+        // Replication: keys the server itself expired, lost lock grants.
+        if self.repl.feeding() || self.ks.sig.repl_deletes.is_some() || self.repl.ledger_cursor != u64::MAX {
+            self.repl.after_command(&mut self.ks.sig, self.control.history.as_ref());
+        }
         // Keyspace events, then messages deferred by EXEC / scripts.
         self.pubsub.flush(&mut self.ks.sig, self.config.pubsub_limit, self.ks.now);
         self.ks.sig.track_touches =
@@ -275,6 +282,9 @@ impl Core {
     /// pass): BCAST invalidations go out and the tracking table is cut to
     /// `tracking-table-max-keys`, as Redis does before sleeping.
     pub fn before_sleep(&mut self) {
+        if self.repl.getack {
+            self.repl.before_sleep();
+        }
         if self.tracking.active {
             self.tracking.flush_bcast(&mut self.clients);
             let max = self.config.get_str("tracking-table-max-keys").parse().unwrap_or(0);

@@ -25,6 +25,9 @@
 //! * [`locks`] — the lock scripts rlockd ships (Redisson's,
 //!   redis-py's, redlock's), for clients that load them.
 //! * [`Error`] — why a server could not start.
+//! * Topologies: [`Server::start_with_replicas`] and the replication test
+//!   controls ([`ReplicationControl`], [`Server::failover`]), and
+//!   [`Sentinel`] groups watching the primaries.
 //! * For the `rlockd` binary and other embedders: [`memory::CountingAlloc`]
 //!   (exact `used_memory`), [`ParamCheck`] (redis.conf directives checked
 //!   as the server checks them), [`protocol::split_args`], [`REDIS_VERSION`],
@@ -59,7 +62,9 @@ mod monitor;
 mod num;
 pub mod protocol;
 mod pubsub;
+mod replication;
 mod script;
+mod sentinel;
 mod server;
 pub mod testing;
 mod tracking;
@@ -74,6 +79,8 @@ pub use control::locks::{Holder, LockView, Waiter};
 pub use error::Error;
 pub use script::locks;
 pub use script::ScriptProfile;
+pub use sentinel::Sentinel;
 pub use server::cluster::{Cluster, ClusterConfig};
+pub use server::replication::ReplicationControl;
 pub use server::Server;
 pub use version::{set_allocator_name, REDIS_VERSION};

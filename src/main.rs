@@ -257,12 +257,20 @@ Options:
                         picks a free port); --cluster-announce-ip <ip> and
                         --cluster-announce-port <port> (node i: port+i) set the
                         addresses MOVED and CLUSTER SLOTS give clients
+  --replicas <n>        each node is a primary followed by n replicas of it on
+                        the next ports (default 0; rlockd only): replication
+                        between nodes of this process, WAIT, RLOCKD REPL …
+  --sentinel <port>     a Sentinel on that port watching the primaries
+                        (mymaster, mymaster2, …); repeat it, or give ports
+                        separated by commas, for several (quorum: a majority;
+                        rlockd only; the ready lines follow the servers')
   --<name> <value>      any parameter CONFIG GET/SET knows, e.g.
                         --notify-keyspace-events KEA  --maxmemory 100mb
                         --busy-reply-threshold 1000  --hz 100
 
-Accepted without effect (rlockd keeps everything in memory, never forks, never
-replicates, and has one TCP listener), with one note per source when the value
+Accepted without effect (rlockd keeps everything in memory, never forks,
+replicates only between its own nodes, and has one TCP listener per node), with
+one note per source when the value
 asks for something other than off:
   {no_effect},
   and every other directive redis-server {REDIS_VERSION} knows.
@@ -333,6 +341,10 @@ struct Settings {
     cluster: usize,
     /// `--cluster-replicas N`: replicas per primary.
     cluster_replicas: usize,
+    /// `--replicas N`: each node is a primary followed by N replicas.
+    replicas: usize,
+    /// `--sentinel PORT` (repeatable): Sentinels watching the primaries.
+    sentinels: Vec<u16>,
     tcp_backlog: u32,
     /// Parameters for the server's `CONFIG` table, in order.
     params: Vec<(String, String)>,
@@ -352,6 +364,8 @@ impl Default for Settings {
             nodes: 1,
             cluster: 0,
             cluster_replicas: 0,
+            replicas: 0,
+            sentinels: Vec::new(),
             tcp_backlog: 511,
             params: Vec::new(),
             notes: Vec::new(),
@@ -574,6 +588,28 @@ fn apply(directives: Vec<Directive>, read_file: &dyn Fn(&str) -> std::io::Result
                 }
                 Ok(_) => return Err(fatal_config(&d, &format!("argument must be between {min} and {max} inclusive"))),
                 Err(_) => return Err(fatal_config(&d, "argument couldn't be parsed into an integer")),
+            }
+            continue;
+        }
+        if name == "replicas" {
+            match value.parse::<usize>() {
+                Ok(n) if n <= 16 => s.replicas = n,
+                Ok(_) => return Err(fatal_config(&d, "argument must be between 0 and 16 inclusive")),
+                Err(_) => return Err(fatal_config(&d, "argument couldn't be parsed into an integer")),
+            }
+            continue;
+        }
+        if name == "sentinel" {
+            for p in value.split([',', ' ']).filter(|p| !p.is_empty()) {
+                match p.parse::<u16>() {
+                    Ok(port) => s.sentinels.push(port),
+                    Err(_) => {
+                        return Err(fatal_config(
+                            &d,
+                            "argument must be a port (0 to 65535), or several separated by commas",
+                        ))
+                    }
+                }
             }
             continue;
         }
@@ -805,9 +841,28 @@ fn main() -> ExitCode {
         params: s.params.clone(),
     };
     if s.cluster > 0 {
+        if s.replicas > 0 || !s.sentinels.is_empty() {
+            eprintln!("rlockd: --replicas and --sentinel do not combine with --cluster yet");
+            return ExitCode::from(1);
+        }
         return run_cluster(&s, config);
     }
-    let servers = match rlockd::Server::start_many(s.nodes, config) {
+    let started = if s.replicas == 0 {
+        rlockd::Server::start_many(s.nodes, config)
+    } else {
+        // Node i and its replicas take the ports after node i-1's group.
+        (0..s.nodes)
+            .map(|i| {
+                let mut c = config.clone();
+                if c.bind.port() != 0 {
+                    c.bind.set_port(c.bind.port().saturating_add((i * (s.replicas + 1)) as u16));
+                }
+                rlockd::Server::start_with_replicas(s.replicas, c)
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(|groups| groups.into_iter().flatten().collect())
+    };
+    let servers = match started {
         Ok(s) => s,
         Err(e) => {
             tracing::warn!("{e}");
@@ -815,12 +870,40 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    for server in &servers {
-        tracing::info!("Running mode=standalone, port={}.", server.port());
+    let primaries: Vec<(String, SocketAddr)> = servers
+        .iter()
+        .step_by(s.replicas + 1)
+        .enumerate()
+        .map(|(i, srv)| (if i == 0 { "mymaster".to_string() } else { format!("mymaster{}", i + 1) }, srv.addr()))
+        .collect();
+    let sentinels = if s.sentinels.is_empty() {
+        Vec::new()
+    } else {
+        let named: Vec<(&str, SocketAddr)> = primaries.iter().map(|(n, a)| (n.as_str(), *a)).collect();
+        let quorum = (s.sentinels.len() / 2 + 1) as u32;
+        match rlockd::Sentinel::start_group(ip, &s.sentinels, &named, quorum) {
+            Ok(v) => v,
+            Err(e) => {
+                eprintln!("rlockd: {e}");
+                return ExitCode::from(1);
+            }
+        }
+    };
+    for (i, server) in servers.iter().enumerate() {
+        let role = if s.replicas > 0 && i % (s.replicas + 1) != 0 { "replica" } else { "standalone" };
+        tracing::info!("Running mode={role}, port={}.", server.port());
+    }
+    for (name, addr) in &primaries {
+        for st in &sentinels {
+            tracing::info!("Sentinel on port {} watches {name} at {addr}", st.port());
+        }
     }
     tracing::info!("Ready to accept connections");
     for server in &servers {
         println!("rlockd {VERSION} ready to accept connections on {} (port {})", server.addr(), server.port());
+    }
+    for st in &sentinels {
+        println!("rlockd {VERSION} sentinel ready to accept connections on {} (port {})", st.addr(), st.port());
     }
     watchdog::start_if_requested();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("signal runtime");
@@ -839,6 +922,9 @@ fn main() -> ExitCode {
         }
     });
     tracing::warn!("User requested shutdown...");
+    for st in sentinels {
+        st.stop();
+    }
     for server in servers {
         server.stop();
     }

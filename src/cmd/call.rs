@@ -65,6 +65,7 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes]) -> Reply {
     ctx.core.call_depth += 1;
     let read_lookups = std::mem::replace(&mut ctx.core.ks.sig.read_lookups, cmd.has(flags::READONLY));
     ctx.core.ks.sig.lfu_seen = None;
+    let dirty_before = ctx.core.ks.sig.dirty;
     let start = Instant::now();
     let mut result = (cmd.spec.handler)(ctx, argv);
     let nanos = start.elapsed().as_nanos() as u64;
@@ -109,12 +110,19 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes]) -> Reply {
             }
         }
     }
+    // The one branch replication costs on a node without replicas.
+    if ctx.core.repl.feeding() {
+        super::replication::after_call(ctx, cmd, argv, &reply, dirty_before);
+    }
     if monitored && !cmd.has(flags::SKIP_MONITOR) && !cmd.has(flags::ADMIN) {
         feed_monitors(ctx, argv);
     }
     if top {
         if !rerun && !blocked {
             slowlog_if_slow(ctx, cmd, argv, usec);
+        }
+        if ctx.core.repl.feeding() {
+            super::replication::end_unit(ctx);
         }
         ctx.core.after_command();
     }

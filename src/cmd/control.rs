@@ -61,6 +61,9 @@ static RLOCKD_SUBS: &[CommandSpec] = &[
     cmd("locks", rlockd_locks, -2, ACTS, 0, 0, 0, ACTS_ACL)
         .hidden_flags("test_control")
         .doc("The locks in the keyspace: kind, holders, leases, waiters", "7.0.0"),
+    cmd("repl", rlockd_repl, -3, ACTS, 0, 0, 0, ACTS_ACL)
+        .hidden_flags("test_control")
+        .doc("Pause, lag, drop or break replication; fail over", "7.0.0"),
     cmd("restore", rlockd_restore, 3, ACTS, 0, 0, 0, ACTS_ACL)
         .hidden_flags("test_control")
         .doc("Replace every database with a snapshot", "7.0.0"),
@@ -78,8 +81,13 @@ static RLOCKD_SUBS: &[CommandSpec] = &[
 fn rlockd_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     // The cluster's lines go before the closing HELP entry.
     let (body, help) = HELP.split_at(HELP.len() - 2);
-    let lines = body.iter().chain(super::cluster::CONTROL_HELP).chain(help);
+    let lines = body.iter().chain(super::cluster::CONTROL_HELP).chain(super::replication::HELP).chain(help);
     Ok(Reply::Array(lines.map(|l| Reply::status(l)).collect()))
+}
+
+/// `RLOCKD REPL …`: replication's test control (`cmd/replication.rs`).
+fn rlockd_repl(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    super::replication::control(ctx, &args[2..])
 }
 
 /// `RLOCKD CLUSTER …`: the cluster's test control (`cmd/cluster.rs`).
@@ -145,12 +153,20 @@ fn rlockd_events(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     Ok(Reply::Array(events.iter().map(event_reply).collect()))
 }
 
+/// `RLOCKD CHECK [RESET]`: this node's lock history's violations, then the
+/// holders lost by a failover of its primary/replica group.
 fn rlockd_check(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let Some(history) = ctx.core.control.history.as_mut() else { return Ok(Reply::Array(Vec::new())) };
     match args.get(2) {
-        None => Ok(Reply::Array(history.violations().iter().map(|v| Reply::bulk_str(v)).collect())),
+        None => {
+            let mut all = ctx.core.control.history.as_ref().map(|h| h.violations().to_vec()).unwrap_or_default();
+            all.extend(super::replication::violations(ctx.core));
+            Ok(Reply::Array(all.iter().map(|v| Reply::bulk_str(v)).collect()))
+        }
         Some(a) if args.len() == 3 && eq(a, "reset") => {
-            history.reset();
+            if let Some(history) = ctx.core.control.history.as_mut() {
+                history.reset();
+            }
+            ctx.core.repl.ledger.lock().violations.clear();
             Ok(Reply::ok())
         }
         Some(_) => Err(CmdError::Syntax),

@@ -275,20 +275,7 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) -> bool {
             l!("reply_buffer_shrinks:0");
             l!("reply_buffer_expands:0");
         }
-        "replication" => {
-            l!("# Replication");
-            l!("role:master");
-            l!("connected_slaves:0");
-            l!("master_failover_state:no-failover");
-            l!("master_replid:{}", ctx.shared.run_id);
-            l!("master_replid2:0000000000000000000000000000000000000000");
-            l!("master_repl_offset:0");
-            l!("second_repl_offset:-1");
-            l!("repl_backlog_active:0");
-            l!("repl_backlog_size:1048576");
-            l!("repl_backlog_first_byte_offset:0");
-            l!("repl_backlog_histlen:0");
-        }
+        "replication" => out.push_str(&super::replication::info(ctx)),
         "cpu" => {
             let (user, sys) = cpu_seconds();
             l!("# CPU");

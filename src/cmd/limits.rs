@@ -31,7 +31,7 @@ pub(crate) const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to writ
 /// write is refused on that state, as in Redis).
 pub(crate) fn check(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes]) -> Option<CmdError> {
     let cfg = &ctx.core.config;
-    if cfg.maxmemory == 0 && cfg.min_replicas_to_write <= 0 {
+    if cfg.maxmemory == 0 && cfg.min_replicas_to_write <= 0 && !ctx.core.repl.is_replica() {
         ctx.core.pre_command_oom = false;
         return None;
     }
@@ -48,8 +48,11 @@ pub(crate) fn check(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes]) -> Option<
     } else {
         ctx.core.pre_command_oom = false;
     }
-    if write && ctx.core.config.min_replicas_to_write > 0 {
+    if write && ctx.core.config.min_replicas_to_write > 0 && !super::replication::enough_good_replicas(ctx.core) {
         return Some(CmdError::custom(NOREPLICAS));
+    }
+    if write && super::replication::read_only_here(ctx) {
+        return Some(CmdError::custom(super::replication::READONLY));
     }
     None
 }
@@ -57,8 +60,14 @@ pub(crate) fn check(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes]) -> Option<
 /// `scriptVerifyWriteCommandAllow` (the replica part) and `scriptVerifyOOM`
 /// for a command a script calls; the text is raised in the script.
 pub(crate) fn script_check(ctx: &Ctx<'_>, cmd: &Command, script_wrote: bool, allow_oom: bool) -> Option<&'static str> {
-    if cmd.is_write() && ctx.core.config.min_replicas_to_write > 0 {
+    if cmd.is_write()
+        && ctx.core.config.min_replicas_to_write > 0
+        && !super::replication::enough_good_replicas(ctx.core)
+    {
         return Some("-NOREPLICAS Not enough good replicas to write.");
+    }
+    if cmd.is_write() && super::replication::read_only_here(ctx) {
+        return Some("-READONLY You can't write against a read only replica.");
     }
     // Only the first write: a script that already changed data cannot stop half-way.
     if !allow_oom
@@ -118,7 +127,7 @@ pub(crate) fn perform_evictions(ctx: &mut Ctx<'_>) -> bool {
         };
         let mut db = ctx.core.ks.view(index);
         if db.remove(&key).is_some() {
-            db.sig.mark_server_touch();
+            db.sig.mark_server_touch(index, &key);
             db.notify(crate::db::notify::EVICTED, "evicted", &key);
             ctx.core.stats.evicted_keys += 1;
             evicted = true;

@@ -47,6 +47,7 @@ pub mod meta;
 pub mod migrate;
 pub mod pubsub;
 pub mod registry;
+pub(crate) mod replication;
 pub mod scripting;
 pub mod server;
 pub mod session;

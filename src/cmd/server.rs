@@ -37,9 +37,9 @@ pub static COMMANDS: &[CommandSpec] = &[
         .doc("Asynchronously rewrite the append-only file", "1.0.0"),
     cmd("waitaof", waitaof, 4, "noscript", 0, 0, 0, "@slow @connection")
         .doc("Blocks until all of the preceding write commands sent by the connection are written to the append-only file of the master and/or replicas.", "7.2.0"),
-    cmd("wait", wait, 3, "noscript", 0, 0, 0, "@slow @connection")
+    cmd("wait", super::replication::wait, 3, "noscript", 0, 0, 0, "@slow @connection")
         .doc("Wait for the synchronous replication of all the write commands sent in the context of the current connection", "3.0.0"),
-    cmd("role", role, 1, "noscript loading stale fast", 0, 0, 0, "@admin @fast @dangerous")
+    cmd("role", super::replication::role, 1, "noscript loading stale fast", 0, 0, 0, "@admin @fast @dangerous")
         .doc("Return the role of the instance in the context of replication", "2.8.12"),
     cmd("monitor", monitor, 1, "admin noscript loading stale", 0, 0, 0, "@admin @slow @dangerous")
         .doc("Listen for all requests received by the server in real time", "1.0.0"),
@@ -225,15 +225,6 @@ fn bgrewriteaof(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
 
 // ---- replication-shaped answers of a lone master ----
 
-fn wait(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    int(&args[1])?;
-    let t = int(&args[2]).map_err(|_| CmdError::TimeoutNotInteger)?;
-    if t < 0 {
-        return Err(CmdError::NegativeTimeout);
-    }
-    Ok(Reply::Int(0))
-}
-
 fn waitaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let numlocal = int(&args[1])?;
     int(&args[2])?;
@@ -245,10 +236,6 @@ fn waitaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Err(CmdError::custom("ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled."));
     }
     Ok(Reply::Array(vec![Reply::Int(0), Reply::Int(0)]))
-}
-
-fn role(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    Ok(Reply::Array(vec![Reply::bulk_str("master"), Reply::Int(0), Reply::Array(vec![])]))
 }
 
 /// `MONITOR`: from now on this client also receives a line for every

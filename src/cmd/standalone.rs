@@ -1,6 +1,5 @@
-//! What a standalone, module-less Redis answers to its replication, module
-//! and failover commands: rlockd never replicates and loads no modules, so
-//! these report exactly that, with Redis's errors.
+//! What a module-less Redis answers to its module and `FAILOVER` commands,
+//! with Redis's errors; `REPLICAOF` is `cmd::replication`'s.
 
 use bytes::Bytes;
 
@@ -10,10 +9,28 @@ use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
 
 pub static COMMANDS: &[CommandSpec] = &[
-    cmd("replicaof", replicaof, 3, "admin noscript stale no_async_loading", 0, 0, 0, "@admin @slow @dangerous")
-        .doc("Make the server a replica of another instance, or promote it as master.", "5.0.0"),
-    cmd("slaveof", replicaof, 3, "admin noscript stale no_async_loading", 0, 0, 0, "@admin @slow @dangerous")
-        .doc("Make the server a replica of another instance, or promote it as master.", "1.0.0"),
+    cmd(
+        "replicaof",
+        super::replication::replicaof,
+        3,
+        "admin noscript stale no_async_loading",
+        0,
+        0,
+        0,
+        "@admin @slow @dangerous",
+    )
+    .doc("Make the server a replica of another instance, or promote it as master.", "5.0.0"),
+    cmd(
+        "slaveof",
+        super::replication::replicaof,
+        3,
+        "admin noscript stale no_async_loading",
+        0,
+        0,
+        0,
+        "@admin @slow @dangerous",
+    )
+    .doc("Make the server a replica of another instance, or promote it as master.", "1.0.0"),
     cmd("failover", failover, -1, "admin noscript stale", 0, 0, 0, "@admin @slow @dangerous")
         .doc("Start a coordinated failover between this server and one of its replicas.", "6.2.0"),
     cmd("module", container, -2, "", 0, 0, 0, "@slow")
@@ -33,20 +50,6 @@ static MODULE_SUBS: &[CommandSpec] = &[
     cmd("unload", module_refused, 3, "admin noscript no_async_loading", 0, 0, 0, "@admin @slow @dangerous")
         .doc("Unload a module", "4.0.0"),
 ];
-
-/// `REPLICAOF NO ONE` succeeds (already a master); anything else is refused
-/// after Redis's own argument checks.
-fn replicaof(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    if eq(&args[1], "no") && eq(&args[2], "one") {
-        return Ok(Reply::ok());
-    }
-    match crate::num::parse_i64_strict(&args[2]) {
-        Some(port) if (0..=65535).contains(&port) => {
-            Err(CmdError::custom("ERR rlockd does not replicate: it is always a master (REPLICAOF NO ONE is accepted)"))
-        }
-        _ => Err(CmdError::custom("ERR Invalid master port")),
-    }
-}
 
 /// `FAILOVER [TO host port [FORCE]] [ABORT] [TIMEOUT ms]` with no replicas.
 fn failover(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {

@@ -223,6 +223,9 @@ pub struct Signals {
     /// create it, then to change it) counts one access, as Redis's single
     /// lookup does. Reset by `cmd::call::call` around every handler.
     pub lfu_seen: Option<(usize, Key)>,
+    /// Keys deleted by expiry or eviction, recorded while the server feeds
+    /// replicas (they are replicated as `DEL`).
+    pub repl_deletes: Option<Vec<(usize, Key)>>,
 }
 
 impl Signals {
@@ -235,9 +238,12 @@ impl Signals {
         }
     }
 
-    /// Marks the last touched key as the server's own change (expiry,
-    /// eviction).
-    pub fn mark_server_touch(&mut self) {
+    /// Marks the last touched key (`key` of `db`) as the server's own
+    /// change (expiry, eviction).
+    pub fn mark_server_touch(&mut self, db: usize, key: &[u8]) {
+        if let Some(d) = self.repl_deletes.as_mut() {
+            d.push((db, Key::new(key)));
+        }
         if self.track_touches && !self.touched.is_empty() {
             self.server_touched.push(self.touched.len() - 1);
         }
@@ -321,7 +327,7 @@ impl DbView<'_> {
                 self.db.expires.remove(at, self.db.hash(&k));
                 self.sig.expired += 1;
                 self.sig.touch(self.index, &k);
-                self.sig.mark_server_touch();
+                self.sig.mark_server_touch(self.index, &k);
                 self.sig.notify(notify::EXPIRED, "expired", self.index, &k);
                 true
             }
@@ -707,7 +713,7 @@ impl Db {
                 self.map.swap_remove(&key);
                 sig.expired += 1;
                 sig.touch(index, &key);
-                sig.mark_server_touch();
+                sig.mark_server_touch(index, &key);
                 sig.notify(notify::EXPIRED, "expired", index, &key);
                 n += 1;
             }

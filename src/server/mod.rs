@@ -20,6 +20,7 @@
 pub mod cluster;
 pub mod connection;
 pub(crate) mod io;
+pub(crate) mod replication;
 mod socket;
 
 use std::net::SocketAddr;
@@ -71,6 +72,7 @@ impl Server {
         cfg.bind = addr;
         let shared = Arc::new(Shared::new(&cfg, crate::cmd::access::catalog())?);
         let bus = member.map(|m| cluster::join(&shared, m));
+        replication::register(&shared, addr);
         // One thread runs every connection, in the order their input
         // arrives (see the module docs and `connection.rs`); its stack
         // is large enough for Lua's deepest replies.
@@ -172,7 +174,11 @@ impl Server {
     /// Every lock-safety violation seen (as `RLOCKD CHECK`): empty when
     /// nothing was unsafe. A test can end with `assert!(srv.check_locks().is_empty())`.
     pub fn check_locks(&self) -> Vec<String> {
-        self.with_core(|core| core.control.history.as_ref().map(|h| h.violations().to_vec()).unwrap_or_default())
+        self.with_core(|core| {
+            let mut all = core.control.history.as_ref().map(|h| h.violations().to_vec()).unwrap_or_default();
+            all.extend(crate::cmd::replication::violations(core));
+            all
+        })
     }
 
     /// Moves the clock by `ms` and expires every key now due at once (as
@@ -367,6 +373,7 @@ async fn run(listeners: Vec<std::net::TcpListener>, shared: Arc<Shared>) {
     let io = io::Io::new(&shared, listeners);
     let _ = shared.io.set(io.clone() as Arc<dyn crate::core::ServerIo>);
     tokio::spawn(active_expire(shared.clone()));
+    tokio::spawn(replication::run(shared.clone()));
     let accept = tokio::spawn(accept_loop(io.clone(), shared.clone()));
     crate::core::shutdown_requested(&mut shutdown).await;
     accept.abort();

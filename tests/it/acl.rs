@@ -195,6 +195,7 @@ const RLOCKD_CALLS: &[(&str, &[&str])] = &[
     ("fault", &["KILL"]),
     ("help", &[]),
     ("locks", &[]),
+    ("repl", &["STATUS"]),
     ("restore", &["before"]),
     ("scripts", &[]),
     ("snapshot", &["before"]),

@@ -64,16 +64,16 @@ fn check_server_side(port: u16, key: &str) {
     );
 }
 
-/// The venv with redis-py from `clients/examples/python/requirements.txt`
-/// (None, after recording the skip, without Python).
-fn python_venv(what: &str) -> Option<PathBuf> {
+/// The Python of a venv holding the example's requirements (redis-py),
+/// made once; `None` (with a visible skip saying `what` was not run) without
+/// Python 3.8+ and venv.
+pub(crate) fn redis_py(what: &str) -> Option<PathBuf> {
     if !runs("python3", &["-c", "import venv, ensurepip, sys; sys.exit(sys.version_info < (3, 8))"]) {
         skipped(&format!("Python 3.8+ with venv is not installed, so {what} was not run"));
         return None;
     }
-    // One install at a time: two examples share the venv.
-    static INSTALLING: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _one = INSTALLING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    static ONE_INSTALL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = ONE_INSTALL.lock().unwrap_or_else(|e| e.into_inner());
     let src = source("python");
     let work = work_dir("python");
     let venv = work.join("venv");
@@ -93,15 +93,14 @@ fn python_venv(what: &str) -> Option<PathBuf> {
             ),
         );
     });
-    Some(venv)
+    Some(venv.join("bin/python"))
 }
 
 #[test]
 fn redis_py_example() {
-    let Some(venv) = python_venv("the redis-py example") else { return };
+    let Some(python) = redis_py("the redis-py example") else { return };
     let src = source("python");
     let srv = Binary::start(&["--port", "0"]);
-    let python = venv.join("bin/python");
     let r = ok_or_panic(
         "the redis-py example",
         run_in(Some(&src), python.to_str().expect("utf-8 path"), &["example.py", &srv.port.to_string()], STEP_LIMIT),
@@ -114,9 +113,8 @@ fn redis_py_example() {
 /// held while its slot moves (`clients/examples/python/cluster_example.py`).
 #[test]
 fn redis_py_cluster_example() {
-    let Some(venv) = python_venv("the redis-py cluster example") else { return };
+    let Some(python) = redis_py("the redis-py cluster example") else { return };
     let srv = Binary::start(&["--cluster", "3", "--port", "0"]);
-    let python = venv.join("bin/python");
     let r = ok_or_panic(
         "the redis-py cluster example",
         run_in(

@@ -16,11 +16,13 @@ const LAYERS: &[&[&str]] = &[
     &["error"],
     &["db"],
     &["client", "config"],
-    &["blocking", "tx", "pubsub", "monitor", "control", "acl", "tracking", "cluster"],
+    &["blocking", "tx", "pubsub", "monitor", "control", "acl", "tracking", "cluster", "replication"],
     &["script"],
     &["core"],
     &["cmd"],
     &["server", "testing"],
+    // Sentinels watch and fail over the servers of their process.
+    &["sentinel"],
     // Modules of the binaries (src/main.rs's watchdog, src/bin/), above the library.
     &["watchdog", "bin"],
 ];

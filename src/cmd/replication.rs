@@ -1,0 +1,462 @@
+//! The commands of replication between rlockd nodes — `REPLICAOF`/`SLAVEOF`,
+//! `ROLE`, `WAIT`, `INFO replication`, read-only replicas — and the points
+//! where dispatch hands a command's effects to the stream
+//! ([`after_call`], [`end_unit`]). The stream and the links are
+//! `crate::replication`'s; the task that syncs a replica, applies what it
+//! receives and answers `WAIT` is `server/replication.rs`'s.
+//!
+//! What is replicated follows Redis 7.0's `call()`: a command that changed
+//! the dataset (`server.dirty` moved) or that is always propagated
+//! (`PUBLISH`, `FUNCTION LOAD`…) is recorded in its replicated form, keys
+//! deleted by expiry or eviction on the way as `DEL`s before it; scripts
+//! and `EXEC` are not recorded themselves, their commands are; the
+//! execution unit ends at the top-level command and is wrapped in
+//! `MULTI`/`EXEC` when it has several writes.
+
+use std::sync::atomic::Ordering;
+
+use bytes::Bytes;
+
+use super::util::{eq, int};
+use super::{Command, Ctx};
+use crate::client::BlockRequest;
+use crate::core::Core;
+use crate::error::{CmdError, CmdResult};
+use crate::protocol::Reply;
+use crate::replication::{link::Frame, rewrite, Master, Request, WaitReq};
+
+/// Redis's `shared.roslaveerr`.
+pub(crate) const READONLY: &str = "READONLY You can't write against a read only replica.";
+
+/// True when writes from this client are refused: a read-only replica, and
+/// not its primary's stream.
+pub(crate) fn read_only_here(ctx: &Ctx<'_>) -> bool {
+    match &ctx.core.repl.master {
+        Some(m) => m.client_id != ctx.client.id && ctx.core.config.get_str("replica-read-only") == "yes",
+        None => false,
+    }
+}
+
+/// `min-replicas-to-write`: enough replicas acknowledged within
+/// `min-replicas-max-lag` seconds (a replica never refuses for it).
+pub(crate) fn enough_good_replicas(core: &Core) -> bool {
+    if core.repl.is_replica() {
+        return true;
+    }
+    let max_lag: u64 = core.config.get_str("min-replicas-max-lag").parse().unwrap_or(10);
+    if max_lag == 0 {
+        return true;
+    }
+    let good = core.repl.replicas.iter().filter(|l| l.is_online() && l.lag_secs() <= max_lag).count();
+    good as i64 >= core.config.min_replicas_to_write
+}
+
+/// Commands never recorded themselves (what they run is).
+fn runs_others(name: &str) -> bool {
+    matches!(name, "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro" | "exec")
+}
+
+/// Commands recorded whenever they succeed, changed data or not.
+fn always_recorded(cmd: &Command) -> bool {
+    matches!(cmd.fullname.as_str(), "publish" | "spublish" | "function|load" | "function|delete" | "function|flush")
+        || cmd.fullname == "function|restore"
+}
+
+/// After a handler ran (any depth) on a node that feeds replicas: records
+/// the keys its lookups expired and what it changed. `dirty_before` is the
+/// keyspace's change count before the handler.
+pub(crate) fn after_call(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes], reply: &Reply, dirty_before: u64) {
+    let deleted = ctx.core.ks.sig.repl_deletes.as_mut().map(std::mem::take).unwrap_or_default();
+    for (db, key) in &deleted {
+        ctx.core.repl.propagate(*db, vec![Bytes::from_static(b"DEL"), key.to_bytes()]);
+    }
+    if runs_others(cmd.spec.name) {
+        return;
+    }
+    let changed = ctx.core.ks.sig.dirty.saturating_sub(dirty_before) > deleted.len() as u64;
+    let forced = always_recorded(cmd) && !matches!(reply, Reply::Error(_));
+    if !changed && !forced {
+        return;
+    }
+    let db = ctx.client.db();
+    let ks = &ctx.core.ks;
+    let lookup = |key: &[u8]| ks.dbs.get(db).and_then(|d| d.peek(key)).map(|e| e.expire());
+    let ops = rewrite::replicated(cmd.spec.name, argv, reply, &lookup);
+    for op in ops {
+        ctx.core.repl.propagate(db, op);
+    }
+}
+
+/// The end of a top-level command: its effects become one frame.
+pub(crate) fn end_unit(ctx: &mut Ctx<'_>) {
+    if ctx.core.repl.has_pending() {
+        ctx.core.repl.flush(ctx.client.id);
+    }
+}
+
+// ---- commands ----
+
+/// `REPLICAOF host port` / `REPLICAOF NO ONE` (and `SLAVEOF`).
+pub(crate) fn replicaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    if eq(&args[1], "no") && eq(&args[2], "one") {
+        if ctx.core.repl.is_replica() {
+            ctx.core.repl.promote();
+            tracing::info!("MASTER MODE enabled (user request from 'id={}')", ctx.client.id);
+            ctx.core.repl.wake.notify_one();
+        }
+        return Ok(Reply::ok());
+    }
+    let port = match crate::num::parse_i64_strict(&args[2]) {
+        Some(p) if (0..=65535).contains(&p) => p as u16,
+        _ => return Err(CmdError::custom("ERR Invalid master port")),
+    };
+    let host = String::from_utf8_lossy(&args[1]).into_owned();
+    if let Some(m) = &ctx.core.repl.master {
+        if m.host.eq_ignore_ascii_case(&host) && m.port == port {
+            return Ok(Reply::status("OK Already connected to specified master"));
+        }
+    }
+    let Some(node) = crate::replication::registry::find(&host, port) else {
+        return Err(CmdError::custom(format!(
+            "ERR rlockd replicates only between its own nodes of one process, and none listens on {host}:{port}"
+        )));
+    };
+    let me = *ctx.shared.local_addr.lock();
+    if crate::replication::registry::find(&me.ip().to_string(), me.port())
+        .is_some_and(|n| std::sync::Arc::ptr_eq(&n, &node))
+    {
+        return Err(CmdError::custom("ERR a node can't be a replica of itself"));
+    }
+    become_replica(ctx.core, ctx.shared.next_id(), host, port);
+    Ok(Reply::ok())
+}
+
+/// Makes this node a replica of `host port` (its task attaches it).
+pub(crate) fn become_replica(core: &mut Core, client_id: u64, host: String, port: u16) {
+    if let Some(old) = core.repl.master.take() {
+        if let Some(l) = old.link {
+            l.close();
+        }
+    }
+    tracing::info!("Connecting to MASTER {host}:{port}");
+    core.repl.master = Some(Master { host, port, link: None, client_id, last_io_ms: 0, trouble: None });
+    core.repl.wake.notify_one();
+}
+
+/// `ROLE`.
+pub(crate) fn role(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    let repl = &ctx.core.repl;
+    Ok(match &repl.master {
+        None => Reply::Array(vec![
+            Reply::bulk_str("master"),
+            Reply::Int(repl.offset as i64),
+            Reply::Array(
+                repl.replicas
+                    .iter()
+                    .filter(|l| l.is_online())
+                    .map(|l| {
+                        Reply::Array(vec![
+                            Reply::bulk_str(&l.replica.ip().to_string()),
+                            Reply::bulk_str(&l.replica.port().to_string()),
+                            Reply::bulk_str(&l.acked.load(Ordering::Acquire).to_string()),
+                        ])
+                    })
+                    .collect(),
+            ),
+        ]),
+        Some(m) => Reply::Array(vec![
+            Reply::bulk_str("slave"),
+            Reply::bulk_str(&m.host),
+            Reply::Int(i64::from(m.port)),
+            Reply::bulk_str(link_state(m)),
+            Reply::Int(if m.link.is_some() { repl.offset as i64 } else { -1 }),
+        ]),
+    })
+}
+
+/// The replica's state as `ROLE` names it.
+fn link_state(m: &Master) -> &'static str {
+    match &m.link {
+        Some(l) if l.is_online() => "connected",
+        Some(_) => "connect",
+        None => "connecting",
+    }
+}
+
+/// `WAIT numreplicas timeout`: answered from the replicas' acknowledged
+/// offsets; blocks until enough acknowledge this client's last write or the
+/// timeout (on the server clock; 0 waits for ever) passes.
+pub(crate) fn wait(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    if ctx.core.repl.is_replica() {
+        return Err(CmdError::custom("ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated."));
+    }
+    let numreplicas = int(&args[1])?;
+    let timeout = int(&args[2]).map_err(|_| CmdError::TimeoutNotInteger)?;
+    if timeout < 0 {
+        return Err(CmdError::NegativeTimeout);
+    }
+    let offset = ctx.core.repl.client_offset(ctx.client.id);
+    let acked = ctx.core.repl.acked(offset);
+    if acked as i64 >= numreplicas || !ctx.client.may_block() {
+        return Ok(Reply::Int(acked as i64));
+    }
+    let (waiter, rx) = ctx.core.blocking.add_waiter(
+        ctx.client.shared.clone(),
+        ctx.client.db(),
+        ctx.client.resp,
+        args.to_vec(),
+        &[],
+        Reply::Int(acked as i64),
+    );
+    let deadline = (timeout > 0).then(|| ctx.shared.clock.now_ms() + timeout as u64);
+    ctx.client.block = Some(BlockRequest { waiter, rx, deadline });
+    ctx.core.repl.waits.push(WaitReq { waiter, numreplicas: numreplicas.max(0) as usize, offset });
+    ctx.core.repl.getack = true;
+    Ok(Reply::Nil)
+}
+
+/// Answers the `WAIT`s that enough replicas acknowledged, and keeps each
+/// other one's count current (what it answers at its timeout).
+pub(crate) fn serve_waits(core: &mut Core) {
+    if core.repl.waits.is_empty() {
+        return;
+    }
+    let waits = std::mem::take(&mut core.repl.waits);
+    for w in waits {
+        let Some(waiter) = core.blocking.waiters.get_mut(&w.waiter) else { continue };
+        let n = core.repl.acked(w.offset);
+        if n >= w.numreplicas {
+            core.blocking.serve(w.waiter, Reply::Int(n as i64));
+        } else {
+            waiter.timeout_reply = Reply::Int(n as i64);
+            core.repl.waits.push(w);
+        }
+    }
+}
+
+/// `INFO replication`, as Redis 7.0 prints it.
+pub(crate) fn info(ctx: &Ctx<'_>) -> String {
+    let core = &*ctx.core;
+    let repl = &core.repl;
+    let size: u64 = core.config.get_str("repl-backlog-size").parse().unwrap_or(1 << 20);
+    let mut s = String::new();
+    let mut l = |line: String| {
+        s.push_str(&line);
+        s.push_str("\r\n");
+    };
+    l("# Replication".into());
+    match &repl.master {
+        None => l("role:master".into()),
+        Some(m) => {
+            l("role:slave".into());
+            l(format!("master_host:{}", m.host));
+            l(format!("master_port:{}", m.port));
+            let up = m.link.as_ref().is_some_and(|l| l.is_online());
+            l(format!("master_link_status:{}", if up { "up" } else { "down" }));
+            let now = ctx.shared.clock.now_ms();
+            let io = if up { (now.saturating_sub(m.last_io_ms) / 1000) as i64 } else { -1 };
+            l(format!("master_last_io_seconds_ago:{io}"));
+            l("master_sync_in_progress:0".into());
+            l(format!("slave_read_repl_offset:{}", repl.offset));
+            l(format!("slave_repl_offset:{}", repl.offset));
+            if !up {
+                l(format!("master_link_down_since_seconds:{}", if m.link.is_some() { 0 } else { -1 }));
+            }
+            l(format!("slave_priority:{}", core.config.get_str("replica-priority")));
+            l(format!("slave_read_only:{}", u8::from(core.config.get_str("replica-read-only") == "yes")));
+            l(format!("replica_announced:{}", u8::from(core.config.get_str("replica-announced") == "yes")));
+        }
+    }
+    let online: Vec<_> = repl.replicas.iter().filter(|l| l.is_online()).collect();
+    l(format!("connected_slaves:{}", online.len()));
+    if core.config.min_replicas_to_write > 0 && !repl.is_replica() {
+        let max_lag: u64 = core.config.get_str("min-replicas-max-lag").parse().unwrap_or(10);
+        let good = online.iter().filter(|l| l.lag_secs() <= max_lag).count();
+        l(format!("min_slaves_good_slaves:{good}"));
+    }
+    for (i, link) in online.iter().enumerate() {
+        l(format!(
+            "slave{i}:ip={},port={},state=online,offset={},lag={}",
+            link.replica.ip(),
+            link.replica.port(),
+            link.acked.load(Ordering::Acquire),
+            link.lag_secs()
+        ));
+    }
+    l("master_failover_state:no-failover".into());
+    l(format!("master_replid:{}", repl.replid));
+    l(format!("master_replid2:{}", repl.replid2));
+    l(format!("master_repl_offset:{}", repl.offset));
+    l(format!("second_repl_offset:{}", repl.second_offset));
+    l(format!("repl_backlog_active:{}", u8::from(repl.backlog)));
+    l(format!("repl_backlog_size:{size}"));
+    l(format!("repl_backlog_first_byte_offset:{}", repl.backlog_first_byte(size)));
+    l(format!("repl_backlog_histlen:{}", repl.backlog_histlen(size)));
+    s
+}
+
+/// Applies one frame of the primary's stream as the replica's master
+/// client (`ctx.client`), under the replica's core lock.
+pub(crate) fn apply_frame(ctx: &mut Ctx<'_>, frame: &Frame) {
+    for op in &frame.ops {
+        let Some(db) = op.db else { continue };
+        if db >= ctx.core.ks.dbs.len() {
+            continue;
+        }
+        ctx.client.set_db(db);
+        match super::table().lookup(&op.argv) {
+            super::Lookup::Found(cmd) => {
+                let reply = super::call::call(ctx, cmd, &op.argv);
+                if let Reply::Error(e) = reply {
+                    tracing::warn!(
+                        "replica: the primary's {} failed here: {}",
+                        cmd.fullname,
+                        String::from_utf8_lossy(&e)
+                    );
+                }
+            }
+            _ => tracing::warn!("replica: unknown command in the stream: {}", String::from_utf8_lossy(&op.argv[0])),
+        }
+    }
+}
+
+// ---- test control: RLOCKD REPL … ----
+
+/// Help lines of `RLOCKD REPL` (appended to `RLOCKD HELP`).
+pub(crate) const HELP: &[&str] = &[
+    "REPL PAUSE | RESUME [<replica-port>]",
+    "    (primary) Hold the stream on the links to its replicas (writes pile up unacknowledged) / let it flow.",
+    "REPL LAG <ms> [<replica-port>]",
+    "    (primary) Deliver each write that long after it was made (0: at once).",
+    "REPL DROP [<replica-port>]",
+    "    (primary) Lose what the replicas have not received yet, as a crash would.",
+    "REPL BREAK | RESTORE [<replica-port>]",
+    "    Take the link down (master_link_status:down) / bring it back (it catches up).",
+    "REPL STATUS",
+    "    Each link: replica, acknowledged offset, pending writes and bytes, paused, lag, broken.",
+    "REPL FAILOVER [<replica-port>]",
+    "    (primary) Promote a replica with what it has received now; this node becomes its replica.",
+];
+
+/// The links test control acts on: on a replica, the link to its primary;
+/// on a primary, its links (to the replica on `port` only, if given).
+pub(crate) fn links(core: &Core, port: Option<u16>) -> Vec<std::sync::Arc<crate::replication::Link>> {
+    match &core.repl.master {
+        Some(m) => m.link.iter().cloned().collect(),
+        None => core.repl.replicas.iter().filter(|l| port.is_none_or(|p| l.replica.port() == p)).cloned().collect(),
+    }
+}
+
+/// `RLOCKD REPL …` (`args` after `REPL`).
+pub(crate) fn control(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let Some(op) = args.first() else { return Err(CmdError::Syntax) };
+    let port_arg = |i: usize| -> Result<Option<u16>, CmdError> {
+        match args.get(i) {
+            None => Ok(None),
+            Some(a) => match crate::num::parse_i64_strict(a) {
+                Some(p) if (1..=65535).contains(&p) => Ok(Some(p as u16)),
+                _ => Err(CmdError::custom("ERR invalid replica port")),
+            },
+        }
+    };
+    let need = |v: &Vec<std::sync::Arc<crate::replication::Link>>| {
+        if v.is_empty() {
+            Err(CmdError::custom("ERR no replication link here (or no replica on that port)"))
+        } else {
+            Ok(())
+        }
+    };
+    if eq(op, "status") && args.len() == 1 {
+        let all = links(ctx.core, None);
+        return Ok(Reply::Array(
+            all.iter()
+                .map(|l| {
+                    let (frames, bytes) = l.pending();
+                    Reply::Map(vec![
+                        (Reply::bulk_str("primary"), Reply::bulk_str(&l.primary.to_string())),
+                        (Reply::bulk_str("replica"), Reply::bulk_str(&l.replica.to_string())),
+                        (Reply::bulk_str("acked"), Reply::Int(l.acked.load(Ordering::Acquire) as i64)),
+                        (Reply::bulk_str("pending_writes"), Reply::Int(frames as i64)),
+                        (Reply::bulk_str("pending_bytes"), Reply::Int(bytes as i64)),
+                        (Reply::bulk_str("paused"), Reply::Bool(l.paused.load(Ordering::Acquire))),
+                        (Reply::bulk_str("lag_ms"), Reply::Int(l.lag_ms.load(Ordering::Acquire) as i64)),
+                        (Reply::bulk_str("broken"), Reply::Bool(l.broken.load(Ordering::Acquire))),
+                    ])
+                })
+                .collect(),
+        ));
+    }
+    let (flag, value, port_at): (Option<&str>, bool, usize) = if eq(op, "pause") {
+        (Some("paused"), true, 1)
+    } else if eq(op, "resume") {
+        (Some("paused"), false, 1)
+    } else if eq(op, "break") {
+        (Some("broken"), true, 1)
+    } else if eq(op, "restore") {
+        (Some("broken"), false, 1)
+    } else {
+        (None, false, 0)
+    };
+    if let Some(flag) = flag {
+        if args.len() > 2 {
+            return Err(CmdError::Syntax);
+        }
+        let ls = links(ctx.core, port_arg(port_at)?);
+        need(&ls)?;
+        for l in &ls {
+            let a = if flag == "paused" { &l.paused } else { &l.broken };
+            a.store(value, Ordering::Release);
+            l.to_replica.notify_one();
+            l.to_primary.notify_one();
+        }
+        return Ok(Reply::Int(ls.len() as i64));
+    }
+    if eq(op, "lag") && (2..=3).contains(&args.len()) {
+        let ms = u64::try_from(int(&args[1])?).map_err(|_| CmdError::custom("ERR the lag must be positive"))?;
+        let ls = links(ctx.core, port_arg(2)?);
+        need(&ls)?;
+        for l in &ls {
+            l.lag_ms.store(ms, Ordering::Release);
+            l.to_replica.notify_one();
+        }
+        return Ok(Reply::Int(ls.len() as i64));
+    }
+    if eq(op, "drop") && args.len() <= 2 {
+        let ls = links(ctx.core, port_arg(1)?);
+        need(&ls)?;
+        return Ok(Reply::Int(ls.iter().map(|l| l.drop_pending() as i64).sum()));
+    }
+    if eq(op, "failover") && args.len() <= 2 {
+        if ctx.core.repl.is_replica() {
+            return Err(CmdError::custom("ERR REPL FAILOVER is sent to the primary"));
+        }
+        let replica = port_arg(1)?;
+        need(&links(ctx.core, replica))?;
+        if !ctx.client.may_block() {
+            ctx.core.repl.requests.push(Request::Failover { waiter: None, replica });
+            ctx.core.repl.wake.notify_one();
+            return Ok(Reply::ok());
+        }
+        let (waiter, rx) = ctx.core.blocking.add_waiter(
+            ctx.client.shared.clone(),
+            ctx.client.db(),
+            ctx.client.resp,
+            Vec::new(),
+            &[],
+            Reply::error("ERR the failover did not finish"),
+        );
+        ctx.client.block = Some(BlockRequest { waiter, rx, deadline: None });
+        ctx.core.repl.requests.push(Request::Failover { waiter: Some(waiter), replica });
+        ctx.core.repl.wake.notify_one();
+        return Ok(Reply::Nil);
+    }
+    Err(CmdError::custom(format!(
+        "ERR unknown subcommand or wrong number of arguments for 'REPL {}'. Try RLOCKD HELP.",
+        String::from_utf8_lossy(op)
+    )))
+}
+
+/// The violations the topology's ledger found (`RLOCKD CHECK` adds them).
+pub(crate) fn violations(core: &Core) -> Vec<String> {
+    core.repl.ledger.lock().violations.clone()
+}

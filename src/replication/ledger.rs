@@ -1,0 +1,79 @@
+//! Lock grants lost in a failover, and the second holders they allow.
+//!
+//! When a replica is promoted, every lock holder the old primary had that
+//! the new primary does not have is a *lost grant*: its client was told it
+//! holds the lock, and the write that said so never reached the replica.
+//! Until that holder's lease ends, anyone else acquiring the same lock on
+//! the new primary makes two holders at once — the failure Redlock exists
+//! for. The ledger is shared by every node of one topology, so `RLOCKD
+//! CHECK` on any of them reports the violation.
+
+use bytes::Bytes;
+
+/// One holder the old primary had and the new one lost.
+#[derive(Debug, Clone)]
+pub struct LostGrant {
+    pub db: usize,
+    pub key: Bytes,
+    pub holder: Bytes,
+    /// Unix ms when its lease ends (`None`: no TTL, held until released).
+    pub until_ms: Option<u64>,
+    /// The old and the new primary (`host:port`).
+    pub from: String,
+    pub to: String,
+    /// Who acquired it on the old primary (`client N, command`), if known.
+    pub granted_by: Option<String>,
+    /// The stream offsets the replica had and the primary had reached.
+    pub replica_offset: u64,
+    pub primary_offset: u64,
+}
+
+/// Lost grants and the violations found against them.
+#[derive(Debug, Default)]
+pub struct Ledger {
+    pub lost: Vec<LostGrant>,
+    pub violations: Vec<String>,
+    /// Failovers so far, with how many grants each lost (for the log).
+    pub failovers: Vec<String>,
+}
+
+impl Ledger {
+    /// True when a lock event can matter.
+    pub fn watching(&self) -> bool {
+        !self.lost.is_empty()
+    }
+
+    /// A lock was acquired on a primary at `now_ms` by `holder` (`client`,
+    /// `command`): a violation if a lost grant of that lock was still within
+    /// its lease.
+    pub fn acquired(&mut self, db: usize, key: &[u8], holder: &[u8], now_ms: u64, client: u64, command: &str) {
+        self.lost.retain(|g| g.until_ms.is_none_or(|t| t > now_ms));
+        let mut found = Vec::new();
+        for g in &self.lost {
+            if g.db != db || g.key != key || g.holder == holder {
+                continue;
+            }
+            let lease = match g.until_ms {
+                Some(t) => format!("its lease ran {} ms more", t - now_ms),
+                None => "it had no lease".to_string(),
+            };
+            let by = g.granted_by.as_deref().map(|b| format!(", granted by {b}")).unwrap_or_default();
+            found.push(format!(
+                "lock '{}' (db {}): held by {} on the old primary {}{by}, a write the replica never received (it had offset {} of {}), and acquired by {} (client {client}, {command}) on the new primary {} after the failover while {lease}",
+                String::from_utf8_lossy(key),
+                db,
+                String::from_utf8_lossy(&g.holder),
+                g.from,
+                g.replica_offset,
+                g.primary_offset,
+                String::from_utf8_lossy(holder),
+                g.to,
+            ));
+        }
+        for v in found {
+            if !self.violations.contains(&v) {
+                self.violations.push(v);
+            }
+        }
+    }
+}

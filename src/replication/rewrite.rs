@@ -1,0 +1,163 @@
+//! What Redis 7.0 replicates for a command that changed the dataset: most
+//! commands go as they came (the client's own spelling); those whose effect
+//! depends on when or by chance they ran are rewritten into a deterministic
+//! form, as Redis's command implementations rewrite their `argv`:
+//!
+//! | command | replicated as |
+//! |---|---|
+//! | `EXPIRE`/`PEXPIRE`/`EXPIREAT` | `PEXPIREAT key ms [flag]` (`DEL key` if the time had passed) |
+//! | `SET … EX/PX/EXAT`, `SETEX`, `PSETEX` | `SET key value PXAT ms` |
+//! | `SET … GET` | without `GET` |
+//! | `GETEX … EX/PX/EXAT/PXAT`, `GETEX … PERSIST` | `PEXPIREAT key ms`, `PERSIST key` |
+//! | `GETDEL` | `DEL key` |
+//! | `INCRBYFLOAT` | `SET key value KEEPTTL` |
+//! | `HINCRBYFLOAT` | `HSET key field value` |
+//! | `SPOP` | `SREM key member…` (`DEL key` when it emptied the set) |
+//! | `BLPOP`/`BRPOP`, `BRPOPLPUSH`, `BLMOVE`, `BZPOPMIN`/`BZPOPMAX` | their non-blocking forms |
+//!
+//! Scripts and `EXEC` are not replicated themselves: the commands they run
+//! are (see `cmd::replication`).
+
+use bytes::Bytes;
+
+use crate::protocol::Reply;
+
+fn b(s: &'static str) -> Bytes {
+    Bytes::from_static(s.as_bytes())
+}
+
+fn eq(a: &[u8], s: &str) -> bool {
+    a.eq_ignore_ascii_case(s.as_bytes())
+}
+
+fn ms(n: u64) -> Bytes {
+    Bytes::from(n.to_string())
+}
+
+/// What the keyspace holds for a key after the command: `None` if absent,
+/// else its deadline (unix ms) if it has one.
+pub type Lookup<'a> = &'a dyn Fn(&[u8]) -> Option<Option<u64>>;
+
+/// The commands to replicate for `name` (the table row's lower-case name)
+/// run as `argv` with `reply`.
+pub fn replicated(name: &str, argv: &[Bytes], reply: &Reply, key: Lookup<'_>) -> Vec<Vec<Bytes>> {
+    let k = || argv[1].clone();
+    let del = || vec![b("DEL"), argv[1].clone()];
+    let bulk = |r: &Reply| match r {
+        Reply::Bulk(v) => Some(v.clone()),
+        _ => None,
+    };
+    let one = |v: Vec<Bytes>| vec![v];
+    match name {
+        "expire" | "pexpire" | "expireat" | "pexpireat" => match key(&argv[1]) {
+            None => one(del()),
+            Some(_) if name == "pexpireat" => one(argv.to_vec()),
+            Some(deadline) => {
+                let mut v = vec![b("PEXPIREAT"), k(), ms(deadline.unwrap_or(0))];
+                v.extend_from_slice(&argv[3..]);
+                one(v)
+            }
+        },
+        "set" => {
+            let mut relative = false;
+            let mut get = None;
+            let mut i = 3;
+            while i < argv.len() {
+                let a = &argv[i];
+                if eq(a, "ex") || eq(a, "px") || eq(a, "exat") {
+                    relative = true;
+                    i += 1;
+                } else if eq(a, "pxat") {
+                    i += 1;
+                } else if eq(a, "get") {
+                    get = Some(i);
+                }
+                i += 1;
+            }
+            match (relative, key(&argv[1])) {
+                (true, Some(Some(d))) => one(vec![b("SET"), k(), argv[2].clone(), b("PXAT"), ms(d)]),
+                _ => match get {
+                    Some(g) => one(argv.iter().enumerate().filter(|(i, _)| *i != g).map(|(_, a)| a.clone()).collect()),
+                    None => one(argv.to_vec()),
+                },
+            }
+        }
+        "setex" | "psetex" => match key(&argv[1]) {
+            Some(Some(d)) => one(vec![b("SET"), k(), argv[3].clone(), b("PXAT"), ms(d)]),
+            _ => one(argv.to_vec()),
+        },
+        "getex" => match key(&argv[1]) {
+            None => one(del()),
+            Some(_) if argv.get(2).is_some_and(|a| eq(a, "persist")) => one(vec![b("PERSIST"), k()]),
+            Some(Some(d)) => one(vec![b("PEXPIREAT"), k(), ms(d)]),
+            Some(None) => Vec::new(),
+        },
+        "getdel" => one(del()),
+        "incrbyfloat" => match bulk(reply) {
+            Some(v) => one(vec![b("SET"), k(), v, b("KEEPTTL")]),
+            None => one(argv.to_vec()),
+        },
+        "hincrbyfloat" => match bulk(reply) {
+            Some(v) => one(vec![b("HSET"), k(), argv[2].clone(), v]),
+            None => one(argv.to_vec()),
+        },
+        "spop" => {
+            let members: Vec<Bytes> = match reply {
+                Reply::Bulk(m) => vec![m.clone()],
+                Reply::Array(a) | Reply::Set(a) => a.iter().filter_map(bulk).collect(),
+                _ => Vec::new(),
+            };
+            if argv.len() > 2 && key(&argv[1]).is_none() {
+                one(del())
+            } else if members.is_empty() {
+                Vec::new()
+            } else {
+                let mut v = vec![b("SREM"), k()];
+                v.extend(members);
+                one(v)
+            }
+        }
+        "blpop" | "brpop" | "bzpopmin" | "bzpopmax" => {
+            let popped = match reply {
+                Reply::Array(a) => a.first().and_then(bulk),
+                _ => None,
+            };
+            let cmd = match name {
+                "blpop" => "LPOP",
+                "brpop" => "RPOP",
+                "bzpopmin" => "ZPOPMIN",
+                _ => "ZPOPMAX",
+            };
+            popped.map(|key| one(vec![b(cmd), key])).unwrap_or_default()
+        }
+        "brpoplpush" => one(vec![b("RPOPLPUSH"), argv[1].clone(), argv[2].clone()]),
+        "blmove" => one(vec![b("LMOVE"), argv[1].clone(), argv[2].clone(), argv[3].clone(), argv[4].clone()]),
+        _ => one(argv.to_vec()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(s: &[&str]) -> Vec<Bytes> {
+        s.iter().map(|a| Bytes::copy_from_slice(a.as_bytes())).collect()
+    }
+
+    #[test]
+    fn relative_expiries_become_absolute() {
+        let at = |_: &[u8]| Some(Some(5000));
+        assert_eq!(
+            replicated("pexpire", &v(&["pexpire", "k", "10"]), &Reply::Int(1), &at),
+            vec![v(&["PEXPIREAT", "k", "5000"])]
+        );
+        assert_eq!(
+            replicated("set", &v(&["SET", "k", "x", "NX", "PX", "10"]), &Reply::ok(), &at),
+            vec![v(&["SET", "k", "x", "PXAT", "5000"])]
+        );
+        let gone = |_: &[u8]| None;
+        assert_eq!(replicated("expire", &v(&["expire", "k", "-1"]), &Reply::Int(1), &gone), vec![v(&["DEL", "k"])]);
+        let plain = |_: &[u8]| Some(None);
+        assert_eq!(replicated("set", &v(&["set", "k", "x", "GET"]), &Reply::Nil, &plain), vec![v(&["set", "k", "x"])]);
+    }
+}
