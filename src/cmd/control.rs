@@ -33,48 +33,52 @@ use crate::protocol::Reply;
 const ACTS: &str = "admin noscript loading stale";
 /// Their ACL categories.
 const ACTS_ACL: &str = "@admin @slow @dangerous";
+/// rlockd's own flags of every row: unknown while `test-control` is off,
+/// never listed or faulted, and not held back by `CLIENT PAUSE` (a test can
+/// move the clock past a pause).
+const TEST_CONTROL: &str = "test_control pause_exempt";
 
 pub static COMMANDS: &[CommandSpec] = &[cmd("rlockd", container, -2, "", 0, 0, 0, "@slow")
     .subs(RLOCKD_SUBS)
-    .hidden_flags("test_control")
+    .hidden_flags(TEST_CONTROL)
     .doc("A container for rlockd's test-control commands", "7.0.0")];
 
 static RLOCKD_SUBS: &[CommandSpec] = &[
     cmd("check", rlockd_check, -2, ACTS, 0, 0, 0, ACTS_ACL)
-        .hidden_flags("test_control")
+        .hidden_flags(TEST_CONTROL)
         .doc("Every lock-safety violation seen; RESET forgets them", "7.0.0"),
     cmd("cluster", rlockd_cluster, -3, ACTS, 0, 0, 0, ACTS_ACL)
-        .hidden_flags("test_control")
+        .hidden_flags(TEST_CONTROL)
         .doc("Move a cluster slot, take a node down or bring it up", "7.0.0"),
     cmd("clock", rlockd_clock, -3, ACTS, 0, 0, 0, ACTS_ACL)
-        .hidden_flags("test_control")
+        .hidden_flags(TEST_CONTROL)
         .doc("Read, freeze, move or skew the server's clock", "7.0.0"),
     cmd("events", rlockd_events, -2, ACTS, 0, 0, 0, ACTS_ACL)
-        .hidden_flags("test_control")
+        .hidden_flags(TEST_CONTROL)
         .doc("What happened to the locks, oldest first", "7.0.0"),
     cmd("fault", rlockd_fault, -3, ACTS, 0, 0, 0, ACTS_ACL)
-        .hidden_flags("test_control")
+        .hidden_flags(TEST_CONTROL)
         .doc("Inject, list, clear faults; close connections", "7.0.0"),
     cmd("help", rlockd_help, 2, "loading stale", 0, 0, 0, "@slow")
-        .hidden_flags("test_control")
+        .hidden_flags(TEST_CONTROL)
         .doc("Show helpful text about the different subcommands", "7.0.0"),
     cmd("locks", rlockd_locks, -2, ACTS, 0, 0, 0, ACTS_ACL)
-        .hidden_flags("test_control")
+        .hidden_flags(TEST_CONTROL)
         .doc("The locks in the keyspace: kind, holders, leases, waiters", "7.0.0"),
     cmd("repl", rlockd_repl, -3, ACTS, 0, 0, 0, ACTS_ACL)
-        .hidden_flags("test_control")
+        .hidden_flags(TEST_CONTROL)
         .doc("Pause, lag, drop or break replication; fail over", "7.0.0"),
     cmd("restore", rlockd_restore, 3, ACTS, 0, 0, 0, ACTS_ACL)
-        .hidden_flags("test_control")
+        .hidden_flags(TEST_CONTROL)
         .doc("Replace every database with a snapshot", "7.0.0"),
     cmd("scripts", rlockd_scripts, -2, ACTS, 0, 0, 0, ACTS_ACL)
-        .hidden_flags("test_control")
+        .hidden_flags(TEST_CONTROL)
         .doc("Each cached script's machine-independent cost", "7.0.0"),
     cmd("snapshot", rlockd_snapshot, 3, ACTS, 0, 0, 0, ACTS_ACL)
-        .hidden_flags("test_control")
+        .hidden_flags(TEST_CONTROL)
         .doc("Capture every database with its TTLs under a name", "7.0.0"),
     cmd("snapshots", rlockd_snapshots, 2, ACTS, 0, 0, 0, ACTS_ACL)
-        .hidden_flags("test_control")
+        .hidden_flags(TEST_CONTROL)
         .doc("The snapshot names", "7.0.0"),
 ];
 

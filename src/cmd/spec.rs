@@ -97,7 +97,7 @@ pub mod flags {
     /// subcommands; a container's flag holds for its subcommands).
     pub const KEEPS_CACHING: u64 = 1 << 38;
     /// Runs while `CLIENT PAUSE` holds other clients (`CLIENT PAUSE`,
-    /// `CLIENT UNPAUSE`).
+    /// `CLIENT UNPAUSE`, test control).
     pub const PAUSE_EXEMPT: u64 = 1 << 39;
     /// Its first argument is a channel the ACL checks (`PUBLISH`, `SPUBLISH`).
     pub const CHANNEL_ARG: u64 = 1 << 40;

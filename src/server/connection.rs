@@ -839,7 +839,7 @@ fn read_once(slot: &Slot, mut ready: tokio::io::unix::AsyncFdReadyGuard<'_, TcpS
 fn pause_applies(shared: &Shared, argv: &[Bytes]) -> bool {
     match cmd::table().lookup(argv) {
         Lookup::Found(c) => {
-            if c.has(flags::PAUSE_EXEMPT) || c.has(flags::TEST_CONTROL) {
+            if c.has(flags::PAUSE_EXEMPT) {
                 return false;
             }
             let writes_only = shared.pause.writes_only.load(Ordering::Relaxed);

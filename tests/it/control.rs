@@ -603,3 +603,17 @@ fn test_control_is_invisible_to_a_plain_redis_client() {
     let Some(Value::Simple(line)) = mon.read() else { panic!("a MONITOR line") };
     assert!(String::from_utf8_lossy(&line).ends_with("\"SET\" \"after\" \"1\""), "{}", String::from_utf8_lossy(&line));
 }
+
+/// `CLIENT PAUSE` does not hold test control back: a test can still move
+/// the clock (or look at the locks) while every other command waits.
+#[test]
+fn test_control_runs_while_clients_are_paused() {
+    let srv = server();
+    let mut c = RawConn::connect(srv.port());
+    assert_eq!(c.cmd(&["CLIENT", "PAUSE", "60000", "ALL"]), ok());
+    let mut other = RawConn::connect(srv.port());
+    other.set_read_timeout(std::time::Duration::from_secs(5));
+    assert!(matches!(other.cmd(&["RLOCKD", "CLOCK", "GET"]), Value::Int(_)), "answered during the pause");
+    assert_eq!(other.cmd(&["RLOCKD", "LOCKS"]), Value::Agg(b'*', Some(Vec::new())));
+    assert_eq!(c.cmd(&["CLIENT", "UNPAUSE"]), ok());
+}
