@@ -176,6 +176,9 @@ fn real_sentinel(master_port: u16) -> Option<RealSentinel> {
     let server = crate::common::oracle::redis_server_path()?;
     let sentinel = std::path::Path::new(&server).with_file_name("redis-sentinel");
     if !sentinel.is_file() {
+        if std::env::var("RLOCKD_REQUIRE_REDIS").is_ok_and(|v| v == "1") {
+            panic!("redis-sentinel is required (RLOCKD_REQUIRE_REDIS=1) but not installed");
+        }
         crate::common::skip::skipped("redis-sentinel is not installed, so the Sentinel replies were not compared");
         return None;
     }
