@@ -87,6 +87,13 @@ pub struct ClientShared {
     pub buffers: Buffers,
 }
 
+impl ClientShared {
+    /// Redis's `islocalClient`: on the loopback interface (or a Unix socket).
+    pub fn is_local(&self) -> bool {
+        self.addr.ip().is_loopback()
+    }
+}
+
 /// A connection's buffers, as its task last left them (`CLIENT LIST`'s
 /// `qbuf`, `qbuf-free`, `rbs`, `rbp`, `multi`, `multi-mem`).
 #[derive(Debug, Default)]

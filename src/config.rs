@@ -410,6 +410,7 @@ const EFFECTIVE: &[&str] = &[
     "list-max-listpack-size",
     "min-replicas-to-write",
     "tracking-table-max-keys",
+    "enable-debug-command",
     "test-control",
     "redis-version",
 ];
@@ -544,6 +545,23 @@ pub struct BufferLimit {
     pub soft_secs: u64,
 }
 
+/// Who may run a protected command (`enable-debug-command`): Redis's
+/// `PROTECTED_ACTION_ALLOWED_*`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProtectedAction {
+    No,
+    Yes,
+    /// Clients on the loopback interface or a Unix socket.
+    Local,
+}
+
+impl ProtectedAction {
+    /// Redis's `allowProtectedAction`.
+    pub fn allows(self, local_client: bool) -> bool {
+        self == ProtectedAction::Yes || (self == ProtectedAction::Local && local_client)
+    }
+}
+
 /// Runtime parameters (`CONFIG GET`/`SET`). Hot values are cached in fields.
 #[derive(Debug, Clone)]
 pub struct RuntimeConfig {
@@ -581,6 +599,8 @@ pub struct RuntimeConfig {
     pub timeout_secs: u64,
     /// `protected-mode`.
     pub protected_mode: bool,
+    /// `enable-debug-command` (`no`, `yes` or `local`; immutable).
+    pub debug_command: ProtectedAction,
     /// `stream-node-max-bytes` and `stream-node-max-entries`: where a
     /// stream's listpack node is closed (0: no limit).
     pub stream_node: crate::db::stream::NodeLimits,
@@ -610,6 +630,7 @@ impl RuntimeConfig {
             maxclients: 10000,
             timeout_secs: 0,
             protected_mode: true,
+            debug_command: ProtectedAction::No,
             stream_node: crate::db::stream::NodeLimits::default(),
         };
         for (k, v) in &cfg.params {
@@ -1016,6 +1037,13 @@ impl RuntimeConfig {
             "maxclients" => self.maxclients = stored.parse().unwrap_or(10000),
             "timeout" => self.timeout_secs = stored.parse().unwrap_or(0),
             "protected-mode" => self.protected_mode = stored == "yes",
+            "enable-debug-command" => {
+                self.debug_command = match stored.as_str() {
+                    "yes" => ProtectedAction::Yes,
+                    "local" => ProtectedAction::Local,
+                    _ => ProtectedAction::No,
+                }
+            }
             "stream-node-max-bytes" => self.stream_node.max_bytes = stored.parse().unwrap_or(4096),
             "stream-node-max-entries" => self.stream_node.max_entries = stored.parse().unwrap_or(100),
             _ => {}

@@ -57,7 +57,6 @@ const NO_EFFECT: &[&str] = &[
     "protected-mode",
     "io-threads",
     "io-threads-do-reads",
-    "enable-debug-command",
     "enable-module-command",
     "enable-protected-configs",
     "always-show-logo",

@@ -10,6 +10,7 @@ use crate::protocol::Reply;
 
 pub static COMMANDS: &[CommandSpec] = &[
     cmd("debug", debug, -2, "admin noscript loading stale", 0, 0, 0, "@admin @slow @dangerous")
+        .hidden_flags("protected")
         .doc("A container for debugging commands", "1.0.0"),
     cmd("memory", container, -2, "", 0, 0, 0, "@slow")
         .subs(MEMORY_SUBS)

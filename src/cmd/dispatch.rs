@@ -67,6 +67,13 @@ pub(crate) fn with_probe<R>(
     f(&crate::control::faults::Probe { command: &cmd.fullname, keys: &keys, client_id, client_name: &name })
 }
 
+/// Redis's answer to `DEBUG` while `enable-debug-command` (default `no`)
+/// does not allow the client; before authentication, as in Redis.
+const DEBUG_NOT_ALLOWED: &str =
+    "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", \
+you can run it from a local connection, otherwise you need to set this option in the configuration file, \
+and then restart the server.";
+
 /// Runs one command line from a client, with every check Redis makes before
 /// calling a command (see the module docs for the order).
 pub fn process(ctx: &mut Ctx<'_>, argv: Vec<Bytes>) -> Reply {
@@ -77,6 +84,9 @@ pub fn process(ctx: &mut Ctx<'_>, argv: Vec<Bytes>) -> Reply {
     };
     if !arity_ok(cmd.spec.arity, argv.len()) {
         return reject(ctx, Some(cmd), CmdError::WrongArity(cmd.fullname.clone()));
+    }
+    if cmd.has(flags::PROTECTED) && !ctx.core.config.debug_command.allows(ctx.client.shared.is_local()) {
+        return reject(ctx, Some(cmd), CmdError::custom(DEBUG_NOT_ALLOWED));
     }
     if !ctx.client.authenticated && ctx.core.acl.auth_required() && !cmd.has(flags::NO_AUTH) {
         return reject(ctx, Some(cmd), CmdError::NoAuth);

@@ -108,6 +108,9 @@ pub mod flags {
     /// rlockd's test control (`RLOCKD`): unknown while `test-control` is
     /// off, left out of every listing of the table, never faulted.
     pub const TEST_CONTROL: u64 = 1 << 43;
+    /// Refused unless `enable-debug-command` allows the client (Redis's
+    /// `CMD_PROTECTED`: `DEBUG`).
+    pub const PROTECTED: u64 = 1 << 44;
 
     /// The flags of a container row that hold for its subcommands too.
     pub const INHERITED: u64 = KEEPS_CACHING;
@@ -126,6 +129,7 @@ pub mod flags {
         ("channel_args", CHANNEL_ARGS),
         ("pattern_args", PATTERN_ARGS),
         ("test_control", TEST_CONTROL),
+        ("protected", PROTECTED),
     ];
 
     pub const NAMES: &[(&str, u64)] = &[

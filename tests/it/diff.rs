@@ -312,7 +312,7 @@ fn differential_suite() {
                     .stack_size(256 << 20)
                     .spawn_scoped(s, move || {
                         let oracle = Oracle::start().expect("redis-server");
-                        let ours = rlockd::Server::start().expect("rlockd");
+                        let ours = crate::common::debug_server();
                         (f.display().to_string(), run_file(f, ours.port(), oracle.port))
                     })
                     .expect("case thread")

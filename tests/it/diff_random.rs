@@ -331,7 +331,7 @@ fn random_command_sequences_match_redis() {
     let Some(oracle) = Oracle::start() else {
         return;
     };
-    let ours = rlockd::Server::start().expect("rlockd");
+    let ours = crate::common::debug_server();
     // Deeper runs: DIFF_RANDOM_SEEDS=200 DIFF_RANDOM_STEPS=10000 cargo test random_command
     // (DIFF_RANDOM_DUMP=file writes the commands that led to a difference,
     // one per line, arguments separated by \x1f, for replaying.)

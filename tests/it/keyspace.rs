@@ -30,7 +30,7 @@ fn active_expiry_reclaims_keys_nobody_touches() {
 
 #[test]
 fn debug_set_active_expire_0_leaves_reclaiming_to_access() {
-    let srv = common::server();
+    let srv = common::debug_server();
     let mut c = common::conn(&srv);
     let _: () = redis::cmd("DEBUG").arg("SET-ACTIVE-EXPIRE").arg(0).query(&mut c).unwrap();
     let _: () = redis::cmd("SET").arg("k").arg("v").arg("PX").arg(20).query(&mut c).unwrap();

@@ -407,3 +407,54 @@ fn lolwut_art_versions_are_refused_clearly() {
     }
     assert_eq!(c.cmd(&["LOLWUT"]), Value::Bulk(Some(b"Redis ver. 7.0.15\n".to_vec())));
 }
+
+/// Redis's answer to DEBUG under its default `enable-debug-command no`.
+const DEBUG_REFUSED: &str = "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.";
+
+#[test]
+fn debug_is_refused_as_redis_refuses_it_until_enabled() {
+    // Default: refused, even before AUTH (Redis checks it first), and
+    // counted as a rejected call.
+    let params = vec![("requirepass".to_string(), "pw".to_string())];
+    let srv = rlockd::Server::start_with(rlockd::Config { params, ..Default::default() }).unwrap();
+    let mut c = RawConn::connect(srv.port());
+    assert_eq!(c.cmd(&["DEBUG", "SLEEP", "0"]), Value::Error(DEBUG_REFUSED.into()));
+    assert!(matches!(c.cmd(&["GET", "k"]), Value::Error(e) if e.starts_with(b"NOAUTH")));
+    assert_eq!(c.cmd(&["AUTH", "pw"]), Value::Simple(b"OK".to_vec()));
+    assert_eq!(c.cmd(&["MULTI"]), Value::Simple(b"OK".to_vec()));
+    assert_eq!(c.cmd(&["DEBUG", "SLEEP", "0"]), Value::Error(DEBUG_REFUSED.into()));
+    assert!(matches!(c.cmd(&["EXEC"]), Value::Error(e) if e.starts_with(b"EXECABORT")));
+    let Value::Bulk(Some(stats)) = c.cmd(&["INFO", "commandstats"]) else { panic!("INFO") };
+    let stats = String::from_utf8_lossy(&stats).into_owned();
+    assert!(
+        stats.contains("cmdstat_debug:calls=0,usec=0,usec_per_call=0.00,rejected_calls=2,failed_calls=0"),
+        "{stats}"
+    );
+    // Immutable, as in Redis.
+    let Value::Error(e) = c.cmd(&["CONFIG", "SET", "enable-debug-command", "yes"]) else { panic!("CONFIG SET") };
+    assert!(String::from_utf8_lossy(&e).contains("can't set immutable config"), "{e:?}");
+    // `local` allows loopback clients; `yes` everyone.
+    for allowed in ["local", "yes"] {
+        let params = vec![("enable-debug-command".to_string(), allowed.to_string())];
+        let srv = rlockd::Server::start_with(rlockd::Config { params, ..Default::default() }).unwrap();
+        let mut c = RawConn::connect(srv.port());
+        assert_eq!(c.cmd(&["DEBUG", "SLEEP", "0"]), Value::Simple(b"OK".to_vec()), "{allowed}");
+    }
+    // The oracle's own answer, when redis-server is there to ask.
+    if let Some(path) = common::oracle::redis_server_or_skip() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let mut child = std::process::Command::new(path)
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let answer = RawConn::connect(port).cmd(&["DEBUG", "SLEEP", "0"]);
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(answer, Value::Error(DEBUG_REFUSED.into()));
+    }
+}

@@ -125,7 +125,7 @@ impl Session {
 /// Runs `scenario` against rlockd and, where installed, redis-server; the
 /// transcripts must be equal. Returns rlockd's.
 fn both(scenario: fn(&mut Session)) -> String {
-    let srv = common::server();
+    let srv = common::debug_server();
     let mut ours = Session::new(srv.port());
     scenario(&mut ours);
     if let Some(oracle) = Oracle::start() {

@@ -57,7 +57,7 @@ fn watch_aborted_by_another_clients_write() {
 
 #[test]
 fn watch_aborted_by_expiry() {
-    let srv = common::server();
+    let srv = common::debug_server();
     let port = srv.port();
     // Lazily: nobody deletes it, EXEC notices the deadline passed.
     let mut admin = RawConn::connect(port);

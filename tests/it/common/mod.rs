@@ -14,6 +14,13 @@ pub fn server() -> Server {
     Server::start().expect("start rlockd")
 }
 
+/// A server configured as the oracle's redis-server is: `DEBUG` allowed
+/// (`enable-debug-command yes`), the rest at its defaults.
+pub fn debug_server() -> Server {
+    let params = vec![("enable-debug-command".to_string(), "yes".to_string())];
+    Server::start_with(rlockd::Config { params, ..Default::default() }).expect("start rlockd")
+}
+
 /// A synchronous `redis` crate connection to `srv`.
 pub fn conn(srv: &Server) -> redis::Connection {
     redis::Client::open(srv.url()).expect("client").get_connection().expect("connect")
