@@ -20,6 +20,8 @@ use crate::core::{Core, Shared};
 use crate::replication::ledger::LostGrant;
 use crate::replication::{registry, Link, Request};
 
+mod tcp;
+
 /// Makes `shared` findable by `REPLICAOF` and the Sentinels.
 pub(crate) fn register(shared: &Arc<Shared>, addr: SocketAddr) {
     let weak: std::sync::Weak<dyn Any + Send + Sync> = Arc::downgrade(shared) as _;
@@ -88,7 +90,7 @@ async fn turn(
                 if master.as_ref().is_none_or(|c| c.client.id != m.client_id) {
                     *master = Some(MasterClient::new(shared, m.client_id));
                 }
-                let target = (m.link.is_none() || resync).then(|| (m.host.clone(), m.port));
+                let target = (m.tcp.is_none() && (m.link.is_none() || resync)).then(|| (m.host.clone(), m.port));
                 (target, m.link.clone(), requests)
             }
             None => {
@@ -193,13 +195,15 @@ async fn attach(me: &Arc<Shared>, host: &str, port: u16) {
         }
     }
     let Some(primary) = find(host, port) else {
+        // Not a node of this process: the primary is reached over TCP, by
+        // a task of its own for as long as this node replicates it.
         let mut core = me.core.lock().await;
         if let Some(m) = core.repl.master.as_mut() {
-            if m.trouble.is_none() {
-                tracing::warn!(
-                    "Error condition on socket for SYNC: no rlockd node of this process listens on {host}:{port}"
-                );
-                m.trouble = Some("no node".into());
+            if m.tcp.is_none() && m.host == host && m.port == port {
+                let link = crate::replication::TcpLink::new();
+                let stop = link.stop.clone();
+                m.tcp = Some(link);
+                tokio::spawn(tcp::run(me.clone(), host.to_string(), port, m.client_id, stop));
             }
         }
         return;
@@ -236,7 +240,7 @@ async fn attach(me: &Arc<Shared>, host: &str, port: u16) {
     repl.replid2 = "0".repeat(40);
     repl.second_offset = -1;
     repl.backlog = true;
-    repl.backlog_first = offset + 1;
+    repl.reset_backlog();
     repl.ledger = ledger;
     if let Some(m) = repl.master.as_mut() {
         m.link = Some(link.clone());
@@ -286,7 +290,7 @@ pub(crate) async fn failover(primary: &Arc<Shared>, replica_port: Option<u16>) -
             .repl
             .replicas
             .iter()
-            .find(|l| l.is_online() && replica_port.is_none_or(|port| l.replica.port() == port))
+            .find(|l| l.tcp.is_none() && l.is_online() && replica_port.is_none_or(|port| l.replica.port() == port))
             .cloned()
         else {
             return Err("no online replica to promote".into());
