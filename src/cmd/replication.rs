@@ -82,7 +82,7 @@ pub(crate) fn after_call(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes], reply
     let db = ctx.client.db();
     let ks = &ctx.core.ks;
     let lookup = |key: &[u8]| ks.dbs.get(db).and_then(|d| d.peek(key)).map(|e| e.expire());
-    let ops = rewrite::replicated(cmd.spec.name, argv, reply, &lookup);
+    let ops = rewrite::replicated(cmd.spec.name, argv, reply, &lookup, ks.now);
     for op in ops {
         ctx.core.repl.propagate(db, op);
     }
