@@ -461,3 +461,62 @@ fn a_replica_that_does_not_read_is_dropped_at_its_output_limit() {
     assert!(!text(c.cmd(&["CLIENT", "LIST"])).contains("flags=S"));
     drop(sock);
 }
+
+/// Reads one `\r\n`-ended line.
+fn read_line(s: &mut TcpStream) -> String {
+    let mut line = Vec::new();
+    let mut byte = [0u8; 1];
+    while !line.ends_with(b"\r\n") {
+        s.read_exact(&mut byte).expect("line");
+        line.push(byte[0]);
+    }
+    String::from_utf8(line).expect("line").trim_end().to_string()
+}
+
+#[test]
+fn psync_continues_from_the_backlog_as_redis_does() {
+    let Some((rp, mut redis_p)) = primary_oracle() else { return };
+    let (ours, mut ours_p) = rlockd_primary();
+    let mut seen = Vec::new();
+    for (port, c) in [(rp.port, &mut redis_p), (ours.port(), &mut ours_p)] {
+        let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+        // As a replica does: each reply read before the next command.
+        s.write_all(b"REPLCONF capa psync2\r\n").expect("write");
+        assert_eq!(read_line(&mut s), "+OK");
+        s.write_all(b"PSYNC ? -1\r\n").expect("write");
+        let full = read_line(&mut s);
+        let mut words = full.split(' ');
+        assert_eq!(words.next(), Some("+FULLRESYNC"), "{full}");
+        let (replid, offset): (String, u64) =
+            (words.next().expect("id").into(), words.next().expect("off").parse().expect("off"));
+        let len: usize = loop {
+            let l = read_line(&mut s);
+            if let Some(n) = l.trim_start_matches('\n').strip_prefix('$') {
+                break n.parse().expect("len");
+            }
+        };
+        let mut file = vec![0; len];
+        s.read_exact(&mut file).expect("file");
+        ok(c.cmd(&["SET", "x", "1"]));
+        drop(s);
+        // A replica that lost its link asks to go on from what it had.
+        let mut again = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        again.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+        again.write_all(b"REPLCONF capa psync2\r\n").expect("write");
+        assert_eq!(read_line(&mut again), "+OK");
+        again.write_all(format!("PSYNC {replid} {}\r\n", offset + 1).as_bytes()).expect("write");
+        let cont = read_line(&mut again).replace(&replid, "<id>");
+        let end: u64 = info_field(c, "master_repl_offset").expect("offset").parse().expect("offset");
+        let mut rest = vec![0; (end - offset) as usize];
+        again.read_exact(&mut rest).expect("backlog");
+        // Another history: a full resynchronisation.
+        let mut other = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        other.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+        other.write_all(b"PSYNC 0123456789012345678901234567890123456789 5\r\n").expect("write");
+        let refused = read_line(&mut other);
+        seen.push((cont, String::from_utf8_lossy(&rest).into_owned(), refused.starts_with("+FULLRESYNC ")));
+    }
+    assert_eq!(seen[1], seen[0]);
+    assert_eq!(seen[0].0, "+CONTINUE <id>");
+}
