@@ -1,5 +1,6 @@
-//! The commands of replication between rlockd nodes — `REPLICAOF`/`SLAVEOF`,
-//! `ROLE`, `WAIT`, `INFO replication`, read-only replicas — and the points
+//! The commands of replication — `REPLICAOF`/`SLAVEOF`, `SYNC`/`PSYNC` and
+//! `REPLCONF` (a replica over TCP: its handshake, its `ACK`s), `ROLE`,
+//! `WAIT`, `INFO replication`, read-only replicas — and the points
 //! where dispatch hands a command's effects to the stream
 //! ([`after_call`], [`end_unit`]). The stream and the links are
 //! `crate::replication`'s; the task that syncs a replica, applies what it

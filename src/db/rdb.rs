@@ -15,6 +15,12 @@
 //! checks, always on): a declared length never allocates more than the
 //! payload can hold, listpacks and intsets are validated entry by entry,
 //! duplicates are refused.
+//!
+//! Whole RDB files, for replication over TCP: [`FileWriter`] lays one out as
+//! Redis 7.0 does (`REDIS0010`, aux fields, function libraries, per database
+//! `SELECTDB`/`RESIZEDB`, each key with its `EXPIRETIME_MS`, `EOF` and the
+//! CRC-64); [`load_file`] reads one back (the same value encodings, the
+//! opcodes of versions up to 10, modules refused) with the same checks.
 
 use bytes::Bytes;
 

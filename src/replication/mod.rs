@@ -1,5 +1,6 @@
-//! Replication between rlockd nodes of one process: the primary's stream,
-//! the link to each replica, and the replica's view of its primary.
+//! Replication: the primary's stream, the link to each replica (a node of
+//! this process, or a replica over TCP), and the replica's view of its
+//! primary (a node of this process, or a primary over TCP: [`TcpLink`]).
 //!
 //! A primary records what Redis 7.0 replicates — each write's *effects*,
 //! rewritten as Redis rewrites them ([`rewrite`]: relative expiries as
@@ -25,9 +26,10 @@
 //! connection declared with `REPLCONF` before its `PSYNC`.
 //!
 //! This module is data: it knows neither the command table nor the server.
-//! The commands (`REPLICAOF`, `ROLE`, `WAIT`, `INFO replication`) are in
-//! `cmd/replication.rs`; the task that syncs, applies and acknowledges is in
-//! `server/replication.rs`.
+//! The commands (`REPLICAOF`, `SYNC`/`PSYNC`/`REPLCONF`, `ROLE`, `WAIT`,
+//! `INFO replication`) are in `cmd/replication.rs`; the task that syncs,
+//! applies and acknowledges is in `server/replication.rs`, and the replica
+//! side of the TCP protocol in `server/replication/tcp.rs`.
 
 pub mod ledger;
 pub mod link;

@@ -3,7 +3,8 @@
 //! turn, never both at once), applies the frames its link delivers and
 //! acknowledges them, answers `WAIT`s when its replicas acknowledge, sends
 //! the heartbeat `PING`, and carries out failovers (test control, the
-//! Sentinels, [`super::Server::failover`]).
+//! Sentinels, [`super::Server::failover`]). A primary that is no node of
+//! this process is followed over TCP by a task of its own ([`tcp`]).
 //!
 //! **Invariant:** the task never holds two servers' core locks at once, so
 //! nodes that replicate from each other in any shape cannot deadlock.
