@@ -54,7 +54,18 @@ impl MasterClient {
 
 /// Runs until shutdown.
 pub(crate) async fn run(shared: Arc<Shared>) {
-    let wake = shared.core.lock().await.repl.wake.clone();
+    let wake = {
+        let mut core = shared.core.lock().await;
+        // `replicaof host port` given at start.
+        let start = core.config.get_str("replicaof").to_string();
+        if let Some((host, port)) = start.split_once(' ').and_then(|(h, p)| Some((h.to_string(), p.parse().ok()?))) {
+            if core.repl.master.is_none() {
+                let id = shared.next_id();
+                cmd::replication::become_replica(&mut core, id, host, port);
+            }
+        }
+        core.repl.wake.clone()
+    };
     let mut shutdown = shared.shutdown.subscribe();
     let mut master: Option<MasterClient> = None;
     let mut next_ping = None;

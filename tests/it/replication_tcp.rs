@@ -520,3 +520,24 @@ fn psync_continues_from_the_backlog_as_redis_does() {
     assert_eq!(seen[1], seen[0]);
     assert_eq!(seen[0].0, "+CONTINUE <id>");
 }
+
+#[test]
+fn an_rlockd_process_replicates_another_started_with_replicaof() {
+    use crate::common::binary::Binary;
+    let primary = Binary::start(&["--port", "0", "--repl-ping-replica-period", NO_PING]);
+    let mut p = RawConn::connect(primary.port);
+    run(&mut p, &before_attach());
+    let replica = Binary::start(&["--port", "0", "--replicaof", "127.0.0.1", &primary.port.to_string()]);
+    let mut r = RawConn::connect(replica.port);
+    until("the replica process online", || info_field(&mut r, "master_link_status").as_deref() == Some("up"));
+    run(&mut p, &after_attach());
+    assert_eq!(p.cmd(&["WAIT", "1", "1000"]), Value::Int(1));
+    until("caught up", || info_field(&mut r, "slave_repl_offset") == info_field(&mut p, "master_repl_offset"));
+    let primary_keys: Vec<String> =
+        keyspace(&mut p).into_iter().map(|l| l.replace("\"entries-read\", :1", "\"entries-read\", nil")).collect();
+    assert_same_keyspace(keyspace(&mut r), primary_keys);
+    assert!(!replica.stderr().contains("no effect"), "{}", replica.stderr());
+    drop(primary);
+    until("the link seen down", || info_field(&mut r, "master_link_status").as_deref() == Some("down"));
+    assert_eq!(r.cmd(&["PING"]), Value::Simple(b"PONG".to_vec()));
+}
