@@ -115,7 +115,9 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) -> bool {
         "clients" => {
             let blocked = core.clients.values().filter(|r| r.shared.blocked.load(Ordering::Relaxed)).count();
             l!("# Clients");
-            l!("connected_clients:{}", core.clients.len());
+            // Replicas' connections are not counted, as in Redis.
+            let replicas = core.clients.values().filter(|r| r.shared.replica.load(Ordering::Relaxed)).count();
+            l!("connected_clients:{}", core.clients.len() - replicas);
             l!("cluster_connections:0");
             l!("maxclients:{}", core.config.get_str("maxclients"));
             l!("client_recent_max_input_buffer:0");

@@ -255,6 +255,11 @@ fn redis_server_replicates_an_rlockd_primary() {
     let (a, b) =
         (normalised_info(&mut ours_p, &[ours.port(), r1o.port]), normalised_info(&mut redis_p, &[rp.port, r2o.port]));
     assert_eq!(a, b);
+    // A replica's connection is not a connected client (INFO clients).
+    let clients = |c: &mut RawConn| {
+        text(c.cmd(&["INFO", "clients"])).lines().find(|l| l.starts_with("connected_clients:")).map(str::to_string)
+    };
+    assert_eq!(clients(&mut ours_p), clients(&mut redis_p));
     // The stream connection is a replica client.
     let list = text(ours_p.cmd(&["CLIENT", "LIST"]));
     assert!(list.lines().any(|l| l.contains(" flags=S ") && l.contains("cmd=replconf")), "{list}");

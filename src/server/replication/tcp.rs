@@ -79,8 +79,11 @@ pub(super) async fn run(shared: Arc<Shared>, host: String, port: u16, client_id:
             return;
         }
         let mut session = Session { shared: &shared, client_id, stop: &stop, buf: BytesMut::new(), stream: None };
+        // Stopped at any point: mid-transfer too (a file being read from a
+        // primary this node no longer follows is dropped).
         let outcome = tokio::select! {
             r = session.run(&host, port) => r,
+            _ = stop.notified() => Ok(End::Stopped),
             _ = crate::core::shutdown_requested(&mut shutdown) => Ok(End::Stopped),
         };
         match outcome {
