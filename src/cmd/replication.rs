@@ -108,8 +108,9 @@ pub(crate) fn end_unit(ctx: &mut Ctx<'_>) {
 /// queue, in that order; the command's own reply is suppressed.
 pub(crate) fn sync(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let id = ctx.client.id;
-    if ctx.client.shared.replica.load(Ordering::Acquire) {
-        // Already a replica: ignored, as in Redis.
+    let from_primary = ctx.core.repl.master.as_ref().is_some_and(|m| m.client_id == id);
+    if ctx.client.shared.replica.load(Ordering::Acquire) || from_primary {
+        // Already a replica (or the primary's own stream): ignored, as in Redis.
         ctx.client.reply_mode = crate::client::ReplyMode::SkipThis;
         return Ok(Reply::ok());
     }

@@ -265,6 +265,15 @@ fn redis_server_replicates_an_rlockd_primary() {
     assert!(list.lines().any(|l| l.contains(" flags=S ") && l.contains("cmd=replconf")), "{list}");
     let Value::Agg(_, Some(role)) = ours_p.cmd(&["ROLE"]) else { panic!("ROLE") };
     assert_eq!(role.len(), 3);
+    for c in [&mut ours_p, &mut redis_p] {
+        assert_eq!(text(c.cmd(&["CLIENT", "LIST", "TYPE", "replica"])).lines().count(), 1);
+        assert_eq!(text(c.cmd(&["CLIENT", "LIST", "TYPE", "normal"])).lines().count(), 1);
+    }
+    // Its link cut, the replica comes back (from the backlog) and follows on.
+    assert_eq!(ours_p.cmd(&["CLIENT", "KILL", "TYPE", "replica"]), Value::Int(1));
+    ok(ours_p.cmd(&["SET", "after-the-cut", "1"]));
+    until("the replica is back", || ours_p.cmd(&["WAIT", "1", "100"]) == Value::Int(1));
+    assert_eq!(r1.cmd(&["GET", "after-the-cut"]), Value::Bulk(Some(b"1".to_vec())));
 }
 
 #[test]
