@@ -555,3 +555,16 @@ fn an_rlockd_process_replicates_another_started_with_replicaof() {
     until("the link seen down", || info_field(&mut r, "master_link_status").as_deref() == Some("down"));
     assert_eq!(r.cmd(&["PING"]), Value::Simple(b"PONG".to_vec()));
 }
+
+#[test]
+fn a_large_diskless_transfer_from_redis_server_loads_whole() {
+    let Some((rp, mut redis_p)) = primary_oracle() else { return };
+    ok(redis_p.cmd(&["DEBUG", "POPULATE", "60000", "key", "200"]));
+    let (_ours, mut ours_r) = rlockd_primary();
+    ok(ours_r.cmd(&["REPLICAOF", "127.0.0.1", &rp.port.to_string()]));
+    until("rlockd loaded the file", || info_field(&mut ours_r, "master_link_status").as_deref() == Some("up"));
+    assert_eq!(ours_r.cmd(&["DBSIZE"]), Value::Int(60000));
+    for k in ["key:0", "key:31337", "key:59999"] {
+        assert_eq!(ours_r.cmd(&["GET", k]), redis_p.cmd(&["GET", k]), "{k}");
+    }
+}

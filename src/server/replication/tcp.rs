@@ -319,14 +319,21 @@ impl Session<'_> {
             }
         }
         let mut last_note = Instant::now();
+        // Where the search for the end mark goes on from (each byte is
+        // looked at about once, however long the transfer).
+        let mut scanned = 0usize;
         let file: BytesMut = loop {
             let done = match (&len, &mark) {
                 (Some(n), _) if self.buf.len() as u64 >= *n => Some(self.buf.split_to(*n as usize)),
-                (None, Some(mark)) => find(&self.buf, mark).map(|at| {
-                    let file = self.buf.split_to(at);
-                    let _ = self.buf.split_to(mark.len());
-                    file
-                }),
+                (None, Some(mark)) => {
+                    let from = scanned.saturating_sub(mark.len());
+                    scanned = self.buf.len();
+                    find(&self.buf[from..], mark).map(|at| {
+                        let file = self.buf.split_to(from + at);
+                        let _ = self.buf.split_to(mark.len());
+                        file
+                    })
+                }
                 _ => None,
             };
             if let Some(f) = done {
@@ -575,6 +582,11 @@ async fn apply(shared: &Arc<Shared>, master: &mut MasterClient, client_id: u64, 
 
 /// Replaces the keyspace and the function libraries with a loaded file's.
 fn load(core: &mut crate::core::Core, file: rdb::File) -> Result<()> {
+    // The libraries first: a file whose functions do not load changes nothing.
+    let scripting = core.scripting.as_mut().ok_or("the script engine is busy")?;
+    scripting
+        .function_restore(&file.functions, crate::script::functions::RestorePolicy::Flush)
+        .map_err(|e| format!("loading the MASTER's functions: {e}"))?;
     let ks = &mut core.ks;
     let n = ks.dbs.len();
     let old = std::mem::replace(&mut ks.dbs, (0..n).map(|_| crate::db::Db::default()).collect());
@@ -596,10 +608,6 @@ fn load(core: &mut crate::core::Core, file: rdb::File) -> Result<()> {
             db.set_expire(&k.key, at);
         }
     }
-    let scripting = core.scripting.as_mut().ok_or("the script engine is busy")?;
-    scripting
-        .function_restore(&file.functions, crate::script::functions::RestorePolicy::Flush)
-        .map_err(|e| format!("loading the MASTER's functions: {e}"))?;
     tracing::info!("Done loading RDB, keys loaded: {keys}");
     Ok(())
 }
