@@ -238,9 +238,9 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) -> bool {
             l!("instantaneous_input_repl_kbps:0.00");
             l!("instantaneous_output_repl_kbps:0.00");
             l!("rejected_connections:{}", st.rejected_connections);
-            l!("sync_full:0");
-            l!("sync_partial_ok:0");
-            l!("sync_partial_err:0");
+            l!("sync_full:{}", core.repl.sync_full);
+            l!("sync_partial_ok:{}", core.repl.sync_partial_ok);
+            l!("sync_partial_err:{}", core.repl.sync_partial_err);
             l!("expired_keys:{}", st.expired_keys);
             l!("expired_stale_perc:0.00");
             l!("expired_time_cap_reached_count:0");

@@ -150,6 +150,7 @@ pub(crate) fn sync(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             return Ok(Reply::ok());
         }
         if !replid.starts_with('?') {
+            repl.sync_partial_err += 1;
             tracing::info!("Partial resynchronization not accepted for {name}: full resync");
         }
     }

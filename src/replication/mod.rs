@@ -205,6 +205,11 @@ pub struct ReplState {
     pub backlog_size: u64,
     /// What connections declared with `REPLCONF`, by client id.
     pub handshakes: HashMap<u64, Handshake>,
+    /// `INFO stats`: full resynchronisations served, partial ones
+    /// accepted, partial ones asked for and refused.
+    pub sync_full: u64,
+    pub sync_partial_ok: u64,
+    pub sync_partial_err: u64,
 }
 
 /// What a connection declared with `REPLCONF` before `SYNC`/`PSYNC`.
@@ -244,6 +249,9 @@ impl Default for ReplState {
             backlog_bytes: 0,
             backlog_size: 1 << 20,
             handshakes: HashMap::new(),
+            sync_full: 0,
+            sync_partial_ok: 0,
+            sync_partial_err: 0,
         }
     }
 }
@@ -471,6 +479,7 @@ impl ReplState {
             self.reset_backlog();
         }
         self.seldb = None;
+        self.sync_full += 1;
         if link.tcp.is_none() {
             link.acked.store(self.offset, Ordering::Release);
             self.replicas.retain(|l| l.replica != link.replica || l.tcp.is_some());
@@ -484,6 +493,7 @@ impl ReplState {
         for chunk in self.backlog_from(from).unwrap_or_default() {
             link.push_wire(&chunk);
         }
+        self.sync_partial_ok += 1;
         self.replicas.push(link);
     }
 

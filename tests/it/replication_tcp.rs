@@ -260,6 +260,14 @@ fn redis_server_replicates_an_rlockd_primary() {
         text(c.cmd(&["INFO", "clients"])).lines().find(|l| l.starts_with("connected_clients:")).map(str::to_string)
     };
     assert_eq!(clients(&mut ours_p), clients(&mut redis_p));
+    let stats = |c: &mut RawConn| {
+        text(c.cmd(&["INFO", "stats"]))
+            .lines()
+            .filter(|l| l.starts_with("sync_"))
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(stats(&mut ours_p), stats(&mut redis_p));
     // The stream connection is a replica client.
     let list = text(ours_p.cmd(&["CLIENT", "LIST"]));
     assert!(list.lines().any(|l| l.contains(" flags=S ") && l.contains("cmd=replconf")), "{list}");
@@ -274,6 +282,7 @@ fn redis_server_replicates_an_rlockd_primary() {
     ok(ours_p.cmd(&["SET", "after-the-cut", "1"]));
     until("the replica is back", || ours_p.cmd(&["WAIT", "1", "100"]) == Value::Int(1));
     assert_eq!(r1.cmd(&["GET", "after-the-cut"]), Value::Bulk(Some(b"1".to_vec())));
+    assert!(stats(&mut ours_p).contains(&"sync_partial_ok:1".to_string()), "{:?}", stats(&mut ours_p));
 }
 
 #[test]
