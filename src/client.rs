@@ -76,6 +76,8 @@ pub struct ClientShared {
     pub blocked: AtomicBool,
     /// In `MONITOR` mode (flag `O` in CLIENT LIST).
     pub monitor: AtomicBool,
+    /// A replica's connection, after its `SYNC`/`PSYNC` (flag `S`).
+    pub replica: AtomicBool,
     /// Bytes queued on `tx` and not yet written to the socket.
     pub pending_bytes: AtomicUsize,
     /// Unix ms since when `pending_bytes` has been over the soft limit (0 = not over).
@@ -128,6 +130,7 @@ impl ClientShared {
             in_multi: AtomicBool::new(false),
             blocked: AtomicBool::new(false),
             monitor: AtomicBool::new(false),
+            replica: AtomicBool::new(false),
             pending_bytes: AtomicUsize::new(0),
             soft_limit_since: AtomicU64::new(0),
             tx,
@@ -259,10 +262,12 @@ impl ClientRecord {
             + omem
             + std::mem::size_of::<ClientShared>()
             + std::mem::size_of::<ClientState>();
-        // Redis's order: O (monitor), P, x, b, t, R, B.
+        // Redis's order: O (monitor) or S (replica), P, x, b, t, R, B.
         let mut flags = String::new();
         if c.monitor.load(Ordering::Relaxed) {
             flags.push('O');
+        } else if c.replica.load(Ordering::Relaxed) {
+            flags.push('S');
         }
         if c.subscriptions() > 0 {
             flags.push('P');

@@ -409,6 +409,15 @@ const EFFECTIVE: &[&str] = &[
     "zset-max-listpack-value",
     "list-max-listpack-size",
     "min-replicas-to-write",
+    "replicaof",
+    "masterauth",
+    "masteruser",
+    "repl-timeout",
+    "repl-ping-replica-period",
+    "repl-backlog-size",
+    "replica-announce-ip",
+    "replica-announce-port",
+    "replica-read-only",
     "tracking-table-max-keys",
     "enable-debug-command",
     "test-control",
@@ -996,7 +1005,7 @@ impl RuntimeConfig {
             }
             "replicaof" => {
                 // Set at start only: `replicaof no one`, or a host and port
-                // (accepted; rlockd never replicates).
+                // (the server starts as that primary's replica).
                 let words: Vec<&str> = v.split_whitespace().collect();
                 match words[..] {
                     [no, one] if no.eq_ignore_ascii_case("no") && one.eq_ignore_ascii_case("one") => String::new(),

@@ -141,10 +141,13 @@ fn client_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             }
         }
         if let Some(t) = &type_filter {
-            let is_pubsub = c.subscriptions() > 0;
+            // Redis's getClientType: a replica's connection first, then pub/sub.
+            let is_replica = c.replica.load(std::sync::atomic::Ordering::Relaxed);
+            let is_pubsub = !is_replica && c.subscriptions() > 0;
             let ok = match t.as_str() {
                 "pubsub" => is_pubsub,
-                "normal" => !is_pubsub,
+                "normal" => !is_pubsub && !is_replica,
+                "replica" | "slave" => is_replica,
                 _ => false,
             };
             if !ok {
@@ -235,10 +238,14 @@ fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             || user_f.as_ref().is_some_and(|u| u[..] != user[..])
             || addr_f.as_ref().is_some_and(|a| *a != c.addr.to_string())
             || laddr_f.as_ref().is_some_and(|a| *a != c.laddr.to_string())
-            || type_f.as_ref().is_some_and(|t| match t.as_str() {
-                "pubsub" => c.subscriptions() == 0,
-                "normal" => c.subscriptions() > 0,
-                _ => true,
+            || type_f.as_ref().is_some_and(|t| {
+                let is_replica = c.replica.load(std::sync::atomic::Ordering::Relaxed);
+                match t.as_str() {
+                    "pubsub" => is_replica || c.subscriptions() == 0,
+                    "normal" => is_replica || c.subscriptions() > 0,
+                    "replica" | "slave" => !is_replica,
+                    _ => true,
+                }
             })
             || maxage.is_some_and(|m| now.saturating_sub(c.created_ms) / 1000 < m)
         {

@@ -115,7 +115,9 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) -> bool {
         "clients" => {
             let blocked = core.clients.values().filter(|r| r.shared.blocked.load(Ordering::Relaxed)).count();
             l!("# Clients");
-            l!("connected_clients:{}", core.clients.len());
+            // Replicas' connections are not counted, as in Redis.
+            let replicas = core.clients.values().filter(|r| r.shared.replica.load(Ordering::Relaxed)).count();
+            l!("connected_clients:{}", core.clients.len() - replicas);
             l!("cluster_connections:0");
             l!("maxclients:{}", core.config.get_str("maxclients"));
             l!("client_recent_max_input_buffer:0");
@@ -236,9 +238,9 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) -> bool {
             l!("instantaneous_input_repl_kbps:0.00");
             l!("instantaneous_output_repl_kbps:0.00");
             l!("rejected_connections:{}", st.rejected_connections);
-            l!("sync_full:0");
-            l!("sync_partial_ok:0");
-            l!("sync_partial_err:0");
+            l!("sync_full:{}", core.repl.sync_full);
+            l!("sync_partial_ok:{}", core.repl.sync_partial_ok);
+            l!("sync_partial_err:{}", core.repl.sync_partial_err);
             l!("expired_keys:{}", st.expired_keys);
             l!("expired_stale_perc:0.00");
             l!("expired_time_cap_reached_count:0");

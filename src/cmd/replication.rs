@@ -1,5 +1,6 @@
-//! The commands of replication between rlockd nodes — `REPLICAOF`/`SLAVEOF`,
-//! `ROLE`, `WAIT`, `INFO replication`, read-only replicas — and the points
+//! The commands of replication — `REPLICAOF`/`SLAVEOF`, `SYNC`/`PSYNC` and
+//! `REPLCONF` (a replica over TCP: its handshake, its `ACK`s), `ROLE`,
+//! `WAIT`, `INFO replication`, read-only replicas — and the points
 //! where dispatch hands a command's effects to the stream
 //! ([`after_call`], [`end_unit`]). The stream and the links are
 //! `crate::replication`'s; the task that syncs a replica, applies what it
@@ -23,7 +24,8 @@ use crate::client::BlockRequest;
 use crate::core::Core;
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
-use crate::replication::{link::Frame, rewrite, Master, Request, WaitReq};
+use crate::replication::{link::Frame, rewrite, Link, Master, Request, TcpReplica, TcpState, WaitReq};
+use std::sync::Arc;
 
 /// Redis's `shared.roslaveerr`.
 pub(crate) const READONLY: &str = "READONLY You can't write against a read only replica.";
@@ -81,7 +83,7 @@ pub(crate) fn after_call(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes], reply
     let db = ctx.client.db();
     let ks = &ctx.core.ks;
     let lookup = |key: &[u8]| ks.dbs.get(db).and_then(|d| d.peek(key)).map(|e| e.expire());
-    let ops = rewrite::replicated(cmd.spec.name, argv, reply, &lookup);
+    let ops = rewrite::replicated(cmd.spec.name, argv, reply, &lookup, ks.now);
     for op in ops {
         ctx.core.repl.propagate(db, op);
     }
@@ -95,6 +97,163 @@ pub(crate) fn end_unit(ctx: &mut Ctx<'_>) {
 }
 
 // ---- commands ----
+
+/// `SYNC` / `PSYNC replid offset`: the calling connection becomes a
+/// replica, as Redis 7.0's `syncCommand`. A `PSYNC` whose history the
+/// backlog still holds is answered `+CONTINUE` and sent the stream from its
+/// offset; otherwise `+FULLRESYNC <replid> <offset>` (`PSYNC` only), then
+/// `$<len>` and an RDB file of the keyspace made now (under the core lock:
+/// the file and the stream that follows it meet exactly at `offset`), then
+/// the live stream. Everything goes out through the connection's push
+/// queue, in that order; the command's own reply is suppressed.
+pub(crate) fn sync(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let id = ctx.client.id;
+    let from_primary = ctx.core.repl.master.as_ref().is_some_and(|m| m.client_id == id);
+    if ctx.client.shared.replica.load(Ordering::Acquire) || from_primary {
+        // Already a replica (or the primary's own stream): ignored, as in Redis.
+        ctx.client.reply_mode = crate::client::ReplyMode::SkipThis;
+        return Ok(Reply::ok());
+    }
+    if ctx.core.repl.master.as_ref().is_some_and(|m| !m.link_up()) {
+        return Err(CmdError::custom("NOMASTERLINK Can't SYNC while not connected with my master"));
+    }
+    let psync = eq(&args[0], "psync");
+    let from = if psync { Some(crate::num::parse_i64_strict(&args[2]).ok_or(CmdError::NotInteger)?) } else { None };
+    let hs = ctx.core.repl.handshakes.remove(&id).unwrap_or_default();
+    let peer = ctx.client.shared.addr;
+    let ip = hs.ip.as_deref().and_then(|ip| ip.parse().ok()).unwrap_or(peer.ip());
+    let replica_addr = std::net::SocketAddr::new(ip, hs.port);
+    let name = format!("{}:{}", hs.ip.as_deref().map_or(ip.to_string(), str::to_string), hs.port);
+    let limit = ctx.core.config.replica_limit;
+    let primary_addr = *ctx.shared.local_addr.lock();
+    let repl = &mut ctx.core.repl;
+    repl.backlog_size = ctx.core.config.get_str("repl-backlog-size").parse().unwrap_or(1 << 20);
+    tracing::info!("Replica {name} asks for synchronization");
+    let link = Arc::new(Link::tcp(
+        primary_addr,
+        replica_addr,
+        repl.wake.clone(),
+        TcpReplica::new(ctx.client.shared.clone(), (limit.hard, limit.soft, limit.soft_secs)),
+    ));
+    ctx.client.shared.replica.store(true, Ordering::Release);
+    ctx.client.reply_mode = crate::client::ReplyMode::SkipThis;
+    if let (true, Some(from)) = (psync, from) {
+        let replid = String::from_utf8_lossy(&args[1]);
+        if from >= 0 && repl.can_continue(&replid, from as u64) {
+            let line = if hs.psync2 { format!("CONTINUE {}", repl.replid) } else { "CONTINUE".to_string() };
+            ctx.client.shared.push_encoded(Reply::Status(Bytes::from(line)).to_bytes(crate::protocol::Resp::V2));
+            let backlog = repl.offset + 1 - from as u64;
+            repl.attach_continuing(link, from as u64);
+            tracing::info!(
+                "Partial resynchronization request from {name} accepted. Sending {backlog} bytes of backlog starting from offset {from}."
+            );
+            return Ok(Reply::ok());
+        }
+        if !replid.starts_with('?') {
+            repl.sync_partial_err += 1;
+            tracing::info!("Partial resynchronization not accepted for {name}: full resync");
+        }
+    }
+    repl.attach(link);
+    let (replid, offset) = (repl.replid.clone(), repl.offset);
+    tracing::info!(
+        "Starting BGSAVE for SYNC with target: replicas sockets (in memory, replid {replid} offset {offset})"
+    );
+    let rdb = rdb_file(ctx.core, ctx.shared.clock.now_ms());
+    let mut out = bytes::BytesMut::with_capacity(rdb.len() + 80);
+    if psync {
+        Reply::Status(Bytes::from(format!("FULLRESYNC {replid} {offset}"))).encode(crate::protocol::Resp::V2, &mut out);
+    }
+    crate::protocol::payload_header(&mut out, rdb.len());
+    out.extend_from_slice(&rdb);
+    ctx.client.shared.push_encoded(out.freeze());
+    tracing::info!("Synchronization with replica {name} succeeded");
+    Ok(Reply::ok())
+}
+
+/// The keyspace and the function libraries as an RDB file, with the aux
+/// fields Redis 7.0 writes for a replica (`repl-id`, `repl-offset`…).
+pub(crate) fn rdb_file(core: &Core, now_ms: u64) -> Vec<u8> {
+    use crate::db::rdb::FileWriter;
+    let fill = core.config.get_str("list-max-listpack-size").parse().unwrap_or(-2);
+    let mut w = FileWriter::new(fill);
+    w.aux("redis-ver", core.config.get_str("redis-version").as_bytes());
+    w.aux("redis-bits", b"64");
+    w.aux("ctime", (now_ms / 1000).to_string().as_bytes());
+    w.aux("used-mem", crate::memory::used_memory().to_string().as_bytes());
+    w.aux("repl-stream-db", b"0");
+    w.aux("repl-id", core.repl.replid.as_bytes());
+    w.aux("repl-offset", core.repl.offset.to_string().as_bytes());
+    w.aux("aof-base", b"0");
+    if let Some(s) = core.scripting.as_ref() {
+        w.functions(&s.function_dump());
+    }
+    for (i, db) in core.ks.dbs.iter().enumerate() {
+        w.db(i, db);
+    }
+    w.finish()
+}
+
+/// `REPLCONF option value …`: a replica's handshake (`listening-port`,
+/// `ip-address`, `capa`) and, on its stream connection, `ACK <offset>`
+/// (no reply) and `GETACK` (no reply), as Redis 7.0's `replconfCommand`.
+pub(crate) fn replconf(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    if args.len().is_multiple_of(2) {
+        return Err(CmdError::Syntax);
+    }
+    let id = ctx.client.id;
+    let mut hs = ctx.core.repl.handshakes.get(&id).cloned().unwrap_or_default();
+    for pair in args[1..].chunks_exact(2) {
+        let (opt, val) = (&pair[0], &pair[1]);
+        if eq(opt, "listening-port") {
+            let port = int(val)?;
+            hs.port = u16::try_from(port).unwrap_or(0);
+        } else if eq(opt, "ip-address") {
+            if val.len() >= 46 {
+                return Err(CmdError::custom(format!(
+                    "ERR REPLCONF ip-address provided by replica instance is too long: {} bytes",
+                    val.len()
+                )));
+            }
+            hs.ip = Some(String::from_utf8_lossy(val).into_owned());
+        } else if eq(opt, "capa") {
+            if eq(val, "eof") {
+                hs.eof = true;
+            } else if eq(val, "psync2") {
+                hs.psync2 = true;
+            }
+        } else if eq(opt, "ack") {
+            ctx.client.reply_mode = crate::client::ReplyMode::SkipThis;
+            if let Some(offset) = crate::num::parse_i64_strict(val).and_then(|o| u64::try_from(o).ok()) {
+                if let Some(l) = ctx.core.repl.replicas.iter().find(|l| l.client_id() == Some(id)) {
+                    l.ack(offset);
+                }
+            }
+            return Ok(Reply::ok());
+        } else if eq(opt, "getack") {
+            // Answered through the link by a replica's own task.
+            ctx.client.reply_mode = crate::client::ReplyMode::SkipThis;
+            return Ok(Reply::ok());
+        } else if eq(opt, "rdb-only") {
+            let v = int(val)?;
+            if v != 0 && v != 1 {
+                return Err(CmdError::custom("ERR rdb-only value must be 0 or 1"));
+            }
+        } else {
+            return Err(CmdError::custom(format!(
+                "ERR Unrecognized REPLCONF option: {}",
+                String::from_utf8_lossy(opt)
+            )));
+        }
+    }
+    let clients = &ctx.core.clients;
+    let hss = &mut ctx.core.repl.handshakes;
+    if hss.len() > 64 {
+        hss.retain(|c, _| clients.contains_key(c));
+    }
+    hss.insert(id, hs);
+    Ok(Reply::ok())
+}
 
 /// `REPLICAOF host port` / `REPLICAOF NO ONE` (and `SLAVEOF`).
 pub(crate) fn replicaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
@@ -116,16 +275,13 @@ pub(crate) fn replicaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             return Ok(Reply::status("OK Already connected to specified master"));
         }
     }
-    let Some(node) = crate::replication::registry::find(&host, port) else {
-        return Err(CmdError::custom(format!(
-            "ERR rlockd replicates only between its own nodes of one process, and none listens on {host}:{port}"
-        )));
-    };
-    let me = *ctx.shared.local_addr.lock();
-    if crate::replication::registry::find(&me.ip().to_string(), me.port())
-        .is_some_and(|n| std::sync::Arc::ptr_eq(&n, &node))
-    {
-        return Err(CmdError::custom("ERR a node can't be a replica of itself"));
+    // A node of this process is followed in process; any other address
+    // over TCP (by the replication task).
+    if let Some(node) = crate::replication::registry::find(&host, port) {
+        let me = *ctx.shared.local_addr.lock();
+        if crate::replication::registry::find(&me.ip().to_string(), me.port()).is_some_and(|n| Arc::ptr_eq(&n, &node)) {
+            return Err(CmdError::custom("ERR a node can't be a replica of itself"));
+        }
     }
     become_replica(ctx.core, ctx.shared.next_id(), host, port);
     Ok(Reply::ok())
@@ -134,12 +290,10 @@ pub(crate) fn replicaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 /// Makes this node a replica of `host port` (its task attaches it).
 pub(crate) fn become_replica(core: &mut Core, client_id: u64, host: String, port: u16) {
     if let Some(old) = core.repl.master.take() {
-        if let Some(l) = old.link {
-            l.close();
-        }
+        old.detach();
     }
     tracing::info!("Connecting to MASTER {host}:{port}");
-    core.repl.master = Some(Master { host, port, link: None, client_id, last_io_ms: 0, trouble: None });
+    core.repl.master = Some(Master { host, port, link: None, client_id, last_io_ms: 0, trouble: None, tcp: None });
     core.repl.wake.notify_one();
 }
 
@@ -169,13 +323,22 @@ pub(crate) fn role(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
             Reply::bulk_str(&m.host),
             Reply::Int(i64::from(m.port)),
             Reply::bulk_str(link_state(m)),
-            Reply::Int(if m.link.is_some() { repl.offset as i64 } else { -1 }),
+            Reply::Int(if m.link.is_some() || m.link_up() { repl.offset as i64 } else { -1 }),
         ]),
     })
 }
 
 /// The replica's state as `ROLE` names it.
 fn link_state(m: &Master) -> &'static str {
+    if let Some(t) = &m.tcp {
+        return match t.state {
+            TcpState::Connect => "connect",
+            TcpState::Connecting => "connecting",
+            TcpState::Handshake => "handshake",
+            TcpState::Transfer => "sync",
+            TcpState::Connected => "connected",
+        };
+    }
     match &m.link {
         Some(l) if l.is_online() => "connected",
         Some(_) => "connect",
@@ -251,16 +414,34 @@ pub(crate) fn info(ctx: &Ctx<'_>) -> String {
             l("role:slave".into());
             l(format!("master_host:{}", m.host));
             l(format!("master_port:{}", m.port));
-            let up = m.link.as_ref().is_some_and(|l| l.is_online());
+            let up = m.link_up();
             l(format!("master_link_status:{}", if up { "up" } else { "down" }));
             let now = ctx.shared.clock.now_ms();
             let io = if up { (now.saturating_sub(m.last_io_ms) / 1000) as i64 } else { -1 };
             l(format!("master_last_io_seconds_ago:{io}"));
-            l("master_sync_in_progress:0".into());
+            let transfer = m.tcp.as_ref().filter(|t| t.state == TcpState::Transfer);
+            l(format!("master_sync_in_progress:{}", u8::from(transfer.is_some())));
             l(format!("slave_read_repl_offset:{}", repl.offset));
             l(format!("slave_repl_offset:{}", repl.offset));
+            if let Some(t) = transfer {
+                let total = t.sync_total as i64;
+                let read = t.sync_read as i64;
+                let (left, perc) =
+                    if total > 0 { (total - read, read as f64 * 100.0 / total as f64) } else { (-1, 0.0) };
+                l(format!("master_sync_total_bytes:{}", if total > 0 { total } else { -1 }));
+                l(format!("master_sync_read_bytes:{read}"));
+                l(format!("master_sync_left_bytes:{left}"));
+                l(format!("master_sync_perc:{perc:.2}"));
+                l(format!("master_sync_last_io_seconds_ago:{}", now.saturating_sub(t.sync_last_io_ms) / 1000));
+            }
             if !up {
-                l(format!("master_link_down_since_seconds:{}", if m.link.is_some() { 0 } else { -1 }));
+                let since = match &m.tcp {
+                    Some(t) if t.down_since_ms > 0 => (now.saturating_sub(t.down_since_ms) / 1000) as i64,
+                    Some(_) => -1,
+                    None if m.link.is_some() => 0,
+                    None => -1,
+                };
+                l(format!("master_link_down_since_seconds:{since}"));
             }
             l(format!("slave_priority:{}", core.config.get_str("replica-priority")));
             l(format!("slave_read_only:{}", u8::from(core.config.get_str("replica-read-only") == "yes")));
@@ -343,7 +524,13 @@ pub(crate) const HELP: &[&str] = &[
 pub(crate) fn links(core: &Core, port: Option<u16>) -> Vec<std::sync::Arc<crate::replication::Link>> {
     match &core.repl.master {
         Some(m) => m.link.iter().cloned().collect(),
-        None => core.repl.replicas.iter().filter(|l| port.is_none_or(|p| l.replica.port() == p)).cloned().collect(),
+        None => core
+            .repl
+            .replicas
+            .iter()
+            .filter(|l| l.tcp.is_none() && port.is_none_or(|p| l.replica.port() == p))
+            .cloned()
+            .collect(),
     }
 }
 

@@ -337,7 +337,7 @@ fn unpack_seen(b: &[u8]) -> (usize, &[u8], &[u8]) {
 
 /// A lock's identity, borrowed: looks up maps keyed by `(usize, Bytes)`
 /// (it hashes as that tuple does).
-#[derive(Clone, Copy, PartialEq, Hash)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
 struct Id<'a>(usize, &'a [u8]);
 
 impl hashbrown::Equivalent<(usize, Bytes)> for Id<'_> {
@@ -358,7 +358,9 @@ impl Id<'_> {
 struct Done<'a> {
     inline: [Id<'a>; 8],
     len: usize,
-    more: Vec<Id<'a>>,
+    /// Past the inline ones (a set: a full resynchronisation or a
+    /// `FLUSHALL` touches every key at once).
+    more: std::collections::HashSet<Id<'a>>,
 }
 
 impl<'a> Done<'a> {
@@ -371,7 +373,7 @@ impl<'a> Done<'a> {
         if n < self.inline.len() {
             self.inline[n] = id;
         } else {
-            self.more.push(id);
+            self.more.insert(id);
         }
         self.len += 1;
         true
@@ -443,7 +445,7 @@ impl LockHistory {
     /// Compares the touched keys' locks with their last views.
     pub fn observe(&mut self, touched: &[(usize, crate::db::Key)], ks: &Keyspace, now_ms: u64, actor: &Actor) {
         let LockHistory { seen, hasher, scratch, log } = self;
-        let mut done = Done { inline: [Id(0, b""); 8], len: 0, more: Vec::new() };
+        let mut done = Done { inline: [Id(0, b""); 8], len: 0, more: std::collections::HashSet::new() };
         for (db, key) in touched {
             let id = Id(*db, lock_key(key));
             if touched.len() > 1 && !done.first(id) {
@@ -931,7 +933,7 @@ mod tests {
     #[test]
     fn each_lock_is_observed_once_per_command() {
         let keys: Vec<String> = (0..20).map(|i| format!("k{}", i % 11)).collect();
-        let mut done = Done { inline: [Id(0, b""); 8], len: 0, more: Vec::new() };
+        let mut done = Done { inline: [Id(0, b""); 8], len: 0, more: std::collections::HashSet::new() };
         let firsts: Vec<bool> = keys.iter().map(|k| done.first(Id(0, k.as_bytes()))).collect();
         assert_eq!(firsts, (0..20).map(|i| i < 11).collect::<Vec<_>>());
         assert!(done.first(Id(1, b"k0")));

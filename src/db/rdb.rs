@@ -15,6 +15,12 @@
 //! checks, always on): a declared length never allocates more than the
 //! payload can hold, listpacks and intsets are validated entry by entry,
 //! duplicates are refused.
+//!
+//! Whole RDB files, for replication over TCP: [`FileWriter`] lays one out as
+//! Redis 7.0 does (`REDIS0010`, aux fields, function libraries, per database
+//! `SELECTDB`/`RESIZEDB`, each key with its `EXPIRETIME_MS`, `EOF` and the
+//! CRC-64); [`load_file`] reads one back (the same value encodings, the
+//! opcodes of versions up to 10, modules refused) with the same checks.
 
 use bytes::Bytes;
 
@@ -479,10 +485,20 @@ fn score_text(d: f64) -> String {
 /// The DUMP payload of `entry`.
 pub fn dump(entry: &Entry, list_fill: i64) -> Vec<u8> {
     let mut out = Vec::new();
+    dump_value(&mut out, entry, list_fill);
+    out.extend_from_slice(&RDB_VERSION.to_le_bytes());
+    let crc = crc64(0, &out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
+/// The type byte and the value of `entry`, as both DUMP and an RDB file
+/// write them.
+fn dump_value(out: &mut Vec<u8>, entry: &Entry, list_fill: i64) {
     match &entry.value {
         Value::Str(s) => {
             out.push(T_STRING);
-            save_string(&mut out, s);
+            save_string(out, s);
         }
         Value::List(l) => {
             out.push(T_LIST_QUICKLIST_2);
@@ -497,10 +513,10 @@ pub fn dump(entry: &Entry, list_fill: i64) -> Vec<u8> {
             if cur.count > 0 {
                 nodes.push(cur.finish());
             }
-            save_len(&mut out, nodes.len() as u64);
+            save_len(out, nodes.len() as u64);
             for n in nodes {
-                save_len(&mut out, QUICKLIST_PACKED);
-                save_string(&mut out, &n);
+                save_len(out, QUICKLIST_PACKED);
+                save_string(out, &n);
             }
         }
         Value::Set(s) => {
@@ -521,12 +537,12 @@ pub fn dump(entry: &Entry, list_fill: i64) -> Vec<u8> {
                 for x in v {
                     blob.extend_from_slice(&x.to_le_bytes()[..width]);
                 }
-                save_string(&mut out, &blob);
+                save_string(out, &blob);
             } else {
                 out.push(T_SET);
-                save_len(&mut out, s.len() as u64);
+                save_len(out, s.len() as u64);
                 for m in s.iter() {
-                    save_string(&mut out, m);
+                    save_string(out, m);
                 }
             }
         }
@@ -538,13 +554,13 @@ pub fn dump(entry: &Entry, list_fill: i64) -> Vec<u8> {
                     lp.push(k);
                     lp.push(v);
                 }
-                save_string(&mut out, &lp.finish());
+                save_string(out, &lp.finish());
             } else {
                 out.push(T_HASH);
-                save_len(&mut out, h.len() as u64);
+                save_len(out, h.len() as u64);
                 for (k, v) in h {
-                    save_string(&mut out, k);
-                    save_string(&mut out, v);
+                    save_string(out, k);
+                    save_string(out, v);
                 }
             }
         }
@@ -556,26 +572,22 @@ pub fn dump(entry: &Entry, list_fill: i64) -> Vec<u8> {
                     lp.push(m);
                     lp.push(score_text(s).as_bytes());
                 }
-                save_string(&mut out, &lp.finish());
+                save_string(out, &lp.finish());
             } else {
                 out.push(T_ZSET_2);
-                save_len(&mut out, z.len() as u64);
+                save_len(out, z.len() as u64);
                 let all: Vec<(&Bytes, f64)> = z.iter().collect();
                 for (m, s) in all.into_iter().rev() {
-                    save_string(&mut out, m);
+                    save_string(out, m);
                     out.extend_from_slice(&s.to_le_bytes());
                 }
             }
         }
         Value::Stream(st) => {
             out.push(T_STREAM_LISTPACKS_2);
-            dump_stream(&mut out, st);
+            dump_stream(out, st);
         }
     }
-    out.extend_from_slice(&RDB_VERSION.to_le_bytes());
-    let crc = crc64(0, &out);
-    out.extend_from_slice(&crc.to_le_bytes());
-    out
 }
 
 const STREAM_ITEM_DELETED: i64 = 1;
@@ -1040,6 +1052,11 @@ pub fn restore(payload: &[u8]) -> Result<Value, RdbError> {
     // the footer is read from the footer's bytes.
     let mut r = Reader { data: payload, pos: 0 };
     let t = r.byte()?;
+    load_value(&mut r, t)
+}
+
+/// The value of type `t` at the reader's position.
+fn load_value(r: &mut Reader<'_>, t: u8) -> Result<Value, RdbError> {
     let v = match t {
         T_STRING => Value::Str(Bytes::from(r.string()?)),
         T_LIST_QUICKLIST_2 => {
@@ -1156,8 +1173,8 @@ pub fn restore(payload: &[u8]) -> Result<Value, RdbError> {
             }
             Value::ZSet(Box::new(z))
         }
-        T_STREAM_LISTPACKS_2 => Value::Stream(Box::new(load_stream(&mut r, true)?)),
-        T_STREAM_LISTPACKS => Value::Stream(Box::new(load_stream(&mut r, false)?)),
+        T_STREAM_LISTPACKS_2 => Value::Stream(Box::new(load_stream(r, true)?)),
+        T_STREAM_LISTPACKS => Value::Stream(Box::new(load_stream(r, false)?)),
         _ => return Err(RdbError::Format),
     };
     Ok(v)
@@ -1169,13 +1186,219 @@ pub fn restore(payload: &[u8]) -> Result<Value, RdbError> {
 /// lengths of its elements. Other payloads are encoded from their content,
 /// as a value stored whole is (`None`).
 pub fn loaded_encoding(payload: &[u8], value: &Value, limits: &EncLimits) -> Option<StrEnc> {
-    let (len, max) = match (*payload.first()?, value) {
+    loaded_encoding_of(*payload.first()?, value, limits)
+}
+
+/// [`loaded_encoding`] for a value of RDB type `t`.
+pub fn loaded_encoding_of(t: u8, value: &Value, limits: &EncLimits) -> Option<StrEnc> {
+    let (len, max) = match (t, value) {
         (T_SET_INTSET, Value::Set(s)) => (s.len(), limits.intset_entries()),
         (T_HASH_LISTPACK, Value::Hash(h)) => (h.len(), limits.hash_entries),
         (T_ZSET_LISTPACK, Value::ZSet(z)) => (z.len(), limits.zset_entries),
         _ => return None,
     };
     Some(if len > max { StrEnc::Big } else { StrEnc::Small })
+}
+
+// ---------------------------------------------------------------- files
+
+const OP_FUNCTION2: u8 = 0xf5;
+const OP_FUNCTION_PRE_GA: u8 = 0xf6;
+const OP_MODULE_AUX: u8 = 0xf7;
+const OP_IDLE: u8 = 0xf8;
+const OP_FREQ: u8 = 0xf9;
+const OP_AUX: u8 = 0xfa;
+const OP_RESIZEDB: u8 = 0xfb;
+const OP_EXPIRETIME_MS: u8 = 0xfc;
+const OP_EXPIRETIME: u8 = 0xfd;
+const OP_SELECTDB: u8 = 0xfe;
+const OP_EOF: u8 = 0xff;
+
+/// Writes a whole RDB file, as Redis 7.0's `rdbSaveRio` lays it out: the
+/// `REDIS0010` header, the aux fields, the functions, then per non-empty
+/// database `SELECTDB`, `RESIZEDB` and each key (its `EXPIRETIME_MS` first),
+/// and `EOF` with the CRC-64 of everything before.
+#[derive(Debug)]
+pub struct FileWriter {
+    out: Vec<u8>,
+    list_fill: i64,
+}
+
+impl FileWriter {
+    pub fn new(list_fill: i64) -> FileWriter {
+        let mut out = Vec::with_capacity(4096);
+        out.extend_from_slice(format!("REDIS{RDB_VERSION:04}").as_bytes());
+        FileWriter { out, list_fill }
+    }
+
+    /// An aux field (`redis-ver`, `ctime`, `repl-id`…): integers are
+    /// written in their integer encoding, as Redis's `rdbSaveAuxFieldStrInt`.
+    pub fn aux(&mut self, key: &str, value: &[u8]) {
+        self.out.push(OP_AUX);
+        save_string(&mut self.out, key.as_bytes());
+        save_string(&mut self.out, value);
+    }
+
+    /// The function libraries: a `FUNCTION DUMP` payload, whose body is
+    /// the same `FUNCTION2` records (its 10-byte footer is left out).
+    pub fn functions(&mut self, dump_payload: &[u8]) {
+        if dump_payload.len() > 10 {
+            self.out.extend_from_slice(&dump_payload[..dump_payload.len() - 10]);
+        }
+    }
+
+    /// One database: skipped when empty, as Redis skips it.
+    pub fn db(&mut self, index: usize, db: &super::Db) {
+        if db.is_empty() {
+            return;
+        }
+        self.out.push(OP_SELECTDB);
+        save_len(&mut self.out, index as u64);
+        self.out.push(OP_RESIZEDB);
+        save_len(&mut self.out, db.len() as u64);
+        save_len(&mut self.out, db.expires_len() as u64);
+        let mut value = Vec::new();
+        for (key, entry) in db.iter() {
+            if let Some(at) = entry.expire() {
+                self.out.push(OP_EXPIRETIME_MS);
+                self.out.extend_from_slice(&at.to_le_bytes());
+            }
+            value.clear();
+            dump_value(&mut value, entry, self.list_fill);
+            self.out.push(value[0]);
+            save_string(&mut self.out, &key.to_bytes());
+            self.out.extend_from_slice(&value[1..]);
+        }
+    }
+
+    /// `EOF` and the checksum: the file.
+    pub fn finish(mut self) -> Vec<u8> {
+        self.out.push(OP_EOF);
+        let crc = crc64(0, &self.out);
+        self.out.extend_from_slice(&crc.to_le_bytes());
+        self.out
+    }
+}
+
+/// One key of an RDB file.
+#[derive(Debug)]
+pub struct FileKey {
+    pub db: usize,
+    pub key: Bytes,
+    pub value: Value,
+    /// Its RDB type (see [`loaded_encoding_of`]).
+    pub rdb_type: u8,
+    /// Absolute deadline, unix ms.
+    pub expire_ms: Option<u64>,
+}
+
+/// What an RDB file holds.
+#[derive(Debug, Default)]
+pub struct File {
+    pub aux: Vec<(Bytes, Bytes)>,
+    /// The function libraries as a `FUNCTION DUMP` payload (footer
+    /// included; no records when the file has none).
+    pub functions: Vec<u8>,
+    pub keys: Vec<FileKey>,
+}
+
+/// Why an RDB file was refused (for the log).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileError(pub String);
+
+impl std::fmt::Display for FileError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Reads a whole RDB file (versions 1 to 10, the types Redis 7.0 writes):
+/// the header, aux fields, functions, databases up to `databases`, keys with
+/// their deadlines (`IDLE`/`FREQ` are read and dropped), `EOF` and, unless
+/// it is zero, the CRC-64. Module data is refused. Every length is checked
+/// against the bytes present, so a hostile file costs no more memory than
+/// its own size.
+pub fn load_file(data: &[u8], databases: usize) -> Result<File, FileError> {
+    let bad = |what: &str, at: usize| FileError(format!("{what} at byte {at}"));
+    if data.len() < 9 || &data[..5] != b"REDIS" {
+        return Err(FileError("wrong signature trying to load DB from file".into()));
+    }
+    let ver: u16 = std::str::from_utf8(&data[5..9])
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| FileError("bad RDB version field".into()))?;
+    if !(1..=RDB_VERSION).contains(&ver) {
+        return Err(FileError(format!("can't handle RDB format version {ver}")));
+    }
+    let mut r = Reader { data, pos: 9 };
+    let mut file = File::default();
+    let mut db = 0usize;
+    let mut expire: Option<u64> = None;
+    let mut functions: Vec<u8> = Vec::new();
+    loop {
+        let at = r.pos;
+        let t = r.byte().map_err(|_| bad("unexpected end of file", at))?;
+        match t {
+            OP_EOF => break,
+            OP_AUX => {
+                let k = r.string().map_err(|_| bad("bad aux field", at))?;
+                let v = r.string().map_err(|_| bad("bad aux field", at))?;
+                file.aux.push((Bytes::from(k), Bytes::from(v)));
+            }
+            OP_SELECTDB => {
+                let n = r.len().map_err(|_| bad("bad SELECTDB", at))?;
+                if n >= databases as u64 {
+                    return Err(FileError(format!(
+                        "FATAL: Data file was created with a Redis server configured to handle more than {databases} databases"
+                    )));
+                }
+                db = n as usize;
+            }
+            OP_RESIZEDB => {
+                r.len().and_then(|_| r.len()).map_err(|_| bad("bad RESIZEDB", at))?;
+            }
+            OP_EXPIRETIME_MS => {
+                let b = r.take(8).map_err(|_| bad("bad EXPIRETIME_MS", at))?;
+                expire = Some(u64::from_le_bytes(b.try_into().expect("8")));
+            }
+            OP_EXPIRETIME => {
+                let b = r.take(4).map_err(|_| bad("bad EXPIRETIME", at))?;
+                expire = Some(u64::from(u32::from_le_bytes(b.try_into().expect("4"))) * 1000);
+            }
+            OP_IDLE => {
+                r.len().map_err(|_| bad("bad IDLE", at))?;
+            }
+            OP_FREQ => {
+                r.byte().map_err(|_| bad("bad FREQ", at))?;
+            }
+            OP_FUNCTION2 => {
+                let code = r.string().map_err(|_| bad("bad function", at))?;
+                functions.push(OP_FUNCTION2);
+                save_len(&mut functions, code.len() as u64);
+                functions.extend_from_slice(&code);
+            }
+            OP_FUNCTION_PRE_GA => return Err(FileError("Pre-GA function format not supported".into())),
+            OP_MODULE_AUX => return Err(FileError("module data in the RDB file: no modules here".into())),
+            t => {
+                let key = r.string().map_err(|_| bad("bad key", at))?;
+                let value = load_value(&mut r, t).map_err(|_| bad(&format!("bad value of type {t}"), at))?;
+                file.keys.push(FileKey { db, key: Bytes::from(key), value, rdb_type: t, expire_ms: expire.take() });
+            }
+        }
+    }
+    if ver >= 5 {
+        let end = r.pos;
+        let b = r.take(8).map_err(|_| FileError("the RDB file ends before its checksum".into()))?;
+        let expected = u64::from_le_bytes(b.try_into().expect("8"));
+        if expected != 0 && crc64(0, &data[..end]) != expected {
+            return Err(FileError("Wrong RDB checksum".into()));
+        }
+    }
+    functions.extend_from_slice(&RDB_VERSION.to_le_bytes());
+    let crc = crc64(0, &functions);
+    functions.extend_from_slice(&crc.to_le_bytes());
+    file.functions = functions;
+    Ok(file)
 }
 
 #[cfg(test)]
@@ -1379,6 +1602,86 @@ mod tests {
                 b.extend_from_slice(&crc.to_le_bytes());
                 let _ = restore(&b);
             }
+        }
+    }
+
+    /// A keyspace with every value type, an expiry and functions, written
+    /// as a file and read back.
+    fn sample_file() -> Vec<u8> {
+        let mut ks = super::super::Keyspace::new(16);
+        for (i, p) in sample_payloads().into_iter().enumerate() {
+            let v = restore(&p).expect("sample payload");
+            let key = Bytes::from(format!("k{i}"));
+            let mut db = ks.view(i % 3 * 5);
+            db.set(&key, v, false);
+            if i % 2 == 0 {
+                db.set_expire(&key, 4_000_000_000_000 + i as u64);
+            }
+        }
+        let mut w = FileWriter::new(-2);
+        w.aux("redis-ver", b"7.0.15");
+        w.aux("repl-offset", b"1234");
+        let mut funcs = vec![OP_FUNCTION2];
+        save_string(&mut funcs, b"#!lua name=lib\nredis.register_function('f', function() return 1 end)");
+        funcs.extend_from_slice(&[0; 10]);
+        w.functions(&funcs);
+        for (i, db) in ks.dbs.iter().enumerate() {
+            w.db(i, db);
+        }
+        w.finish()
+    }
+
+    #[test]
+    fn file_round_trips() {
+        let file = sample_file();
+        assert!(file.starts_with(b"REDIS0010"));
+        let loaded = load_file(&file, 16).expect("loads");
+        assert_eq!(loaded.aux[1], (Bytes::from_static(b"repl-offset"), Bytes::from_static(b"1234")));
+        let payloads = sample_payloads();
+        assert_eq!(loaded.keys.len(), payloads.len());
+        for k in &loaded.keys {
+            let i: usize = std::str::from_utf8(&k.key[1..]).unwrap().parse().unwrap();
+            assert_eq!(k.db, i % 3 * 5);
+            assert_eq!(k.expire_ms, i.is_multiple_of(2).then_some(4_000_000_000_000 + i as u64));
+            let again = dump(&Entry::new(k.value.clone()), -2);
+            assert_eq!(again, dump(&Entry::new(restore(&payloads[i]).unwrap()), -2), "key {i}");
+        }
+        assert_eq!(loaded.functions[0], OP_FUNCTION2);
+        // Too many databases, a bad checksum, a bad signature.
+        assert!(load_file(&file, 5).is_err());
+        let mut bad = file.clone();
+        let n = bad.len();
+        bad[n - 1] ^= 1;
+        assert_eq!(load_file(&bad, 16).unwrap_err().0, "Wrong RDB checksum");
+        assert!(load_file(b"REDIS0011\xff", 16).is_err());
+        assert!(load_file(b"RUBBISH00", 16).is_err());
+    }
+
+    #[test]
+    fn damaged_files_are_refused_not_panicking() {
+        let file = sample_file();
+        let mut seed = 7u64;
+        let mut next = move || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (seed >> 33) as usize
+        };
+        for _ in 0..3000 {
+            let mut b = file[..file.len() - 8].to_vec();
+            match next() % 3 {
+                0 => {
+                    let at = 9 + next() % (b.len() - 9);
+                    b[at] ^= 1 << (next() % 8);
+                }
+                1 => b.truncate(9 + next() % (b.len() - 9)),
+                _ => {
+                    let at = 9 + next() % (b.len() - 9);
+                    b[at] = [0x00, 0x3f, 0x40, 0x7f, 0x80, 0x81, 0xc0, 0xc3, 0xff, 0xf5, 0xfe][next() % 11];
+                }
+            }
+            // A zero checksum is not checked: the body itself must be refused
+            // or read, never panic.
+            b.extend_from_slice(&[0; 8]);
+            let _ = load_file(&b, 16);
         }
     }
 }

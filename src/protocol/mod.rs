@@ -7,6 +7,8 @@
 //!   RESP2 / RESP3 encoders ([`Resp`]).
 //! * `decode` reads an encoded reply back into a [`Reply`] (the command
 //!   metadata rlockd embeds, recorded from a Redis server).
+//! * `replica` reads what a replica's primary sends outside the command
+//!   stream: the handshake's replies and the RDB transfer's header.
 //!
 //! Nothing outside this module writes or reads RESP framing: messages
 //! queued for a client (pub/sub, invalidations, `MONITOR` lines) and the
@@ -15,9 +17,11 @@
 
 mod decode;
 pub(crate) mod parse;
+mod replica;
 mod reply;
 
 pub(crate) use decode::decode;
 pub use parse::{split_args, ProtocolError, RequestParser};
-pub(crate) use reply::push_header;
+pub(crate) use replica::{primary_line, PrimaryLine};
+pub(crate) use reply::{payload_header, push_header};
 pub use reply::{Reply, Resp};

@@ -241,6 +241,12 @@ impl From<Option<Bytes>> for Reply {
     }
 }
 
+/// `$<len>\r\n`: the header of an RDB file sent to a replica (the file
+/// follows with no trailing CRLF, as Redis sends it).
+pub fn payload_header(out: &mut BytesMut, len: usize) {
+    put_header(out, b'$', len);
+}
+
 /// The header of an out-of-band message of `len` items (RESP3 `>`, RESP2
 /// `*`), for a message whose items are encoded one by one: a tracking
 /// invalidation carries the tracking client's null whatever protocol its

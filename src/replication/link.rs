@@ -11,6 +11,13 @@
 //! * **break** / **restore** — the link is down (`master_link_status:down`);
 //!   frames are kept, and a restored link continues where it stopped (a
 //!   partial resynchronisation).
+//!
+//! A link can also lead to a replica over TCP ([`Link::tcp`]: a connection
+//! that sent `SYNC`/`PSYNC`): each frame's bytes ([`Frame::wire`]) are queued
+//! on that connection as they are made, and its `REPLCONF ACK`s move
+//! `acked`. The controls above act on in-process links only. A TCP replica
+//! that does not read is cut off by `client-output-buffer-limit replica`
+//! (hard limit, or over the soft limit for its seconds), as Redis does.
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -20,6 +27,8 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use tokio::sync::Notify;
+
+use crate::client::ClientShared;
 
 /// One command of the stream: `db` is `None` for commands outside any
 /// database (`PING`).
@@ -38,11 +47,63 @@ pub struct Frame {
     pub end: u64,
     /// When the primary sent it.
     pub sent: Instant,
+    /// Its bytes in Redis's replication stream (`SELECT`, `MULTI`/`EXEC`
+    /// included): `end - start` of them, or none for a frame made without
+    /// them ([`Frame::new`]).
+    pub wire: Bytes,
 }
 
 impl Frame {
+    /// A frame counted but not encoded (no replica over TCP can be fed it).
+    #[allow(dead_code)]
     pub fn new(ops: Vec<Op>, start: u64, bytes: u64) -> Frame {
-        Frame { ops, start, end: start + bytes, sent: Instant::now() }
+        Frame { ops, start, end: start + bytes, sent: Instant::now(), wire: Bytes::new() }
+    }
+
+    /// A frame with its stream bytes.
+    pub fn encoded(ops: Vec<Op>, start: u64, wire: Bytes) -> Frame {
+        Frame { ops, start, end: start + wire.len() as u64, sent: Instant::now(), wire }
+    }
+}
+
+/// The far end of a link to a replica over TCP.
+#[derive(Debug)]
+pub struct TcpReplica {
+    /// The replica's connection (its client).
+    pub client: Arc<ClientShared>,
+    /// `client-output-buffer-limit replica`: hard bytes, soft bytes, soft seconds.
+    pub limit: (u64, u64, u64),
+    /// Since when the output is over the soft limit.
+    soft_since: parking_lot::Mutex<Option<Instant>>,
+}
+
+impl TcpReplica {
+    pub fn new(client: Arc<ClientShared>, limit: (u64, u64, u64)) -> TcpReplica {
+        TcpReplica { client, limit, soft_since: Default::default() }
+    }
+
+    fn alive(&self) -> bool {
+        !self.client.tx.is_closed() && !self.client.killed.load(Ordering::Acquire)
+    }
+
+    /// Queues `wire` on the connection; false when the output is over the
+    /// limits (the caller closes the link).
+    fn send(&self, wire: &Bytes) -> bool {
+        if wire.is_empty() {
+            return true;
+        }
+        let pending = self.client.push_encoded(wire.clone()) as u64;
+        let (hard, soft, secs) = self.limit;
+        if hard > 0 && pending >= hard {
+            return false;
+        }
+        let mut since = self.soft_since.lock();
+        if soft > 0 && pending >= soft {
+            let t = *since.get_or_insert_with(Instant::now);
+            return t.elapsed() < Duration::from_secs(secs);
+        }
+        *since = None;
+        true
     }
 }
 
@@ -70,6 +131,8 @@ pub struct Link {
     pub to_replica: Arc<Notify>,
     /// Wakes the primary's task (acknowledgements).
     pub to_primary: Arc<Notify>,
+    /// Set for a replica over TCP.
+    pub tcp: Option<TcpReplica>,
 }
 
 impl Link {
@@ -88,21 +151,59 @@ impl Link {
             closed: AtomicBool::new(false),
             to_replica,
             to_primary,
+            tcp: None,
         }
     }
 
-    /// Queues a frame for the replica.
+    /// A link to a replica over TCP, its listening address `replica`.
+    pub fn tcp(primary: SocketAddr, replica: SocketAddr, to_primary: Arc<Notify>, tcp: TcpReplica) -> Link {
+        let mut link = Link::new(primary, replica, Arc::new(Notify::new()), to_primary);
+        link.tcp = Some(tcp);
+        link
+    }
+
+    /// The client id of a TCP replica's connection.
+    pub fn client_id(&self) -> Option<u64> {
+        self.tcp.as_ref().map(|t| t.client.id)
+    }
+
+    /// Queues a frame for the replica (written at once to a TCP replica).
     pub fn push(&self, frame: Arc<Frame>) {
         if self.closed.load(Ordering::Acquire) {
+            return;
+        }
+        if let Some(t) = &self.tcp {
+            if !t.send(&frame.wire) {
+                tracing::warn!(
+                    "Client id={} addr={} scheduled to be closed ASAP for overcoming of output buffer limits.",
+                    t.client.id,
+                    t.client.addr
+                );
+                t.client.kill();
+                self.close();
+            }
             return;
         }
         self.queue.lock().push_back(frame);
         self.to_replica.notify_one();
     }
 
-    /// True unless the link is broken or closed.
+    /// Queues bytes of the stream that are in no frame (a partial
+    /// resynchronisation's backlog) on a TCP replica.
+    pub fn push_wire(&self, wire: &Bytes) {
+        if let Some(t) = &self.tcp {
+            if !t.send(wire) {
+                t.client.kill();
+                self.close();
+            }
+        }
+    }
+
+    /// True unless the link is broken or closed (or its TCP replica gone).
     pub fn is_online(&self) -> bool {
-        !self.broken.load(Ordering::Acquire) && !self.closed.load(Ordering::Acquire)
+        !self.broken.load(Ordering::Acquire)
+            && !self.closed.load(Ordering::Acquire)
+            && self.tcp.as_ref().is_none_or(TcpReplica::alive)
     }
 
     /// Takes the frames the replica may apply now; with a lag, also when

@@ -1,5 +1,6 @@
-//! Replication between rlockd nodes of one process: the primary's stream,
-//! the link to each replica, and the replica's view of its primary.
+//! Replication: the primary's stream, the link to each replica (a node of
+//! this process, or a replica over TCP), and the replica's view of its
+//! primary (a node of this process, or a primary over TCP: [`TcpLink`]).
 //!
 //! A primary records what Redis 7.0 replicates — each write's *effects*,
 //! rewritten as Redis rewrites them ([`rewrite`]: relative expiries as
@@ -17,10 +18,18 @@
 //! and acknowledges their end offset; test control pauses it, lags it,
 //! drops what is pending or breaks it (see [`link`]).
 //!
+//! Every frame also carries its bytes of Redis's replication stream
+//! ([`Frame::wire`]): what a replica over TCP (`SYNC`/`PSYNC`, a real
+//! redis-server among them) is sent, byte for byte as Redis sends it, and
+//! what the backlog keeps (the last `repl-backlog-size` bytes, from which a
+//! `PSYNC` continues with `+CONTINUE`). `handshakes` holds what a
+//! connection declared with `REPLCONF` before its `PSYNC`.
+//!
 //! This module is data: it knows neither the command table nor the server.
-//! The commands (`REPLICAOF`, `ROLE`, `WAIT`, `INFO replication`) are in
-//! `cmd/replication.rs`; the task that syncs, applies and acknowledges is in
-//! `server/replication.rs`.
+//! The commands (`REPLICAOF`, `SYNC`/`PSYNC`/`REPLCONF`, `ROLE`, `WAIT`,
+//! `INFO replication`) are in `cmd/replication.rs`; the task that syncs,
+//! applies and acknowledges is in `server/replication.rs`, and the replica
+//! side of the TCP protocol in `server/replication/tcp.rs`.
 
 pub mod ledger;
 pub mod link;
@@ -31,11 +40,13 @@ use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use bytes::Bytes;
+use std::collections::VecDeque;
+
+use bytes::{Bytes, BytesMut};
 use tokio::sync::Notify;
 
 pub use ledger::Ledger;
-pub use link::{Frame, Link, Op};
+pub use link::{Frame, Link, Op, TcpReplica};
 
 /// What a replica knows of its primary.
 #[derive(Debug)]
@@ -51,6 +62,80 @@ pub struct Master {
     pub last_io_ms: u64,
     /// Why the link is not up yet, for the log (once).
     pub trouble: Option<String>,
+    /// Set when the primary is reached over TCP (no node of this process
+    /// listens there): the state of that link.
+    pub tcp: Option<TcpLink>,
+}
+
+impl Master {
+    /// Stops what links this replica to the primary.
+    pub fn detach(self) {
+        if let Some(l) = self.link {
+            l.close();
+        }
+        if let Some(t) = self.tcp {
+            t.stop.notify_one();
+        }
+    }
+
+    /// `master_link_status:up`.
+    pub fn link_up(&self) -> bool {
+        match &self.tcp {
+            Some(t) => t.state == TcpState::Connected,
+            None => self.link.as_ref().is_some_and(|l| l.is_online()),
+        }
+    }
+}
+
+/// A replica's link to a primary over TCP, as Redis's `repl_state`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TcpState {
+    /// Waiting to (re)connect.
+    Connect,
+    Connecting,
+    /// `PING`, `AUTH`, `REPLCONF`, `PSYNC`.
+    Handshake,
+    /// Receiving the RDB file.
+    Transfer,
+    Connected,
+}
+
+/// What `INFO replication` and `ROLE` show of a link over TCP.
+#[derive(Debug)]
+pub struct TcpLink {
+    pub state: TcpState,
+    /// Unix ms the link went down (0: it never was up).
+    pub down_since_ms: u64,
+    /// The RDB transfer: its size (0 when unknown: a diskless one), bytes
+    /// read, unix ms of the last read.
+    pub sync_total: u64,
+    pub sync_read: u64,
+    pub sync_last_io_ms: u64,
+    /// This replica holds a history of that primary (its `replid` and
+    /// `offset`): the next handshake asks to continue it (`PSYNC`).
+    pub synced: bool,
+    /// Ends the link's task.
+    pub stop: Arc<Notify>,
+}
+
+impl TcpLink {
+    pub fn new() -> TcpLink {
+        TcpLink {
+            state: TcpState::Connect,
+            down_since_ms: 0,
+            sync_total: 0,
+            sync_read: 0,
+            sync_last_io_ms: 0,
+            synced: false,
+            stop: Arc::new(Notify::new()),
+        }
+    }
+}
+
+impl Default for TcpLink {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 /// A `WAIT` in progress.
@@ -112,6 +197,31 @@ pub struct ReplState {
     /// The last lock event the ledger was shown (`u64::MAX`: this node
     /// is not watching for second holders).
     pub ledger_cursor: u64,
+    /// The stream's last bytes (see [`ReplState::backlog_from`]).
+    backlog_data: VecDeque<Bytes>,
+    /// Bytes in `backlog_data`.
+    backlog_bytes: u64,
+    /// `repl-backlog-size`, as last set.
+    pub backlog_size: u64,
+    /// What connections declared with `REPLCONF`, by client id.
+    pub handshakes: HashMap<u64, Handshake>,
+    /// `INFO stats`: full resynchronisations served, partial ones
+    /// accepted, partial ones asked for and refused.
+    pub sync_full: u64,
+    pub sync_partial_ok: u64,
+    pub sync_partial_err: u64,
+}
+
+/// What a connection declared with `REPLCONF` before `SYNC`/`PSYNC`.
+#[derive(Debug, Clone, Default)]
+pub struct Handshake {
+    /// `listening-port`.
+    pub port: u16,
+    /// `ip-address`.
+    pub ip: Option<String>,
+    /// `capa eof`, `capa psync2`.
+    pub eof: bool,
+    pub psync2: bool,
 }
 
 impl Default for ReplState {
@@ -135,8 +245,27 @@ impl Default for ReplState {
             requests: Vec::new(),
             ledger: Default::default(),
             ledger_cursor: u64::MAX,
+            backlog_data: VecDeque::new(),
+            backlog_bytes: 0,
+            backlog_size: 1 << 20,
+            handshakes: HashMap::new(),
+            sync_full: 0,
+            sync_partial_ok: 0,
+            sync_partial_err: 0,
         }
     }
+}
+
+/// `argv` as one RESP multibulk, appended to `out`.
+fn encode(out: &mut BytesMut, argv: &[Bytes]) {
+    crate::protocol::Reply::bulks(argv.iter().cloned()).encode(crate::protocol::Resp::V2, out);
+}
+
+/// `argv` as the stream sends it, outside any database.
+fn encoded(argv: &[Bytes]) -> Bytes {
+    let mut out = BytesMut::with_capacity(resp_len(argv) as usize);
+    encode(&mut out, argv);
+    out.freeze()
 }
 
 /// A fresh 40-hex-digit replication id.
@@ -161,11 +290,6 @@ pub fn resp_len(argv: &[Bytes]) -> u64 {
         n += 1 + digits(a.len()) + 2 + a.len() as u64 + 2;
     }
     n
-}
-
-/// `*2 $6 SELECT $n db` as Redis writes it.
-fn select_len(db: usize) -> u64 {
-    resp_len(&[Bytes::from_static(b"SELECT"), Bytes::from(db.to_string())])
 }
 
 impl ReplState {
@@ -200,23 +324,25 @@ impl ReplState {
         }
         let ops = std::mem::take(&mut self.pending);
         let wrap = ops.len() > 1;
-        let mut bytes = 0;
+        let mut wire = BytesMut::new();
+        // Redis's order: the SELECT of the first op's database goes before
+        // MULTI (it is emitted by the first propagated command, MULTI).
         if wrap {
-            bytes += resp_len(&[Bytes::from_static(b"MULTI")]);
+            if let Some(db) = ops[0].db {
+                self.select(&mut wire, db);
+            }
+            encode(&mut wire, &[Bytes::from_static(b"MULTI")]);
         }
         for op in &ops {
             if let Some(db) = op.db {
-                if self.seldb != Some(db) {
-                    bytes += select_len(db);
-                    self.seldb = Some(db);
-                }
+                self.select(&mut wire, db);
             }
-            bytes += resp_len(&op.argv);
+            encode(&mut wire, &op.argv);
         }
         if wrap {
-            bytes += resp_len(&[Bytes::from_static(b"EXEC")]);
+            encode(&mut wire, &[Bytes::from_static(b"EXEC")]);
         }
-        self.send(Frame::new(ops, self.offset, bytes));
+        self.send(Frame::encoded(ops, self.offset, wire.freeze()));
         if client != 0 {
             self.woff.insert(client, self.offset);
             if self.woff.len() > 4096 {
@@ -228,6 +354,14 @@ impl ReplState {
         }
     }
 
+    /// A `SELECT` into `wire` when the stream is on another database.
+    fn select(&mut self, wire: &mut BytesMut, db: usize) {
+        if self.seldb != Some(db) {
+            encode(wire, &[Bytes::from_static(b"SELECT"), Bytes::from(db.to_string())]);
+            self.seldb = Some(db);
+        }
+    }
+
     /// Asks the replicas for an acknowledgement (`REPLCONF GETACK *` in the
     /// stream) before the event loop sleeps, when a `WAIT` blocked meanwhile,
     /// as Redis does; its bytes count in the offsets.
@@ -236,8 +370,8 @@ impl ReplState {
             return;
         }
         let argv = vec![Bytes::from_static(b"REPLCONF"), Bytes::from_static(b"GETACK"), Bytes::from_static(b"*")];
-        let bytes = resp_len(&argv);
-        self.send(Frame::new(vec![Op { db: None, argv }], self.offset, bytes));
+        let wire = encoded(&argv);
+        self.send(Frame::encoded(vec![Op { db: None, argv }], self.offset, wire));
     }
 
     /// Feeds `PING` (the primary's heartbeat, every
@@ -247,25 +381,80 @@ impl ReplState {
             return;
         }
         let ping = vec![Bytes::from_static(b"PING")];
-        let bytes = resp_len(&ping);
-        self.send(Frame::new(vec![Op { db: None, argv: ping }], self.offset, bytes));
+        let wire = encoded(&ping);
+        self.send(Frame::encoded(vec![Op { db: None, argv: ping }], self.offset, wire));
     }
 
     fn send(&mut self, frame: Frame) {
-        self.offset = frame.end;
-        let frame = Arc::new(frame);
-        for link in &self.replicas {
-            link.push(frame.clone());
-        }
+        self.forward(&Arc::new(frame));
     }
 
     /// A replica's processed frame, passed on to this node's own replicas
     /// (a chained replica forwards the stream as it came).
     pub fn forward(&mut self, frame: &Arc<Frame>) {
         self.offset = frame.end;
+        self.keep(&frame.wire);
         for link in &self.replicas {
             link.push(frame.clone());
         }
+    }
+
+    /// Adds stream bytes to the backlog, dropping its oldest chunks while
+    /// what remains still holds `backlog_size` bytes.
+    fn keep(&mut self, wire: &Bytes) {
+        if !self.backlog || wire.is_empty() {
+            return;
+        }
+        self.backlog_data.push_back(wire.clone());
+        self.backlog_bytes += wire.len() as u64;
+        while let Some(front) = self.backlog_data.front() {
+            let n = front.len() as u64;
+            if self.backlog_bytes - n < self.backlog_size {
+                break;
+            }
+            self.backlog_bytes -= n;
+            self.backlog_data.pop_front();
+        }
+    }
+
+    /// Empties the backlog: its history starts after the current offset.
+    pub fn reset_backlog(&mut self) {
+        self.backlog_data.clear();
+        self.backlog_bytes = 0;
+        self.backlog_first = self.offset + 1;
+    }
+
+    /// The stream from offset `from` (Redis's 1-based `psync_offset`) to
+    /// now, when the backlog still holds all of it (`PSYNC`'s `+CONTINUE`).
+    pub fn backlog_from(&self, from: u64) -> Option<Vec<Bytes>> {
+        let have_first = self.offset + 1 - self.backlog_bytes;
+        if !self.backlog
+            || from > self.offset + 1
+            || from < self.backlog_first_byte(self.backlog_size)
+            || from < have_first
+            || have_first < self.backlog_first
+        {
+            return None;
+        }
+        let mut skip = from - have_first;
+        let mut out = Vec::new();
+        for chunk in &self.backlog_data {
+            let n = chunk.len() as u64;
+            if skip >= n {
+                skip -= n;
+                continue;
+            }
+            out.push(chunk.slice(skip as usize..));
+            skip = 0;
+        }
+        Some(out)
+    }
+
+    /// Whether `PSYNC replid offset` can continue from the backlog.
+    pub fn can_continue(&self, replid: &str, from: u64) -> bool {
+        let same_history = replid == self.replid
+            || (replid == self.replid2 && self.second_offset >= 0 && from <= self.second_offset as u64);
+        same_history && self.master.is_none() && self.backlog_from(from).is_some()
     }
 
     /// The offset `WAIT` waits for on behalf of `client`.
@@ -287,32 +476,49 @@ impl ReplState {
             self.replid = new_replid();
             self.replid2 = "0".repeat(40);
             self.second_offset = -1;
-            self.backlog_first = self.offset + 1;
+            self.reset_backlog();
         }
         self.seldb = None;
-        link.acked.store(self.offset, Ordering::Release);
-        self.replicas.retain(|l| l.replica != link.replica);
+        self.sync_full += 1;
+        if link.tcp.is_none() {
+            link.acked.store(self.offset, Ordering::Release);
+            self.replicas.retain(|l| l.replica != link.replica || l.tcp.is_some());
+        }
         self.replicas.push(link);
     }
 
-    /// Forgets links whose replica went away.
+    /// Attaches a replica that continues from the backlog (`PSYNC`'s
+    /// `+CONTINUE`): it is sent the stream from `from` on.
+    pub fn attach_continuing(&mut self, link: Arc<Link>, from: u64) {
+        for chunk in self.backlog_from(from).unwrap_or_default() {
+            link.push_wire(&chunk);
+        }
+        self.sync_partial_ok += 1;
+        self.replicas.push(link);
+    }
+
+    /// Forgets links whose replica went away (a TCP replica's connection
+    /// closed).
     pub fn prune(&mut self) {
-        self.replicas.retain(|l| !l.closed.load(Ordering::Acquire));
+        self.replicas.retain(|l| {
+            if l.tcp.is_some() && !l.closed.load(Ordering::Acquire) && !l.is_online() {
+                l.close();
+            }
+            !l.closed.load(Ordering::Acquire)
+        });
     }
 
     /// Becomes a primary (`REPLICAOF NO ONE`, a failover): the history
     /// so far continues under a new id, as Redis's `shiftReplicationId`.
     pub fn promote(&mut self) {
         if let Some(m) = self.master.take() {
-            if let Some(l) = m.link {
-                l.close();
-            }
+            m.detach();
         }
         self.replid2 = std::mem::replace(&mut self.replid, new_replid());
         self.second_offset = self.offset as i64 + 1;
         if !self.backlog {
             self.backlog = true;
-            self.backlog_first = self.offset + 1;
+            self.reset_backlog();
         }
         self.seldb = None;
     }

@@ -1,11 +1,11 @@
 //! The rlockd nodes of this process, by address: where `REPLICAOF host
 //! port` and a Sentinel find the node they name.
 //!
-//! rlockd replicates only between its own nodes of one process (a link is a
-//! queue between two keyspaces, not a socket): `REPLICAOF` to an address no
-//! node of this process listens on is refused with a clear error rather than
-//! left "connecting" for ever. The entries are type-erased (this module sits
-//! below the server state); the server layer downcasts them.
+//! Between nodes of one process a link is a queue between two keyspaces,
+//! not a socket; `REPLICAOF` to an address no node of this process listens
+//! on replicates over TCP instead (`server/replication/tcp.rs`). The entries
+//! are type-erased (this module sits below the server state); the server
+//! layer downcasts them.
 
 use std::any::Any;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};

@@ -14,6 +14,11 @@
 //! | `HINCRBYFLOAT` | `HSET key field value` |
 //! | `SPOP` | `SREM key member…` (`DEL key` when it emptied the set) |
 //! | `BLPOP`/`BRPOP`, `BRPOPLPUSH`, `BLMOVE`, `BZPOPMIN`/`BZPOPMAX` | their non-blocking forms |
+//! | `XREADGROUP … STREAMS k… > …` | per entry delivered: `XCLAIM key group consumer 0 id TIME ms RETRYCOUNT 1 FORCE JUSTID LASTID id` |
+//!
+//! (`XREADGROUP` with `NOACK`, or reading a consumer's history, still goes
+//! as it came: Redis's forms need the group's read counter and each entry's
+//! delivery count, which the reply does not carry.)
 //!
 //! Scripts and `EXEC` are not replicated themselves: the commands they run
 //! are (see `cmd::replication`).
@@ -39,8 +44,8 @@ fn ms(n: u64) -> Bytes {
 pub type Lookup<'a> = &'a dyn Fn(&[u8]) -> Option<Option<u64>>;
 
 /// The commands to replicate for `name` (the table row's lower-case name)
-/// run as `argv` with `reply`.
-pub fn replicated(name: &str, argv: &[Bytes], reply: &Reply, key: Lookup<'_>) -> Vec<Vec<Bytes>> {
+/// run as `argv` with `reply`, at `now_ms` (the command's time).
+pub fn replicated(name: &str, argv: &[Bytes], reply: &Reply, key: Lookup<'_>, now_ms: u64) -> Vec<Vec<Bytes>> {
     let k = || argv[1].clone();
     let del = || vec![b("DEL"), argv[1].clone()];
     let bulk = |r: &Reply| match r {
@@ -132,8 +137,72 @@ pub fn replicated(name: &str, argv: &[Bytes], reply: &Reply, key: Lookup<'_>) ->
         }
         "brpoplpush" => one(vec![b("RPOPLPUSH"), argv[1].clone(), argv[2].clone()]),
         "blmove" => one(vec![b("LMOVE"), argv[1].clone(), argv[2].clone(), argv[3].clone(), argv[4].clone()]),
+        "xreadgroup" => xreadgroup(argv, reply, now_ms).unwrap_or_else(|| one(argv.to_vec())),
         _ => one(argv.to_vec()),
     }
+}
+
+/// `XREADGROUP GROUP g c … STREAMS k… >…` as Redis's `streamPropagateXCLAIM`
+/// writes each new delivery; `None` for the forms that go as they came.
+fn xreadgroup(argv: &[Bytes], reply: &Reply, now_ms: u64) -> Option<Vec<Vec<Bytes>>> {
+    let (mut group, mut consumer, mut streams) = (None, None, None);
+    let mut i = 1;
+    while i < argv.len() {
+        let a = &argv[i];
+        if eq(a, "group") && i + 2 < argv.len() {
+            group = Some(argv[i + 1].clone());
+            consumer = Some(argv[i + 2].clone());
+            i += 3;
+        } else if eq(a, "count") || eq(a, "block") {
+            i += 2;
+        } else if eq(a, "noack") {
+            return None;
+        } else if eq(a, "streams") {
+            streams = Some(i + 1);
+            break;
+        } else {
+            return None;
+        }
+    }
+    let (group, consumer, start) = (group?, consumer?, streams?);
+    let rest = &argv[start..];
+    if rest.is_empty() || !rest.len().is_multiple_of(2) || rest[rest.len() / 2..].iter().any(|id| id.as_ref() != b">") {
+        return None;
+    }
+    let per_key: Vec<(&Reply, &Reply)> = match reply {
+        Reply::Array(items) => items
+            .iter()
+            .filter_map(|kv| if let Reply::Array(p) = kv { Some((p.first()?, p.get(1)?)) } else { None })
+            .collect(),
+        Reply::Map(pairs) => pairs.iter().map(|(k, v)| (k, v)).collect(),
+        _ => Vec::new(),
+    };
+    let mut out = Vec::new();
+    for (key, entries) in per_key {
+        let Reply::Bulk(key) = key else { return None };
+        let Reply::Array(entries) = entries else { return None };
+        for e in entries {
+            let Reply::Array(e) = e else { return None };
+            let Some(Reply::Bulk(id)) = e.first() else { return None };
+            out.push(vec![
+                b("XCLAIM"),
+                key.clone(),
+                group.clone(),
+                consumer.clone(),
+                b("0"),
+                id.clone(),
+                b("TIME"),
+                ms(now_ms),
+                b("RETRYCOUNT"),
+                b("1"),
+                b("FORCE"),
+                b("JUSTID"),
+                b("LASTID"),
+                id.clone(),
+            ]);
+        }
+    }
+    Some(out)
 }
 
 #[cfg(test)]
@@ -148,16 +217,38 @@ mod tests {
     fn relative_expiries_become_absolute() {
         let at = |_: &[u8]| Some(Some(5000));
         assert_eq!(
-            replicated("pexpire", &v(&["pexpire", "k", "10"]), &Reply::Int(1), &at),
+            replicated("pexpire", &v(&["pexpire", "k", "10"]), &Reply::Int(1), &at, 0),
             vec![v(&["PEXPIREAT", "k", "5000"])]
         );
         assert_eq!(
-            replicated("set", &v(&["SET", "k", "x", "NX", "PX", "10"]), &Reply::ok(), &at),
+            replicated("set", &v(&["SET", "k", "x", "NX", "PX", "10"]), &Reply::ok(), &at, 0),
             vec![v(&["SET", "k", "x", "PXAT", "5000"])]
         );
         let gone = |_: &[u8]| None;
-        assert_eq!(replicated("expire", &v(&["expire", "k", "-1"]), &Reply::Int(1), &gone), vec![v(&["DEL", "k"])]);
+        assert_eq!(replicated("expire", &v(&["expire", "k", "-1"]), &Reply::Int(1), &gone, 0), vec![v(&["DEL", "k"])]);
         let plain = |_: &[u8]| Some(None);
-        assert_eq!(replicated("set", &v(&["set", "k", "x", "GET"]), &Reply::Nil, &plain), vec![v(&["set", "k", "x"])]);
+        assert_eq!(
+            replicated("set", &v(&["set", "k", "x", "GET"]), &Reply::Nil, &plain, 0),
+            vec![v(&["set", "k", "x"])]
+        );
+    }
+
+    #[test]
+    fn xreadgroup_becomes_xclaims() {
+        let any = |_: &[u8]| Some(None);
+        let entry = |id: &str| Reply::Array(vec![Reply::bulk_str(id), Reply::Array(vec![Reply::bulk_str("f")])]);
+        let reply = Reply::Array(vec![Reply::Array(vec![
+            Reply::bulk_str("s"),
+            Reply::Array(vec![entry("1-1"), entry("2-1")]),
+        ])]);
+        let argv = v(&["XREADGROUP", "GROUP", "g", "c", "COUNT", "2", "STREAMS", "s", ">"]);
+        let claim = |id: &str| {
+            v(&["XCLAIM", "s", "g", "c", "0", id, "TIME", "77", "RETRYCOUNT", "1", "FORCE", "JUSTID", "LASTID", id])
+        };
+        assert_eq!(replicated("xreadgroup", &argv, &reply, &any, 77), vec![claim("1-1"), claim("2-1")]);
+        let noack = v(&["XREADGROUP", "GROUP", "g", "c", "NOACK", "STREAMS", "s", ">"]);
+        assert_eq!(replicated("xreadgroup", &noack, &reply, &any, 77), vec![noack.clone()]);
+        let history = v(&["XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", "0"]);
+        assert_eq!(replicated("xreadgroup", &history, &reply, &any, 77), vec![history.clone()]);
     }
 }

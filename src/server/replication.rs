@@ -3,7 +3,8 @@
 //! turn, never both at once), applies the frames its link delivers and
 //! acknowledges them, answers `WAIT`s when its replicas acknowledge, sends
 //! the heartbeat `PING`, and carries out failovers (test control, the
-//! Sentinels, [`super::Server::failover`]).
+//! Sentinels, [`super::Server::failover`]). A primary that is no node of
+//! this process is followed over TCP by a task of its own ([`tcp`]).
 //!
 //! **Invariant:** the task never holds two servers' core locks at once, so
 //! nodes that replicate from each other in any shape cannot deadlock.
@@ -19,6 +20,8 @@ use crate::cmd::{self, Ctx};
 use crate::core::{Core, Shared};
 use crate::replication::ledger::LostGrant;
 use crate::replication::{registry, Link, Request};
+
+mod tcp;
 
 /// Makes `shared` findable by `REPLICAOF` and the Sentinels.
 pub(crate) fn register(shared: &Arc<Shared>, addr: SocketAddr) {
@@ -51,7 +54,18 @@ impl MasterClient {
 
 /// Runs until shutdown.
 pub(crate) async fn run(shared: Arc<Shared>) {
-    let wake = shared.core.lock().await.repl.wake.clone();
+    let wake = {
+        let mut core = shared.core.lock().await;
+        // `replicaof host port` given at start.
+        let start = core.config.get_str("replicaof").to_string();
+        if let Some((host, port)) = start.split_once(' ').and_then(|(h, p)| Some((h.to_string(), p.parse().ok()?))) {
+            if core.repl.master.is_none() {
+                let id = shared.next_id();
+                cmd::replication::become_replica(&mut core, id, host, port);
+            }
+        }
+        core.repl.wake.clone()
+    };
     let mut shutdown = shared.shutdown.subscribe();
     let mut master: Option<MasterClient> = None;
     let mut next_ping = None;
@@ -88,7 +102,7 @@ async fn turn(
                 if master.as_ref().is_none_or(|c| c.client.id != m.client_id) {
                     *master = Some(MasterClient::new(shared, m.client_id));
                 }
-                let target = (m.link.is_none() || resync).then(|| (m.host.clone(), m.port));
+                let target = (m.tcp.is_none() && (m.link.is_none() || resync)).then(|| (m.host.clone(), m.port));
                 (target, m.link.clone(), requests)
             }
             None => {
@@ -193,13 +207,15 @@ async fn attach(me: &Arc<Shared>, host: &str, port: u16) {
         }
     }
     let Some(primary) = find(host, port) else {
+        // Not a node of this process: the primary is reached over TCP, by
+        // a task of its own for as long as this node replicates it.
         let mut core = me.core.lock().await;
         if let Some(m) = core.repl.master.as_mut() {
-            if m.trouble.is_none() {
-                tracing::warn!(
-                    "Error condition on socket for SYNC: no rlockd node of this process listens on {host}:{port}"
-                );
-                m.trouble = Some("no node".into());
+            if m.tcp.is_none() && m.host == host && m.port == port {
+                let link = crate::replication::TcpLink::new();
+                let stop = link.stop.clone();
+                m.tcp = Some(link);
+                tokio::spawn(tcp::run(me.clone(), host.to_string(), port, m.client_id, stop));
             }
         }
         return;
@@ -236,7 +252,7 @@ async fn attach(me: &Arc<Shared>, host: &str, port: u16) {
     repl.replid2 = "0".repeat(40);
     repl.second_offset = -1;
     repl.backlog = true;
-    repl.backlog_first = offset + 1;
+    repl.reset_backlog();
     repl.ledger = ledger;
     if let Some(m) = repl.master.as_mut() {
         m.link = Some(link.clone());
@@ -286,7 +302,7 @@ pub(crate) async fn failover(primary: &Arc<Shared>, replica_port: Option<u16>) -
             .repl
             .replicas
             .iter()
-            .find(|l| l.is_online() && replica_port.is_none_or(|port| l.replica.port() == port))
+            .find(|l| l.tcp.is_none() && l.is_online() && replica_port.is_none_or(|port| l.replica.port() == port))
             .cloned()
         else {
             return Err("no online replica to promote".into());

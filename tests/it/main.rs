@@ -36,6 +36,7 @@ mod protocol;
 mod pubsub;
 mod replication;
 mod replication_diff;
+mod replication_tcp;
 mod scripting;
 mod server_cmds;
 mod set;

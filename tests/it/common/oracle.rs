@@ -54,12 +54,19 @@ impl Oracle {
     /// Starts redis-server, or returns None (after recording the skip) when
     /// it is not installed and not required.
     pub fn start() -> Option<Oracle> {
+        Self::start_with(&[])
+    }
+
+    /// [`start`](Self::start) with more arguments (`--dir`, which
+    /// `CONFIG SET` refuses).
+    pub fn start_with(extra: &[&str]) -> Option<Oracle> {
         let path = redis_server_or_skip()?;
         for _ in 0..5 {
             let port = free_port();
             let child = Command::new(&path)
                 .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
                 .args(["--enable-debug-command", "yes", "--daemonize", "no", "--loglevel", "warning"])
+                .args(extra)
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .spawn()
