@@ -37,6 +37,7 @@ mod pubsub;
 mod replication;
 mod replication_diff;
 mod scripting;
+mod sentinel_crash;
 mod server_cmds;
 mod set;
 mod soak;
