@@ -28,11 +28,13 @@ use crate::core::Shared;
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
 
-/// A node down: its address, since when, and whether the Sentinels are to
-/// notice it at once.
-#[derive(Debug, Clone, Copy)]
+/// A node down: its address, the node (an entry whose server is gone, as
+/// when a test ends with its node down, no longer counts), since when, and
+/// whether the Sentinels are to notice it at once.
+#[derive(Debug, Clone)]
 struct Down {
     addr: SocketAddr,
+    node: std::sync::Weak<Shared>,
     since: Instant,
     at_once: bool,
 }
@@ -46,7 +48,9 @@ pub(crate) static CHANGED: tokio::sync::Notify = tokio::sync::Notify::const_new(
 /// Since when the node on `addr` is down (`None`: it is up); `true` with a
 /// crash to be noticed at once.
 pub(crate) fn down(addr: SocketAddr) -> Option<(Instant, bool)> {
-    DOWN.lock().iter().find(|d| d.addr == addr).map(|d| (d.since, d.at_once))
+    let mut down = DOWN.lock();
+    down.retain(|d| d.node.strong_count() > 0);
+    down.iter().find(|d| d.addr == addr).map(|d| (d.since, d.at_once))
 }
 
 /// Crashes the node of `shared` (see the module docs).
@@ -54,11 +58,10 @@ pub(crate) async fn crash(shared: &Arc<Shared>, at_once: bool) -> Result<(), Str
     let addr = *shared.local_addr.lock();
     let mut core = shared.core.lock().await;
     {
-        let mut down = DOWN.lock();
-        if down.iter().any(|d| d.addr == addr) {
+        if down(addr).is_some() {
             return Err(format!("the node on port {} is already down", addr.port()));
         }
-        down.push(Down { addr, since: Instant::now(), at_once });
+        DOWN.lock().push(Down { addr, node: Arc::downgrade(shared), since: Instant::now(), at_once });
     }
     if let Some(io) = shared.io.get() {
         io.stop_listening();

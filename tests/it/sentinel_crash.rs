@@ -187,7 +187,7 @@ fn redis_run() -> Option<(Vec<String>, Vec<Value>)> {
         format!("port {sp}\nbind 127.0.0.1\ndir {}\nsentinel monitor mymaster 127.0.0.1 {pp} 1\n", dir.display()),
     )
     .expect("sentinel.conf");
-    let _sentinel = spawn(sentinel.to_str().expect("utf-8"), &[conf.to_str().expect("utf-8")]);
+    let sentinel_proc = spawn(sentinel.to_str().expect("utf-8"), &[conf.to_str().expect("utf-8")]);
     let mut s = connect(sp);
     // Until it is connected to the replica it found (flags exactly "slave")
     // and has its INFO (a known replication offset).
@@ -209,6 +209,8 @@ fn redis_run() -> Option<(Vec<String>, Vec<Value>)> {
     let mut events = events_until(&mut sub, is_old_primary_sdown);
     let _back = node(pp, &[]);
     events.extend(events_until(&mut sub, is_converted));
+    drop(sentinel_proc);
+    let _ = std::fs::remove_dir_all(&dir);
     Some((normalised(&events, &[pp, rp, sp]), replies))
 }
 
