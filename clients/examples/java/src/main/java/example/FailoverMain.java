@@ -11,10 +11,12 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 import org.redisson.Redisson;
+import org.redisson.api.RBucket;
 import org.redisson.api.RLock;
 import org.redisson.api.RedissonClient;
 import org.redisson.client.codec.StringCodec;
 import org.redisson.config.Config;
+import org.redisson.config.ReadMode;
 import org.redisson.config.SentinelServersConfig;
 
 /**
@@ -27,7 +29,9 @@ import org.redisson.config.SentinelServersConfig;
  * paused first (RLOCKD REPL PAUSE), so that WAIT counts no replica and the write never reaches it:
  * by default ({@code lossy-checked}) Redisson then refuses the lock ("None of slaves were synced");
  * with {@code checkLockSyncedSlaves(false)} ({@code lossy}) it grants it, as Redis locks did before
- * that check. {@code replicated}: replication flows, WAIT counts the replica.
+ * that check. {@code replicated}: replication flows, WAIT counts the replica. {@code replica-read}:
+ * no failover; Redisson's {@code useMasterSlaveServers()} with {@code ReadMode.SLAVE} reads from the
+ * replica, which answers what it has received (stale while replication is paused).
  * The primary crashes (RLOCKD REPL CRASH ... NOW, sent to the replica); the Sentinels promote the
  * replica and publish {@code +switch-master}, which both Redisson clients follow. Client B asks for
  * the same lock; RLOCKD CHECK on the new primary says whether two clients held it. The test-control
@@ -43,6 +47,10 @@ public class FailoverMain {
         List<?> replica = (List<?>) ((List<?>) command(sentinel, "SENTINEL", "REPLICAS", "mymaster")).get(0);
         int replicaPort = Integer.parseInt((String) replica.get(replica.indexOf("port") + 1));
 
+        if (mode.equals("replica-read")) {
+            replicaRead(primaryPort, replicaPort);
+            return;
+        }
         RedissonClient a = client(ports, !mode.equals("lossy"));
         RedissonClient b = null;
         try (Socket events = new Socket("127.0.0.1", Integer.parseInt(ports[1]))) {
@@ -100,15 +108,58 @@ public class FailoverMain {
         return Redisson.create(config);
     }
 
-    /** How many WAIT commands the node on {@code port} has run (INFO commandstats). */
-    static long waits(int port) throws IOException {
+    /** Master/slave mode reading from the replica: fresh while it flows, stale while paused. */
+    static void replicaRead(int primaryPort, int replicaPort) throws Exception {
+        Config config = new Config();
+        config.useMasterSlaveServers()
+                .setMasterAddress("redis://127.0.0.1:" + primaryPort)
+                .addSlaveAddress("redis://127.0.0.1:" + replicaPort)
+                .setReadMode(ReadMode.SLAVE);
+        RedissonClient c = Redisson.create(config);
+        // Another application writes on the primary (WAIT counts its own writes).
+        try (Socket writer = new Socket("127.0.0.1", primaryPort)) {
+            DataInputStream in = new DataInputStream(new BufferedInputStream(writer.getInputStream()));
+            long readsBefore = calls(replicaPort, "get");
+            RLock lock = c.getLock("order:7");
+            boolean locked = lock.tryLock(0, 30, TimeUnit.SECONDS); // its WAIT: the replica has it
+            boolean seenOnReplica = lock.isLocked(); // a read: answered by the replica
+            RBucket<String> bucket = c.getBucket("status", StringCodec.INSTANCE);
+            send(writer.getOutputStream(), "SET", "status", "v1");
+            read(in);
+            send(writer.getOutputStream(), "WAIT", "1", "0");
+            read(in);
+            boolean fresh = "v1".equals(bucket.get());
+            command(primaryPort, "RLOCKD", "REPL", "PAUSE");
+            send(writer.getOutputStream(), "SET", "status", "v2"); // the primary has it, the replica not
+            read(in);
+            boolean stale = "v1".equals(bucket.get());
+            command(primaryPort, "RLOCKD", "REPL", "RESUME");
+            send(writer.getOutputStream(), "WAIT", "1", "0");
+            read(in);
+            boolean caughtUp = "v2".equals(bucket.get());
+            long reads = calls(replicaPort, "get") - readsBefore;
+            System.out.println("replica-read: locked=" + locked + " seen-on-replica=" + seenOnReplica + " fresh=" + fresh
+                    + " stale-while-paused=" + stale + " caught-up=" + caughtUp + " gets-on-replica=" + reads);
+        } finally {
+            c.shutdown();
+        }
+    }
+
+    /** How many times the node on {@code port} has run {@code command} (INFO commandstats). */
+    static long calls(int port, String command) throws IOException {
         String stats = (String) command(port, "INFO", "commandstats");
+        String prefix = "cmdstat_" + command + ":calls=";
         for (String line : stats.split("\r\n")) {
-            if (line.startsWith("cmdstat_wait:calls=")) {
-                return Long.parseLong(line.substring("cmdstat_wait:calls=".length()).split(",")[0]);
+            if (line.startsWith(prefix)) {
+                return Long.parseLong(line.substring(prefix.length()).split(",")[0]);
             }
         }
         return 0;
+    }
+
+    /** How many WAIT commands the node on {@code port} has run. */
+    static long waits(int port) throws IOException {
+        return calls(port, "wait");
     }
 
     /** One command on its own connection. */
