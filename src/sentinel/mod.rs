@@ -910,7 +910,7 @@ async fn failover(group: &Arc<Group>, name: &str) -> Result<(), String> {
     let epoch = begin_events(group, name, old);
     let new = repl::failover(&primary, None).await?;
     end_events(group, name, old, new, epoch);
-    group.event("+convert-to-slave", demoted_text(name, old, new));
+    converted_events(group, name, old, new);
     Ok(())
 }
 
@@ -944,6 +944,14 @@ fn end_events(group: &Group, name: &str, old: SocketAddr, new: SocketAddr, epoch
     }
     group.event("+switch-master", format!("{name} {} {} {} {}", old.ip(), old.port(), new.ip(), new.port()));
     group.event("+slave", demoted_text(name, old, new));
+}
+
+/// A live old primary `old` reconfigured as a replica of `new`: it still
+/// said it was a primary, then it follows.
+fn converted_events(group: &Group, name: &str, old: SocketAddr, new: SocketAddr) {
+    let text = demoted_text(name, old, new);
+    group.event("-role-change", format!("{text} new reported role is master"));
+    group.event("+convert-to-slave", text);
 }
 
 /// How the events name an old primary `old` as a replica of `new`.
@@ -1075,7 +1083,7 @@ async fn watch(group: Arc<Group>, mut shutdown: tokio::sync::watch::Receiver<boo
             if new != m.addr {
                 let epoch = begin_events(&group, &m.name, m.addr);
                 end_events(&group, &m.name, m.addr, new, epoch);
-                group.event("+convert-to-slave", demoted_text(&m.name, m.addr, new));
+                converted_events(&group, &m.name, m.addr, new);
             }
         }
     }

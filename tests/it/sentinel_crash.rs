@@ -154,8 +154,9 @@ fn is_converted(e: &str) -> bool {
 }
 
 /// What a real redis-sentinel publishes when the primary is killed and
-/// restarted, and its `SENTINEL SET` replies; `None` without redis-sentinel.
-fn redis_run() -> Option<(Vec<String>, Vec<Value>)> {
+/// restarted (`crash`) or on `SENTINEL FAILOVER`, and its `SENTINEL SET`
+/// replies; `None` without redis-sentinel.
+fn redis_run(crash: bool) -> Option<(Vec<String>, Vec<Value>)> {
     let server = crate::common::oracle::redis_server_or_skip()?;
     let sentinel = std::path::Path::new(&server).with_file_name("redis-sentinel");
     if !sentinel.is_file() {
@@ -205,9 +206,15 @@ fn redis_run() -> Option<(Vec<String>, Vec<Value>)> {
     }
     let replies = set_commands().iter().map(|c| s.cmd(c)).collect();
     let mut sub = subscribe_all(sp);
-    primary.kill();
-    let mut events = events_until(&mut sub, is_old_primary_sdown);
-    let _back = node(pp, &[]);
+    let mut events = Vec::new();
+    let _back = if crash {
+        primary.kill();
+        events = events_until(&mut sub, is_old_primary_sdown);
+        Some(node(pp, &[]))
+    } else {
+        assert_eq!(s.cmd(&["SENTINEL", "FAILOVER", "mymaster"]), Value::Simple(b"OK".to_vec()));
+        None
+    };
     events.extend(events_until(&mut sub, is_converted));
     drop(sentinel_proc);
     let _ = std::fs::remove_dir_all(&dir);
@@ -222,7 +229,7 @@ fn crash_events_match_redis_sentinel() {
     // oracle says nothing about the crash, and is made again (bounded).
     let mut runs = 0;
     let (theirs, their_replies) = loop {
-        let Some((events, replies)) = redis_run() else { return };
+        let Some((events, replies)) = redis_run(true) else { return };
         runs += 1;
         if runs == 3 || !events.iter().any(|e| e.starts_with("+sdown master mymaster 127.0.0.1 <port1>")) {
             break (events, replies);
@@ -328,4 +335,20 @@ fn crash_control_errors() {
     assert_eq!(p.cmd(&["SET", "k", "v"]), Value::Simple(b"OK".to_vec()));
     assert_eq!(p.cmd(&["WAIT", "1", "10000"]), Value::Int(1));
     assert_eq!(r.cmd(&["GET", "k"]), Value::Bulk(Some(b"v".to_vec())));
+}
+
+/// `SENTINEL FAILOVER` of a live primary: the same events as redis-sentinel,
+/// the old primary still a primary for a moment, then converted.
+#[test]
+fn manual_failover_events_match_redis_sentinel() {
+    let Some((theirs, _)) = redis_run(false) else { return };
+    let nodes = primary_and_replica();
+    let ip = "127.0.0.1".parse().expect("ip");
+    let group = rlockd::Sentinel::start_group(ip, &[0], &[("mymaster", nodes[0].addr())], 1).expect("sentinel");
+    let mut s = connect(group[0].port());
+    let mut sub = subscribe_all(group[0].port());
+    assert_eq!(s.cmd(&["SENTINEL", "FAILOVER", "mymaster"]), Value::Simple(b"OK".to_vec()));
+    let ours = events_until(&mut sub, is_converted);
+    let ours = normalised(&ours, &[nodes[0].port(), nodes[1].port(), group[0].port()]);
+    assert_eq!(ours, theirs);
 }
