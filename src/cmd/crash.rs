@@ -53,6 +53,13 @@ pub(crate) fn down(addr: SocketAddr) -> Option<(Instant, bool)> {
     down.iter().find(|d| d.addr == addr).map(|d| (d.since, d.at_once))
 }
 
+/// True while some node of the process is down.
+pub(crate) fn any_down() -> bool {
+    let mut down = DOWN.lock();
+    down.retain(|d| d.node.strong_count() > 0);
+    !down.is_empty()
+}
+
 /// Crashes the node of `shared` (see the module docs).
 pub(crate) async fn crash(shared: &Arc<Shared>, at_once: bool) -> Result<(), String> {
     let addr = *shared.local_addr.lock();

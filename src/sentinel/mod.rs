@@ -21,7 +21,8 @@
 //! agreement, and failed over automatically with Redis's events: the
 //! replica that received most is promoted with what it has, and the old
 //! primary, once back, is converted into its replica (`-sdown`,
-//! `+convert-to-slave`). The group checks every 20 ms and whenever a node
+//! `+convert-to-slave`); a crashed replica is flagged `+sdown` (and `-sdown`
+//! when back) the same way. The group checks every 20 ms and whenever a node
 //! goes down or comes back, so the outcome never depends on a timer race.
 //!
 //! A failover (`SENTINEL FAILOVER name`, or `RLOCKD REPL FAILOVER` on the
@@ -106,6 +107,8 @@ struct Group {
     epoch: AtomicU64,
     /// Old primaries to convert when they are back.
     demoted: parking_lot::Mutex<Vec<Demoted>>,
+    /// Replicas flagged `+sdown` (crashed), by address.
+    replicas_down: parking_lot::Mutex<Vec<SocketAddr>>,
     /// One failover at a time.
     failing_over: tokio::sync::Mutex<()>,
     started: Instant,
@@ -158,6 +161,7 @@ impl Sentinel {
             members: Default::default(),
             epoch: AtomicU64::new(0),
             demoted: Default::default(),
+            replicas_down: Default::default(),
             failing_over: Default::default(),
             started: Instant::now(),
         });
@@ -988,6 +992,35 @@ async fn check_down(group: &Arc<Group>) {
             }
             Some(_) if !m.no_good_slave => auto_failover(group, &m).await,
             _ => {}
+        }
+    }
+    // Replicas that crashed or came back (Redisson stops and resumes
+    // reading from a replica on these events).
+    let watch_replicas = crate::cmd::crash::any_down() || !group.replicas_down.lock().is_empty();
+    let masters = group.masters.lock().clone();
+    for m in masters {
+        if m.sdown.is_some() || !watch_replicas {
+            continue;
+        }
+        for r in replicas_of(&m).await {
+            let text = format!(
+                "slave {} {} {} @ {} {} {}",
+                r.addr,
+                r.addr.ip(),
+                r.addr.port(),
+                m.name,
+                m.addr.ip(),
+                m.addr.port()
+            );
+            let flagged = group.replicas_down.lock().contains(&r.addr);
+            let down = crate::cmd::crash::down(r.addr);
+            if !flagged && down_long_enough(down, m.down_after_ms) {
+                group.replicas_down.lock().push(r.addr);
+                group.event("+sdown", text);
+            } else if flagged && down.is_none() {
+                group.replicas_down.lock().retain(|a| *a != r.addr);
+                group.event("-sdown", text);
+            }
         }
     }
     let demoted = group.demoted.lock().clone();

@@ -352,3 +352,23 @@ fn manual_failover_events_match_redis_sentinel() {
     let ours = normalised(&ours, &[nodes[0].port(), nodes[1].port(), group[0].port()]);
     assert_eq!(ours, theirs);
 }
+
+/// A crashed replica is flagged `+sdown` as a replica (clients such as
+/// Redisson stop reading from it) and `-sdown` when it is back; the primary
+/// is left alone.
+#[test]
+fn a_crashed_replica_is_flagged_down_and_back() {
+    let nodes = primary_and_replica();
+    let ip = "127.0.0.1".parse().expect("ip");
+    let group = rlockd::Sentinel::start_group(ip, &[0], &[("mymaster", nodes[0].addr())], 1).expect("sentinel");
+    let mut sub = subscribe_all(group[0].port());
+    nodes[1].crash(true).expect("crash");
+    let text =
+        format!("slave 127.0.0.1:{r} 127.0.0.1 {r} @ mymaster 127.0.0.1 {p}", r = nodes[1].port(), p = nodes[0].port());
+    assert_eq!(events_until(&mut sub, |e| e.starts_with("+sdown")), [format!("+sdown {text}")]);
+    nodes[1].revive().expect("revive");
+    assert_eq!(events_until(&mut sub, |e| e.starts_with("-sdown")), [format!("-sdown {text}")]);
+    let mut s = connect(group[0].port());
+    let addr = s.cmd(&["SENTINEL", "GET-MASTER-ADDR-BY-NAME", "mymaster"]);
+    assert_eq!(addr.bulks()[1], nodes[0].port().to_string().into_bytes());
+}
