@@ -624,7 +624,14 @@ fn fields(pairs: Vec<(&str, String)>) -> Reply {
 async fn master_reply(me: &Me, m: &Watched) -> Reply {
     let ms = me.group.started.elapsed().as_millis() as u64;
     let run_id = repl::find(&m.addr.ip().to_string(), m.addr.port()).map(|p| p.run_id.clone()).unwrap_or_default();
-    let flags = if m.sdown.is_some() { "master,s_down,o_down" } else { "master" };
+    // In redis-sentinel's order: s_down, o_down, role, disconnected.
+    let flags = if m.sdown.is_some() {
+        "s_down,o_down,master"
+    } else if crate::cmd::crash::down(m.addr).is_some() {
+        "master,disconnected"
+    } else {
+        "master"
+    };
     let others = me.group.members.lock().len() - 1;
     let slaves = replicas_of(m).await.len();
     let mut pairs = vec![
@@ -661,12 +668,19 @@ async fn master_reply(me: &Me, m: &Watched) -> Reply {
 
 fn replica_reply(me: &Me, m: &Watched, r: &ReplicaInfo) -> Reply {
     let ms = me.group.started.elapsed().as_millis() as u64;
+    let flags = if me.group.replicas_down.lock().contains(&r.addr) {
+        "s_down,slave,disconnected"
+    } else if crate::cmd::crash::down(r.addr).is_some() {
+        "slave,disconnected"
+    } else {
+        "slave"
+    };
     fields(vec![
         ("name", r.addr.to_string()),
         ("ip", r.addr.ip().to_string()),
         ("port", r.addr.port().to_string()),
         ("runid", r.run_id.clone()),
-        ("flags", "slave".into()),
+        ("flags", flags.into()),
         ("link-pending-commands", "0".into()),
         ("link-refcount", "1".into()),
         ("last-ping-sent", "0".into()),

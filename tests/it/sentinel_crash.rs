@@ -366,9 +366,19 @@ fn a_crashed_replica_is_flagged_down_and_back() {
     let text =
         format!("slave 127.0.0.1:{r} 127.0.0.1 {r} @ mymaster 127.0.0.1 {p}", r = nodes[1].port(), p = nodes[0].port());
     assert_eq!(events_until(&mut sub, |e| e.starts_with("+sdown")), [format!("+sdown {text}")]);
+    // Flags as redis-sentinel writes them for a killed replica (Redisson's
+    // periodic scan of SENTINEL REPLICAS skips such a replica).
+    let mut s = connect(group[0].port());
+    let flags = |s: &mut RawConn| {
+        let Value::Agg(_, Some(replicas)) = s.cmd(&["SENTINEL", "REPLICAS", "mymaster"]) else { panic!("REPLICAS") };
+        let fields = replicas[0].bulks();
+        let at = fields.iter().position(|f| f == b"flags").expect("flags");
+        String::from_utf8_lossy(&fields[at + 1]).into_owned()
+    };
+    assert_eq!(flags(&mut s), "s_down,slave,disconnected");
     nodes[1].revive().expect("revive");
     assert_eq!(events_until(&mut sub, |e| e.starts_with("-sdown")), [format!("-sdown {text}")]);
-    let mut s = connect(group[0].port());
+    assert_eq!(flags(&mut s), "slave");
     let addr = s.cmd(&["SENTINEL", "GET-MASTER-ADDR-BY-NAME", "mymaster"]);
     assert_eq!(addr.bulks()[1], nodes[0].port().to_string().into_bytes());
 }
