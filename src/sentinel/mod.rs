@@ -921,13 +921,16 @@ async fn failover(group: &Arc<Group>, name: &str) -> Result<(), String> {
     let Some(primary) = repl::find(&m.addr.ip().to_string(), m.addr.port()) else {
         return Err("NOGOODSLAVE No suitable replica to promote".into());
     };
-    if !primary.core.lock().await.repl.replicas.iter().any(|l| l.is_online()) {
+    let replicas: Vec<(SocketAddr, bool)> =
+        primary.core.lock().await.repl.replicas.iter().map(|l| (l.replica, l.is_online())).collect();
+    let Some(chosen) = replicas.iter().find(|(_, online)| *online).map(|(a, _)| *a) else {
         return Err("NOGOODSLAVE No suitable replica to promote".into());
-    }
+    };
+    let others: Vec<SocketAddr> = replicas.iter().map(|(a, _)| *a).filter(|a| *a != chosen).collect();
     let old = m.addr;
     let epoch = begin_events(group, name, old);
-    let new = repl::failover(&primary, None).await?;
-    end_events(group, name, old, new, epoch);
+    let new = repl::failover(&primary, Some(chosen.port())).await?;
+    end_events(group, name, old, new, &others, epoch);
     converted_events(group, name, old, new);
     Ok(())
 }
@@ -946,7 +949,8 @@ fn begin_events(group: &Group, name: &str, old: SocketAddr) -> u64 {
 }
 
 /// The events from the promotion on, and the group's new view.
-fn end_events(group: &Group, name: &str, old: SocketAddr, new: SocketAddr, epoch: u64) {
+/// `others`: the primary's other replicas, reconfigured to follow `new`.
+fn end_events(group: &Group, name: &str, old: SocketAddr, new: SocketAddr, others: &[SocketAddr], epoch: u64) {
     let master_text = format!("master {name} {} {}", old.ip(), old.port());
     let slave_text = format!("slave {new} {} {} @ {name} {} {}", new.ip(), new.port(), old.ip(), old.port());
     group.event("+selected-slave", slave_text.clone());
@@ -955,12 +959,21 @@ fn end_events(group: &Group, name: &str, old: SocketAddr, new: SocketAddr, epoch
     group.event("-role-change", format!("{slave_text} new reported role is master"));
     group.event("+promoted-slave", slave_text);
     group.event("+failover-state-reconf-slaves", master_text.clone());
+    for r in others {
+        let text = format!("slave {r} {} {} @ {name} {} {}", r.ip(), r.port(), old.ip(), old.port());
+        group.event("+slave-reconf-sent", text.clone());
+        group.event("+slave-reconf-inprog", text.clone());
+        group.event("+slave-reconf-done", text);
+    }
     group.event("+failover-end", master_text);
     for w in group.masters.lock().iter_mut().filter(|w| w.name == name) {
         w.addr = new;
         w.config_epoch = epoch;
     }
     group.event("+switch-master", format!("{name} {} {} {} {}", old.ip(), old.port(), new.ip(), new.port()));
+    for r in others {
+        group.event("+slave", demoted_text(name, *r, new));
+    }
     group.event("+slave", demoted_text(name, old, new));
 }
 
@@ -1067,14 +1080,13 @@ async fn check_down(group: &Arc<Group>) {
 /// converted when it is back.
 async fn auto_failover(group: &Arc<Group>, m: &Watched) {
     let Some(primary) = repl::find(&m.addr.ip().to_string(), m.addr.port()) else { return };
-    let candidate = {
+    // The replica that received most (the first of equals).
+    let (candidate, all) = {
         let core = primary.core.lock().await;
-        core.repl
-            .replicas
-            .iter()
-            .filter(|l| !l.closed.load(Ordering::Acquire))
-            .max_by_key(|l| l.acked.load(Ordering::Acquire))
-            .map(|l| l.replica.port())
+        let linked: Vec<_> = core.repl.replicas.iter().filter(|l| !l.closed.load(Ordering::Acquire)).collect();
+        let best = linked.iter().map(|l| l.acked.load(Ordering::Acquire)).max();
+        let chosen = linked.iter().find(|l| Some(l.acked.load(Ordering::Acquire)) == best).map(|l| l.replica.port());
+        (chosen, linked.iter().map(|l| l.replica).collect::<Vec<_>>())
     };
     let old = m.addr;
     let Some(port) = candidate else {
@@ -1087,7 +1099,8 @@ async fn auto_failover(group: &Arc<Group>, m: &Watched) {
     let epoch = begin_events(group, &m.name, old);
     match repl::promote_replica(&primary, Some(port), true).await {
         Ok(new) => {
-            end_events(group, &m.name, old, new, epoch);
+            let others: Vec<SocketAddr> = all.into_iter().filter(|a| *a != new).collect();
+            end_events(group, &m.name, old, new, &others, epoch);
             for w in group.masters.lock().iter_mut().filter(|w| w.name == m.name) {
                 w.sdown = None;
                 w.no_good_slave = false;
@@ -1129,7 +1142,7 @@ async fn watch(group: Arc<Group>, mut shutdown: tokio::sync::watch::Receiver<boo
             };
             if new != m.addr {
                 let epoch = begin_events(&group, &m.name, m.addr);
-                end_events(&group, &m.name, m.addr, new, epoch);
+                end_events(&group, &m.name, m.addr, new, &[], epoch);
                 converted_events(&group, &m.name, m.addr, new);
             }
         }

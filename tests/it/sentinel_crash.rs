@@ -113,8 +113,19 @@ fn subscribe_all(port: u16) -> RawConn {
     sub
 }
 
-/// Ports as `<portN>`, the leader's id as `<id>`.
-fn normalised(events: &[String], ports: &[u16]) -> Vec<String> {
+/// Ports by role — `<old>` primary, `<new>` the replica the Sentinel
+/// selected (Redis breaks ties between equal replicas by run id), `<other>`
+/// the other replicas, `<sentinel>` — and the leader's id as `<id>`.
+fn normalised(events: &[String], primary: u16, replicas: &[u16], sentinel: u16) -> Vec<String> {
+    let selected = events
+        .iter()
+        .find_map(|e| e.strip_prefix("+selected-slave slave 127.0.0.1:"))
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|p| p.parse::<u16>().ok());
+    let mut names = vec![(primary, "<old>".to_string()), (sentinel, "<sentinel>".to_string())];
+    for r in replicas {
+        names.push((*r, if Some(*r) == selected { "<new>" } else { "<other>" }.to_string()));
+    }
     events
         .iter()
         .map(|e| {
@@ -122,8 +133,8 @@ fn normalised(events: &[String], ports: &[u16]) -> Vec<String> {
             if let Some(rest) = e.strip_prefix("+vote-for-leader ") {
                 e = format!("+vote-for-leader <id> {}", rest.split(' ').nth(1).unwrap_or_default());
             }
-            for (i, p) in ports.iter().enumerate() {
-                e = e.replace(&p.to_string(), &format!("<port{i}>"));
+            for (p, name) in &names {
+                e = e.replace(&p.to_string(), name);
             }
             e
         })
@@ -156,15 +167,16 @@ fn is_converted(e: &str) -> bool {
 /// What a real redis-sentinel publishes when the primary is killed and
 /// restarted (`crash`) or on `SENTINEL FAILOVER`, and its `SENTINEL SET`
 /// replies; `None` without redis-sentinel.
-fn redis_run(crash: bool) -> Option<(Vec<String>, Vec<Value>)> {
+fn redis_run(crash: bool, replicas: u16) -> Option<(Vec<String>, Vec<Value>)> {
     let server = crate::common::oracle::redis_server_or_skip()?;
     let sentinel = std::path::Path::new(&server).with_file_name("redis-sentinel");
     if !sentinel.is_file() {
         crate::common::skip::skipped("redis-sentinel is not installed, so the crash events were not compared");
         return None;
     }
-    let base = quiet_ports(3);
-    let (pp, rp, sp) = (base, base + 1, base + 2);
+    let base = quiet_ports(2 + replicas);
+    let (pp, sp) = (base, base + 1);
+    let rps: Vec<u16> = (0..replicas).map(|i| base + 2 + i).collect();
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("sentinel-crash-{sp}"));
     std::fs::create_dir_all(&dir).expect("dir");
     let node = |port: u16, extra: &[&str]| {
@@ -175,10 +187,10 @@ fn redis_run(crash: bool) -> Option<(Vec<String>, Vec<Value>)> {
         spawn(&server, &args)
     };
     let mut primary = node(pp, &[]);
-    let _replica = node(rp, &["--replicaof", "127.0.0.1", &pp.to_string()]);
+    let _replicas: Vec<Proc> = rps.iter().map(|rp| node(*rp, &["--replicaof", "127.0.0.1", &pp.to_string()])).collect();
     let mut p = connect(pp);
     let deadline = Instant::now() + EVENT_LIMIT;
-    while !text(&p.cmd(&["INFO", "replication"])).contains("state=online") {
+    while text(&p.cmd(&["INFO", "replication"])).matches("state=online").count() < usize::from(replicas) {
         assert!(Instant::now() < deadline, "the replica never came online");
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -193,11 +205,11 @@ fn redis_run(crash: bool) -> Option<(Vec<String>, Vec<Value>)> {
     // Until it is connected to the replica it found (flags exactly "slave")
     // and has its INFO (a known replication offset).
     let settled = |v: &Value| match v {
-        Value::Agg(_, Some(v)) if !v.is_empty() => {
-            let fields = v[0].bulks();
+        Value::Agg(_, Some(v)) if v.len() == usize::from(replicas) => v.iter().all(|r| {
+            let fields = r.bulks();
             let get = |k: &str| fields.iter().position(|f| f == k.as_bytes()).map(|i| fields[i + 1].clone());
             get("flags").as_deref() == Some(b"slave") && get("slave-repl-offset").is_some_and(|o| o != b"0")
-        }
+        }),
         _ => false,
     };
     while !settled(&s.cmd(&["SENTINEL", "REPLICAS", "mymaster"])) {
@@ -218,7 +230,7 @@ fn redis_run(crash: bool) -> Option<(Vec<String>, Vec<Value>)> {
     events.extend(events_until(&mut sub, is_converted));
     drop(sentinel_proc);
     let _ = std::fs::remove_dir_all(&dir);
-    Some((normalised(&events, &[pp, rp, sp]), replies))
+    Some((normalised(&events, pp, &rps, sp), replies))
 }
 
 #[test]
@@ -229,9 +241,9 @@ fn crash_events_match_redis_sentinel() {
     // oracle says nothing about the crash, and is made again (bounded).
     let mut runs = 0;
     let (theirs, their_replies) = loop {
-        let Some((events, replies)) = redis_run(true) else { return };
+        let Some((events, replies)) = redis_run(true, 1) else { return };
         runs += 1;
-        if runs == 3 || !events.iter().any(|e| e.starts_with("+sdown master mymaster 127.0.0.1 <port1>")) {
+        if runs == 3 || !events.iter().any(|e| e.starts_with("+sdown master mymaster 127.0.0.1 <new>")) {
             break (events, replies);
         }
     };
@@ -248,7 +260,7 @@ fn crash_events_match_redis_sentinel() {
     let mut ours = events_until(&mut sub, is_old_primary_sdown);
     nodes[0].revive().expect("revive");
     ours.extend(events_until(&mut sub, is_converted));
-    let ours = normalised(&ours, &[nodes[0].port(), nodes[1].port(), group[0].port()]);
+    let ours = normalised(&ours, nodes[0].port(), &[nodes[1].port()], group[0].port());
     assert_eq!(ours, theirs);
     // The old primary follows the new one.
     let mut old = connect(nodes[0].port());
@@ -341,7 +353,7 @@ fn crash_control_errors() {
 /// the old primary still a primary for a moment, then converted.
 #[test]
 fn manual_failover_events_match_redis_sentinel() {
-    let Some((theirs, _)) = redis_run(false) else { return };
+    let Some((theirs, _)) = redis_run(false, 1) else { return };
     let nodes = primary_and_replica();
     let ip = "127.0.0.1".parse().expect("ip");
     let group = rlockd::Sentinel::start_group(ip, &[0], &[("mymaster", nodes[0].addr())], 1).expect("sentinel");
@@ -349,7 +361,36 @@ fn manual_failover_events_match_redis_sentinel() {
     let mut sub = subscribe_all(group[0].port());
     assert_eq!(s.cmd(&["SENTINEL", "FAILOVER", "mymaster"]), Value::Simple(b"OK".to_vec()));
     let ours = events_until(&mut sub, is_converted);
-    let ours = normalised(&ours, &[nodes[0].port(), nodes[1].port(), group[0].port()]);
+    let ours = normalised(&ours, nodes[0].port(), &[nodes[1].port()], group[0].port());
+    assert_eq!(ours, theirs);
+}
+
+/// Two replicas: the one not promoted is reconfigured to follow the new
+/// primary (`+slave-reconf-sent`, `-inprog`, `-done`), as redis-sentinel does.
+#[test]
+fn crash_with_two_replicas_matches_redis_sentinel() {
+    let Some((theirs, _)) = redis_run(true, 2) else { return };
+    if theirs.iter().any(|e| e.starts_with("+sdown master mymaster 127.0.0.1 <new>")) {
+        // The oracle's own timing hiccup (see crash_events_match_redis_sentinel).
+        crate::common::skip::skipped("redis-sentinel flagged its new primary down on this loaded machine");
+        return;
+    }
+    let mut config = rlockd::Config::default();
+    config.bind.set_port(quiet_ports(3));
+    let nodes = rlockd::Server::start_with_replicas(2, config).expect("start");
+    let ip = "127.0.0.1".parse().expect("ip");
+    let group = rlockd::Sentinel::start_group(ip, &[0], &[("mymaster", nodes[0].addr())], 1).expect("sentinel");
+    let mut s = connect(group[0].port());
+    assert_eq!(
+        s.cmd(&["SENTINEL", "SET", "mymaster", "down-after-milliseconds", "2000"]),
+        Value::Simple(b"OK".to_vec())
+    );
+    let mut sub = subscribe_all(group[0].port());
+    nodes[0].crash(false).expect("crash");
+    let mut ours = events_until(&mut sub, is_old_primary_sdown);
+    nodes[0].revive().expect("revive");
+    ours.extend(events_until(&mut sub, is_converted));
+    let ours = normalised(&ours, nodes[0].port(), &[nodes[1].port(), nodes[2].port()], group[0].port());
     assert_eq!(ours, theirs);
 }
 
