@@ -373,6 +373,9 @@ pub trait ServerIo: Send + Sync {
         old_port: u16,
         backlog: u32,
     ) -> std::io::Result<SocketAddr>;
+    /// Closes every listener: the port refuses connections (test control's
+    /// crash of a node; `relisten` opens it again).
+    fn stop_listening(&self);
 }
 
 /// Bytes and socket operations, as `INFO stats` reports them.

@@ -263,6 +263,10 @@ Options:
                         (mymaster, mymaster2, …); repeat it, or give ports
                         separated by commas, for several (quorum: a majority;
                         rlockd only; the ready lines follow the servers')
+  --sentinel-down-after <ms>
+                        the Sentinels' down-after-milliseconds (default 30000
+                        as in Redis): how long a primary crashed with RLOCKD
+                        REPL CRASH stays unanswered before it is failed over
   --<name> <value>      any parameter CONFIG GET/SET knows, e.g.
                         --notify-keyspace-events KEA  --maxmemory 100mb
                         --busy-reply-threshold 1000  --hz 100
@@ -344,6 +348,8 @@ struct Settings {
     replicas: usize,
     /// `--sentinel PORT` (repeatable): Sentinels watching the primaries.
     sentinels: Vec<u16>,
+    /// `--sentinel-down-after MS`: the Sentinels' down-after-milliseconds.
+    sentinel_down_after: Option<u64>,
     tcp_backlog: u32,
     /// Parameters for the server's `CONFIG` table, in order.
     params: Vec<(String, String)>,
@@ -365,6 +371,7 @@ impl Default for Settings {
             cluster_replicas: 0,
             replicas: 0,
             sentinels: Vec::new(),
+            sentinel_down_after: None,
             tcp_backlog: 511,
             params: Vec::new(),
             notes: Vec::new(),
@@ -595,6 +602,13 @@ fn apply(directives: Vec<Directive>, read_file: &dyn Fn(&str) -> std::io::Result
                 Ok(n) if n <= 16 => s.replicas = n,
                 Ok(_) => return Err(fatal_config(&d, "argument must be between 0 and 16 inclusive")),
                 Err(_) => return Err(fatal_config(&d, "argument couldn't be parsed into an integer")),
+            }
+            continue;
+        }
+        if name == "sentinel-down-after" {
+            match value.parse::<u64>() {
+                Ok(ms) if ms > 0 => s.sentinel_down_after = Some(ms),
+                _ => return Err(fatal_config(&d, "argument must be a positive number of milliseconds")),
             }
             continue;
         }
@@ -881,7 +895,12 @@ fn main() -> ExitCode {
         let named: Vec<(&str, SocketAddr)> = primaries.iter().map(|(n, a)| (n.as_str(), *a)).collect();
         let quorum = (s.sentinels.len() / 2 + 1) as u32;
         match rlockd::Sentinel::start_group(ip, &s.sentinels, &named, quorum) {
-            Ok(v) => v,
+            Ok(v) => {
+                if let (Some(ms), Some(first)) = (s.sentinel_down_after, v.first()) {
+                    first.set_down_after(None, ms);
+                }
+                v
+            }
             Err(e) => {
                 eprintln!("rlockd: {e}");
                 return ExitCode::from(1);

@@ -67,7 +67,7 @@ static RLOCKD_SUBS: &[CommandSpec] = &[
         .doc("The locks in the keyspace: kind, holders, leases, waiters", "7.0.0"),
     cmd("repl", rlockd_repl, -3, ACTS, 0, 0, 0, ACTS_ACL)
         .hidden_flags(TEST_CONTROL)
-        .doc("Pause, lag, drop or break replication; fail over", "7.0.0"),
+        .doc("Pause, lag, drop or break replication; fail over; crash a node", "7.0.0"),
     cmd("restore", rlockd_restore, 3, ACTS, 0, 0, 0, ACTS_ACL)
         .hidden_flags(TEST_CONTROL)
         .doc("Replace every database with a snapshot", "7.0.0"),
@@ -85,12 +85,20 @@ static RLOCKD_SUBS: &[CommandSpec] = &[
 fn rlockd_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     // The cluster's lines go before the closing HELP entry.
     let (body, help) = HELP.split_at(HELP.len() - 2);
-    let lines = body.iter().chain(super::cluster::CONTROL_HELP).chain(super::replication::HELP).chain(help);
+    let lines = body
+        .iter()
+        .chain(super::cluster::CONTROL_HELP)
+        .chain(super::replication::HELP)
+        .chain(super::crash::HELP)
+        .chain(help);
     Ok(Reply::Array(lines.map(|l| Reply::status(l)).collect()))
 }
 
 /// `RLOCKD REPL …`: replication's test control (`cmd/replication.rs`).
 fn rlockd_repl(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    if let Some(r) = super::crash::control(ctx, &args[2..]) {
+        return r;
+    }
     super::replication::control(ctx, &args[2..])
 }
 

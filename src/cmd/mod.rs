@@ -32,6 +32,7 @@ pub mod command;
 pub mod config;
 pub mod connection;
 pub(crate) mod control;
+pub(crate) mod crash;
 pub mod diag;
 pub mod dispatch;
 pub mod dump;

@@ -12,6 +12,19 @@
 //! there are no pings, votes or timeouts between them. What a primary's
 //! replicas are is read from the primary itself, at the time of the question.
 //!
+//! A primary that stops answering — crashed by test control (`RLOCKD REPL
+//! CRASH`, `Server::crash`; `cmd/crash.rs`) — is flagged `+sdown` once it
+//! has been down for its `down-after-milliseconds` (30000 as in Redis;
+//! `SENTINEL SET name down-after-milliseconds ms`, `rlockd
+//! --sentinel-down-after ms`, [`Sentinel::set_down_after`]; a crash made
+//! with `NOW` is noticed at the next check), `+odown` with the group's
+//! agreement, and failed over automatically with Redis's events: the
+//! replica that received most is promoted with what it has, and the old
+//! primary, once back, is converted into its replica (`-sdown`,
+//! `+convert-to-slave`); a crashed replica is flagged `+sdown` (and `-sdown`
+//! when back) the same way. The group checks every 20 ms and whenever a node
+//! goes down or comes back, so the outcome never depends on a timer race.
+//!
 //! A failover (`SENTINEL FAILOVER name`, or `RLOCKD REPL FAILOVER` on the
 //! primary) is the test double of Redis's: it jumps to the end at once —
 //! the replica is promoted with what it has received, the old primary
@@ -40,6 +53,46 @@ struct Watched {
     addr: SocketAddr,
     quorum: u32,
     config_epoch: u64,
+    down_after_ms: u64,
+    failover_timeout_ms: u64,
+    parallel_syncs: u64,
+    /// Flagged subjectively (and, the group agreeing, objectively) down
+    /// since then.
+    sdown: Option<Instant>,
+    /// An automatic failover found no replica to promote (said once).
+    no_good_slave: bool,
+}
+
+impl Watched {
+    fn new(name: &str, addr: SocketAddr, quorum: u32) -> Watched {
+        Watched {
+            name: name.to_string(),
+            addr,
+            quorum,
+            config_epoch: 0,
+            down_after_ms: 30_000,
+            failover_timeout_ms: 180_000,
+            parallel_syncs: 1,
+            sdown: None,
+            no_good_slave: false,
+        }
+    }
+}
+
+/// An old primary that was down when it was failed over: converted into a
+/// replica of `new` once it is back.
+#[derive(Debug, Clone)]
+struct Demoted {
+    name: String,
+    old: SocketAddr,
+    new: SocketAddr,
+    /// `+sdown` published for it as a replica.
+    sdown: bool,
+}
+
+/// True when `since` (a crash, `at_once` or not) is past `down_after_ms`.
+fn down_long_enough(down: Option<(Instant, bool)>, down_after_ms: u64) -> bool {
+    down.is_some_and(|(since, at_once)| at_once || since.elapsed().as_millis() as u64 >= down_after_ms)
 }
 
 /// A Sentinel of a group: id, address, event bus.
@@ -52,6 +105,10 @@ struct Group {
     /// Each Sentinel: id, address, event bus.
     members: parking_lot::Mutex<Vec<Member>>,
     epoch: AtomicU64,
+    /// Old primaries to convert when they are back.
+    demoted: parking_lot::Mutex<Vec<Demoted>>,
+    /// Replicas flagged `+sdown` (crashed), by address.
+    replicas_down: parking_lot::Mutex<Vec<SocketAddr>>,
     /// One failover at a time.
     failing_over: tokio::sync::Mutex<()>,
     started: Instant,
@@ -100,14 +157,11 @@ impl Sentinel {
         quorum: u32,
     ) -> Result<Vec<Sentinel>, crate::error::Error> {
         let group = Arc::new(Group {
-            masters: parking_lot::Mutex::new(
-                masters
-                    .iter()
-                    .map(|(n, a)| Watched { name: n.to_string(), addr: *a, quorum, config_epoch: 0 })
-                    .collect(),
-            ),
+            masters: parking_lot::Mutex::new(masters.iter().map(|(n, a)| Watched::new(n, *a, quorum)).collect()),
             members: Default::default(),
             epoch: AtomicU64::new(0),
+            demoted: Default::default(),
+            replicas_down: Default::default(),
             failing_over: Default::default(),
             started: Instant::now(),
         });
@@ -162,6 +216,31 @@ impl Sentinel {
     /// The address of the primary named `name` now.
     pub fn master_addr(&self, name: &str) -> Option<SocketAddr> {
         self.group.masters.lock().iter().find(|m| m.name == name).map(|m| m.addr)
+    }
+
+    /// Sets `down-after-milliseconds` of the primary named `name` (every
+    /// primary with `None`) for the whole group, as `SENTINEL SET name
+    /// down-after-milliseconds ms`; false if there is no such primary.
+    pub fn set_down_after(&self, name: Option<&str>, ms: u64) -> bool {
+        let mut n = 0;
+        for m in self.group.masters.lock().iter_mut().filter(|m| name.is_none_or(|x| x == m.name)) {
+            m.down_after_ms = ms.max(1);
+            n += 1;
+        }
+        n > 0
+    }
+
+    /// Waits until the primary named `name` is `addr` (after a failover),
+    /// at most `limit`; true if it is.
+    pub fn wait_for_master(&self, name: &str, addr: SocketAddr, limit: std::time::Duration) -> bool {
+        let deadline = Instant::now() + limit;
+        while self.master_addr(name) != Some(addr) {
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        true
     }
 
     /// Stops it.
@@ -495,10 +574,8 @@ async fn info(me: &Me, section: Option<&Bytes>) -> String {
             masters.len()
         ));
         for (i, m) in masters.iter().enumerate() {
-            let (status, slaves) = match repl::find(&m.addr.ip().to_string(), m.addr.port()) {
-                Some(_) => ("ok", replicas_of(m).await.len()),
-                None => ("odown", 0),
-            };
+            let status = if m.sdown.is_some() { "odown" } else { "ok" };
+            let slaves = replicas_of(m).await.len();
             out.push_str(&format!(
                 "master{i}:name={},status={status},address={},slaves={slaves},sentinels={sentinels}\r\n",
                 m.name, m.addr
@@ -546,13 +623,18 @@ fn fields(pairs: Vec<(&str, String)>) -> Reply {
 
 async fn master_reply(me: &Me, m: &Watched) -> Reply {
     let ms = me.group.started.elapsed().as_millis() as u64;
-    let (run_id, flags) = match repl::find(&m.addr.ip().to_string(), m.addr.port()) {
-        Some(p) => (p.run_id.clone(), "master"),
-        None => (String::new(), "master,s_down,o_down"),
+    let run_id = repl::find(&m.addr.ip().to_string(), m.addr.port()).map(|p| p.run_id.clone()).unwrap_or_default();
+    // In redis-sentinel's order: s_down, o_down, role, disconnected.
+    let flags = if m.sdown.is_some() {
+        "s_down,o_down,master"
+    } else if crate::cmd::crash::down(m.addr).is_some() {
+        "master,disconnected"
+    } else {
+        "master"
     };
     let others = me.group.members.lock().len() - 1;
     let slaves = replicas_of(m).await.len();
-    fields(vec![
+    let mut pairs = vec![
         ("name", m.name.clone()),
         ("ip", m.addr.ip().to_string()),
         ("port", m.addr.port().to_string()),
@@ -563,7 +645,14 @@ async fn master_reply(me: &Me, m: &Watched) -> Reply {
         ("last-ping-sent", "0".into()),
         ("last-ok-ping-reply", (ms % 1000).to_string()),
         ("last-ping-reply", (ms % 1000).to_string()),
-        ("down-after-milliseconds", "30000".into()),
+    ];
+    if let Some(since) = m.sdown {
+        let down = since.elapsed().as_millis().to_string();
+        pairs.push(("s-down-time", down.clone()));
+        pairs.push(("o-down-time", down));
+    }
+    pairs.extend(vec![
+        ("down-after-milliseconds", m.down_after_ms.to_string()),
         ("info-refresh", (ms % 10000).to_string()),
         ("role-reported", "master".into()),
         ("role-reported-time", ms.to_string()),
@@ -571,25 +660,33 @@ async fn master_reply(me: &Me, m: &Watched) -> Reply {
         ("num-slaves", slaves.to_string()),
         ("num-other-sentinels", others.to_string()),
         ("quorum", m.quorum.to_string()),
-        ("failover-timeout", "180000".into()),
-        ("parallel-syncs", "1".into()),
-    ])
+        ("failover-timeout", m.failover_timeout_ms.to_string()),
+        ("parallel-syncs", m.parallel_syncs.to_string()),
+    ]);
+    fields(pairs)
 }
 
 fn replica_reply(me: &Me, m: &Watched, r: &ReplicaInfo) -> Reply {
     let ms = me.group.started.elapsed().as_millis() as u64;
+    let flags = if me.group.replicas_down.lock().contains(&r.addr) {
+        "s_down,slave,disconnected"
+    } else if crate::cmd::crash::down(r.addr).is_some() {
+        "slave,disconnected"
+    } else {
+        "slave"
+    };
     fields(vec![
         ("name", r.addr.to_string()),
         ("ip", r.addr.ip().to_string()),
         ("port", r.addr.port().to_string()),
         ("runid", r.run_id.clone()),
-        ("flags", "slave".into()),
+        ("flags", flags.into()),
         ("link-pending-commands", "0".into()),
         ("link-refcount", "1".into()),
         ("last-ping-sent", "0".into()),
         ("last-ok-ping-reply", (ms % 1000).to_string()),
         ("last-ping-reply", (ms % 1000).to_string()),
-        ("down-after-milliseconds", "30000".into()),
+        ("down-after-milliseconds", m.down_after_ms.to_string()),
         ("info-refresh", (ms % 10000).to_string()),
         ("role-reported", "slave".into()),
         ("role-reported-time", ms.to_string()),
@@ -701,6 +798,10 @@ async fn sentinel(me: &Me, argv: &[Bytes]) -> Reply {
                     .count() as i64,
             )
         }
+        "set" if n >= 5 => match master(2) {
+            Some(_) => set(me, argv),
+            None => Reply::error(NO_MASTER),
+        },
         "flushconfig" if n == 2 => Reply::ok(),
         "pending-scripts" if n == 2 => Reply::Array(Vec::new()),
         "failover" if n == 3 => match master(2) {
@@ -734,8 +835,10 @@ async fn sentinel(me: &Me, argv: &[Bytes]) -> Reply {
                 "    Reset masters for specific master name matching this pattern.",
                 "SENTINELS <master-name>",
                 "    Show a list of Sentinel instances for this master and their state.",
+                "SET <master-name> <option> <value> [<option> <value> ...]",
+                "    Set configuration parameters for certain masters.",
                 "HELP",
-                "    Print this help.",
+                "    Prints this help.",
             ]
             .iter()
             .map(|l| Reply::Status(Bytes::from_static(l.as_bytes())))
@@ -751,12 +854,59 @@ async fn sentinel(me: &Me, argv: &[Bytes]) -> Reply {
         | "myid"
         | "reset"
         | "failover"
+        | "set"
         | "flushconfig"
         | "pending-scripts" => arity(),
         _ => {
             Reply::error(format!("ERR unknown subcommand '{}'. Try SENTINEL HELP.", String::from_utf8_lossy(&argv[1])))
         }
     }
+}
+
+/// `SENTINEL SET name option value [option value …]`: the options apply in
+/// order, for the whole group, up to the first bad one (as in Redis).
+fn set(me: &Me, argv: &[Bytes]) -> Reply {
+    let mut i = 3;
+    while i < argv.len() {
+        let option = String::from_utf8_lossy(&argv[i]).to_ascii_lowercase();
+        let Some(value) = argv.get(i + 1) else {
+            return Reply::error(format!(
+                "ERR Unknown option or number of arguments for SENTINEL SET '{}'",
+                String::from_utf8_lossy(&argv[i])
+            ));
+        };
+        let positive = crate::num::parse_i64_strict(value).filter(|v| *v > 0).map(|v| v as u64);
+        let invalid = || {
+            Reply::error(format!(
+                "ERR Invalid argument '{}' for SENTINEL SET '{}'",
+                String::from_utf8_lossy(value),
+                String::from_utf8_lossy(&argv[i])
+            ))
+        };
+        let mut masters = me.group.masters.lock();
+        let Some(m) = masters.iter_mut().find(|m| m.name.as_bytes() == argv[2].as_ref()) else {
+            return Reply::error(NO_MASTER);
+        };
+        match option.as_str() {
+            "down-after-milliseconds" | "failover-timeout" | "parallel-syncs" | "quorum" => {
+                let Some(v) = positive else { return invalid() };
+                match option.as_str() {
+                    "down-after-milliseconds" => m.down_after_ms = v,
+                    "failover-timeout" => m.failover_timeout_ms = v,
+                    "parallel-syncs" => m.parallel_syncs = v,
+                    _ => m.quorum = u32::try_from(v).unwrap_or(u32::MAX),
+                }
+            }
+            _ => {
+                return Reply::error(format!(
+                    "ERR Unknown option or number of arguments for SENTINEL SET '{}'",
+                    String::from_utf8_lossy(&argv[i])
+                ))
+            }
+        }
+        i += 2;
+    }
+    Reply::ok()
 }
 
 /// A failover of the primary named `name`, as Sentinel performs it, with
@@ -771,13 +921,17 @@ async fn failover(group: &Arc<Group>, name: &str) -> Result<(), String> {
     let Some(primary) = repl::find(&m.addr.ip().to_string(), m.addr.port()) else {
         return Err("NOGOODSLAVE No suitable replica to promote".into());
     };
-    if !primary.core.lock().await.repl.replicas.iter().any(|l| l.is_online()) {
+    let replicas: Vec<(SocketAddr, bool)> =
+        primary.core.lock().await.repl.replicas.iter().map(|l| (l.replica, l.is_online())).collect();
+    let Some(chosen) = replicas.iter().find(|(_, online)| *online).map(|(a, _)| *a) else {
         return Err("NOGOODSLAVE No suitable replica to promote".into());
-    }
+    };
+    let others: Vec<SocketAddr> = replicas.iter().map(|(a, _)| *a).filter(|a| *a != chosen).collect();
     let old = m.addr;
     let epoch = begin_events(group, name, old);
-    let new = repl::failover(&primary, None).await?;
-    end_events(group, name, old, new, epoch);
+    let new = repl::failover(&primary, Some(chosen.port())).await?;
+    end_events(group, name, old, new, &others, epoch);
+    converted_events(group, name, old, new);
     Ok(())
 }
 
@@ -795,23 +949,176 @@ fn begin_events(group: &Group, name: &str, old: SocketAddr) -> u64 {
 }
 
 /// The events from the promotion on, and the group's new view.
-fn end_events(group: &Group, name: &str, old: SocketAddr, new: SocketAddr, epoch: u64) {
+/// `others`: the primary's other replicas, reconfigured to follow `new`.
+fn end_events(group: &Group, name: &str, old: SocketAddr, new: SocketAddr, others: &[SocketAddr], epoch: u64) {
     let master_text = format!("master {name} {} {}", old.ip(), old.port());
     let slave_text = format!("slave {new} {} {} @ {name} {} {}", new.ip(), new.port(), old.ip(), old.port());
     group.event("+selected-slave", slave_text.clone());
     group.event("+failover-state-send-slaveof-noone", slave_text.clone());
     group.event("+failover-state-wait-promotion", slave_text.clone());
+    group.event("-role-change", format!("{slave_text} new reported role is master"));
     group.event("+promoted-slave", slave_text);
     group.event("+failover-state-reconf-slaves", master_text.clone());
+    for r in others {
+        let text = format!("slave {r} {} {} @ {name} {} {}", r.ip(), r.port(), old.ip(), old.port());
+        group.event("+slave-reconf-sent", text.clone());
+        group.event("+slave-reconf-inprog", text.clone());
+        group.event("+slave-reconf-done", text);
+    }
     group.event("+failover-end", master_text);
     for w in group.masters.lock().iter_mut().filter(|w| w.name == name) {
         w.addr = new;
         w.config_epoch = epoch;
     }
     group.event("+switch-master", format!("{name} {} {} {} {}", old.ip(), old.port(), new.ip(), new.port()));
-    let demoted = format!("slave {old} {} {} @ {name} {} {}", old.ip(), old.port(), new.ip(), new.port());
-    group.event("+slave", demoted.clone());
-    group.event("+convert-to-slave", demoted);
+    for r in others {
+        group.event("+slave", demoted_text(name, *r, new));
+    }
+    group.event("+slave", demoted_text(name, old, new));
+}
+
+/// A live old primary `old` reconfigured as a replica of `new`: it still
+/// said it was a primary, then it follows.
+fn converted_events(group: &Group, name: &str, old: SocketAddr, new: SocketAddr) {
+    let text = demoted_text(name, old, new);
+    group.event("-role-change", format!("{text} new reported role is master"));
+    group.event("+convert-to-slave", text);
+}
+
+/// How the events name an old primary `old` as a replica of `new`.
+fn demoted_text(name: &str, old: SocketAddr, new: SocketAddr) -> String {
+    format!("slave {old} {} {} @ {name} {} {}", old.ip(), old.port(), new.ip(), new.port())
+}
+
+/// Whether a primary or an old primary is down or back: `+sdown`, `+odown`
+/// and an automatic failover for a primary down for its
+/// `down-after-milliseconds`; `-sdown` and `+convert-to-slave` for an old
+/// primary back (see the module docs). Runs with the failover lock held.
+async fn check_down(group: &Arc<Group>) {
+    let masters = group.masters.lock().clone();
+    for m in masters {
+        let down = crate::cmd::crash::down(m.addr);
+        let master_text = format!("master {} {} {}", m.name, m.addr.ip(), m.addr.port());
+        match m.sdown {
+            None if down_long_enough(down, m.down_after_ms) => {
+                let members = group.members.lock().len();
+                group.event("+sdown", master_text.clone());
+                group.event("+odown", format!("{master_text} #quorum {members}/{}", m.quorum));
+                for w in group.masters.lock().iter_mut().filter(|w| w.name == m.name) {
+                    w.sdown = Some(Instant::now());
+                }
+                auto_failover(group, &m).await;
+            }
+            Some(_) if down.is_none() => {
+                group.event("-sdown", master_text.clone());
+                group.event("-odown", master_text);
+                for w in group.masters.lock().iter_mut().filter(|w| w.name == m.name) {
+                    w.sdown = None;
+                    w.no_good_slave = false;
+                }
+            }
+            Some(_) if !m.no_good_slave => auto_failover(group, &m).await,
+            _ => {}
+        }
+    }
+    // Replicas that crashed or came back (Redisson stops and resumes
+    // reading from a replica on these events).
+    let watch_replicas = crate::cmd::crash::any_down() || !group.replicas_down.lock().is_empty();
+    let masters = group.masters.lock().clone();
+    for m in masters {
+        if m.sdown.is_some() || !watch_replicas {
+            continue;
+        }
+        for r in replicas_of(&m).await {
+            let text = format!(
+                "slave {} {} {} @ {} {} {}",
+                r.addr,
+                r.addr.ip(),
+                r.addr.port(),
+                m.name,
+                m.addr.ip(),
+                m.addr.port()
+            );
+            let flagged = group.replicas_down.lock().contains(&r.addr);
+            let down = crate::cmd::crash::down(r.addr);
+            if !flagged && down_long_enough(down, m.down_after_ms) {
+                group.replicas_down.lock().push(r.addr);
+                group.event("+sdown", text);
+            } else if flagged && down.is_none() {
+                group.replicas_down.lock().retain(|a| *a != r.addr);
+                group.event("-sdown", text);
+            }
+        }
+    }
+    let demoted = group.demoted.lock().clone();
+    for d in demoted {
+        let text = demoted_text(&d.name, d.old, d.new);
+        let down = crate::cmd::crash::down(d.old);
+        let down_after = group.masters.lock().iter().find(|m| m.name == d.name).map_or(30_000, |m| m.down_after_ms);
+        if down.is_some() {
+            if !d.sdown && down_long_enough(down, down_after) {
+                group.event("+sdown", text);
+                for x in group.demoted.lock().iter_mut().filter(|x| x.old == d.old) {
+                    x.sdown = true;
+                }
+            }
+            continue;
+        }
+        group.demoted.lock().retain(|x| x.old != d.old);
+        let Some(node) = repl::find(&d.old.ip().to_string(), d.old.port()) else { continue };
+        group.event("-role-change", format!("{text} new reported role is master"));
+        if d.sdown {
+            group.event("-sdown", text.clone());
+        }
+        repl::follow(&node, d.new).await;
+        group.event("+convert-to-slave", text);
+    }
+}
+
+/// The failover of a primary flagged down: its replica that received most
+/// is promoted (the primary is not asked, it is down); the old primary is
+/// converted when it is back.
+async fn auto_failover(group: &Arc<Group>, m: &Watched) {
+    let Some(primary) = repl::find(&m.addr.ip().to_string(), m.addr.port()) else { return };
+    // The replica that received most (the first of equals).
+    let (candidate, all) = {
+        let core = primary.core.lock().await;
+        let linked: Vec<_> = core.repl.replicas.iter().filter(|l| !l.closed.load(Ordering::Acquire)).collect();
+        let best = linked.iter().map(|l| l.acked.load(Ordering::Acquire)).max();
+        let chosen = linked.iter().find(|l| Some(l.acked.load(Ordering::Acquire)) == best).map(|l| l.replica.port());
+        (chosen, linked.iter().map(|l| l.replica).collect::<Vec<_>>())
+    };
+    let old = m.addr;
+    let Some(port) = candidate else {
+        group.event("-failover-abort-no-good-slave", format!("master {} {} {}", m.name, old.ip(), old.port()));
+        for w in group.masters.lock().iter_mut().filter(|w| w.name == m.name) {
+            w.no_good_slave = true;
+        }
+        return;
+    };
+    let epoch = begin_events(group, &m.name, old);
+    match repl::promote_replica(&primary, Some(port), true).await {
+        Ok(new) => {
+            let others: Vec<SocketAddr> = all.into_iter().filter(|a| *a != new).collect();
+            end_events(group, &m.name, old, new, &others, epoch);
+            for w in group.masters.lock().iter_mut().filter(|w| w.name == m.name) {
+                w.sdown = None;
+                w.no_good_slave = false;
+            }
+            let mut d = Demoted { name: m.name.clone(), old, new, sdown: false };
+            if crate::cmd::crash::down(old).is_some() {
+                group.event("+sdown", demoted_text(&m.name, old, new));
+                d.sdown = true;
+            }
+            group.demoted.lock().push(d);
+        }
+        Err(e) => {
+            tracing::warn!("automatic failover of {} failed: {e}", m.name);
+            for w in group.masters.lock().iter_mut().filter(|w| w.name == m.name) {
+                w.no_good_slave = true;
+            }
+        }
+    }
 }
 
 /// Follows failovers made without the Sentinels (`RLOCKD REPL FAILOVER`,
@@ -821,9 +1128,11 @@ async fn watch(group: Arc<Group>, mut shutdown: tokio::sync::watch::Receiver<boo
     loop {
         tokio::select! {
             _ = crate::core::shutdown_requested(&mut shutdown) => return,
+            _ = crate::cmd::crash::CHANGED.notified() => {}
             _ = tokio::time::sleep(std::time::Duration::from_millis(20)) => {}
         }
         let Ok(_one) = group.failing_over.try_lock() else { continue };
+        check_down(&group).await;
         let masters = group.masters.lock().clone();
         for m in masters {
             let Some(p) = repl::find(&m.addr.ip().to_string(), m.addr.port()) else { continue };
@@ -833,7 +1142,8 @@ async fn watch(group: Arc<Group>, mut shutdown: tokio::sync::watch::Receiver<boo
             };
             if new != m.addr {
                 let epoch = begin_events(&group, &m.name, m.addr);
-                end_events(&group, &m.name, m.addr, new, epoch);
+                end_events(&group, &m.name, m.addr, new, &[], epoch);
+                converted_events(&group, &m.name, m.addr, new);
             }
         }
     }

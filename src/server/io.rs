@@ -30,6 +30,9 @@ pub(crate) struct Io {
     pub(crate) conns: Arc<Conns>,
     listeners: parking_lot::Mutex<Listeners>,
     shared: Weak<Shared>,
+    /// The server's runtime: listeners register with its reactor, also
+    /// when another thread reopens them (a crashed node brought back).
+    runtime: tokio::runtime::Handle,
 }
 
 struct Listeners {
@@ -48,6 +51,7 @@ impl Io {
             conns: Arc::new(parking_lot::Mutex::new(HashMap::new())),
             listeners: parking_lot::Mutex::new(Listeners { list, waker: None }),
             shared: Arc::downgrade(shared),
+            runtime: tokio::runtime::Handle::current(),
         })
     }
 
@@ -129,6 +133,7 @@ impl ServerIo for Io {
         old_port: u16,
         backlog: u32,
     ) -> std::io::Result<SocketAddr> {
+        let _reactor = self.runtime.enter();
         let mut l = self.listeners.lock();
         drop(std::mem::take(&mut l.list));
         let result = match super::listen_all(bind, port, backlog) {
@@ -149,5 +154,9 @@ impl ServerIo for Io {
             w.wake_by_ref();
         }
         result
+    }
+
+    fn stop_listening(&self) {
+        self.close_listeners();
     }
 }

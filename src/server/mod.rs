@@ -19,6 +19,7 @@
 
 pub mod cluster;
 pub mod connection;
+mod crash;
 pub(crate) mod io;
 pub(crate) mod replication;
 mod socket;

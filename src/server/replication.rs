@@ -291,6 +291,21 @@ fn replace_keyspace(core: &mut Core, mut dbs: Vec<crate::db::Db>) {
 /// and the new primary lacks go to the topology's ledger. Returns the new
 /// primary's address once the old one has resynchronised from it.
 pub(crate) async fn failover(primary: &Arc<Shared>, replica_port: Option<u16>) -> Result<SocketAddr, String> {
+    let new_addr = promote_replica(primary, replica_port, false).await?;
+    follow(primary, new_addr).await;
+    Ok(new_addr)
+}
+
+/// The first half of [`failover`]: a replica of `primary` is promoted (any
+/// replica still linked when `primary_down`: the links of a crashed
+/// primary are down), the ledger records the lost grants, the other
+/// replicas follow the new primary; `primary` itself is left as it is (a
+/// crashed primary is converted when it comes back, [`follow`]).
+pub(crate) async fn promote_replica(
+    primary: &Arc<Shared>,
+    replica_port: Option<u16>,
+    primary_down: bool,
+) -> Result<SocketAddr, String> {
     let old_addr = *primary.local_addr.lock();
     let now = primary.clock.now_ms();
     let (link, old_locks, granted, others, primary_offset) = {
@@ -302,7 +317,11 @@ pub(crate) async fn failover(primary: &Arc<Shared>, replica_port: Option<u16>) -
             .repl
             .replicas
             .iter()
-            .find(|l| l.tcp.is_none() && l.is_online() && replica_port.is_none_or(|port| l.replica.port() == port))
+            .find(|l| {
+                l.tcp.is_none()
+                    && (l.is_online() || primary_down && !l.closed.load(Ordering::Acquire))
+                    && replica_port.is_none_or(|port| l.replica.port() == port)
+            })
             .cloned()
         else {
             return Err("no online replica to promote".into());
@@ -372,15 +391,8 @@ pub(crate) async fn failover(primary: &Arc<Shared>, replica_port: Option<u16>) -
         lost.len()
     };
     tracing::warn!("failover: {new_addr} promoted in place of {old_addr} ({lost} lock grant(s) lost)");
-    // The old primary and its other replicas follow the new primary.
+    // The other replicas follow the new primary.
     let host = new_addr.ip().to_string();
-    {
-        let mut p = primary.core.lock().await;
-        let id = primary.next_id();
-        cmd::replication::become_replica(&mut p, id, host.clone(), new_addr.port());
-        p.repl.replicas.clear();
-    }
-    attach(primary, &host, new_addr.port()).await;
     for l in others {
         l.close();
         if let Some(r) = find(&l.replica.ip().to_string(), l.replica.port()) {
@@ -393,6 +405,19 @@ pub(crate) async fn failover(primary: &Arc<Shared>, replica_port: Option<u16>) -
         }
     }
     Ok(new_addr)
+}
+
+/// The old primary `node` becomes a replica of `new_addr` (the second half
+/// of [`failover`]; a Sentinel's `+convert-to-slave`).
+pub(crate) async fn follow(node: &Arc<Shared>, new_addr: SocketAddr) {
+    let host = new_addr.ip().to_string();
+    {
+        let mut p = node.core.lock().await;
+        let id = node.next_id();
+        cmd::replication::become_replica(&mut p, id, host.clone(), new_addr.port());
+        p.repl.replicas.clear();
+    }
+    attach(node, &host, new_addr.port()).await;
 }
 
 /// What [`super::Server::control_replication`] does to a node's links

@@ -129,7 +129,7 @@ fn redis_py_cluster_example() {
 
 /// The node work directory with the example's packages installed (None,
 /// after recording the skip, without Node).
-fn node_work(what: &str) -> Option<PathBuf> {
+pub(crate) fn node_work(what: &str) -> Option<PathBuf> {
     if !runs("node", &["--version"]) || !runs("npm", &["--version"]) {
         skipped(&format!("Node.js and npm are not installed, so {what} was not run"));
         return None;
@@ -138,7 +138,7 @@ fn node_work(what: &str) -> Option<PathBuf> {
     let _one = INSTALLING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let src = source("node");
     let work = work_dir("node");
-    for f in ["package.json", "package-lock.json", "example.js", "cluster_example.js"] {
+    for f in ["package.json", "package-lock.json", "example.js", "cluster_example.js", "failover.js"] {
         std::fs::copy(src.join(f), work.join(f)).unwrap_or_else(|e| panic!("copy {f}: {e}"));
     }
     let lock = std::fs::read_to_string(src.join("package-lock.json")).expect("package-lock.json");

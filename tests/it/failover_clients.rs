@@ -1,9 +1,12 @@
 //! The seed's failover story with real clients: a lock acquired on the
-//! primary, replication paused, `SENTINEL FAILOVER`, a second client taking
+//! primary, replication paused, a failover (redis-py: `SENTINEL FAILOVER`;
+//! ioredis + redlock and Redisson: the primary crashed with `RLOCKD REPL
+//! CRASH … NOW` and failed over by the Sentinels), a second client taking
 //! the same lock on the promoted replica — and `RLOCKD CHECK` reporting the
 //! two holders; with replication complete, no second holder and no
-//! violation. The clients find the primary through rlockd's Sentinels, as
-//! in production. Deterministic: the failover answers once it is done, and
+//! violation. The clients find the primary through rlockd's Sentinels and
+//! follow `+switch-master` as in production. Deterministic: the failover
+//! answers once it is done (or the clients wait for `+switch-master`), and
 //! nothing waits on a timer to decide the outcome.
 
 use std::path::Path;
@@ -52,4 +55,133 @@ fn redis_py_sentinel_failover_after_replication_is_safe() {
     let Some((out, nodes)) = run_redis_py("replicated") else { return };
     assert_eq!(out.trim_end(), "replicated: WAIT=1 second-holder=False violations=0");
     assert!(nodes[1].check_locks().is_empty());
+}
+
+fn run_ioredis(mode: &str) -> Option<(String, Vec<rlockd::Server>)> {
+    let work = crate::examples::node_work("the ioredis Sentinel failover")?;
+    let (nodes, sentinels) = topology();
+    let r = run_in(Some(&work), "node", &["failover.js", &ports(&sentinels), mode], LIMIT);
+    assert_eq!(r.code, Some(0), "failover.js {mode}:\nstdout:\n{}\nstderr:\n{}", r.stdout, r.stderr);
+    Some((r.stdout, nodes))
+}
+
+/// ioredis (`sentinels`, `failoverDetector`) and redlock: the primary
+/// crashes before the lock reached the replica; client B gets the lock on
+/// the promoted replica, and client A has followed `+switch-master` there.
+#[test]
+fn ioredis_sentinel_crash_loses_the_lock() {
+    let Some((out, nodes)) = run_ioredis("lossy") else { return };
+    let first = out.lines().next().unwrap_or_default();
+    assert_eq!(first, "lossy: WAIT=0 second-holder=true violations=1 a-follows=true", "{out}");
+    assert!(out.contains("lock 'order:42'"), "{out}");
+    assert_eq!(nodes[1].check_locks().len(), 1);
+}
+
+#[test]
+fn ioredis_sentinel_crash_after_replication_is_safe() {
+    let Some((out, nodes)) = run_ioredis("replicated") else { return };
+    assert_eq!(out.trim_end(), "replicated: WAIT=1 second-holder=false violations=0 a-follows=true");
+    assert!(nodes[1].check_locks().is_empty());
+}
+
+/// Redisson's `useSentinelServers()` (three Sentinels: its
+/// `checkSentinelsList` wants two or more from `SENTINEL SENTINELS`) with
+/// RLock, `FailoverMain.java` in `mode`; its summary line (without the
+/// count of `WAIT`s the lock took, which retries make vary), that count,
+/// and the nodes.
+fn run_redisson(mode: &str) -> Option<(String, u64, Vec<rlockd::Server>)> {
+    let has = |program: &str, arg: &str| {
+        std::process::Command::new(program)
+            .arg(arg)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if !has("java", "-version") || !has("mvn", "-v") {
+        crate::common::skip::skipped("a JDK (17+) and Maven are not installed, so the Redisson failover was not run");
+        return None;
+    }
+    let (nodes, sentinels) = topology();
+    let pom = Path::new(env!("CARGO_MANIFEST_DIR")).join("clients/examples/java/pom.xml");
+    // A build directory per mode: the modes may compile at the same time.
+    let build = Path::new(env!("CARGO_TARGET_TMPDIR")).join("examples").join(format!("java-failover-{mode}"));
+    let build_dir = format!("-Dexample.build.dir={}", build.join("target").display());
+    let args = format!("-Dexec.args={} {mode}", ports(&sentinels));
+    let r = run_in(
+        None,
+        "mvn",
+        &[
+            "-B",
+            "-q",
+            "-Dstyle.color=never",
+            "-f",
+            pom.to_str().expect("utf-8"),
+            &build_dir,
+            "-Dexample.main=example.FailoverMain",
+            "compile",
+            "exec:java",
+            &args,
+        ],
+        LIMIT,
+    );
+    assert_eq!(r.code, Some(0), "FailoverMain {mode}:\nstdout:\n{}\nstderr:\n{}", r.stdout, r.stderr);
+    // Maven may wrap the program's output in colour resets.
+    let out = r.stdout.replace("\u{1b}[0m", "");
+    let line = out.lines().find(|l| l.starts_with(mode)).unwrap_or_else(|| panic!("no summary line:\n{out}"));
+    let waits = line.split(' ').find_map(|w| w.strip_prefix("WAITs=")).map_or(0, |n| n.parse().expect("a count"));
+    let summary = line.split(' ').filter(|w| !w.starts_with("WAITs=")).collect::<Vec<_>>().join(" ");
+    Some((format!("{summary}\n{out}"), waits, nodes))
+}
+
+/// The seed's story with Redisson: with `checkLockSyncedSlaves(false)` the
+/// lock the replica never received is granted, the primary crashes, and a
+/// second Redisson client gets the same lock on the promoted replica.
+#[test]
+fn redisson_sentinel_crash_loses_the_lock() {
+    let Some((out, waits, nodes)) = run_redisson("lossy") else { return };
+    let first = out.lines().next().unwrap_or_default();
+    assert_eq!(first, "lossy: first=true second-holder=true violations=1 a-follows=true promoted=true", "{out}");
+    assert!(waits >= 1, "Redisson follows its lock script with WAIT when there are replicas");
+    assert!(out.contains("lock 'order:42'"), "{out}");
+    assert_eq!(nodes[1].check_locks().len(), 1);
+}
+
+/// What `WAIT` changes: by default Redisson refuses a lock no replica
+/// acknowledged ("None of slaves were synced") and takes its write back,
+/// so the second client after the failover is the only holder.
+#[test]
+fn redisson_refuses_a_lock_no_replica_acknowledged() {
+    let Some((out, waits, nodes)) = run_redisson("lossy-checked") else { return };
+    let first = out.lines().next().unwrap_or_default();
+    assert_eq!(
+        first, "lossy-checked: first=refused second-holder=true violations=0 a-follows=true promoted=true",
+        "{out}"
+    );
+    assert!(waits >= 1);
+    assert!(nodes[1].check_locks().is_empty());
+}
+
+#[test]
+fn redisson_sentinel_crash_after_replication_is_safe() {
+    let Some((out, waits, nodes)) = run_redisson("replicated") else { return };
+    let first = out.lines().next().unwrap_or_default();
+    assert_eq!(first, "replicated: first=true second-holder=false violations=0 a-follows=true promoted=true", "{out}");
+    assert!(waits >= 1);
+    assert!(nodes[1].check_locks().is_empty());
+}
+
+/// Redisson's `useMasterSlaveServers()` with `ReadMode.SLAVE` on the same
+/// primary and replica: reads go to the replica, which answers what it has
+/// received — the lock after Redisson's `WAIT`, a stale value while
+/// replication is paused, the new one once it has caught up.
+#[test]
+fn redisson_master_slave_reads_from_the_replica() {
+    let Some((out, _, _nodes)) = run_redisson("replica-read") else { return };
+    let first = out.lines().next().unwrap_or_default();
+    assert_eq!(
+        first,
+        "replica-read: locked=true seen-on-replica=true fresh=true stale-while-paused=true caught-up=true gets-on-replica=3",
+        "{out}"
+    );
 }

@@ -38,6 +38,7 @@ mod replication;
 mod replication_diff;
 mod replication_tcp;
 mod scripting;
+mod sentinel_crash;
 mod server_cmds;
 mod set;
 mod soak;
