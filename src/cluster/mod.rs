@@ -53,6 +53,10 @@ pub struct Node {
     pub migrating: BTreeMap<u16, usize>,
     /// This node's slots in IMPORTING state, with their source.
     pub importing: BTreeMap<u16, usize>,
+    /// A primary replaced by its replica while it was down: the node it
+    /// replicates once it is back (until then it shows as a failed master
+    /// without slots, as other Redis nodes see it).
+    pub rejoins_as_replica_of: Option<usize>,
 }
 
 impl Node {
@@ -168,6 +172,46 @@ impl State {
     }
 }
 
+impl State {
+    /// Replica `r` takes its primary's place (a failover, Redis's
+    /// `clusterFailoverReplaceYourMaster`): it serves the primary's slots
+    /// with a new configuration epoch, the primary's other replicas follow
+    /// it, and so does the primary itself — at once when it is up, when it
+    /// comes back when it is down. Returns the old primary.
+    pub fn promote(&mut self, r: usize) -> Option<usize> {
+        let p = self.nodes[r].primary?;
+        for s in 0..SLOTS as u16 {
+            if self.owner(s) == Some(p) {
+                self.set_owner(s, Some(r));
+            }
+        }
+        self.nodes[r].primary = None;
+        self.nodes[r].rejoins_as_replica_of = None;
+        self.current_epoch += 1;
+        self.nodes[r].config_epoch = self.current_epoch;
+        for o in self.replicas(p) {
+            self.nodes[o].primary = Some(r);
+        }
+        if self.nodes[p].failed {
+            self.nodes[p].rejoins_as_replica_of = Some(r);
+        } else {
+            self.nodes[p].primary = Some(r);
+        }
+        self.nodes[p].migrating.clear();
+        self.nodes[p].importing.clear();
+        Some(p)
+    }
+
+    /// A node that was down is back: one replaced while down becomes the
+    /// replica of the node that took its place.
+    pub fn returned(&mut self, n: usize) {
+        self.nodes[n].failed = false;
+        if let Some(r) = self.nodes[n].rejoins_as_replica_of.take() {
+            self.nodes[n].primary = Some(r);
+        }
+    }
+}
+
 /// A message the cluster bus carries to one node.
 #[derive(Debug, Clone)]
 pub enum BusMessage {
@@ -183,6 +227,14 @@ pub trait Control: Send + Sync {
     /// or at once when the node takes itself down (`from_itself`: the
     /// request came through one of its own connections).
     fn set_down(&self, node: usize, down: bool, from_itself: bool) -> Result<(), String>;
+
+    /// Promotes replica `node` in its primary's place, on a thread of its
+    /// own (the caller may hold a node's state); `done` is called with the
+    /// outcome. With `wait_sync` (`CLUSTER FAILOVER` without an option,
+    /// the primary up) the replica first waits to have everything the
+    /// primary wrote, and gives up after 5 s as Redis's manual failover
+    /// does; otherwise it is promoted with what it has received.
+    fn failover(&self, node: usize, wait_sync: bool, done: Box<dyn FnOnce(Result<(), String>) + Send>);
 }
 
 /// The topology the nodes of one process share.
@@ -244,14 +296,15 @@ impl Topology {
                 port: *port,
                 bus_port: port.checked_add(10000).unwrap_or(0),
                 primary: (i >= primaries).then(|| (i - primaries) % primaries.max(1)),
-                config_epoch: if i < primaries { i as u64 + 1 } else { 0 },
+                config_epoch: i as u64 + 1,
                 failed: false,
                 failed_ms: 0,
                 migrating: BTreeMap::new(),
                 importing: BTreeMap::new(),
+                rejoins_as_replica_of: None,
             })
             .collect();
-        let mut state = State { nodes, owner: vec![NONE; SLOTS], current_epoch: primaries as u64 };
+        let mut state = State { nodes, owner: vec![NONE; SLOTS], current_epoch: addrs.len() as u64 };
         for (i, (first, last)) in create_split(primaries).into_iter().enumerate() {
             for s in first..=last {
                 state.set_owner(s, Some(i));

@@ -317,6 +317,10 @@ pub(crate) async fn failover(primary: &Arc<Shared>, replica_port: Option<u16>) -
     let lost = {
         let mut n = new_primary.core.lock().await;
         n.repl.promote();
+        if let Some(m) = &n.cluster {
+            // A cluster node takes its primary's slots in the same step.
+            m.topo.write().promote(m.me);
+        }
         let new_locks = n.control.locks(&n.ks, None, now);
         let mut lost = Vec::new();
         for l in &old_locks {
