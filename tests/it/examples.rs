@@ -127,6 +127,29 @@ fn redis_py_cluster_example() {
     assert_eq!(r.stdout.trim_end(), "python cluster example: ok");
 }
 
+/// redis-py's `RedisCluster` and `Lock` through failovers on `rlockd
+/// --cluster 3 --cluster-replicas 1`: one the lock survives, one with the
+/// stream paused after which a second client holds it and `RLOCKD CHECK`
+/// says so (`clients/examples/python/cluster_failover.py`).
+#[test]
+fn redis_py_cluster_failover() {
+    let Some(python) = redis_py("the redis-py cluster failover example") else { return };
+    let srv = Binary::start(&["--cluster", "3", "--cluster-replicas", "1", "--port", "0"]);
+    let r = ok_or_panic(
+        "the redis-py cluster failover example",
+        run_in(
+            Some(&source("python")),
+            python.to_str().expect("utf-8 path"),
+            &["cluster_failover.py", &srv.port.to_string()],
+            STEP_LIMIT,
+        ),
+    );
+    assert_eq!(r.stdout.trim_end(), "python cluster failover: ok");
+    // The server saw it too: one violation, from any node.
+    let Value::Agg(_, Some(v)) = RawConn::connect(srv.port).cmd(&["RLOCKD", "CHECK"]) else { panic!("CHECK") };
+    assert_eq!(v.len(), 1, "{v:?}");
+}
+
 /// The node work directory with the example's packages installed (None,
 /// after recording the skip, without Node).
 fn node_work(what: &str) -> Option<PathBuf> {
