@@ -161,7 +161,7 @@ fn node_work(what: &str) -> Option<PathBuf> {
     let _one = INSTALLING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let src = source("node");
     let work = work_dir("node");
-    for f in ["package.json", "package-lock.json", "example.js", "cluster_example.js"] {
+    for f in ["package.json", "package-lock.json", "example.js", "cluster_example.js", "cluster_failover.js"] {
         std::fs::copy(src.join(f), work.join(f)).unwrap_or_else(|e| panic!("copy {f}: {e}"));
     }
     let lock = std::fs::read_to_string(src.join("package-lock.json")).expect("package-lock.json");
@@ -197,6 +197,21 @@ fn node_cluster_example() {
         run_in(Some(&work), "node", &["cluster_example.js", &srv.port.to_string()], STEP_LIMIT),
     );
     assert_eq!(r.stdout.trim_end(), "node cluster example: ok");
+}
+
+/// ioredis's `Cluster` with redlock through failovers on `rlockd --cluster
+/// 3 --cluster-replicas 1` (`clients/examples/node/cluster_failover.js`).
+#[test]
+fn node_cluster_failover() {
+    let Some(work) = node_work("the ioredis cluster failover example") else { return };
+    let srv = Binary::start(&["--cluster", "3", "--cluster-replicas", "1", "--port", "0"]);
+    let r = ok_or_panic(
+        "the node cluster failover example",
+        run_in(Some(&work), "node", &["cluster_failover.js", &srv.port.to_string()], STEP_LIMIT),
+    );
+    assert_eq!(r.stdout.trim_end(), "node cluster failover: ok");
+    let Value::Agg(_, Some(v)) = RawConn::connect(srv.port).cmd(&["RLOCKD", "CHECK"]) else { panic!("CHECK") };
+    assert_eq!(v.len(), 1, "{v:?}");
 }
 
 #[test]
