@@ -286,3 +286,44 @@ fn redisson_cluster_example() {
     );
     assert!(r.stdout.contains("java cluster example: ok"), "{}", r.stdout);
 }
+
+/// Redisson in cluster mode on `rlockd --cluster 3 --cluster-replicas 1`:
+/// an RLock held while its slot moves (half-way, then all) and released
+/// after, held through a failover without loss, refused by Redisson when no
+/// replica acknowledges it, and lost in a failover by a client that does not
+/// check, a second client then holding it and `RLOCKD CHECK` saying so
+/// (`clients/examples/java/.../ClusterFailoverMain.java`).
+#[test]
+fn redisson_cluster_failover() {
+    if !runs("java", &["-version"]) || !runs("mvn", &["-v"]) {
+        skipped("a JDK (17+) and Maven are not installed, so the Redisson cluster failover example was not run");
+        return;
+    }
+    let pom = source("java").join("pom.xml");
+    let build_dir = format!("-Dexample.build.dir={}", work_dir("java-cluster-failover").join("target").display());
+    let srv = Binary::start(&["--cluster", "3", "--cluster-replicas", "1", "--port", "0"]);
+    let address = format!("-Dexec.args=redis://127.0.0.1:{}", srv.port);
+    let r = ok_or_panic(
+        "the Redisson cluster failover example (mvn compile exec:java)",
+        run_in(
+            None,
+            "mvn",
+            &[
+                "-B",
+                "-q",
+                "-Dstyle.color=never",
+                "-f",
+                pom.to_str().expect("utf-8 path"),
+                &build_dir,
+                "-Dexample.main=example.ClusterFailoverMain",
+                "compile",
+                "exec:java",
+                &address,
+            ],
+            STEP_LIMIT,
+        ),
+    );
+    assert!(r.stdout.contains("java cluster failover: ok"), "{}", r.stdout);
+    let Value::Agg(_, Some(v)) = RawConn::connect(srv.port).cmd(&["RLOCKD", "CHECK"]) else { panic!("CHECK") };
+    assert_eq!(v.len(), 1, "{v:?}");
+}
