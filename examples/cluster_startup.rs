@@ -1,8 +1,9 @@
 //! How long `Server::start_cluster(3)` takes in-process: from the call to
 //! three nodes accepting connections with the slots assigned (BENCHMARKS.md,
-//! "Cluster start-up").
+//! "Cluster start-up"); with a second argument, that many replicas per
+//! primary, each in sync when the call returns.
 //!
-//!     cargo run --release --example cluster_startup [rounds]
+//!     cargo run --release --example cluster_startup [rounds] [replicas]
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -10,10 +11,12 @@ use std::time::{Duration, Instant};
 
 fn main() {
     let rounds: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(50);
+    let replicas: usize = std::env::args().nth(2).and_then(|a| a.parse().ok()).unwrap_or(0);
     let (mut started, mut answered) = (Vec::with_capacity(rounds), Vec::with_capacity(rounds));
     for _ in 0..rounds {
         let t = Instant::now();
-        let cluster = rlockd::Server::start_cluster(3).expect("start a cluster");
+        let cluster =
+            rlockd::Cluster::start(rlockd::ClusterConfig::new(3).with_replicas(replicas)).expect("start a cluster");
         started.push(t.elapsed());
         // Then every node answers CLUSTER INFO with the cluster ok.
         for addr in cluster.addrs() {
@@ -26,7 +29,8 @@ fn main() {
         answered.push(t.elapsed());
         drop(cluster);
     }
-    report("start_cluster(3) returned", &mut started);
+    println!("3 primaries, {replicas} replica(s) each");
+    report("start returned", &mut started);
     report("every node answered CLUSTER INFO", &mut answered);
 }
 

@@ -247,6 +247,9 @@ pub struct Topology {
     peers: parking_lot::Mutex<Vec<Option<Weak<dyn std::any::Any + Send + Sync>>>>,
     /// Unix ms when the cluster was formed (the links' creation time).
     pub created_ms: u64,
+    /// Each node's replication offset as last seen (what gossip would
+    /// carry), for `CLUSTER SLOTS`/`SHARDS` when a node is busy.
+    pub offsets: parking_lot::Mutex<Vec<u64>>,
 }
 
 impl std::fmt::Debug for Topology {
@@ -316,6 +319,7 @@ impl Topology {
             control: parking_lot::Mutex::new(None),
             peers: parking_lot::Mutex::new(vec![None; addrs.len()]),
             created_ms: now_ms,
+            offsets: parking_lot::Mutex::new(vec![0; addrs.len()]),
         }
     }
 

@@ -322,18 +322,17 @@ fn slots(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
 }
 
 /// Each node's replication offset (what gossip tells a Redis node): this
-/// one's, and the others' when their state is free now (a node busy this
-/// instant, or down, shows 0).
+/// one's, the others' when their state is free now, else as last seen.
 fn offsets(ctx: &Ctx<'_>, m: &Member) -> Vec<u64> {
-    (0..m.topo.node_count())
-        .map(|n| {
-            if n == m.me {
-                ctx.core.repl.offset
-            } else {
-                peer(m, n).ok().and_then(|p| p.core.try_lock().ok().map(|c| c.repl.offset)).unwrap_or(0)
-            }
-        })
-        .collect()
+    let mut seen = m.topo.offsets.lock();
+    for (n, o) in seen.iter_mut().enumerate() {
+        if n == m.me {
+            *o = ctx.core.repl.offset;
+        } else if let Some(now) = peer(m, n).ok().and_then(|p| p.core.try_lock().ok().map(|c| c.repl.offset)) {
+            *o = now;
+        }
+    }
+    seen.clone()
 }
 
 fn shards(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {

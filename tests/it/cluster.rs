@@ -866,3 +866,57 @@ fn primary_down_is_replaced_by_its_replica() {
     assert_eq!(n1.cmd(&["RLOCKD", "CLUSTER", "FAILOVER", "2"]), Value::Simple(b"OK".to_vec()));
     assert_eq!(cluster.slot_owner(12182), Some(2));
 }
+
+/// The README's replicas-and-failover block, as written there: each
+/// `redis-cli -p 700N …` line run on node N of an rlockd cluster of 3
+/// primaries and 3 replicas (ports 7000+ may be taken, so each node is on a
+/// free port), the replies as the comments say.
+#[test]
+fn readme_failover_block() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).expect("README.md");
+    let start = "rlockd --cluster 3 --cluster-replicas 1 --port 7000 &";
+    let block: Vec<&str> = readme
+        .split("```sh\n")
+        .find(|b| b.starts_with(start))
+        .expect("the README's failover block")
+        .split("```")
+        .next()
+        .expect("block")
+        .lines()
+        .skip(1)
+        .collect();
+    assert_eq!(block.len(), 5, "{block:?}");
+    let cluster = rlockd::Cluster::start(rlockd::ClusterConfig::new(3).with_replicas(1)).expect("cluster");
+    let ports: Vec<u16> = cluster.addrs().iter().map(|a| a.port()).collect();
+    let mut replies = Vec::new();
+    for line in &block {
+        let command = line.split('#').next().expect("command").trim();
+        let words: Vec<String> = command.split_whitespace().map(|w| w.trim_matches('\'').to_string()).collect();
+        assert_eq!((words[0].as_str(), words[1].as_str()), ("redis-cli", "-p"), "{line}");
+        let node: usize = words[2].strip_prefix("700").expect("port 700N").parse().expect("node");
+        let args: Vec<&str> = words[3..].iter().map(String::as_str).collect();
+        replies.push(RawConn::connect(ports[node]).cmd(&args));
+    }
+    let ok = Value::Simple(b"OK".to_vec());
+    assert_eq!(replies[..4], [Value::Int(1), ok.clone(), ok.clone(), ok]);
+    let check = replies[4].bulks();
+    assert_eq!(check.len(), 1, "{:?}", replies[4]);
+    assert!(String::from_utf8_lossy(&check[0]).contains("client-1"));
+    assert_eq!(cluster.slot_owner(0), Some(3));
+}
+
+/// The README's Rust lines: `Cluster::failover` promotes a replica and
+/// returns once it serves its primary's slots.
+#[test]
+fn rust_failover() {
+    let cluster = rlockd::Cluster::start(rlockd::ClusterConfig::new(3).with_replicas(1)).unwrap();
+    let mut n0 = RawConn::connect(cluster.addrs()[0].port());
+    assert_eq!(n0.cmd(&["SET", "b", "1"]), Value::Simple(b"OK".to_vec()));
+    assert_eq!(n0.cmd(&["WAIT", "1", "5000"]), Value::Int(1));
+    cluster.failover(3).unwrap(); // node 3 (node 0's replica) takes node 0's slots
+    assert_eq!(cluster.primary_of(0), Some(3));
+    assert_eq!(cluster.slot_owner(3300), Some(3));
+    let mut n3 = RawConn::connect(cluster.addrs()[3].port());
+    assert_eq!(n3.cmd(&["GET", "b"]), Value::Bulk(Some(b"1".to_vec())));
+    assert!(cluster.failover(3).is_err(), "a primary is not promoted");
+}
