@@ -280,7 +280,11 @@ impl Control for Nodes {
         if let Some(t) = stopping {
             let _ = t.join();
         }
-        let _one = self.failing_over.lock();
+        // Not during a failover (bounded: the caller may hold a node's
+        // state the failover waits for).
+        let Some(_one) = self.failing_over.try_lock_for(std::time::Duration::from_secs(2)) else {
+            return Err("a failover is in progress: try again".into());
+        };
         let (config, addr, stopped) = {
             let mut slots = self.slots.lock();
             (slots[n].config.clone(), slots[n].addr, slots[n].stopped.take())
@@ -452,15 +456,35 @@ impl Cluster {
                 outages: 0,
             });
         }
-        {
-            // Each replica attached and in sync before the cluster is handed out.
-            let slots = slots.lock();
-            let state = topo.read();
-            for (r, slot) in slots.iter().enumerate().skip(primaries) {
-                if let (Some(p), Some(replica)) = (state.nodes[r].primary, slot.server.as_ref()) {
-                    replica.replicate_from(slots[p].server.as_ref().expect("a new node runs"));
-                }
-            }
+        if config.replicas > 0 {
+            // Each replica attached and in sync before the cluster is handed
+            // out (on one helper runtime: the caller may be inside one).
+            let pairs: Vec<(Arc<Shared>, SocketAddr)> = {
+                let slots = slots.lock();
+                let state = topo.read();
+                (primaries..n)
+                    .filter_map(|r| {
+                        let p = state.nodes[r].primary?;
+                        let replica = slots[r].server.as_ref()?.shared.clone();
+                        Some((replica, slots[p].addr))
+                    })
+                    .collect()
+            };
+            std::thread::spawn(move || {
+                block_on(async move {
+                    for (replica, primary) in &pairs {
+                        let (host, port) = (primary.ip().to_string(), primary.port());
+                        {
+                            let mut core = replica.core.lock().await;
+                            let id = replica.next_id();
+                            crate::cmd::replication::become_replica(&mut core, id, host.clone(), port);
+                        }
+                        super::replication::attach(replica, &host, port).await;
+                    }
+                })
+            })
+            .join()
+            .map_err(|_| Error::Config("the replicas did not attach".into()))?;
         }
         let nodes = Arc::new_cyclic(|me| Nodes {
             topo: Arc::downgrade(&topo),

@@ -177,7 +177,7 @@ async fn turn(
 
 /// Attaches this replica to its primary at `host port` (a full
 /// resynchronisation).
-async fn attach(me: &Arc<Shared>, host: &str, port: u16) {
+pub(crate) async fn attach(me: &Arc<Shared>, host: &str, port: u16) {
     let attaching = me.core.lock().await.repl.attaching.clone();
     let _one_at_a_time = attaching.lock().await;
     {
