@@ -15,6 +15,7 @@
 
 use std::any::Any;
 use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 
@@ -118,7 +119,7 @@ fn stop_keeping_state(mut server: Server) -> Arc<Shared> {
         let core = shared.core.try_lock().expect("a stopped node's state is free");
         let master = core.repl.master.as_ref().and_then(|m| m.link.clone());
         for l in core.repl.replicas.iter().chain(master.iter()) {
-            l.broken.store(true, std::sync::atomic::Ordering::Release);
+            l.broken.store(true, Ordering::Release);
             l.to_replica.notify_one();
             l.to_primary.notify_one();
         }
@@ -163,18 +164,26 @@ impl Nodes {
         let (Some(primary), Some(replica)) = (primary, replica) else {
             return Err("the nodes are changing: try again".into());
         };
-        block_on(async {
+        // Redis's manual failover: the primary's writers wait (as `CLIENT
+        // PAUSE WRITE`) while the replica catches up and takes over; they
+        // then get MOVED to it.
+        let now = primary.clock.now_ms();
+        let pause_writes = wait_sync && !primary_down && primary.pause.until_ms.load(Ordering::Acquire) <= now;
+        if pause_writes {
+            primary.pause.set(now + 10_000, true);
+        }
+        let result = block_on(async {
             if primary_down {
                 // What the primary had queued for the replica when it went
                 // down never arrives: the promotion drops it.
                 let core = primary.core.lock().await;
                 for l in core.repl.replicas.iter().filter(|l| l.replica.port() == port) {
-                    l.paused.store(true, std::sync::atomic::Ordering::Release);
-                    l.broken.store(false, std::sync::atomic::Ordering::Release);
+                    l.paused.store(true, Ordering::Release);
+                    l.broken.store(false, Ordering::Release);
                 }
             } else if wait_sync {
-                // Redis's manual failover: the replica catches up with the
-                // primary's offset first, or the failover is abandoned.
+                // The replica catches up with the primary's offset first,
+                // or the failover is abandoned.
                 let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
                 loop {
                     let target = primary.core.lock().await.repl.offset;
@@ -197,7 +206,11 @@ impl Nodes {
                 }
             }
             Ok(())
-        })
+        });
+        if pause_writes {
+            primary.pause.clear();
+        }
+        result
     }
 
     /// After the replica's `cluster-node-timeout`, a replica of primary `n`

@@ -920,3 +920,25 @@ fn rust_failover() {
     assert_eq!(n3.cmd(&["GET", "b"]), Value::Bulk(Some(b"1".to_vec())));
     assert!(cluster.failover(3).is_err(), "a primary is not promoted");
 }
+
+/// `CLUSTER FAILOVER` without an option waits until the replica has what
+/// its primary wrote (the stream lagging here), so a lock taken just before
+/// survives; `FORCE` with the stream paused promotes at once and loses it.
+#[test]
+fn manual_failover_waits_for_the_replica_force_does_not() {
+    let cluster = rlockd::Cluster::start(rlockd::ClusterConfig::new(3).with_replicas(1)).expect("cluster");
+    let ports: Vec<u16> = cluster.addrs().iter().map(|a| a.port()).collect();
+    let (mut n0, mut n3) = (RawConn::connect(ports[0]), RawConn::connect(ports[3]));
+    assert_eq!(n0.cmd(&["RLOCKD", "REPL", "LAG", "300"]), Value::Int(1));
+    assert_eq!(n0.cmd(&["SET", "{b}lock", "a", "NX", "PX", "60000"]), Value::Simple(b"OK".to_vec()));
+    assert_eq!(n3.cmd(&["CLUSTER", "FAILOVER"]), Value::Simple(b"OK".to_vec()));
+    wait_until("node 3 to take slot 3300", || cluster.slot_owner(3300) == Some(3));
+    assert_eq!(n3.cmd(&["GET", "{b}lock"]), Value::Bulk(Some(b"a".to_vec())));
+    assert_eq!(n0.cmd(&["GET", "{b}lock"]), Value::Error(format!("MOVED 3300 127.0.0.1:{}", ports[3]).into()));
+    assert_eq!(n3.cmd(&["RLOCKD", "REPL", "PAUSE"]), Value::Int(1));
+    assert_eq!(n3.cmd(&["SET", "{b}lock2", "x", "NX", "PX", "60000"]), Value::Simple(b"OK".to_vec()));
+    assert_eq!(n0.cmd(&["CLUSTER", "FAILOVER", "FORCE"]), Value::Simple(b"OK".to_vec()));
+    wait_until("node 0 to take slot 3300 back", || cluster.slot_owner(3300) == Some(0));
+    assert_eq!(n0.cmd(&["GET", "{b}lock2"]), Value::Bulk(None), "FORCE promoted without the paused write");
+    assert_eq!(n0.cmd(&["GET", "{b}lock"]), Value::Bulk(Some(b"a".to_vec())));
+}
