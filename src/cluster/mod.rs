@@ -16,8 +16,13 @@
 //!   a command and `MOVED`, `ASK`, `CROSSSLOT`, `TRYAGAIN`, `CLUSTERDOWN`.
 //! * [`describe`]: the `CLUSTER NODES`/`SLOTS`/`SHARDS`/`INFO`/`LINKS` replies.
 //!
+//! A replica is a node with a `primary`; a failover changes the view in one
+//! step ([`State::promote`]: the slots, the epochs, who follows whom) at the
+//! moment the replica stops listening to its primary.
+//!
 //! The cluster knows the servers only through [`Control`] (taking a node
-//! down and bringing it back), which the server layer implements.
+//! down and bringing it back, promoting a replica), which the server layer
+//! implements.
 
 pub mod describe;
 pub mod route;

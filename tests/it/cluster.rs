@@ -733,6 +733,19 @@ fn settle_replicas(side: &mut Side) {
     });
 }
 
+/// Every string in `v`, depth first.
+fn all_strings(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::Bulk(Some(b)) | Value::Simple(b) => out.push(String::from_utf8_lossy(b).into_owned()),
+        Value::Agg(_, Some(items)) => items.iter().for_each(|i| all_strings(i, out)),
+        Value::Map(pairs) => pairs.iter().for_each(|(k, x)| {
+            all_strings(k, out);
+            all_strings(x, out);
+        }),
+        _ => {}
+    }
+}
+
 /// Waits (bounded) until `f` holds.
 fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -809,6 +822,9 @@ fn lossy_failover_is_a_violation_seen_from_every_node() {
     let locks = n1.cmd(&["RLOCKD", "LOCKS", "TEXT"]);
     let locks = text(locks);
     assert!(locks.contains("{b}lock") && locks.contains("foo"), "every primary's locks from node 1: {locks}");
+    let mut events = Vec::new();
+    all_strings(&n1.cmd(&["RLOCKD", "EVENTS"]), &mut events);
+    assert!(events.iter().any(|e| e == "{b}lock") && events.iter().any(|e| e == "foo"), "{events:?}");
     assert_eq!(n1.cmd(&["RLOCKD", "CLUSTER", "FAILOVER", "0"]), Value::Simple(b"OK".to_vec()));
     assert_eq!(cluster.slot_owner(3300), Some(3));
     assert_eq!(cluster.primary_of(0), Some(3));
