@@ -99,32 +99,29 @@ struct Nodes {
     ledger: Arc<parking_lot::Mutex<crate::replication::Ledger>>,
 }
 
-/// Stops `server` and keeps its state; the links it had stop carrying
-/// anything (`master_link_status:down` on both sides).
-fn stop_keeping_state(mut server: Server) -> Arc<Shared> {
+/// Stops `server` and keeps its state (its keyspace, history and links,
+/// in a state of its own: the server's goes, and its clients' sockets with
+/// it); the links it had stop carrying anything (`master_link_status:down`
+/// on both sides).
+fn stop_keeping_state(mut server: Server, config: &Config) -> Arc<Shared> {
     server.shutdown_and_join();
-    let mut shared = server.shared.clone();
+    let old = server.shared.clone();
     drop(server);
-    // Its clients are disconnected: the registry holding their sockets
-    // goes (the state is this thread's alone once the server has stopped;
-    // a peer may look at it an instant).
-    for _ in 0..1000 {
-        if let Some(s) = Arc::get_mut(&mut shared) {
-            s.io.take();
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(1));
-    }
+    let kept = Arc::new(Shared::new(config, crate::cmd::access::catalog()).expect("a node's configuration is valid"));
     {
-        let core = shared.core.try_lock().expect("a stopped node's state is free");
-        let master = core.repl.master.as_ref().and_then(|m| m.link.clone());
-        for l in core.repl.replicas.iter().chain(master.iter()) {
+        let mut from = old.core.try_lock().expect("a stopped node's state is free");
+        let mut to = kept.core.try_lock().expect("a new state is free");
+        std::mem::swap(&mut *from, &mut *to);
+        let master = to.repl.master.as_ref().and_then(|m| m.link.clone());
+        for l in to.repl.replicas.iter().chain(master.iter()) {
             l.broken.store(true, Ordering::Release);
             l.to_replica.notify_one();
             l.to_primary.notify_one();
         }
     }
-    shared
+    *kept.local_addr.lock() = *old.local_addr.lock();
+    drop(old);
+    kept
 }
 
 /// Runs `f` on a runtime of its own (the caller is a plain thread).
@@ -266,15 +263,16 @@ impl Control for Nodes {
             slots[n].outages += 1;
             let outage = slots[n].outages;
             let Some(server) = slots[n].server.take() else { return Ok(()) };
+            let config = slots[n].config.clone();
             if from_itself {
                 let all = self.slots.clone();
                 slots[n].stopping = Some(std::thread::spawn(move || {
-                    let state = stop_keeping_state(server);
+                    let state = stop_keeping_state(server, &config);
                     all.lock()[n].stopped = Some(state);
                 }));
             } else {
                 drop(slots);
-                let state = stop_keeping_state(server);
+                let state = stop_keeping_state(server, &config);
                 self.slots.lock()[n].stopped = Some(state);
             }
             let has_replica = {
@@ -567,13 +565,25 @@ impl Cluster {
     }
 
     /// Promotes replica `i` in its primary's place (as `RLOCKD CLUSTER
-    /// FAILOVER`): with what it has received, the slots move to it, its
-    /// primary becomes its replica (or will, when it is down). Returns once
-    /// done.
+    /// FAILOVER`; for a primary, its first replica that is up): with what it
+    /// has received, the slots move to it, its primary becomes its replica
+    /// (or will, when it is down). Returns once done.
     pub fn failover(&self, i: usize) -> Result<(), Error> {
         if i >= self.len() {
             return Err(Error::Config(format!("no node {i}")));
         }
+        let i = {
+            let state = self.topo.read();
+            if state.nodes[i].is_primary() {
+                state
+                    .replicas(i)
+                    .into_iter()
+                    .find(|&r| !state.nodes[r].failed)
+                    .ok_or_else(|| Error::Config(format!("node {i} has no replica that is up")))?
+            } else {
+                i
+            }
+        };
         let (tx, rx) = std::sync::mpsc::channel();
         self.nodes.failover(
             i,

@@ -934,7 +934,11 @@ fn rust_failover() {
     assert_eq!(cluster.slot_owner(3300), Some(3));
     let mut n3 = RawConn::connect(cluster.addrs()[3].port());
     assert_eq!(n3.cmd(&["GET", "b"]), Value::Bulk(Some(b"1".to_vec())));
-    assert!(cluster.failover(3).is_err(), "a primary is not promoted");
+    // A primary's index: its replica (node 0 now) takes over.
+    cluster.failover(3).unwrap();
+    assert_eq!(cluster.slot_owner(3300), Some(0));
+    cluster.take_down(4).unwrap();
+    assert!(cluster.failover(1).is_err(), "node 1's only replica is down");
 }
 
 /// `CLUSTER FAILOVER` without an option waits until the replica has what
