@@ -1,8 +1,10 @@
 //! How long `Server::start_cluster(3)` takes in-process: from the call to
 //! three nodes accepting connections with the slots assigned (BENCHMARKS.md,
-//! "Cluster start-up").
+//! "Cluster start-up"); with a second argument, that many replicas per
+//! primary, each in sync when the call returns; a third, that many
+//! primaries (default 3).
 //!
-//!     cargo run --release --example cluster_startup [rounds]
+//!     cargo run --release --example cluster_startup [rounds] [replicas] [primaries]
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -10,10 +12,13 @@ use std::time::{Duration, Instant};
 
 fn main() {
     let rounds: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(50);
+    let replicas: usize = std::env::args().nth(2).and_then(|a| a.parse().ok()).unwrap_or(0);
+    let primaries: usize = std::env::args().nth(3).and_then(|a| a.parse().ok()).unwrap_or(3);
     let (mut started, mut answered) = (Vec::with_capacity(rounds), Vec::with_capacity(rounds));
     for _ in 0..rounds {
         let t = Instant::now();
-        let cluster = rlockd::Server::start_cluster(3).expect("start a cluster");
+        let cluster = rlockd::Cluster::start(rlockd::ClusterConfig::new(primaries).with_replicas(replicas))
+            .expect("start a cluster");
         started.push(t.elapsed());
         // Then every node answers CLUSTER INFO with the cluster ok.
         for addr in cluster.addrs() {
@@ -26,7 +31,8 @@ fn main() {
         answered.push(t.elapsed());
         drop(cluster);
     }
-    report("start_cluster(3) returned", &mut started);
+    println!("{primaries} primaries, {replicas} replica(s) each");
+    report("start returned", &mut started);
     report("every node answered CLUSTER INFO", &mut answered);
 }
 

@@ -255,7 +255,10 @@ Options:
                         create splits them (rlockd only; with --port 0 each
                         picks a free port); --cluster-announce-ip <ip> and
                         --cluster-announce-port <port> (node i: port+i) set the
-                        addresses MOVED and CLUSTER SLOTS give clients
+                        addresses MOVED and CLUSTER SLOTS give clients;
+                        --cluster-replicas <n> adds n replicas per primary on
+                        the ports after the primaries' (failover: CLUSTER
+                        FAILOVER, RLOCKD CLUSTER FAILOVER or DOWN)
   --replicas <n>        each node is a primary followed by n replicas of it on
                         the next ports (default 0; rlockd only): replication
                         between nodes of this process, WAIT, RLOCKD REPL …
@@ -957,11 +960,9 @@ fn run_cluster(s: &Settings, config: rlockd::Config) -> ExitCode {
         eprintln!("rlockd: --cluster and --nodes cannot be used together");
         return ExitCode::from(1);
     }
-    if s.cluster_replicas > 0 {
-        eprintln!("rlockd: --cluster-replicas is not supported yet: cluster nodes do not replicate");
-        return ExitCode::from(1);
-    }
-    let cluster = match rlockd::Cluster::start(rlockd::ClusterConfig::new(s.cluster).with_node(config)) {
+    let cluster = match rlockd::Cluster::start(
+        rlockd::ClusterConfig::new(s.cluster).with_replicas(s.cluster_replicas).with_node(config),
+    ) {
         Ok(c) => c,
         Err(e) => {
             tracing::warn!("{e}");

@@ -71,7 +71,11 @@ pub fn replicas(state: &State, me: usize, primary: usize, now_ms: u64) -> Reply 
         state
             .replicas(primary)
             .into_iter()
-            .map(|r| Reply::Bulk(Bytes::from(node_line(state, me, r, now_ms))))
+            .map(|r| {
+                let mut line = node_line(state, me, r, now_ms);
+                line.pop();
+                Reply::Bulk(Bytes::from(line))
+            })
             .collect(),
     )
 }
@@ -89,9 +93,15 @@ fn slots_node(state: &State, n: usize) -> Reply {
     ])
 }
 
+/// A replica that is up and has received something (Redis's
+/// `isReplicaAvailable`: a replica still at offset 0 is loading).
+fn available(state: &State, n: usize, offsets: &[u64]) -> bool {
+    !state.nodes[n].failed && offsets.get(n).is_some_and(|&o| o != 0)
+}
+
 /// `CLUSTER SLOTS`: each range of slots with its primary, then its
-/// replicas that are up.
-pub fn slots(state: &State) -> Reply {
+/// replicas that are available (`offsets`: each node's replication offset).
+pub fn slots(state: &State, offsets: &[u64]) -> Reply {
     Reply::Array(
         state
             .all_ranges()
@@ -99,7 +109,7 @@ pub fn slots(state: &State) -> Reply {
             .map(|(a, b, n)| {
                 let mut entry = vec![Reply::Int(i64::from(a)), Reply::Int(i64::from(b)), slots_node(state, n)];
                 for r in state.replicas(n) {
-                    if !state.nodes[r].failed {
+                    if available(state, r, offsets) {
                         entry.push(slots_node(state, r));
                     }
                 }
@@ -109,8 +119,15 @@ pub fn slots(state: &State) -> Reply {
     )
 }
 
-fn shard_node(state: &State, n: usize) -> Reply {
+fn shard_node(state: &State, n: usize, offset: u64) -> Reply {
     let node = &state.nodes[n];
+    let health = if node.failed {
+        "fail"
+    } else if !node.is_primary() && offset == 0 {
+        "loading"
+    } else {
+        "online"
+    };
     let s = Reply::bulk_str;
     Reply::Map(vec![
         (s("id"), s(&node.id)),
@@ -118,13 +135,14 @@ fn shard_node(state: &State, n: usize) -> Reply {
         (s("ip"), s(&node.ip)),
         (s("endpoint"), s(&node.ip)),
         (s("role"), s(if node.is_primary() { "master" } else { "replica" })),
-        (s("replication-offset"), Reply::Int(0)),
-        (s("health"), s(if node.failed { "fail" } else { "online" })),
+        (s("replication-offset"), Reply::Int(offset as i64)),
+        (s("health"), s(health)),
     ])
 }
 
-/// `CLUSTER SHARDS`: per primary, its slot ranges and its nodes.
-pub fn shards(state: &State) -> Reply {
+/// `CLUSTER SHARDS`: per primary, its slot ranges and its nodes (with
+/// each node's replication offset, from `offsets`).
+pub fn shards(state: &State, offsets: &[u64]) -> Reply {
     let s = Reply::bulk_str;
     Reply::Array(
         (0..state.nodes.len())
@@ -135,8 +153,9 @@ pub fn shards(state: &State) -> Reply {
                     .into_iter()
                     .flat_map(|(a, b)| [Reply::Int(i64::from(a)), Reply::Int(i64::from(b))])
                     .collect();
-                let mut nodes = vec![shard_node(state, n)];
-                nodes.extend(state.replicas(n).into_iter().map(|r| shard_node(state, r)));
+                let off = |i: usize| offsets.get(i).copied().unwrap_or(0);
+                let mut nodes = vec![shard_node(state, n, off(n))];
+                nodes.extend(state.replicas(n).into_iter().map(|r| shard_node(state, r, off(r))));
                 Reply::Map(vec![(s("slots"), Reply::Array(slots)), (s("nodes"), Reply::Array(nodes))])
             })
             .collect(),

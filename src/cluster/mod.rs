@@ -16,8 +16,13 @@
 //!   a command and `MOVED`, `ASK`, `CROSSSLOT`, `TRYAGAIN`, `CLUSTERDOWN`.
 //! * [`describe`]: the `CLUSTER NODES`/`SLOTS`/`SHARDS`/`INFO`/`LINKS` replies.
 //!
+//! A replica is a node with a `primary`; a failover changes the view in one
+//! step ([`State::promote`]: the slots, the epochs, who follows whom) at the
+//! moment the replica stops listening to its primary.
+//!
 //! The cluster knows the servers only through [`Control`] (taking a node
-//! down and bringing it back), which the server layer implements.
+//! down and bringing it back, promoting a replica), which the server layer
+//! implements.
 
 pub mod describe;
 pub mod route;
@@ -53,6 +58,10 @@ pub struct Node {
     pub migrating: BTreeMap<u16, usize>,
     /// This node's slots in IMPORTING state, with their source.
     pub importing: BTreeMap<u16, usize>,
+    /// A primary replaced by its replica while it was down: the node it
+    /// replicates once it is back (until then it shows as a failed master
+    /// without slots, as other Redis nodes see it).
+    pub rejoins_as_replica_of: Option<usize>,
 }
 
 impl Node {
@@ -168,6 +177,46 @@ impl State {
     }
 }
 
+impl State {
+    /// Replica `r` takes its primary's place (a failover, Redis's
+    /// `clusterFailoverReplaceYourMaster`): it serves the primary's slots
+    /// with a new configuration epoch, the primary's other replicas follow
+    /// it, and so does the primary itself — at once when it is up, when it
+    /// comes back when it is down. Returns the old primary.
+    pub fn promote(&mut self, r: usize) -> Option<usize> {
+        let p = self.nodes[r].primary?;
+        for s in 0..SLOTS as u16 {
+            if self.owner(s) == Some(p) {
+                self.set_owner(s, Some(r));
+            }
+        }
+        self.nodes[r].primary = None;
+        self.nodes[r].rejoins_as_replica_of = None;
+        self.current_epoch += 1;
+        self.nodes[r].config_epoch = self.current_epoch;
+        for o in self.replicas(p) {
+            self.nodes[o].primary = Some(r);
+        }
+        if self.nodes[p].failed {
+            self.nodes[p].rejoins_as_replica_of = Some(r);
+        } else {
+            self.nodes[p].primary = Some(r);
+        }
+        self.nodes[p].migrating.clear();
+        self.nodes[p].importing.clear();
+        Some(p)
+    }
+
+    /// A node that was down is back: one replaced while down becomes the
+    /// replica of the node that took its place.
+    pub fn returned(&mut self, n: usize) {
+        self.nodes[n].failed = false;
+        if let Some(r) = self.nodes[n].rejoins_as_replica_of.take() {
+            self.nodes[n].primary = Some(r);
+        }
+    }
+}
+
 /// A message the cluster bus carries to one node.
 #[derive(Debug, Clone)]
 pub enum BusMessage {
@@ -183,6 +232,14 @@ pub trait Control: Send + Sync {
     /// or at once when the node takes itself down (`from_itself`: the
     /// request came through one of its own connections).
     fn set_down(&self, node: usize, down: bool, from_itself: bool) -> Result<(), String>;
+
+    /// Promotes replica `node` in its primary's place, on a thread of its
+    /// own (the caller may hold a node's state); `done` is called with the
+    /// outcome. With `wait_sync` (`CLUSTER FAILOVER` without an option,
+    /// the primary up) the replica first waits to have everything the
+    /// primary wrote, and gives up after 5 s as Redis's manual failover
+    /// does; otherwise it is promoted with what it has received.
+    fn failover(&self, node: usize, wait_sync: bool, done: Box<dyn FnOnce(Result<(), String>) + Send>);
 }
 
 /// The topology the nodes of one process share.
@@ -195,6 +252,9 @@ pub struct Topology {
     peers: parking_lot::Mutex<Vec<Option<Weak<dyn std::any::Any + Send + Sync>>>>,
     /// Unix ms when the cluster was formed (the links' creation time).
     pub created_ms: u64,
+    /// Each node's replication offset as last seen (what gossip would
+    /// carry), for `CLUSTER SLOTS`/`SHARDS` when a node is busy.
+    pub offsets: parking_lot::Mutex<Vec<u64>>,
 }
 
 impl std::fmt::Debug for Topology {
@@ -244,14 +304,15 @@ impl Topology {
                 port: *port,
                 bus_port: port.checked_add(10000).unwrap_or(0),
                 primary: (i >= primaries).then(|| (i - primaries) % primaries.max(1)),
-                config_epoch: if i < primaries { i as u64 + 1 } else { 0 },
+                config_epoch: i as u64 + 1,
                 failed: false,
                 failed_ms: 0,
                 migrating: BTreeMap::new(),
                 importing: BTreeMap::new(),
+                rejoins_as_replica_of: None,
             })
             .collect();
-        let mut state = State { nodes, owner: vec![NONE; SLOTS], current_epoch: primaries as u64 };
+        let mut state = State { nodes, owner: vec![NONE; SLOTS], current_epoch: addrs.len() as u64 };
         for (i, (first, last)) in create_split(primaries).into_iter().enumerate() {
             for s in first..=last {
                 state.set_owner(s, Some(i));
@@ -263,6 +324,7 @@ impl Topology {
             control: parking_lot::Mutex::new(None),
             peers: parking_lot::Mutex::new(vec![None; addrs.len()]),
             created_ms: now_ms,
+            offsets: parking_lot::Mutex::new(vec![0; addrs.len()]),
         }
     }
 

@@ -316,14 +316,30 @@ fn nodes(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
 
 fn slots(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     let m = member(ctx)?;
+    let offsets = offsets(ctx, &m);
     let state = m.topo.read();
-    Ok(describe::slots(&state))
+    Ok(describe::slots(&state, &offsets))
+}
+
+/// Each node's replication offset (what gossip tells a Redis node): this
+/// one's, the others' when their state is free now, else as last seen.
+fn offsets(ctx: &Ctx<'_>, m: &Member) -> Vec<u64> {
+    let mut seen = m.topo.offsets.lock();
+    for (n, o) in seen.iter_mut().enumerate() {
+        if n == m.me {
+            *o = ctx.core.repl.offset;
+        } else if let Some(now) = peer(m, n).ok().and_then(|p| p.core.try_lock().ok().map(|c| c.repl.offset)) {
+            *o = now;
+        }
+    }
+    seen.clone()
 }
 
 fn shards(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     let m = member(ctx)?;
+    let offsets = offsets(ctx, &m);
     let state = m.topo.read();
-    Ok(describe::shards(&state))
+    Ok(describe::shards(&state, &offsets))
 }
 
 fn links(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
@@ -609,18 +625,50 @@ fn replicate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if !m.topo.read().nodes[n].is_primary() {
         return Err(CmdError::custom("ERR I can only replicate a master, not a replica."));
     }
-    Err(CmdError::custom("ERR rlockd cluster nodes do not replicate yet: the roles are fixed at start"))
+    if m.topo.read().nodes[m.me].primary == Some(n) {
+        return Ok(Reply::ok());
+    }
+    Err(CmdError::custom(
+        "ERR the roles of an rlockd cluster's nodes change only by failover (CLUSTER FAILOVER on a replica)",
+    ))
 }
 
 fn failover(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let m = member(ctx)?;
-    if args.len() == 3 && !eq(&args[2], "force") && !eq(&args[2], "takeover") || args.len() > 3 {
+    if args.len() > 3 {
+        return Err(CmdError::custom(format!(
+            "ERR unknown subcommand or wrong number of arguments for '{}'. Try CLUSTER HELP.",
+            String::from_utf8_lossy(&args[1])
+        )));
+    }
+    if args.len() == 3 && !eq(&args[2], "force") && !eq(&args[2], "takeover") {
         return Err(CmdError::Syntax);
     }
-    if m.topo.read().nodes[m.me].is_primary() {
-        return Err(CmdError::custom("ERR You should send CLUSTER FAILOVER to a replica"));
+    let (force, takeover) = (args.len() == 3 && eq(&args[2], "force"), args.len() == 3 && eq(&args[2], "takeover"));
+    {
+        let state = m.topo.read();
+        let Some(p) = state.nodes[m.me].primary else {
+            return Err(CmdError::custom("ERR You should send CLUSTER FAILOVER to a replica"));
+        };
+        if !force && !takeover && state.nodes[p].failed {
+            return Err(CmdError::custom("ERR Master is down or failed, please use CLUSTER FAILOVER FORCE"));
+        }
     }
-    Err(CmdError::custom("ERR rlockd cluster nodes do not replicate yet: no failover"))
+    let control = m.topo.control().ok_or_else(|| CmdError::custom("ERR the cluster is stopping"))?;
+    // As in Redis, the reply comes first and the failover follows: without
+    // an option once this replica has all its primary wrote (or never,
+    // after 5 s), with FORCE or TAKEOVER with what it has now.
+    let me = m.me;
+    control.failover(
+        me,
+        !force && !takeover,
+        Box::new(move |r| {
+            if let Err(e) = r {
+                tracing::warn!("CLUSTER FAILOVER of node {me}: {e}");
+            }
+        }),
+    );
+    Ok(Reply::ok())
 }
 
 fn reset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
@@ -689,6 +737,34 @@ fn move_keys(ctx: &mut Ctx<'_>, m: &Member, slot: u16, from: usize, to: usize, m
     Ok(moved)
 }
 
+/// Runs `f` on the state of each primary of the cluster that is up, this
+/// node's own included, in node order: test control's one view of the
+/// cluster's locks (a replica's locks are copies of its primary's). `None`
+/// on a standalone server.
+pub(crate) fn each_primary<R>(
+    ctx: &mut Ctx<'_>,
+    mut f: impl FnMut(&mut Core, u64) -> R,
+) -> Option<Result<Vec<R>, CmdError>> {
+    let m = ctx.core.cluster.clone()?;
+    let primaries: Vec<usize> = {
+        let state = m.topo.read();
+        (0..state.nodes.len()).filter(|&n| state.nodes[n].is_primary() && !state.nodes[n].failed).collect()
+    };
+    let mut out = Vec::with_capacity(primaries.len());
+    for n in primaries {
+        if n == m.me {
+            out.push(f(ctx.core, ctx.shared.clock.now_ms()));
+            continue;
+        }
+        let Ok(shared) = peer(&m, n) else { continue };
+        let Some(mut core) = lock_peer(&shared) else {
+            return Some(Err(CmdError::custom("ERR a node is busy: try again")));
+        };
+        out.push(f(&mut core, shared.clock.now_ms()));
+    }
+    Some(Ok(out))
+}
+
 /// A node named by index (0-based, in start order) or id.
 fn node_by_name(m: &Member, a: &[u8]) -> Result<usize, CmdError> {
     if let Some(i) = crate::num::parse_i64_strict(a) {
@@ -739,6 +815,52 @@ pub(crate) fn control(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
         return Ok(Reply::Int(moved as i64));
     }
+    if eq(sub, "failover") && args.len() == 2 {
+        let n = node_by_name(&m, &args[1])?;
+        let replica = {
+            let state = m.topo.read();
+            if state.nodes[n].is_primary() {
+                state
+                    .replicas(n)
+                    .into_iter()
+                    .find(|&r| !state.nodes[r].failed)
+                    .ok_or_else(|| CmdError::custom(format!("ERR node {n} has no replica that is up")))?
+            } else if state.nodes[n].failed {
+                return Err(CmdError::custom(format!("ERR node {n} is down")));
+            } else {
+                n
+            }
+        };
+        let control = m.topo.control().ok_or_else(|| CmdError::custom("ERR the cluster is stopping"))?;
+        if !ctx.client.may_block() {
+            control.failover(replica, false, Box::new(|_| {}));
+            return Ok(Reply::ok());
+        }
+        // The reply waits for the promotion (the caller's connection is
+        // blocked; the promotion runs on a thread of its own).
+        let me = peer(&m, m.me)?;
+        let (waiter, rx) = ctx.core.blocking.add_waiter(
+            ctx.client.shared.clone(),
+            ctx.client.db(),
+            ctx.client.resp,
+            Vec::new(),
+            &[],
+            Reply::error("ERR the failover did not finish"),
+        );
+        ctx.client.block = Some(crate::client::BlockRequest { waiter, rx, deadline: None });
+        control.failover(
+            replica,
+            false,
+            Box::new(move |r| {
+                let reply = match r {
+                    Ok(()) => Reply::ok(),
+                    Err(e) => Reply::error(format!("ERR {e}")),
+                };
+                me.core.blocking_lock().blocking.serve(waiter, reply);
+            }),
+        );
+        return Ok(Reply::Nil);
+    }
     if (eq(sub, "down") || eq(sub, "up")) && args.len() == 2 {
         let n = node_by_name(&m, &args[1])?;
         let control = m.topo.control().ok_or_else(|| CmdError::custom("ERR the cluster is stopping"))?;
@@ -762,5 +884,9 @@ pub(crate) const CONTROL_HELP: &[&str] = &[
     "    how many keys moved.",
     "CLUSTER DOWN <node> | UP <node>",
     "    Stop a node (its clients are cut, its port refuses; the others answer CLUSTERDOWN) / start it",
-    "    again on its port with its keys.",
+    "    again on its port with its keys. A primary with a replica is replaced by it after",
+    "    cluster-node-timeout; it comes back as its replica.",
+    "CLUSTER FAILOVER <node>",
+    "    Promote a replica (or a primary's first replica) at once with what it has received: it takes",
+    "    the slots, the primary becomes its replica. Replies once done.",
 ];

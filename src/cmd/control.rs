@@ -136,7 +136,11 @@ fn rlockd_locks(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             return Err(CmdError::Syntax);
         }
     }
-    let mut found = ctx.core.control.locks(&ctx.core.ks, pattern, ctx.shared.clock.now_ms());
+    // A cluster node shows the locks of every primary (one view).
+    let mut found = match super::cluster::each_primary(ctx, |core, now| core.control.locks(&core.ks, pattern, now)) {
+        Some(all) => all?.concat(),
+        None => ctx.core.control.locks(&ctx.core.ks, pattern, ctx.shared.clock.now_ms()),
+    };
     found.retain(|l| may_read(ctx, args, &l.key));
     Ok(if text { locks_text(&found) } else { Reply::Array(found.iter().map(lock_reply).collect()) })
 }
@@ -160,7 +164,19 @@ fn rlockd_events(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             return Err(CmdError::Syntax);
         }
     }
-    let mut events = ctx.core.control.history.as_ref().map(|h| h.events(key, since)).unwrap_or_default();
+    let of = |core: &mut crate::core::Core, _| {
+        core.control.history.as_ref().map(|h| h.events(key, since)).unwrap_or_default()
+    };
+    // A cluster node shows every primary's events (ids count per node), in
+    // time order.
+    let mut events = match super::cluster::each_primary(ctx, of) {
+        Some(all) => {
+            let mut all = all?.concat();
+            all.sort_by_key(|e| e.time_ms);
+            all
+        }
+        None => of(ctx.core, 0),
+    };
     events.retain(|e| may_read(ctx, args, &e.key));
     Ok(Reply::Array(events.iter().map(event_reply).collect()))
 }
@@ -170,13 +186,26 @@ fn rlockd_events(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 fn rlockd_check(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     match args.get(2) {
         None => {
-            let mut all = ctx.core.control.history.as_ref().map(|h| h.violations().to_vec()).unwrap_or_default();
+            let of = |core: &mut crate::core::Core, _| {
+                core.control.history.as_ref().map(|h| h.violations().to_vec()).unwrap_or_default()
+            };
+            // A cluster node: every primary's, then the cluster's ledger.
+            let mut all = match super::cluster::each_primary(ctx, of) {
+                Some(all) => all?.concat(),
+                None => of(ctx.core, 0),
+            };
             all.extend(super::replication::violations(ctx.core));
             Ok(Reply::Array(all.iter().map(|v| Reply::bulk_str(v)).collect()))
         }
         Some(a) if args.len() == 3 && eq(a, "reset") => {
-            if let Some(history) = ctx.core.control.history.as_mut() {
-                history.reset();
+            let reset = |core: &mut crate::core::Core, _| {
+                if let Some(history) = core.control.history.as_mut() {
+                    history.reset();
+                }
+            };
+            match super::cluster::each_primary(ctx, reset) {
+                Some(done) => drop(done?),
+                None => reset(ctx.core, 0),
             }
             ctx.core.repl.ledger.lock().violations.clear();
             Ok(Reply::ok())

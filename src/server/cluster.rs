@@ -1,9 +1,21 @@
 //! A Redis Cluster of rlockd nodes in one process ([`Cluster`]): N servers
 //! sharing one [`Topology`] (see `crate::cluster`), each with its own event
 //! loop thread and keyspace, as [`Server::start_many`] starts them.
+//!
+//! With replicas (`--cluster-replicas`), each replica is attached to its
+//! primary through the in-process replication links
+//! (`server/replication.rs`) and the failovers go through the same
+//! promotion as a standalone group's, which moves the slots in the
+//! topology at the moment the replica stops listening to its primary. A
+//! primary taken down with a replica up is replaced by it after
+//! `cluster-node-timeout` (or at once through `RLOCKD CLUSTER FAILOVER`);
+//! it comes back as that replica's replica. Every node of a cluster shares
+//! one ledger of lock grants lost in failovers, so `RLOCKD CHECK` on any
+//! node reports a lock with two holders.
 
 use std::any::Any;
 use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 
@@ -20,6 +32,10 @@ pub struct ClusterConfig {
     /// Primaries; the slots are split between them as `redis-cli --cluster
     /// create` splits them (3: 0-5460, 5461-10922, 10923-16383).
     pub primaries: usize,
+    /// Replicas per primary (`--cluster-replicas`): they take the ports
+    /// after the primaries', replica `j` of the group following primary
+    /// `j % primaries`.
+    pub replicas: usize,
     /// Each node's configuration. Node `i` listens on `node.bind`'s port
     /// plus `i` (each on a free port when it is 0).
     pub node: Config,
@@ -36,7 +52,13 @@ pub struct ClusterConfig {
 impl ClusterConfig {
     /// `primaries` nodes on 127.0.0.1, each on a free port.
     pub fn new(primaries: usize) -> ClusterConfig {
-        ClusterConfig { primaries, node: Config::default(), announce_ip: None, announce_port: None }
+        ClusterConfig { primaries, replicas: 0, node: Config::default(), announce_ip: None, announce_port: None }
+    }
+
+    /// With `replicas` replicas per primary.
+    pub fn with_replicas(mut self, replicas: usize) -> ClusterConfig {
+        self.replicas = replicas;
+        self
     }
 
     /// With `node` as each node's configuration (its port: node 0's).
@@ -56,25 +78,173 @@ struct NodeSlot {
     server: Option<Server>,
     config: Config,
     addr: SocketAddr,
-    /// The keyspace of a node that is down, kept for its return.
-    saved: Option<Vec<crate::db::Db>>,
+    /// The state of a node that is down (its keyspace, its links), kept
+    /// for its return and for a failover in its place.
+    stopped: Option<Arc<Shared>>,
     /// The thread stopping a node that took itself down.
     stopping: Option<JoinHandle<()>>,
+    /// How many times it went down (a failover timer belongs to one outage).
+    outages: u64,
 }
 
 /// The nodes, as [`Control`] moves them up and down.
 struct Nodes {
     topo: Weak<Topology>,
     slots: Arc<parking_lot::Mutex<Vec<NodeSlot>>>,
+    /// Itself, for the threads it starts.
+    me: Weak<Nodes>,
+    /// Held through a failover: one at a time.
+    failing_over: parking_lot::Mutex<()>,
+    /// The cluster's one ledger of lock grants lost in failovers.
+    ledger: Arc<parking_lot::Mutex<crate::replication::Ledger>>,
 }
 
-/// Stops `server` and takes its keyspace.
-fn stop_keeping_keys(mut server: Server) -> Vec<crate::db::Db> {
+/// Stops `server` and keeps its state (its keyspace, history and links,
+/// in a state of its own: the server's goes, and its clients' sockets with
+/// it); the links it had stop carrying anything (`master_link_status:down`
+/// on both sides).
+fn stop_keeping_state(mut server: Server, config: &Config) -> Arc<Shared> {
     server.shutdown_and_join();
-    let shared = server.shared.clone();
+    let old = server.shared.clone();
     drop(server);
-    let mut core = shared.core.try_lock().expect("a stopped node's state is free");
-    std::mem::take(&mut core.ks.dbs)
+    let kept = Arc::new(Shared::new(config, crate::cmd::access::catalog()).expect("a node's configuration is valid"));
+    {
+        let mut from = old.core.try_lock().expect("a stopped node's state is free");
+        let mut to = kept.core.try_lock().expect("a new state is free");
+        std::mem::swap(&mut *from, &mut *to);
+        let master = to.repl.master.as_ref().and_then(|m| m.link.clone());
+        for l in to.repl.replicas.iter().chain(master.iter()) {
+            l.broken.store(true, Ordering::Release);
+            l.to_replica.notify_one();
+            l.to_primary.notify_one();
+        }
+    }
+    *kept.local_addr.lock() = *old.local_addr.lock();
+    drop(old);
+    kept
+}
+
+/// Runs `f` on a runtime of its own (the caller is a plain thread).
+fn block_on<R>(f: impl std::future::Future<Output = R>) -> R {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime").block_on(f)
+}
+
+impl Nodes {
+    /// `node`'s running server state.
+    fn shared(&self, node: usize) -> Option<Arc<Shared>> {
+        self.slots.lock()[node].server.as_ref().map(|s| s.shared.clone())
+    }
+
+    /// Promotes replica `r` (see [`Control::failover`]); runs on a thread
+    /// that holds no node's state.
+    fn promote(&self, r: usize, wait_sync: bool) -> Result<(), String> {
+        let _one = self.failing_over.lock();
+        let topo = self.topo.upgrade().ok_or("the cluster is stopping")?;
+        let (p, primary_down) = {
+            let state = topo.read();
+            let Some(p) = state.nodes[r].primary else { return Err(format!("node {r} is not a replica")) };
+            if state.nodes[r].failed {
+                return Err(format!("node {r} is down"));
+            }
+            (p, state.nodes[p].failed)
+        };
+        let (primary, replica, port) = {
+            let slots = self.slots.lock();
+            let primary = if primary_down {
+                slots[p].stopped.clone()
+            } else {
+                slots[p].server.as_ref().map(|s| s.shared.clone())
+            };
+            let replica = slots[r].server.as_ref().map(|s| s.shared.clone());
+            (primary, replica, slots[r].addr.port())
+        };
+        let (Some(primary), Some(replica)) = (primary, replica) else {
+            return Err("the nodes are changing: try again".into());
+        };
+        // Redis's manual failover: the primary's writers wait (as `CLIENT
+        // PAUSE WRITE`) while the replica catches up and takes over; they
+        // then get MOVED to it.
+        let now = primary.clock.now_ms();
+        let pause_writes = wait_sync && !primary_down && primary.pause.until_ms.load(Ordering::Acquire) <= now;
+        if pause_writes {
+            primary.pause.set(now + 10_000, true);
+        }
+        let result = block_on(async {
+            if primary_down {
+                // What the primary had queued for the replica when it went
+                // down never arrives: the promotion drops it.
+                let core = primary.core.lock().await;
+                for l in core.repl.replicas.iter().filter(|l| l.replica.port() == port) {
+                    l.paused.store(true, Ordering::Release);
+                    l.broken.store(false, Ordering::Release);
+                }
+            } else if wait_sync {
+                // The replica catches up with the primary's offset first,
+                // or the failover is abandoned.
+                let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+                loop {
+                    let target = primary.core.lock().await.repl.offset;
+                    if replica.core.lock().await.repl.offset >= target {
+                        break;
+                    }
+                    if std::time::Instant::now() > deadline {
+                        tracing::warn!("Manual failover timed out.");
+                        return Err("Manual failover timed out".to_string());
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+                }
+            }
+            super::replication::failover(&primary, Some(port)).await?;
+            if primary_down {
+                // The old primary follows its replacement once it is back.
+                let core = primary.core.lock().await;
+                if let Some(l) = core.repl.master.as_ref().and_then(|m| m.link.as_ref()) {
+                    l.close();
+                }
+            }
+            Ok(())
+        });
+        if pause_writes {
+            primary.pause.clear();
+        }
+        result
+    }
+
+    /// After the replica's `cluster-node-timeout`, a replica of primary `n`
+    /// (down since outage `outage`) takes its place, as the cluster's failure
+    /// detection and election would do.
+    fn promote_later(&self, n: usize, outage: u64) {
+        let me = self.me.clone();
+        std::thread::spawn(move || {
+            let timeout_ms = {
+                let Some(nodes) = me.upgrade() else { return };
+                let Some(topo) = nodes.topo.upgrade() else { return };
+                let first = topo.read().replicas(n).first().copied();
+                first.and_then(|r| nodes.shared(r)).map_or(15000, |s| {
+                    s.core.blocking_lock().config.get_str("cluster-node-timeout").parse().unwrap_or(15000)
+                })
+            };
+            std::thread::sleep(std::time::Duration::from_millis(timeout_ms));
+            let Some(nodes) = me.upgrade() else { return };
+            let Some(topo) = nodes.topo.upgrade() else { return };
+            if nodes.slots.lock()[n].outages != outage {
+                return;
+            }
+            let replica = {
+                let state = topo.read();
+                let node = &state.nodes[n];
+                if !node.failed || !node.is_primary() || state.slot_count(n) == 0 {
+                    return;
+                }
+                state.replicas(n).into_iter().find(|&r| !state.nodes[r].failed)
+            };
+            if let Some(r) = replica {
+                if let Err(e) = nodes.promote(r, false) {
+                    tracing::warn!("failover of node {n} to node {r}: {e}");
+                }
+            }
+        });
+    }
 }
 
 impl Control for Nodes {
@@ -90,17 +260,27 @@ impl Control for Nodes {
                 state.nodes[n].failed_ms = crate::clock::Clock::new().now_ms();
             }
             let mut slots = self.slots.lock();
+            slots[n].outages += 1;
+            let outage = slots[n].outages;
             let Some(server) = slots[n].server.take() else { return Ok(()) };
+            let config = slots[n].config.clone();
             if from_itself {
                 let all = self.slots.clone();
                 slots[n].stopping = Some(std::thread::spawn(move || {
-                    let keys = stop_keeping_keys(server);
-                    all.lock()[n].saved = Some(keys);
+                    let state = stop_keeping_state(server, &config);
+                    all.lock()[n].stopped = Some(state);
                 }));
             } else {
                 drop(slots);
-                let keys = stop_keeping_keys(server);
-                self.slots.lock()[n].saved = Some(keys);
+                let state = stop_keeping_state(server, &config);
+                self.slots.lock()[n].stopped = Some(state);
+            }
+            let has_replica = {
+                let state = topo.read();
+                state.nodes[n].is_primary() && state.replicas(n).iter().any(|&r| !state.nodes[r].failed)
+            };
+            if has_replica {
+                self.promote_later(n, outage);
             }
             return Ok(());
         }
@@ -111,20 +291,72 @@ impl Control for Nodes {
         if let Some(t) = stopping {
             let _ = t.join();
         }
-        let (config, addr, saved) = {
-            let mut slots = self.slots.lock();
-            (slots[n].config.clone(), slots[n].addr, slots[n].saved.take())
+        // Not during a failover (bounded: the caller may hold a node's
+        // state the failover waits for).
+        let Some(_one) = self.failing_over.try_lock_for(std::time::Duration::from_secs(2)) else {
+            return Err("a failover is in progress: try again".into());
         };
+        let (config, addr, stopped) = {
+            let mut slots = self.slots.lock();
+            (slots[n].config.clone(), slots[n].addr, slots[n].stopped.take())
+        };
+        let saved =
+            stopped.map(|s| std::mem::take(&mut s.core.try_lock().expect("a stopped node's state is free").ks.dbs));
         let listener = super::listen(addr, config.tcp_backlog).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
         let server = Server::start_on(listener, config, Some(Member { topo: topo.clone(), me: n }))
             .map_err(|e| e.to_string())?;
-        if let Some(dbs) = saved {
-            server.with_core(move |core| core.ks.dbs = dbs);
+        let ledger = self.ledger.clone();
+        server.with_core(move |core| {
+            if let Some(dbs) = saved {
+                core.ks.dbs = dbs;
+            }
+            core.repl.ledger = ledger;
+        });
+        let (primary, replicas) = {
+            let mut state = topo.write();
+            state.returned(n);
+            let replicas: Vec<usize> = state.replicas(n).into_iter().filter(|&r| !state.nodes[r].failed).collect();
+            (state.nodes[n].primary, replicas)
+        };
+        // Replication starts again: a replica resynchronises from its
+        // primary, a primary's replicas from it.
+        if let Some(p) = primary.and_then(|p| self.slots.lock()[p].server.as_ref().map(|s| s.shared.clone())) {
+            let primary_addr = *p.local_addr.lock();
+            follow(&server.shared, primary_addr);
         }
+        let me_addr = server.addr();
         self.slots.lock()[n].server = Some(server);
-        topo.write().nodes[n].failed = false;
+        for r in replicas {
+            if let Some(s) = self.shared(r) {
+                follow(&s, me_addr);
+            }
+        }
         Ok(())
     }
+
+    fn failover(&self, node: usize, wait_sync: bool, done: Box<dyn FnOnce(Result<(), String>) + Send>) {
+        let me = self.me.clone();
+        std::thread::spawn(move || {
+            let result = match me.upgrade() {
+                Some(nodes) => nodes.promote(node, wait_sync),
+                None => Err("the cluster is stopping".into()),
+            };
+            done(result);
+        });
+    }
+}
+
+/// Makes `replica` a replica of the node on `primary`; its replication
+/// task attaches it. On a thread of its own, as the caller may be a command
+/// of either node holding that node's state.
+fn follow(replica: &Arc<Shared>, primary: SocketAddr) {
+    let replica = replica.clone();
+    std::thread::spawn(move || {
+        let mut core = replica.core.blocking_lock();
+        let id = replica.next_id();
+        crate::cmd::replication::become_replica(&mut core, id, primary.ip().to_string(), primary.port());
+        core.after_command();
+    });
 }
 
 /// A running cluster. Stops every node when dropped (or with
@@ -160,10 +392,14 @@ impl Cluster {
     /// Starts a cluster as `config` says. Returns once every node accepts
     /// connections. All or nothing.
     pub fn start(config: ClusterConfig) -> Result<Cluster, Error> {
-        let n = config.primaries;
-        if !(1..=1000).contains(&n) {
+        let primaries = config.primaries;
+        if !(1..=1000).contains(&primaries) {
             return Err(Error::Config("a cluster has 1 to 1000 primaries".into()));
         }
+        if config.replicas > 16 {
+            return Err(Error::Config("a cluster has 0 to 16 replicas per primary".into()));
+        }
+        let n = primaries * (1 + config.replicas);
         let base = config.node.bind;
         let mut listeners = Vec::with_capacity(n);
         for i in 0..n {
@@ -208,7 +444,8 @@ impl Cluster {
             };
             announced.push((ip.clone(), port));
         }
-        let topo = Arc::new(Topology::new(&announced, n, crate::clock::Clock::new().now_ms()));
+        let topo = Arc::new(Topology::new(&announced, primaries, crate::clock::Clock::new().now_ms()));
+        let ledger: Arc<parking_lot::Mutex<crate::replication::Ledger>> = Default::default();
         let slots = Arc::new(parking_lot::Mutex::new(Vec::with_capacity(n)));
         for (i, listener) in listeners.into_iter().enumerate() {
             let mut c = config.node.clone();
@@ -219,15 +456,54 @@ impl Cluster {
                 c.params.push(("cluster-announce-port".into(), announced[i].1.to_string()));
             }
             let server = Server::start_on(listener, c.clone(), Some(Member { topo: topo.clone(), me: i }))?;
+            let l = ledger.clone();
+            server.with_core(move |core| core.repl.ledger = l);
             slots.lock().push(NodeSlot {
                 server: Some(server),
                 config: c,
                 addr: bound[i],
-                saved: None,
+                stopped: None,
                 stopping: None,
+                outages: 0,
             });
         }
-        let nodes = Arc::new(Nodes { topo: Arc::downgrade(&topo), slots });
+        if config.replicas > 0 {
+            // Each replica attached and in sync before the cluster is handed
+            // out (on one helper runtime: the caller may be inside one).
+            let pairs: Vec<(Arc<Shared>, SocketAddr)> = {
+                let slots = slots.lock();
+                let state = topo.read();
+                (primaries..n)
+                    .filter_map(|r| {
+                        let p = state.nodes[r].primary?;
+                        let replica = slots[r].server.as_ref()?.shared.clone();
+                        Some((replica, slots[p].addr))
+                    })
+                    .collect()
+            };
+            std::thread::spawn(move || {
+                block_on(async move {
+                    for (replica, primary) in &pairs {
+                        let (host, port) = (primary.ip().to_string(), primary.port());
+                        {
+                            let mut core = replica.core.lock().await;
+                            let id = replica.next_id();
+                            crate::cmd::replication::become_replica(&mut core, id, host.clone(), port);
+                        }
+                        super::replication::attach(replica, &host, port).await;
+                    }
+                })
+            })
+            .join()
+            .map_err(|_| Error::Config("the replicas did not attach".into()))?;
+        }
+        let nodes = Arc::new_cyclic(|me| Nodes {
+            topo: Arc::downgrade(&topo),
+            slots,
+            me: me.clone(),
+            failing_over: parking_lot::Mutex::new(()),
+            ledger,
+        });
         let control: Arc<dyn Control> = nodes.clone();
         topo.set_control(Arc::downgrade(&control));
         Ok(Cluster { topo, nodes })
@@ -286,6 +562,42 @@ impl Cluster {
             return Err(Error::Config(format!("no node {i}")));
         }
         self.nodes.set_down(i, down, false).map_err(Error::Config)
+    }
+
+    /// Promotes replica `i` in its primary's place (as `RLOCKD CLUSTER
+    /// FAILOVER`; for a primary, its first replica that is up): with what it
+    /// has received, the slots move to it, its primary becomes its replica
+    /// (or will, when it is down). Returns once done.
+    pub fn failover(&self, i: usize) -> Result<(), Error> {
+        if i >= self.len() {
+            return Err(Error::Config(format!("no node {i}")));
+        }
+        let i = {
+            let state = self.topo.read();
+            if state.nodes[i].is_primary() {
+                state
+                    .replicas(i)
+                    .into_iter()
+                    .find(|&r| !state.nodes[r].failed)
+                    .ok_or_else(|| Error::Config(format!("node {i} has no replica that is up")))?
+            } else {
+                i
+            }
+        };
+        let (tx, rx) = std::sync::mpsc::channel();
+        self.nodes.failover(
+            i,
+            false,
+            Box::new(move |r| {
+                let _ = tx.send(r);
+            }),
+        );
+        rx.recv().map_err(|_| Error::Config("the failover did not finish".into()))?.map_err(Error::Config)
+    }
+
+    /// The index of the primary node `i` replicates (`None`: a primary).
+    pub fn primary_of(&self, i: usize) -> Option<usize> {
+        self.topo.read().nodes.get(i)?.primary
     }
 
     /// True once every running node was asked to shut down (`SHUTDOWN`).

@@ -191,7 +191,7 @@ async fn turn(
 
 /// Attaches this replica to its primary at `host port` (a full
 /// resynchronisation).
-async fn attach(me: &Arc<Shared>, host: &str, port: u16) {
+pub(crate) async fn attach(me: &Arc<Shared>, host: &str, port: u16) {
     let attaching = me.core.lock().await.repl.attaching.clone();
     let _one_at_a_time = attaching.lock().await;
     {
@@ -352,6 +352,10 @@ pub(crate) async fn promote_replica(
     let lost = {
         let mut n = new_primary.core.lock().await;
         n.repl.promote();
+        if let Some(m) = &n.cluster {
+            // A cluster node takes its primary's slots in the same step.
+            m.topo.write().promote(m.me);
+        }
         let new_locks = n.control.locks(&n.ks, None, now);
         let mut lost = Vec::new();
         for l in &old_locks {

@@ -45,10 +45,41 @@ fn info_field(port: u16, section: &[&str], field: &str) -> Option<String> {
     text.lines().find_map(|l| l.strip_prefix(&format!("{field}:")).map(|v| v.trim().to_string()))
 }
 
+/// How many replica lines `CLUSTER NODES` on `port` shows.
+fn replicas_known(port: u16) -> usize {
+    let Ok(mut c) = RawConn::try_connect(port) else { return 0 };
+    match c.cmd(&["CLUSTER", "NODES"]) {
+        Value::Bulk(Some(b)) | Value::Verbatim(b) => String::from_utf8_lossy(&b)
+            .lines()
+            .filter(|l| l.split(' ').nth(2).is_some_and(|f| f.split(',').any(|x| x == "slave")))
+            .count(),
+        _ => 0,
+    }
+}
+
+/// A primary, or a replica whose link is up.
+fn synced(port: u16) -> bool {
+    let Ok(mut c) = RawConn::try_connect(port) else { return false };
+    match c.cmd(&["INFO", "replication"]) {
+        Value::Bulk(Some(b)) | Value::Verbatim(b) => {
+            let t = String::from_utf8_lossy(&b);
+            t.contains("role:master") || t.contains("master_link_status:up")
+        }
+        _ => false,
+    }
+}
+
 impl RedisCluster {
     /// Starts and joins the cluster, or None (after recording the skip)
     /// without redis-server / redis-cli.
     fn start(extra: &[&str]) -> Option<RedisCluster> {
+        Self::start_with_replicas(extra, 0)
+    }
+
+    /// With `replicas` replicas per primary (`--cluster-replicas`), ordered
+    /// as rlockd orders them: the node `3 + j` replicates node `j`.
+    fn start_with_replicas(extra: &[&str], replicas: usize) -> Option<RedisCluster> {
+        let total = 3 * (1 + replicas);
         let server = redis_server_or_skip()?;
         let cli = server.replace("redis-server", "redis-cli");
         if !std::path::Path::new(&cli).is_file() {
@@ -59,7 +90,7 @@ impl RedisCluster {
         std::fs::create_dir_all(&dir).expect("cluster dir");
         // A port and its bus port (+10000) must both be free.
         let mut ports = Vec::new();
-        while ports.len() < 3 {
+        while ports.len() < total {
             let p = free_port();
             if p < 55000 && std::net::TcpListener::bind(("127.0.0.1", p + 10000)).is_ok() && !ports.contains(&p) {
                 ports.push(p);
@@ -89,6 +120,7 @@ impl RedisCluster {
             .arg("--cluster")
             .arg("create")
             .args(&addrs)
+            .args(["--cluster-replicas", &replicas.to_string()])
             .arg("--cluster-yes")
             .stdin(Stdio::null())
             .output()
@@ -98,11 +130,28 @@ impl RedisCluster {
         let deadline = Instant::now() + Duration::from_secs(20);
         while !ports.iter().all(|p| {
             info_field(*p, &["INFO"], "cluster_state").as_deref() == Some("ok")
-                && info_field(*p, &["INFO"], "cluster_known_nodes").as_deref() == Some("3")
+                && info_field(*p, &["INFO"], "cluster_known_nodes").as_deref() == Some(&total.to_string())
+                && replicas_known(*p) == 3 * replicas
+                && synced(*p)
         }) {
             assert!(Instant::now() < deadline, "the redis-server cluster did not converge");
             std::thread::sleep(Duration::from_millis(50));
         }
+        // Replica j of the group replicates primary j (redis-cli assigns
+        // them in its own order).
+        let primary_of = |p: u16| -> usize {
+            let mut c = RawConn::connect(p);
+            let role = c.cmd(&["ROLE"]);
+            let Value::Agg(_, Some(items)) = role else { panic!("ROLE") };
+            let port = match &items[2] {
+                Value::Int(n) => *n as u16,
+                other => panic!("ROLE port: {other:?}"),
+            };
+            ports.iter().position(|q| *q == port).expect("the primary is a node")
+        };
+        let mut reps: Vec<u16> = ports[3..].to_vec();
+        reps.sort_by_key(|p| primary_of(*p));
+        rc.ports = ports[..3].iter().copied().chain(reps).collect();
         Some(rc)
     }
 }
@@ -166,6 +215,8 @@ impl Side {
 /// (NODES lines, SHARDS entries) it is sorted, and what varies with time
 /// (ping/pong times, link creation times, bus message counters) is left out.
 fn render(args: &[&str], v: &Value, norm: &dyn Fn(String) -> String) -> String {
+    let masked = mask_offsets(args, v);
+    let v = &masked;
     let sub = args.get(1).map(|s| s.to_ascii_lowercase()).unwrap_or_default();
     let cluster = args[0].eq_ignore_ascii_case("cluster");
     let text = |v: &Value| match v {
@@ -175,19 +226,22 @@ fn render(args: &[&str], v: &Value, norm: &dyn Fn(String) -> String) -> String {
         }
         other => pretty(other),
     };
+    let line = |l: &str| {
+        let mut f: Vec<&str> = l.split(' ').collect();
+        if f.len() > 5 {
+            f[4] = "<ping>";
+            f[5] = "<pong>";
+        }
+        norm(f.join(" "))
+    };
     match (cluster, sub.as_str(), v) {
         (true, "nodes", _) => {
-            let mut lines: Vec<String> = text(v)
-                .lines()
-                .map(|l| {
-                    let mut f: Vec<&str> = l.split(' ').collect();
-                    if f.len() > 5 {
-                        f[4] = "<ping>";
-                        f[5] = "<pong>";
-                    }
-                    norm(f.join(" "))
-                })
-                .collect();
+            let mut lines: Vec<String> = text(v).lines().map(line).collect();
+            lines.sort();
+            lines.join("\n")
+        }
+        (true, "replicas" | "slaves", Value::Agg(_, Some(items))) => {
+            let mut lines: Vec<String> = items.iter().map(|i| line(&text(i))).collect();
             lines.sort();
             lines.join("\n")
         }
@@ -206,6 +260,62 @@ fn render(args: &[&str], v: &Value, norm: &dyn Fn(String) -> String) -> String {
             format!("links: {}", (0..3).fold(first, |t, i| t.replace(&format!("<id{i}>"), "<id>")))
         }
         _ => norm(pretty(v)),
+    }
+}
+
+/// Replication offsets (in `ROLE` and `CLUSTER SHARDS`) zeroed: they count
+/// the heartbeat `PING`s, which come on timers in both servers.
+fn mask_offsets(args: &[&str], v: &Value) -> Value {
+    fn shards(v: &Value) -> Value {
+        match v {
+            Value::Agg(t, Some(items)) => {
+                let mut out: Vec<Value> = items.iter().map(shards).collect();
+                for i in 1..out.len() {
+                    if out[i - 1] == Value::Bulk(Some(b"replication-offset".to_vec())) {
+                        out[i] = Value::Int(0);
+                    }
+                }
+                Value::Agg(*t, Some(out))
+            }
+            Value::Map(p) => Value::Map(
+                p.iter()
+                    .map(|(k, x)| {
+                        if *k == Value::Bulk(Some(b"replication-offset".to_vec())) {
+                            (k.clone(), Value::Int(0))
+                        } else {
+                            (k.clone(), shards(x))
+                        }
+                    })
+                    .collect(),
+            ),
+            other => other.clone(),
+        }
+    }
+    match (args[0].to_ascii_lowercase().as_str(), v) {
+        ("role", Value::Agg(t, Some(items))) if items.len() == 5 => {
+            let mut items = items.clone();
+            items[4] = Value::Int(0);
+            Value::Agg(*t, Some(items))
+        }
+        ("role", Value::Agg(t, Some(items))) if items.len() == 3 => {
+            let mut items = items.clone();
+            items[1] = Value::Int(0);
+            if let Value::Agg(rt, Some(reps)) = &items[2] {
+                let reps = reps
+                    .iter()
+                    .map(|r| match r {
+                        Value::Agg(t, Some(f)) if f.len() == 3 => {
+                            Value::Agg(*t, Some(vec![f[0].clone(), f[1].clone(), Value::Bulk(Some(b"0".to_vec()))]))
+                        }
+                        other => other.clone(),
+                    })
+                    .collect();
+                items[2] = Value::Agg(*rt, Some(reps));
+            }
+            Value::Agg(*t, Some(items))
+        }
+        ("cluster", _) if args.get(1).is_some_and(|a| a.eq_ignore_ascii_case("shards")) => shards(v),
+        _ => v.clone(),
     }
 }
 
@@ -548,4 +658,307 @@ fn redis_cli_follows_redirects() {
     assert_eq!(cluster.with_node(2, |s| s.locks().len()), Some(0));
     let mut n2 = RawConn::connect(cluster.addrs()[2].port());
     assert_eq!(n2.cmd(&["GET", "foo"]), Value::Bulk(Some(b"bar".to_vec())), "the key is on node 2");
+}
+
+/// A 3-primary, 3-replica cluster (`--cluster-replicas 1`) against Redis's:
+/// the replica lines, entries and roles, what a replica answers with and
+/// without `READONLY`, and `CLUSTER FAILOVER`'s refusals.
+#[test]
+fn cluster_with_replicas_matches_redis() {
+    let Some(rc) = RedisCluster::start_with_replicas(&[], 1) else { return };
+    let cluster = rlockd::Cluster::start(rlockd::ClusterConfig::new(3).with_replicas(1)).expect("cluster");
+    let ports: Vec<u16> = cluster.addrs().iter().map(|a| a.port()).collect();
+    let mut ours = Side::new(&ports);
+    let mut redis = Side::new(&rc.ports);
+    settle_replicas(&mut ours);
+    settle_replicas(&mut redis);
+    let steps: &[(usize, &[&str])] = &[
+        (0, &["CLUSTER", "INFO"]),
+        (3, &["CLUSTER", "INFO"]),
+        (0, &["CLUSTER", "NODES"]),
+        (4, &["CLUSTER", "NODES"]),
+        (0, &["CLUSTER", "SLOTS"]),
+        (5, &["CLUSTER", "SLOTS"]),
+        (3, &["CLUSTER", "SHARDS"]),
+        (0, &["CLUSTER", "REPLICAS", "$ID0"]),
+        (1, &["CLUSTER", "SLAVES", "$ID2"]),
+        (0, &["CLUSTER", "REPLICAS", "$ID3"]),
+        (0, &["CLUSTER", "COUNT-FAILURE-REPORTS", "$ID3"]),
+        (3, &["ROLE"]),
+        (0, &["ROLE"]),
+        (0, &["SET", "b", "1"]),
+        (0, &["WAIT", "1", "5000"]),
+        (3, &["GET", "b"]),
+        (3, &["SET", "b", "2"]),
+        (3, &["GET", "foo"]),
+        (3, &["READONLY"]),
+        (3, &["GET", "b"]),
+        (3, &["MGET", "b", "{b}x"]),
+        (3, &["SET", "b", "2"]),
+        (3, &["GET", "foo"]),
+        (3, &["EXISTS", "b"]),
+        (3, &["READWRITE"]),
+        (3, &["GET", "b"]),
+        (3, &["CLUSTER", "COUNTKEYSINSLOT", "3300"]),
+        (3, &["CLUSTER", "GETKEYSINSLOT", "3300", "10"]),
+        (0, &["CLUSTER", "FAILOVER"]),
+        (3, &["CLUSTER", "FAILOVER", "NOW"]),
+        (3, &["CLUSTER", "FAILOVER", "FORCE", "x"]),
+        (3, &["CLUSTER", "REPLICATE", "$ID0"]),
+        (3, &["CLUSTER", "SETSLOT", "3300", "STABLE"]),
+        (3, &["INFO", "CLUSTER"]),
+    ];
+    compare(&mut ours, &mut redis, steps);
+}
+
+/// A write on each primary that every replica acknowledged, and every
+/// node listing every replica in `CLUSTER SLOTS` (Redis lists a replica
+/// only once its offset, which gossip carries, is not 0).
+fn settle_replicas(side: &mut Side) {
+    for (node, key) in [(0, "{b}settle"), (1, "{c}settle"), (2, "{foo}settle")] {
+        assert_eq!(side.conns[node].cmd(&["SET", key, "1"]), Value::Simple(b"OK".to_vec()));
+        assert_eq!(side.conns[node].cmd(&["WAIT", "1", "5000"]), Value::Int(1));
+    }
+    let ports = side.ports.clone();
+    wait_until("every replica in CLUSTER SLOTS", || {
+        ports.iter().all(|p| {
+            let Ok(mut c) = RawConn::try_connect(*p) else { return false };
+            match c.cmd(&["CLUSTER", "SLOTS"]) {
+                Value::Agg(_, Some(ranges)) => {
+                    ranges.iter().all(|r| matches!(r, Value::Agg(_, Some(e)) if e.len() == 4))
+                }
+                _ => false,
+            }
+        })
+    });
+}
+
+/// Every string in `v`, depth first.
+fn all_strings(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::Bulk(Some(b)) | Value::Simple(b) => out.push(String::from_utf8_lossy(b).into_owned()),
+        Value::Agg(_, Some(items)) => items.iter().for_each(|i| all_strings(i, out)),
+        Value::Map(pairs) => pairs.iter().for_each(|(k, x)| {
+            all_strings(k, out);
+            all_strings(x, out);
+        }),
+        _ => {}
+    }
+}
+
+/// Waits (bounded) until `f` holds.
+fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting: {what}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn text(v: Value) -> String {
+    match v {
+        Value::Bulk(Some(b)) | Value::Verbatim(b) => String::from_utf8_lossy(&b).into_owned(),
+        other => panic!("text expected: {other:?}"),
+    }
+}
+
+/// `CLUSTER FAILOVER` on a replica of both clusters: once the cluster
+/// settles, the same roles, flags, slots and epochs.
+#[test]
+fn cluster_failover_matches_redis() {
+    let Some(rc) = RedisCluster::start_with_replicas(&[], 1) else { return };
+    let cluster = rlockd::Cluster::start(rlockd::ClusterConfig::new(3).with_replicas(1)).expect("cluster");
+    let ports: Vec<u16> = cluster.addrs().iter().map(|a| a.port()).collect();
+    let mut ours = Side::new(&ports);
+    let mut redis = Side::new(&rc.ports);
+    for side in [&mut ours, &mut redis] {
+        settle_replicas(side);
+        assert_eq!(side.conns[0].cmd(&["SET", "b", "1"]), Value::Simple(b"OK".to_vec()));
+        assert_eq!(side.conns[3].cmd(&["CLUSTER", "FAILOVER"]), Value::Simple(b"OK".to_vec()));
+        // Settled: every node sees node 3 as the primary of slot 3300 and
+        // node 0 as its replica.
+        let (id0, id3) = (side.ids[0].clone(), side.ids[3].clone());
+        let ports = side.ports.clone();
+        wait_until("the failover to settle", || {
+            ports.iter().all(|p| {
+                let Ok(mut c) = RawConn::try_connect(*p) else { return false };
+                let nodes = text(c.cmd(&["CLUSTER", "NODES"]));
+                nodes.lines().any(|l| l.starts_with(&id0) && l.contains(&format!("slave {id3}")))
+                    && nodes.lines().any(|l| l.starts_with(&id3) && l.contains("master") && l.ends_with(" 0-5460"))
+            }) && synced(ports[0])
+        });
+    }
+    let steps: &[(usize, &[&str])] = &[
+        (1, &["CLUSTER", "NODES"]),
+        (0, &["CLUSTER", "NODES"]),
+        (3, &["CLUSTER", "INFO"]),
+        (0, &["CLUSTER", "INFO"]),
+        (1, &["CLUSTER", "SLOTS"]),
+        (0, &["ROLE"]),
+        (3, &["ROLE"]),
+        (0, &["GET", "b"]),
+        (3, &["GET", "b"]),
+        (3, &["CLUSTER", "FAILOVER"]),
+        (0, &["CLUSTER", "REPLICAS", "$ID3"]),
+    ];
+    compare(&mut ours, &mut redis, steps);
+}
+
+/// A lock held while its primary fails over with the stream paused: the
+/// promoted replica never got it, a second client acquires it, and `RLOCKD
+/// CHECK` on any node reports the two holders; `RLOCKD LOCKS` on any node
+/// shows every primary's locks.
+#[test]
+fn lossy_failover_is_a_violation_seen_from_every_node() {
+    let cluster = rlockd::Cluster::start(rlockd::ClusterConfig::new(3).with_replicas(1)).expect("cluster");
+    let ports: Vec<u16> = cluster.addrs().iter().map(|a| a.port()).collect();
+    let mut n0 = RawConn::connect(ports[0]);
+    let mut n2 = RawConn::connect(ports[2]);
+    // Slot 3300 ("{b}…") is node 0's; "foo" is node 2's.
+    assert_eq!(n2.cmd(&["SET", "foo", "a", "NX", "PX", "60000"]), Value::Simple(b"OK".to_vec()));
+    assert_eq!(n0.cmd(&["RLOCKD", "REPL", "PAUSE"]), Value::Int(1));
+    assert_eq!(n0.cmd(&["SET", "{b}lock", "holder-1", "NX", "PX", "60000"]), Value::Simple(b"OK".to_vec()));
+    let mut n1 = RawConn::connect(ports[1]);
+    let locks = n1.cmd(&["RLOCKD", "LOCKS", "TEXT"]);
+    let locks = text(locks);
+    assert!(locks.contains("{b}lock") && locks.contains("foo"), "every primary's locks from node 1: {locks}");
+    let mut events = Vec::new();
+    all_strings(&n1.cmd(&["RLOCKD", "EVENTS"]), &mut events);
+    assert!(events.iter().any(|e| e == "{b}lock") && events.iter().any(|e| e == "foo"), "{events:?}");
+    assert_eq!(n1.cmd(&["RLOCKD", "CLUSTER", "FAILOVER", "0"]), Value::Simple(b"OK".to_vec()));
+    assert_eq!(cluster.slot_owner(3300), Some(3));
+    assert_eq!(cluster.primary_of(0), Some(3));
+    assert_eq!(n0.cmd(&["GET", "{b}lock"]), Value::Error(format!("MOVED 3300 127.0.0.1:{}", ports[3]).into()));
+    let mut n3 = RawConn::connect(ports[3]);
+    assert_eq!(n3.cmd(&["GET", "{b}lock"]), Value::Bulk(None), "the promoted replica never got the lock");
+    assert_eq!(n1.cmd(&["RLOCKD", "CHECK"]), Value::Agg(b'*', Some(vec![])));
+    assert_eq!(n3.cmd(&["SET", "{b}lock", "holder-2", "NX", "PX", "60000"]), Value::Simple(b"OK".to_vec()));
+    let check = n1.cmd(&["RLOCKD", "CHECK"]).bulks();
+    assert_eq!(check.len(), 1, "one violation");
+    let v = String::from_utf8_lossy(&check[0]).into_owned();
+    assert!(v.contains("{b}lock") && v.contains("holder-1") && v.contains("holder-2"), "{v}");
+    assert_eq!(n2.cmd(&["RLOCKD", "CHECK"]).bulks(), check, "the same from another node");
+    let Value::Bulk(Some(info)) = n1.cmd(&["CLUSTER", "INFO"]) else { panic!("INFO") };
+    assert!(String::from_utf8_lossy(&info).contains("cluster_current_epoch:7"), "the promotion's epoch");
+}
+
+/// A primary taken down with a replica: `CLUSTERDOWN` until the replica
+/// takes its place after `cluster-node-timeout`; back, the old primary is
+/// the new one's replica and has its writes.
+#[test]
+fn primary_down_is_replaced_by_its_replica() {
+    let cluster = rlockd::Cluster::start(rlockd::ClusterConfig::new(3).with_replicas(1)).expect("cluster");
+    let ports: Vec<u16> = cluster.addrs().iter().map(|a| a.port()).collect();
+    let mut n1 = RawConn::connect(ports[1]);
+    let mut n5 = RawConn::connect(ports[5]);
+    assert_eq!(n5.cmd(&["CONFIG", "SET", "cluster-node-timeout", "200"]), Value::Simple(b"OK".to_vec()));
+    let mut n2 = RawConn::connect(ports[2]);
+    assert_eq!(n2.cmd(&["SET", "foo", "1"]), Value::Simple(b"OK".to_vec()));
+    assert_eq!(n2.cmd(&["WAIT", "1", "5000"]), Value::Int(1));
+    assert_eq!(n1.cmd(&["RLOCKD", "CLUSTER", "DOWN", "2"]), Value::Simple(b"OK".to_vec()));
+    // Until the replica is promoted the cluster is down (this answer may
+    // already be the promoted one's if the timeout passed meanwhile).
+    let first = n1.cmd(&["GET", "foo"]);
+    let moved = Value::Error(format!("MOVED 12182 127.0.0.1:{}", ports[5]).into());
+    assert!(first == Value::Error(b"CLUSTERDOWN The cluster is down".to_vec()) || first == moved, "{first:?}");
+    wait_until("the replica's promotion", || cluster.slot_owner(12182) == Some(5));
+    assert_eq!(n1.cmd(&["GET", "foo"]), moved);
+    assert_eq!(n5.cmd(&["GET", "foo"]), Value::Bulk(Some(b"1".to_vec())));
+    assert_eq!(n5.cmd(&["SET", "foo", "2"]), Value::Simple(b"OK".to_vec()));
+    let nodes = text(n1.cmd(&["CLUSTER", "NODES"]));
+    let ids = cluster.node_ids();
+    assert!(nodes.lines().any(|l| l.starts_with(&ids[2]) && l.contains(" master,fail - ")), "{nodes}");
+    assert!(text(n1.cmd(&["CLUSTER", "INFO"])).contains("cluster_state:ok"));
+    assert_eq!(n1.cmd(&["RLOCKD", "CLUSTER", "UP", "2"]), Value::Simple(b"OK".to_vec()));
+    assert_eq!(cluster.primary_of(2), Some(5));
+    let mut back = RawConn::connect(ports[2]);
+    wait_until("the old primary to resynchronise", || {
+        text(back.cmd(&["INFO", "replication"])).contains("master_link_status:up")
+    });
+    assert_eq!(back.cmd(&["GET", "foo"]), Value::Error(format!("MOVED 12182 127.0.0.1:{}", ports[5]).into()));
+    assert_eq!(back.cmd(&["READONLY"]), Value::Simple(b"OK".to_vec()));
+    assert_eq!(back.cmd(&["GET", "foo"]), Value::Bulk(Some(b"2".to_vec())));
+    // Test control promotes at once: node 2 takes its slots back.
+    assert_eq!(n1.cmd(&["RLOCKD", "CLUSTER", "FAILOVER", "2"]), Value::Simple(b"OK".to_vec()));
+    assert_eq!(cluster.slot_owner(12182), Some(2));
+}
+
+/// The README's replicas-and-failover block, as written there: each
+/// `redis-cli -p 700N …` line run on node N of an rlockd cluster of 3
+/// primaries and 3 replicas (ports 7000+ may be taken, so each node is on a
+/// free port), the replies as the comments say.
+#[test]
+fn readme_failover_block() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).expect("README.md");
+    let start = "rlockd --cluster 3 --cluster-replicas 1 --port 7000 &";
+    let block: Vec<&str> = readme
+        .split("```sh\n")
+        .find(|b| b.starts_with(start))
+        .expect("the README's failover block")
+        .split("```")
+        .next()
+        .expect("block")
+        .lines()
+        .skip(1)
+        .collect();
+    assert_eq!(block.len(), 5, "{block:?}");
+    let cluster = rlockd::Cluster::start(rlockd::ClusterConfig::new(3).with_replicas(1)).expect("cluster");
+    let ports: Vec<u16> = cluster.addrs().iter().map(|a| a.port()).collect();
+    let mut replies = Vec::new();
+    for line in &block {
+        let command = line.split('#').next().expect("command").trim();
+        let words: Vec<String> = command.split_whitespace().map(|w| w.trim_matches('\'').to_string()).collect();
+        assert_eq!((words[0].as_str(), words[1].as_str()), ("redis-cli", "-p"), "{line}");
+        let node: usize = words[2].strip_prefix("700").expect("port 700N").parse().expect("node");
+        let args: Vec<&str> = words[3..].iter().map(String::as_str).collect();
+        replies.push(RawConn::connect(ports[node]).cmd(&args));
+    }
+    let ok = Value::Simple(b"OK".to_vec());
+    assert_eq!(replies[..4], [Value::Int(1), ok.clone(), ok.clone(), ok]);
+    let check = replies[4].bulks();
+    assert_eq!(check.len(), 1, "{:?}", replies[4]);
+    assert!(String::from_utf8_lossy(&check[0]).contains("client-1"));
+    assert_eq!(cluster.slot_owner(0), Some(3));
+}
+
+/// The README's Rust lines: `Cluster::failover` promotes a replica and
+/// returns once it serves its primary's slots.
+#[test]
+fn rust_failover() {
+    let cluster = rlockd::Cluster::start(rlockd::ClusterConfig::new(3).with_replicas(1)).unwrap();
+    let mut n0 = RawConn::connect(cluster.addrs()[0].port());
+    assert_eq!(n0.cmd(&["SET", "b", "1"]), Value::Simple(b"OK".to_vec()));
+    assert_eq!(n0.cmd(&["WAIT", "1", "5000"]), Value::Int(1));
+    cluster.failover(3).unwrap(); // node 3 (node 0's replica) takes node 0's slots
+    assert_eq!(cluster.primary_of(0), Some(3));
+    assert_eq!(cluster.slot_owner(3300), Some(3));
+    let mut n3 = RawConn::connect(cluster.addrs()[3].port());
+    assert_eq!(n3.cmd(&["GET", "b"]), Value::Bulk(Some(b"1".to_vec())));
+    // A primary's index: its replica (node 0 now) takes over.
+    cluster.failover(3).unwrap();
+    assert_eq!(cluster.slot_owner(3300), Some(0));
+    cluster.take_down(4).unwrap();
+    assert!(cluster.failover(1).is_err(), "node 1's only replica is down");
+}
+
+/// `CLUSTER FAILOVER` without an option waits until the replica has what
+/// its primary wrote (the stream lagging here), so a lock taken just before
+/// survives; `FORCE` with the stream paused promotes at once and loses it.
+#[test]
+fn manual_failover_waits_for_the_replica_force_does_not() {
+    let cluster = rlockd::Cluster::start(rlockd::ClusterConfig::new(3).with_replicas(1)).expect("cluster");
+    let ports: Vec<u16> = cluster.addrs().iter().map(|a| a.port()).collect();
+    let (mut n0, mut n3) = (RawConn::connect(ports[0]), RawConn::connect(ports[3]));
+    assert_eq!(n0.cmd(&["RLOCKD", "REPL", "LAG", "300"]), Value::Int(1));
+    assert_eq!(n0.cmd(&["SET", "{b}lock", "a", "NX", "PX", "60000"]), Value::Simple(b"OK".to_vec()));
+    assert_eq!(n3.cmd(&["CLUSTER", "FAILOVER"]), Value::Simple(b"OK".to_vec()));
+    wait_until("node 3 to take slot 3300", || cluster.slot_owner(3300) == Some(3));
+    assert_eq!(n3.cmd(&["GET", "{b}lock"]), Value::Bulk(Some(b"a".to_vec())));
+    assert_eq!(n0.cmd(&["GET", "{b}lock"]), Value::Error(format!("MOVED 3300 127.0.0.1:{}", ports[3]).into()));
+    assert_eq!(n3.cmd(&["RLOCKD", "REPL", "PAUSE"]), Value::Int(1));
+    assert_eq!(n3.cmd(&["SET", "{b}lock2", "x", "NX", "PX", "60000"]), Value::Simple(b"OK".to_vec()));
+    assert_eq!(n0.cmd(&["CLUSTER", "FAILOVER", "FORCE"]), Value::Simple(b"OK".to_vec()));
+    wait_until("node 0 to take slot 3300 back", || cluster.slot_owner(3300) == Some(0));
+    assert_eq!(n0.cmd(&["GET", "{b}lock2"]), Value::Bulk(None), "FORCE promoted without the paused write");
+    assert_eq!(n0.cmd(&["GET", "{b}lock"]), Value::Bulk(Some(b"a".to_vec())));
 }

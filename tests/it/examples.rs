@@ -127,6 +127,29 @@ fn redis_py_cluster_example() {
     assert_eq!(r.stdout.trim_end(), "python cluster example: ok");
 }
 
+/// redis-py's `RedisCluster` and `Lock` through failovers on `rlockd
+/// --cluster 3 --cluster-replicas 1`: one the lock survives, one with the
+/// stream paused after which a second client holds it and `RLOCKD CHECK`
+/// says so (`clients/examples/python/cluster_failover.py`).
+#[test]
+fn redis_py_cluster_failover() {
+    let Some(python) = redis_py("the redis-py cluster failover example") else { return };
+    let srv = Binary::start(&["--cluster", "3", "--cluster-replicas", "1", "--port", "0"]);
+    let r = ok_or_panic(
+        "the redis-py cluster failover example",
+        run_in(
+            Some(&source("python")),
+            python.to_str().expect("utf-8 path"),
+            &["cluster_failover.py", &srv.port.to_string()],
+            STEP_LIMIT,
+        ),
+    );
+    assert_eq!(r.stdout.trim_end(), "python cluster failover: ok");
+    // The server saw it too: one violation, from any node.
+    let Value::Agg(_, Some(v)) = RawConn::connect(srv.port).cmd(&["RLOCKD", "CHECK"]) else { panic!("CHECK") };
+    assert_eq!(v.len(), 1, "{v:?}");
+}
+
 /// The node work directory with the example's packages installed (None,
 /// after recording the skip, without Node).
 pub(crate) fn node_work(what: &str) -> Option<PathBuf> {
@@ -138,7 +161,7 @@ pub(crate) fn node_work(what: &str) -> Option<PathBuf> {
     let _one = INSTALLING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let src = source("node");
     let work = work_dir("node");
-    for f in ["package.json", "package-lock.json", "example.js", "cluster_example.js", "failover.js"] {
+    for f in ["package.json", "package-lock.json", "example.js", "cluster_example.js", "failover.js", "cluster_failover.js"] {
         std::fs::copy(src.join(f), work.join(f)).unwrap_or_else(|e| panic!("copy {f}: {e}"));
     }
     let lock = std::fs::read_to_string(src.join("package-lock.json")).expect("package-lock.json");
@@ -174,6 +197,21 @@ fn node_cluster_example() {
         run_in(Some(&work), "node", &["cluster_example.js", &srv.port.to_string()], STEP_LIMIT),
     );
     assert_eq!(r.stdout.trim_end(), "node cluster example: ok");
+}
+
+/// ioredis's `Cluster` with redlock through failovers on `rlockd --cluster
+/// 3 --cluster-replicas 1` (`clients/examples/node/cluster_failover.js`).
+#[test]
+fn node_cluster_failover() {
+    let Some(work) = node_work("the ioredis cluster failover example") else { return };
+    let srv = Binary::start(&["--cluster", "3", "--cluster-replicas", "1", "--port", "0"]);
+    let r = ok_or_panic(
+        "the node cluster failover example",
+        run_in(Some(&work), "node", &["cluster_failover.js", &srv.port.to_string()], STEP_LIMIT),
+    );
+    assert_eq!(r.stdout.trim_end(), "node cluster failover: ok");
+    let Value::Agg(_, Some(v)) = RawConn::connect(srv.port).cmd(&["RLOCKD", "CHECK"]) else { panic!("CHECK") };
+    assert_eq!(v.len(), 1, "{v:?}");
 }
 
 #[test]
@@ -247,4 +285,45 @@ fn redisson_cluster_example() {
         ),
     );
     assert!(r.stdout.contains("java cluster example: ok"), "{}", r.stdout);
+}
+
+/// Redisson in cluster mode on `rlockd --cluster 3 --cluster-replicas 1`:
+/// an RLock held while its slot moves (half-way, then all) and released
+/// after, held through a failover without loss, refused by Redisson when no
+/// replica acknowledges it, and lost in a failover by a client that does not
+/// check, a second client then holding it and `RLOCKD CHECK` saying so
+/// (`clients/examples/java/.../ClusterFailoverMain.java`).
+#[test]
+fn redisson_cluster_failover() {
+    if !runs("java", &["-version"]) || !runs("mvn", &["-v"]) {
+        skipped("a JDK (17+) and Maven are not installed, so the Redisson cluster failover example was not run");
+        return;
+    }
+    let pom = source("java").join("pom.xml");
+    let build_dir = format!("-Dexample.build.dir={}", work_dir("java-cluster-failover").join("target").display());
+    let srv = Binary::start(&["--cluster", "3", "--cluster-replicas", "1", "--port", "0"]);
+    let address = format!("-Dexec.args=redis://127.0.0.1:{}", srv.port);
+    let r = ok_or_panic(
+        "the Redisson cluster failover example (mvn compile exec:java)",
+        run_in(
+            None,
+            "mvn",
+            &[
+                "-B",
+                "-q",
+                "-Dstyle.color=never",
+                "-f",
+                pom.to_str().expect("utf-8 path"),
+                &build_dir,
+                "-Dexample.main=example.ClusterFailoverMain",
+                "compile",
+                "exec:java",
+                &address,
+            ],
+            STEP_LIMIT,
+        ),
+    );
+    assert!(r.stdout.contains("java cluster failover: ok"), "{}", r.stdout);
+    let Value::Agg(_, Some(v)) = RawConn::connect(srv.port).cmd(&["RLOCKD", "CHECK"]) else { panic!("CHECK") };
+    assert_eq!(v.len(), 1, "{v:?}");
 }
