@@ -116,6 +116,21 @@ type Cluster struct {
 //	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
 func StartCluster(tb testing.TB, n int, opts ...Option) *Cluster {
 	tb.Helper()
+	nodes, topo := clusterArgs(n, opts)
+	return newCluster(start(tb, nodes, 0, topo, opts))
+}
+
+// RunCluster starts a cluster outside a test (or for a TestMain); Close stops it.
+func RunCluster(n int, opts ...Option) (*Cluster, error) {
+	nodes, topo := clusterArgs(n, opts)
+	s, err := run(nodes, 0, topo, opts)
+	if err != nil {
+		return nil, err
+	}
+	return newCluster(s), nil
+}
+
+func clusterArgs(n int, opts []Option) (int, []string) {
 	var c config
 	for _, o := range opts {
 		o(&c)
@@ -124,7 +139,10 @@ func StartCluster(tb testing.TB, n int, opts ...Option) *Cluster {
 	if c.clusterReplicas > 0 {
 		topo = append(topo, "--cluster-replicas", strconv.Itoa(c.clusterReplicas))
 	}
-	s := start(tb, n*(1+c.clusterReplicas), 0, topo, opts)
+	return n * (1 + c.clusterReplicas), topo
+}
+
+func newCluster(s *Server) *Cluster {
 	cl := &Cluster{Server: s}
 	for _, p := range s.ports {
 		cl.nodes = append(cl.nodes, s.node(p))
@@ -263,11 +281,27 @@ type Replicated struct {
 //		MasterName: r.MasterName(), SentinelAddrs: r.SentinelAddrs()})
 func StartReplicated(tb testing.TB, replicas, sentinels int, opts ...Option) *Replicated {
 	tb.Helper()
+	return newReplicated(start(tb, 1+replicas, sentinels, replicatedArgs(replicas, sentinels), opts))
+}
+
+// RunReplicated starts a primary with replicas and Sentinels outside a test; Close stops it.
+func RunReplicated(replicas, sentinels int, opts ...Option) (*Replicated, error) {
+	s, err := run(1+replicas, sentinels, replicatedArgs(replicas, sentinels), opts)
+	if err != nil {
+		return nil, err
+	}
+	return newReplicated(s), nil
+}
+
+func replicatedArgs(replicas, sentinels int) []string {
 	topo := []string{"--replicas", strconv.Itoa(replicas)}
 	if sentinels > 0 {
 		topo = append(topo, "--sentinel", strings.TrimSuffix(strings.Repeat("0,", sentinels), ","))
 	}
-	s := start(tb, 1+replicas, sentinels, topo, opts)
+	return topo
+}
+
+func newReplicated(s *Server) *Replicated {
 	r := &Replicated{Server: s}
 	for _, p := range s.ports {
 		r.nodes = append(r.nodes, s.node(p))
