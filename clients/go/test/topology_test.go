@@ -105,3 +105,26 @@ func TestFailoverClientLosesTheLockInAFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestClusterReplicasArePassedToTheBinary(t *testing.T) {
+	c, err := rlockd.RunCluster(2, rlockd.ClusterReplicas(1))
+	if err != nil { // a binary without cluster replicas says so in its log
+		_, log, _ := strings.Cut(err.Error(), "--- rlockd log ---")
+		if !strings.Contains(log, "cluster-replicas") {
+			t.Fatalf("unexpected error: %v", err)
+		}
+		return
+	}
+	defer c.Close()
+	roles := map[string]int{}
+	for _, n := range c.Nodes() {
+		r, err := n.Do("ROLE")
+		if err != nil {
+			t.Fatal(err)
+		}
+		roles[r.([]any)[0].(string)]++
+	}
+	if len(c.Nodes()) != 4 || roles["master"] != 2 || roles["slave"] != 2 {
+		t.Fatalf("nodes %v, roles %v", c.Addrs(), roles)
+	}
+}

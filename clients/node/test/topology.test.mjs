@@ -82,3 +82,21 @@ test("replication lag, break and restore", async (t) => {
   assert.equal(await r.restoreReplication({ replica: r.replicas[0] }), 1);
   assert.equal((await r.currentPrimary()).port, r.primary.port);
 });
+
+test("cluster replicas are passed to the binary", async () => {
+  let c;
+  try {
+    c = await RlockdCluster.start({ nodes: 2, replicas: 1 });
+  } catch (e) {
+    // a binary without cluster replicas says so in its log
+    assert.ok(e instanceof RlockdError && /cluster-replicas/.test(e.logs), e.message);
+    return;
+  }
+  try {
+    assert.equal(c.nodes.length, 4);
+    const roles = await Promise.all(c.nodes.map(async (n) => String((await n.command("ROLE"))[0])));
+    assert.deepEqual(roles.sort(), ["master", "master", "slave", "slave"]);
+  } finally {
+    await c.stop();
+  }
+});

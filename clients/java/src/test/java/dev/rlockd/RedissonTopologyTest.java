@@ -116,4 +116,24 @@ class RedissonTopologyTest {
             assertNotEquals(r.primary().port(), r.replicas().get(0).port());
         }
     }
+
+    @Test
+    void clusterReplicasArePassedToTheBinary() {
+        RlockdCluster c;
+        try {
+            c = RlockdServer.builder().clusterReplicas(1).startCluster(2);
+        } catch (RlockdException e) { // a binary without cluster replicas says so in its log
+            assertTrue(e.logs() != null && e.logs().contains("cluster-replicas"), e.getMessage());
+            return;
+        }
+        try (c) {
+            assertEquals(4, c.nodes().size());
+            List<String> roles = new java.util.ArrayList<>();
+            for (RlockdServer n : c.nodes()) {
+                roles.add(Control.text(Control.list(n.command("ROLE")).get(0)));
+            }
+            java.util.Collections.sort(roles);
+            assertEquals(List.of("master", "master", "slave", "slave"), roles);
+        }
+    }
 }
