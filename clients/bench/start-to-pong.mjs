@@ -1,8 +1,10 @@
 // Start-to-first-PONG of the Node front end: RlockdServer.start() until the
-// first PING is answered (through ioredis, and through srv.command), N times.
+// first PING is answered (through ioredis, and through srv.command), N times. Then a
+// cluster of 3 (RlockdCluster.start()) until ioredis's Cluster, which reads CLUSTER SLOTS
+// first, answers PING from every node.
 //   node start-to-pong.mjs [N]     # in a project with rlockd and ioredis installed
 import Redis from "ioredis";
-import { RlockdServer } from "rlockd";
+import { RlockdCluster, RlockdServer } from "rlockd";
 
 const n = Number(process.argv[2] || 20);
 const stats = (xs) => {
@@ -30,3 +32,19 @@ for (let i = 0; i < n; i++) {
 }
 console.log(`node start-to-first-PONG over ${n}, ioredis: ${stats(viaClient)}`);
 console.log(`node start-to-first-PONG over ${n}, srv.command: ${stats(viaCommand)}`);
+const viaCluster = [];
+for (let i = 0; i < n; i++) {
+  const t0 = performance.now();
+  const c = await RlockdCluster.start({ nodes: 3 });
+  const cluster = new Redis.Cluster(c.startupNodes);
+  await new Promise((resolve, reject) => {
+    cluster.once("ready", resolve);
+    cluster.once("error", reject);
+  });
+  const pongs = await Promise.all(cluster.nodes("all").map((node) => node.ping()));
+  if (pongs.length !== 3 || pongs.some((p) => p !== "PONG")) throw new Error("no PONG");
+  viaCluster.push(performance.now() - t0);
+  cluster.disconnect();
+  await c.stop();
+}
+console.log(`node start-to-first-PONG over ${n}, a 3-node cluster, ioredis Cluster (PING on every node): ${stats(viaCluster)}`);

@@ -45,6 +45,8 @@ type config struct {
 	args     []string
 	binary   string
 	timeout  time.Duration
+
+	clusterReplicas int
 }
 
 // Port listens on this port (default 0: a free one the server picks).
@@ -62,20 +64,34 @@ func Binary(path string) Option { return func(c *config) { c.binary = path } }
 // StartupTimeout is how long to wait for the ready line (default 10 s).
 func StartupTimeout(d time.Duration) Option { return func(c *config) { c.timeout = d } }
 
-// Server is one rlockd process on 127.0.0.1.
+// Server is one rlockd process on 127.0.0.1, or one node of a topology (Cluster,
+// Replicated): its address and its own test control. The nodes of a topology share one
+// process; Close, PID, Running and Logs are the process's.
 type Server struct {
-	cmd      *exec.Cmd
-	stdin    io.WriteCloser
-	exited   chan struct{}
+	*process
 	host     string
 	port     int
 	password string
 	tb       testing.TB
+}
 
-	mu  sync.Mutex
-	log bytes.Buffer
+// process is the rlockd process behind one or several nodes.
+type process struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	exited chan struct{}
+
+	mu        sync.Mutex
+	log       bytes.Buffer
+	ports     []int // one ready line per node, in start order
+	sentinels []int // then one per Sentinel
 
 	closeOnce sync.Once
+}
+
+// node is the node listening on port, sharing s's process.
+func (s *Server) node(port int) *Server {
+	return &Server{process: s.process, host: s.host, port: port, password: s.password, tb: s.tb}
 }
 
 // Start starts a server for test tb and registers its stop with tb.Cleanup; when the test
@@ -101,10 +117,17 @@ func Start(tb testing.TB, opts ...Option) *Server {
 // Run starts a server outside a test (or for a TestMain); Close stops it. Its typed
 // test-control methods panic on an error reply; Do returns errors.
 func Run(opts ...Option) (*Server, error) {
+	return run(1, 0, nil, opts)
+}
+
+// run starts the process with the topology's options first and waits for a ready line per
+// node and per Sentinel.
+func run(nodes, sentinels int, topology []string, opts []Option) (*Server, error) {
 	c := config{host: "127.0.0.1", timeout: 10 * time.Second}
 	for _, o := range opts {
 		o(&c)
 	}
+	c.args = append(append([]string{}, topology...), c.args...)
 	exe, err := resolve(c.binary)
 	if err != nil {
 		return nil, err
@@ -133,12 +156,13 @@ func Run(opts ...Option) (*Server, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("cannot run %s: %w", exe, err)
 	}
-	s := &Server{cmd: cmd, stdin: stdin, exited: make(chan struct{}), host: c.host, password: c.password}
-	portCh := make(chan int, 1)
+	s := &Server{process: &process{cmd: cmd, stdin: stdin, exited: make(chan struct{})}, host: c.host,
+		password: c.password}
+	readyCh := make(chan struct{})
 	var pumps sync.WaitGroup
 	pumps.Add(2)
-	go s.pump(stdout, portCh, &pumps)
-	go s.pump(stderr, nil, &pumps)
+	go s.pump(stdout, readyCh, nodes, sentinels, &pumps)
+	go s.pump(stderr, nil, 0, 0, &pumps)
 	go func() {
 		pumps.Wait() // the pipes are read to the end before Wait closes them
 		_ = cmd.Wait()
@@ -148,7 +172,10 @@ func Run(opts ...Option) (*Server, error) {
 	defer timer.Stop()
 	var why string
 	select {
-	case s.port = <-portCh:
+	case <-readyCh:
+		s.mu.Lock()
+		s.port = s.ports[0]
+		s.mu.Unlock()
 		return s, nil
 	case <-s.exited:
 		why = "exited with " + cmd.ProcessState.String()
@@ -167,23 +194,27 @@ func Run(opts ...Option) (*Server, error) {
 	return nil, fmt.Errorf("rlockd %s (%s %s)\n--- rlockd log ---\n%s", why, exe, strings.Join(args, " "), log)
 }
 
-func (s *Server) pump(r io.Reader, portCh chan<- int, done *sync.WaitGroup) {
+func (s *Server) pump(r io.Reader, readyCh chan struct{}, nodes, sentinels int, done *sync.WaitGroup) {
 	defer done.Done()
 	br := bufio.NewReader(r)
-	found := false
 	for {
 		line, err := br.ReadString('\n')
 		if line != "" {
 			s.mu.Lock()
 			s.log.WriteString(line)
-			s.mu.Unlock()
-			if portCh != nil && !found {
-				if m := ready.FindStringSubmatch(line); m != nil {
-					found = true
-					p, _ := strconv.Atoi(m[1])
-					portCh <- p
+			if m := ready.FindStringSubmatch(line); readyCh != nil && m != nil {
+				p, _ := strconv.Atoi(m[1])
+				if strings.Contains(line, "sentinel") {
+					s.sentinels = append(s.sentinels, p)
+				} else {
+					s.ports = append(s.ports, p)
+				}
+				if len(s.ports) >= nodes && len(s.sentinels) >= sentinels {
+					close(readyCh)
+					readyCh = nil
 				}
 			}
+			s.mu.Unlock()
 		}
 		if err != nil {
 			return

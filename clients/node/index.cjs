@@ -151,6 +151,10 @@ class RlockdServer {
     this._log = [];
     this._child = null;
     this._exited = null;
+    this._ports = [];
+    this._sentinelPorts = [];
+    // Ready lines to wait for (one per node, one per Sentinel) and the topology's options.
+    this._want = { nodes: 1, sentinels: 0, args: [] };
   }
 
   /**
@@ -158,7 +162,7 @@ class RlockdServer {
    * @param {{port?: number, host?: string, password?: string, args?: string[], binary?: string, startupTimeoutMs?: number}} [opts]
    */
   static async start(opts = {}) {
-    const srv = new RlockdServer(opts);
+    const srv = new this(opts);
     if (opts.test) srv.reportTo(opts.test);
     await srv._start();
     return srv;
@@ -201,7 +205,7 @@ class RlockdServer {
     const requested = this._opts.port || 0;
     const args = ["--port", String(requested), "--bind", this.host];
     if (this.password) args.push("--requirepass", this.password);
-    args.push(...(this._opts.args || []).map(String));
+    args.push(...this._want.args, ...(this._opts.args || []).map(String));
     const child = spawn(exe, args, {
       stdio: ["pipe", "pipe", "pipe"],
       env: { ...process.env, RLOCKD_STDIN_WATCHDOG: "1", NO_COLOR: "1" },
@@ -235,12 +239,19 @@ class RlockdServer {
         this._log.push(text);
         if (done) return;
         stdout += text;
-        const m = READY.exec(stdout);
-        if (m) {
-          done = true;
-          clearTimeout(timer);
-          this.port = Number(m[1]);
-          resolve();
+        let nl;
+        while ((nl = stdout.indexOf("\n")) >= 0) {
+          const line = stdout.slice(0, nl);
+          stdout = stdout.slice(nl + 1);
+          const m = READY.exec(line);
+          if (!m) continue;
+          (/sentinel/.test(line) ? this._sentinelPorts : this._ports).push(Number(m[1]));
+          if (this._ports.length >= this._want.nodes && this._sentinelPorts.length >= this._want.sentinels) {
+            done = true;
+            clearTimeout(timer);
+            this.port = this._ports[0];
+            return resolve();
+          }
         }
       });
       child.stderr.on("data", (chunk) => this._log.push(chunk.toString("utf8")));
@@ -575,6 +586,285 @@ function parse(buf, pos) {
   }
 }
 
+// ------------------------------------------------------------ topologies
+
+// A node of a topology: its address and its own test control (its keyspace, clock, locks,
+// faults). The nodes share the topology's process: stop the topology, not a node.
+function nodeAt(owner, port) {
+  const n = new RlockdServer({ host: owner.host, password: owner.password });
+  n.port = port;
+  return n;
+}
+
+// The nodes that accept connections (a cluster node taken down does not).
+async function upNodes(nodes) {
+  const up = await Promise.all(nodes.map((n) => n.ping().catch(() => false)));
+  return nodes.filter((_, i) => up[i]);
+}
+
+/** What a cluster and a replicated set share: the clock and the checks over every node. */
+class RlockdTopology extends RlockdServer {
+  /** Every node in start order (a replicated set: the primary, then its replicas). */
+  get nodes() {
+    return this._ports.map((p) => nodeAt(this, p));
+  }
+
+  get urls() {
+    return this.nodes.map((n) => n.url);
+  }
+
+  async _each(fn) {
+    const out = [];
+    for (const n of await upNodes(this.nodes)) out.push(await fn(n));
+    return out;
+  }
+
+  /** Moves every node's time by `ms`; resolves with the first node's new time. */
+  async advanceClock(ms) {
+    return (await this._each((n) => n.advanceClock(ms)))[0];
+  }
+
+  async setClock(unixMs) {
+    return (await this._each((n) => n.setClock(unixMs)))[0];
+  }
+
+  async freezeClock() {
+    await this._each((n) => n.freezeClock());
+  }
+
+  async resumeClock() {
+    await this._each((n) => n.resumeClock());
+  }
+
+  async skewClock(ms) {
+    return (await this._each((n) => n.skewClock(ms)))[0];
+  }
+
+  /** The violations any node saw (`assertLocksSafe()` rejects with them). */
+  async checkLocks() {
+    return [...new Set((await this._each((n) => n.checkLocks())).flat())];
+  }
+
+  async resetLockChecks() {
+    await this._each((n) => n.resetLockChecks());
+  }
+}
+
+/**
+ * A Redis Cluster in one rlockd process (`rlockd --cluster N`), each node on a free port.
+ * `RlockdCluster.start({ nodes: 3 })`; `replicas` passes `--cluster-replicas` (where the
+ * binary supports it). The clock, `locks()`, `checkLocks()` and `assertLocksSafe()` cover
+ * every node that is up; the other test-control methods act on the first node, and
+ * `nodes[i]` has each node's.
+ */
+class RlockdCluster extends RlockdTopology {
+  constructor(opts = {}) {
+    super(opts);
+    const n = opts.nodes ?? 3;
+    const r = opts.replicas ?? 0;
+    const args = ["--cluster", String(n)];
+    if (r) args.push("--cluster-replicas", String(r));
+    this._want = { nodes: n * (1 + r), sentinels: 0, args };
+  }
+
+  /** `[{ host, port }]` of every node, as `new Redis.Cluster(...)` takes its seeds. */
+  get startupNodes() {
+    return this._ports.map((port) => ({ host: this.host, port }));
+  }
+
+  async _via(...args) {
+    let last;
+    for (const n of this.nodes) {
+      try {
+        return await n._rlockd(...args);
+      } catch (e) {
+        if (e instanceof RlockdError) throw e;
+        last = e; // that node is down: any other one answers
+      }
+    }
+    throw new RlockdError(`no node of the cluster answers: ${last && last.message}`);
+  }
+
+  _index(node) {
+    return typeof node === "number" ? node : this._ports.indexOf(node.port);
+  }
+
+  async _up() {
+    const [n] = await upNodes(this.nodes);
+    if (!n) throw new RlockdError("no node of the cluster answers");
+    return n;
+  }
+
+  /** The key's hash slot (`CLUSTER KEYSLOT`). */
+  async keySlot(key) {
+    return await (await this._up()).command("CLUSTER", "KEYSLOT", key);
+  }
+
+  /** The index in `nodes` of the node serving `slot` now (-1: none). */
+  async slotOwner(slot) {
+    for (const r of await (await this._up()).command("CLUSTER", "SLOTS")) {
+      if (r[0] <= slot && slot <= r[1]) return this._ports.indexOf(r[2][1]);
+    }
+    return -1;
+  }
+
+  /**
+   * Moves `slot` with its keys to `node` (its index, or a node): clients get MOVED. With
+   * `{ keys: n }` moves only n more keys and leaves the slot MIGRATING/IMPORTING (ASK).
+   * Resolves with how many keys moved.
+   */
+  moveSlot(slot, node, { keys } = {}) {
+    const args = ["CLUSTER", "MOVESLOT", slot, this._index(node)];
+    if (keys !== undefined) args.push("KEYS", keys);
+    return this._via(...args);
+  }
+
+  /** Stops a node: its clients are cut, its port refuses, the others answer CLUSTERDOWN. */
+  async takeDown(node) {
+    await this._via("CLUSTER", "DOWN", this._index(node));
+  }
+
+  /** Starts a node taken down again, on its port, with its keys. */
+  async bringUp(node) {
+    await this._via("CLUSTER", "UP", this._index(node));
+  }
+
+  /** The locks of every node that is up. */
+  async locks(pattern) {
+    return (await this._each((n) => n.locks(pattern))).flat();
+  }
+}
+
+/**
+ * A primary with replicas and Sentinels watching it as "mymaster", in one rlockd process
+ * (`rlockd --replicas N --sentinel 0,0,0`): `RlockdReplicated.start({ replicas: 1,
+ * sentinels: 3 })`. The replication controls go to the current primary; the clock and the
+ * checks cover every node; the other test-control methods act on the primary as started.
+ */
+class RlockdReplicated extends RlockdTopology {
+  constructor(opts = {}) {
+    super(opts);
+    const r = opts.replicas ?? 1;
+    const s = opts.sentinels ?? 3;
+    const args = ["--replicas", String(r)];
+    if (s) args.push("--sentinel", Array(s).fill("0").join(","));
+    this._want = { nodes: 1 + r, sentinels: s, args };
+  }
+
+  /** The name the Sentinels watch the primary under. */
+  get masterName() {
+    return "mymaster";
+  }
+
+  /** The primary as started (`currentPrimary()` after a failover). */
+  get primary() {
+    return this.nodes[0];
+  }
+
+  /** The replicas as started. */
+  get replicas() {
+    return this.nodes.slice(1);
+  }
+
+  get replicaUrls() {
+    return this.replicas.map((n) => n.url);
+  }
+
+  /** `[{ host, port }]` of each Sentinel, as ioredis's `sentinels` option takes them. */
+  get sentinels() {
+    return this._sentinelPorts.map((port) => ({ host: this.host, port }));
+  }
+
+  /** The node that is the primary now (each node's ROLE). */
+  async currentPrimary() {
+    for (const n of this.nodes) {
+      if (text((await n.command("ROLE"))[0]) === "master") return n;
+    }
+    throw new RlockdError("no node is a primary");
+  }
+
+  /** Where the Sentinels say the primary is: `{ host, port }` (SENTINEL GET-MASTER-ADDR-BY-NAME). */
+  async sentinelPrimary() {
+    if (!this._sentinelPorts.length) throw new RlockdError("started without Sentinels");
+    const s = nodeAt({ host: this.host }, this._sentinelPorts[0]);
+    const [host, port] = await s.command("SENTINEL", "GET-MASTER-ADDR-BY-NAME", this.masterName);
+    return { host: text(host), port: Number(text(port)) };
+  }
+
+  async _repl(replica, ...args) {
+    if (replica !== undefined) args.push(typeof replica === "number" ? replica : replica.port);
+    return await (await this.currentPrimary())._rlockd("REPL", ...args);
+  }
+
+  /** Holds the stream to the replicas (to `replica`, a port or a node): writes pile up unacknowledged. Resolves with how many links. */
+  pauseReplication({ replica } = {}) {
+    return this._repl(replica, "PAUSE");
+  }
+
+  /** Lets the held stream flow again. */
+  resumeReplication({ replica } = {}) {
+    return this._repl(replica, "RESUME");
+  }
+
+  /** Delivers each write `ms` after it was made (0: at once). */
+  setReplicationLag(ms, { replica } = {}) {
+    return this._repl(replica, "LAG", Math.trunc(ms));
+  }
+
+  /** Loses what the replicas have not received yet, as a crash would; resolves with how many writes. */
+  dropReplication({ replica } = {}) {
+    return this._repl(replica, "DROP");
+  }
+
+  /** Takes the links down (`master_link_status:down`). */
+  breakReplication({ replica } = {}) {
+    return this._repl(replica, "BREAK");
+  }
+
+  /** Brings the links back; the replicas catch up. */
+  restoreReplication({ replica } = {}) {
+    return this._repl(replica, "RESTORE");
+  }
+
+  /** The current primary's links (`RLOCKD REPL STATUS`). */
+  async replicationStatus() {
+    return (await this._repl(undefined, "STATUS")).map((flat) => {
+      const m = toMap(flat);
+      return {
+        primary: text(m.primary),
+        replica: text(m.replica),
+        acked: m.acked,
+        pendingWrites: m.pending_writes,
+        pendingBytes: m.pending_bytes,
+        paused: m.paused === 1,
+        lagMs: m.lag_ms,
+        broken: m.broken === 1,
+      };
+    });
+  }
+
+  /**
+   * Promotes a replica (`replica`, else the first) with what it has received now; the old
+   * primary becomes its replica and the Sentinels announce +switch-master. Resolves with
+   * the new primary once it is done and the Sentinels name it.
+   */
+  async failover({ replica } = {}) {
+    await this._repl(replica, "FAILOVER");
+    const p = await this.currentPrimary();
+    const deadline = Date.now() + 10000; // the Sentinels look every 20 ms
+    while (this._sentinelPorts.length && (await this.sentinelPrimary()).port !== p.port) {
+      if (Date.now() > deadline) throw new RlockdError(`the Sentinels do not name ${p.url} after the failover`);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    return p;
+  }
+
+  /** The locks on the current primary. */
+  async locks(pattern) {
+    return (await this.currentPrimary()).locks(pattern);
+  }
+}
+
 /**
  * Wraps a test body: starts a server, passes it (and the runner's context) to
  * `fn`, stops it afterwards, and when `fn` throws appends the server's log to
@@ -603,4 +893,13 @@ process.on("exit", () => {
   for (const srv of live) srv._kill();
 });
 
-module.exports = { RlockdServer, RlockdError, LocksUnsafeError, binaryPath, withServer };
+module.exports = {
+  RlockdServer,
+  RlockdCluster,
+  RlockdReplicated,
+  RlockdTopology,
+  RlockdError,
+  LocksUnsafeError,
+  binaryPath,
+  withServer,
+};

@@ -198,6 +198,103 @@ export declare class RlockdServer {
   killClients(options?: { client?: string; id?: number }): Promise<number>;
 }
 
+/** Options of {@link RlockdCluster.start}. */
+export interface RlockdClusterOptions extends RlockdOptions {
+  /** Primaries (default 3). */
+  nodes?: number;
+  /** Replicas per primary: `--cluster-replicas` (default 0; where the binary supports it). */
+  replicas?: number;
+}
+
+/** Options of {@link RlockdReplicated.start}. */
+export interface RlockdReplicatedOptions extends RlockdOptions {
+  /** Replicas of the primary (default 1). */
+  replicas?: number;
+  /** Sentinels watching it as "mymaster" (default 3; 0: none). */
+  sentinels?: number;
+}
+
+/** `{ host, port }`, as ioredis takes cluster seeds and sentinels. */
+export interface HostPort {
+  host: string;
+  port: number;
+}
+
+/** One link of the current primary (`RLOCKD REPL STATUS`). */
+export interface ReplicationLink {
+  /** host:port */
+  primary: string;
+  replica: string;
+  /** The replica's acknowledged offset. */
+  acked: number;
+  pendingWrites: number;
+  pendingBytes: number;
+  paused: boolean;
+  lagMs: number;
+  broken: boolean;
+}
+
+/**
+ * The nodes of a topology and the clock and checks over all of them (`advanceClock`,
+ * `setClock`, `freezeClock`, `resumeClock`, `skewClock`, `checkLocks`, `assertLocksSafe`,
+ * `resetLockChecks` cover every node that is up). A node is an {@link RlockdServer} with its
+ * own test control; the nodes share one process: stop the topology, not a node.
+ */
+export declare class RlockdTopology extends RlockdServer {
+  /** Every node in start order (a replicated set: the primary, then its replicas). */
+  readonly nodes: RlockdServer[];
+  readonly urls: string[];
+}
+
+/** A Redis Cluster in one rlockd process (`rlockd --cluster N`), each node on a free port. */
+export declare class RlockdCluster extends RlockdTopology {
+  static start(options?: RlockdClusterOptions): Promise<RlockdCluster>;
+  /** `new Redis.Cluster(c.startupNodes)` */
+  readonly startupNodes: HostPort[];
+  /** The key's hash slot (`CLUSTER KEYSLOT`). */
+  keySlot(key: string): Promise<number>;
+  /** The index in `nodes` of the node serving `slot` now (-1: none). */
+  slotOwner(slot: number): Promise<number>;
+  /** Moves `slot` with its keys to `node` (MOVED); with `keys`, only that many more (ASK). Resolves with how many keys moved. */
+  moveSlot(slot: number, node: number | RlockdServer, options?: { keys?: number }): Promise<number>;
+  /** Stops a node: its clients are cut, its port refuses, the others answer CLUSTERDOWN. */
+  takeDown(node: number | RlockdServer): Promise<void>;
+  /** Starts a node taken down again, on its port, with its keys. */
+  bringUp(node: number | RlockdServer): Promise<void>;
+}
+
+/** A primary with replicas and Sentinels (`rlockd --replicas N --sentinel 0,0,0`). */
+export declare class RlockdReplicated extends RlockdTopology {
+  static start(options?: RlockdReplicatedOptions): Promise<RlockdReplicated>;
+  /** "mymaster" */
+  readonly masterName: string;
+  /** The primary as started (`currentPrimary()` after a failover). */
+  readonly primary: RlockdServer;
+  /** The replicas as started. */
+  readonly replicas: RlockdServer[];
+  readonly replicaUrls: string[];
+  /** `new Redis({ sentinels: r.sentinels, name: r.masterName })` */
+  readonly sentinels: HostPort[];
+  /** The node that is the primary now (each node's ROLE). */
+  currentPrimary(): Promise<RlockdServer>;
+  /** Where the Sentinels say the primary is. */
+  sentinelPrimary(): Promise<HostPort>;
+  /** Holds the stream to the replicas (to `replica` only): writes pile up unacknowledged. Resolves with how many links. */
+  pauseReplication(options?: { replica?: number | RlockdServer }): Promise<number>;
+  resumeReplication(options?: { replica?: number | RlockdServer }): Promise<number>;
+  /** Delivers each write `ms` after it was made (0: at once). */
+  setReplicationLag(ms: number, options?: { replica?: number | RlockdServer }): Promise<number>;
+  /** Loses what the replicas have not received yet; resolves with how many writes. */
+  dropReplication(options?: { replica?: number | RlockdServer }): Promise<number>;
+  /** Takes the links down (`master_link_status:down`). */
+  breakReplication(options?: { replica?: number | RlockdServer }): Promise<number>;
+  /** Brings the links back; the replicas catch up. */
+  restoreReplication(options?: { replica?: number | RlockdServer }): Promise<number>;
+  replicationStatus(): Promise<ReplicationLink[]>;
+  /** Promotes a replica with what it has received now; resolves with the new primary once the Sentinels name it. */
+  failover(options?: { replica?: number | RlockdServer }): Promise<RlockdServer>;
+}
+
 /** Start failures (missing binary, port taken, early exit) and error replies. */
 export declare class RlockdError extends Error {
   /** The server's log, when the server had been run. */
@@ -224,6 +321,9 @@ export declare function withServer<A extends unknown[], R>(
 
 declare const _default: {
   RlockdServer: typeof RlockdServer;
+  RlockdCluster: typeof RlockdCluster;
+  RlockdReplicated: typeof RlockdReplicated;
+  RlockdTopology: typeof RlockdTopology;
   RlockdError: typeof RlockdError;
   LocksUnsafeError: typeof LocksUnsafeError;
   binaryPath: typeof binaryPath;

@@ -2,6 +2,9 @@
 import cjs from "./index.cjs";
 
 export const RlockdServer = cjs.RlockdServer;
+export const RlockdCluster = cjs.RlockdCluster;
+export const RlockdReplicated = cjs.RlockdReplicated;
+export const RlockdTopology = cjs.RlockdTopology;
 export const RlockdError = cjs.RlockdError;
 export const LocksUnsafeError = cjs.LocksUnsafeError;
 export const binaryPath = cjs.binaryPath;

@@ -15,6 +15,9 @@ import tempfile
 
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
+# The static Linux x86-64 binary (glibc's static build) runs on glibc and musl systems alike.
+# A release on another platform names that platform's tag in RLOCKD_WHEEL_TAG
+# (clients/RELEASING.md).
 TAG = "py3-none-manylinux_2_17_x86_64.manylinux2014_x86_64.musllinux_1_1_x86_64"
 
 
@@ -37,7 +40,7 @@ class RlockdBinaryHook(BuildHookInterface):
                 "(static build) or set RLOCKD_BINARY to an rlockd executable"
             )
         build_data["pure_python"] = False
-        build_data["tag"] = TAG
+        build_data["tag"] = os.environ.get("RLOCKD_WHEEL_TAG") or TAG
         # Debug info is of no use to a test: pack a stripped copy when binutils are there.
         self._staging = tempfile.mkdtemp(prefix="rlockd-wheel-")
         staged = pathlib.Path(self._staging) / "rlockd"

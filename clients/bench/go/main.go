@@ -1,6 +1,8 @@
 // Start-to-first-PONG of the Go front end: rlockd.Run() until the first PING is
 // answered (through go-redis, and through srv.Do), N times; prints median, p90
-// and min in ms, and the first start of this process on its own.
+// and min in ms, and the first start of this process on its own. Then a cluster of 3
+// (rlockd.RunCluster(3)) until go-redis's ClusterClient, which reads CLUSTER SLOTS first,
+// answers PING from every node.
 //
 //	cd clients/bench/go && go run . [N]     # RLOCKD_BINARY, the checkout's build or PATH
 package main
@@ -60,6 +62,24 @@ func main() {
 	}
 	report("go-redis", a)
 	report("srv.Do", b)
+	var c []float64
+	for i := 0; i < n; i++ {
+		t0 := time.Now()
+		cl, err := rlockd.RunCluster(3)
+		if err != nil {
+			panic(err)
+		}
+		rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs()})
+		if err := rdb.ForEachShard(ctx, func(ctx context.Context, n *redis.Client) error {
+			return n.Ping(ctx).Err()
+		}); err != nil {
+			panic(err)
+		}
+		c = append(c, ms(time.Since(t0)))
+		rdb.Close()
+		cl.Close()
+	}
+	report("a 3-node cluster, go-redis ClusterClient (PING on every node)", c)
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -1,6 +1,6 @@
 // Compiled with tsc --noEmit by clients/test.sh: the declarations in index.d.ts
 // describe the ESM entry as it is used.
-import { RlockdServer, RlockdError, LocksUnsafeError, binaryPath, withServer } from "rlockd";
+import { RlockdCluster, RlockdReplicated, RlockdServer, RlockdError, LocksUnsafeError, binaryPath, withServer } from "rlockd";
 import type { RlockdOptions, RespReply, LockInfo, LockEvent, FaultInfo, FaultSpec, ClockInfo } from "rlockd";
 
 const options: RlockdOptions = { port: 0, password: "pw", args: ["--loglevel", "verbose"], startupTimeoutMs: 5000 };
@@ -91,4 +91,21 @@ export async function control(srv: RlockdServer): Promise<void> {
     }
   }
   void [set, skewed, frozen, holder, lease, waiterDeadline, text, what, violations, names, hits, left, cleared, killed];
+}
+
+export async function topologies(): Promise<void> {
+  const c: RlockdCluster = await RlockdCluster.start({ nodes: 3, replicas: 0 });
+  const seeds: { host: string; port: number }[] = c.startupNodes;
+  const moved: number = await c.moveSlot(await c.keySlot("k"), c.nodes[1], { keys: 1 });
+  await c.takeDown(0);
+  await c.bringUp(0);
+  const r: RlockdReplicated = await RlockdReplicated.start({ replicas: 1, sentinels: 3 });
+  const lag: number = await r.setReplicationLag(100, { replica: r.replicas[0] });
+  const [link] = await r.replicationStatus();
+  const paused: boolean = link.paused;
+  const primary: RlockdServer = await r.failover();
+  const name: string = r.masterName;
+  void [seeds, moved, lag, paused, primary, name];
+  await c.stop();
+  await r.stop();
 }

@@ -24,7 +24,50 @@ class ResponseError(RlockdError):
     """An error reply (``-ERR ...``) to :meth:`Server.execute_command`."""
 
 
-class Server(TestControl):
+class _Endpoint(TestControl):
+    """What a node needs for its test control: ``host``, ``port``, ``password``."""
+
+    @property
+    def url(self):
+        """``redis://[:password@]host:port`` for redis-py's ``from_url``."""
+        auth = f":{self.password}@" if self.password else ""
+        return f"redis://{auth}{self.host}:{self.port}"
+
+    def execute_command(self, *args, timeout=10.0):
+        """Sends one command on a new connection and returns the decoded reply.
+
+        For test control and checks without a client library: bulk strings come
+        back as ``bytes``, status replies as ``str``, errors raise
+        :class:`ResponseError`.
+        """
+        with socket.create_connection((self.host, self.port), timeout=timeout) as sock:
+            f = sock.makefile("rwb")
+            if self.password:
+                f.write(_encode(["AUTH", self.password]))
+                f.flush()
+                _read_reply(f)
+            f.write(_encode(args))
+            f.flush()
+            return _read_reply(f)
+
+    def ping(self):
+        return self.execute_command("PING") == "PONG"
+
+
+class Node(_Endpoint):
+    """One node of a topology (:class:`rlockd.Cluster`, :class:`rlockd.Replicated`):
+    its address and its own test control (its keyspace, clock, locks and faults)."""
+
+    def __init__(self, host, port, password=None):
+        self.host = host
+        self.port = port
+        self.password = password
+
+    def __repr__(self):
+        return f"<rlockd.Node {self.host}:{self.port}>"
+
+
+class Server(_Endpoint):
     """One rlockd process on 127.0.0.1.
 
     ``port=0`` (the default) lets the server pick a free port. ``args`` are
@@ -51,6 +94,12 @@ class Server(TestControl):
         self._log = []
         self._log_lock = threading.Lock()
         self._readers = []
+        self._ports = []
+        self._sentinel_ports = []
+
+    # Ready lines to wait for: one per node, then one per Sentinel.
+    _want_nodes = 1
+    _want_sentinels = 0
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -59,6 +108,7 @@ class Server(TestControl):
         if self._proc is not None:
             return self
         exe = binary_path(self._binary)
+        self._port, self._ports, self._sentinel_ports = None, [], []
         cmd = [exe, "--port", str(self._requested_port), "--bind", self.host]
         if self.password:
             cmd += ["--requirepass", self.password]
@@ -142,12 +192,6 @@ class Server(TestControl):
         return self._port
 
     @property
-    def url(self):
-        """``redis://[:password@]host:port`` for redis-py's ``from_url``."""
-        auth = f":{self.password}@" if self.password else ""
-        return f"redis://{auth}{self.host}:{self.port}"
-
-    @property
     def pid(self):
         return self._proc.pid if self._proc else None
 
@@ -166,34 +210,19 @@ class Server(TestControl):
             line = raw.decode("utf-8", "replace")
             with self._log_lock:
                 self._log.append(line)
-            if watch and self._port is None:
-                m = READY.search(line)
-                if m:
-                    self._port = int(m.group(1))
+            m = READY.search(line) if watch else None
+            if m:
+                port = int(m.group(1))
+                if "sentinel" in line:
+                    self._sentinel_ports.append(port)
+                else:
+                    self._ports.append(port)
+                if (len(self._ports) >= self._want_nodes
+                        and len(self._sentinel_ports) >= self._want_sentinels
+                        and self._port is None):
+                    self._port = self._ports[0]
                     ready.set()
         stream.close()
-
-    # -- commands ----------------------------------------------------------
-
-    def execute_command(self, *args, timeout=10.0):
-        """Sends one command on a new connection and returns the decoded reply.
-
-        For test control and checks without a client library: bulk strings come
-        back as ``bytes``, status replies as ``str``, errors raise
-        :class:`ResponseError`.
-        """
-        with socket.create_connection((self.host, self.port), timeout=timeout) as sock:
-            f = sock.makefile("rwb")
-            if self.password:
-                f.write(_encode(["AUTH", self.password]))
-                f.flush()
-                _read_reply(f)
-            f.write(_encode(args))
-            f.flush()
-            return _read_reply(f)
-
-    def ping(self):
-        return self.execute_command("PING") == "PONG"
 
 
 def _encode(args):

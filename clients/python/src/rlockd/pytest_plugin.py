@@ -2,8 +2,10 @@
 
 Fixtures: ``rlockd_server`` (a fresh server per test), ``rlockd_session_server``
 (one for the run), ``rlockd_url`` (the session server's URL, flushed and its
-test control reset before each test) and ``rlockd_server_factory`` (more servers
-in one test). When a test that used any of them fails, each server's log is
+test control reset before each test), ``rlockd_cluster`` (a fresh
+:class:`rlockd.Cluster` of 3 primaries per test), ``rlockd_sentinel`` (a fresh
+:class:`rlockd.Replicated`: a primary, one replica, three Sentinels) and
+``rlockd_server_factory`` (more servers, or other sizes, in one test). When a test that used any of them fails, each server's log is
 attached to the report.
 """
 
@@ -11,6 +13,7 @@ import pytest
 
 from ._binary import binary_path
 from ._server import Server
+from ._topology import Cluster, Replicated
 
 _SERVERS = "_rlockd_servers"
 
@@ -44,12 +47,14 @@ def _track(request, srv):
 
 @pytest.fixture
 def rlockd_server_factory(request):
-    """``factory(**kwargs)`` starts a :class:`rlockd.Server`; all stop after the test."""
+    """``factory(**kwargs)`` starts a :class:`rlockd.Server`, ``factory(rlockd.Cluster, 6)``
+    a cluster of 6, ``factory(rlockd.Replicated, 2, sentinels=1)`` a replicated set; all stop
+    after the test."""
     started = []
 
-    def factory(**kwargs):
+    def factory(cls=Server, *args, **kwargs):
         kwargs.setdefault("binary", _binary(request.config))
-        srv = Server(**kwargs).start()
+        srv = cls(*args, **kwargs).start()
         started.append(srv)
         _track(request, srv)
         return srv
@@ -63,6 +68,19 @@ def rlockd_server_factory(request):
 def rlockd_server(rlockd_server_factory):
     """A fresh rlockd server for this test."""
     return rlockd_server_factory()
+
+
+@pytest.fixture
+def rlockd_cluster(rlockd_server_factory):
+    """A fresh Redis Cluster of 3 primaries (:class:`rlockd.Cluster`) for this test."""
+    return rlockd_server_factory(Cluster, 3)
+
+
+@pytest.fixture
+def rlockd_sentinel(rlockd_server_factory):
+    """A fresh primary with one replica and three Sentinels watching it as ``mymaster``
+    (:class:`rlockd.Replicated`) for this test."""
+    return rlockd_server_factory(Replicated, 1, sentinels=3)
 
 
 @pytest.fixture(scope="session")

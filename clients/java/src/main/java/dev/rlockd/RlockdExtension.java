@@ -1,5 +1,6 @@
 package dev.rlockd;
 
+import java.util.List;
 import java.util.function.Supplier;
 import org.junit.jupiter.api.extension.AfterEachCallback;
 import org.junit.jupiter.api.extension.BeforeAllCallback;
@@ -27,7 +28,9 @@ import org.junit.jupiter.api.extension.TestExecutionExceptionHandler;
  * }</pre>
  *
  * <p>Parameters of type {@link RlockdServer}, and {@code String} parameters annotated
- * {@link RlockdUrl}, are injected. When a test fails, the server's log is attached to
+ * {@link RlockdUrl}, are injected. A parameter of type {@link RlockdCluster} (3 primaries) or
+ * {@link RlockdReplicated} (a primary, one replica, three Sentinels) gets a fresh topology
+ * for that test (for the class, as a {@code @BeforeAll} parameter), closed after it. When a test fails, the server's log is attached to
  * the failure as a suppressed exception.
  *
  * <p>Each registered instance has its own server: two {@code perTest()} fields in one
@@ -102,6 +105,38 @@ public class RlockdExtension
         }
     }
 
+    /** A topology a parameter asked for, closed with its context. */
+    private static final class TopologyHolder implements ExtensionContext.Store.CloseableResource {
+        final AutoCloseable topology;
+        final String name;
+        final Supplier<String> logs;
+
+        TopologyHolder(AutoCloseable topology, String name, Supplier<String> logs) {
+            this.topology = topology;
+            this.name = name;
+            this.logs = logs;
+        }
+
+        @Override
+        public void close() throws Exception {
+            topology.close();
+        }
+    }
+
+    private static final List<Class<?>> TOPOLOGIES = List.of(RlockdCluster.class, RlockdReplicated.class);
+
+    private Object topologyFor(ExtensionContext ctx, Class<?> type) {
+        TopologyHolder h = ctx.getStore(NS).getOrComputeIfAbsent(List.of(key, type), k -> {
+            if (type == RlockdCluster.class) {
+                RlockdCluster c = RlockdCluster.start(3);
+                return new TopologyHolder(c, c.toString(), c::logs);
+            }
+            RlockdReplicated r = RlockdReplicated.start(1, 3);
+            return new TopologyHolder(r, r.toString(), r::logs);
+        }, TopologyHolder.class);
+        return h.topology;
+    }
+
     private RlockdServer serverFor(ExtensionContext ctx) {
         ExtensionContext owner = perTest ? ctx : classContext(ctx);
         Holder h = owner.getStore(NS).getOrComputeIfAbsent(key, k -> new Holder(factory.get()), Holder.class);
@@ -138,13 +173,17 @@ public class RlockdExtension
     @Override
     public boolean supportsParameter(ParameterContext pc, ExtensionContext ec) {
         Class<?> type = pc.getParameter().getType();
-        return type == RlockdServer.class || (type == String.class && pc.isAnnotated(RlockdUrl.class));
+        return type == RlockdServer.class || (type == String.class && pc.isAnnotated(RlockdUrl.class))
+                || TOPOLOGIES.contains(type);
     }
 
     @Override
     public Object resolveParameter(ParameterContext pc, ExtensionContext ec) {
-        RlockdServer s = serverFor(ec);
         Class<?> type = pc.getParameter().getType();
+        if (TOPOLOGIES.contains(type)) {
+            return topologyFor(ec, type);
+        }
+        RlockdServer s = serverFor(ec);
         if (type == RlockdServer.class) {
             return s;
         }
@@ -161,6 +200,15 @@ public class RlockdExtension
         if (h != null) {
             failure.addSuppressed(new ServerLog(h.server));
         }
+        for (Class<?> type : TOPOLOGIES) {
+            for (ExtensionContext c = ctx; c != null; c = c.getParent().orElse(null)) {
+                TopologyHolder t = c.getStore(NS).get(List.of(key, type), TopologyHolder.class);
+                if (t != null) {
+                    failure.addSuppressed(new ServerLog(t.name, t.logs.get()));
+                    break;
+                }
+            }
+        }
         throw failure;
     }
 
@@ -169,7 +217,11 @@ public class RlockdExtension
         private static final long serialVersionUID = 1L;
 
         ServerLog(RlockdServer s) {
-            super("rlockd log (port " + s.port() + "):\n" + s.logs(), null, false, false);
+            this("port " + s.port(), s.logs());
+        }
+
+        ServerLog(String what, String logs) {
+            super("rlockd log (" + what + "):\n" + logs, null, false, false);
         }
     }
 }

@@ -16,6 +16,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
@@ -55,13 +56,29 @@ public final class RlockdServer implements AutoCloseable {
     private final String password;
     private final int port;
     private final StringBuffer log;
+    /** The ready lines' ports: every node of the process, then its Sentinels. */
+    final List<Integer> nodePorts;
+    final List<Integer> sentinelPorts;
 
-    private RlockdServer(Process process, String host, String password, int port, StringBuffer log) {
+    private RlockdServer(Process process, String host, String password, int port, StringBuffer log,
+            List<Integer> nodePorts, List<Integer> sentinelPorts) {
         this.process = process;
         this.host = host;
         this.password = password;
         this.port = port;
         this.log = log;
+        this.nodePorts = nodePorts;
+        this.sentinelPorts = sentinelPorts;
+    }
+
+    /** The Sentinel of the same process listening on {@code port} (no password). */
+    RlockdServer sentinel(int port) {
+        return new RlockdServer(process, host, null, port, log, nodePorts, sentinelPorts);
+    }
+
+    /** The node of the same process listening on {@code port}. */
+    RlockdServer node(int port) {
+        return new RlockdServer(process, host, password, port, log, nodePorts, sentinelPorts);
     }
 
     /** Starts a server on a free port with the default options. */
@@ -81,6 +98,7 @@ public final class RlockdServer implements AutoCloseable {
         private final List<String> args = new ArrayList<>();
         private Path binary;
         private long startupTimeoutMillis = 10_000;
+        private int clusterReplicas;
 
         /** TCP port; 0 (the default) lets the server pick a free one. */
         public Builder port(int port) {
@@ -116,13 +134,49 @@ public final class RlockdServer implements AutoCloseable {
             return this;
         }
 
+        /** Replicas per primary for {@link #startCluster} ({@code --cluster-replicas}; where the binary supports it). */
+        public Builder clusterReplicas(int replicas) {
+            this.clusterReplicas = replicas;
+            return this;
+        }
+
         public RlockdServer start() {
+            return start(List.of(), 1, 0);
+        }
+
+        /**
+         * Starts a Redis Cluster of {@code primaries} nodes in one process with these options
+         * ({@code rlockd --cluster N}).
+         */
+        public RlockdCluster startCluster(int primaries) {
+            List<String> topo = new ArrayList<>(List.of("--cluster", Integer.toString(primaries)));
+            if (clusterReplicas > 0) {
+                Collections.addAll(topo, "--cluster-replicas", Integer.toString(clusterReplicas));
+            }
+            return new RlockdCluster(start(topo, primaries * (1 + clusterReplicas), 0));
+        }
+
+        /**
+         * Starts a primary with {@code replicas} replicas and {@code sentinels} Sentinels
+         * watching it as "mymaster", in one process, with these options
+         * ({@code rlockd --replicas N --sentinel 0,0,0}).
+         */
+        public RlockdReplicated startReplicated(int replicas, int sentinels) {
+            List<String> topo = new ArrayList<>(List.of("--replicas", Integer.toString(replicas)));
+            if (sentinels > 0) {
+                Collections.addAll(topo, "--sentinel", String.join(",", Collections.nCopies(sentinels, "0")));
+            }
+            return new RlockdReplicated(start(topo, 1 + replicas, sentinels));
+        }
+
+        private RlockdServer start(List<String> topology, int nodes, int sentinels) {
             Path exe = binary != null ? NativeBinary.checked(binary, "the builder's binary()") : NativeBinary.path();
             List<String> cmd = new ArrayList<>();
             Collections.addAll(cmd, exe.toString(), "--port", Integer.toString(port), "--bind", host);
             if (password != null) {
                 Collections.addAll(cmd, "--requirepass", password);
             }
+            cmd.addAll(topology);
             cmd.addAll(args);
             ProcessBuilder pb = new ProcessBuilder(cmd);
             Map<String, String> env = pb.environment();
@@ -135,13 +189,16 @@ public final class RlockdServer implements AutoCloseable {
                 throw new RlockdException("cannot run " + exe + ": " + e.getMessage(), null, e);
             }
             StringBuffer log = new StringBuffer();
-            int[] found = {0};
+            List<Integer> nodePorts = new CopyOnWriteArrayList<>();
+            List<Integer> sentinelPorts = new CopyOnWriteArrayList<>();
             CountDownLatch ready = new CountDownLatch(1);
             Thread out = pump(p.getInputStream(), log, line -> {
                 Matcher m = READY.matcher(line);
-                if (found[0] == 0 && m.find()) {
-                    found[0] = Integer.parseInt(m.group(1));
-                    ready.countDown();
+                if (ready.getCount() != 0 && m.find()) {
+                    (line.contains("sentinel") ? sentinelPorts : nodePorts).add(Integer.parseInt(m.group(1)));
+                    if (nodePorts.size() >= nodes && sentinelPorts.size() >= sentinels) {
+                        ready.countDown();
+                    }
                 }
             });
             Thread err = pump(p.getErrorStream(), log, line -> { });
@@ -176,7 +233,8 @@ public final class RlockdServer implements AutoCloseable {
                         : "printed no ready line within " + startupTimeoutMillis + " ms";
                 throw new RlockdException("rlockd " + why + " (" + String.join(" ", cmd) + ")", text, null);
             }
-            RlockdServer srv = new RlockdServer(p, host, password, found[0], log);
+            RlockdServer srv = new RlockdServer(p, host, password, nodePorts.get(0), log,
+                    List.copyOf(nodePorts), List.copyOf(sentinelPorts));
             LIVE.add(srv);
             return srv;
         }
@@ -456,7 +514,10 @@ public final class RlockdServer implements AutoCloseable {
         return Control.integer(rlockd("FAULT", "KILL", "ID", Long.toString(id)));
     }
 
-    /** Stops the server (SIGTERM, then SIGKILL after 5 s). Safe to call twice. */
+    /**
+     * Stops the server (SIGTERM, then SIGKILL after 5 s). Safe to call twice. For a node of a
+     * topology, stops the whole process: every node and Sentinel.
+     */
     @Override
     public void close() {
         LIVE.remove(this);

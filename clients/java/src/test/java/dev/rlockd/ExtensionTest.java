@@ -23,6 +23,8 @@ import org.junit.platform.testkit.engine.EngineTestKit;
 import org.junit.platform.testkit.engine.Events;
 
 class ExtensionTest {
+    /** The first node of each topology TopologyParameters saw, in test order. */
+    static final List<RlockdServer> seen = new ArrayList<>();
 
     @Nested
     @ExtendWith(RlockdExtension.class)
@@ -128,5 +130,59 @@ class ExtensionTest {
         String log = Arrays.stream(t.getSuppressed()).map(Throwable::getMessage).reduce("", String::concat);
         assertTrue(log.contains("rlockd log (port "), log);
         assertTrue(log.contains("ready to accept connections"), log);
+    }
+
+    @Nested
+    @ExtendWith(RlockdExtension.class)
+    @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+    class TopologyParameters {
+
+        @Test
+        @Order(1)
+        void injectsAClusterAndAReplicatedSet(RlockdCluster c, RlockdReplicated r) {
+            assertEquals(3, c.nodes().size());
+            assertEquals(0, c.slotOwner(0));
+            assertEquals(1, r.replicas().size());
+            assertEquals(3, r.sentinelPorts().size());
+            assertEquals(r.primary().port(), r.currentPrimary().port());
+            seen.add(c.node(0));
+            seen.add(r.primary());
+        }
+
+        @Test
+        @Order(2)
+        void aFreshOnePerTestClosedAfterIt(RlockdCluster c) {
+            assertEquals(2, seen.size());
+            for (RlockdServer old : seen) {
+                assertFalse(old.isRunning(), old + " still running");
+            }
+            assertNotEquals(seen.get(0).port(), c.node(0).port());
+            assertTrue(c.node(0).ping());
+        }
+    }
+
+    /** Run through the test kit only. */
+    @ExtendWith(RlockdExtension.class)
+    static class FailingClusterExample {
+        @Test
+        void fails(RlockdCluster c) {
+            throw new AssertionError("on purpose");
+        }
+    }
+
+    @Test
+    void aFailingTestCarriesTheTopologyLog() {
+        Events failed = EngineTestKit.engine("junit-jupiter")
+                .selectors(selectClass(FailingClusterExample.class))
+                .execute()
+                .testEvents()
+                .failed();
+        assertEquals(1, failed.count());
+        Throwable t = failed.list().get(0).getPayload(org.junit.platform.engine.TestExecutionResult.class)
+                .flatMap(org.junit.platform.engine.TestExecutionResult::getThrowable)
+                .orElseThrow();
+        String log = Arrays.stream(t.getSuppressed()).map(Throwable::getMessage).reduce("", String::concat);
+        assertTrue(log.contains("rlockd log (RlockdCluster[redis://"), log);
+        assertTrue(log.contains("Running mode=cluster"), log);
     }
 }

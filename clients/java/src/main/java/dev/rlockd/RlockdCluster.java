@@ -1,0 +1,155 @@
+package dev.rlockd;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * A Redis Cluster in one rlockd process ({@code rlockd --cluster N}), each node on a free
+ * port, the slots split as {@code redis-cli --cluster create} splits them:
+ *
+ * <pre>{@code
+ * try (RlockdCluster c = RlockdCluster.start(3)) {
+ *     Config config = new Config();
+ *     config.useClusterServers().setNodeAddresses(c.urls());   // Redisson
+ *     ...
+ *     c.moveSlot(slot, 1);                                      // clients get MOVED
+ * }
+ * }</pre>
+ *
+ * The clock ({@link #advanceClock}), {@link #locks()}, {@link #checkLocks()} and
+ * {@link #assertLocksSafe()} cover every node that is up; {@link #node(int)} has each node's
+ * whole test control. {@code RlockdServer.builder().password(...).clusterReplicas(1).startCluster(3)}
+ * takes the other options.
+ */
+public final class RlockdCluster implements AutoCloseable {
+    private final Topology topo;
+
+    RlockdCluster(RlockdServer first) {
+        this.topo = new Topology(first);
+    }
+
+    /** Starts a cluster of {@code primaries} nodes with the default options. */
+    public static RlockdCluster start(int primaries) {
+        return RlockdServer.builder().startCluster(primaries);
+    }
+
+    /** Every node in start order (the index {@link #moveSlot}, {@link #takeDown} and {@link #bringUp} take). */
+    public List<RlockdServer> nodes() {
+        return topo.nodes;
+    }
+
+    public RlockdServer node(int index) {
+        return topo.nodes.get(index);
+    }
+
+    /** {@code redis://127.0.0.1:PORT} of every node, as Redisson's {@code setNodeAddresses} takes them. */
+    public List<String> urls() {
+        return topo.urls();
+    }
+
+    private RlockdServer any() {
+        List<RlockdServer> up = topo.up();
+        if (up.isEmpty()) {
+            throw new RlockdException("no node of the cluster answers");
+        }
+        return up.get(0);
+    }
+
+    private Object control(String... args) {
+        String[] all = new String[args.length + 2];
+        all[0] = "RLOCKD";
+        all[1] = "CLUSTER";
+        System.arraycopy(args, 0, all, 2, args.length);
+        return any().command(all);
+    }
+
+    /** The key's hash slot ({@code CLUSTER KEYSLOT}). */
+    public int keySlot(String key) {
+        return (int) Control.integer(any().command("CLUSTER", "KEYSLOT", key));
+    }
+
+    /** The index in {@link #nodes()} of the node serving {@code slot} now, -1 if none does. */
+    public int slotOwner(int slot) {
+        for (Object r : Control.list(any().command("CLUSTER", "SLOTS"))) {
+            List<?> range = Control.list(r);
+            if (Control.integer(range.get(0)) <= slot && slot <= Control.integer(range.get(1))) {
+                long port = Control.integer(Control.list(range.get(2)).get(1));
+                return topo.first.nodePorts.indexOf((int) port);
+            }
+        }
+        return -1;
+    }
+
+    /** Moves {@code slot} with its keys to node {@code node}: clients get MOVED. Returns how many keys moved. */
+    public long moveSlot(int slot, int node) {
+        return Control.integer(control("MOVESLOT", Integer.toString(slot), Integer.toString(node)));
+    }
+
+    /**
+     * Moves only {@code keys} more keys of {@code slot} to {@code node} and leaves the slot
+     * MIGRATING/IMPORTING: clients get ASK, multi-key commands TRYAGAIN.
+     */
+    public long moveSlotKeys(int slot, int node, int keys) {
+        return Control.integer(control("MOVESLOT", Integer.toString(slot), Integer.toString(node), "KEYS",
+                Integer.toString(keys)));
+    }
+
+    /** Stops a node: its clients are cut, its port refuses, the others answer CLUSTERDOWN. */
+    public void takeDown(int node) {
+        control("DOWN", Integer.toString(node));
+    }
+
+    /** Starts a node taken down again, on its port, with its keys. */
+    public void bringUp(int node) {
+        control("UP", Integer.toString(node));
+    }
+
+    /** Moves every node's time; returns the first node's new time (unix ms). */
+    public long advanceClock(Duration by) {
+        return topo.advanceClock(by);
+    }
+
+    public long advanceClock(long ms) {
+        return topo.advanceClock(Duration.ofMillis(ms));
+    }
+
+    /** The locks of every node that is up. */
+    public List<LockInfo> locks() {
+        List<LockInfo> out = new ArrayList<>();
+        for (RlockdServer n : topo.up()) {
+            out.addAll(n.locks());
+        }
+        return out;
+    }
+
+    /** The violations any node saw. */
+    public List<String> checkLocks() {
+        return topo.checkLocks();
+    }
+
+    /** Throws {@link LocksUnsafeError} if any node saw a violation. */
+    public void assertLocksSafe() {
+        topo.assertLocksSafe();
+    }
+
+    public void resetLockChecks() {
+        topo.resetLockChecks();
+    }
+
+    /** Everything the process printed so far. */
+    public String logs() {
+        return topo.first.logs();
+    }
+
+    /** Stops the process: every node. */
+    @Override
+    public void close() {
+        topo.first.close();
+    }
+
+    @Override
+    public String toString() {
+        return "RlockdCluster" + urls();
+    }
+}
