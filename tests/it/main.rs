@@ -44,5 +44,6 @@ mod stream;
 mod strings;
 mod tracking;
 mod tx;
+mod unix_socket;
 mod watchdog;
 mod zset;

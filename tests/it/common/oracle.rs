@@ -54,12 +54,18 @@ impl Oracle {
     /// Starts redis-server, or returns None (after recording the skip) when
     /// it is not installed and not required.
     pub fn start() -> Option<Oracle> {
+        Self::start_with(&[])
+    }
+
+    /// [`start`](Self::start) with extra `--name value` arguments.
+    pub fn start_with(extra: &[&str]) -> Option<Oracle> {
         let path = redis_server_or_skip()?;
         for _ in 0..5 {
             let port = free_port();
             let child = Command::new(&path)
                 .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
                 .args(["--enable-debug-command", "yes", "--daemonize", "no", "--loglevel", "warning"])
+                .args(extra)
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .spawn()
@@ -110,6 +116,20 @@ fn is_our_redis(port: u16, pid: u32) -> bool {
                 && s.lines().any(|l| l.trim_end() == format!("process_id:{pid}"))
         }
         _ => false,
+    }
+}
+
+impl Oracle {
+    /// Waits up to 5 s for the process to exit (after `SHUTDOWN`).
+    pub fn wait_exit(&mut self) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        false
     }
 }
 
