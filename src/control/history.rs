@@ -23,7 +23,7 @@
 //! 512 bytes) are not locks, so no write costs more than its lock's size.
 //! A fair lock's queue is kept only while someone waits, and the holders of
 //! locks that expired while held for the last 10,000 such locks. About
-//! 4,500 instructions per Redisson lock+unlock and 78 bytes per held lock
+//! 4,500 instructions per Redisson lock+unlock and 59 bytes per held lock
 //! at 100,000 held, of which ~43 the view's slot and ~14 the event ring
 //! (BENCHMARKS.md).
 
