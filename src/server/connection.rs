@@ -384,8 +384,16 @@ impl Conn {
         let mut shutdown = self.shared.shutdown.subscribe();
         let cs = self.cs.clone();
         let slot = self.slot.clone();
+        // Armed once for the connection, not once per request: a `Notify` or
+        // `watch` wait registers itself when first polled and unregisters
+        // when dropped, which per request cost more than the command. The
+        // kill switch is not among them: it is a `notify_one`, and the other
+        // waits of this task (a flush, a blocked command) must get it.
+        let stop = crate::core::shutdown_requested(&mut shutdown);
+        let wake = slot.wake.notified();
+        tokio::pin!(stop, wake);
         loop {
-            if cs.killed.load(Ordering::Acquire) || *shutdown.borrow() {
+            if cs.killed.load(Ordering::Acquire) || *self.shared.shutdown.borrow() {
                 return;
             }
             if self.shared.faults.active() {
@@ -419,9 +427,9 @@ impl Conn {
             slot.idle.store(true, Ordering::Release);
             let event = tokio::select! {
                 biased;
-                _ = crate::core::shutdown_requested(&mut shutdown) => None,
+                _ = &mut stop => None,
                 _ = cs.kill.notified() => None,
-                _ = slot.wake.notified() => Some(Event::Wake),
+                _ = &mut wake => Some(Event::Wake),
                 Some(msg) = self.rx.recv() => Some(Event::Message(msg)),
                 r = slot.socket.readable() => Some(match r {
                     Ok(ready) => Event::Read(read_once(&slot, ready)),
@@ -431,7 +439,10 @@ impl Conn {
             slot.idle.store(false, Ordering::Release);
             match event {
                 None => return,
-                Some(Event::Wake) => continue,
+                Some(Event::Wake) => {
+                    wake.set(slot.wake.notified());
+                    continue;
+                }
                 Some(Event::Message(msg)) => {
                     {
                         let mut st = slot.st.lock();
