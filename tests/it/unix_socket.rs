@@ -129,6 +129,14 @@ fn redis_crate_over_the_unix_socket() {
     assert!(matches!(second, Err(rlockd::Error::Bind { .. })), "{second:?}");
     let pong: String = redis::cmd("PING").query(&mut unix).expect("still served");
     assert_eq!(pong, "PONG");
+    // CONFIG SET port moves the TCP listener only: the socket stays.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let _: () = redis::cmd("CONFIG").arg("SET").arg("port").arg(port).query(&mut unix).expect("CONFIG SET port");
+    assert_eq!(srv.port(), port);
+    let mut fresh = client.get_connection().expect("a new connection over the socket");
+    let pong: String = redis::cmd("PING").query(&mut fresh).expect("PING");
+    assert_eq!(pong, "PONG");
+    drop(fresh);
 
     drop(unix);
     srv.stop();
