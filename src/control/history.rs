@@ -310,7 +310,8 @@ fn packed_numbers(b: &[u8]) -> impl Iterator<Item = (u32, i64)> + '_ {
 /// view holds a holder's number, not its bytes, so a lock's record is its
 /// key and a few bytes (a holder — `uuid:thread` — holds many locks over
 /// a test, and every Redisson lock of a thread has the same id). Counted
-/// references: an id goes when no kept view names it.
+/// references: an id no kept view names is kept a while for the next
+/// lock of its holder ([`Names::IDLE_MAX`] of them), then goes.
 #[derive(Default)]
 struct Names {
     /// Each number's id (none: a free number) and how many kept views name it.
@@ -321,13 +322,19 @@ struct Names {
     hasher: crate::db::Hasher,
     /// Numbers given out since the last [`Names::sweep`], maybe unreferenced.
     fresh: Vec<u32>,
+    /// Numbers that had no reference left at some point (maybe taken again since).
+    idle: Vec<u32>,
 }
 
 impl Names {
+    /// Unreferenced ids kept for their holder's next lock (a lock and its
+    /// unlock would otherwise copy and free the holder's id every time).
+    const IDLE_MAX: usize = 256;
+
     /// The number of `id`, given one if it has none (unreferenced until a
     /// kept view takes it: see [`Names::sweep`]).
     fn intern(&mut self, id: &[u8]) -> u32 {
-        let Names { ids, free, index, hasher, fresh } = self;
+        let Names { ids, free, index, hasher, fresh, .. } = self;
         let hash = hasher.hash_one(id);
         if let Some(&n) = index.find(hash, |&n| ids[n as usize].0.as_deref() == Some(id)) {
             return n;
@@ -364,7 +371,7 @@ impl Names {
             let e = &mut self.ids[n as usize];
             e.1 -= 1;
             if e.1 == 0 {
-                self.forget(n);
+                self.idle.push(n);
             }
         }
     }
@@ -379,19 +386,23 @@ impl Names {
         }
     }
 
-    /// Forgets the numbers given out since the last sweep that no kept view took.
+    /// Past [`Names::IDLE_MAX`] unreferenced numbers (new ones no kept view
+    /// took included), forgets those still unreferenced.
     fn sweep(&mut self) {
-        while let Some(n) = self.fresh.pop() {
-            if self.ids[n as usize].1 == 0 {
-                self.forget(n);
+        self.idle.append(&mut self.fresh);
+        if self.idle.len() > Self::IDLE_MAX {
+            for n in std::mem::take(&mut self.idle) {
+                if self.ids[n as usize].1 == 0 {
+                    self.forget(n);
+                }
             }
         }
     }
 
-    /// Ids with a number (for tests).
+    /// Ids with a number, and those a kept view names (for tests).
     #[cfg(test)]
-    fn len(&self) -> usize {
-        self.index.len()
+    fn counts(&self) -> (usize, usize) {
+        (self.index.len(), self.ids.iter().filter(|e| e.1 > 0).count())
     }
 }
 
@@ -1212,7 +1223,7 @@ mod tests {
             ks.view(0).set_expire(name, 31_000);
             h.observe(&[(0, Key::new(name))], &ks, ks.now, &actor);
         }
-        assert_eq!((h.seen.len(), h.names.len()), (100, 2));
+        assert_eq!((h.seen.len(), h.names.counts()), (100, (2, 2)));
         assert!(h.seen.iter().all(|s| matches!(s, Seen::Inline(..))));
         // Re-entered by its holder, then handed to the other owner: the
         // events name the holders as they were.
@@ -1228,13 +1239,25 @@ mod tests {
             events,
             [("acquired", own(0), 1), ("reentered", own(0), 2), ("released", own(0), 0), ("acquired", own(1), 1)]
         );
-        // Every lock released: no view and no id is left.
+        // Every lock released: no view is left, and no id is named.
         for name in &names {
             ks.view(0).remove(name);
             h.observe(&[(0, Key::new(name))], &ks, ks.now, &actor);
         }
-        assert_eq!((h.seen.len(), h.names.len()), (0, 0));
+        assert_eq!((h.seen.len(), h.names.counts().1), (0, 0));
         assert_eq!(h.events(None, 0).iter().filter(|e| e.event == "released").count(), 101);
+        // Unreferenced ids stay bounded: a thousand holders, each with one
+        // lock taken and released.
+        for i in 0..1000 {
+            let owner = format!("owner-{i}:1");
+            ks.view(0).set(first, Value::Hash([(owner.as_str(), "1")].into_iter().collect()), false);
+            h.observe(&[(0, Key::new(first))], &ks, ks.now, &actor);
+            ks.view(0).remove(first);
+            h.observe(&[(0, Key::new(first))], &ks, ks.now, &actor);
+        }
+        let (kept, named) = h.names.counts();
+        assert!(kept <= Names::IDLE_MAX + 1 && named == 0, "{kept} {named}");
+        assert!(h.names.ids.len() <= Names::IDLE_MAX + 2, "{}", h.names.ids.len());
     }
 
     #[test]
