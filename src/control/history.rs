@@ -324,6 +324,9 @@ struct Names {
     fresh: Vec<u32>,
     /// Numbers that had no reference left at some point (maybe taken again since).
     idle: Vec<u32>,
+    /// The number [`Names::intern`] last answered: a holder usually takes
+    /// lock after lock, and comparing its id is cheaper than hashing it.
+    last: u32,
 }
 
 impl Names {
@@ -334,6 +337,15 @@ impl Names {
     /// The number of `id`, given one if it has none (unreferenced until a
     /// kept view takes it: see [`Names::sweep`]).
     fn intern(&mut self, id: &[u8]) -> u32 {
+        if self.ids.get(self.last as usize).and_then(|e| e.0.as_deref()) == Some(id) {
+            return self.last;
+        }
+        let n = self.intern_new(id);
+        self.last = n;
+        n
+    }
+
+    fn intern_new(&mut self, id: &[u8]) -> u32 {
         let Names { ids, free, index, hasher, fresh, .. } = self;
         let hash = hasher.hash_one(id);
         if let Some(&n) = index.find(hash, |&n| ids[n as usize].0.as_deref() == Some(id)) {
