@@ -54,12 +54,52 @@ pub enum ReplyMode {
     OnNow,
 }
 
+/// A client's address as `CLIENT LIST`, `CLIENT KILL` and `MONITOR` show
+/// it: `ip:port` over TCP, the socket's path and `:0` over a Unix socket
+/// (Redis prints both ends of a Unix connection as the server's path).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClientAddr {
+    Tcp(SocketAddr),
+    Unix(Arc<str>),
+}
+
+impl ClientAddr {
+    /// A loopback TCP peer or any Unix-socket peer: what protected mode
+    /// and `enable-protected-configs local` let in.
+    pub fn is_local(&self) -> bool {
+        match self {
+            ClientAddr::Tcp(a) => a.ip().is_loopback(),
+            ClientAddr::Unix(_) => true,
+        }
+    }
+
+    /// True for a Unix-socket connection (flag `U` in `CLIENT LIST`).
+    pub fn is_unix(&self) -> bool {
+        matches!(self, ClientAddr::Unix(_))
+    }
+}
+
+impl From<SocketAddr> for ClientAddr {
+    fn from(a: SocketAddr) -> Self {
+        ClientAddr::Tcp(a)
+    }
+}
+
+impl std::fmt::Display for ClientAddr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ClientAddr::Tcp(a) => a.fmt(f),
+            ClientAddr::Unix(path) => write!(f, "{path}:0"),
+        }
+    }
+}
+
 /// Fields of a client that other tasks read.
 #[derive(Debug)]
 pub struct ClientShared {
     pub id: u64,
-    pub addr: SocketAddr,
-    pub laddr: SocketAddr,
+    pub addr: ClientAddr,
+    pub laddr: ClientAddr,
     /// Unix ms at connect.
     pub created_ms: u64,
     pub last_interaction_ms: AtomicU64,
@@ -89,13 +129,6 @@ pub struct ClientShared {
     pub buffers: Buffers,
 }
 
-impl ClientShared {
-    /// Redis's `islocalClient`: on the loopback interface (or a Unix socket).
-    pub fn is_local(&self) -> bool {
-        self.addr.ip().is_loopback()
-    }
-}
-
 /// A connection's buffers, as its task last left them (`CLIENT LIST`'s
 /// `qbuf`, `qbuf-free`, `rbs`, `rbp`, `multi`, `multi-mem`).
 #[derive(Debug, Default)]
@@ -114,11 +147,17 @@ pub struct Buffers {
 }
 
 impl ClientShared {
-    pub fn new(id: u64, addr: SocketAddr, laddr: SocketAddr, now_ms: u64, tx: mpsc::UnboundedSender<Outbound>) -> Self {
+    pub fn new(
+        id: u64,
+        addr: impl Into<ClientAddr>,
+        laddr: impl Into<ClientAddr>,
+        now_ms: u64,
+        tx: mpsc::UnboundedSender<Outbound>,
+    ) -> Self {
         ClientShared {
             id,
-            addr,
-            laddr,
+            addr: addr.into(),
+            laddr: laddr.into(),
             created_ms: now_ms,
             last_interaction_ms: AtomicU64::new(now_ms),
             db: AtomicUsize::new(0),
@@ -262,7 +301,7 @@ impl ClientRecord {
             + omem
             + std::mem::size_of::<ClientShared>()
             + std::mem::size_of::<ClientState>();
-        // Redis's order: O (monitor) or S (replica), P, x, b, t, R, B.
+        // Redis's order: O (monitor) or S (replica), P, x, b, t, R, B, U.
         let mut flags = String::new();
         if c.monitor.load(Ordering::Relaxed) {
             flags.push('O');
@@ -286,6 +325,9 @@ impl ClientRecord {
             if t.bcast {
                 flags.push('B');
             }
+        }
+        if c.addr.is_unix() {
+            flags.push('U');
         }
         let redir = self.tracking.as_ref().map_or(-1, |t| t.redirect as i64);
         if flags.is_empty() {

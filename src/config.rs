@@ -37,6 +37,15 @@ pub struct Config {
     pub params: Vec<(String, String)>,
 }
 
+impl Config {
+    /// Also listen on a Unix-domain socket at `path` (the `unixsocket`
+    /// parameter; `unixsocketperm` in [`params`](Config::params) sets its mode).
+    pub fn unixsocket(mut self, path: impl Into<String>) -> Config {
+        self.params.push(("unixsocket".to_string(), path.into()));
+        self
+    }
+}
+
 /// Checks configuration directives as the server does at start (a
 /// redis.conf line or a `--name value` option), with the server's own
 /// parameter table: the `rlockd` binary validates its command line with it.
@@ -378,6 +387,8 @@ static PARAMS: &[Param] = &[
 const EFFECTIVE: &[&str] = &[
     "port",
     "bind",
+    "unixsocket",
+    "unixsocketperm",
     "databases",
     "tcp-backlog",
     "requirepass",

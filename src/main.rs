@@ -38,7 +38,7 @@ const VERSION: &str = env!("CARGO_PKG_VERSION");
 const REDIS_VERSION: &str = rlockd::REDIS_VERSION;
 
 /// Directives of redis-server 7.0 that have no effect in rlockd: kept in
-/// memory only, never forked, never replicated, one TCP listener. Besides
+/// memory only, never forked, never replicated. Besides
 /// the `CONFIG` parameters rlockd does not implement (accepted the same
 /// way), these are the ones a redis.conf or a CI script commonly sets.
 const NO_EFFECT: &[&str] = &[
@@ -61,8 +61,6 @@ const NO_EFFECT: &[&str] = &[
     "enable-protected-configs",
     "always-show-logo",
     "set-proc-title",
-    "unixsocket",
-    "unixsocketperm",
     "rdbcompression",
     "rdbchecksum",
     "stop-writes-on-bgsave-error",
@@ -275,7 +273,7 @@ Options:
                         --busy-reply-threshold 1000  --hz 100
 
 Accepted without effect (rlockd keeps everything in memory, never forks,
-replicates only between its own nodes, and has one TCP listener per node), with
+and replicates only between its own nodes), with
 one note per source when the value
 asks for something other than off:
   {no_effect},
@@ -920,6 +918,9 @@ fn main() -> ExitCode {
         }
     }
     tracing::info!("Ready to accept connections");
+    for path in servers.iter().filter_map(|s| s.unix_path()) {
+        tracing::info!("The server is now ready to accept connections at {}", path.display());
+    }
     for server in &servers {
         println!("rlockd {VERSION} ready to accept connections on {} (port {})", server.addr(), server.port());
     }

@@ -14,8 +14,10 @@
 //! runtime, as rlockd's event loop does, and answers it from a fixed table —
 //! PONG, OK, nil, a script's sha — without doing any work: the limit of this
 //! machine, runtime and kernel; its replies are not checked), or
-//! `[name=]host:port` of a running server (`--pid name=PID` adds its CPU
-//! time). The first target is the baseline every ratio is taken to.
+//! `[name=]host:port` or `[name=]unix:/path` of a running server (`--pid
+//! name=PID` adds its CPU time). The first target is the baseline every
+//! ratio is taken to. With `--unix`, the spawned targets also listen on a
+//! Unix-domain socket (`unixsocket`) and are measured through it.
 //!
 //! Workloads (`-w`, comma-separated): `ping`, `set`, `get`, `lock-unlock`
 //! (Redisson's reentrant lock then unlock by EVALSHA, a fresh name per pair,
@@ -42,6 +44,7 @@
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::os::unix::net::UnixStream;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -57,7 +60,8 @@ const FAIR_UNLOCK: &str = include_str!("../../lua/fair_unlock.lua");
 
 const USAGE: &str = "usage: rlockd-bench [options] TARGET...
   TARGET              spawn:rlockd | spawn:redis-server | spawn:null | [name=]host:port
-                      (first = baseline; spawn:null is a bare responder that does no work)
+                      | [name=]unix:/path (first = baseline; spawn:null is a bare
+                      responder that does no work)
   -w, --workload W    comma-separated: ping set get lock-unlock reentrant contended renew
                       semaphore fair script:FILE, held-memory (bytes per held
                       lock, not timed) (default lock-unlock)
@@ -71,6 +75,7 @@ const USAGE: &str = "usage: rlockd-bench [options] TARGET...
       --args T,T      script: ARGV templates
       --pin CPUS      pin the load threads to these CPUs (e.g. 1 or 0-1)
       --pid NAME=PID  the pid of a target given by address (server CPU per operation)
+      --unix          connect to the spawned targets over a Unix socket, not TCP
       --csv FILE      write the results as CSV
       --json FILE     write the results as JSON
   -q, --quiet         no progress line";
@@ -91,6 +96,7 @@ struct Opts {
     csv: Option<String>,
     json: Option<String>,
     quiet: bool,
+    unix: bool,
 }
 
 #[derive(Clone)]
@@ -136,6 +142,7 @@ fn parse_args() -> Opts {
         csv: None,
         json: None,
         quiet: false,
+        unix: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -164,6 +171,7 @@ fn parse_args() -> Opts {
             "--csv" => o.csv = Some(val()),
             "--json" => o.json = Some(val()),
             "-q" | "--quiet" => o.quiet = true,
+            "--unix" => o.unix = true,
             t if t.starts_with("spawn:") => o.targets.push(TargetSpec::Spawn(t[6..].to_string())),
             t if !t.starts_with('-') => {
                 let (name, addr) = t.split_once('=').unwrap_or((t, t));
@@ -182,6 +190,7 @@ fn parse_args() -> Opts {
 
 struct Target {
     name: String,
+    /// `host:port`, or `unix:/path`.
     addr: String,
     pid: Option<u32>,
     child: Option<Child>,
@@ -195,6 +204,10 @@ impl Drop for Target {
         if let Some(c) = self.child.as_mut() {
             let _ = c.kill();
             let _ = c.wait();
+            // Killed, so it could not remove its socket file itself.
+            if let Some(path) = self.addr.strip_prefix("unix:") {
+                let _ = std::fs::remove_file(path);
+            }
         }
     }
 }
@@ -203,7 +216,7 @@ fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
 }
 
-fn start(spec: &TargetSpec, pids: &HashMap<String, u32>) -> Target {
+fn start(spec: &TargetSpec, pids: &HashMap<String, u32>, unix: bool) -> Target {
     match spec {
         TargetSpec::Addr(name, addr) => {
             Target { name: name.clone(), addr: addr.clone(), pid: pids.get(name).copied(), child: None, checked: true }
@@ -219,13 +232,23 @@ fn start(spec: &TargetSpec, pids: &HashMap<String, u32>) -> Target {
                 "null" => own().display().to_string(),
                 other => fail(&format!("spawn:{other}: only spawn:rlockd, spawn:redis-server and spawn:null")),
             };
-            let args: Vec<String> = if what == "null" {
+            let path = unix.then(|| {
+                let p = std::env::temp_dir().join(format!("rlockd-bench-{}-{what}.sock", std::process::id()));
+                p.display().to_string()
+            });
+            let mut args: Vec<String> = if what == "null" {
                 vec![NULL_SERVER_FLAG.into(), port.to_string()]
             } else {
                 ["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
                     .map(String::from)
                     .to_vec()
             };
+            if let Some(p) = &path {
+                if what != "null" {
+                    args.push("--unixsocket".into());
+                }
+                args.push(p.clone());
+            }
             let child = Command::new(&program)
                 .args(&args)
                 .stdin(Stdio::null())
@@ -235,17 +258,17 @@ fn start(spec: &TargetSpec, pids: &HashMap<String, u32>) -> Target {
                 .unwrap_or_else(|e| fail(&format!("cannot start {program}: {e}")));
             let t = Target {
                 name: what.clone(),
-                addr: format!("127.0.0.1:{port}"),
+                addr: path.map_or_else(|| format!("127.0.0.1:{port}"), |p| format!("unix:{p}")),
                 pid: Some(child.id()),
                 child: Some(child),
                 checked: what != "null",
             };
             let deadline = Instant::now() + Duration::from_secs(10);
             loop {
-                if let Ok(mut s) = TcpStream::connect(&t.addr) {
+                if let Ok(mut s) = Link::connect(&t.addr) {
                     if s.write_all(b"PING\r\n").is_ok() {
                         let mut line = String::new();
-                        if BufReader::new(&s).read_line(&mut line).is_ok() && line.starts_with("+PONG") {
+                        if BufReader::new(s).read_line(&mut line).is_ok() && line.starts_with("+PONG") {
                             break;
                         }
                     }
@@ -332,16 +355,56 @@ fn parse(b: &[u8]) -> Option<(R, usize)> {
     })
 }
 
+/// A connection to a target: TCP (`host:port`) or Unix-domain (`unix:/path`).
+enum Link {
+    Tcp(TcpStream),
+    Unix(UnixStream),
+}
+
+impl Link {
+    fn connect(addr: &str) -> std::io::Result<Link> {
+        match addr.strip_prefix("unix:") {
+            Some(path) => UnixStream::connect(path).map(Link::Unix),
+            None => {
+                let s = TcpStream::connect(addr)?;
+                s.set_nodelay(true)?;
+                Ok(Link::Tcp(s))
+            }
+        }
+    }
+}
+
+impl Read for Link {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Link::Tcp(s) => s.read(buf),
+            Link::Unix(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Link {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Link::Tcp(s) => s.write(buf),
+            Link::Unix(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 struct Conn {
-    s: TcpStream,
+    s: Link,
     buf: Vec<u8>,
     start: usize,
 }
 
 impl Conn {
     fn open(addr: &str) -> Conn {
-        let s = TcpStream::connect(addr).unwrap_or_else(|e| fail(&format!("connect {addr}: {e}")));
-        s.set_nodelay(true).expect("nodelay");
+        let s = Link::connect(addr).unwrap_or_else(|e| fail(&format!("connect {addr}: {e}")));
         Conn { s, buf: Vec::with_capacity(64 * 1024), start: 0 }
     }
     fn send(&mut self, bytes: &[u8]) {
@@ -795,10 +858,10 @@ fn main() {
     let mut raw = std::env::args().skip(1);
     if raw.next().as_deref() == Some(NULL_SERVER_FLAG) {
         let port = raw.next().and_then(|p| p.parse().ok()).unwrap_or_else(|| fail("the bare responder needs a port"));
-        null_server(port);
+        null_server(port, raw.next());
     }
     let o = Arc::new(parse_args());
-    let targets: Vec<Target> = o.targets.iter().map(|s| start(s, &o.pids)).collect();
+    let targets: Vec<Target> = o.targets.iter().map(|s| start(s, &o.pids, o.unix)).collect();
     let mut cells = Vec::new();
     for w in &o.workloads {
         if w == "held-memory" {
@@ -943,10 +1006,22 @@ const NULL_SERVER_FLAG: &str = "--serve-null";
 /// `spawn:null`: one tokio current-thread event loop, as rlockd's, reading
 /// each connection's input, framing every complete command and answering it
 /// from a fixed table, one write per read. No keyspace, no scripts: what is
-/// left is the cost of the runtime, the syscalls and RESP framing.
-fn null_server(port: u16) -> ! {
+/// left is the cost of the runtime, the syscalls and RESP framing. With
+/// `unix_path`, it also listens on that Unix socket.
+fn null_server(port: u16, unix_path: Option<String>) -> ! {
     let rt = tokio::runtime::Builder::new_current_thread().enable_io().build().expect("a tokio runtime");
     rt.block_on(async move {
+        if let Some(path) = unix_path {
+            let _ = std::fs::remove_file(&path);
+            let listener = tokio::net::UnixListener::bind(&path)
+                .unwrap_or_else(|e| fail(&format!("bare responder: bind {path}: {e}")));
+            tokio::spawn(async move {
+                loop {
+                    let Ok((socket, _)) = listener.accept().await else { continue };
+                    tokio::spawn(null_connection(socket));
+                }
+            });
+        }
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
             .await
             .unwrap_or_else(|e| fail(&format!("bare responder: bind 127.0.0.1:{port}: {e}")));
@@ -958,7 +1033,7 @@ fn null_server(port: u16) -> ! {
     })
 }
 
-async fn null_connection(mut socket: tokio::net::TcpStream) {
+async fn null_connection<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(mut socket: S) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut input = Vec::with_capacity(16 * 1024);
     let mut out = Vec::with_capacity(16 * 1024);

@@ -196,7 +196,12 @@ fn track_after_call(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes], top: bool,
 }
 
 fn feed_monitors(ctx: &mut Ctx<'_>, argv: &[Bytes]) {
-    let source = if ctx.client.is_script() { "lua".to_string() } else { ctx.client.shared.addr.to_string() };
+    // As Redis's `replicationFeedMonitors`: `unix:<path>` for a Unix-socket client.
+    let source = match &ctx.client.shared.addr {
+        _ if ctx.client.is_script() => "lua".to_string(),
+        crate::client::ClientAddr::Unix(path) => format!("unix:{path}"),
+        addr => addr.to_string(),
+    };
     ctx.core.monitors.feed(ctx.shared.clock.now_us(), ctx.client.db(), &source, argv);
 }
 

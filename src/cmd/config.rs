@@ -35,7 +35,7 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Err(CmdError::Syntax);
     }
     let pairs: Vec<(&[u8], &[u8])> = args[2..].chunks(2).map(|p| (&p[0][..], &p[1][..])).collect();
-    let protected_ok = ctx.core.config.protected_allowed(ctx.client.shared.addr.ip().is_loopback());
+    let protected_ok = ctx.core.config.protected_allowed(ctx.client.shared.addr.is_local());
     let before = (ctx.core.config.get_str("bind").to_string(), ctx.core.config.get_str("port").to_string());
     let saved = ctx.core.config.clone();
     // All or nothing, as in Redis: nothing changes unless every value is valid.

@@ -85,7 +85,7 @@ pub fn process(ctx: &mut Ctx<'_>, argv: Vec<Bytes>) -> Reply {
     if !arity_ok(cmd.spec.arity, argv.len()) {
         return reject(ctx, Some(cmd), CmdError::WrongArity(cmd.fullname.clone()));
     }
-    if cmd.has(flags::PROTECTED) && !ctx.core.config.debug_command.allows(ctx.client.shared.is_local()) {
+    if cmd.has(flags::PROTECTED) && !ctx.core.config.debug_command.allows(ctx.client.shared.addr.is_local()) {
         return reject(ctx, Some(cmd), CmdError::custom(DEBUG_NOT_ALLOWED));
     }
     if !ctx.client.authenticated && ctx.core.acl.auth_required() && !cmd.has(flags::NO_AUTH) {

@@ -120,8 +120,12 @@ pub(crate) fn sync(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let psync = eq(&args[0], "psync");
     let from = if psync { Some(crate::num::parse_i64_strict(&args[2]).ok_or(CmdError::NotInteger)?) } else { None };
     let hs = ctx.core.repl.handshakes.remove(&id).unwrap_or_default();
-    let peer = ctx.client.shared.addr;
-    let ip = hs.ip.as_deref().and_then(|ip| ip.parse().ok()).unwrap_or(peer.ip());
+    // A replica on the Unix socket is reported on the loopback address.
+    let peer_ip = match &ctx.client.shared.addr {
+        crate::client::ClientAddr::Tcp(a) => a.ip(),
+        crate::client::ClientAddr::Unix(_) => std::net::IpAddr::from([127, 0, 0, 1]),
+    };
+    let ip = hs.ip.as_deref().and_then(|ip| ip.parse().ok()).unwrap_or(peer_ip);
     let replica_addr = std::net::SocketAddr::new(ip, hs.port);
     let name = format!("{}:{}", hs.ip.as_deref().map_or(ip.to_string(), str::to_string), hs.port);
     let limit = ctx.core.config.replica_limit;

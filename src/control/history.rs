@@ -13,15 +13,18 @@
 //!
 //! Storage and cost: auxiliary keys (fair-lock queues, read-hold leases) map
 //! to their lock; a key is read in place (`LockRef`) and packed into a
-//! reused buffer; the last view of each lock is one exactly-sized
-//! allocation found by the hash of (database, key), and events are built
-//! only when the packed bytes differ. Events keep their keys and holders in
+//! reused buffer; the last view of each lock names its holders by number
+//! (each holder id is kept once, [`Names`]) and sits in its 32-byte table
+//! slot when it fits (a Redisson lock with a key of up to about 17 bytes),
+//! else in one exactly-sized allocation, found by the hash of (database,
+//! key); events are built only when the packed bytes differ. Events keep their keys and holders in
 //! one byte ring ([`MAX_EVENTS`] events). Holders are matched by hash past
 //! 16, and values past a lock's sizes (more than 1,000 holders, a token over
 //! 512 bytes) are not locks, so no write costs more than its lock's size.
 //! A fair lock's queue is kept only while someone waits, and the holders of
 //! locks that expired while held for the last 10,000 such locks. About
-//! 4,500 instructions per Redisson lock+unlock and 98 bytes per held lock
+//! 4,500 instructions per Redisson lock+unlock and 59 bytes per held lock
+//! at 100,000 held, of which ~43 the view's slot and ~14 the event ring
 //! (BENCHMARKS.md).
 
 use std::collections::VecDeque;
@@ -223,10 +226,12 @@ fn unzigzag(n: u64) -> i64 {
 
 /// What the comparison needs of a lock's view — its kind, key deadline,
 /// counter value and holders with their counts — packed:
-/// `kind, flags, [deadline], [value], (count, id length, id)*`, numbers as
-/// varints (signed ones zigzagged). Equal views pack to equal bytes.
+/// `kind, flags, [deadline], [value], (count, holder)*`, numbers as
+/// varints (signed ones zigzagged), a holder as its number in [`Names`].
+/// Equal views pack to equal bytes.
 fn pack_body(
     out: &mut Vec<u8>,
+    names: &mut Names,
     kind: &str,
     deadline: Option<u64>,
     value: Option<i64>,
@@ -242,89 +247,255 @@ fn pack_body(
     }
     holders(&mut |id, count| {
         put_varint(out, zigzag(count));
-        put_varint(out, id.len() as u64);
-        out.extend_from_slice(id);
+        put_varint(out, u64::from(names.intern(id)));
     });
 }
 
 /// A packed view read back (see [`pack_body`]).
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone, Copy)]
 struct Body<'a> {
     kind: &'static str,
     deadline: Option<u64>,
     value: Option<i64>,
     /// The packed holders (see [`Body::holders`]).
     holders: &'a [u8],
+    names: &'a Names,
+}
+
+/// The packed holders of a packed view (what follows its header).
+fn holders_part(b: &[u8]) -> &[u8] {
+    let mut at = 2;
+    if b[1] & 1 != 0 {
+        get_varint(b, &mut at);
+    }
+    if b[1] & 2 != 0 {
+        get_varint(b, &mut at);
+    }
+    &b[at..]
 }
 
 impl<'a> Body<'a> {
-    fn parse(b: &'a [u8]) -> Body<'a> {
+    fn parse(b: &'a [u8], names: &'a Names) -> Body<'a> {
         let mut at = 2;
         let deadline = (b[1] & 1 != 0).then(|| get_varint(b, &mut at));
         let value = (b[1] & 2 != 0).then(|| unzigzag(get_varint(b, &mut at)));
-        Body { kind: KINDS[usize::from(b[0]).min(KINDS.len() - 1)], deadline, value, holders: &b[at..] }
+        Body { kind: KINDS[usize::from(b[0]).min(KINDS.len() - 1)], deadline, value, holders: &b[at..], names }
     }
 
     /// The holders' ids and counts, in order.
     fn holders(&self) -> impl Iterator<Item = (&'a [u8], i64)> {
-        packed_holders(self.holders)
+        packed_holders(self.holders, self.names)
     }
 }
 
 /// The ids and counts of packed holders (a [`Body`]'s `holders`), in order.
-fn packed_holders(b: &[u8]) -> impl Iterator<Item = (&[u8], i64)> {
+fn packed_holders<'a>(b: &'a [u8], names: &'a Names) -> impl Iterator<Item = (&'a [u8], i64)> {
+    packed_numbers(b).map(|(n, count)| (names.get(n), count))
+}
+
+/// The holders' numbers in [`Names`] and counts, in order.
+fn packed_numbers(b: &[u8]) -> impl Iterator<Item = (u32, i64)> + '_ {
     let mut at = 0;
     std::iter::from_fn(move || {
         if at >= b.len() {
             return None;
         }
         let count = unzigzag(get_varint(b, &mut at));
-        let len = get_varint(b, &mut at) as usize;
-        let id = &b[at..at + len];
-        at += len;
-        Some((id, count))
+        let n = get_varint(b, &mut at) as u32;
+        Some((n, count))
     })
+}
+
+/// The holder ids of the kept views, each stored once and numbered: a
+/// view holds a holder's number, not its bytes, so a lock's record is its
+/// key and a few bytes (a holder — `uuid:thread` — holds many locks over
+/// a test, and every Redisson lock of a thread has the same id). Counted
+/// references: an id no kept view names is kept a while for the next
+/// lock of its holder ([`Names::IDLE_MAX`] of them), then goes.
+#[derive(Default)]
+struct Names {
+    /// Each number's id (none: a free number) and how many kept views name it.
+    ids: Vec<(Option<Box<[u8]>>, u32)>,
+    free: Vec<u32>,
+    /// Numbers by the hash of their id.
+    index: HashTable<u32>,
+    hasher: crate::db::Hasher,
+    /// Numbers given out since the last [`Names::sweep`], maybe unreferenced.
+    fresh: Vec<u32>,
+    /// Numbers that had no reference left at some point (maybe taken again since).
+    idle: Vec<u32>,
+    /// The number [`Names::intern`] last answered: a holder usually takes
+    /// lock after lock, and comparing its id is cheaper than hashing it.
+    last: u32,
+}
+
+impl Names {
+    /// Unreferenced ids kept for their holder's next lock (a lock and its
+    /// unlock would otherwise copy and free the holder's id every time).
+    const IDLE_MAX: usize = 256;
+
+    /// The number of `id`, given one if it has none (unreferenced until a
+    /// kept view takes it: see [`Names::sweep`]).
+    fn intern(&mut self, id: &[u8]) -> u32 {
+        if self.ids.get(self.last as usize).and_then(|e| e.0.as_deref()) == Some(id) {
+            return self.last;
+        }
+        let n = self.intern_new(id);
+        self.last = n;
+        n
+    }
+
+    fn intern_new(&mut self, id: &[u8]) -> u32 {
+        let Names { ids, free, index, hasher, fresh, .. } = self;
+        let hash = hasher.hash_one(id);
+        if let Some(&n) = index.find(hash, |&n| ids[n as usize].0.as_deref() == Some(id)) {
+            return n;
+        }
+        let n = match free.pop() {
+            Some(n) => {
+                ids[n as usize] = (Some(id.into()), 0);
+                n
+            }
+            None => {
+                ids.push((Some(id.into()), 0));
+                (ids.len() - 1) as u32
+            }
+        };
+        index.insert_unique(hash, n, |&m| hasher.hash_one(ids[m as usize].0.as_deref().unwrap_or_default()));
+        fresh.push(n);
+        n
+    }
+
+    fn get(&self, n: u32) -> &[u8] {
+        self.ids[n as usize].0.as_deref().unwrap_or_default()
+    }
+
+    /// A kept view now names the holders packed in `holders`.
+    fn take(&mut self, holders: &[u8]) {
+        for (n, _) in packed_numbers(holders) {
+            self.ids[n as usize].1 += 1;
+        }
+    }
+
+    /// A kept view no longer names the holders packed in `holders`.
+    fn release(&mut self, holders: &[u8]) {
+        for (n, _) in packed_numbers(holders) {
+            let e = &mut self.ids[n as usize];
+            e.1 -= 1;
+            if e.1 == 0 {
+                self.idle.push(n);
+            }
+        }
+    }
+
+    fn forget(&mut self, n: u32) {
+        let Names { ids, free, index, hasher, .. } = self;
+        if let Some(id) = ids[n as usize].0.take() {
+            if let Ok(e) = index.find_entry(hasher.hash_one(&id[..]), |&m| m == n) {
+                e.remove();
+            }
+            free.push(n);
+        }
+    }
+
+    /// Past [`Names::IDLE_MAX`] unreferenced numbers (new ones no kept view
+    /// took included), forgets those still unreferenced.
+    fn sweep(&mut self) {
+        self.idle.append(&mut self.fresh);
+        if self.idle.len() > Self::IDLE_MAX {
+            for n in std::mem::take(&mut self.idle) {
+                if self.ids[n as usize].1 == 0 {
+                    self.forget(n);
+                }
+            }
+        }
+    }
+
+    /// Ids with a number, and those a kept view names (for tests).
+    #[cfg(test)]
+    fn counts(&self) -> (usize, usize) {
+        (self.index.len(), self.ids.iter().filter(|e| e.1 > 0).count())
+    }
 }
 
 /// The holders of a packed view found by id: a scan while there are few
 /// (a lock has one or two), a hash map past [`HolderIndex::SCAN_MAX`], so
 /// comparing two views of a semaphore with many holders stays linear.
 enum HolderIndex<'a> {
-    Scan(&'a [u8]),
+    Scan(&'a [u8], &'a Names),
     Map(HashMap<&'a [u8], i64>),
 }
 
 impl<'a> HolderIndex<'a> {
     const SCAN_MAX: usize = 16;
 
-    fn new(packed: &'a [u8]) -> HolderIndex<'a> {
-        if packed_holders(packed).nth(Self::SCAN_MAX).is_none() {
-            HolderIndex::Scan(packed)
+    fn new(packed: &'a [u8], names: &'a Names) -> HolderIndex<'a> {
+        if packed_numbers(packed).nth(Self::SCAN_MAX).is_none() {
+            HolderIndex::Scan(packed, names)
         } else {
-            HolderIndex::Map(packed_holders(packed).collect())
+            HolderIndex::Map(packed_holders(packed, names).collect())
         }
     }
 
     /// The count held by `id`, if it holds.
     fn count(&self, id: &[u8]) -> Option<i64> {
         match self {
-            HolderIndex::Scan(packed) => packed_holders(packed).find(|(h, _)| *h == id).map(|(_, c)| c),
+            HolderIndex::Scan(packed, names) => packed_holders(packed, names).find(|(h, _)| *h == id).map(|(_, c)| c),
             HolderIndex::Map(m) => m.get(id).copied(),
         }
     }
 }
 
-/// A lock's last view as the history keeps it: database, key and the packed
-/// view in one allocation (`db, key length, key, body`; about 60 bytes for a
-/// held Redisson lock).
-fn pack_seen(db: usize, key: &[u8], body: &[u8]) -> Box<[u8]> {
+/// A lock's last view as the history keeps it: `db, key length, key, body`
+/// in the table's own slot when it fits (a held Redisson lock with a key of
+/// up to about 17 bytes: no allocation), else in one exactly-sized one.
+enum Seen {
+    Inline(u8, [u8; Seen::INLINE]),
+    Heap(Box<[u8]>),
+}
+
+impl Seen {
+    /// Bytes kept in the slot itself (the slot is 32 bytes).
+    const INLINE: usize = 30;
+
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Seen::Inline(len, b) => &b[..usize::from(*len)],
+            Seen::Heap(b) => b,
+        }
+    }
+
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        match self {
+            Seen::Inline(len, b) => &mut b[..usize::from(*len)],
+            Seen::Heap(b) => b,
+        }
+    }
+}
+
+impl std::ops::Deref for Seen {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        self.bytes()
+    }
+}
+
+fn pack_seen(db: usize, key: &[u8], body: &[u8]) -> Seen {
+    let len = varint_len(db as u64) + varint_len(key.len() as u64) + key.len() + body.len();
     // Exactly sized: the box is the vector's own allocation, not a copy.
-    let mut b = Vec::with_capacity(varint_len(db as u64) + varint_len(key.len() as u64) + key.len() + body.len());
+    let mut b = Vec::with_capacity(len);
     put_varint(&mut b, db as u64);
     put_varint(&mut b, key.len() as u64);
     b.extend_from_slice(key);
     b.extend_from_slice(body);
-    b.into_boxed_slice()
+    if len <= Seen::INLINE {
+        let mut inline = [0u8; Seen::INLINE];
+        inline[..len].copy_from_slice(&b);
+        Seen::Inline(len as u8, inline)
+    } else {
+        Seen::Heap(b.into_boxed_slice())
+    }
 }
 
 /// A kept view's database, key and packed body.
@@ -385,8 +556,10 @@ impl<'a> Done<'a> {
 pub struct LockHistory {
     /// Last view of each lock (what the comparison needs of it), database
     /// and key inside ([`pack_seen`]), found by the hash of `(db, key)`.
-    seen: HashTable<Box<[u8]>>,
+    seen: HashTable<Seen>,
     hasher: crate::db::Hasher,
+    /// The holders the kept views name.
+    names: Names,
     /// The current view being packed (kept for its allocation).
     scratch: Vec<u8>,
     log: Log,
@@ -444,7 +617,7 @@ fn owner(id: &[u8]) -> &[u8] {
 impl LockHistory {
     /// Compares the touched keys' locks with their last views.
     pub fn observe(&mut self, touched: &[(usize, crate::db::Key)], ks: &Keyspace, now_ms: u64, actor: &Actor) {
-        let LockHistory { seen, hasher, scratch, log } = self;
+        let LockHistory { seen, hasher, names, scratch, log } = self;
         let mut done = Done { inline: [Id(0, b""); 8], len: 0, more: std::collections::HashSet::new() };
         for (db, key) in touched {
             let id = Id(*db, lock_key(key));
@@ -460,7 +633,7 @@ impl LockHistory {
             if lock.as_ref().is_some_and(|l| l.kind == "counter") {
                 // A counter is a semaphore's or latch's value only once a
                 // script wrote it: `SET a 1` or `INCR hits` is no lock.
-                let known = found.as_ref().is_ok_and(|e| Body::parse(unpack_seen(e.get()).2).kind == "counter");
+                let known = found.as_ref().is_ok_and(|e| unpack_seen(e.get()).2[0] == index_of(&KINDS, "counter"));
                 if !known && !actor.is_script() {
                     lock = None;
                 }
@@ -468,27 +641,32 @@ impl LockHistory {
             scratch.clear();
             if let Some(l) = &lock {
                 let deadline = l.lease_ms.map(|ms| now_ms.saturating_add_signed(ms));
-                pack_body(scratch, l.kind, deadline, l.value, |f| l.holders(|h, count, _| f(h, count)));
+                pack_body(scratch, names, l.kind, deadline, l.value, |f| l.holders(|h, count, _| f(h, count)));
             }
             match found {
                 Ok(entry) => {
                     let old = unpack_seen(entry.get()).2;
                     let Some(l) = &lock else {
-                        log.compare(id, Some(Body::parse(old)), None, now_ms, actor);
+                        log.compare(id, Some(Body::parse(old, names)), None, now_ms, actor);
+                        names.release(holders_part(old));
                         entry.remove();
                         continue;
                     };
                     let (old_len, changed) = (old.len(), old != &scratch[..]);
-                    let new = Body::parse(scratch);
+                    let new = Body::parse(scratch, names);
                     if changed {
-                        log.compare(id, Some(Body::parse(old)), Some(new), now_ms, actor);
+                        log.compare(id, Some(Body::parse(old, names)), Some(new), now_ms, actor);
                     }
                     log.check(id, new, l);
                     if changed {
+                        // The new view's holders are taken before the old
+                        // one's are let go: a holder in both keeps its number.
+                        names.take(holders_part(scratch));
+                        names.release(holders_part(old));
                         let kept = entry.into_mut();
                         if old_len == scratch.len() {
                             let at = kept.len() - old_len;
-                            kept[at..].copy_from_slice(scratch);
+                            kept.bytes_mut()[at..].copy_from_slice(scratch);
                         } else {
                             *kept = pack_seen(id.0, id.1, scratch);
                         }
@@ -496,9 +674,10 @@ impl LockHistory {
                 }
                 Err(absent) => {
                     let Some(l) = &lock else { continue };
-                    let new = Body::parse(scratch);
+                    let new = Body::parse(scratch, names);
                     log.compare(id, None, Some(new), now_ms, actor);
                     log.check(id, new, l);
+                    names.take(holders_part(scratch));
                     absent.into_table().insert_unique(hash, pack_seen(id.0, id.1, scratch), |e| {
                         let (d, k, _) = unpack_seen(e);
                         hasher.hash_one((d, k))
@@ -506,6 +685,7 @@ impl LockHistory {
                 }
             }
         }
+        names.sweep();
     }
 
     /// Takes every lock in `ks` as its first view, with no event: the
@@ -548,7 +728,7 @@ impl LockHistory {
                 let (d, k, _) = unpack_seen(e);
                 d == db && k == key
             })
-            .is_some_and(|e| Body::parse(unpack_seen(e).2).kind == "counter")
+            .is_some_and(|e| unpack_seen(e).2[0] == index_of(&KINDS, "counter"))
     }
 
     /// The id of the newest event (0: none yet).
@@ -578,11 +758,13 @@ impl Log {
         let kind = after.or(old).map_or("", |v| v.kind);
         let old_holders = old.map_or(&[][..], |v| v.holders);
         let new_holders = after.map_or(&[][..], |v| v.holders);
-        let (old_ids, new_ids) = (HolderIndex::new(old_holders), HolderIndex::new(new_holders));
+        let names = after.or(old).map(|v| v.names);
+        let Some(names) = names else { return };
+        let (old_ids, new_ids) = (HolderIndex::new(old_holders, names), HolderIndex::new(new_holders, names));
         // Holders that left: released, or expired if the key's lease ran out.
         let expired = after.is_none() && old_deadline.is_some_and(|d| d <= now_ms);
         let mut gone = Vec::new();
-        for (hid, _) in packed_holders(old_holders) {
+        for (hid, _) in packed_holders(old_holders, names) {
             if new_ids.count(hid).is_none() {
                 let event = if expired { "expired" } else { "released" };
                 self.push(id, kind, event, hid, 0, now_ms, actor);
@@ -597,7 +779,7 @@ impl Log {
             }
             self.expired_held.insert(id.owned(), (now_ms, gone));
         }
-        for (hid, count) in packed_holders(new_holders) {
+        for (hid, count) in packed_holders(new_holders, names) {
             match old_ids.count(hid) {
                 None => {
                     self.push(id, kind, "acquired", hid, count, now_ms, actor);
@@ -636,7 +818,7 @@ impl Log {
                 // Packed holders are equal exactly when ids and counts are.
                 let same = old_holders == new_holders && !new_holders.is_empty();
                 if same && a.deadline > old_deadline && old_deadline.is_some() {
-                    for (hid, count) in packed_holders(new_holders) {
+                    for (hid, count) in packed_holders(new_holders, names) {
                         self.push(id, kind, "renewed", hid, count, now_ms, actor);
                     }
                 }
@@ -807,9 +989,15 @@ mod tests {
         assert_eq!(owner(b"u:1:write"), b"u:1");
     }
 
-    fn packed(kind: &str, deadline: Option<u64>, value: Option<i64>, holders: &[(&[u8], i64)]) -> Vec<u8> {
+    fn packed(
+        names: &mut Names,
+        kind: &str,
+        deadline: Option<u64>,
+        value: Option<i64>,
+        holders: &[(&[u8], i64)],
+    ) -> Vec<u8> {
         let mut out = Vec::new();
-        pack_body(&mut out, kind, deadline, value, |f| {
+        pack_body(&mut out, names, kind, deadline, value, |f| {
             for (id, count) in holders {
                 f(id, *count);
             }
@@ -834,14 +1022,16 @@ mod tests {
             for value in [None, Some(-3), Some(0), Some(i64::MAX), Some(i64::MIN)] {
                 for deadline in [None, Some(0), Some(127), Some(128), Some(1_700_000_000_123), Some(u64::MAX)] {
                     for holders in holder_sets {
-                        let b = packed(kind, deadline, value, holders);
-                        let back = Body::parse(&b);
+                        let mut names = Names::default();
+                        let b = packed(&mut names, kind, deadline, value, holders);
+                        let back = Body::parse(&b, &names);
                         assert_eq!((back.kind, back.deadline, back.value), (kind, deadline, value));
                         assert_eq!(back.holders().collect::<Vec<_>>(), holders.to_vec());
                         for db in [0, 15, 300, usize::MAX] {
                             for key in [&b""[..], b"lock:1", &long] {
                                 let seen = pack_seen(db, key, &b);
                                 assert_eq!(unpack_seen(&seen), (db, key, &b[..]));
+                                assert_eq!(matches!(seen, Seen::Inline(..)), seen.len() <= Seen::INLINE);
                             }
                         }
                     }
@@ -853,6 +1043,8 @@ mod tests {
     #[test]
     fn equal_views_pack_to_equal_bytes() {
         let a: &[(&[u8], i64)] = &[(b"u:1", 1), (b"u:2", 2)];
+        let mut names = Names::default();
+        let mut packed = |kind, deadline, value, holders| packed(&mut names, kind, deadline, value, holders);
         let base = packed("read-write", Some(10), None, a);
         assert_eq!(base, packed("read-write", Some(10), None, a));
         // Any difference the comparison reads shows in the bytes.
@@ -1025,6 +1217,61 @@ mod tests {
             "{:?}",
             h.violations()
         );
+    }
+
+    /// A holder id is kept once for all the locks it holds, and goes with
+    /// the last of them; a Redisson lock's view fits in its table slot.
+    #[test]
+    fn holder_ids_are_shared_and_let_go() {
+        use crate::db::value::Value;
+        use crate::db::Key;
+        assert_eq!(std::mem::size_of::<Seen>(), 32);
+        let mut ks = Keyspace::new(1);
+        ks.now = 1_000;
+        let actor = Actor { client: 7, command: "evalsha", detail: None };
+        let mut h = LockHistory::default();
+        let owners = ["3a8a7f4c-0b8e-4a5e-9d0c-6f1f0c9a2b11:1", "3a8a7f4c-0b8e-4a5e-9d0c-6f1f0c9a2b11:2"];
+        let names: Vec<Bytes> = (0..100).map(|i| Bytes::from(format!("lock:{i}"))).collect();
+        for (i, name) in names.iter().enumerate() {
+            ks.view(0).set(name, Value::Hash([(owners[i % 2], "1")].into_iter().collect()), false);
+            ks.view(0).set_expire(name, 31_000);
+            h.observe(&[(0, Key::new(name))], &ks, ks.now, &actor);
+        }
+        assert_eq!((h.seen.len(), h.names.counts()), (100, (2, 2)));
+        assert!(h.seen.iter().all(|s| matches!(s, Seen::Inline(..))));
+        // Re-entered by its holder, then handed to the other owner: the
+        // events name the holders as they were.
+        let first = &names[0];
+        ks.view(0).set(first, Value::Hash([(owners[0], "2")].into_iter().collect()), true);
+        h.observe(&[(0, Key::new(first))], &ks, ks.now, &actor);
+        ks.view(0).set(first, Value::Hash([(owners[1], "1")].into_iter().collect()), true);
+        h.observe(&[(0, Key::new(first))], &ks, ks.now, &actor);
+        let events: Vec<(&str, Bytes, i64)> =
+            h.events(Some(first), 0).into_iter().map(|e| (e.event, e.holder, e.count)).collect();
+        let own = |i: usize| Bytes::from_static(owners[i].as_bytes());
+        assert_eq!(
+            events,
+            [("acquired", own(0), 1), ("reentered", own(0), 2), ("released", own(0), 0), ("acquired", own(1), 1)]
+        );
+        // Every lock released: no view is left, and no id is named.
+        for name in &names {
+            ks.view(0).remove(name);
+            h.observe(&[(0, Key::new(name))], &ks, ks.now, &actor);
+        }
+        assert_eq!((h.seen.len(), h.names.counts().1), (0, 0));
+        assert_eq!(h.events(None, 0).iter().filter(|e| e.event == "released").count(), 101);
+        // Unreferenced ids stay bounded: a thousand holders, each with one
+        // lock taken and released.
+        for i in 0..1000 {
+            let owner = format!("owner-{i}:1");
+            ks.view(0).set(first, Value::Hash([(owner.as_str(), "1")].into_iter().collect()), false);
+            h.observe(&[(0, Key::new(first))], &ks, ks.now, &actor);
+            ks.view(0).remove(first);
+            h.observe(&[(0, Key::new(first))], &ks, ks.now, &actor);
+        }
+        let (kept, named) = h.names.counts();
+        assert!(kept <= Names::IDLE_MAX + 1 && named == 0, "{kept} {named}");
+        assert!(h.names.ids.len() <= Names::IDLE_MAX + 2, "{}", h.names.ids.len());
     }
 
     #[test]

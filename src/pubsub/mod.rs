@@ -451,7 +451,7 @@ mod tests {
 
     fn client(id: u64) -> (Arc<ClientShared>, mpsc::UnboundedReceiver<Outbound>) {
         let (tx, rx) = mpsc::unbounded_channel();
-        let addr = "127.0.0.1:1".parse().expect("addr");
+        let addr: std::net::SocketAddr = "127.0.0.1:1".parse().expect("addr");
         (Arc::new(ClientShared::new(id, addr, addr, 0, tx)), rx)
     }
 

@@ -24,19 +24,17 @@
 //! their slots ([`serve_waiting`]), as Redis's `processEventsWhileBlocked` does.
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use std::net::TcpStream;
 use tokio::io::unix::AsyncFd;
 use tokio::io::Interest;
 use tokio::sync::{mpsc, MutexGuard, Notify};
 
-use super::socket::{raw, register};
-use crate::client::{ClientShared, ClientState, Outbound, ReplyMode};
+use super::socket::{raw, register, Stream};
+use crate::client::{ClientAddr, ClientShared, ClientState, Outbound, ReplyMode};
 use crate::cmd::{self, flags, Ctx, Lookup};
 use crate::control::faults::ConnFaults;
 use crate::core::{Core, Shared};
@@ -60,7 +58,7 @@ pub(crate) struct Slot {
     /// ACK of an earlier reply would put a socket in the list ahead of one
     /// whose input came first). Waiting to write is rare and uses a
     /// registration of its own ([`wait_writable`]).
-    pub(crate) socket: AsyncFd<TcpStream>,
+    pub(crate) socket: AsyncFd<Stream>,
     /// The task waits for input in its main loop: the busy hook may serve it.
     /// (A task waiting for anything else — a blocked pop, a pause, a flush —
     /// is left alone, as Redis leaves blocked clients' input unprocessed.)
@@ -136,7 +134,7 @@ struct Pending {
 
 /// Admits a connection accepted while a `Server` method holds the core on
 /// another thread: waits for the core, then takes [`adopt`]'s path.
-pub(crate) async fn handle(shared: Arc<Shared>, conns: Arc<Conns>, socket: TcpStream, peer: SocketAddr) {
+pub(crate) async fn handle(shared: Arc<Shared>, conns: Arc<Conns>, socket: Stream, peer: ClientAddr) {
     let mut core = shared.core.lock().await;
     adopt(&shared, &conns, &mut core, socket, peer);
 }
@@ -145,9 +143,9 @@ pub(crate) async fn handle(shared: Arc<Shared>, conns: Arc<Conns>, socket: TcpSt
 /// loop's, [`handle`]'s, or a busy script's hook), and starts its task. Admitted before
 /// its task first runs, so a script that starts meanwhile finds it in the
 /// registry and its hook serves it.
-pub(crate) fn adopt(shared: &Arc<Shared>, conns: &Arc<Conns>, core: &mut Core, socket: TcpStream, peer: SocketAddr) {
+pub(crate) fn adopt(shared: &Arc<Shared>, conns: &Arc<Conns>, core: &mut Core, socket: Stream, peer: ClientAddr) {
     let Some(mut conn) = Conn::new(shared, socket, peer) else { return };
-    match conn.admit(core, peer) {
+    match conn.admit(core) {
         Ok(()) => {
             conn.slot.idle.store(true, Ordering::Release);
             conns.lock().insert(conn.cs.id, conn.slot.clone());
@@ -173,14 +171,14 @@ manually just for testing, restart it with the '--protected-mode no' option. 4) 
 password for the default user. NOTE: You only need to do one of the above things in order for the server \
 to start accepting connections from the outside.";
 
-/// Protected mode (the default) with no password: only loopback clients
-/// are served, as in Redis's `clientAcceptHandler`.
-fn protected_mode_refuses(cfg: &crate::config::RuntimeConfig, peer: SocketAddr) -> bool {
-    cfg.protected_mode && cfg.requirepass.is_none() && !peer.ip().is_loopback()
+/// Protected mode (the default) with no password: only loopback and Unix
+/// socket clients are served, as in Redis's `clientAcceptHandler`.
+fn protected_mode_refuses(cfg: &crate::config::RuntimeConfig, peer: &ClientAddr) -> bool {
+    cfg.protected_mode && cfg.requirepass.is_none() && !peer.is_local()
 }
 
 /// Writes all of `buf`.
-async fn write_all(socket: &AsyncFd<TcpStream>, mut buf: &[u8]) -> std::io::Result<()> {
+async fn write_all(socket: &AsyncFd<Stream>, mut buf: &[u8]) -> std::io::Result<()> {
     while !buf.is_empty() {
         match raw::send(socket.get_ref(), buf) {
             Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
@@ -197,7 +195,7 @@ async fn write_all(socket: &AsyncFd<TcpStream>, mut buf: &[u8]) -> std::io::Resu
 /// socket's own registration is for input only, so this registers a
 /// duplicate descriptor for writability, for as long as the wait lasts, as
 /// Redis installs a write handler only while a client has output pending.
-async fn wait_writable(socket: &TcpStream) -> std::io::Result<()> {
+async fn wait_writable(socket: &Stream) -> std::io::Result<()> {
     let dup = std::os::fd::AsFd::as_fd(socket).try_clone_to_owned()?;
     let fd = register(dup, Interest::WRITABLE)?;
     let _ready = fd.writable().await?;
@@ -326,9 +324,9 @@ impl ConnState {
 
 impl Conn {
     /// None if the socket cannot be registered with the reactor.
-    fn new(shared: &Arc<Shared>, socket: TcpStream, peer: SocketAddr) -> Option<Conn> {
-        let _ = socket.set_nodelay(true);
-        let laddr = socket.local_addr().unwrap_or_else(|_| *shared.local_addr.lock());
+    fn new(shared: &Arc<Shared>, socket: Stream, peer: ClientAddr) -> Option<Conn> {
+        socket.set_nodelay();
+        let laddr = socket.local_addr(&peer).unwrap_or_else(|| ClientAddr::Tcp(*shared.local_addr.lock()));
         let socket = match register(socket, Interest::READABLE) {
             Ok(s) => s,
             Err(e) => {
@@ -354,12 +352,12 @@ impl Conn {
 
     /// Adds this client to the core, or says what to answer before closing
     /// (`maxclients` reached, protected mode).
-    fn admit(&mut self, core: &mut Core, peer: SocketAddr) -> Result<(), &'static str> {
+    fn admit(&mut self, core: &mut Core) -> Result<(), &'static str> {
         let mut st = self.slot.st.lock();
         let Some(max_bulk) = core.register_client(&mut st.client) else {
             return Err("ERR max number of clients reached");
         };
-        if protected_mode_refuses(&core.config, peer) {
+        if protected_mode_refuses(&core.config, &self.cs.addr) {
             core.unregister_client(&self.cs);
             core.stats.rejected_connections += 1;
             return Err(PROTECTED_MODE_DENIED);
@@ -386,8 +384,16 @@ impl Conn {
         let mut shutdown = self.shared.shutdown.subscribe();
         let cs = self.cs.clone();
         let slot = self.slot.clone();
+        // Armed once for the connection, not once per request: a `Notify` or
+        // `watch` wait registers itself when first polled and unregisters
+        // when dropped, which per request cost more than the command. The
+        // kill switch is not among them: it is a `notify_one`, and the other
+        // waits of this task (a flush, a blocked command) must get it.
+        let stop = crate::core::shutdown_requested(&mut shutdown);
+        let wake = slot.wake.notified();
+        tokio::pin!(stop, wake);
         loop {
-            if cs.killed.load(Ordering::Acquire) || *shutdown.borrow() {
+            if cs.killed.load(Ordering::Acquire) || *self.shared.shutdown.borrow() {
                 return;
             }
             if self.shared.faults.active() {
@@ -421,9 +427,9 @@ impl Conn {
             slot.idle.store(true, Ordering::Release);
             let event = tokio::select! {
                 biased;
-                _ = crate::core::shutdown_requested(&mut shutdown) => None,
+                _ = &mut stop => None,
                 _ = cs.kill.notified() => None,
-                _ = slot.wake.notified() => Some(Event::Wake),
+                _ = &mut wake => Some(Event::Wake),
                 Some(msg) = self.rx.recv() => Some(Event::Message(msg)),
                 r = slot.socket.readable() => Some(match r {
                     Ok(ready) => Event::Read(read_once(&slot, ready)),
@@ -433,7 +439,10 @@ impl Conn {
             slot.idle.store(false, Ordering::Release);
             match event {
                 None => return,
-                Some(Event::Wake) => continue,
+                Some(Event::Wake) => {
+                    wake.set(slot.wake.notified());
+                    continue;
+                }
                 Some(Event::Message(msg)) => {
                     {
                         let mut st = slot.st.lock();
@@ -471,7 +480,7 @@ impl Conn {
     /// Sends FIN after the last reply (the socket itself closes when the
     /// registry and the task let go of the slot).
     fn shutdown_socket(&self) {
-        let _ = self.slot.socket.get_ref().shutdown(std::net::Shutdown::Write);
+        self.slot.socket.get_ref().shutdown_write();
     }
 
     async fn flush(&mut self) -> std::io::Result<()> {
@@ -822,7 +831,7 @@ fn release(guard: &mut Option<MutexGuard<'_, Core>>) {
 /// a task that just ran a command never reads input that arrived after
 /// another connection's — whose readiness event came first — ahead of it,
 /// as Redis reads a client only when `epoll` reports it.
-fn read_once(slot: &Slot, mut ready: tokio::io::unix::AsyncFdReadyGuard<'_, TcpStream>) -> std::io::Result<usize> {
+fn read_once(slot: &Slot, mut ready: tokio::io::unix::AsyncFdReadyGuard<'_, Stream>) -> std::io::Result<usize> {
     let mut st = slot.st.lock();
     st.rbuf.reserve(READ_CHUNK);
     let room = st.rbuf.capacity() - st.rbuf.len();
@@ -963,17 +972,18 @@ mod tests {
     #[test]
     fn protected_mode_serves_loopback_only_without_a_password() {
         let mut cfg = crate::config::RuntimeConfig::new(&crate::config::Config::default()).expect("config");
-        let remote: SocketAddr = "192.0.2.7:5000".parse().unwrap();
-        let local: SocketAddr = "127.0.0.1:5000".parse().unwrap();
-        let local6: SocketAddr = "[::1]:5000".parse().unwrap();
-        assert!(protected_mode_refuses(&cfg, remote));
-        assert!(!protected_mode_refuses(&cfg, local));
-        assert!(!protected_mode_refuses(&cfg, local6));
+        let addr = |a: &str| ClientAddr::Tcp(a.parse().unwrap());
+        let remote = addr("192.0.2.7:5000");
+        let unix = ClientAddr::Unix("/tmp/rlockd.sock".into());
+        assert!(protected_mode_refuses(&cfg, &remote));
+        assert!(!protected_mode_refuses(&cfg, &addr("127.0.0.1:5000")));
+        assert!(!protected_mode_refuses(&cfg, &addr("[::1]:5000")));
+        assert!(!protected_mode_refuses(&cfg, &unix));
         cfg.set(b"requirepass", b"secret").unwrap();
-        assert!(!protected_mode_refuses(&cfg, remote));
+        assert!(!protected_mode_refuses(&cfg, &remote));
         cfg.set(b"requirepass", b"").unwrap();
         cfg.set(b"protected-mode", b"no").unwrap();
-        assert!(!protected_mode_refuses(&cfg, remote));
+        assert!(!protected_mode_refuses(&cfg, &remote));
         let denied = Reply::error(PROTECTED_MODE_DENIED).to_bytes(Resp::V2);
         assert_eq!(denied.len(), 1067);
         assert!(denied.starts_with(b"-DENIED ") && denied.ends_with(b"outside.\r\n"));

@@ -15,13 +15,12 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Weak};
 use std::task::{Context, Poll, Waker};
 
-use std::net::{TcpListener, TcpStream};
-
 use tokio::io::unix::AsyncFd;
 use tokio::io::Interest;
 
 use super::connection::{self, Conns};
-use super::socket::raw;
+use super::socket::{Listener, Stream};
+use crate::client::ClientAddr;
 use crate::core::{Core, ServerIo, Shared};
 
 /// The listeners and connections of one server.
@@ -36,7 +35,9 @@ pub(crate) struct Io {
 }
 
 struct Listeners {
-    list: Vec<AsyncFd<TcpListener>>,
+    /// The TCP listeners (which `CONFIG SET port`/`bind` replace), then the
+    /// Unix socket's, if any.
+    list: Vec<AsyncFd<Listener>>,
     /// The accept task, to wake when the list changes or the busy hook
     /// polled a listener (which replaces the task's registration).
     waker: Option<Waker>,
@@ -45,7 +46,7 @@ struct Listeners {
 impl Io {
     /// The registry of `shared`'s server, listening on `listeners` (must be
     /// called inside the server's runtime).
-    pub(crate) fn new(shared: &Arc<Shared>, listeners: Vec<TcpListener>) -> Arc<Io> {
+    pub(crate) fn new(shared: &Arc<Shared>, listeners: Vec<Listener>) -> Arc<Io> {
         let list = register(listeners);
         Arc::new(Io {
             conns: Arc::new(parking_lot::Mutex::new(HashMap::new())),
@@ -56,7 +57,7 @@ impl Io {
     }
 
     /// The accept task's poll: the first connection waiting on any listener.
-    pub(crate) fn poll_accept(&self, cx: &mut Context<'_>) -> Poll<std::io::Result<(TcpStream, SocketAddr)>> {
+    pub(crate) fn poll_accept(&self, cx: &mut Context<'_>) -> Poll<std::io::Result<(Stream, ClientAddr)>> {
         let mut l = self.listeners.lock();
         if !l.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
             l.waker = Some(cx.waker().clone());
@@ -66,12 +67,8 @@ impl Io {
                 match listener.poll_read_ready(cx) {
                     Poll::Pending => break,
                     Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
-                    Poll::Ready(Ok(mut ready)) => match ready.try_io(|l| raw::accept(l.get_ref())) {
-                        Ok(Ok(s)) => {
-                            let peer = s.peer_addr();
-                            return Poll::Ready(peer.map(|p| (s, p)));
-                        }
-                        Ok(Err(e)) => return Poll::Ready(Err(e)),
+                    Poll::Ready(Ok(mut ready)) => match ready.try_io(|l| l.get_ref().accept()) {
+                        Ok(r) => return Poll::Ready(r),
                         // Nothing pending: readiness cleared, poll again to wait.
                         Err(_would_block) => continue,
                     },
@@ -83,24 +80,23 @@ impl Io {
 
     /// A connection waiting to be accepted, without waiting (the busy hook,
     /// while the reactor does not run: see [`raw`]).
-    pub(crate) fn try_accept(&self) -> Option<(TcpStream, SocketAddr)> {
+    pub(crate) fn try_accept(&self) -> Option<(Stream, ClientAddr)> {
         let l = self.listeners.lock();
-        l.list.iter().find_map(|listener| {
-            let s = raw::accept(listener.get_ref()).ok()?;
-            let peer = s.peer_addr().ok()?;
-            Some((s, peer))
-        })
+        l.list.iter().find_map(|listener| listener.get_ref().accept().ok())
     }
 
-    /// Stops listening (shutdown).
+    /// Stops listening (shutdown) and removes the Unix socket's file.
     pub(crate) fn close_listeners(&self) {
         let old = std::mem::take(&mut self.listeners.lock().list);
+        for l in &old {
+            l.get_ref().remove_file();
+        }
         drop(old);
     }
 }
 
 /// Registers listeners with the current runtime's reactor.
-fn register(listeners: Vec<TcpListener>) -> Vec<AsyncFd<TcpListener>> {
+fn register(listeners: Vec<Listener>) -> Vec<AsyncFd<Listener>> {
     listeners
         .into_iter()
         .filter_map(|l| match super::socket::register(l, Interest::READABLE) {
@@ -135,21 +131,26 @@ impl ServerIo for Io {
     ) -> std::io::Result<SocketAddr> {
         let _reactor = self.runtime.enter();
         let mut l = self.listeners.lock();
-        drop(std::mem::take(&mut l.list));
+        // The Unix socket stays (`unixsocket` cannot change at run time).
+        let (mut unix, tcp): (Vec<_>, Vec<_>) =
+            std::mem::take(&mut l.list).into_iter().partition(|x| matches!(x.get_ref(), Listener::Unix(..)));
+        drop(tcp);
+        let tcp = |v: Vec<std::net::TcpListener>| register(v.into_iter().map(Listener::Tcp).collect());
         let result = match super::listen_all(bind, port, backlog) {
             Ok(new) => {
                 let addr = new[0].local_addr();
-                l.list = register(new);
+                l.list = tcp(new);
                 addr
             }
             Err(e) => {
                 match super::listen_all(old_bind, old_port, backlog) {
-                    Ok(old) => l.list = register(old),
+                    Ok(old) => l.list = tcp(old),
                     Err(e2) => tracing::error!("cannot listen again on {old_bind} port {old_port}: {e2}"),
                 }
                 Err(e)
             }
         };
+        l.list.append(&mut unix);
         if let Some(w) = &l.waker {
             w.wake_by_ref();
         }

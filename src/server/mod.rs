@@ -15,7 +15,9 @@
 //! Files: `connection.rs` (one client's task: read, parse, run, reply, and
 //! what the busy hook serves), `io.rs` (the listeners and the connection
 //! registry; `core::ServerIo` for the layers below), `socket.rs` (reactor
-//! registration and the raw socket calls).
+//! registration, the TCP-or-Unix `Listener`/`Stream`, raw socket calls).
+//! `unixsocket` adds a Unix-domain listener beside the TCP ones; its
+//! clients take the same connection path, and its file goes at shutdown.
 
 pub mod cluster;
 pub mod connection;
@@ -38,6 +40,8 @@ use crate::error::Error;
 /// A running server. Stops when dropped (or with [`Server::stop`]).
 pub struct Server {
     password: Option<String>,
+    /// The Unix socket's path (`unixsocket`), if it listens on one.
+    unix_path: Option<std::path::PathBuf>,
     shared: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
 }
@@ -72,6 +76,20 @@ impl Server {
         let mut cfg = config.clone();
         cfg.bind = addr;
         let shared = Arc::new(Shared::new(&cfg, crate::cmd::access::catalog())?);
+        let mut listeners = vec![socket::Listener::Tcp(std_listener)];
+        let unix_path = {
+            let core = shared.core.try_lock().expect("a new server's state is free");
+            let path = core.config.get_str("unixsocket");
+            if path.is_empty() {
+                None
+            } else {
+                let perm = u32::from_str_radix(core.config.get_str("unixsocketperm"), 8).unwrap_or(0);
+                let l = socket::listen_unix(path, perm, config.tcp_backlog)
+                    .map_err(|source| Error::Bind { addr: path.to_string(), source })?;
+                listeners.push(l);
+                Some(std::path::PathBuf::from(path))
+            }
+        };
         let bus = member.map(|m| cluster::join(&shared, m));
         replication::register(&shared, addr);
         // One thread runs every connection, in the order their input
@@ -92,13 +110,13 @@ impl Server {
                     if let Some(bus) = bus {
                         tokio::spawn(cluster::serve_bus(s2.clone(), bus));
                     }
-                    run(vec![std_listener], s2).await;
+                    run(listeners, s2).await;
                 });
                 runtime.shutdown_timeout(Duration::from_secs(2));
             })
             .map_err(Error::Runtime)?;
         tracing::debug!(%addr, "rlockd listening");
-        Ok(Server { password: config.requirepass.clone(), shared, thread: Some(thread) })
+        Ok(Server { password: config.requirepass.clone(), unix_path, shared, thread: Some(thread) })
     }
 
     /// Starts `n` independent servers (own keyspace, clock, test control)
@@ -129,6 +147,19 @@ impl Server {
     /// The port it listens on.
     pub fn port(&self) -> u16 {
         self.addr().port()
+    }
+
+    /// The Unix socket it also listens on (`unixsocket`), if any; the file
+    /// is removed when the server stops.
+    ///
+    /// ```no_run
+    /// let dir = std::env::temp_dir().join("rlockd-doc.sock");
+    /// let srv = rlockd::Server::start_with(rlockd::Config::default().unixsocket(dir.to_str().unwrap())).unwrap();
+    /// let stream = std::os::unix::net::UnixStream::connect(srv.unix_path().unwrap()).unwrap();
+    /// # drop(stream);
+    /// ```
+    pub fn unix_path(&self) -> Option<&std::path::Path> {
+        self.unix_path.as_deref()
     }
 
     /// `redis://[:password@]host:port` for clients.
@@ -369,7 +400,7 @@ pub(crate) fn listen_all(bind: &str, port: u16, backlog: u32) -> std::io::Result
 
 /// Accepts connections on every listener until shutdown (`CONFIG SET port`
 /// / `bind` replace the listeners under it: [`io::Io`]).
-async fn run(listeners: Vec<std::net::TcpListener>, shared: Arc<Shared>) {
+async fn run(listeners: Vec<socket::Listener>, shared: Arc<Shared>) {
     let mut shutdown = shared.shutdown.subscribe();
     let io = io::Io::new(&shared, listeners);
     let _ = shared.io.set(io.clone() as Arc<dyn crate::core::ServerIo>);

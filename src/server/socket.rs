@@ -1,9 +1,140 @@
 //! The socket calls of the event loop and of a busy script's hook: a
 //! socket registered with the reactor, and reads, writes and accepts made
 //! directly on a descriptor.
+//!
+//! [`Listener`] and [`Stream`] are a TCP or a Unix-domain socket: the
+//! connection code reads and writes both through their descriptor with the
+//! same calls ([`raw`]), so a Unix client is served by exactly the TCP path.
+
+use std::net::{TcpListener, TcpStream};
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::sync::Arc;
 
 use tokio::io::unix::AsyncFd;
 use tokio::io::Interest;
+
+use crate::client::ClientAddr;
+
+/// A listening socket: TCP, or Unix-domain with the path it is bound to.
+#[derive(Debug)]
+pub(crate) enum Listener {
+    Tcp(TcpListener),
+    Unix(UnixListener, Arc<str>),
+}
+
+impl AsRawFd for Listener {
+    fn as_raw_fd(&self) -> RawFd {
+        match self {
+            Listener::Tcp(l) => l.as_raw_fd(),
+            Listener::Unix(l, _) => l.as_raw_fd(),
+        }
+    }
+}
+
+impl Listener {
+    /// Accepts a pending connection without waiting, with the peer's
+    /// address as clients see it (a Unix peer is the listener's path).
+    pub(crate) fn accept(&self) -> std::io::Result<(Stream, ClientAddr)> {
+        use std::os::fd::FromRawFd;
+        let fd = raw::accept(self)?;
+        match self {
+            Listener::Tcp(_) => {
+                // SAFETY: `fd` is a new connected TCP socket nothing else owns.
+                let s = unsafe { TcpStream::from_raw_fd(fd) };
+                let peer = s.peer_addr()?;
+                Ok((Stream::Tcp(s), ClientAddr::Tcp(peer)))
+            }
+            Listener::Unix(_, path) => {
+                // SAFETY: `fd` is a new connected Unix socket nothing else owns.
+                let s = unsafe { UnixStream::from_raw_fd(fd) };
+                Ok((Stream::Unix(s), ClientAddr::Unix(path.clone())))
+            }
+        }
+    }
+
+    /// Removes a Unix socket's file (at shutdown, as Redis does).
+    pub(crate) fn remove_file(&self) {
+        if let Listener::Unix(_, path) = self {
+            tracing::info!("Removing the unix socket file.");
+            let _ = std::fs::remove_file(&**path);
+        }
+    }
+}
+
+/// A connection: TCP or Unix-domain.
+#[derive(Debug)]
+pub(crate) enum Stream {
+    Tcp(TcpStream),
+    Unix(UnixStream),
+}
+
+impl AsRawFd for Stream {
+    fn as_raw_fd(&self) -> RawFd {
+        match self {
+            Stream::Tcp(s) => s.as_raw_fd(),
+            Stream::Unix(s) => s.as_raw_fd(),
+        }
+    }
+}
+
+impl std::os::fd::AsFd for Stream {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        match self {
+            Stream::Tcp(s) => s.as_fd(),
+            Stream::Unix(s) => s.as_fd(),
+        }
+    }
+}
+
+impl Stream {
+    /// Sends FIN after the last reply.
+    pub(crate) fn shutdown_write(&self) {
+        let _ = match self {
+            Stream::Tcp(s) => s.shutdown(std::net::Shutdown::Write),
+            Stream::Unix(s) => s.shutdown(std::net::Shutdown::Write),
+        };
+    }
+
+    /// The server's end as `CLIENT LIST`'s `laddr` shows it (`peer` is the
+    /// client's end; a Unix connection shows the socket's path at both ends).
+    pub(crate) fn local_addr(&self, peer: &ClientAddr) -> Option<ClientAddr> {
+        match self {
+            Stream::Tcp(s) => s.local_addr().ok().map(ClientAddr::Tcp),
+            Stream::Unix(_) => Some(peer.clone()),
+        }
+    }
+
+    /// `TCP_NODELAY`, as Redis sets it on every TCP client.
+    pub(crate) fn set_nodelay(&self) {
+        if let Stream::Tcp(s) = self {
+            let _ = s.set_nodelay(true);
+        }
+    }
+}
+
+/// Binds a non-blocking Unix-domain listener at `path`, as Redis's
+/// `unixsocket` does: an old file there is removed first, the backlog is
+/// `tcp-backlog`'s, and a non-zero `perm` (`unixsocketperm`) is the file's
+/// mode. Unlike Redis, a socket a live server still accepts on is not taken
+/// over (`AddrInUse`): two servers of one test given the same path would
+/// otherwise leave the first unreachable without a word.
+pub(crate) fn listen_unix(path: &str, perm: u32, backlog: u32) -> std::io::Result<Listener> {
+    use socket2::{Domain, SockAddr, Socket, Type};
+    if UnixStream::connect(path).is_ok() {
+        return Err(std::io::ErrorKind::AddrInUse.into());
+    }
+    let _ = std::fs::remove_file(path);
+    let socket = Socket::new(Domain::UNIX, Type::STREAM, None)?;
+    socket.bind(&SockAddr::unix(path)?)?;
+    socket.listen(i32::try_from(backlog).unwrap_or(i32::MAX))?;
+    socket.set_nonblocking(true)?;
+    if perm != 0 {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(perm))?;
+    }
+    Ok(Listener::Unix(socket.into(), Arc::from(path)))
+}
 
 /// Registers a socket (a std type owning its descriptor) with the reactor.
 pub(crate) fn register<T: std::os::fd::AsRawFd>(socket: T, interest: Interest) -> std::io::Result<AsyncFd<T>> {
@@ -47,9 +178,9 @@ pub(crate) mod raw {
         Ok(n as usize)
     }
 
-    /// Accepts a pending connection, without waiting.
-    pub(crate) fn accept(listener: &impl AsRawFd) -> std::io::Result<std::net::TcpStream> {
-        use std::os::fd::FromRawFd;
+    /// Accepts a pending connection, without waiting: its new descriptor,
+    /// which the caller owns.
+    pub(crate) fn accept(listener: &impl AsRawFd) -> std::io::Result<std::os::fd::RawFd> {
         // SAFETY: null address pointers are allowed (the peer is read later).
         let fd = unsafe {
             libc::accept4(
@@ -62,7 +193,6 @@ pub(crate) mod raw {
         if fd < 0 {
             return Err(std::io::Error::last_os_error());
         }
-        // SAFETY: `accept4` returned a new descriptor that nothing else owns.
-        Ok(unsafe { std::net::TcpStream::from_raw_fd(fd) })
+        Ok(fd)
     }
 }

@@ -74,3 +74,38 @@ fn the_bare_responder_is_a_target() {
     }
     assert!(stdout.contains("| null | n/a | n/a | n/a |"), "{stdout}");
 }
+
+/// Over Unix sockets: a running server by `unix:/path`, and `--unix`
+/// for a spawned one (the bare responder here), every reply checked.
+#[test]
+fn unix_socket_targets() {
+    let path = std::env::temp_dir().join(format!("rlockd-bench-unix-{}.sock", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    let srv = rlockd::Server::start_with(rlockd::Config::default().unixsocket(path.to_str().unwrap())).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_rlockd-bench"))
+        .arg(format!("inproc=unix:{}", path.display()))
+        .args(["spawn:null", "--unix", "-w", "ping,set,lock-unlock,contended", "-c", "2", "-r", "1", "-d", "0.1", "-q"])
+        .output()
+        .expect("run rlockd-bench");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    for target in ["inproc", "null"] {
+        for w in ["ping", "set", "lock-unlock", "contended"] {
+            let row = stdout.lines().find(|l| l.starts_with(&format!("| {w} | {target} |")));
+            let row = row.unwrap_or_else(|| panic!("no row for {w} on {target}:\n{stdout}"));
+            let f: Vec<&str> = row.split('|').map(str::trim).collect();
+            assert!(f[3].parse::<f64>().unwrap() > 0.0, "{row}");
+        }
+    }
+    // The load really went through the socket: the server saw Unix clients.
+    let mut c = redis::Client::open(format!("unix://{}", path.display())).unwrap().get_connection().unwrap();
+    let stats: String = redis::cmd("INFO").arg("stats").query(&mut c).unwrap();
+    let conns: u64 = stats
+        .lines()
+        .find_map(|l| l.strip_prefix("total_connections_received:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap();
+    assert!(conns >= 4, "{stats}");
+    drop(srv);
+    assert!(!path.exists());
+}

@@ -161,7 +161,9 @@ pub(crate) fn node_work(what: &str) -> Option<PathBuf> {
     let _one = INSTALLING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let src = source("node");
     let work = work_dir("node");
-    for f in ["package.json", "package-lock.json", "example.js", "cluster_example.js", "failover.js", "cluster_failover.js"] {
+    for f in
+        ["package.json", "package-lock.json", "example.js", "cluster_example.js", "failover.js", "cluster_failover.js"]
+    {
         std::fs::copy(src.join(f), work.join(f)).unwrap_or_else(|e| panic!("copy {f}: {e}"));
     }
     let lock = std::fs::read_to_string(src.join("package-lock.json")).expect("package-lock.json");

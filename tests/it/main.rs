@@ -46,5 +46,6 @@ mod stream;
 mod strings;
 mod tracking;
 mod tx;
+mod unix_socket;
 mod watchdog;
 mod zset;

@@ -120,6 +120,20 @@ fn is_our_redis(port: u16, pid: u32) -> bool {
     }
 }
 
+impl Oracle {
+    /// Waits up to 5 s for the process to exit (after `SHUTDOWN`).
+    pub fn wait_exit(&mut self) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        false
+    }
+}
+
 impl Drop for Oracle {
     fn drop(&mut self) {
         let _ = self.child.kill();

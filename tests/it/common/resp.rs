@@ -2,7 +2,52 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
+use std::os::unix::net::UnixStream;
 use std::time::Duration;
+
+/// A TCP or Unix-domain connection.
+enum Sock {
+    Tcp(TcpStream),
+    Unix(UnixStream),
+}
+
+impl Sock {
+    fn try_clone(&self) -> std::io::Result<Sock> {
+        Ok(match self {
+            Sock::Tcp(s) => Sock::Tcp(s.try_clone()?),
+            Sock::Unix(s) => Sock::Unix(s.try_clone()?),
+        })
+    }
+
+    fn set_read_timeout(&self, d: Option<Duration>) -> std::io::Result<()> {
+        match self {
+            Sock::Tcp(s) => s.set_read_timeout(d),
+            Sock::Unix(s) => s.set_read_timeout(d),
+        }
+    }
+}
+
+impl Read for Sock {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Sock::Tcp(s) => s.read(buf),
+            Sock::Unix(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Sock {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Sock::Tcp(s) => s.write(buf),
+            Sock::Unix(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
 
 /// A decoded reply, keeping everything needed to compare exactly.
 #[derive(Debug, Clone, PartialEq)]
@@ -120,8 +165,8 @@ impl Value {
 
 /// A raw connection.
 pub struct RawConn {
-    w: TcpStream,
-    r: BufReader<TcpStream>,
+    w: Sock,
+    r: BufReader<Sock>,
     /// Every byte read, for exact comparisons of a reply.
     pub last_raw: Vec<u8>,
 }
@@ -144,8 +189,17 @@ impl RawConn {
     /// Like [`connect`](Self::connect), reporting failure instead of panicking.
     pub fn try_connect(port: u16) -> std::io::Result<RawConn> {
         let s = TcpStream::connect(("127.0.0.1", port))?;
-        s.set_read_timeout(Some(Duration::from_secs(10)))?;
         s.set_nodelay(true)?;
+        Self::over(Sock::Tcp(s))
+    }
+
+    /// A connection to the Unix socket at `path`.
+    pub fn connect_unix(path: &std::path::Path) -> RawConn {
+        Self::over(Sock::Unix(UnixStream::connect(path).expect("connect"))).expect("connect")
+    }
+
+    fn over(s: Sock) -> std::io::Result<RawConn> {
+        s.set_read_timeout(Some(Duration::from_secs(10)))?;
         Ok(RawConn { w: s.try_clone()?, r: BufReader::new(s), last_raw: Vec::new() })
     }
 
