@@ -163,8 +163,10 @@ class Cluster(_Topology):
         raise RlockdError(f"no node of the cluster answers: {last}")
 
     def locks(self, pattern: Optional[str] = None) -> List[Lock]:
-        """The locks of every node that is up."""
-        return [lk for n in self._up() for lk in n.locks(pattern)]
+        """The locks of the whole cluster (any node answers for all)."""
+        for n in self._up():
+            return n.locks(pattern)
+        return []
 
     def lock_events(self, key: Optional[str] = None, since: int = 0) -> List[LockEvent]:
         """The lock events of every node that is up, in time order (``since`` is a node's own
