@@ -729,9 +729,9 @@ class RlockdCluster extends RlockdTopology {
     await this._via("CLUSTER", "UP", this._index(node));
   }
 
-  /** The locks of every node that is up. */
+  /** The locks of the whole cluster (any node answers for all). */
   async locks(pattern) {
-    return (await this._each((n) => n.locks(pattern))).flat();
+    return (await this._each((n) => n.locks(pattern)))[0] ?? [];
   }
 }
 
