@@ -178,6 +178,23 @@ pub fn can_block(ctx: &Ctx<'_>) -> bool {
     ctx.client.may_block()
 }
 
+/// Blocks the calling client, with no keys and no deadline, until another
+/// task answers the returned waiter (a test-control operation that runs
+/// off the event loop: a failover, a crash); `unanswered` is the error it
+/// gets if the waiter is dropped unanswered.
+pub(crate) fn block_until_answered(ctx: &mut Ctx<'_>, unanswered: &'static str) -> u64 {
+    let (waiter, rx) = ctx.core.blocking.add_waiter(
+        ctx.client.shared.clone(),
+        ctx.client.db(),
+        ctx.client.resp,
+        Vec::new(),
+        &[],
+        Reply::error(unanswered),
+    );
+    ctx.client.block = Some(BlockRequest { waiter, rx, deadline: None });
+    waiter
+}
+
 /// Blocks the calling client on `keys` (in the client's database) for
 /// `timeout_secs` (0 = forever). `timeout_reply` is sent if it times out.
 /// The returned reply is a placeholder the connection does not send.

@@ -839,15 +839,7 @@ pub(crate) fn control(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         // The reply waits for the promotion (the caller's connection is
         // blocked; the promotion runs on a thread of its own).
         let me = peer(&m, m.me)?;
-        let (waiter, rx) = ctx.core.blocking.add_waiter(
-            ctx.client.shared.clone(),
-            ctx.client.db(),
-            ctx.client.resp,
-            Vec::new(),
-            &[],
-            Reply::error("ERR the failover did not finish"),
-        );
-        ctx.client.block = Some(crate::client::BlockRequest { waiter, rx, deadline: None });
+        let waiter = super::blocking::block_until_answered(ctx, "ERR the failover did not finish");
         control.failover(
             replica,
             false,

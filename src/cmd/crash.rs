@@ -23,7 +23,6 @@ use bytes::Bytes;
 
 use super::util::eq;
 use super::Ctx;
-use crate::client::BlockRequest;
 use crate::core::Shared;
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
@@ -167,18 +166,8 @@ fn run(ctx: &mut Ctx<'_>, args: &[Bytes], crashing: bool) -> CmdResult {
     let Ok(runtime) = tokio::runtime::Handle::try_current() else {
         return Err(CmdError::custom("ERR this server has no event loop to crash"));
     };
-    let waiter = (ctx.client.may_block() && caller.is_some()).then(|| {
-        let (waiter, rx) = ctx.core.blocking.add_waiter(
-            ctx.client.shared.clone(),
-            ctx.client.db(),
-            ctx.client.resp,
-            Vec::new(),
-            &[],
-            Reply::error("ERR the crash did not finish"),
-        );
-        ctx.client.block = Some(BlockRequest { waiter, rx, deadline: None });
-        waiter
-    });
+    let waiter = (ctx.client.may_block() && caller.is_some())
+        .then(|| super::blocking::block_until_answered(ctx, "ERR the crash did not finish"));
     runtime.spawn(async move {
         let result = if crashing { crash(&target, at_once).await } else { revive(&target).await };
         if let (Some(w), Some(caller)) = (waiter, caller) {

@@ -628,15 +628,7 @@ pub(crate) fn control(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             ctx.core.repl.wake.notify_one();
             return Ok(Reply::ok());
         }
-        let (waiter, rx) = ctx.core.blocking.add_waiter(
-            ctx.client.shared.clone(),
-            ctx.client.db(),
-            ctx.client.resp,
-            Vec::new(),
-            &[],
-            Reply::error("ERR the failover did not finish"),
-        );
-        ctx.client.block = Some(BlockRequest { waiter, rx, deadline: None });
+        let waiter = super::blocking::block_until_answered(ctx, "ERR the failover did not finish");
         ctx.core.repl.requests.push(Request::Failover { waiter: Some(waiter), replica });
         ctx.core.repl.wake.notify_one();
         return Ok(Reply::Nil);
