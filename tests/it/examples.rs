@@ -36,6 +36,21 @@ fn runs(program: &str, args: &[&str]) -> bool {
         .is_ok_and(|s| s.success())
 }
 
+/// `mvn compile exec:java` of clients/examples/java in `build` (each
+/// example its own: examples may compile at the same time), running
+/// `main` (the pom's default without one) with the program arguments
+/// `args`.
+pub(crate) fn run_java_example(build: &Path, main: Option<&str>, args: &str, limit: Duration) -> Run {
+    let pom = source("java").join("pom.xml");
+    let build_dir = format!("-Dexample.build.dir={}", build.join("target").display());
+    let main = main.map(|m| format!("-Dexample.main={m}"));
+    let exec_args = format!("-Dexec.args={args}");
+    let mut argv = vec!["-B", "-q", "-Dstyle.color=never", "-f", pom.to_str().expect("utf-8 path"), &build_dir];
+    argv.extend(main.as_deref());
+    argv.extend(["compile", "exec:java", &exec_args]);
+    run_in(None, "mvn", &argv, limit)
+}
+
 fn ok_or_panic(what: &str, r: Run) -> Run {
     assert_eq!(r.code, Some(0), "{what} failed:\nstdout:\n{}\nstderr:\n{}", r.stdout, r.stderr);
     r
@@ -222,30 +237,11 @@ fn redisson_example() {
         skipped("a JDK (17+) and Maven are not installed, so the Redisson example was not run");
         return;
     }
-    let src = source("java");
-    let work = work_dir("java");
-    let pom = src.join("pom.xml");
     let srv = Binary::start(&["--port", "0"]);
-    let build_dir = format!("-Dexample.build.dir={}", work.join("target").display());
-    let address = format!("-Dexec.args=redis://127.0.0.1:{}", srv.port);
+    let address = format!("redis://127.0.0.1:{}", srv.port);
     let r = ok_or_panic(
         "the Redisson example (mvn compile exec:java)",
-        run_in(
-            None,
-            "mvn",
-            &[
-                "-B",
-                "-q",
-                "-Dstyle.color=never",
-                "-f",
-                pom.to_str().expect("utf-8 path"),
-                &build_dir,
-                "compile",
-                "exec:java",
-                &address,
-            ],
-            STEP_LIMIT,
-        ),
+        run_java_example(&work_dir("java"), None, &address, STEP_LIMIT),
     );
     // Maven may wrap the program's output in colour resets.
     assert!(r.stdout.contains("java example: ok"), "{}", r.stdout);
@@ -261,30 +257,11 @@ fn redisson_cluster_example() {
         skipped("a JDK (17+) and Maven are not installed, so the Redisson cluster example was not run");
         return;
     }
-    let pom = source("java").join("pom.xml");
-    // Its own build directory: the other Redisson example may compile at the same time.
-    let build_dir = format!("-Dexample.build.dir={}", work_dir("java-cluster").join("target").display());
     let srv = Binary::start(&["--cluster", "3", "--port", "0"]);
-    let address = format!("-Dexec.args=redis://127.0.0.1:{}", srv.port);
+    let address = format!("redis://127.0.0.1:{}", srv.port);
     let r = ok_or_panic(
         "the Redisson cluster example (mvn compile exec:java)",
-        run_in(
-            None,
-            "mvn",
-            &[
-                "-B",
-                "-q",
-                "-Dstyle.color=never",
-                "-f",
-                pom.to_str().expect("utf-8 path"),
-                &build_dir,
-                "-Dexample.main=example.ClusterMain",
-                "compile",
-                "exec:java",
-                &address,
-            ],
-            STEP_LIMIT,
-        ),
+        run_java_example(&work_dir("java-cluster"), Some("example.ClusterMain"), &address, STEP_LIMIT),
     );
     assert!(r.stdout.contains("java cluster example: ok"), "{}", r.stdout);
 }
@@ -301,29 +278,11 @@ fn redisson_cluster_failover() {
         skipped("a JDK (17+) and Maven are not installed, so the Redisson cluster failover example was not run");
         return;
     }
-    let pom = source("java").join("pom.xml");
-    let build_dir = format!("-Dexample.build.dir={}", work_dir("java-cluster-failover").join("target").display());
     let srv = Binary::start(&["--cluster", "3", "--cluster-replicas", "1", "--port", "0"]);
-    let address = format!("-Dexec.args=redis://127.0.0.1:{}", srv.port);
+    let address = format!("redis://127.0.0.1:{}", srv.port);
     let r = ok_or_panic(
         "the Redisson cluster failover example (mvn compile exec:java)",
-        run_in(
-            None,
-            "mvn",
-            &[
-                "-B",
-                "-q",
-                "-Dstyle.color=never",
-                "-f",
-                pom.to_str().expect("utf-8 path"),
-                &build_dir,
-                "-Dexample.main=example.ClusterFailoverMain",
-                "compile",
-                "exec:java",
-                &address,
-            ],
-            STEP_LIMIT,
-        ),
+        run_java_example(&work_dir("java-cluster-failover"), Some("example.ClusterFailoverMain"), &address, STEP_LIMIT),
     );
     assert!(r.stdout.contains("java cluster failover: ok"), "{}", r.stdout);
     let Value::Agg(_, Some(v)) = RawConn::connect(srv.port).cmd(&["RLOCKD", "CHECK"]) else { panic!("CHECK") };

@@ -103,28 +103,10 @@ fn run_redisson(mode: &str) -> Option<(String, u64, Vec<rlockd::Server>)> {
         return None;
     }
     let (nodes, sentinels) = topology();
-    let pom = Path::new(env!("CARGO_MANIFEST_DIR")).join("clients/examples/java/pom.xml");
     // A build directory per mode: the modes may compile at the same time.
     let build = Path::new(env!("CARGO_TARGET_TMPDIR")).join("examples").join(format!("java-failover-{mode}"));
-    let build_dir = format!("-Dexample.build.dir={}", build.join("target").display());
-    let args = format!("-Dexec.args={} {mode}", ports(&sentinels));
-    let r = run_in(
-        None,
-        "mvn",
-        &[
-            "-B",
-            "-q",
-            "-Dstyle.color=never",
-            "-f",
-            pom.to_str().expect("utf-8"),
-            &build_dir,
-            "-Dexample.main=example.FailoverMain",
-            "compile",
-            "exec:java",
-            &args,
-        ],
-        LIMIT,
-    );
+    let args = format!("{} {mode}", ports(&sentinels));
+    let r = crate::examples::run_java_example(&build, Some("example.FailoverMain"), &args, LIMIT);
     assert_eq!(r.code, Some(0), "FailoverMain {mode}:\nstdout:\n{}\nstderr:\n{}", r.stdout, r.stderr);
     // Maven may wrap the program's output in colour resets.
     let out = r.stdout.replace("\u{1b}[0m", "");
