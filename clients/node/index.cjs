@@ -731,7 +731,8 @@ class RlockdCluster extends RlockdTopology {
 
   /** The locks of the whole cluster (any node answers for all). */
   async locks(pattern) {
-    return (await this._each((n) => n.locks(pattern)))[0] ?? [];
+    const [n] = await upNodes(this.nodes);
+    return n ? n.locks(pattern) : [];
   }
 }
 

@@ -169,12 +169,13 @@ class Cluster(_Topology):
         return []
 
     def lock_events(self, key: Optional[str] = None, since: int = 0) -> List[LockEvent]:
-        """The lock events of every node that is up, in time order (``since`` is a node's own
-        event id: use ``nodes[i].lock_events`` with it)."""
+        """The lock events of the whole cluster, in time order: any node answers for all
+        (``since`` is a node's own event id: use ``nodes[i].lock_events`` with it)."""
         if since:
             raise TypeError("since= is per node: use cluster.nodes[i].lock_events(key, since)")
-        events = [e for n in self._up() for e in n.lock_events(key)]
-        return sorted(events, key=lambda e: e.time_ms)
+        for n in self._up():
+            return n.lock_events(key)
+        return []
 
 
 class Replicated(_Topology):
