@@ -858,8 +858,13 @@ pub(crate) fn control(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         let control = m.topo.control().ok_or_else(|| CmdError::custom("ERR the cluster is stopping"))?;
         let down = eq(sub, "down");
         // A node taken down from its own connection goes once this reply
-        // is sent.
+        // is sent: the connection closes after it (as Redis closes a client
+        // after its reply), so the node's shutdown, which may begin before
+        // this handler returns, does not swallow it.
         control.set_down(n, down, n == m.me).map_err(|e| CmdError::custom(format!("ERR {e}")))?;
+        if down && n == m.me {
+            ctx.client.close = true;
+        }
         return Ok(Reply::ok());
     }
     Err(CmdError::custom(format!(
