@@ -15,8 +15,8 @@
 //! Turning test control off at run time (`CONFIG SET test-control no`)
 //! ends everything it set: faults are cleared, the clock runs on real time
 //! again, the history and the snapshots are dropped. Turning it on starts a
-//! new history that takes the locks held at that moment as its first views
-//! (they are not reported as acquired).
+//! new history; the locks held at that moment are not reported as acquired
+//! (the history compares each lock's state before and after a command).
 
 pub mod faults;
 pub mod history;
@@ -71,17 +71,21 @@ impl Control {
         self.history.is_some()
     }
 
-    /// Turns test control on (a new history seeded with the locks in `ks`)
-    /// or off (history and snapshots dropped). The caller clears the faults
-    /// and lets the clock go (see the module docs).
-    pub fn switch(&mut self, on: bool, ks: &Keyspace) {
+    /// Turns test control on (a new history, the keyspace's before-images
+    /// taken from now on) or off (history and snapshots dropped). The
+    /// caller clears the faults and lets the clock go (see the module docs).
+    pub fn switch(&mut self, on: bool, ks: &mut Keyspace) {
         if on == self.is_on() {
             return;
         }
         *self = Control::new(on);
-        if let Some(history) = self.history.as_mut() {
-            history.seed(ks);
-        }
+        Control::attach(on, ks);
+    }
+
+    /// Makes `ks` take the before-images the history compares (or stop).
+    pub fn attach(on: bool, ks: &mut Keyspace) {
+        ks.sig.images.clear();
+        ks.sig.images.hook = if on { Some(history::pre_image) } else { None };
     }
 
     /// Every lock in `ks` whose key matches `pattern` (`RLOCKD LOCKS`,
@@ -113,6 +117,9 @@ impl Control {
         let Some(dbs) = self.snapshots.get(name).cloned() else {
             return false;
         };
+        for (i, db) in ks.dbs.iter().enumerate() {
+            ks.sig.images.all(db, i);
+        }
         for (i, db) in ks.dbs.iter().chain(dbs.iter()).enumerate() {
             let index = i % dbs.len().max(1);
             let keys: Vec<Bytes> = db.keys().map(crate::db::Key::to_bytes).collect();
