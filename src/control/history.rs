@@ -11,35 +11,46 @@
 //! queue order, a writer beside other owners' readers, a counter (semaphore)
 //! below zero.
 //!
+//! No record per lock is kept between commands. A lock's state before a
+//! command is read from the keyspace itself: the keyspace calls
+//! [`pre_image`] (installed by [`super::Control::attach`] in
+//! `Signals::images`, see `db::preimage`) just before the first change of
+//! each key in a command — a `DbView` write or a write command's lookup, a
+//! lazy or active expiry, an eviction, and every key at once before
+//! `FLUSHDB`/`FLUSHALL`, `SWAPDB`, a full resynchronisation or a snapshot's
+//! restore — and it packs the lock the key belongs to as it is stored (an
+//! expired key not yet deleted included: the state the lock was left in,
+//! whose lease ran out since). After the command the touched locks are read
+//! again and compared with their images; the core then drops the images.
+//!
+//! What stays between commands is bounded or rare: the integer strings a
+//! script wrote (counters: a plain `SET a 1` is no lock, so this is
+//! history), a fair lock's queue while someone waits, the holders of locks
+//! that expired while held for the last [`MAX_EXPIRED_HELD`] such locks, and
+//! the locks whose key had expired, still stored, when last compared (a
+//! replica waits for its primary's `DEL`), so that they expire once.
+//!
 //! Storage and cost: auxiliary keys (fair-lock queues, read-hold leases) map
-//! to their lock; a key is read in place (`LockRef`) and packed into a
-//! reused buffer; the last view of each lock names its holders by number
-//! (each holder id is kept once, [`Names`]) and sits in its 32-byte table
-//! slot when it fits (a Redisson lock with a key of up to about 17 bytes),
-//! else in one exactly-sized allocation, found by the hash of (database,
-//! key); events are built only when the packed bytes differ. Events keep their keys and holders in
-//! one byte ring ([`MAX_EVENTS`] events). Holders are matched by hash past
-//! 16, and values past a lock's sizes (more than 1,000 holders, a token over
-//! 512 bytes) are not locks, so no write costs more than its lock's size.
-//! A fair lock's queue is kept only while someone waits, and the holders of
-//! locks that expired while held for the last 10,000 such locks. About
-//! 4,500 instructions per Redisson lock+unlock and 59 bytes per held lock
-//! at 100,000 held, of which ~43 the view's slot and ~14 the event ring
-//! (BENCHMARKS.md).
-
-use std::collections::VecDeque;
-use std::sync::Arc;
+//! to their lock; a key is read in place (`LockRef`) and packed (kind,
+//! deadline, value, holders with their counts) into the images' buffer or a
+//! reused one; events are built only when the packed bytes differ, and kept
+//! compactly in [`super::ring`] (the newest 10,000, about 20 bytes each for
+//! a Redisson lock). Holders are matched by hash past 16, and values past a
+//! lock's sizes (more than 1,000 holders, a token over 512 bytes) are not
+//! locks, so no write costs more than its lock's size. About 5,500
+//! instructions per Redisson lock+unlock and 3 bytes per held lock at
+//! 100,000 held (the event ring's, fixed; BENCHMARKS.md).
 
 type HashMap<K, V> = hashbrown::HashMap<K, V, crate::db::Hasher>;
 
 use bytes::Bytes;
 
-use super::locks::{read_key, LockRef};
+use super::locks::{read_key, read_stored, LockRef};
+#[cfg(test)]
+use super::ring::MAX_EVENTS;
+use super::ring::{EventRing, NewEvent};
 use crate::db::preimage::PreImages;
 use crate::db::{Db, Keyspace};
-
-/// Events kept for `RLOCKD EVENTS` (the oldest go first).
-const MAX_EVENTS: usize = 10_000;
 
 /// Locks that expired while held whose holders are remembered (to report a
 /// second holder when one is taken again); past this, the older half goes.
@@ -136,56 +147,11 @@ fn describe(command: &str, detail: Option<&[u8]>) -> String {
 /// The kinds a view can have, by their index in a packed view.
 const KINDS: [&str; 7] = ["", "read-write", "fair", "reentrant", "counter", "token", "zset-semaphore"];
 
-/// The events, by their index in a [`Stored`].
+/// The events, by their index in a stored event ([`super::ring`]).
 const EVENTS: [&str; 6] = ["acquired", "reentered", "renewed", "released", "expired", "counter"];
 
 fn index_of(names: &[&str], name: &str) -> u8 {
     names.iter().position(|n| *n == name).unwrap_or(0) as u8
-}
-
-/// An event as the history keeps it (under 90 bytes; its key and holder
-/// are in [`Log::text`], so an event costs no allocation): the command's
-/// description is built only when the event is read ([`LockEvent`]), and
-/// the detail (a script's sha) is shared between the events of the same
-/// script.
-#[derive(Debug, Clone)]
-struct Stored {
-    id: u64,
-    time_ms: u64,
-    db: usize,
-    count: i64,
-    client: u64,
-    command: &'static str,
-    detail: Option<Arc<[u8]>>,
-    key_len: u32,
-    holder_len: u32,
-    kind: u8,
-    event: u8,
-}
-
-impl Stored {
-    /// Bytes of [`Log::text`] this event's key and holder take.
-    fn text_len(&self) -> usize {
-        self.key_len as usize + self.holder_len as usize
-    }
-
-    /// The event, its key and holder at `at` in `text`.
-    fn event(&self, text: &VecDeque<u8>, at: usize) -> LockEvent {
-        let bytes =
-            |from: usize, len: u32| Bytes::from(text.range(from..from + len as usize).copied().collect::<Vec<u8>>());
-        LockEvent {
-            id: self.id,
-            time_ms: self.time_ms,
-            db: self.db,
-            key: bytes(at, self.key_len),
-            kind: KINDS[usize::from(self.kind)],
-            event: EVENTS[usize::from(self.event)],
-            holder: bytes(at + self.key_len as usize, self.holder_len),
-            count: self.count,
-            client: self.client,
-            command: describe(self.command, self.detail.as_deref()),
-        }
-    }
 }
 
 fn put_varint(out: &mut Vec<u8>, mut n: u64) {
@@ -394,15 +360,8 @@ struct Log {
     /// The last waiting queue seen for each fair lock, kept while the lock
     /// is free, to check who is served next.
     queues: HashMap<(usize, Bytes), Vec<Bytes>>,
-    events: VecDeque<Stored>,
-    /// The keys and holders of `events`, one after the other in their order.
-    text: VecDeque<u8>,
-    /// The details of the last events pushed (own bytes, shared by the
-    /// events of a script; a few, as lock and unlock scripts alternate).
-    details: [Option<Arc<[u8]>>; 4],
-    /// The slot of `details` the next new detail takes.
-    next_detail: usize,
-    next_id: u64,
+    /// The newest events, compactly.
+    events: EventRing,
     violations: Vec<String>,
 }
 
@@ -461,7 +420,7 @@ impl LockHistory {
             let was_stale = !stale.is_empty() && stale.remove(&id).is_some();
             let before = images.get(id.0, id.1).filter(|b| !b.is_empty() && !was_stale);
             let old = before.map(Body::parse).filter(|o| o.kind != "counter" || known_counter);
-            let mut lock = ks.dbs.get(*db).and_then(|d| read_key(d, id.1, now_ms));
+            let (mut lock, expired_stored) = ks.dbs.get(*db).map_or((None, false), |d| read_stored(d, id.1, now_ms));
             if lock.as_ref().is_some_and(|l| l.kind == "counter") && !known_counter && !actor.is_script() {
                 lock = None;
             }
@@ -473,9 +432,7 @@ impl LockHistory {
                 if known_counter {
                     counters.remove(&id);
                 }
-                let stored =
-                    ks.dbs.get(*db).filter(|d| d.peek(id.1).and_then(|e| e.expire()).is_some_and(|at| at <= now_ms));
-                if stored.is_some_and(|d| read_key(d, id.1, 0).is_some()) {
+                if expired_stored && ks.dbs.get(*db).is_some_and(|d| read_key(d, id.1, 0).is_some()) {
                     stale.insert(id.owned(), ());
                 }
                 continue;
@@ -498,22 +455,21 @@ impl LockHistory {
 
     /// Events after id `since`, of `key` if given, oldest first.
     pub fn events(&self, key: Option<&[u8]>, since: u64) -> Vec<LockEvent> {
-        // From the newest back: ids increase, and each event's text ends
-        // where the next one's begins.
-        let Log { events, text, .. } = &self.log;
         let mut out = Vec::new();
-        let mut end = text.len();
-        for e in events.iter().rev() {
-            if e.id <= since {
-                break;
-            }
-            let at = end - e.text_len();
-            end = at;
-            if key.is_none_or(|k| k.len() == e.key_len as usize && text.range(at..at + k.len()).eq(k.iter())) {
-                out.push(e.event(text, at));
-            }
-        }
-        out.reverse();
+        self.log.events.read(key, since, |e| {
+            out.push(LockEvent {
+                id: e.id,
+                time_ms: e.time_ms,
+                db: e.db,
+                key: e.key,
+                kind: KINDS[usize::from(e.kind).min(KINDS.len() - 1)],
+                event: EVENTS[usize::from(e.event).min(EVENTS.len() - 1)],
+                holder: e.holder,
+                count: e.count,
+                client: e.client,
+                command: describe(e.command, e.detail),
+            })
+        });
         out
     }
 
@@ -525,7 +481,7 @@ impl LockHistory {
 
     /// The id of the newest event (0: none yet).
     pub fn last_id(&self) -> u64 {
-        self.log.next_id
+        self.log.events.last_id()
     }
 
     /// Every violation seen so far.
@@ -536,14 +492,13 @@ impl LockHistory {
     /// Forgets events and violations (`RLOCKD CHECK RESET`).
     pub fn reset(&mut self) {
         self.log.events.clear();
-        self.log.text.clear();
         self.log.violations.clear();
         self.log.expired_held.clear();
     }
 }
 
 impl Log {
-    /// The events between a lock's last view and its view now (`None`: not
+    /// The events between a lock's view before the command and its view now (`None`: not
     /// a lock), and the violations they show.
     fn compare(&mut self, id: Id<'_>, old: Option<Body<'_>>, after: Option<Body<'_>>, now_ms: u64, actor: &Actor) {
         let old_deadline = old.and_then(|o| o.deadline);
@@ -688,47 +643,24 @@ impl Log {
         now_ms: u64,
         actor: &Actor,
     ) {
-        self.next_id += 1;
         let (client, command, detail) = if event == "expired" {
             (0, "(expiry)", None)
         } else {
-            // A copy, never a clone of the actor's detail: that is a slice of
-            // the connection's read buffer, which a clone would pin.
-            let detail = actor.detail.as_ref().map(|d| {
-                if let Some(kept) = self.details.iter().flatten().find(|k| k[..] == d[..]) {
-                    return kept.clone();
-                }
-                let own: Arc<[u8]> = Arc::from(&d[..]);
-                self.details[self.next_detail] = Some(own.clone());
-                self.next_detail = (self.next_detail + 1) % self.details.len();
-                own
-            });
-            (actor.client, actor.command, detail)
+            // Copied into the ring, never a clone of the actor's detail: that
+            // is a slice of the connection's read buffer, which a clone would pin.
+            (actor.client, actor.command, actor.detail.as_deref())
         };
-        if self.events.len() == MAX_EVENTS {
-            if let Some(old) = self.events.pop_front() {
-                self.text.drain(..old.text_len());
-            }
-        }
-        if self.events.len() == self.events.capacity() {
-            // Grown by doubling, but never past the bound.
-            let more = self.events.len().max(16).min(MAX_EVENTS - self.events.len());
-            self.events.reserve_exact(more);
-        }
-        self.text.extend(id.1);
-        self.text.extend(holder);
-        self.events.push_back(Stored {
-            id: self.next_id,
+        self.events.push(NewEvent {
             time_ms: now_ms,
             db: id.0,
+            key: id.1,
+            kind: index_of(&KINDS, kind),
+            event: index_of(&EVENTS, event),
+            holder,
             count,
             client,
             command,
             detail,
-            key_len: id.1.len() as u32,
-            holder_len: holder.len() as u32,
-            kind: index_of(&KINDS, kind),
-            event: index_of(&EVENTS, event),
         });
     }
 
@@ -846,9 +778,28 @@ mod tests {
         assert_eq!(m.get(&Id(2, b"lock")), None);
     }
 
+    /// A Redisson lock's events take about 20 bytes each: key, a few
+    /// numbers, and the holder once for a run of events with the same one.
     #[test]
     fn stored_events_stay_small() {
-        assert!(std::mem::size_of::<Stored>() <= 88, "{}", std::mem::size_of::<Stored>());
+        let mut log = Log::default();
+        let actor = Actor { client: 5, command: "evalsha", detail: Some(Bytes::from(vec![b'a'; 40])) };
+        let holder = b"3a8a7f4c-0b8e-4a5e-9d0c-6f1f0c9a2b11:1";
+        for i in 0..MAX_EVENTS * 2 {
+            let key = format!("lock:{}", i / 2);
+            let event = if i % 2 == 0 { "acquired" } else { "released" };
+            log.push(
+                Id(0, key.as_bytes()),
+                "reentrant",
+                event,
+                holder,
+                (i % 2) as i64,
+                1_700_000_000_000 + i as u64,
+                &actor,
+            );
+        }
+        let per_event = log.events.stored_bytes() / MAX_EVENTS;
+        assert!(per_event <= 22, "{per_event}");
     }
 
     #[test]
@@ -890,7 +841,6 @@ mod tests {
             };
             assert_eq!(*e, expected);
         }
-        assert_eq!(h.log.text.len(), kept.clone().map(|i| key(i).len() + holder(i).len()).sum::<usize>());
         let newest = h.events(None, n as u64 - 10);
         assert_eq!(newest.iter().map(|e| e.id).collect::<Vec<_>>(), (n as u64 - 9..=n as u64).collect::<Vec<_>>());
         let of_k3 = h.events(Some(b"k3"), 0);

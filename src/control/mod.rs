@@ -3,9 +3,10 @@
 //! with `test-control no` none of it runs or shows.
 //!
 //! * [`locks`] reads lock layouts out of the keyspace (`RLOCKD LOCKS`).
-//! * [`history`] compares every touched lock with its last view: events
-//!   (`RLOCKD EVENTS`, the `__rlockd__:lockevents` channel) and safety
-//!   violations (`RLOCKD CHECK`).
+//! * [`history`] compares every touched lock with its state before the
+//!   command (the keyspace's before-images): events (`RLOCKD EVENTS`, the
+//!   `__rlockd__:lockevents` channel) and safety violations (`RLOCKD CHECK`).
+//! * [`ring`] keeps the history's events compactly.
 //! * [`faults`] holds injected faults (`RLOCKD FAULT`), read by dispatch,
 //!   the connections and pub/sub delivery.
 //! * [`Control`] (one field of the core) keeps the history, the snapshots
@@ -21,6 +22,7 @@
 pub mod faults;
 pub mod history;
 pub mod locks;
+pub mod ring;
 
 use std::collections::HashMap;
 
