@@ -37,20 +37,20 @@
 //! compactly in [`super::ring`] (the newest 10,000, about 20 bytes each for
 //! a Redisson lock). Holders are matched by hash past 16, and values past a
 //! lock's sizes (more than 1,000 holders, a token over 512 bytes) are not
-//! locks, so no write costs more than its lock's size. About 5,500
-//! instructions per Redisson lock+unlock and 3 bytes per held lock at
-//! 100,000 held (the event ring's, fixed; BENCHMARKS.md).
+//! locks, so no write costs more than its lock's size. About 5,600
+//! instructions per Redisson lock+unlock and 5 bytes per held lock at
+//! 100,000 held, the event ring's fixed ~0.25 MB most of it (BENCHMARKS.md).
 
 type HashMap<K, V> = hashbrown::HashMap<K, V, crate::db::Hasher>;
 
 use bytes::Bytes;
 
-use super::locks::{read_key, read_stored, LockRef};
+use super::locks::{read_found, read_key, read_stored, LockRef};
 #[cfg(test)]
 use super::ring::MAX_EVENTS;
 use super::ring::{EventRing, NewEvent};
 use crate::db::preimage::PreImages;
-use crate::db::{Db, Keyspace};
+use crate::db::{Db, Entry, Keyspace};
 
 /// Locks that expired while held whose holders are remembered (to report a
 /// second holder when one is taken again); past this, the older half goes.
@@ -154,14 +154,6 @@ fn index_of(names: &[&str], name: &str) -> u8 {
     names.iter().position(|n| *n == name).unwrap_or(0) as u8
 }
 
-fn put_varint(out: &mut Vec<u8>, mut n: u64) {
-    while n >= 0x80 {
-        out.push(n as u8 | 0x80);
-        n >>= 7;
-    }
-    out.push(n as u8);
-}
-
 fn get_varint(b: &[u8], at: &mut usize) -> u64 {
     let mut n = 0u64;
     let mut shift = 0;
@@ -195,19 +187,37 @@ fn pack_body(
     value: Option<i64>,
     holders: impl FnOnce(&mut dyn FnMut(&[u8], i64)),
 ) {
-    out.push(index_of(&KINDS, kind));
-    out.push(u8::from(deadline.is_some()) | u8::from(value.is_some()) << 1);
+    // Each run of numbers is encoded on the stack, then copied at once.
+    let mut head = [0u8; 2 + 2 * 10];
+    head[0] = index_of(&KINDS, kind);
+    head[1] = u8::from(deadline.is_some()) | u8::from(value.is_some()) << 1;
+    let mut len = 2;
     if let Some(d) = deadline {
-        put_varint(out, d);
+        len = varint_at(&mut head, len, d);
     }
     if let Some(v) = value {
-        put_varint(out, zigzag(v));
+        len = varint_at(&mut head, len, zigzag(v));
     }
+    out.extend_from_slice(&head[..len]);
     holders(&mut |id, count| {
-        put_varint(out, zigzag(count));
-        put_varint(out, id.len() as u64);
+        let mut nums = [0u8; 20];
+        let len = varint_at(&mut nums, 0, zigzag(count));
+        let len = varint_at(&mut nums, len, id.len() as u64);
+        out.extend_from_slice(&nums[..len]);
         out.extend_from_slice(id);
     });
+}
+
+/// Writes `n` as a varint into `b` at `at`; returns where it ends.
+#[inline]
+fn varint_at(b: &mut [u8], mut at: usize, mut n: u64) -> usize {
+    while n >= 0x80 {
+        b[at] = n as u8 | 0x80;
+        n >>= 7;
+        at += 1;
+    }
+    b[at] = n as u8;
+    at + 1
 }
 
 /// Packs `lock` (see [`pack_body`]) as seen at `now_ms`: its deadline is
@@ -393,10 +403,12 @@ fn owner(id: &[u8]) -> &[u8] {
 /// is before the command's first change of any of its keys (an empty image:
 /// no lock). Expired keys not yet deleted are read as they are stored: the
 /// state the lock was last left in, whose lease ran out since.
-pub fn pre_image(db: &Db, index: usize, key: &[u8], images: &mut PreImages) {
+pub fn pre_image(db: &Db, index: usize, key: &[u8], found: Option<Option<&Entry>>, images: &mut PreImages) {
     let lock = lock_key(key);
     if let Some(out) = images.begin(index, lock) {
-        if let Some(l) = read_key(db, lock, 0) {
+        // The caller's look-up is the lock's own unless `key` is auxiliary.
+        let found = found.filter(|_| lock.len() == key.len()).unwrap_or_else(|| db.peek(lock));
+        if let (Some(l), _) = read_found(db, lock, found, 0) {
             pack_lock(out, &l, 0);
         }
     }

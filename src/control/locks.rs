@@ -232,10 +232,15 @@ pub fn read_key<'a>(db: &'a Db, key: &[u8], now_ms: u64) -> Option<LockRef<'a>> 
 /// [`read_key`], and whether `key` is stored with its deadline passed
 /// (not deleted yet: no lock now, whatever it holds).
 pub fn read_stored<'a>(db: &'a Db, key: &[u8], now_ms: u64) -> (Option<LockRef<'a>>, bool) {
+    read_found(db, key, db.peek(key), now_ms)
+}
+
+/// [`read_stored`] of `key`'s entry `found`, already looked up.
+pub fn read_found<'a>(db: &'a Db, key: &[u8], found: Option<&'a Entry>, now_ms: u64) -> (Option<LockRef<'a>>, bool) {
     if auxiliary(key) {
         return (None, false);
     }
-    match db.peek(key) {
+    match found {
         None => (None, false),
         Some(e) if e.expire().is_some_and(|at| at <= now_ms) => (None, true),
         Some(e) => (read_entry(db, key, e, now_ms), false),

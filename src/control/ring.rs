@@ -70,7 +70,7 @@ struct Block {
 #[derive(Default)]
 pub struct EventRing {
     /// The events' bytes from `start` on (those before it were dropped and
-    /// are cut away once they are as many as the kept ones).
+    /// are cut away once they are a quarter of the kept ones).
     bytes: Vec<u8>,
     start: usize,
     /// Bytes cut from the front of `bytes` so far.
@@ -218,7 +218,9 @@ impl EventRing {
         while self.blocks.len() > 1 && self.next_id + 1 - self.blocks[1].first_id >= MAX_EVENTS as u64 {
             self.start = (self.blocks[1].pos - self.dropped) as usize;
             self.blocks.pop_front();
-            if self.start >= self.bytes.len() - self.start {
+            // Cut once the dropped bytes are a quarter of the kept ones:
+            // the buffer stays within 1.25 times what it keeps.
+            if self.start >= (self.bytes.len() - self.start) / 4 {
                 self.bytes.drain(..self.start);
                 self.dropped += self.start as u64;
                 self.start = 0;

@@ -361,11 +361,13 @@ impl DbView<'_> {
 
     /// [`entry`](Self::entry), as the entry's place in the map.
     fn entry_index(&mut self, key: &[u8]) -> Option<usize> {
-        if !self.sig.read_lookups {
+        let idx = self.db.map.get_index_of(key);
+        if !self.sig.read_lookups && self.sig.images.active() {
             // A write command's lookup: what it finds may be changed next.
-            self.before_write(key);
+            let found = idx.map(|i| &self.db.map[i]);
+            self.sig.images.take_found(self.db, self.index, key, Some(found));
         }
-        let idx = self.db.map.get_index_of(key).filter(|&i| !self.expire_index_if_due(i));
+        let idx = idx.filter(|&i| !self.expire_index_if_due(i));
         if self.sig.read_lookups {
             self.count_lookup(key, idx.is_some());
         }
@@ -514,9 +516,14 @@ impl DbView<'_> {
     /// Stores `value` under `key`, replacing any previous value. The TTL is
     /// cleared unless `keep_ttl`. Signals a modification.
     pub fn set(&mut self, key: &Bytes, value: Value, keep_ttl: bool) {
-        self.before_write(key);
-        self.expire_if_needed(key);
-        let idx = self.db.map.get_index_of(&key[..]);
+        let mut idx = self.db.map.get_index_of(&key[..]);
+        if self.sig.images.active() {
+            let found = idx.map(|i| &self.db.map[i]);
+            self.sig.images.take_found(self.db, self.index, key, Some(found));
+        }
+        if idx.is_some_and(|i| self.expire_index_if_due(i)) {
+            idx = None;
+        }
         match idx {
             Some(i) => {
                 let (k, e) = self.db.map.get_index_mut(i).expect("index");

@@ -17,11 +17,13 @@ use std::hash::BuildHasher;
 
 use hashbrown::HashTable;
 
-use super::Db;
+use super::{Db, Entry};
 
 /// Records the image of `key` of database `index` (`db`, before the
-/// change) into `images`, once per command: see the module docs.
-pub type PreImageFn = fn(db: &Db, index: usize, key: &[u8], images: &mut PreImages);
+/// change) into `images`, once per command: see the module docs. `found`
+/// is `key`'s entry when the caller looked it up already (`Some(None)`:
+/// there is none), to spare the hook a lookup.
+pub type PreImageFn = fn(db: &Db, index: usize, key: &[u8], found: Option<Option<&Entry>>, images: &mut PreImages);
 
 /// The images of one command: `(database, name, bytes)` records in one
 /// buffer, found by a scan while few, by hash past [`PreImages::SCAN_MAX`].
@@ -53,9 +55,15 @@ impl PreImages {
     /// this very key (a command changes one key several times in a row).
     #[inline]
     pub fn take(&mut self, db: &Db, index: usize, key: &[u8]) {
+        self.take_found(db, index, key, None);
+    }
+
+    /// [`take`](Self::take), `key`'s entry `found` already looked up.
+    #[inline]
+    pub fn take_found(&mut self, db: &Db, index: usize, key: &[u8], found: Option<Option<&Entry>>) {
         if let Some(hook) = self.hook {
             if !self.is_last(index, key) {
-                hook(db, index, key, self);
+                hook(db, index, key, found, self);
             }
         }
     }
@@ -74,8 +82,8 @@ impl PreImages {
     /// Runs the hook for every key of `db` (before a bulk change).
     pub fn all(&mut self, db: &Db, index: usize) {
         if let Some(hook) = self.hook {
-            for k in db.keys() {
-                hook(db, index, k.as_bytes(), self);
+            for (k, e) in db.iter() {
+                hook(db, index, k.as_bytes(), Some(Some(e)), self);
             }
         }
     }
