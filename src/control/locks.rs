@@ -203,9 +203,10 @@ impl<'a> LockRef<'a> {
             Holders::None => {}
             Holders::Token(id) => f(id, 1, None),
             Holders::Hash(h) => {
+                // Every field but `mode` was found a holder (see `read_entry`).
                 for (field, value) in h.iter() {
-                    if let Some(count) = hash_holder(field, value) {
-                        f(field, count, None);
+                    if field != b"mode" {
+                        f(field, int(value).unwrap_or(0), None);
                     }
                 }
             }
