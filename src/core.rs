@@ -195,6 +195,7 @@ impl Core {
         ks.sig.notify_flags = config.notify_flags;
         ks.tuning = config.tuning();
         ks.sig.track_touches = record_locks;
+        crate::control::Control::attach(record_locks, &mut ks);
         Core {
             ks,
             acl,
@@ -254,6 +255,7 @@ impl Core {
             self.ks.sig.server_touched.clear();
             self.tracking.cursor = 0;
         }
+        self.ks.sig.images.clear();
         // Replication: keys the server itself expired, lost lock grants.
         if self.repl.feeding() || self.ks.sig.repl_deletes.is_some() || self.repl.ledger_cursor != u64::MAX {
             self.repl.after_command(&mut self.ks.sig, self.control.history.as_ref());

@@ -254,7 +254,7 @@ pub(crate) fn switched(ctx: &mut Ctx<'_>) {
     if on == ctx.core.control.is_on() {
         return;
     }
-    ctx.core.control.switch(on, &ctx.core.ks);
+    ctx.core.control.switch(on, &mut ctx.core.ks);
     if !on {
         ctx.shared.faults.clear(None);
         ctx.shared.clock.reset();

@@ -113,6 +113,7 @@ fn flush_opts(args: &[Bytes]) -> Result<(), CmdError> {
 /// Empties database `index`, signalling every key for WATCH / blocked clients.
 fn flush_db(ctx: &mut Ctx<'_>, index: usize) {
     let ks = &mut ctx.core.ks;
+    ks.sig.images.all(&ks.dbs[index], index);
     if ks.sig.track_touches {
         let keys: Vec<crate::db::Key> = ks.dbs[index].keys().cloned().collect();
         for k in keys {
@@ -181,6 +182,9 @@ fn swapdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             ctx.core.track_modified(ctx.client.id, writer);
         }
         let ks = &mut ctx.core.ks;
+        for i in [a, b] {
+            ks.sig.images.all(&ks.dbs[i], i);
+        }
         if ks.sig.track_touches {
             for i in [a, b] {
                 let keys: Vec<crate::db::Key> = ks.dbs[i].keys().cloned().collect();

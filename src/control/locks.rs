@@ -180,8 +180,8 @@ enum Holders<'a> {
 }
 
 /// A lock read in place, borrowing from the keyspace: what [`view_key`]
-/// describes, without the copies (the lock history compares this with its
-/// last view after every write).
+/// describes, without the copies (the lock history packs it before and
+/// after every write).
 pub struct LockRef<'a> {
     /// See the module docs.
     pub kind: &'static str,
@@ -203,9 +203,10 @@ impl<'a> LockRef<'a> {
             Holders::None => {}
             Holders::Token(id) => f(id, 1, None),
             Holders::Hash(h) => {
+                // Every field but `mode` was found a holder (see `read_entry`).
                 for (field, value) in h.iter() {
-                    if let Some(count) = hash_holder(field, value) {
-                        f(field, count, None);
+                    if field != b"mode" {
+                        f(field, int(value).unwrap_or(0), None);
                     }
                 }
             }
@@ -226,10 +227,29 @@ impl<'a> LockRef<'a> {
 /// The lock stored at `key` of `db`, if its value has one of the layouts of
 /// the module docs, read in place.
 pub fn read_key<'a>(db: &'a Db, key: &[u8], now_ms: u64) -> Option<LockRef<'a>> {
+    read_stored(db, key, now_ms).0
+}
+
+/// [`read_key`], and whether `key` is stored with its deadline passed
+/// (not deleted yet: no lock now, whatever it holds).
+pub fn read_stored<'a>(db: &'a Db, key: &[u8], now_ms: u64) -> (Option<LockRef<'a>>, bool) {
+    read_found(db, key, db.peek(key), now_ms)
+}
+
+/// [`read_stored`] of `key`'s entry `found`, already looked up.
+pub fn read_found<'a>(db: &'a Db, key: &[u8], found: Option<&'a Entry>, now_ms: u64) -> (Option<LockRef<'a>>, bool) {
     if auxiliary(key) {
-        return None;
+        return (None, false);
     }
-    let entry = live(db, key, now_ms)?;
+    match found {
+        None => (None, false),
+        Some(e) if e.expire().is_some_and(|at| at <= now_ms) => (None, true),
+        Some(e) => (read_entry(db, key, e, now_ms), false),
+    }
+}
+
+/// The lock in `entry`, live, stored at `key` of `db`.
+fn read_entry<'a>(db: &'a Db, key: &[u8], entry: &'a Entry, now_ms: u64) -> Option<LockRef<'a>> {
     let mut lock = LockRef {
         kind: "",
         lease_ms: entry.expire().map(|at| at as i64 - now_ms as i64),

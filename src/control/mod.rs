@@ -3,9 +3,10 @@
 //! with `test-control no` none of it runs or shows.
 //!
 //! * [`locks`] reads lock layouts out of the keyspace (`RLOCKD LOCKS`).
-//! * [`history`] compares every touched lock with its last view: events
-//!   (`RLOCKD EVENTS`, the `__rlockd__:lockevents` channel) and safety
-//!   violations (`RLOCKD CHECK`).
+//! * [`history`] compares every touched lock with its state before the
+//!   command (the keyspace's before-images): events (`RLOCKD EVENTS`, the
+//!   `__rlockd__:lockevents` channel) and safety violations (`RLOCKD CHECK`).
+//! * [`ring`] keeps the history's events compactly.
 //! * [`faults`] holds injected faults (`RLOCKD FAULT`), read by dispatch,
 //!   the connections and pub/sub delivery.
 //! * [`Control`] (one field of the core) keeps the history, the snapshots
@@ -15,12 +16,13 @@
 //! Turning test control off at run time (`CONFIG SET test-control no`)
 //! ends everything it set: faults are cleared, the clock runs on real time
 //! again, the history and the snapshots are dropped. Turning it on starts a
-//! new history that takes the locks held at that moment as its first views
-//! (they are not reported as acquired).
+//! new history; the locks held at that moment are not reported as acquired
+//! (the history compares each lock's state before and after a command).
 
 pub mod faults;
 pub mod history;
 pub mod locks;
+pub mod ring;
 
 use std::collections::HashMap;
 
@@ -71,17 +73,21 @@ impl Control {
         self.history.is_some()
     }
 
-    /// Turns test control on (a new history seeded with the locks in `ks`)
-    /// or off (history and snapshots dropped). The caller clears the faults
-    /// and lets the clock go (see the module docs).
-    pub fn switch(&mut self, on: bool, ks: &Keyspace) {
+    /// Turns test control on (a new history, the keyspace's before-images
+    /// taken from now on) or off (history and snapshots dropped). The
+    /// caller clears the faults and lets the clock go (see the module docs).
+    pub fn switch(&mut self, on: bool, ks: &mut Keyspace) {
         if on == self.is_on() {
             return;
         }
         *self = Control::new(on);
-        if let Some(history) = self.history.as_mut() {
-            history.seed(ks);
-        }
+        Control::attach(on, ks);
+    }
+
+    /// Makes `ks` take the before-images the history compares (or stop).
+    pub fn attach(on: bool, ks: &mut Keyspace) {
+        ks.sig.images.clear();
+        ks.sig.images.hook = if on { Some(history::pre_image) } else { None };
     }
 
     /// Every lock in `ks` whose key matches `pattern` (`RLOCKD LOCKS`,
@@ -113,6 +119,9 @@ impl Control {
         let Some(dbs) = self.snapshots.get(name).cloned() else {
             return false;
         };
+        for (i, db) in ks.dbs.iter().enumerate() {
+            ks.sig.images.all(db, i);
+        }
         for (i, db) in ks.dbs.iter().chain(dbs.iter()).enumerate() {
             let index = i % dbs.len().max(1);
             let keys: Vec<Bytes> = db.keys().map(crate::db::Key::to_bytes).collect();

@@ -46,6 +46,7 @@ pub mod geohash;
 pub mod hash_value;
 pub mod hll;
 pub mod key;
+pub mod preimage;
 pub mod rdb;
 pub mod stream;
 pub mod value;
@@ -226,6 +227,9 @@ pub struct Signals {
     /// Keys deleted by expiry or eviction, recorded while the server feeds
     /// replicas (they are replicated as `DEL`).
     pub repl_deletes: Option<Vec<(usize, Key)>>,
+    /// Before-images of the keys the running command changes, while a
+    /// floor above asks for them (test control's lock history).
+    pub images: preimage::PreImages,
 }
 
 impl Signals {
@@ -314,6 +318,15 @@ pub struct DbView<'a> {
 }
 
 impl DbView<'_> {
+    /// Lets [`Signals::images`] take `key`'s before-image (the first change
+    /// of it in this command is about to happen).
+    #[inline]
+    fn before_write(&mut self, key: &[u8]) {
+        if self.sig.images.active() {
+            self.sig.images.take(self.db, self.index, key);
+        }
+    }
+
     /// Deletes `key` if its deadline has passed. Returns true if it was expired.
     fn expire_if_needed(&mut self, key: &[u8]) -> bool {
         self.db.map.get_index_of(key).is_some_and(|idx| self.expire_index_if_due(idx))
@@ -323,6 +336,10 @@ impl DbView<'_> {
     fn expire_index_if_due(&mut self, idx: usize) -> bool {
         match self.db.map.get_index(idx).and_then(|(_, e)| e.expire()) {
             Some(at) if at <= self.now => {
+                if self.sig.images.active() {
+                    let k = self.db.map.get_index(idx).expect("index in range").0;
+                    self.sig.images.take(self.db, self.index, k.as_bytes());
+                }
                 let (k, _) = self.db.map.swap_remove_index(idx).expect("index in range");
                 self.db.expires.remove(at, self.db.hash(&k));
                 self.sig.expired += 1;
@@ -344,7 +361,13 @@ impl DbView<'_> {
 
     /// [`entry`](Self::entry), as the entry's place in the map.
     fn entry_index(&mut self, key: &[u8]) -> Option<usize> {
-        let idx = self.db.map.get_index_of(key).filter(|&i| !self.expire_index_if_due(i));
+        let idx = self.db.map.get_index_of(key);
+        if !self.sig.read_lookups && self.sig.images.active() {
+            // A write command's lookup: what it finds may be changed next.
+            let found = idx.map(|i| &self.db.map[i]);
+            self.sig.images.take_found(self.db, self.index, key, Some(found));
+        }
+        let idx = idx.filter(|&i| !self.expire_index_if_due(i));
         if self.sig.read_lookups {
             self.count_lookup(key, idx.is_some());
         }
@@ -493,8 +516,14 @@ impl DbView<'_> {
     /// Stores `value` under `key`, replacing any previous value. The TTL is
     /// cleared unless `keep_ttl`. Signals a modification.
     pub fn set(&mut self, key: &Bytes, value: Value, keep_ttl: bool) {
-        self.expire_if_needed(key);
-        let idx = self.db.map.get_index_of(&key[..]);
+        let mut idx = self.db.map.get_index_of(&key[..]);
+        if self.sig.images.active() {
+            let found = idx.map(|i| &self.db.map[i]);
+            self.sig.images.take_found(self.db, self.index, key, Some(found));
+        }
+        if idx.is_some_and(|i| self.expire_index_if_due(i)) {
+            idx = None;
+        }
         match idx {
             Some(i) => {
                 let (k, e) = self.db.map.get_index_mut(i).expect("index");
@@ -532,6 +561,7 @@ impl DbView<'_> {
     /// `dbAdd` alone, before the command knows whether it changes
     /// anything): a WATCH on it stays valid until the caller `touch`es it.
     pub fn insert_new_untouched(&mut self, key: &Bytes, value: Value) {
+        self.before_write(key);
         let mut e = Entry::new(value);
         e.lru = self.new_access();
         Self::pin_encoding(&self.tuning.limits, &mut e);
@@ -542,6 +572,7 @@ impl DbView<'_> {
 
     /// Removes `key`, returning its value if it was live. Signals.
     pub fn remove(&mut self, key: &[u8]) -> Option<Value> {
+        self.before_write(key);
         if self.expire_if_needed(key) {
             return None;
         }
@@ -555,6 +586,7 @@ impl DbView<'_> {
 
     /// Removes `key` and returns the whole entry (value and deadline). Signals.
     pub fn take_entry(&mut self, key: &[u8]) -> Option<(Key, Entry)> {
+        self.before_write(key);
         if self.expire_if_needed(key) {
             return None;
         }
@@ -584,6 +616,7 @@ impl DbView<'_> {
     /// exist. Does not signal (callers decide: an expire in the past deletes).
     pub fn set_expire(&mut self, key: &[u8], at: u64) -> bool {
         let at = deadline_ms(at);
+        self.before_write(key);
         self.expire_if_needed(key);
         let h = self.db.hash(key);
         let Some(e) = self.db.map.get_mut(key) else {
@@ -598,6 +631,7 @@ impl DbView<'_> {
 
     /// Removes the deadline. Returns true if there was one.
     pub fn persist(&mut self, key: &[u8]) -> bool {
+        self.before_write(key);
         self.expire_if_needed(key);
         let h = self.db.hash(key);
         let Some(e) = self.db.map.get_mut(key) else {
@@ -710,6 +744,7 @@ impl Db {
             let (at, hash, count) = self.expires.pop_first().expect("first exists");
             for _ in 0..count {
                 let Some(key) = self.key_expiring(at, hash).cloned() else { break };
+                sig.images.take(self, index, key.as_bytes());
                 self.map.swap_remove(&key);
                 sig.expired += 1;
                 sig.touch(index, &key);

@@ -274,6 +274,9 @@ pub(crate) async fn attach(me: &Arc<Shared>, host: &str, port: u16) {
 fn replace_keyspace(core: &mut Core, mut dbs: Vec<crate::db::Db>) {
     let ks = &mut core.ks;
     dbs.truncate(ks.dbs.len());
+    for (i, db) in ks.dbs.iter().enumerate() {
+        ks.sig.images.all(db, i);
+    }
     for (i, db) in ks.dbs.iter().enumerate().chain(dbs.iter().enumerate()) {
         let keys: Vec<bytes::Bytes> = db.keys().map(crate::db::Key::to_bytes).collect();
         for k in keys {

@@ -589,6 +589,9 @@ fn load(core: &mut crate::core::Core, file: rdb::File) -> Result<()> {
         .map_err(|e| format!("loading the MASTER's functions: {e}"))?;
     let ks = &mut core.ks;
     let n = ks.dbs.len();
+    for (i, db) in ks.dbs.iter().enumerate() {
+        ks.sig.images.all(db, i);
+    }
     let old = std::mem::replace(&mut ks.dbs, (0..n).map(|_| crate::db::Db::default()).collect());
     for (i, db) in old.iter().enumerate() {
         for k in db.keys() {
