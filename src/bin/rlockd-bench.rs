@@ -13,7 +13,9 @@
 //! binary in a mode that parses each command on a tokio current-thread
 //! runtime, as rlockd's event loop does, and answers it from a fixed table —
 //! PONG, OK, nil, a script's sha — without doing any work: the limit of this
-//! machine, runtime and kernel; its replies are not checked), or
+//! machine, runtime and kernel; its replies are not checked), `spawn:null-uring`
+//! (the same responder on one io_uring instead of epoll; TCP only, in a build
+//! with `--features io-uring`), or
 //! `[name=]host:port` or `[name=]unix:/path` of a running server (`--pid
 //! name=PID` adds its CPU time). The first target is the baseline every
 //! ratio is taken to. With `--unix`, the spawned targets also listen on a
@@ -59,9 +61,10 @@ const FAIR_LOCK: &str = include_str!("../../lua/fair_lock.lua");
 const FAIR_UNLOCK: &str = include_str!("../../lua/fair_unlock.lua");
 
 const USAGE: &str = "usage: rlockd-bench [options] TARGET...
-  TARGET              spawn:rlockd | spawn:redis-server | spawn:null | [name=]host:port
-                      | [name=]unix:/path (first = baseline; spawn:null is a bare
-                      responder that does no work)
+  TARGET              spawn:rlockd | spawn:redis-server | spawn:null | spawn:null-uring
+                      | [name=]host:port | [name=]unix:/path (first = baseline;
+                      spawn:null is a bare responder that does no work,
+                      spawn:null-uring the same on io_uring, --features io-uring)
   -w, --workload W    comma-separated: ping set get lock-unlock reentrant contended renew
                       semaphore fair script:FILE, held-memory (bytes per held
                       lock, not timed) (default lock-unlock)
@@ -229,8 +232,10 @@ fn start(spec: &TargetSpec, pids: &HashMap<String, u32>, unix: bool) -> Target {
                     std::env::var("RLOCKD_BIN").unwrap_or_else(|_| own().with_file_name("rlockd").display().to_string())
                 }
                 "redis-server" => "redis-server".to_string(),
-                "null" => own().display().to_string(),
-                other => fail(&format!("spawn:{other}: only spawn:rlockd, spawn:redis-server and spawn:null")),
+                "null" | "null-uring" => own().display().to_string(),
+                other => fail(&format!(
+                    "spawn:{other}: only spawn:rlockd, spawn:redis-server, spawn:null and spawn:null-uring"
+                )),
             };
             let path = unix.then(|| {
                 let p = std::env::temp_dir().join(format!("rlockd-bench-{}-{what}.sock", std::process::id()));
@@ -238,6 +243,11 @@ fn start(spec: &TargetSpec, pids: &HashMap<String, u32>, unix: bool) -> Target {
             });
             let mut args: Vec<String> = if what == "null" {
                 vec![NULL_SERVER_FLAG.into(), port.to_string()]
+            } else if what == "null-uring" {
+                if unix {
+                    fail("spawn:null-uring listens on TCP only");
+                }
+                vec![NULL_URING_SERVER_FLAG.into(), port.to_string()]
             } else {
                 ["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
                     .map(String::from)
@@ -261,7 +271,7 @@ fn start(spec: &TargetSpec, pids: &HashMap<String, u32>, unix: bool) -> Target {
                 addr: path.map_or_else(|| format!("127.0.0.1:{port}"), |p| format!("unix:{p}")),
                 pid: Some(child.id()),
                 child: Some(child),
-                checked: what != "null",
+                checked: !what.starts_with("null"),
             };
             let deadline = Instant::now() + Duration::from_secs(10);
             loop {
@@ -860,6 +870,11 @@ fn main() {
         let port = raw.next().and_then(|p| p.parse().ok()).unwrap_or_else(|| fail("the bare responder needs a port"));
         null_server(port, raw.next());
     }
+    let mut raw = std::env::args().skip(1);
+    if raw.next().as_deref() == Some(NULL_URING_SERVER_FLAG) {
+        let port = raw.next().and_then(|p| p.parse().ok()).unwrap_or_else(|| fail("the bare responder needs a port"));
+        null_uring_server(port);
+    }
     let o = Arc::new(parse_args());
     let targets: Vec<Target> = o.targets.iter().map(|s| start(s, &o.pids, o.unix)).collect();
     let mut cells = Vec::new();
@@ -1097,5 +1112,120 @@ fn null_reply(args: &[&[u8]], out: &mut Vec<u8>) {
             out.extend_from_slice(format!("${}\r\n{sha}\r\n", sha.len()).as_bytes());
         }
         _ => out.extend_from_slice(b"+OK\r\n"),
+    }
+}
+
+/// The hidden first argument that runs this binary as `spawn:null-uring`.
+const NULL_URING_SERVER_FLAG: &str = "--serve-null-uring";
+
+#[cfg(not(all(target_os = "linux", feature = "io-uring")))]
+fn null_uring_server(_port: u16) -> ! {
+    fail("spawn:null-uring needs a build with `--features io-uring` (Linux only)")
+}
+
+/// `spawn:null-uring`: `spawn:null` driven by one io_uring instead of epoll.
+/// One thread, one ring: an accept always in flight, and per connection
+/// either a receive or a send in flight (one write per read, as `spawn:null`
+/// and rlockd do), so a connection's replies go out in the order its commands
+/// came in. The same framing and reply table as `spawn:null`.
+#[cfg(all(target_os = "linux", feature = "io-uring"))]
+fn null_uring_server(port: u16) -> ! {
+    use io_uring::{opcode, squeue, types, IoUring};
+    use std::os::fd::{AsRawFd, IntoRawFd};
+
+    const ACCEPT: u64 = u64::MAX;
+    struct Conn {
+        fd: i32,
+        input: Vec<u8>,
+        out: Vec<u8>,
+        sent: usize,
+    }
+    fn recv(c: &mut Conn, id: usize) -> squeue::Entry {
+        if c.input.capacity() - c.input.len() < 4096 {
+            c.input.reserve(16 * 1024);
+        }
+        let spare = c.input.spare_capacity_mut();
+        opcode::Recv::new(types::Fd(c.fd), spare.as_mut_ptr().cast(), spare.len() as u32).build().user_data(id as u64)
+    }
+    fn send(c: &Conn, id: usize) -> squeue::Entry {
+        let rest = &c.out[c.sent..];
+        opcode::Send::new(types::Fd(c.fd), rest.as_ptr(), rest.len() as u32).build().user_data(id as u64)
+    }
+
+    let listener = std::net::TcpListener::bind(("127.0.0.1", port))
+        .unwrap_or_else(|e| fail(&format!("bare responder: bind 127.0.0.1:{port}: {e}")));
+    let lfd = listener.as_raw_fd();
+    let mut ring = IoUring::new(1024).unwrap_or_else(|e| fail(&format!("io_uring: {e}")));
+    let mut conns: Vec<Option<Conn>> = Vec::new();
+    let mut free: Vec<usize> = Vec::new();
+    let mut pending: Vec<squeue::Entry> = Vec::new();
+    let accept =
+        opcode::Accept::new(types::Fd(lfd), std::ptr::null_mut(), std::ptr::null_mut()).build().user_data(ACCEPT);
+    pending.push(accept.clone());
+    loop {
+        {
+            let mut sq = ring.submission();
+            for e in pending.drain(..) {
+                // SAFETY: every buffer an entry points into lives in `conns`
+                // and is neither moved nor freed until its completion arrives
+                // (one operation in flight per connection).
+                unsafe { sq.push(&e) }.unwrap_or_else(|_| fail("io_uring: submission queue full"));
+            }
+        }
+        ring.submit_and_wait(1).unwrap_or_else(|e| fail(&format!("io_uring: {e}")));
+        let done: Vec<(u64, i32)> = ring.completion().map(|c| (c.user_data(), c.result())).collect();
+        for (data, res) in done {
+            if data == ACCEPT {
+                pending.push(accept.clone());
+                if res < 0 {
+                    continue;
+                }
+                let stream = unsafe { <std::net::TcpStream as std::os::fd::FromRawFd>::from_raw_fd(res) };
+                let _ = stream.set_nodelay(true);
+                let fd = stream.into_raw_fd();
+                let id = free.pop().unwrap_or_else(|| {
+                    conns.push(None);
+                    conns.len() - 1
+                });
+                let mut c =
+                    Conn { fd, input: Vec::with_capacity(16 * 1024), out: Vec::with_capacity(16 * 1024), sent: 0 };
+                pending.push(recv(&mut c, id));
+                conns[id] = Some(c);
+                continue;
+            }
+            let id = data as usize;
+            let Some(c) = conns[id].as_mut() else { continue };
+            if res <= 0 {
+                unsafe { libc::close(c.fd) };
+                conns[id] = None;
+                free.push(id);
+                continue;
+            }
+            if !c.out.is_empty() {
+                // A send completed.
+                c.sent += res as usize;
+                if c.sent < c.out.len() {
+                    pending.push(send(c, id));
+                } else {
+                    c.out.clear();
+                    c.sent = 0;
+                    pending.push(recv(c, id));
+                }
+                continue;
+            }
+            // SAFETY: the kernel wrote `res` bytes into the spare capacity.
+            unsafe { c.input.set_len(c.input.len() + res as usize) };
+            let mut at = 0;
+            while let Some((args, len)) = frame_command(&c.input[at..]) {
+                null_reply(&args, &mut c.out);
+                at += len;
+            }
+            c.input.drain(..at);
+            if c.out.is_empty() {
+                pending.push(recv(c, id));
+            } else {
+                pending.push(send(c, id));
+            }
+        }
     }
 }

@@ -109,3 +109,33 @@ fn unix_socket_targets() {
     drop(srv);
     assert!(!path.exists());
 }
+
+/// `spawn:null-uring`, the bare responder on io_uring: in a build with the
+/// `io-uring` feature it answers PING/SET/GET over TCP beside a real
+/// server; without it, the tool says which feature is missing and fails.
+#[test]
+fn the_io_uring_responder_is_a_target_or_says_why_not() {
+    let srv = server();
+    let out = Command::new(env!("CARGO_BIN_EXE_rlockd-bench"))
+        .arg(format!("inproc=127.0.0.1:{}", srv.port()))
+        .arg("spawn:null-uring")
+        .args(["-w", "ping,set,get", "-c", "2", "-r", "1", "-d", "0.1", "-q"])
+        .output()
+        .expect("run rlockd-bench");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if cfg!(all(target_os = "linux", feature = "io-uring")) {
+        assert!(out.status.success(), "{stdout}\n{stderr}");
+        for w in ["ping", "set", "get"] {
+            let row = stdout
+                .lines()
+                .find(|l| l.starts_with(&format!("| {w} | null-uring |")))
+                .unwrap_or_else(|| panic!("no row for {w} on null-uring:\n{stdout}"));
+            let f: Vec<&str> = row.split('|').map(str::trim).collect();
+            assert!(f[3].parse::<f64>().unwrap() > 0.0, "{row}");
+        }
+    } else {
+        assert!(!out.status.success(), "{stdout}");
+        assert!(stderr.contains("--features io-uring") || stdout.contains("--features io-uring"), "{stdout}\n{stderr}");
+    }
+}
