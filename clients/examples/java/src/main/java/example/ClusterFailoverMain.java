@@ -15,6 +15,7 @@ import java.util.function.BooleanSupplier;
 import org.redisson.Redisson;
 import org.redisson.api.RLock;
 import org.redisson.api.RedissonClient;
+import org.redisson.api.redisnode.RedisNodes;
 import org.redisson.client.RedisException;
 import org.redisson.config.Config;
 
@@ -28,6 +29,12 @@ import org.redisson.config.Config;
  * follows, a second client acquires the lock the promoted replica never got, and RLOCKD CHECK
  * reports the two holders.
  * Test control goes over a plain socket (Redisson has no call for commands it does not know).
+ *
+ * <p>Redisson learns a new slot owner or a new primary from its periodic topology scan and
+ * rebuilds its slot map then: a command sent while that scan is applying the change can fail on
+ * the client side ({@code RedisNodeNotFoundException}, or a MOVED redirect to a node it is
+ * dropping). The example therefore scans often and, after each change, waits until Redisson's own
+ * view has caught up before using the lock again, as a test on a real cluster would.
  */
 public class ClusterFailoverMain {
     static void check(boolean ok, String what) {
@@ -138,12 +145,33 @@ public class ClusterFailoverMain {
         return client(address, true);
     }
 
+    /** How often Redisson re-reads the topology (its default is 5 s). */
+    static final int SCAN_MS = 100;
+
     /** With {@code checkSynced}, Redisson's default: a lock no replica acknowledged is refused. */
     static RedissonClient client(String address, boolean checkSynced) {
         Config config = new Config();
         config.setCheckLockSyncedSlaves(checkSynced);
-        config.useClusterServers().addNodeAddress(address);
+        config.useClusterServers().setScanInterval(SCAN_MS).addNodeAddress(address);
         return Redisson.create(config);
+    }
+
+    /** Whether Redisson's own view lists a primary on {@code port}. */
+    static boolean redissonSeesPrimary(RedissonClient c, int port) {
+        return c.getRedisNodes(RedisNodes.CLUSTER).getMasters().stream()
+                .anyMatch(m -> m.getAddr().getPort() == port);
+    }
+
+    /**
+     * Waits until each client's view has {@code primary} and not {@code gone} as a primary, then
+     * a few scans more, so no scan is still applying the change when the test goes on.
+     */
+    static void redissonCaughtUp(int primary, int gone, RedissonClient... clients) throws InterruptedException {
+        for (RedissonClient c : clients) {
+            waitFor("Redisson to see the new primary",
+                    () -> redissonSeesPrimary(c, primary) && (gone < 0 || !redissonSeesPrimary(c, gone)));
+        }
+        Thread.sleep(5L * SCAN_MS);
     }
 
     @SuppressWarnings("unchecked")
@@ -182,6 +210,8 @@ public class ClusterFailoverMain {
             check(moving.isHeldByCurrentThread(), "held while its slot migrates (ASK)");
             check((Long) call(seed, "RLOCKD", "CLUSTER", "MOVESLOT", slot, targetId) == 0, "the slot moved");
             check(nodePort(range(seed, slot), 2) != ownerPort, "the slot has a new owner");
+            // Both nodes stay primaries: give Redisson's scan time to move the slot in its map.
+            redissonCaughtUp(nodePort(target, 2), -1, redisson);
             moving.unlock(); // MOVED to the new owner
             check(!moving.isLocked(), "released after the slot moved");
 
@@ -197,6 +227,7 @@ public class ClusterFailoverMain {
             String replicaId = nodeId(r, 3);
             check("OK".equals(call(replicaPort, "CLUSTER", "FAILOVER")), "CLUSTER FAILOVER");
             waitFor("the replica to take the slot", primaryIs(seed, slot, replicaPort));
+            redissonCaughtUp(replicaPort, primaryPort, redisson);
             check(lock.isHeldByCurrentThread(), "the lock survives a failover without loss");
             lock.unlock();
             check(!lock.isLocked(), "released through the new primary");
@@ -224,6 +255,7 @@ public class ClusterFailoverMain {
             check(((List<Object>) call(other, "RLOCKD", "CHECK")).isEmpty(), "no violation yet");
             check("OK".equals(call(other, "RLOCKD", "CLUSTER", "FAILOVER", replicaId)), "test-control failover");
             check(nodePort(range(seed, slot), 2) == primaryPort, "the old primary has the slot back");
+            redissonCaughtUp(primaryPort, replicaPort, redisson, unsynced);
             second = client(address);
             RLock theirs = second.getLock(name);
             check(theirs.tryLock(5, 60, TimeUnit.SECONDS), "a second client gets the lock the failover lost");
