@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use tokio::sync::{mpsc, oneshot, Notify};
+use tokio::sync::{mpsc, oneshot};
 
 use crate::protocol::{Reply, Resp};
 
@@ -123,8 +123,8 @@ pub struct ClientShared {
     /// Unix ms since when `pending_bytes` has been over the soft limit (0 = not over).
     pub soft_limit_since: AtomicU64,
     pub tx: mpsc::UnboundedSender<Outbound>,
-    pub killed: AtomicBool,
-    pub kill: Notify,
+    /// Set by [`ClientShared::kill`]; the connection's task waits on it.
+    pub kill: crate::signal::Signal,
     /// The connection's buffers as `CLIENT LIST` reports them.
     pub buffers: Buffers,
 }
@@ -173,8 +173,7 @@ impl ClientShared {
             pending_bytes: AtomicUsize::new(0),
             soft_limit_since: AtomicU64::new(0),
             tx,
-            killed: AtomicBool::new(false),
-            kill: Notify::new(),
+            kill: crate::signal::Signal::new(),
             buffers: Buffers::default(),
         }
     }
@@ -188,9 +187,9 @@ impl ClientShared {
     }
 
     /// Asks the connection to close (CLIENT KILL, output buffer limits).
+    /// Every wait of the connection's task sees it (the flag stays set).
     pub fn kill(&self) {
-        self.killed.store(true, Ordering::Release);
-        self.kill.notify_one();
+        self.kill.notify();
     }
 
     /// Queues an encoded message; returns the bytes now pending.

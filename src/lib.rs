@@ -66,6 +66,7 @@ mod replication;
 mod script;
 mod sentinel;
 mod server;
+mod signal;
 pub mod testing;
 mod tracking;
 mod tx;

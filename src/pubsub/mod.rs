@@ -119,7 +119,7 @@ fn route(
 
 /// Queues `msg` to `c`, enforcing the pub/sub output buffer limits.
 fn deliver(c: &ClientShared, msg: Bytes, limit: BufferLimit, now_ms: u64) {
-    if c.killed.load(Ordering::Relaxed) {
+    if c.kill.is_set() {
         return;
     }
     let pending = c.push_encoded(msg) as u64;
@@ -509,8 +509,8 @@ mod tests {
                 fast.pending_bytes.fetch_sub(m.len(), Ordering::AcqRel);
             }
         }
-        assert!(slow.killed.load(Ordering::Acquire));
-        assert!(!fast.killed.load(Ordering::Acquire));
+        assert!(slow.kill.is_set());
+        assert!(!fast.kill.is_set());
     }
 
     #[test]
@@ -522,9 +522,9 @@ mod tests {
         let payload = vec![b'x'; 200];
         ps.publish(b"ch", &payload, limit, 10_000, false);
         ps.publish(b"ch", &payload, limit, 11_000, false);
-        assert!(!c.killed.load(Ordering::Acquire));
+        assert!(!c.kill.is_set());
         ps.publish(b"ch", &payload, limit, 12_000, false);
-        assert!(c.killed.load(Ordering::Acquire));
+        assert!(c.kill.is_set());
     }
 
     #[test]

@@ -31,7 +31,7 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use tokio::io::unix::AsyncFd;
 use tokio::io::Interest;
-use tokio::sync::{mpsc, MutexGuard, Notify};
+use tokio::sync::{mpsc, MutexGuard};
 
 use super::socket::{raw, register, Stream};
 use crate::client::{ClientAddr, ClientShared, ClientState, Outbound, ReplyMode};
@@ -67,7 +67,7 @@ pub(crate) struct Slot {
     /// compiler enforces it): the hook can always take it from a waiting task.
     st: parking_lot::Mutex<ConnState>,
     /// Woken by the hook when it left output to write or closed the client.
-    wake: Notify,
+    wake: crate::signal::Signal,
 }
 
 /// A connection's buffers and client state.
@@ -346,7 +346,12 @@ impl Conn {
             registered: false,
             eof: false,
         };
-        let slot = Slot { socket, idle: AtomicBool::new(false), st: parking_lot::Mutex::new(st), wake: Notify::new() };
+        let slot = Slot {
+            socket,
+            idle: AtomicBool::new(false),
+            st: parking_lot::Mutex::new(st),
+            wake: crate::signal::Signal::new(),
+        };
         Some(Conn { shared: shared.clone(), slot: Arc::new(slot), cs, rx, delay: None, write_fault: None })
     }
 
@@ -384,16 +389,14 @@ impl Conn {
         let mut shutdown = self.shared.shutdown.subscribe();
         let cs = self.cs.clone();
         let slot = self.slot.clone();
-        // Armed once for the connection, not once per request: a `Notify` or
-        // `watch` wait registers itself when first polled and unregisters
-        // when dropped, which per request cost more than the command. The
-        // kill switch is not among them: it is a `notify_one`, and the other
-        // waits of this task (a flush, a blocked command) must get it.
+        // Armed once for the connection, not once per request: a `watch`
+        // wait registers itself when first polled and unregisters when
+        // dropped, which per request cost more than the command. The kill
+        // switch and the wake are `Signal`s, cheap to wait on afresh.
         let stop = crate::core::shutdown_requested(&mut shutdown);
-        let wake = slot.wake.notified();
-        tokio::pin!(stop, wake);
+        tokio::pin!(stop);
         loop {
-            if cs.killed.load(Ordering::Acquire) || *self.shared.shutdown.borrow() {
+            if cs.kill.is_set() || *self.shared.shutdown.borrow() {
                 return;
             }
             if self.shared.faults.active() {
@@ -420,7 +423,7 @@ impl Conn {
             if unflushed {
                 tokio::select! {
                     r = self.flush() => if r.is_err() { return },
-                    _ = cs.kill.notified() => return,
+                    _ = cs.kill.wait() => return,
                 }
                 continue;
             }
@@ -428,8 +431,8 @@ impl Conn {
             let event = tokio::select! {
                 biased;
                 _ = &mut stop => None,
-                _ = cs.kill.notified() => None,
-                _ = &mut wake => Some(Event::Wake),
+                _ = cs.kill.wait() => None,
+                _ = slot.wake.take() => Some(Event::Wake),
                 Some(msg) = self.rx.recv() => Some(Event::Message(msg)),
                 r = slot.socket.readable() => Some(match r {
                     Ok(ready) => Event::Read(read_once(&slot, ready)),
@@ -439,10 +442,7 @@ impl Conn {
             slot.idle.store(false, Ordering::Release);
             match event {
                 None => return,
-                Some(Event::Wake) => {
-                    wake.set(slot.wake.notified());
-                    continue;
-                }
+                Some(Event::Wake) => continue,
                 Some(Event::Message(msg)) => {
                     {
                         let mut st = slot.st.lock();
@@ -453,7 +453,7 @@ impl Conn {
                     // output buffer limit must still be able to cut it off.
                     tokio::select! {
                         r = self.flush() => if r.is_err() { return },
-                        _ = cs.kill.notified() => return,
+                        _ = cs.kill.wait() => return,
                     }
                 }
                 Some(Event::Read(read)) => {
@@ -735,7 +735,7 @@ impl Conn {
                 r = &mut rx => break r.ok(),
                 _ = sleep => continue,
                 _ = &mut clock_moved => continue,
-                _ = cs.kill.notified() => { eof = true; break None }
+                _ = cs.kill.wait() => { eof = true; break None }
                 _ = crate::core::shutdown_requested(&mut shutdown) => { eof = true; break None }
                 r = slot.socket.readable() => {
                     // Keep pipelined input for later; notice a closed peer.
@@ -787,7 +787,7 @@ impl Conn {
         let mut shutdown = self.shared.shutdown.subscribe();
         tokio::select! {
             _ = tokio::time::sleep_until(until.into()) => true,
-            _ = cs.kill.notified() => false,
+            _ = cs.kill.wait() => false,
             _ = crate::core::shutdown_requested(&mut shutdown) => false,
         }
     }
@@ -943,7 +943,7 @@ pub(crate) fn serve_waiting(conns: &Conns, core: &mut Core, shared: &Arc<Shared>
             shared.net.writes.fetch_add(1, Ordering::Relaxed);
         }
         if st.eof || st.client.close || !st.out.is_empty() {
-            slot.wake.notify_one();
+            slot.wake.notify();
         }
     }
 }

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 /// The layers, lowest first. A new top-level module must be added here.
 const LAYERS: &[&[&str]] = &[
-    &["num", "glob", "clock", "version", "memory"],
+    &["num", "glob", "clock", "version", "memory", "signal"],
     &["protocol"],
     &["error"],
     &["db"],

@@ -1,0 +1,109 @@
+//! A wake-up for one task: set from any thread, awaited by the task that owns
+//! it (a connection's kill switch and its "look again" wake).
+//!
+//! A tokio `Notify` serves many waiters and keeps them in a locked list: a
+//! wait registers itself when first polled and unregisters when dropped, and
+//! even a wait kept armed takes that lock on every poll. A connection polls
+//! its kill switch and its wake once per request, where that cost more than
+//! the command (BENCHMARKS.md, "The plain I/O path"). Each of these has one
+//! waiting task, so a flag and one waker slot do: polling is a flag load and
+//! an [`AtomicWaker`] registration, and a wait holds nothing when dropped.
+
+use std::future::poll_fn;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::Poll;
+
+use atomic_waker::AtomicWaker;
+
+/// A flag and the waker of the one task waiting for it. Every wait is from
+/// the same task (its waker replaces the previous one).
+#[derive(Debug, Default)]
+pub struct Signal {
+    set: AtomicBool,
+    waker: AtomicWaker,
+}
+
+impl Signal {
+    pub fn new() -> Signal {
+        Signal::default()
+    }
+
+    /// Sets the flag and wakes the waiting task, if any.
+    pub fn notify(&self) {
+        self.set.store(true, Ordering::SeqCst);
+        self.waker.wake();
+    }
+
+    pub fn is_set(&self) -> bool {
+        self.set.load(Ordering::SeqCst)
+    }
+
+    /// Completes once the flag is set, and leaves it set (a kill switch).
+    pub async fn wait(&self) {
+        poll_fn(|cx| {
+            if self.is_set() {
+                return Poll::Ready(());
+            }
+            self.waker.register(cx.waker());
+            // Set between the first look and the registration: seen here.
+            if self.is_set() {
+                Poll::Ready(())
+            } else {
+                Poll::Pending
+            }
+        })
+        .await
+    }
+
+    /// Completes once the flag is set, and clears it: one completion per
+    /// `notify` that came while nobody looked, as a `Notify` permit.
+    pub async fn take(&self) {
+        poll_fn(|cx| {
+            if self.set.swap(false, Ordering::SeqCst) {
+                return Poll::Ready(());
+            }
+            self.waker.register(cx.waker());
+            if self.set.swap(false, Ordering::SeqCst) {
+                Poll::Ready(())
+            } else {
+                Poll::Pending
+            }
+        })
+        .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    #[tokio::test]
+    async fn a_wait_sees_a_notify_before_and_after_it_starts() {
+        let s = Arc::new(Signal::new());
+        let s2 = s.clone();
+        let waiter = tokio::spawn(async move { s2.wait().await });
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        assert!(!waiter.is_finished());
+        s.notify();
+        tokio::time::timeout(Duration::from_secs(5), waiter).await.expect("woken").expect("task");
+        // Level: a later wait completes at once.
+        tokio::time::timeout(Duration::from_secs(5), s.wait()).await.expect("still set");
+        assert!(s.is_set());
+    }
+
+    #[tokio::test]
+    async fn take_consumes_one_notify() {
+        let s = Arc::new(Signal::new());
+        s.notify();
+        tokio::time::timeout(Duration::from_secs(5), s.take()).await.expect("the stored notify");
+        assert!(!s.is_set());
+        assert!(tokio::time::timeout(Duration::from_millis(20), s.take()).await.is_err(), "consumed");
+        let s2 = s.clone();
+        let waiter = tokio::spawn(async move { s2.take().await });
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        s.notify();
+        tokio::time::timeout(Duration::from_secs(5), waiter).await.expect("woken").expect("task");
+    }
+}
