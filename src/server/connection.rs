@@ -386,15 +386,13 @@ impl Conn {
     }
 
     async fn run(&mut self) {
-        let mut shutdown = self.shared.shutdown.subscribe();
         let cs = self.cs.clone();
         let slot = self.slot.clone();
-        // Armed once for the connection, not once per request: a `watch`
-        // wait registers itself when first polled and unregisters when
-        // dropped, which per request cost more than the command. The kill
-        // switch and the wake are `Signal`s, cheap to wait on afresh.
-        let stop = crate::core::shutdown_requested(&mut shutdown);
-        tokio::pin!(stop);
+        // No wait here registers anything per request: the kill switch and
+        // the wake are `Signal`s, and shutdown wakes every connection
+        // (`io::Io::wake_connections`), which then sees the flag below. (A
+        // `watch` or `Notify` wait locks a waiter list when polled: per
+        // request that cost more than a PING.)
         loop {
             if cs.kill.is_set() || *self.shared.shutdown.borrow() {
                 return;
@@ -430,7 +428,6 @@ impl Conn {
             slot.idle.store(true, Ordering::Release);
             let event = tokio::select! {
                 biased;
-                _ = &mut stop => None,
                 _ = cs.kill.wait() => None,
                 _ = slot.wake.take() => Some(Event::Wake),
                 Some(msg) = self.rx.recv() => Some(Event::Message(msg)),
@@ -875,6 +872,13 @@ enum WriteError {
 impl From<std::io::Error> for WriteError {
     fn from(e: std::io::Error) -> Self {
         WriteError::Io(e)
+    }
+}
+
+/// Wakes every connection's task (at shutdown).
+pub(crate) fn wake_all(conns: &Conns) {
+    for slot in conns.lock().values() {
+        slot.wake.notify();
     }
 }
 

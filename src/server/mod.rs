@@ -410,6 +410,7 @@ async fn run(listeners: Vec<socket::Listener>, shared: Arc<Shared>) {
     crate::core::shutdown_requested(&mut shutdown).await;
     accept.abort();
     io.close_listeners();
+    io.wake_connections();
     tracing::debug!("rlockd stopping");
 }
 
