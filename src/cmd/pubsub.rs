@@ -90,7 +90,7 @@ fn confirmations(ctx: &mut Ctx<'_>, mut replies: Vec<Reply>) -> CmdResult {
         let limit = ctx.core.config.pubsub_limit;
         ctx.core.pubsub.deliver_pending(limit, ctx.core.ks.now);
         for r in replies {
-            let _ = ctx.client.shared.tx.send(Outbound::Reply(r));
+            ctx.client.shared.send(Outbound::Reply(r));
         }
     }
     Ok(last)

@@ -83,7 +83,7 @@ impl TcpReplica {
     }
 
     fn alive(&self) -> bool {
-        !self.client.tx.is_closed() && !self.client.kill.is_set()
+        !self.client.is_closed() && !self.client.kill.is_set()
     }
 
     /// Queues `wire` on the connection; false when the output is over the

@@ -430,7 +430,7 @@ impl Conn {
                 biased;
                 _ = cs.kill.wait() => None,
                 _ = slot.wake.take() => Some(Event::Wake),
-                Some(msg) = self.rx.recv() => Some(Event::Message(msg)),
+                _ = cs.outbound.take() => Some(Event::Message),
                 r = slot.socket.readable() => Some(match r {
                     Ok(ready) => Event::Read(read_once(&slot, ready)),
                     Err(e) => Event::Read(Err(e)),
@@ -440,19 +440,10 @@ impl Conn {
             match event {
                 None => return,
                 Some(Event::Wake) => continue,
-                Some(Event::Message(msg)) => {
-                    {
-                        let mut st = slot.st.lock();
-                        st.queue_outbound(msg);
-                        st.drain_outbound(&mut self.rx);
-                    }
-                    // A subscriber that does not read blocks this write; the
-                    // output buffer limit must still be able to cut it off.
-                    tokio::select! {
-                        r = self.flush() => if r.is_err() { return },
-                        _ = cs.kill.wait() => return,
-                    }
-                }
+                // Written at the top of the loop, where a subscriber that
+                // does not read can still be cut off by the output buffer
+                // limit (the flush waits on the kill switch).
+                Some(Event::Message) => slot.st.lock().drain_outbound(&mut self.rx),
                 Some(Event::Read(read)) => {
                     match read {
                         Ok(0) => return,
@@ -857,7 +848,8 @@ fn pause_applies(shared: &Shared, argv: &[Bytes]) -> bool {
 
 enum Event {
     Wake,
-    Message(Outbound),
+    /// Something was queued on the client's channel.
+    Message,
     /// What one read after a readiness event got.
     Read(std::io::Result<usize>),
 }
