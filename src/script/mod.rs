@@ -247,6 +247,7 @@ impl Scripting {
             if let Err(msg) = sandbox::load_chunk(l, &body[shebang_len..], b"@user_script") {
                 return Err(CmdError::echo("ERR Error compiling script (new function): ", c_prefix(&msg), ""));
             }
+            self.eval.set_script_env();
             let fref = ffi::luaL_ref(l, ffi::LUA_REGISTRYINDEX);
             let arg_tables = self.eval.new_arg_tables();
             self.by_sha.insert(key, self.scripts.len());

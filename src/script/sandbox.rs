@@ -20,6 +20,13 @@
 //! script can aim at a table it did not create, `table.insert`, refuses
 //! proxies the same way, so proxies stay empty and scripts never see each
 //! other's state.
+//!
+//! An `EVAL` script's own function skips the globals proxy: its
+//! environment is the real globals table, marked read-only inside the VM
+//! (our patch, `lua/vm/patches.rs`), so reading a global costs one lookup
+//! and assigning one raises the same `Attempt to modify a readonly table`,
+//! at the same position, as the proxy did. `_G` and chunks loaded by the
+//! script still see the proxy; the script has no way to the real table.
 
 use std::ffi::{c_char, c_int, c_void};
 use std::mem::MaybeUninit;
@@ -37,6 +44,9 @@ extern "C" {
     /// nothing a script did to it can show: returns the mask of the slots
     /// already holding theirs, or -1 (lua/vm/tables.c).
     fn rlockd_lua_refill_array(l: State, n: c_int, ptrs: *const *const c_char, lens: *const usize) -> i64;
+    /// Marks the table on top read-only for the VM's assignments (our
+    /// patch, see lua/vm/patches.rs; lua/vm/tables.c).
+    fn rlockd_lua_set_readonly(l: State) -> c_int;
 }
 
 /// The most arguments a refilled table holds (`RLOCKD_REFILL_MAX`).
@@ -176,7 +186,27 @@ impl Vm {
                 argv: reference(&|| push_bytes(l, b"ARGV")),
             }
         };
+        if kind == VmKind::Eval {
+            // SAFETY: a raw registry read on our own state; the mark only
+            // turns the VM's assignments to the table into errors.
+            unsafe {
+                ffi::lua_rawgeti(l, ffi::LUA_REGISTRYINDEX, refs.real_globals as ffi::lua_Integer);
+                rlockd_lua_set_readonly(l);
+                ffi::lua_pop(l, 1);
+            }
+        }
         Vm { _lua: lua, l, kind, refs }
+    }
+
+    /// Gives the `EVAL` script function on top the real globals as its
+    /// environment (marked read-only in an `EVAL` VM): its globals are read
+    /// with one lookup instead of through the globals proxy, and assigning
+    /// one raises the proxy's error (see the module docs). Functions it
+    /// defines inherit it; chunks it loads with `loadstring` get the proxy.
+    pub(crate) unsafe fn set_script_env(&self) {
+        debug_assert_eq!(self.kind, VmKind::Eval);
+        ffi::lua_rawgeti(self.l, ffi::LUA_REGISTRYINDEX, self.refs.real_globals as ffi::lua_Integer);
+        ffi::lua_setfenv(self.l, -2);
     }
 
     /// Makes the function VM's globals resolve to the library API (during
