@@ -59,3 +59,9 @@ int rlockd_lua_set_readonly(lua_State *L) {
     hvalue(o)->rlockd_readonly = 1;
     return 0;
 }
+
+/* 1 if the value on top of the stack is a table marked read-only, else 0. */
+int rlockd_lua_is_readonly(lua_State *L) {
+    const TValue *o = L->top - 1;
+    return ttistable(o) && hvalue(o)->rlockd_readonly;
+}

@@ -27,6 +27,12 @@
 //! and assigning one raises the same `Attempt to modify a readonly table`,
 //! at the same position, as the proxy did. `_G` and chunks loaded by the
 //! script still see the proxy; the script has no way to the real table.
+//! Likewise the `redis` global of an `EVAL` VM is the real `redis` table,
+//! marked, not its proxy (`redis.call` is one lookup): assigning a field
+//! raises through the mark, and `rawset`, `setmetatable` and
+//! `table.insert` refuse a marked table as they refuse a proxy. The other
+//! libraries keep their proxies (the string metatable's `__index` must stay
+//! the same table as the `string` global).
 
 use std::ffi::{c_char, c_int, c_void};
 use std::mem::MaybeUninit;
@@ -47,6 +53,8 @@ extern "C" {
     /// Marks the table on top read-only for the VM's assignments (our
     /// patch, see lua/vm/patches.rs; lua/vm/tables.c).
     fn rlockd_lua_set_readonly(l: State) -> c_int;
+    /// 1 if the value on top is a table marked read-only, else 0.
+    fn rlockd_lua_is_readonly(l: State) -> c_int;
 }
 
 /// The most arguments a refilled table holds (`RLOCKD_REFILL_MAX`).
@@ -192,6 +200,13 @@ impl Vm {
             unsafe {
                 ffi::lua_rawgeti(l, ffi::LUA_REGISTRYINDEX, refs.real_globals as ffi::lua_Integer);
                 rlockd_lua_set_readonly(l);
+                // The `redis` global, named at every `redis.call`: the real
+                // table, marked, instead of its proxy (the raw writers
+                // refuse marked tables as they refuse proxies).
+                get_field_raw(l, -1, "redis");
+                unproxy(l, -1);
+                rlockd_lua_set_readonly(l);
+                set_field_raw(l, -2, "redis");
                 ffi::lua_pop(l, 1);
             }
         }
@@ -486,12 +501,19 @@ unsafe fn protect(l: State, idx: c_int) {
     ffi::lua_remove(l, proxies);
 }
 
-/// True if the value at `idx` is a proxy.
+/// True if the value at `idx` is a proxy, or a table marked read-only in
+/// the VM (an `EVAL` VM's `redis` table): the raw writers refuse both.
 unsafe fn is_proxy(l: State, idx: c_int) -> bool {
     if ffi::lua_type(l, idx) != ffi::LUA_TTABLE {
         return false;
     }
     let idx = ffi::lua_absindex(l, idx);
+    ffi::lua_pushvalue(l, idx);
+    let marked = rlockd_lua_is_readonly(l) != 0;
+    ffi::lua_pop(l, 1);
+    if marked {
+        return true;
+    }
     get_field_raw(l, ffi::LUA_REGISTRYINDEX, REG_REAL);
     ffi::lua_pushvalue(l, idx);
     ffi::lua_rawget(l, -2);

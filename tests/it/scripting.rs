@@ -313,6 +313,20 @@ fn script_globals_stay_read_only() {
     ] {
         assert_eq!(eval(&mut c, script, &["k"], &[]), Value::Int(500), "{script}");
     }
+    // `redis` itself is the real table, marked: every writer refuses it.
+    for (script, at) in [
+        ("redis.x = 1", "user_script:1: "),
+        ("local r = redis r.call = nil", "user_script:1: "),
+        ("rawset(redis, 'x', 1)", ""),
+        ("setmetatable(redis, {})", ""),
+        ("table.insert(redis, 'x')", ""),
+    ] {
+        let want = err_with_sha(&format!("ERR {at}{readonly}"), script, 1);
+        assert_eq!(eval(&mut c, script, &[], &[]), want, "{script}");
+    }
+    assert_eq!(eval(&mut c, "return {tostring(rawget(redis, 'call') == redis.call), #redis}", &[], &[]), {
+        arr(vec![bulk("true"), Value::Int(0)])
+    });
     // Functions keep the proxy's behaviour too.
     c.cmd(&["FUNCTION", "LOAD", "#!lua name=ro\nredis.register_function('ro', function() x = 1 end)"]);
     match c.cmd(&["FCALL", "ro", "0"]) {
