@@ -50,7 +50,7 @@ fn build_lua() {
     }
 
     // Our own C beside Lua's (reads VM state the C API does not expose).
-    for own in ["lua/vm/instructions.c", "lua/vm/tables.c"] {
+    for own in ["lua/vm/instructions.c", "lua/vm/tables.c", "lua/vm/args.c"] {
         println!("cargo:rerun-if-changed={own}");
         c_files.push(PathBuf::from(own));
     }

@@ -353,8 +353,6 @@ pub struct ScriptStatus {
     pub wrote: AtomicBool,
     /// The running script was started by `FCALL` (for error wording).
     pub is_function: AtomicBool,
-    /// Clock time (µs) when the script started.
-    pub started_us: AtomicU64,
 }
 
 /// What the server layer does for the layers below it: serve connections

@@ -20,6 +20,7 @@
 //! | CVE-2025-49844 | `lparser.c` | use-after-free of the chunk name when a collection runs during parsing |
 //! | CVE-2025-46819 | `llex.c` | out-of-bounds reads: huge long-bracket separators, errors before the first token |
 //! | CVE-2014-5461 | `ldo.c` | vararg stack check (already in `lua-src`; asserted present) |
+//! | (speed, not a fix) | `lobject.h`, `ltable.c`, `lvm.c` | a read-only mark on tables: an `EVAL` script's globals without the proxy's extra lookups |
 //!
 //! Fixed on the Rust side: CVE-2021-32626 (a `redis.call` reply is measured
 //! and the Lua stack grown before anything is pushed: `convert::push_slots`),
@@ -217,6 +218,48 @@ static size_t skip_sep (LexState *ls) {
         edits: &[Edit {
             find: "    luaD_checkstack(L, p->maxstacksize);\n",
             replace: "    luaD_checkstack(L, p->maxstacksize + p->numparams);\n",
+        }],
+    },
+    // Not a security fix: speed, with every reply unchanged. An `EVAL`
+    // script used to reach its globals through the read-only proxy of the
+    // globals table (see src/script/sandbox.rs), so every `redis`, `KEYS`
+    // and `ARGV` it named cost two table lookups and a metatable lookup.
+    // Its function now has the real globals table as its environment, and
+    // that table carries a read-only mark: any assignment through the VM
+    // (`SETGLOBAL`, and so `x = 1` in the script or in a function it
+    // defines) raises `Attempt to modify a readonly table` with the script's
+    // position, exactly the error the proxy's `__newindex` raised (checked
+    // against redis-server 7.0.15 by `tests/diff`). Reads are unchanged: a
+    // missing global still reaches the real table's `__index`. A script has
+    // no other way to the real table (`getfenv`, `setfenv` and `debug` are
+    // removed; `_G` is the proxy), and the engine's own writes (KEYS/ARGV)
+    // are raw. Three edits: the mark in `Table` (it fits the padding after
+    // `lsizenode`), cleared by `luaH_new`, checked by `luaV_settable` before
+    // it touches the table; `rlockd_lua_set_readonly` (lua/vm/tables.c)
+    // sets it. Regression test: `tests/it/scripting.rs`,
+    // `script_globals_stay_read_only`.
+    Patch {
+        id: "rlockd: read-only mark on tables (lobject.h)",
+        file: "lobject.h",
+        edits: &[Edit {
+            find: "  lu_byte lsizenode;  /* log2 of size of `node' array */\n",
+            replace: "  lu_byte lsizenode;  /* log2 of size of `node' array */\n  lu_byte rlockd_readonly;  /* rlockd: assignments through the VM raise */\n",
+        }],
+    },
+    Patch {
+        id: "rlockd: read-only mark on tables (ltable.c)",
+        file: "ltable.c",
+        edits: &[Edit {
+            find: "  t->flags = cast_byte(~0);\n",
+            replace: "  t->flags = cast_byte(~0);\n  t->rlockd_readonly = 0;\n",
+        }],
+    },
+    Patch {
+        id: "rlockd: read-only mark on tables (lvm.c)",
+        file: "lvm.c",
+        edits: &[Edit {
+            find: "      TValue *oldval = luaH_set(L, h, key); /* do a primitive set */\n",
+            replace: "      TValue *oldval;\n      if (h->rlockd_readonly)  /* rlockd: a script's read-only globals */\n        luaG_runerror(L, \"Attempt to modify a readonly table\");\n      oldval = luaH_set(L, h, key); /* do a primitive set */\n",
         }],
     },
 ];

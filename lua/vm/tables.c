@@ -47,3 +47,21 @@ long long rlockd_lua_refill_array(lua_State *L, int n, const char *const *ptrs, 
     for (i = n; i < h->sizearray; i++) setnilvalue(&h->array[i]);
     return kept;
 }
+
+/* Marks the table on top of the stack read-only (the `rlockd_readonly`
+ * field our patch adds to `Table`, see lua/vm/patches.rs): from then on an
+ * assignment to it through the VM raises `Attempt to modify a readonly
+ * table`; raw writes through the C API still go through. Returns 0, or -1
+ * if the value on top is not a table. */
+int rlockd_lua_set_readonly(lua_State *L) {
+    const TValue *o = L->top - 1;
+    if (!ttistable(o)) return -1;
+    hvalue(o)->rlockd_readonly = 1;
+    return 0;
+}
+
+/* 1 if the value on top of the stack is a table marked read-only, else 0. */
+int rlockd_lua_is_readonly(lua_State *L) {
+    const TValue *o = L->top - 1;
+    return ttistable(o) && hvalue(o)->rlockd_readonly;
+}

@@ -32,8 +32,6 @@
 //! has its keys remembered, and at depth 0 the invalidations due to the
 //! client itself ride behind its reply (`Reply::ThenPushes`).
 
-use std::time::Instant;
-
 use bytes::Bytes;
 
 use super::command::command_keys;
@@ -49,8 +47,12 @@ use crate::protocol::Reply;
 /// blocked on keys it made ready are served by [`super::dispatch::process`]).
 pub fn call(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes]) -> Reply {
     let top = ctx.core.call_depth == 0;
+    // One reading of the system clock is the command's time at depth 0
+    // and the start of its duration (on the system clock, as Redis 7.0's
+    // `ustime()`; a step of the system clock back reads as 0 µs).
+    let start = crate::clock::system_ns();
     if top {
-        ctx.core.ks.now = ctx.shared.clock.now_ms();
+        ctx.core.ks.now = ctx.shared.clock.at_system_us(start / 1000) / 1000;
         if ctx.core.control.is_on() {
             let detail = cmd.has(flags::NAMES_SCRIPT).then(|| argv.get(1).cloned()).flatten();
             ctx.core.control.actor =
@@ -66,9 +68,8 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes]) -> Reply {
     let read_lookups = std::mem::replace(&mut ctx.core.ks.sig.read_lookups, cmd.has(flags::READONLY));
     ctx.core.ks.sig.lfu_seen = None;
     let dirty_before = ctx.core.ks.sig.dirty;
-    let start = Instant::now();
     let mut result = (cmd.spec.handler)(ctx, argv);
-    let nanos = start.elapsed().as_nanos() as u64;
+    let nanos = crate::clock::system_ns().saturating_sub(start);
     let usec = nanos / 1000;
     ctx.core.ks.sig.read_lookups = read_lookups;
     ctx.core.ks.sig.lfu_seen = None;

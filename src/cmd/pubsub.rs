@@ -165,7 +165,9 @@ fn defer(ctx: &mut Ctx<'_>) -> bool {
 fn publish(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let defer = defer(ctx);
     let limit = ctx.core.config.pubsub_limit;
-    let now = ctx.shared.clock.now_ms();
+    // The command's time (no clock reading of its own), as Redis's cached
+    // `server.unixtime` times the output buffer's soft limit.
+    let now = ctx.core.ks.now;
     let n = ctx.core.pubsub.publish(&args[1], &args[2], limit, now, defer);
     ctx.core.stats.pubsub_messages += 1;
     super::cluster::propagate_publish(ctx, &args[1], &args[2]);
@@ -175,7 +177,9 @@ fn publish(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 fn spublish(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let defer = defer(ctx);
     let limit = ctx.core.config.pubsub_limit;
-    let now = ctx.shared.clock.now_ms();
+    // The command's time (no clock reading of its own), as Redis's cached
+    // `server.unixtime` times the output buffer's soft limit.
+    let now = ctx.core.ks.now;
     let n = ctx.core.pubsub.spublish(&args[1], &args[2], limit, now, defer);
     ctx.core.stats.pubsub_messages += 1;
     Ok(Reply::Int(n as i64))

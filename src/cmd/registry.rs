@@ -86,6 +86,54 @@ fn ascii_lower_word(w: u64) -> u64 {
     w | (upper >> 2)
 }
 
+/// A command name of at most 16 bytes as written (letter case kept),
+/// zero-padded, with its length: two names are the same exactly when
+/// their keys are equal.
+#[derive(Clone, Copy, PartialEq, Eq, Default)]
+struct NameKey {
+    words: [u64; 2],
+    len: usize,
+}
+
+impl NameKey {
+    fn of(name: &[u8]) -> Option<NameKey> {
+        let mut b = [0u8; 16];
+        b.get_mut(..name.len())?.copy_from_slice(name);
+        let words = [
+            u64::from_ne_bytes(b[..8].try_into().expect("8 bytes")),
+            u64::from_ne_bytes(b[8..].try_into().expect("8 bytes")),
+        ];
+        Some(NameKey { words, len: name.len() })
+    }
+
+    /// Where the key goes in the cache (a multiplicative hash of both words).
+    fn slot(&self) -> usize {
+        let h = (self.words[0] ^ self.words[1].rotate_left(29) ^ self.len as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        (h >> (64 - NameCache::BITS)) as usize
+    }
+}
+
+/// The commands found lately, by the name's exact bytes (direct-mapped:
+/// a name replaces whatever shared its slot). Every command line — a
+/// client's, a script's `redis.call` — names its command again and again,
+/// mostly in the same letter case: a hit costs a copy, a hash and two
+/// compares instead of lower-casing, hashing and comparing in the table.
+/// Only names found are kept (an empty slot's key has a length no name
+/// has, so it matches none), and the table never changes,
+/// so a hit is exactly what the table would answer.
+struct NameCache {
+    slots: [(NameKey, Option<&'static Command>); 1 << NameCache::BITS],
+}
+
+impl NameCache {
+    const BITS: u32 = 6;
+}
+
+thread_local! {
+    static NAME_CACHE: std::cell::RefCell<NameCache> =
+        const { std::cell::RefCell::new(NameCache { slots: [(NameKey { words: [0; 2], len: usize::MAX }, None); 1 << NameCache::BITS] }) };
+}
+
 impl Table {
     pub fn len(&self) -> usize {
         self.names.len()
@@ -97,9 +145,23 @@ impl Table {
         self.commands.values().filter(|c| !c.has(flags::TEST_CONTROL))
     }
 
-    /// Finds a top-level command by name, any letter case.
+    /// Finds a top-level command by name, any letter case: in this
+    /// thread's [`NameCache`] by the name's exact bytes, else lower-cased
+    /// in the table (and then remembered).
     pub fn get(&'static self, name: &[u8]) -> Option<&'static Command> {
-        self.commands.get(lower(name, &mut [0u8; 32])?)
+        let Some(key) = NameKey::of(name) else {
+            return self.commands.get(lower(name, &mut [0u8; 32])?);
+        };
+        NAME_CACHE.with(|cache| {
+            let mut cache = cache.borrow_mut();
+            let slot = &mut cache.slots[key.slot()];
+            if slot.0 == key {
+                return slot.1;
+            }
+            let found = self.commands.get(lower(name, &mut [0u8; 32])?)?;
+            *slot = (key, Some(found));
+            Some(found)
+        })
     }
 
     /// Resolves `argv` to a command or subcommand.
@@ -203,6 +265,39 @@ mod tests {
         assert_eq!(lower(b"HinCrBy", &mut buf), Some(&b"hincrby"[..]));
         assert_eq!(lower(&[b'A'; 33], &mut buf), None);
         assert_eq!(lower(&[b'Z'; 32], &mut buf), Some(&[b'z'; 32][..]));
+    }
+
+    #[test]
+    fn name_cache_answers_as_the_table() {
+        let t = super::super::table();
+        let names: &[&[u8]] = &[
+            b"GET",
+            b"get",
+            b"GeT",
+            b"get\0",
+            b"",
+            b"hincrby",
+            b"HINCRBY",
+            b"nosuch",
+            b"client",
+            b"georadiusbymember_ro",
+            b"set",
+            b"sett",
+            b"se",
+            b"\0\0\0",
+            b"publish",
+            b"evalsha",
+            b"EVALSHA",
+        ];
+        for _ in 0..3 {
+            for n in names {
+                let cached = t.get(n).map(|c| c.id);
+                let direct = lower(n, &mut [0u8; 32]).and_then(|l| t.commands.get(l)).map(|c| c.id);
+                assert_eq!(cached, direct, "{}", String::from_utf8_lossy(n));
+            }
+        }
+        assert!(t.get(b"get\0").is_none());
+        assert_eq!(t.get(b"Get").map(|c| c.fullname.as_str()), Some("get"));
     }
 
     #[test]

@@ -156,7 +156,9 @@ struct ScriptRun<'c, 'a> {
     allow_oom: bool,
     /// The script performed a write command.
     wrote: bool,
-    started: Instant,
+    /// When the script started (set by `begin`): the busy threshold and
+    /// the script's time in `INFO scriptstats` count from it.
+    started: Option<Instant>,
     /// `busy-reply-threshold` in ms (0 = never busy).
     threshold_ms: u64,
     /// Past the threshold: others answer BUSY.
@@ -177,10 +179,15 @@ impl<'c, 'a> ScriptRun<'c, 'a> {
             readonly: false,
             allow_oom: false,
             wrote: false,
-            started: Instant::now(),
+            started: None,
             threshold_ms,
             timed_out: false,
         }
+    }
+
+    /// The script's time since `begin`.
+    fn elapsed(&self) -> std::time::Duration {
+        self.started.map(|s| s.elapsed()).unwrap_or_default()
     }
 
     /// A refused script command counts as rejected, and as an error reply
@@ -210,9 +217,8 @@ impl ScriptHost for ScriptRun<'_, '_> {
         st.wrote.store(false, Ordering::Release);
         st.busy.store(false, Ordering::Release);
         st.is_function.store(run.is_function, Ordering::Release);
-        st.started_us.store(shared.clock.now_us(), Ordering::Release);
         st.running.store(true, Ordering::Release);
-        self.started = Instant::now();
+        self.started = Some(Instant::now());
         self.threshold_ms > 0
     }
 
@@ -277,13 +283,13 @@ impl ScriptHost for ScriptRun<'_, '_> {
     fn interrupt(&mut self) -> Interrupt {
         let shared: &Shared = self.ctx.shared;
         if !self.timed_out {
-            if self.threshold_ms == 0 || (self.started.elapsed().as_millis() as u64) < self.threshold_ms {
+            if self.threshold_ms == 0 || (self.elapsed().as_millis() as u64) < self.threshold_ms {
                 return Interrupt::Continue;
             }
             self.timed_out = true;
             tracing::warn!(
                 "Slow script detected: still in execution after {} milliseconds. You can try killing the script using the {} command.",
-                self.started.elapsed().as_millis(),
+                self.elapsed().as_millis(),
                 if shared.script.is_function.load(Ordering::Relaxed) { "FUNCTION KILL" } else { "SCRIPT KILL" }
             );
             shared.script.busy.store(true, Ordering::Release);
@@ -301,7 +307,8 @@ impl ScriptHost for ScriptRun<'_, '_> {
         }
     }
 
-    fn end(&mut self, reply: &Reply, error_counted: bool) {
+    fn end(&mut self, reply: &Reply, error_counted: bool) -> u64 {
+        let nanos = self.elapsed().as_nanos() as u64;
         let st = &self.ctx.shared.script;
         st.running.store(false, Ordering::Release);
         st.busy.store(false, Ordering::Release);
@@ -313,6 +320,7 @@ impl ScriptHost for ScriptRun<'_, '_> {
         if error_counted && reply.is_error() {
             self.ctx.core.stats.error_already_counted = true;
         }
+        nanos
     }
 }
 

@@ -114,5 +114,8 @@ pub trait ScriptHost {
 
     /// The script ended with `reply`. `error_counted`: the reply repeats an
     /// error the host already counted (a `redis.call` error returned as is).
-    fn end(&mut self, reply: &Reply, error_counted: bool);
+    /// Returns the script's time since [`begin`], in nanoseconds.
+    ///
+    /// [`begin`]: ScriptHost::begin
+    fn end(&mut self, reply: &Reply, error_counted: bool) -> u64;
 }

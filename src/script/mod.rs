@@ -247,6 +247,7 @@ impl Scripting {
             if let Err(msg) = sandbox::load_chunk(l, &body[shebang_len..], b"@user_script") {
                 return Err(CmdError::echo("ERR Error compiling script (new function): ", c_prefix(&msg), ""));
             }
+            self.eval.set_script_env();
             let fref = ffi::luaL_ref(l, ffi::LUA_REGISTRYINDEX);
             let arg_tables = self.eval.new_arg_tables();
             self.by_sha.insert(key, self.scripts.len());
@@ -291,15 +292,14 @@ impl Scripting {
         let profile = std::mem::take(&mut script.profile);
         let n = numkeys as usize;
         let (keys, argv) = (&args[3..3 + n], &args[3 + n..]);
-        let start = std::time::Instant::now();
-        let (reply, calls, call_nanos, profile) =
+        let (reply, calls, call_nanos, nanos, profile) =
             self.run(host, Target::Eval(fref, arg_tables), &sha, keys, argv, flags, ro, profile);
         if let Some(s) = self.scripts.get_mut(index) {
             s.profile = profile;
             let st = &mut s.stats;
             st.calls += 1;
             st.errors += u64::from(reply.is_error());
-            st.nanos += start.elapsed().as_nanos() as u64;
+            st.nanos += nanos;
             st.redis_calls += calls;
             st.redis_nanos += call_nanos;
         }
@@ -405,8 +405,8 @@ impl Scripting {
 
     /// Runs a compiled script or function (`scriptPrepareForRun`,
     /// `luaCallFunction`, `scriptResetRun`). Returns the reply, the number
-    /// and time (ns) of the commands the host ran for it, and `profile`
-    /// with this run added.
+    /// and time (ns) of the commands the host ran for it, the run's time
+    /// (ns, as the host measured it), and `profile` with this run added.
     #[allow(clippy::too_many_arguments)]
     fn run(
         &mut self,
@@ -418,10 +418,10 @@ impl Scripting {
         flags: ScriptFlags,
         ro: bool,
         profile: ScriptProfile,
-    ) -> (Reply, u64, u64, ScriptProfile) {
+    ) -> (Reply, u64, u64, u64, ScriptProfile) {
         let compat = flags.has(ScriptFlags::EVAL_COMPAT);
         if !compat && !flags.has(ScriptFlags::NO_WRITES) && ro {
-            return (Reply::error(RO_WRITE_FLAG), 0, 0, profile);
+            return (Reply::error(RO_WRITE_FLAG), 0, 0, 0, profile);
         }
         let readonly = ro || (!compat && flags.has(ScriptFlags::NO_WRITES));
         let is_eval = matches!(target, Target::Eval(..));
@@ -462,11 +462,11 @@ impl Scripting {
         self.rng = run.rng;
         run.args.clear();
         self.args = std::mem::take(&mut run.args);
-        run.host.end(&reply, run.error_counted);
+        let nanos = run.host.end(&reply, run.error_counted);
         if let Some(p) = run.panic.take() {
             std::panic::resume_unwind(p);
         }
-        (reply, run.calls, run.call_nanos, run.profile)
+        (reply, run.calls, run.call_nanos, nanos, run.profile)
     }
 
     /// The deterministic profile of every cached script, by sha (sorted).
@@ -694,8 +694,9 @@ mod tests {
                 host::Interrupt::Continue
             }
         }
-        fn end(&mut self, reply: &Reply, error_counted: bool) {
+        fn end(&mut self, reply: &Reply, error_counted: bool) -> u64 {
             self.ended = Some((reply.clone(), error_counted));
+            0
         }
     }
 

@@ -19,6 +19,23 @@ unsafe fn raise_err(l: State, msg: &'static str) -> ! {
     raise(l)
 }
 
+extern "C" {
+    /// Reads arguments 1..n of the running C function in one call: a
+    /// string's bytes, or a number's value (null pointer); returns 0, or
+    /// i + 1 for the first argument i that is neither (lua/vm/args.c).
+    fn rlockd_lua_call_args(
+        l: State,
+        n: c_int,
+        ptrs: *mut *const std::ffi::c_char,
+        lens: *mut usize,
+        nums: *mut ffi::lua_Number,
+    ) -> c_int;
+}
+
+/// Calls with at most this many arguments are read in one call into the VM
+/// (more go through the C API, one argument at a time).
+const READ_AT_ONCE: usize = 32;
+
 /// Collects the call arguments (`luaArgsToRedisArgv`): numbers become
 /// `%.17g`, strings are taken as they are, anything else is refused. The
 /// arguments are written one after the other into `args.buf` and handed
@@ -27,23 +44,47 @@ unsafe fn collect_args(l: State, argc: c_int, args: &mut super::run::CallArgs) -
     args.argv.clear();
     args.ends.clear();
     let buf = &mut args.buf;
-    for j in 1..=argc {
-        match ffi::lua_type(l, j) {
-            ffi::LUA_TNUMBER => {
-                let mut num = [0u8; 64];
-                let n = crate::num::fmt_g17_into(ffi::lua_tonumber(l, j), &mut num);
-                buf.extend_from_slice(&num[..n]);
-            }
-            ffi::LUA_TSTRING => buf.extend_from_slice(super::lua::to_bytes(l, j).unwrap_or(b"")),
-            _ => {
-                buf.clear();
-                return false;
-            }
+    let push_number = |buf: &mut bytes::BytesMut, n: ffi::lua_Number| {
+        let mut num = [0u8; 64];
+        let len = crate::num::fmt_g17_into(n, &mut num);
+        buf.extend_from_slice(&num[..len]);
+    };
+    let n = argc as usize;
+    if n <= READ_AT_ONCE {
+        let mut ptrs = std::mem::MaybeUninit::<[*const std::ffi::c_char; READ_AT_ONCE]>::uninit();
+        let mut lens = std::mem::MaybeUninit::<[usize; READ_AT_ONCE]>::uninit();
+        let mut nums = std::mem::MaybeUninit::<[ffi::lua_Number; READ_AT_ONCE]>::uninit();
+        let (p, ln, nm) = (ptrs.as_mut_ptr().cast(), lens.as_mut_ptr().cast::<usize>(), nums.as_mut_ptr().cast());
+        if rlockd_lua_call_args(l, argc, p, ln, nm) != 0 {
+            buf.clear();
+            return false;
         }
-        args.ends.push(buf.len());
+        // The helper wrote slots 0..n of each array it was asked to fill.
+        let p: *const *const std::ffi::c_char = p;
+        for i in 0..n {
+            let ptr = *p.add(i);
+            if ptr.is_null() {
+                push_number(buf, *nm.cast::<ffi::lua_Number>().add(i));
+            } else {
+                buf.extend_from_slice(std::slice::from_raw_parts(ptr.cast::<u8>(), *ln.add(i)));
+            }
+            args.ends.push(buf.len());
+        }
+    } else {
+        for j in 1..=argc {
+            match ffi::lua_type(l, j) {
+                ffi::LUA_TNUMBER => push_number(buf, ffi::lua_tonumber(l, j)),
+                ffi::LUA_TSTRING => buf.extend_from_slice(super::lua::to_bytes(l, j).unwrap_or(b"")),
+                _ => {
+                    buf.clear();
+                    return false;
+                }
+            }
+            args.ends.push(buf.len());
+        }
     }
     let all = buf.split().freeze();
-    args.argv.reserve(argc as usize);
+    args.argv.reserve(n);
     let mut start = 0;
     for &end in &args.ends {
         args.argv.push(all.slice(start..end));

@@ -20,6 +20,19 @@
 //! script can aim at a table it did not create, `table.insert`, refuses
 //! proxies the same way, so proxies stay empty and scripts never see each
 //! other's state.
+//!
+//! An `EVAL` script's own function skips the globals proxy: its
+//! environment is the real globals table, marked read-only inside the VM
+//! (our patch, `lua/vm/patches.rs`), so reading a global costs one lookup
+//! and assigning one raises the same `Attempt to modify a readonly table`,
+//! at the same position, as the proxy did. `_G` and chunks loaded by the
+//! script still see the proxy; the script has no way to the real table.
+//! Likewise the `redis` global of an `EVAL` VM is the real `redis` table,
+//! marked, not its proxy (`redis.call` is one lookup): assigning a field
+//! raises through the mark, and `rawset`, `setmetatable` and
+//! `table.insert` refuse a marked table as they refuse a proxy. The other
+//! libraries keep their proxies (the string metatable's `__index` must stay
+//! the same table as the `string` global).
 
 use std::ffi::{c_char, c_int, c_void};
 use std::mem::MaybeUninit;
@@ -37,6 +50,11 @@ extern "C" {
     /// nothing a script did to it can show: returns the mask of the slots
     /// already holding theirs, or -1 (lua/vm/tables.c).
     fn rlockd_lua_refill_array(l: State, n: c_int, ptrs: *const *const c_char, lens: *const usize) -> i64;
+    /// Marks the table on top read-only for the VM's assignments (our
+    /// patch, see lua/vm/patches.rs; lua/vm/tables.c).
+    fn rlockd_lua_set_readonly(l: State) -> c_int;
+    /// 1 if the value on top is a table marked read-only, else 0.
+    fn rlockd_lua_is_readonly(l: State) -> c_int;
 }
 
 /// The most arguments a refilled table holds (`RLOCKD_REFILL_MAX`).
@@ -176,7 +194,34 @@ impl Vm {
                 argv: reference(&|| push_bytes(l, b"ARGV")),
             }
         };
+        if kind == VmKind::Eval {
+            // SAFETY: a raw registry read on our own state; the mark only
+            // turns the VM's assignments to the table into errors.
+            unsafe {
+                ffi::lua_rawgeti(l, ffi::LUA_REGISTRYINDEX, refs.real_globals as ffi::lua_Integer);
+                rlockd_lua_set_readonly(l);
+                // The `redis` global, named at every `redis.call`: the real
+                // table, marked, instead of its proxy (the raw writers
+                // refuse marked tables as they refuse proxies).
+                get_field_raw(l, -1, "redis");
+                unproxy(l, -1);
+                rlockd_lua_set_readonly(l);
+                set_field_raw(l, -2, "redis");
+                ffi::lua_pop(l, 1);
+            }
+        }
         Vm { _lua: lua, l, kind, refs }
+    }
+
+    /// Gives the `EVAL` script function on top the real globals as its
+    /// environment (marked read-only in an `EVAL` VM): its globals are read
+    /// with one lookup instead of through the globals proxy, and assigning
+    /// one raises the proxy's error (see the module docs). Functions it
+    /// defines inherit it; chunks it loads with `loadstring` get the proxy.
+    pub(crate) unsafe fn set_script_env(&self) {
+        debug_assert_eq!(self.kind, VmKind::Eval);
+        ffi::lua_rawgeti(self.l, ffi::LUA_REGISTRYINDEX, self.refs.real_globals as ffi::lua_Integer);
+        ffi::lua_setfenv(self.l, -2);
     }
 
     /// Makes the function VM's globals resolve to the library API (during
@@ -456,12 +501,19 @@ unsafe fn protect(l: State, idx: c_int) {
     ffi::lua_remove(l, proxies);
 }
 
-/// True if the value at `idx` is a proxy.
+/// True if the value at `idx` is a proxy, or a table marked read-only in
+/// the VM (an `EVAL` VM's `redis` table): the raw writers refuse both.
 unsafe fn is_proxy(l: State, idx: c_int) -> bool {
     if ffi::lua_type(l, idx) != ffi::LUA_TTABLE {
         return false;
     }
     let idx = ffi::lua_absindex(l, idx);
+    ffi::lua_pushvalue(l, idx);
+    let marked = rlockd_lua_is_readonly(l) != 0;
+    ffi::lua_pop(l, 1);
+    if marked {
+        return true;
+    }
     get_field_raw(l, ffi::LUA_REGISTRYINDEX, REG_REAL);
     ffi::lua_pushvalue(l, idx);
     ffi::lua_rawget(l, -2);

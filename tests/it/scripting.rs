@@ -264,6 +264,80 @@ fn sandbox_escapes_are_refused() {
     );
 }
 
+/// An `EVAL` script's function reads its globals from the real globals
+/// table, marked read-only inside the VM (lua/vm/patches.rs): every way its
+/// code can assign a global — at top level, in a function or coroutine it
+/// defines, in a loop, under `pcall`, again on a cached rerun — raises the
+/// error the globals proxy raised, at the assigning line; the mark stays on
+/// that one table (new tables, KEYS/ARGV, decoded JSON stay writable).
+#[test]
+fn script_globals_stay_read_only() {
+    let srv = common::server();
+    let mut c = raw(&srv);
+    let readonly = "Attempt to modify a readonly table";
+    for (script, line) in [
+        ("cnt = 1", 1),
+        ("redis = nil", 1),
+        ("KEYS = {}", 1),
+        ("local function f() y = 2 end f()", 1),
+        ("for i = 1, 3 do cnt = i end", 1),
+        ("local a = 1\nlocal b = 2\nARGV = a + b", 3),
+        ("return (function() return (function() w = 1 end)() end)()", 1),
+    ] {
+        let want = err_with_sha(&format!("ERR user_script:{line}: {readonly}"), script, line);
+        assert_eq!(eval(&mut c, script, &[], &[]), want, "{script}");
+        // Run again from the cache: the same function, the same answer.
+        assert_eq!(c.cmd(&["EVALSHA", &sha(script), "0"]), want, "{script} (EVALSHA)");
+    }
+    // A coroutine's error is re-raised by wrap with the coroutine's position.
+    let script = "local co = coroutine.wrap(function() z = 3 end) co()";
+    let want = format!("ERR user_script:1: user_script:1: {readonly}");
+    assert_eq!(eval(&mut c, script, &[], &[]), err_with_sha(&want, script, 1));
+    assert_eq!(
+        eval(&mut c, "local ok, e = pcall(function() redis = 1 end) return {tostring(ok), e}", &[], &[]),
+        arr(vec![bulk("false"), bulk(&format!("user_script:1: {readonly}"))])
+    );
+    // Reads: one table, the same values as through `_G` (the proxy).
+    assert_eq!(eval(&mut c, "return tostring(rawequal(_G.redis, redis))", &[], &[]), bulk("true"));
+    assert_eq!(eval(&mut c, "return tostring(rawequal(_G.KEYS, KEYS))", &["k"], &[]), bulk("true"));
+    let script = "local function g() return h end return g()";
+    let want = "ERR user_script:1: Script attempted to access nonexistent global variable 'h'";
+    assert_eq!(eval(&mut c, script, &[], &[]), err_with_sha(want, script, 1));
+    // The mark is on the globals only: tables made afterwards (many, so
+    // that freed tables' memory is reused) are writable.
+    for script in [
+        "local t = {} for i = 1, 500 do t[i] = {} t[i].x = i end return t[500].x",
+        "local t = cjson.decode('{\"a\":1}') t.b = 500 return t.b",
+        "KEYS[1] = 500 return KEYS[1]",
+        "local t = setmetatable({}, {}) t.x = 500 return t.x",
+    ] {
+        assert_eq!(eval(&mut c, script, &["k"], &[]), Value::Int(500), "{script}");
+    }
+    // `redis` itself is the real table, marked: every writer refuses it.
+    for (script, at) in [
+        ("redis.x = 1", "user_script:1: "),
+        ("local r = redis r.call = nil", "user_script:1: "),
+        ("rawset(redis, 'x', 1)", ""),
+        ("setmetatable(redis, {})", ""),
+        ("table.insert(redis, 'x')", ""),
+    ] {
+        let want = err_with_sha(&format!("ERR {at}{readonly}"), script, 1);
+        assert_eq!(eval(&mut c, script, &[], &[]), want, "{script}");
+    }
+    assert_eq!(eval(&mut c, "return {tostring(rawget(redis, 'call') == redis.call), #redis}", &[], &[]), {
+        arr(vec![bulk("true"), Value::Int(0)])
+    });
+    // Functions keep the proxy's behaviour too.
+    c.cmd(&["FUNCTION", "LOAD", "#!lua name=ro\nredis.register_function('ro', function() x = 1 end)"]);
+    match c.cmd(&["FCALL", "ro", "0"]) {
+        Value::Error(e) => {
+            let e = String::from_utf8(e).unwrap();
+            assert!(e.contains(readonly), "{e}");
+        }
+        other => panic!("FCALL ro: {other:?}"),
+    }
+}
+
 #[test]
 fn scripts_never_see_each_others_state() {
     let srv = common::server();
