@@ -615,7 +615,9 @@ impl Conn {
                         return Step::NeedCore;
                     }
                 }
-                st.drain_outbound(&mut self.rx);
+                if self.cs.outbound.is_set() {
+                    st.drain_outbound(&mut self.rx);
+                }
             }
             let core = guard.as_mut().expect("lock held");
             let cf = match p.faults.take() {
@@ -665,7 +667,13 @@ impl Conn {
             // What this command queued for this very client (its own pub/sub
             // messages, extra subscribe confirmations) precedes its reply, as
             // in Redis: nothing else can queue to us while we hold the lock.
-            st.drain_outbound(&mut self.rx);
+            // Messages queued before this reply go out before it. What this
+            // server's commands queue is announced under the core lock, so
+            // the flag is seen here; a message another cluster node sends
+            // concurrently has no order relative to this reply anyway.
+            if self.cs.outbound.is_set() {
+                st.drain_outbound(&mut self.rx);
+            }
             if let Some(req) = st.client.block.take() {
                 // A blocked command's reply is a placeholder: the real one comes later.
                 return Step::Blocked(req);
