@@ -150,6 +150,14 @@ const KINDS: [&str; 7] = ["", "read-write", "fair", "reentrant", "counter", "tok
 /// The events, by their index in a stored event ([`super::ring`]).
 const EVENTS: [&str; 6] = ["acquired", "reentered", "renewed", "released", "expired", "counter"];
 
+/// [`EVENTS`]' indices, as the comparison names them.
+const ACQUIRED: u8 = 0;
+const REENTERED: u8 = 1;
+const RENEWED: u8 = 2;
+const RELEASED: u8 = 3;
+const EXPIRED: u8 = 4;
+const COUNTER: u8 = 5;
+
 fn index_of(names: &[&str], name: &str) -> u8 {
     names.iter().position(|n| *n == name).unwrap_or(0) as u8
 }
@@ -231,6 +239,8 @@ fn pack_lock(out: &mut Vec<u8>, lock: &LockRef<'_>, now_ms: u64) {
 #[derive(Clone, Copy)]
 struct Body<'a> {
     kind: &'static str,
+    /// `kind`'s index in [`KINDS`].
+    kind_ix: u8,
     deadline: Option<u64>,
     value: Option<i64>,
     /// The packed holders (see [`Body::holders`]).
@@ -242,7 +252,8 @@ impl<'a> Body<'a> {
         let mut at = 2;
         let deadline = (b[1] & 1 != 0).then(|| get_varint(b, &mut at));
         let value = (b[1] & 2 != 0).then(|| unzigzag(get_varint(b, &mut at)));
-        Body { kind: KINDS[usize::from(b[0]).min(KINDS.len() - 1)], deadline, value, holders: &b[at..] }
+        let kind_ix = usize::from(b[0]).min(KINDS.len() - 1);
+        Body { kind: KINDS[kind_ix], kind_ix: kind_ix as u8, deadline, value, holders: &b[at..] }
     }
 
     /// The holders' ids and counts, in order.
@@ -317,21 +328,21 @@ struct Done<'a> {
     inline: [Id<'a>; 8],
     len: usize,
     /// Past the inline ones (a set: a full resynchronisation or a
-    /// `FLUSHALL` touches every key at once).
-    more: std::collections::HashSet<Id<'a>>,
+    /// `FLUSHALL` touches every key at once), made when first needed.
+    more: Option<std::collections::HashSet<Id<'a>>>,
 }
 
 impl<'a> Done<'a> {
     /// Whether `id` is new (it is noted).
     fn first(&mut self, id: Id<'a>) -> bool {
         let n = self.len.min(self.inline.len());
-        if self.inline[..n].contains(&id) || self.more.contains(&id) {
+        if self.inline[..n].contains(&id) || self.more.as_ref().is_some_and(|m| m.contains(&id)) {
             return false;
         }
         if n < self.inline.len() {
             self.inline[n] = id;
         } else {
-            self.more.insert(id);
+            self.more.get_or_insert_with(Default::default).insert(id);
         }
         self.len += 1;
         true
@@ -420,10 +431,11 @@ impl LockHistory {
     pub fn observe(&mut self, touched: &[(usize, crate::db::Key)], ks: &Keyspace, now_ms: u64, actor: &Actor) {
         let LockHistory { counters, stale, scratch, log } = self;
         let images = &ks.sig.images;
-        let mut done = Done { inline: [Id(0, b""); 8], len: 0, more: std::collections::HashSet::new() };
+        // Only a command that touched several keys needs to skip repeats.
+        let mut done = (touched.len() > 1).then(|| Done { inline: [Id(0, b""); 8], len: 0, more: None });
         for (db, key) in touched {
             let id = Id(*db, lock_key(key));
-            if touched.len() > 1 && !done.first(id) {
+            if done.as_mut().is_some_and(|d| !d.first(id)) {
                 continue;
             }
             // A counter is a semaphore's or latch's value only once a
@@ -514,7 +526,7 @@ impl Log {
     /// a lock), and the violations they show.
     fn compare(&mut self, id: Id<'_>, old: Option<Body<'_>>, after: Option<Body<'_>>, now_ms: u64, actor: &Actor) {
         let old_deadline = old.and_then(|o| o.deadline);
-        let kind = after.or(old).map_or("", |v| v.kind);
+        let kind = after.or(old).map_or(0, |v| v.kind_ix);
         let old_holders = old.map_or(&[][..], |v| v.holders);
         let new_holders = after.map_or(&[][..], |v| v.holders);
         if old.is_none() && after.is_none() {
@@ -526,7 +538,7 @@ impl Log {
         let mut gone = Vec::new();
         for (hid, _) in packed_holders(old_holders) {
             if new_ids.count(hid).is_none() {
-                let event = if expired { "expired" } else { "released" };
+                let event = if expired { EXPIRED } else { RELEASED };
                 self.push(id, kind, event, hid, 0, now_ms, actor);
                 if expired {
                     gone.push(Bytes::copy_from_slice(hid));
@@ -542,7 +554,7 @@ impl Log {
         for (hid, count) in packed_holders(new_holders) {
             match old_ids.count(hid) {
                 None => {
-                    self.push(id, kind, "acquired", hid, count, now_ms, actor);
+                    self.push(id, kind, ACQUIRED, hid, count, now_ms, actor);
                     let previous =
                         if self.expired_held.is_empty() { None } else { self.expired_held.remove(&id).map(|e| e.1) };
                     if let Some(previous) = previous {
@@ -568,8 +580,8 @@ impl Log {
                         }
                     }
                 }
-                Some(o) if count > o => self.push(id, kind, "reentered", hid, count, now_ms, actor),
-                Some(o) if count < o => self.push(id, kind, "released", hid, count, now_ms, actor),
+                Some(o) if count > o => self.push(id, kind, REENTERED, hid, count, now_ms, actor),
+                Some(o) if count < o => self.push(id, kind, RELEASED, hid, count, now_ms, actor),
                 Some(_) => {}
             }
         }
@@ -579,18 +591,18 @@ impl Log {
                 let same = old_holders == new_holders && !new_holders.is_empty();
                 if same && a.deadline > old_deadline && old_deadline.is_some() {
                     for (hid, count) in packed_holders(new_holders) {
-                        self.push(id, kind, "renewed", hid, count, now_ms, actor);
+                        self.push(id, kind, RENEWED, hid, count, now_ms, actor);
                     }
                 }
                 if o.value != a.value {
                     if let Some(v) = a.value {
-                        self.push(id, kind, "counter", b"", v, now_ms, actor);
+                        self.push(id, kind, COUNTER, b"", v, now_ms, actor);
                     }
                 }
             }
             (None, Some(a)) => {
                 if let Some(v) = a.value {
-                    self.push(id, kind, "counter", b"", v, now_ms, actor);
+                    self.push(id, kind, COUNTER, b"", v, now_ms, actor);
                 }
             }
             _ => {}
@@ -645,17 +657,8 @@ impl Log {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn push(
-        &mut self,
-        id: Id<'_>,
-        kind: &'static str,
-        event: &'static str,
-        holder: &[u8],
-        count: i64,
-        now_ms: u64,
-        actor: &Actor,
-    ) {
-        let (client, command, detail) = if event == "expired" {
+    fn push(&mut self, id: Id<'_>, kind: u8, event: u8, holder: &[u8], count: i64, now_ms: u64, actor: &Actor) {
+        let (client, command, detail) = if event == EXPIRED {
             (0, "(expiry)", None)
         } else {
             // Copied into the ring, never a clone of the actor's detail: that
@@ -666,8 +669,8 @@ impl Log {
             time_ms: now_ms,
             db: id.0,
             key: id.1,
-            kind: index_of(&KINDS, kind),
-            event: index_of(&EVENTS, event),
+            kind,
+            event,
             holder,
             count,
             client,
@@ -799,10 +802,10 @@ mod tests {
         let holder = b"3a8a7f4c-0b8e-4a5e-9d0c-6f1f0c9a2b11:1";
         for i in 0..MAX_EVENTS * 2 {
             let key = format!("lock:{}", i / 2);
-            let event = if i % 2 == 0 { "acquired" } else { "released" };
+            let event = if i % 2 == 0 { ACQUIRED } else { RELEASED };
             log.push(
                 Id(0, key.as_bytes()),
-                "reentrant",
+                index_of(&KINDS, "reentrant"),
                 event,
                 holder,
                 (i % 2) as i64,
@@ -821,11 +824,11 @@ mod tests {
         let n = MAX_EVENTS + 1234;
         let key = |i: usize| format!("k{}", i % 7);
         let holder = |i: usize| "h".repeat(i % 5);
-        let event = |i: usize| if i.is_multiple_of(2) { "acquired" } else { "expired" };
+        let event = |i: usize| if i.is_multiple_of(2) { ACQUIRED } else { EXPIRED };
         for i in 0..n {
             log.push(
                 Id(i % 3, key(i).as_bytes()),
-                "fair",
+                index_of(&KINDS, "fair"),
                 event(i),
                 holder(i).as_bytes(),
                 i as i64,
@@ -845,7 +848,7 @@ mod tests {
                 db: i % 3,
                 key: Bytes::from(key(i)),
                 kind: "fair",
-                event: event(i),
+                event: EVENTS[usize::from(event(i))],
                 holder: Bytes::from(holder(i)),
                 count: i as i64,
                 client,
@@ -865,7 +868,7 @@ mod tests {
     #[test]
     fn each_lock_is_observed_once_per_command() {
         let keys: Vec<String> = (0..20).map(|i| format!("k{}", i % 11)).collect();
-        let mut done = Done { inline: [Id(0, b""); 8], len: 0, more: std::collections::HashSet::new() };
+        let mut done = Done { inline: [Id(0, b""); 8], len: 0, more: None };
         let firsts: Vec<bool> = keys.iter().map(|k| done.first(Id(0, k.as_bytes()))).collect();
         assert_eq!(firsts, (0..20).map(|i| i < 11).collect::<Vec<_>>());
         assert!(done.first(Id(1, b"k0")));
