@@ -121,11 +121,40 @@ pub struct Actor {
     pub client: u64,
     /// Command name (`hincrby`, `evalsha`…).
     pub command: &'static str,
-    /// The script's sha for `EVALSHA`/`FCALL`'s function name.
-    pub detail: Option<Bytes>,
+    /// The script's sha for `EVALSHA`/`FCALL`'s function name, copied
+    /// into a buffer kept from command to command: a `Bytes` clone of the
+    /// argument would keep the connection's whole read buffer from being
+    /// reused until the next command (and cost a shared count each way).
+    detail: Vec<u8>,
+    has_detail: bool,
 }
 
 impl Actor {
+    /// An actor with `detail` (see [`Actor::set`]).
+    #[cfg(test)]
+    pub fn new(client: u64, command: &'static str, detail: Option<&[u8]>) -> Actor {
+        let mut a = Actor::default();
+        a.set(client, command, detail);
+        a
+    }
+
+    /// Makes this the actor of the command about to run.
+    #[inline]
+    pub fn set(&mut self, client: u64, command: &'static str, detail: Option<&[u8]>) {
+        self.client = client;
+        self.command = command;
+        self.has_detail = detail.is_some();
+        if let Some(d) = detail {
+            self.detail.clear();
+            self.detail.extend_from_slice(d);
+        }
+    }
+
+    /// The script's sha (`EVALSHA`) or function name (`FCALL`), if any.
+    pub fn detail(&self) -> Option<&[u8]> {
+        self.has_detail.then_some(&self.detail[..])
+    }
+
     /// The command runs a script (`EVAL`, `EVALSHA`, `FCALL` and their
     /// read-only forms): what lock libraries write semaphores and latches with.
     pub fn is_script(&self) -> bool {
@@ -661,9 +690,8 @@ impl Log {
         let (client, command, detail) = if event == EXPIRED {
             (0, "(expiry)", None)
         } else {
-            // Copied into the ring, never a clone of the actor's detail: that
-            // is a slice of the connection's read buffer, which a clone would pin.
-            (actor.client, actor.command, actor.detail.as_deref())
+            // Copied into the ring (shared by the events of a block).
+            (actor.client, actor.command, actor.detail())
         };
         self.events.push(NewEvent {
             time_ms: now_ms,
@@ -798,7 +826,7 @@ mod tests {
     #[test]
     fn stored_events_stay_small() {
         let mut log = Log::default();
-        let actor = Actor { client: 5, command: "evalsha", detail: Some(Bytes::from(vec![b'a'; 40])) };
+        let actor = Actor::new(5, "evalsha", Some(&[b'a'; 40]));
         let holder = b"3a8a7f4c-0b8e-4a5e-9d0c-6f1f0c9a2b11:1";
         for i in 0..MAX_EVENTS * 2 {
             let key = format!("lock:{}", i / 2);
@@ -820,7 +848,7 @@ mod tests {
     #[test]
     fn the_event_ring_keeps_the_newest_with_their_text() {
         let mut log = Log::default();
-        let actor = Actor { client: 5, command: "evalsha", detail: Some(Bytes::from_static(b"abc")) };
+        let actor = Actor::new(5, "evalsha", Some(b"abc"));
         let n = MAX_EVENTS + 1234;
         let key = |i: usize| format!("k{}", i % 7);
         let holder = |i: usize| "h".repeat(i % 5);
@@ -899,7 +927,7 @@ mod tests {
         use crate::db::Key;
         let mut ks = keyspace();
         ks.now = 1_000;
-        let actor = Actor { client: 7, command: "evalsha", detail: None };
+        let actor = Actor::new(7, "evalsha", None);
         let mut h = LockHistory::default();
         let (lock, queue) = (Bytes::from_static(b"fair"), Bytes::from_static(b"redisson_lock_queue:{fair}"));
         let touched = [(0, Key::new(&lock)), (0, Key::new(&queue))];
@@ -947,7 +975,7 @@ mod tests {
         use crate::db::value::Value;
         use crate::db::Key;
         let mut ks = keyspace();
-        let actor = Actor { client: 7, command: "evalsha", detail: None };
+        let actor = Actor::new(7, "evalsha", None);
         let mut h = LockHistory::default();
         let observe = |h: &mut LockHistory, ks: &mut Keyspace, name: &Bytes| {
             after(h, &[(0, Key::new(name))], ks, &actor);
@@ -987,7 +1015,7 @@ mod tests {
         use crate::db::Key;
         let mut ks = keyspace();
         ks.now = 1_000;
-        let actor = Actor { client: 7, command: "evalsha", detail: None };
+        let actor = Actor::new(7, "evalsha", None);
         let mut h = LockHistory::default();
         let owners = ["3a8a7f4c-0b8e-4a5e-9d0c-6f1f0c9a2b11:1", "3a8a7f4c-0b8e-4a5e-9d0c-6f1f0c9a2b11:2"];
         let names: Vec<Bytes> = (0..100).map(|i| Bytes::from(format!("lock:{i}"))).collect();
@@ -1039,7 +1067,7 @@ mod tests {
         use crate::db::Key;
         let mut ks = keyspace();
         ks.now = 1_000;
-        let actor = Actor { client: 7, command: "evalsha", detail: None };
+        let actor = Actor::new(7, "evalsha", None);
         let mut h = LockHistory::default();
         let (lock, queue) = (Bytes::from_static(b"f"), Bytes::from_static(b"redisson_lock_queue:{f}"));
         ks.view(0).set(&lock, Value::Hash([("u1:1", "1")].into_iter().collect()), false);
