@@ -317,7 +317,7 @@ impl<'a> HolderIndex<'a> {
     const SCAN_MAX: usize = 16;
 
     fn new(packed: &'a [u8]) -> HolderIndex<'a> {
-        if packed_holders(packed).nth(Self::SCAN_MAX).is_none() {
+        if packed.is_empty() || packed_holders(packed).nth(Self::SCAN_MAX).is_none() {
             HolderIndex::Scan(packed)
         } else {
             HolderIndex::Map(packed_holders(packed).collect())
@@ -561,7 +561,10 @@ impl Log {
         if old.is_none() && after.is_none() {
             return;
         }
-        let (old_ids, new_ids) = (HolderIndex::new(old_holders), HolderIndex::new(new_holders));
+        // Each index is asked only about the other view's holders: none to
+        // ask about (a lock taken or freed), none built.
+        let old_ids = if new_holders.is_empty() { HolderIndex::Scan(&[]) } else { HolderIndex::new(old_holders) };
+        let new_ids = if old_holders.is_empty() { HolderIndex::Scan(&[]) } else { HolderIndex::new(new_holders) };
         // Holders that left: released, or expired if the key's lease ran out.
         let expired = after.is_none() && old_deadline.is_some_and(|d| d <= now_ms);
         let mut gone = Vec::new();
