@@ -54,9 +54,8 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes]) -> Reply {
     if top {
         ctx.core.ks.now = ctx.shared.clock.at_system_us(start / 1000) / 1000;
         if ctx.core.control.is_on() {
-            let detail = cmd.has(flags::NAMES_SCRIPT).then(|| argv.get(1).cloned()).flatten();
-            ctx.core.control.actor =
-                crate::control::history::Actor { client: ctx.client.id, command: cmd.spec.name, detail };
+            let detail = if cmd.has(flags::NAMES_SCRIPT) { argv.get(1).map(|d| &d[..]) } else { None };
+            ctx.core.control.actor.set(ctx.client.id, cmd.spec.name, detail);
         }
     }
     let monitored = !ctx.core.monitors.is_empty() && ctx.client.caller != Caller::BlockedRerun;

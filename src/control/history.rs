@@ -121,11 +121,40 @@ pub struct Actor {
     pub client: u64,
     /// Command name (`hincrby`, `evalsha`…).
     pub command: &'static str,
-    /// The script's sha for `EVALSHA`/`FCALL`'s function name.
-    pub detail: Option<Bytes>,
+    /// The script's sha for `EVALSHA`/`FCALL`'s function name, copied
+    /// into a buffer kept from command to command: a `Bytes` clone of the
+    /// argument would keep the connection's whole read buffer from being
+    /// reused until the next command (and cost a shared count each way).
+    detail: Vec<u8>,
+    has_detail: bool,
 }
 
 impl Actor {
+    /// An actor with `detail` (see [`Actor::set`]).
+    #[cfg(test)]
+    pub fn new(client: u64, command: &'static str, detail: Option<&[u8]>) -> Actor {
+        let mut a = Actor::default();
+        a.set(client, command, detail);
+        a
+    }
+
+    /// Makes this the actor of the command about to run.
+    #[inline]
+    pub fn set(&mut self, client: u64, command: &'static str, detail: Option<&[u8]>) {
+        self.client = client;
+        self.command = command;
+        self.has_detail = detail.is_some();
+        if let Some(d) = detail {
+            self.detail.clear();
+            self.detail.extend_from_slice(d);
+        }
+    }
+
+    /// The script's sha (`EVALSHA`) or function name (`FCALL`), if any.
+    pub fn detail(&self) -> Option<&[u8]> {
+        self.has_detail.then_some(&self.detail[..])
+    }
+
     /// The command runs a script (`EVAL`, `EVALSHA`, `FCALL` and their
     /// read-only forms): what lock libraries write semaphores and latches with.
     pub fn is_script(&self) -> bool {
@@ -149,6 +178,14 @@ const KINDS: [&str; 7] = ["", "read-write", "fair", "reentrant", "counter", "tok
 
 /// The events, by their index in a stored event ([`super::ring`]).
 const EVENTS: [&str; 6] = ["acquired", "reentered", "renewed", "released", "expired", "counter"];
+
+/// [`EVENTS`]' indices, as the comparison names them.
+const ACQUIRED: u8 = 0;
+const REENTERED: u8 = 1;
+const RENEWED: u8 = 2;
+const RELEASED: u8 = 3;
+const EXPIRED: u8 = 4;
+const COUNTER: u8 = 5;
 
 fn index_of(names: &[&str], name: &str) -> u8 {
     names.iter().position(|n| *n == name).unwrap_or(0) as u8
@@ -231,6 +268,8 @@ fn pack_lock(out: &mut Vec<u8>, lock: &LockRef<'_>, now_ms: u64) {
 #[derive(Clone, Copy)]
 struct Body<'a> {
     kind: &'static str,
+    /// `kind`'s index in [`KINDS`].
+    kind_ix: u8,
     deadline: Option<u64>,
     value: Option<i64>,
     /// The packed holders (see [`Body::holders`]).
@@ -242,7 +281,8 @@ impl<'a> Body<'a> {
         let mut at = 2;
         let deadline = (b[1] & 1 != 0).then(|| get_varint(b, &mut at));
         let value = (b[1] & 2 != 0).then(|| unzigzag(get_varint(b, &mut at)));
-        Body { kind: KINDS[usize::from(b[0]).min(KINDS.len() - 1)], deadline, value, holders: &b[at..] }
+        let kind_ix = usize::from(b[0]).min(KINDS.len() - 1);
+        Body { kind: KINDS[kind_ix], kind_ix: kind_ix as u8, deadline, value, holders: &b[at..] }
     }
 
     /// The holders' ids and counts, in order.
@@ -277,7 +317,7 @@ impl<'a> HolderIndex<'a> {
     const SCAN_MAX: usize = 16;
 
     fn new(packed: &'a [u8]) -> HolderIndex<'a> {
-        if packed_holders(packed).nth(Self::SCAN_MAX).is_none() {
+        if packed.is_empty() || packed_holders(packed).nth(Self::SCAN_MAX).is_none() {
             HolderIndex::Scan(packed)
         } else {
             HolderIndex::Map(packed_holders(packed).collect())
@@ -317,21 +357,21 @@ struct Done<'a> {
     inline: [Id<'a>; 8],
     len: usize,
     /// Past the inline ones (a set: a full resynchronisation or a
-    /// `FLUSHALL` touches every key at once).
-    more: std::collections::HashSet<Id<'a>>,
+    /// `FLUSHALL` touches every key at once), made when first needed.
+    more: Option<std::collections::HashSet<Id<'a>>>,
 }
 
 impl<'a> Done<'a> {
     /// Whether `id` is new (it is noted).
     fn first(&mut self, id: Id<'a>) -> bool {
         let n = self.len.min(self.inline.len());
-        if self.inline[..n].contains(&id) || self.more.contains(&id) {
+        if self.inline[..n].contains(&id) || self.more.as_ref().is_some_and(|m| m.contains(&id)) {
             return false;
         }
         if n < self.inline.len() {
             self.inline[n] = id;
         } else {
-            self.more.insert(id);
+            self.more.get_or_insert_with(Default::default).insert(id);
         }
         self.len += 1;
         true
@@ -420,10 +460,11 @@ impl LockHistory {
     pub fn observe(&mut self, touched: &[(usize, crate::db::Key)], ks: &Keyspace, now_ms: u64, actor: &Actor) {
         let LockHistory { counters, stale, scratch, log } = self;
         let images = &ks.sig.images;
-        let mut done = Done { inline: [Id(0, b""); 8], len: 0, more: std::collections::HashSet::new() };
+        // Only a command that touched several keys needs to skip repeats.
+        let mut done = (touched.len() > 1).then(|| Done { inline: [Id(0, b""); 8], len: 0, more: None });
         for (db, key) in touched {
             let id = Id(*db, lock_key(key));
-            if touched.len() > 1 && !done.first(id) {
+            if done.as_mut().is_some_and(|d| !d.first(id)) {
                 continue;
             }
             // A counter is a semaphore's or latch's value only once a
@@ -514,19 +555,22 @@ impl Log {
     /// a lock), and the violations they show.
     fn compare(&mut self, id: Id<'_>, old: Option<Body<'_>>, after: Option<Body<'_>>, now_ms: u64, actor: &Actor) {
         let old_deadline = old.and_then(|o| o.deadline);
-        let kind = after.or(old).map_or("", |v| v.kind);
+        let kind = after.or(old).map_or(0, |v| v.kind_ix);
         let old_holders = old.map_or(&[][..], |v| v.holders);
         let new_holders = after.map_or(&[][..], |v| v.holders);
         if old.is_none() && after.is_none() {
             return;
         }
-        let (old_ids, new_ids) = (HolderIndex::new(old_holders), HolderIndex::new(new_holders));
+        // Each index is asked only about the other view's holders: none to
+        // ask about (a lock taken or freed), none built.
+        let old_ids = if new_holders.is_empty() { HolderIndex::Scan(&[]) } else { HolderIndex::new(old_holders) };
+        let new_ids = if old_holders.is_empty() { HolderIndex::Scan(&[]) } else { HolderIndex::new(new_holders) };
         // Holders that left: released, or expired if the key's lease ran out.
         let expired = after.is_none() && old_deadline.is_some_and(|d| d <= now_ms);
         let mut gone = Vec::new();
         for (hid, _) in packed_holders(old_holders) {
             if new_ids.count(hid).is_none() {
-                let event = if expired { "expired" } else { "released" };
+                let event = if expired { EXPIRED } else { RELEASED };
                 self.push(id, kind, event, hid, 0, now_ms, actor);
                 if expired {
                     gone.push(Bytes::copy_from_slice(hid));
@@ -542,7 +586,7 @@ impl Log {
         for (hid, count) in packed_holders(new_holders) {
             match old_ids.count(hid) {
                 None => {
-                    self.push(id, kind, "acquired", hid, count, now_ms, actor);
+                    self.push(id, kind, ACQUIRED, hid, count, now_ms, actor);
                     let previous =
                         if self.expired_held.is_empty() { None } else { self.expired_held.remove(&id).map(|e| e.1) };
                     if let Some(previous) = previous {
@@ -568,8 +612,8 @@ impl Log {
                         }
                     }
                 }
-                Some(o) if count > o => self.push(id, kind, "reentered", hid, count, now_ms, actor),
-                Some(o) if count < o => self.push(id, kind, "released", hid, count, now_ms, actor),
+                Some(o) if count > o => self.push(id, kind, REENTERED, hid, count, now_ms, actor),
+                Some(o) if count < o => self.push(id, kind, RELEASED, hid, count, now_ms, actor),
                 Some(_) => {}
             }
         }
@@ -579,18 +623,18 @@ impl Log {
                 let same = old_holders == new_holders && !new_holders.is_empty();
                 if same && a.deadline > old_deadline && old_deadline.is_some() {
                     for (hid, count) in packed_holders(new_holders) {
-                        self.push(id, kind, "renewed", hid, count, now_ms, actor);
+                        self.push(id, kind, RENEWED, hid, count, now_ms, actor);
                     }
                 }
                 if o.value != a.value {
                     if let Some(v) = a.value {
-                        self.push(id, kind, "counter", b"", v, now_ms, actor);
+                        self.push(id, kind, COUNTER, b"", v, now_ms, actor);
                     }
                 }
             }
             (None, Some(a)) => {
                 if let Some(v) = a.value {
-                    self.push(id, kind, "counter", b"", v, now_ms, actor);
+                    self.push(id, kind, COUNTER, b"", v, now_ms, actor);
                 }
             }
             _ => {}
@@ -645,29 +689,19 @@ impl Log {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn push(
-        &mut self,
-        id: Id<'_>,
-        kind: &'static str,
-        event: &'static str,
-        holder: &[u8],
-        count: i64,
-        now_ms: u64,
-        actor: &Actor,
-    ) {
-        let (client, command, detail) = if event == "expired" {
+    fn push(&mut self, id: Id<'_>, kind: u8, event: u8, holder: &[u8], count: i64, now_ms: u64, actor: &Actor) {
+        let (client, command, detail) = if event == EXPIRED {
             (0, "(expiry)", None)
         } else {
-            // Copied into the ring, never a clone of the actor's detail: that
-            // is a slice of the connection's read buffer, which a clone would pin.
-            (actor.client, actor.command, actor.detail.as_deref())
+            // Copied into the ring (shared by the events of a block).
+            (actor.client, actor.command, actor.detail())
         };
         self.events.push(NewEvent {
             time_ms: now_ms,
             db: id.0,
             key: id.1,
-            kind: index_of(&KINDS, kind),
-            event: index_of(&EVENTS, event),
+            kind,
+            event,
             holder,
             count,
             client,
@@ -795,14 +829,14 @@ mod tests {
     #[test]
     fn stored_events_stay_small() {
         let mut log = Log::default();
-        let actor = Actor { client: 5, command: "evalsha", detail: Some(Bytes::from(vec![b'a'; 40])) };
+        let actor = Actor::new(5, "evalsha", Some(&[b'a'; 40]));
         let holder = b"3a8a7f4c-0b8e-4a5e-9d0c-6f1f0c9a2b11:1";
         for i in 0..MAX_EVENTS * 2 {
             let key = format!("lock:{}", i / 2);
-            let event = if i % 2 == 0 { "acquired" } else { "released" };
+            let event = if i % 2 == 0 { ACQUIRED } else { RELEASED };
             log.push(
                 Id(0, key.as_bytes()),
-                "reentrant",
+                index_of(&KINDS, "reentrant"),
                 event,
                 holder,
                 (i % 2) as i64,
@@ -817,15 +851,15 @@ mod tests {
     #[test]
     fn the_event_ring_keeps_the_newest_with_their_text() {
         let mut log = Log::default();
-        let actor = Actor { client: 5, command: "evalsha", detail: Some(Bytes::from_static(b"abc")) };
+        let actor = Actor::new(5, "evalsha", Some(b"abc"));
         let n = MAX_EVENTS + 1234;
         let key = |i: usize| format!("k{}", i % 7);
         let holder = |i: usize| "h".repeat(i % 5);
-        let event = |i: usize| if i.is_multiple_of(2) { "acquired" } else { "expired" };
+        let event = |i: usize| if i.is_multiple_of(2) { ACQUIRED } else { EXPIRED };
         for i in 0..n {
             log.push(
                 Id(i % 3, key(i).as_bytes()),
-                "fair",
+                index_of(&KINDS, "fair"),
                 event(i),
                 holder(i).as_bytes(),
                 i as i64,
@@ -845,7 +879,7 @@ mod tests {
                 db: i % 3,
                 key: Bytes::from(key(i)),
                 kind: "fair",
-                event: event(i),
+                event: EVENTS[usize::from(event(i))],
                 holder: Bytes::from(holder(i)),
                 count: i as i64,
                 client,
@@ -865,7 +899,7 @@ mod tests {
     #[test]
     fn each_lock_is_observed_once_per_command() {
         let keys: Vec<String> = (0..20).map(|i| format!("k{}", i % 11)).collect();
-        let mut done = Done { inline: [Id(0, b""); 8], len: 0, more: std::collections::HashSet::new() };
+        let mut done = Done { inline: [Id(0, b""); 8], len: 0, more: None };
         let firsts: Vec<bool> = keys.iter().map(|k| done.first(Id(0, k.as_bytes()))).collect();
         assert_eq!(firsts, (0..20).map(|i| i < 11).collect::<Vec<_>>());
         assert!(done.first(Id(1, b"k0")));
@@ -896,7 +930,7 @@ mod tests {
         use crate::db::Key;
         let mut ks = keyspace();
         ks.now = 1_000;
-        let actor = Actor { client: 7, command: "evalsha", detail: None };
+        let actor = Actor::new(7, "evalsha", None);
         let mut h = LockHistory::default();
         let (lock, queue) = (Bytes::from_static(b"fair"), Bytes::from_static(b"redisson_lock_queue:{fair}"));
         let touched = [(0, Key::new(&lock)), (0, Key::new(&queue))];
@@ -944,7 +978,7 @@ mod tests {
         use crate::db::value::Value;
         use crate::db::Key;
         let mut ks = keyspace();
-        let actor = Actor { client: 7, command: "evalsha", detail: None };
+        let actor = Actor::new(7, "evalsha", None);
         let mut h = LockHistory::default();
         let observe = |h: &mut LockHistory, ks: &mut Keyspace, name: &Bytes| {
             after(h, &[(0, Key::new(name))], ks, &actor);
@@ -984,7 +1018,7 @@ mod tests {
         use crate::db::Key;
         let mut ks = keyspace();
         ks.now = 1_000;
-        let actor = Actor { client: 7, command: "evalsha", detail: None };
+        let actor = Actor::new(7, "evalsha", None);
         let mut h = LockHistory::default();
         let owners = ["3a8a7f4c-0b8e-4a5e-9d0c-6f1f0c9a2b11:1", "3a8a7f4c-0b8e-4a5e-9d0c-6f1f0c9a2b11:2"];
         let names: Vec<Bytes> = (0..100).map(|i| Bytes::from(format!("lock:{i}"))).collect();
@@ -1036,7 +1070,7 @@ mod tests {
         use crate::db::Key;
         let mut ks = keyspace();
         ks.now = 1_000;
-        let actor = Actor { client: 7, command: "evalsha", detail: None };
+        let actor = Actor::new(7, "evalsha", None);
         let mut h = LockHistory::default();
         let (lock, queue) = (Bytes::from_static(b"f"), Bytes::from_static(b"redisson_lock_queue:{f}"));
         ks.view(0).set(&lock, Value::Hash([("u1:1", "1")].into_iter().collect()), false);
