@@ -921,6 +921,16 @@ async fn failover(group: &Arc<Group>, name: &str) -> Result<(), String> {
     let Some(primary) = repl::find(&m.addr.ip().to_string(), m.addr.port()) else {
         return Err("NOGOODSLAVE No suitable replica to promote".into());
     };
+    if crate::cmd::crash::down(m.addr).is_some() {
+        // A crashed primary (before or after its `+sdown`): Redis's
+        // Sentinel still promotes a replica whose link to it went down
+        // recently; the one that received most, as the automatic failover.
+        let (candidate, all) = crash_candidate(&primary).await;
+        let Some(port) = candidate else {
+            return Err("NOGOODSLAVE No suitable replica to promote".into());
+        };
+        return promote_for_crash(group, &m, &primary, port, all).await;
+    }
     let replicas: Vec<(SocketAddr, bool)> =
         primary.core.lock().await.repl.replicas.iter().map(|l| (l.replica, l.is_online())).collect();
     let Some(chosen) = replicas.iter().find(|(_, online)| *online).map(|(a, _)| *a) else {
@@ -1080,14 +1090,7 @@ async fn check_down(group: &Arc<Group>) {
 /// converted when it is back.
 async fn auto_failover(group: &Arc<Group>, m: &Watched) {
     let Some(primary) = repl::find(&m.addr.ip().to_string(), m.addr.port()) else { return };
-    // The replica that received most (the first of equals).
-    let (candidate, all) = {
-        let core = primary.core.lock().await;
-        let linked: Vec<_> = core.repl.replicas.iter().filter(|l| !l.closed.load(Ordering::Acquire)).collect();
-        let best = linked.iter().map(|l| l.acked.load(Ordering::Acquire)).max();
-        let chosen = linked.iter().find(|l| Some(l.acked.load(Ordering::Acquire)) == best).map(|l| l.replica.port());
-        (chosen, linked.iter().map(|l| l.replica).collect::<Vec<_>>())
-    };
+    let (candidate, all) = crash_candidate(&primary).await;
     let old = m.addr;
     let Some(port) = candidate else {
         group.event("-failover-abort-no-good-slave", format!("master {} {} {}", m.name, old.ip(), old.port()));
@@ -1096,29 +1099,50 @@ async fn auto_failover(group: &Arc<Group>, m: &Watched) {
         }
         return;
     };
-    let epoch = begin_events(group, &m.name, old);
-    match repl::promote_replica(&primary, Some(port), true).await {
-        Ok(new) => {
-            let others: Vec<SocketAddr> = all.into_iter().filter(|a| *a != new).collect();
-            end_events(group, &m.name, old, new, &others, epoch);
-            for w in group.masters.lock().iter_mut().filter(|w| w.name == m.name) {
-                w.sdown = None;
-                w.no_good_slave = false;
-            }
-            let mut d = Demoted { name: m.name.clone(), old, new, sdown: false };
-            if crate::cmd::crash::down(old).is_some() {
-                group.event("+sdown", demoted_text(&m.name, old, new));
-                d.sdown = true;
-            }
-            group.demoted.lock().push(d);
-        }
-        Err(e) => {
-            tracing::warn!("automatic failover of {} failed: {e}", m.name);
-            for w in group.masters.lock().iter_mut().filter(|w| w.name == m.name) {
-                w.no_good_slave = true;
-            }
+    if let Err(e) = promote_for_crash(group, m, &primary, port, all).await {
+        tracing::warn!("automatic failover of {} failed: {e}", m.name);
+        for w in group.masters.lock().iter_mut().filter(|w| w.name == m.name) {
+            w.no_good_slave = true;
         }
     }
+}
+
+/// A crashed primary's replica to promote: the one that received most (the
+/// first of equals) among those still linked; and every linked replica.
+async fn crash_candidate(primary: &crate::core::Shared) -> (Option<u16>, Vec<SocketAddr>) {
+    let core = primary.core.lock().await;
+    let linked: Vec<_> = core.repl.replicas.iter().filter(|l| !l.closed.load(Ordering::Acquire)).collect();
+    let best = linked.iter().map(|l| l.acked.load(Ordering::Acquire)).max();
+    let chosen = linked.iter().find(|l| Some(l.acked.load(Ordering::Acquire)) == best).map(|l| l.replica.port());
+    (chosen, linked.iter().map(|l| l.replica).collect())
+}
+
+/// Promotes `port`, a replica of the crashed primary `m`, with the
+/// failover's events; the old primary is remembered to be converted when
+/// it is back.
+async fn promote_for_crash(
+    group: &Arc<Group>,
+    m: &Watched,
+    primary: &Arc<crate::core::Shared>,
+    port: u16,
+    all: Vec<SocketAddr>,
+) -> Result<(), String> {
+    let old = m.addr;
+    let epoch = begin_events(group, &m.name, old);
+    let new = repl::promote_replica(primary, Some(port), true).await?;
+    let others: Vec<SocketAddr> = all.into_iter().filter(|a| *a != new).collect();
+    end_events(group, &m.name, old, new, &others, epoch);
+    for w in group.masters.lock().iter_mut().filter(|w| w.name == m.name) {
+        w.sdown = None;
+        w.no_good_slave = false;
+    }
+    let mut d = Demoted { name: m.name.clone(), old, new, sdown: false };
+    if crate::cmd::crash::down(old).is_some() {
+        group.event("+sdown", demoted_text(&m.name, old, new));
+        d.sdown = true;
+    }
+    group.demoted.lock().push(d);
+    Ok(())
 }
 
 /// Follows failovers made without the Sentinels (`RLOCKD REPL FAILOVER`,

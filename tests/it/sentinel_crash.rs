@@ -423,3 +423,41 @@ fn a_crashed_replica_is_flagged_down_and_back() {
     let addr = s.cmd(&["SENTINEL", "GET-MASTER-ADDR-BY-NAME", "mymaster"]);
     assert_eq!(addr.bulks()[1], nodes[0].port().to_string().into_bytes());
 }
+
+/// `SENTINEL FAILOVER` of a primary that crashed before its
+/// `down-after-milliseconds` passed: the replica is promoted (as
+/// redis-sentinel promotes a replica whose link went down recently), not
+/// refused with NOGOODSLAVE; the old primary is converted when it is back.
+#[test]
+fn manual_failover_of_a_crashed_primary_promotes_its_replica() {
+    let nodes = primary_and_replica();
+    let ip = "127.0.0.1".parse().expect("ip");
+    let group = rlockd::Sentinel::start_group(ip, &[0], &[("mymaster", nodes[0].addr())], 1).expect("sentinel");
+    let mut sub = subscribe_all(group[0].port());
+    let (pp, rp) = (nodes[0].port().to_string(), nodes[1].port().to_string());
+    let mut a = connect(nodes[0].port());
+    assert_eq!(a.cmd(&["SET", "k", "v"]), Value::Simple(b"OK".to_vec()));
+    assert_eq!(a.cmd(&["WAIT", "1", "10000"]), Value::Int(1));
+    let mut r = connect(nodes[1].port());
+    // Not NOW: the default down-after-milliseconds (30 s) keeps it unflagged.
+    assert_eq!(r.cmd(&["RLOCKD", "REPL", "CRASH", &pp]), Value::Simple(b"OK".to_vec()));
+    let mut s = connect(group[0].port());
+    assert_eq!(s.cmd(&["SENTINEL", "FAILOVER", "mymaster"]), Value::Simple(b"OK".to_vec()));
+    let events = events_until(&mut sub, |e| e.starts_with("+switch-master"));
+    assert!(events.iter().all(|e| !e.starts_with("+odown")), "{events:?}");
+    assert_eq!(events.last().expect("event"), &format!("+switch-master mymaster 127.0.0.1 {pp} 127.0.0.1 {rp}"));
+    let addr = s.cmd(&["SENTINEL", "GET-MASTER-ADDR-BY-NAME", "mymaster"]);
+    assert_eq!(addr.bulks(), vec![b"127.0.0.1".to_vec(), rp.as_bytes().to_vec()]);
+    assert_eq!(r.cmd(&["SET", "k2", "v2"]), Value::Simple(b"OK".to_vec()), "the replica is a primary");
+    assert_eq!(r.cmd(&["GET", "k"]), Value::Bulk(Some(b"v".to_vec())));
+    // A second failover has no replica to promote: the old primary is down.
+    assert_eq!(
+        s.cmd(&["SENTINEL", "FAILOVER", "mymaster"]),
+        Value::Error(b"NOGOODSLAVE No suitable replica to promote".to_vec())
+    );
+    assert_eq!(r.cmd(&["RLOCKD", "REPL", "REVIVE", &pp]), Value::Simple(b"OK".to_vec()));
+    events_until(&mut sub, is_converted);
+    assert_eq!(r.cmd(&["WAIT", "1", "10000"]), Value::Int(1));
+    let mut old = connect(nodes[0].port());
+    assert_eq!(old.cmd(&["GET", "k2"]), Value::Bulk(Some(b"v2".to_vec())));
+}
