@@ -11,7 +11,7 @@
 
 use std::future::poll_fn;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::task::Poll;
+use std::task::{Context, Poll};
 
 use atomic_waker::AtomicWaker;
 
@@ -40,36 +40,29 @@ impl Signal {
 
     /// Completes once the flag is set, and leaves it set (a kill switch).
     pub async fn wait(&self) {
-        poll_fn(|cx| {
-            if self.is_set() {
-                return Poll::Ready(());
-            }
-            self.waker.register(cx.waker());
-            // Set between the first look and the registration: seen here.
-            if self.is_set() {
-                Poll::Ready(())
-            } else {
-                Poll::Pending
-            }
-        })
-        .await
+        poll_fn(|cx| self.poll_until(cx, || self.is_set())).await
     }
 
     /// Completes once the flag is set, and clears it: one completion per
     /// `notify` that came while nobody looked, as a `Notify` permit.
     pub async fn take(&self) {
-        poll_fn(|cx| {
-            if self.set.swap(false, Ordering::SeqCst) {
-                return Poll::Ready(());
-            }
-            self.waker.register(cx.waker());
-            if self.set.swap(false, Ordering::SeqCst) {
-                Poll::Ready(())
-            } else {
-                Poll::Pending
-            }
-        })
-        .await
+        poll_fn(|cx| self.poll_until(cx, || self.set.swap(false, Ordering::SeqCst))).await
+    }
+
+    /// Ready once `seen` says the flag was set: looked at, the waker
+    /// registered, and looked at again (a `notify` between the first look
+    /// and the registration is seen by the second).
+    #[inline]
+    fn poll_until(&self, cx: &mut Context<'_>, seen: impl Fn() -> bool) -> Poll<()> {
+        if seen() {
+            return Poll::Ready(());
+        }
+        self.waker.register(cx.waker());
+        if seen() {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
     }
 }
 

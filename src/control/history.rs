@@ -267,8 +267,7 @@ fn pack_lock(out: &mut Vec<u8>, lock: &LockRef<'_>, now_ms: u64) {
 /// A packed view read back (see [`pack_body`]).
 #[derive(Clone, Copy)]
 struct Body<'a> {
-    kind: &'static str,
-    /// `kind`'s index in [`KINDS`].
+    /// The lock's kind, as its index in [`KINDS`] (see [`Body::kind`]).
     kind_ix: u8,
     deadline: Option<u64>,
     value: Option<i64>,
@@ -281,8 +280,13 @@ impl<'a> Body<'a> {
         let mut at = 2;
         let deadline = (b[1] & 1 != 0).then(|| get_varint(b, &mut at));
         let value = (b[1] & 2 != 0).then(|| unzigzag(get_varint(b, &mut at)));
-        let kind_ix = usize::from(b[0]).min(KINDS.len() - 1);
-        Body { kind: KINDS[kind_ix], kind_ix: kind_ix as u8, deadline, value, holders: &b[at..] }
+        let kind_ix = b[0].min(KINDS.len() as u8 - 1);
+        Body { kind_ix, deadline, value, holders: &b[at..] }
+    }
+
+    /// The lock's kind (`reentrant`, `fair`, `counter`…).
+    fn kind(&self) -> &'static str {
+        KINDS[usize::from(self.kind_ix)]
     }
 
     /// The holders' ids and counts, in order.
@@ -472,7 +476,7 @@ impl LockHistory {
             let known_counter = !counters.is_empty() && counters.contains_key(&id);
             let was_stale = !stale.is_empty() && stale.remove(&id).is_some();
             let before = images.get(id.0, id.1).filter(|b| !b.is_empty() && !was_stale);
-            let old = before.map(Body::parse).filter(|o| o.kind != "counter" || known_counter);
+            let old = before.map(Body::parse).filter(|o| o.kind() != "counter" || known_counter);
             let (mut lock, expired_stored) = ks.dbs.get(*db).map_or((None, false), |d| read_stored(d, id.1, now_ms));
             if lock.as_ref().is_some_and(|l| l.kind == "counter") && !known_counter && !actor.is_script() {
                 lock = None;
@@ -644,7 +648,7 @@ impl Log {
     /// What a lock's view now shows, changed or not: a fair lock's queue
     /// (kept), a counter below zero, a writer beside other owners.
     fn check(&mut self, id: Id<'_>, a: Body<'_>, lock: &LockRef<'_>) {
-        if a.kind == "fair" {
+        if a.kind() == "fair" {
             // Only a queue with waiters is kept: an empty one checks nothing,
             // and one kept per fair lock ever seen would grow for as long as
             // the server runs.
@@ -671,7 +675,7 @@ impl Log {
                 a.value.unwrap_or(0)
             ));
         }
-        if a.kind == "read-write" {
+        if a.kind() == "read-write" {
             let writers: Vec<&[u8]> =
                 a.holders().filter(|(h, _)| h.ends_with(b":write")).map(|(h, _)| owner(h)).collect();
             let foreign_reader = a
@@ -789,7 +793,7 @@ mod tests {
                     for holders in holder_sets {
                         let b = packed(kind, deadline, value, holders);
                         let back = Body::parse(&b);
-                        assert_eq!((back.kind, back.deadline, back.value), (kind, deadline, value));
+                        assert_eq!((back.kind(), back.deadline, back.value), (kind, deadline, value));
                         assert_eq!(back.holders().collect::<Vec<_>>(), holders.to_vec());
                     }
                 }

@@ -390,7 +390,7 @@ impl Conn {
         let slot = self.slot.clone();
         // No wait here registers anything per request: the kill switch and
         // the wake are `Signal`s, and shutdown wakes every connection
-        // (`io::Io::wake_connections`), which then sees the flag below. (A
+        // (`wake_all`), which then sees the flag below. (A
         // `watch` or `Notify` wait locks a waiter list when polled: per
         // request that cost more than a PING.)
         loop {
@@ -666,11 +666,10 @@ impl Conn {
             }
             // What this command queued for this very client (its own pub/sub
             // messages, extra subscribe confirmations) precedes its reply, as
-            // in Redis: nothing else can queue to us while we hold the lock.
-            // Messages queued before this reply go out before it. What this
-            // server's commands queue is announced under the core lock, so
-            // the flag is seen here; a message another cluster node sends
-            // concurrently has no order relative to this reply anyway.
+            // in Redis. This server's commands queue and announce (`outbound`)
+            // under the core lock we hold, so the flag is seen here; a message
+            // another cluster node sends meanwhile has no order relative to
+            // this reply anyway.
             if self.cs.outbound.is_set() {
                 st.drain_outbound(&mut self.rx);
             }

@@ -93,13 +93,6 @@ impl Io {
         }
         drop(old);
     }
-
-    /// Wakes every connection's task (shutdown): each looks at the shutdown
-    /// flag when it wakes. A connection registered after this call sees the
-    /// flag at the top of its loop.
-    pub(crate) fn wake_connections(&self) {
-        super::connection::wake_all(&self.conns);
-    }
 }
 
 /// Registers listeners with the current runtime's reactor.

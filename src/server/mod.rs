@@ -410,7 +410,9 @@ async fn run(listeners: Vec<socket::Listener>, shared: Arc<Shared>) {
     crate::core::shutdown_requested(&mut shutdown).await;
     accept.abort();
     io.close_listeners();
-    io.wake_connections();
+    // Each connection's task looks at the shutdown flag when woken; one
+    // registered after this sees it at the top of its loop.
+    connection::wake_all(&io.conns);
     tracing::debug!("rlockd stopping");
 }
 
