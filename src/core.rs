@@ -430,6 +430,9 @@ pub struct Shared {
     pub net: NetStats,
     /// Set to request shutdown; every task watches it.
     pub shutdown: tokio::sync::watch::Sender<bool>,
+    /// The same request as a plain flag, for the per-command looks
+    /// ([`Self::stopping`]): reading the `watch` takes its lock.
+    stopping: AtomicBool,
     /// Injected faults (`RLOCKD FAULT`), also read by pub/sub delivery.
     pub faults: Arc<crate::control::faults::Faults>,
 }
@@ -468,6 +471,7 @@ impl Shared {
             run_id: new_run_id(),
             net: NetStats::default(),
             shutdown,
+            stopping: AtomicBool::new(false),
             faults,
         })
     }
@@ -482,7 +486,13 @@ impl Shared {
         // `send_replace` stores the value even when no task has subscribed
         // yet (a server stopped before any client connected); `send` would
         // drop it and the server would never stop.
+        self.stopping.store(true, Ordering::Release);
         self.shutdown.send_replace(true);
+    }
+
+    /// True once shutdown was requested.
+    pub fn stopping(&self) -> bool {
+        self.stopping.load(Ordering::Acquire)
     }
 }
 

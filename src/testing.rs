@@ -80,14 +80,14 @@ impl Harness {
     }
 
     /// Runs one already-split command.
-    pub fn run_argv(&mut self, argv: Vec<Bytes>) -> Reply {
+    pub fn run_argv(&mut self, mut argv: Vec<Bytes>) -> Reply {
         if argv.is_empty() {
             return Reply::NilArray;
         }
         let shared = self.shared.clone();
         let mut core = shared.core.blocking_lock();
         let mut ctx = Ctx { core: &mut core, client: &mut self.client, shared: &shared };
-        let reply = cmd::dispatch::process(&mut ctx, argv);
+        let reply = cmd::dispatch::process(&mut ctx, &mut argv);
         core.before_sleep();
         // A blocking command cannot wait here: give up at once, like a timeout.
         if let Some(req) = self.client.block.take() {

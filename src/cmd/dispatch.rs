@@ -76,11 +76,11 @@ and then restart the server.";
 
 /// Runs one command line from a client, with every check Redis makes before
 /// calling a command (see the module docs for the order).
-pub fn process(ctx: &mut Ctx<'_>, argv: Vec<Bytes>) -> Reply {
-    let cmd = match lookup(ctx.core, &argv) {
+pub fn process(ctx: &mut Ctx<'_>, argv: &mut Vec<Bytes>) -> Reply {
+    let cmd = match lookup(ctx.core, argv) {
         Lookup::Found(c) => c,
-        Lookup::Unknown => return reject(ctx, None, unknown_command_error(&argv)),
-        Lookup::UnknownSub => return reject(ctx, None, unknown_subcommand_error(&argv)),
+        Lookup::Unknown => return reject(ctx, None, unknown_command_error(argv)),
+        Lookup::UnknownSub => return reject(ctx, None, unknown_subcommand_error(argv)),
     };
     if !arity_ok(cmd.spec.arity, argv.len()) {
         return reject(ctx, Some(cmd), CmdError::WrongArity(cmd.fullname.clone()));
@@ -97,14 +97,14 @@ pub fn process(ctx: &mut Ctx<'_>, argv: Vec<Bytes>) -> Reply {
     // The one branch the command path pays while `default` is the only,
     // unrestricted, user.
     if !ctx.core.acl.open {
-        if let Err(d) = access::check(ctx, cmd, &argv) {
+        if let Err(d) = access::check(ctx, cmd, argv) {
             ctx.client.shared.last_cmd.store(cmd.id, std::sync::atomic::Ordering::Relaxed);
-            let err = access::refuse(ctx, cmd, &argv, d, "toplevel");
+            let err = access::refuse(ctx, cmd, argv, d, "toplevel");
             return reject(ctx, Some(cmd), err);
         }
     }
     if ctx.core.cluster.is_some() {
-        if let Some(err) = super::cluster::check(ctx, cmd, &argv) {
+        if let Some(err) = super::cluster::check(ctx, cmd, argv) {
             if cmd.has(flags::RUNS_QUEUE) {
                 // A redirected EXEC answers the redirection itself (no
                 // EXECABORT) and discards the transaction, as Redis does.
@@ -118,11 +118,11 @@ pub fn process(ctx: &mut Ctx<'_>, argv: Vec<Bytes>) -> Reply {
     // Test control itself is never faulted: a test can always clear what it set.
     if ctx.shared.faults.active() && !cmd.has(flags::TEST_CONTROL) {
         let faults = &ctx.shared.faults;
-        if let Some(text) = with_probe(ctx.core, ctx.client.id, cmd, &argv, |p| faults.injected_error(p)) {
+        if let Some(text) = with_probe(ctx.core, ctx.client.id, cmd, argv, |p| faults.injected_error(p)) {
             return reject(ctx, Some(cmd), CmdError::custom(String::from_utf8_lossy(&text).into_owned()));
         }
     }
-    if let Some(err) = limits::check(ctx, cmd, &argv) {
+    if let Some(err) = limits::check(ctx, cmd, argv) {
         return reject(ctx, Some(cmd), err);
     }
     if ctx.client.in_resp2_pubsub() && !cmd.has(flags::SUBSCRIBED_OK) {
@@ -143,12 +143,12 @@ pub fn process(ctx: &mut Ctx<'_>, argv: Vec<Bytes>) -> Reply {
             // Redis counts the arguments' bytes and a pointer per argument.
             let mem = argv.iter().map(|a| a.len() + std::mem::size_of::<usize>()).sum();
             b.multi_mem.fetch_add(mem, std::sync::atomic::Ordering::Relaxed);
-            m.queue.push(argv);
+            m.queue.push(std::mem::take(argv));
         }
         return Reply::status("QUEUED");
     }
     ctx.client.shared.last_cmd.store(cmd.id, std::sync::atomic::Ordering::Relaxed);
-    let reply = call(ctx, cmd, &argv);
+    let reply = call(ctx, cmd, argv);
     if ctx.core.call_depth == 0 && ctx.core.blocking.has_ready() {
         blocking::serve_ready(ctx.core, ctx.shared);
     }
@@ -164,7 +164,7 @@ pub fn process(ctx: &mut Ctx<'_>, argv: Vec<Bytes>) -> Reply {
 /// Commands run nested in the script's call, so they neither refresh the
 /// script's frozen time nor trigger post-command work mid-script; the
 /// script's own `redis.call` statistics are left untouched.
-pub fn run_while_busy(core: &mut Core, shared: &Shared, client: &mut ClientState, argv: Vec<Bytes>) -> Reply {
+pub fn run_while_busy(core: &mut Core, shared: &Shared, client: &mut ClientState, mut argv: Vec<Bytes>) -> Reply {
     if client.authenticated && !client.in_resp2_pubsub() {
         if let Lookup::Found(cmd) = table().lookup(&argv) {
             if arity_ok(cmd.spec.arity, argv.len()) {
@@ -188,7 +188,7 @@ pub fn run_while_busy(core: &mut Core, shared: &Shared, client: &mut ClientState
     let nested = (core.stats.nested_calls, core.stats.nested_nanos);
     let reply = {
         let mut ctx = Ctx { core: &mut *core, client, shared };
-        process(&mut ctx, argv)
+        process(&mut ctx, &mut argv)
     };
     (core.stats.nested_calls, core.stats.nested_nanos) = nested;
     reply

@@ -298,7 +298,7 @@ impl ScriptHost for ScriptRun<'_, '_> {
         if let Some(io) = shared.io.get() {
             io.serve_busy(self.ctx.core);
         }
-        if *shared.shutdown.borrow() {
+        if shared.stopping() {
             Interrupt::Shutdown
         } else if shared.script.kill.load(Ordering::Acquire) {
             Interrupt::Kill

@@ -35,6 +35,9 @@ impl ProtocolError {
 pub struct RequestParser {
     /// Arguments of the multibulk in progress.
     args: Vec<Bytes>,
+    /// An emptied argument vector handed back by [`Self::recycle`]: the next
+    /// multibulk fills it instead of allocating one.
+    spare: Vec<Bytes>,
     /// Arguments still expected in the multibulk in progress (0 = none in progress).
     remaining: usize,
     /// Length of the bulk whose header was consumed but whose data has not arrived.
@@ -50,6 +53,27 @@ impl Default for RequestParser {
     fn default() -> Self {
         Self::new()
     }
+}
+
+/// Most arguments [`RequestParser::whole_multibulk`] takes in one piece.
+const WHOLE_MAX_ARGS: usize = 16;
+
+/// The decimal at `buf[at..]` up to its `'\r'`, if it is short (at most 10
+/// digits), unsigned and without a leading zero: its value and the `'\r'`'s
+/// index. `None` for anything else, which the general path reads.
+fn short_decimal(buf: &[u8], at: usize) -> Option<(usize, usize)> {
+    let mut v = 0usize;
+    for (i, &c) in buf.get(at..)?.iter().take(11).enumerate() {
+        if c == b'\r' {
+            let leading_zero = i > 1 && buf[at] == b'0';
+            return (i > 0 && !leading_zero).then_some((v, at + i));
+        }
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        v = v * 10 + usize::from(c - b'0');
+    }
+    None
 }
 
 fn find_crlf_line(buf: &[u8]) -> Option<usize> {
@@ -70,6 +94,7 @@ impl RequestParser {
     pub fn new() -> Self {
         RequestParser {
             args: Vec::new(),
+            spare: Vec::new(),
             remaining: 0,
             bulk_len: None,
             max_bulk: DEFAULT_MAX_BULK,
@@ -87,12 +112,16 @@ impl RequestParser {
                     return Ok(None);
                 }
                 if buf[0] == b'*' {
+                    if let Some(args) = self.whole_multibulk(buf) {
+                        return Ok(Some(args));
+                    }
                     match self.multibulk_header(buf)? {
                         None => return Ok(None),
                         Some(0) => continue,
                         Some(n) => {
                             self.remaining = n;
-                            self.args = Vec::with_capacity(n.min(64));
+                            self.args = std::mem::take(&mut self.spare);
+                            self.args.reserve(n.min(64));
                         }
                     }
                 } else {
@@ -129,6 +158,49 @@ impl RequestParser {
             }
             return Ok(Some(std::mem::take(&mut self.args)));
         }
+    }
+
+    /// Takes back a command's argument vector once it has run (emptied here),
+    /// so that the next command does not allocate one. Vectors grown past
+    /// the parser's first reservation are let go.
+    pub fn recycle(&mut self, mut argv: Vec<Bytes>) {
+        if argv.capacity() <= 64 && argv.capacity() > self.spare.capacity() {
+            argv.clear();
+            self.spare = argv;
+        }
+    }
+
+    /// A short multibulk already whole in `buf` (what clients send), taken
+    /// out with one split: its arguments are slices of it. `None` (nothing
+    /// consumed) for anything else — more to come, more than
+    /// [`WHOLE_MAX_ARGS`] arguments, a header this path does not read, an
+    /// error — which the general path then parses from the same bytes.
+    fn whole_multibulk(&mut self, buf: &mut BytesMut) -> Option<Vec<Bytes>> {
+        let (n, cr) = short_decimal(buf, 1)?;
+        if n == 0 || n > WHOLE_MAX_ARGS || (n > 10 && self.unauthenticated) {
+            return None;
+        }
+        let mut spans = [(0usize, 0usize); WHOLE_MAX_ARGS];
+        let mut pos = cr + 2;
+        for span in &mut spans[..n] {
+            if buf.get(pos) != Some(&b'$') {
+                return None;
+            }
+            let (len, cr) = short_decimal(buf, pos + 1)?;
+            if len as i64 > self.max_bulk || (len > 16384 && self.unauthenticated) {
+                return None;
+            }
+            *span = (cr + 2, len);
+            // The data and the two bytes after it (skipped unchecked, as Redis does).
+            pos = cr + 2 + len + 2;
+            if pos > buf.len() {
+                return None;
+            }
+        }
+        let whole = buf.split_to(pos).freeze();
+        let mut args = std::mem::take(&mut self.spare);
+        args.extend(spans[..n].iter().map(|&(at, len)| whole.slice(at..at + len)));
+        Some(args)
     }
 
     fn multibulk_header(&mut self, buf: &mut BytesMut) -> Result<Option<usize>, ProtocolError> {
@@ -348,6 +420,68 @@ mod tests {
         assert_eq!(out.len(), 2);
         assert_eq!(out[0][2], Bytes::from("va\r\nl"));
         assert_eq!(out[1], vec![Bytes::from("ECHO"), Bytes::from("x y")]);
+    }
+
+    /// The one-split path for whole multibulks and the general path (taken
+    /// here by delivering a byte at a time) give the same commands and the
+    /// same error, at its edges: leading zeros, empty arguments, the argument
+    /// count limit, the unauthenticated limits, a short count line.
+    #[test]
+    fn whole_multibulks_parse_as_the_general_path_does() {
+        fn run(input: &[u8], unauthenticated: bool, chunk: usize) -> (Vec<Vec<Bytes>>, Option<ProtocolError>) {
+            let mut p = RequestParser { unauthenticated, ..RequestParser::new() };
+            let mut buf = BytesMut::new();
+            let mut out = Vec::new();
+            for piece in input.chunks(chunk) {
+                buf.extend_from_slice(piece);
+                loop {
+                    match p.next(&mut buf) {
+                        Ok(Some(c)) => {
+                            out.push(c.clone());
+                            p.recycle(c);
+                        }
+                        Ok(None) => break,
+                        Err(e) => return (out, Some(e)),
+                    }
+                }
+            }
+            (out, None)
+        }
+        let many = |n: usize, len: usize| {
+            let mut v = format!("*{n}\r\n").into_bytes();
+            for _ in 0..n {
+                v.extend_from_slice(format!("${len}\r\n{}\r\n", "x".repeat(len)).as_bytes());
+            }
+            v
+        };
+        let mut inputs: Vec<Vec<u8>> = [
+            &b"*1\r\n$4\r\nPING\r\n*2\r\n$3\r\nGET\r\n$0\r\n\r\n"[..],
+            b"*01\r\n$4\r\nPING\r\n",
+            b"*1\r\n$04\r\nPING\r\n",
+            b"*1\r\n$0\r\n\r\n",
+            b"*0\r\n*1\r\n$1\r\nx\r\n",
+            b"*-1\r\n*1\r\n$1\r\nx\r\n",
+            b"*1\r\n$4\r\nPINGxy*1\r\n$1\r\nx\r\n",
+            b"*2\r\n$1\r\na\r\n+b\r\n",
+            b"*1\r\n$99999999999\r\n",
+            b"*12345678901\r\n",
+            b"*1\r\n$4\r\nPI",
+        ]
+        .iter()
+        .map(|i| i.to_vec())
+        .collect();
+        for (n, len) in [(10, 3), (11, 3), (16, 1), (17, 1), (1, 16384), (1, 16385)] {
+            inputs.push(many(n, len));
+        }
+        for input in &inputs {
+            for unauthenticated in [false, true] {
+                let whole = run(input, unauthenticated, input.len());
+                assert_eq!(whole, run(input, unauthenticated, 1), "{:?}", String::from_utf8_lossy(input));
+            }
+        }
+        assert_eq!(run(&many(11, 3), true, usize::MAX).1.unwrap().0, "unauthenticated multibulk length");
+        assert_eq!(run(&many(1, 16385), true, usize::MAX).1.unwrap().0, "unauthenticated bulk length");
+        assert_eq!(run(&many(17, 1), false, usize::MAX).0[0].len(), 17);
     }
 
     #[test]

@@ -394,7 +394,7 @@ impl Conn {
         // `watch` or `Notify` wait locks a waiter list when polled: per
         // request that cost more than a PING.)
         loop {
-            if cs.kill.is_set() || *self.shared.shutdown.borrow() {
+            if cs.kill.is_set() || self.shared.stopping() {
                 return;
             }
             if self.shared.faults.active() {
@@ -650,9 +650,10 @@ impl Conn {
             let skipping = st.take_skip();
             let reply = {
                 let mut ctx = Ctx { core, client: &mut st.client, shared };
-                cmd::dispatch::process(&mut ctx, p.argv)
+                cmd::dispatch::process(&mut ctx, &mut p.argv)
             };
-            if *shared.shutdown.borrow() && !st.client.close {
+            st.parser.recycle(p.argv);
+            if shared.stopping() && !st.client.close {
                 // A script stopped by SHUTDOWN NOSAVE from another client:
                 // Redis exits without answering it.
                 st.client.close = true;

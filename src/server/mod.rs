@@ -284,7 +284,7 @@ impl Server {
 
     /// True once shutdown was requested (by `SHUTDOWN`, a signal or `stop`).
     pub fn is_shutting_down(&self) -> bool {
-        *self.shared.shutdown.borrow()
+        self.shared.stopping()
     }
 
     /// A receiver that changes when shutdown is requested.
