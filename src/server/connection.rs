@@ -388,6 +388,7 @@ impl Conn {
     async fn run(&mut self) {
         let cs = self.cs.clone();
         let slot = self.slot.clone();
+        let shared = self.shared.clone();
         // No wait here registers anything per request: the kill switch and
         // the wake are `Signal`s, and shutdown wakes every connection
         // (`wake_all`), which then sees the flag below. (A
@@ -455,7 +456,7 @@ impl Conn {
                         Err(_) => return,
                     }
                     cs.last_interaction_ms.store(self.shared.clock.now_ms(), Ordering::Relaxed);
-                    if self.process_input().await.is_err() || slot.st.lock().client.close {
+                    if self.process_input(&shared, &slot).await.is_err() || slot.st.lock().client.close {
                         let _ = self.flush().await;
                         self.shutdown_socket();
                         return;
@@ -526,13 +527,13 @@ impl Conn {
     }
 
     /// Runs every complete command in the read buffer.
-    async fn process_input(&mut self) -> std::io::Result<()> {
-        let shared = self.shared.clone();
+    /// `shared` and `slot` are the connection's own (`run` holds them), passed
+    /// in so that a batch of commands takes no reference counts.
+    async fn process_input(&mut self, shared: &Shared, slot: &Slot) -> std::io::Result<()> {
         let mut guard: Option<MutexGuard<'_, Core>> = None;
         let mut pending: Option<Pending> = None;
-        self.slot.st.lock().note_buffers();
         loop {
-            match self.step(&shared, &mut guard, &mut pending) {
+            match self.step(shared, slot, &mut guard, &mut pending) {
                 Step::Done => break,
                 Step::NeedCore => guard = Some(shared.core.lock().await),
                 Step::Pause => {
@@ -587,10 +588,10 @@ impl Conn {
     fn step<'s>(
         &mut self,
         shared: &'s Shared,
+        slot: &Slot,
         guard: &mut Option<MutexGuard<'s, Core>>,
         pending: &mut Option<Pending>,
     ) -> Step {
-        let slot = self.slot.clone();
         let mut st = slot.st.lock();
         loop {
             let mut p = match pending.take() {
@@ -832,6 +833,8 @@ fn read_once(slot: &Slot, mut ready: tokio::io::unix::AsyncFdReadyGuard<'_, Stre
     st.rbuf.reserve(READ_CHUNK);
     let room = st.rbuf.capacity() - st.rbuf.len();
     let read = raw::recv(slot.socket.get_ref(), &mut st.rbuf);
+    // What `CLIENT LIST` shows while the commands read run.
+    st.note_buffers();
     match &read {
         Ok(n) if *n < room => ready.clear_ready(),
         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => ready.clear_ready(),
