@@ -46,7 +46,10 @@ impl Signal {
     /// Completes once the flag is set, and clears it: one completion per
     /// `notify` that came while nobody looked, as a `Notify` permit.
     pub async fn take(&self) {
-        poll_fn(|cx| self.poll_until(cx, || self.set.swap(false, Ordering::SeqCst))).await
+        // Looked at before it is cleared: a swap is a locked write even when
+        // the flag is down, and the connection loop polls two of these per
+        // request. A load that reads false orders as the swap that would.
+        poll_fn(|cx| self.poll_until(cx, || self.is_set() && self.set.swap(false, Ordering::SeqCst))).await
     }
 
     /// Ready once `seen` says the flag was set: looked at, the waker
