@@ -432,7 +432,10 @@ impl Conn {
                 _ = cs.kill.wait() => None,
                 _ = slot.wake.take() => Some(Event::Wake),
                 _ = cs.outbound.take() => Some(Event::Message),
-                r = slot.socket.readable() => Some(match r {
+                // Polled in place: `readable()` would queue a waiter under the
+                // socket's waiter lock on every request; this task is the
+                // socket's only reader, so the direction's one waker slot serves.
+                r = std::future::poll_fn(|cx| slot.socket.poll_read_ready(cx)) => Some(match r {
                     Ok(ready) => Event::Read(read_once(&slot, ready)),
                     Err(e) => Event::Read(Err(e)),
                 }),
