@@ -169,4 +169,116 @@ mod tests {
         let Reply::Map(pairs) = h.run(&["CONFIG", "GET", "maxmemory"]) else { panic!("map") };
         assert_eq!(pairs[0].1, Reply::bulk_str("0"));
     }
+
+    /// The keys with a fair lock's queue prefix are counted exactly (lock
+    /// reading skips the queue's look-up while there are none) whatever
+    /// path stores or deletes them: each command here is followed by a
+    /// recount of every database.
+    #[test]
+    fn fair_queue_keys_are_counted_on_every_write_path() {
+        use crate::db::FAIR_QUEUE_PREFIX;
+        let mut h = Harness::new();
+        let check = |h: &Harness, after: &[&str]| {
+            let core = h.shared.core.blocking_lock();
+            for (i, db) in core.ks.dbs.iter().enumerate() {
+                let n = db.keys().filter(|k| k.starts_with(FAIR_QUEUE_PREFIX)).count();
+                assert_eq!(db.fair_queue_keys(), n, "db{i} after {after:?}");
+                assert_eq!(db.has_fair_queues(), n > 0);
+            }
+        };
+        let run = |h: &mut Harness, args: &[&str]| {
+            let r = h.run(args);
+            check(h, args);
+            r
+        };
+        let (q, q2) = ("redisson_lock_queue:{a}", "redisson_lock_queue:{b}");
+        let dump = {
+            run(&mut h, &["RPUSH", "plain", "w"]);
+            let Reply::Bulk(b) = run(&mut h, &["DUMP", "plain"]) else { panic!("dump") };
+            String::from_utf8_lossy(&b).into_owned()
+        };
+        let lines: &[&[&str]] = &[
+            &["RPUSH", q, "w1"],
+            &["RPUSH", q, "w2"],
+            &["LPOP", q],
+            &["LPOP", q],
+            &["SET", q, "v"],
+            &["SET", q, "v2"],
+            &["SET", "redisson_lock_queue:", "short"],
+            &["DEL", q, "redisson_lock_queue:"],
+            &["SETNX", q, "v"],
+            &["RENAME", q, "other"],
+            &["RENAME", "other", q],
+            &["RENAMENX", q, q2],
+            &["COPY", q2, q],
+            &["COPY", q2, q, "REPLACE"],
+            &["MOVE", q, "1"],
+            &["SWAPDB", "0", "1"],
+            &["SWAPDB", "0", "1"],
+            &["UNLINK", q2],
+            &["GETDEL", "plain"],
+            &["SELECT", "1"],
+            &["MOVE", q, "0"],
+            &["SELECT", "0"],
+            &["SET", q2, "v", "PX", "5"],
+            &["RLOCKD", "CLOCK", "ADVANCE", "10"],
+            &["GET", q2],
+            &["SET", q2, "v", "PX", "5"],
+            &["RLOCKD", "CLOCK", "FREEZE"],
+            &["SET", q, "v", "PX", "5"],
+            &["RLOCKD", "CLOCK", "ADVANCE", "10"],
+            &["GET", q],
+            &["RLOCKD", "CLOCK", "RESUME"],
+            // Lazy expiry: the clock runs, nothing expires the key until it is read.
+            &["SET", q, "v", "PX", "1"],
+            &["sleep"],
+            &["GET", q],
+            &["SET", q, "v", "PX", "1"],
+            &["sleep"],
+            &["SET", q, "v2"],
+            &["SET", q, "v"],
+            &["PEXPIREAT", q, "1"],
+            &["RESTORE", q, "0", &dump],
+            &["RESTORE", q, "0", &dump, "REPLACE"],
+            &["RLOCKD", "SNAPSHOT", "s"],
+            &["FLUSHDB"],
+            &["RLOCKD", "RESTORE", "s"],
+            &["LMOVE", q, q2, "LEFT", "RIGHT"],
+            &["RPOPLPUSH", q2, q],
+            &["SADD", "s", "x"],
+            &["SUNIONSTORE", q2, "s"],
+            &["SINTERSTORE", q2, "s", "nothing"],
+            &["ZADD", q2, "1", "m"],
+            &["ZREM", q2, "m"],
+            &["HSET", q2, "f", "1"],
+            &["HDEL", q2, "f"],
+            &["SORT", "s", "ALPHA", "STORE", q2],
+            &["EVAL", "redis.call('del', KEYS[1]); redis.call('set', KEYS[2], 'x'); return 1", "2", q, q2],
+            &["MULTI"],
+            &["SET", q, "1"],
+            &["DEL", q2],
+            &["EXEC"],
+            &["SET", "redisson_lock_queue:{c}", "1"],
+            &["FLUSHALL"],
+        ];
+        for line in lines {
+            if line == &["sleep"] {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            } else {
+                run(&mut h, line);
+            }
+        }
+        // Eviction: past maxmemory, keys go to make room.
+        for i in 0..200 {
+            run(&mut h, &["SET", &format!("redisson_lock_queue:{{{i}}}"), "x"]);
+        }
+        run(&mut h, &["CONFIG", "SET", "maxmemory-policy", "allkeys-random"]);
+        run(&mut h, &["CONFIG", "SET", "maxmemory", "1"]);
+        run(&mut h, &["SET", "k", "v"]);
+        run(&mut h, &["CONFIG", "SET", "maxmemory", "0"]);
+        let evicted = h.shared.core.blocking_lock().ks.dbs[0].fair_queue_keys();
+        assert!(evicted < 200, "{evicted}");
+        run(&mut h, &["FLUSHALL"]);
+        assert!(!h.shared.core.blocking_lock().ks.dbs[0].has_fair_queues());
+    }
 }

@@ -37,7 +37,9 @@
 //! compactly in [`super::ring`] (the newest 10,000, about 20 bytes each for
 //! a Redisson lock). Holders are matched by hash past 16, and values past a
 //! lock's sizes (more than 1,000 holders, a token over 512 bytes) are not
-//! locks, so no write costs more than its lock's size. About 5,500
+//! locks, so no write costs more than its lock's size. A hash lock's fair
+//! queue is looked up only while some key has the queue's prefix (the
+//! keyspace counts them: `Db::has_fair_queues`). About 4,900
 //! instructions per Redisson lock+unlock and 5 bytes per held lock at
 //! 100,000 held, the event ring's fixed ~0.25 MB most of it (BENCHMARKS.md).
 

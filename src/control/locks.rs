@@ -273,12 +273,9 @@ fn read_entry<'a>(db: &'a Db, key: &[u8], entry: &'a Entry, now_ms: u64) -> Opti
                 lock.kind = "read-write";
                 lock.mode = mode;
             } else {
-                lock.queue = joined(&[b"redisson_lock_queue:{", key, b"}"], |k| {
-                    live(db, k, now_ms).and_then(|e| match &e.value {
-                        Value::List(l) => Some(l),
-                        _ => None,
-                    })
-                });
+                // No key has the queue's prefix: no look-up (the keyspace
+                // counts them exactly).
+                lock.queue = db.has_fair_queues().then(|| fair_queue(db, key, now_ms)).flatten();
                 lock.kind = if lock.queue.is_some() { "fair" } else { "reentrant" };
             }
         }
@@ -300,6 +297,16 @@ fn read_entry<'a>(db: &'a Db, key: &[u8], entry: &'a Entry, now_ms: u64) -> Opti
         _ => return None,
     }
     Some(lock)
+}
+
+/// The live list at a fair lock's queue key, `redisson_lock_queue:{key}`.
+fn fair_queue<'a>(db: &'a Db, key: &[u8], now_ms: u64) -> Option<&'a crate::db::value::ListValue> {
+    joined(&[crate::db::FAIR_QUEUE_PREFIX, b"{", key, b"}"], |k| {
+        live(db, k, now_ms).and_then(|e| match &e.value {
+            Value::List(l) => Some(l),
+            _ => None,
+        })
+    })
 }
 
 /// The lock stored at `key` of database `db` (number `index`), if its

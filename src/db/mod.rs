@@ -162,8 +162,113 @@ impl Entry {
 /// the expiry-index invariant (see the module docs).
 #[derive(Debug, Default, Clone)]
 pub struct Db {
-    map: Map<Key, Entry>,
+    map: entries::Entries,
     expires: expiry::ExpiryIndex,
+}
+
+/// What Redisson's fair lock names its queue key with
+/// (`redisson_lock_queue:{name}`): a database counts its keys that start
+/// with it ([`Db::has_fair_queues`]).
+pub const FAIR_QUEUE_PREFIX: &[u8] = b"redisson_lock_queue:";
+
+/// A database's map, with a count of its keys that start with
+/// [`FAIR_QUEUE_PREFIX`], kept where keys come and go.
+mod entries {
+    use super::{Entry, Key, Map, FAIR_QUEUE_PREFIX};
+
+    /// **Invariant:** `queues` is the number of keys of `map` that start
+    /// with [`FAIR_QUEUE_PREFIX`]. `map` is private to this module: outside
+    /// it, the map is read through `Deref` and changed only by the methods
+    /// below, every one of which adds or takes away a key's count with the
+    /// key (by construction, whatever path stores or deletes the key: a
+    /// command, expiry, eviction, a load, a swap or move of whole databases).
+    #[derive(Debug, Default, Clone)]
+    pub struct Entries {
+        map: Map<Key, Entry>,
+        queues: usize,
+    }
+
+    impl std::ops::Deref for Entries {
+        type Target = Map<Key, Entry>;
+
+        #[inline]
+        fn deref(&self) -> &Map<Key, Entry> {
+            &self.map
+        }
+    }
+
+    /// 1 if `key` is counted (first byte first: most keys stop there).
+    #[inline]
+    fn counted(key: &[u8]) -> usize {
+        usize::from(key.first() == Some(&FAIR_QUEUE_PREFIX[0]) && key.starts_with(FAIR_QUEUE_PREFIX))
+    }
+
+    impl Entries {
+        /// Keys that start with [`FAIR_QUEUE_PREFIX`].
+        #[inline]
+        pub fn queues(&self) -> usize {
+            self.queues
+        }
+
+        /// `IndexMap::insert` (a key already there keeps its place and count).
+        #[inline]
+        pub fn insert(&mut self, key: Key, entry: Entry) -> Option<Entry> {
+            let add = counted(&key);
+            let old = self.map.insert(key, entry);
+            if old.is_none() {
+                self.queues += add;
+            }
+            old
+        }
+
+        /// `IndexMap::swap_remove_index`.
+        #[inline]
+        pub fn swap_remove_index(&mut self, idx: usize) -> Option<(Key, Entry)> {
+            let gone = self.map.swap_remove_index(idx);
+            self.forget(gone)
+        }
+
+        /// `IndexMap::swap_remove_entry`.
+        #[inline]
+        pub fn swap_remove_entry(&mut self, key: &[u8]) -> Option<(Key, Entry)> {
+            let gone = self.map.swap_remove_entry(key);
+            self.forget(gone)
+        }
+
+        /// `IndexMap::swap_remove`.
+        #[inline]
+        pub fn swap_remove(&mut self, key: &[u8]) -> Option<Entry> {
+            self.swap_remove_entry(key).map(|(_, e)| e)
+        }
+
+        #[inline]
+        fn forget(&mut self, gone: Option<(Key, Entry)>) -> Option<(Key, Entry)> {
+            if let Some((k, _)) = &gone {
+                self.queues -= counted(k);
+            }
+            gone
+        }
+
+        /// `IndexMap::get_index_mut` (the key stays as it is).
+        #[inline]
+        pub fn get_index_mut(&mut self, idx: usize) -> Option<(&Key, &mut Entry)> {
+            self.map.get_index_mut(idx)
+        }
+
+        /// `IndexMap::get_mut`.
+        #[inline]
+        pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut Entry> {
+            self.map.get_mut(key)
+        }
+
+        /// Moves every entry into a new map of `capacity` with the same
+        /// hasher (the same keys: the count stays); returns the old map.
+        pub fn rebuild(&mut self, capacity: usize) -> Map<Key, Entry> {
+            let mut fresh = Map::with_capacity_and_hasher(capacity, self.map.hasher().clone());
+            fresh.extend(self.map.drain(..));
+            std::mem::replace(&mut self.map, fresh)
+        }
+    }
 }
 
 /// Keyspace-notification classes (`notify-keyspace-events` letters).
@@ -387,7 +492,7 @@ impl DbView<'_> {
                 self.entry_index(key).expect("just inserted")
             }
         };
-        &mut self.db.map[idx]
+        self.db.map.get_index_mut(idx).expect("index in range").1
     }
 
     /// Records one access to the entry `e` of `key`: the time stamp, or
@@ -704,6 +809,20 @@ impl Db {
         self.map.is_empty()
     }
 
+    /// True if some key (expired or not) starts with [`FAIR_QUEUE_PREFIX`]:
+    /// until one does, no lock has a fair queue to look up. Exact on every
+    /// path that stores or deletes a key (see `entries::Entries`).
+    #[inline]
+    pub fn has_fair_queues(&self) -> bool {
+        self.map.queues() != 0
+    }
+
+    /// The keys [`has_fair_queues`](Self::has_fair_queues) counts.
+    #[cfg(test)]
+    pub fn fair_queue_keys(&self) -> usize {
+        self.map.queues()
+    }
+
     /// Number of keys with a deadline.
     pub fn expires_len(&self) -> usize {
         self.expires.len()
@@ -807,9 +926,7 @@ impl Db {
         let len = self.map.len();
         if cap > 1024 && len * 8 < cap && len <= MAX_LIVE_FOR_REHASH {
             // The same hasher: the expiry index names keys by their hash.
-            let mut fresh = Map::with_capacity_and_hasher(len * 2, self.map.hasher().clone());
-            fresh.extend(self.map.drain(..));
-            lazy_free(std::mem::replace(&mut self.map, fresh));
+            lazy_free(self.map.rebuild(len * 2));
         }
     }
 
