@@ -43,13 +43,20 @@ impl Signal {
         poll_fn(|cx| self.poll_until(cx, || self.is_set())).await
     }
 
-    /// Completes once the flag is set, and clears it: one completion per
-    /// `notify` that came while nobody looked, as a `Notify` permit.
-    pub async fn take(&self) {
-        // Looked at before it is cleared: a swap is a locked write even when
-        // the flag is down, and the connection loop polls two of these per
-        // request. A load that reads false orders as the swap that would.
-        poll_fn(|cx| self.poll_until(cx, || self.is_set() && self.set.swap(false, Ordering::SeqCst))).await
+    /// Clears the flag; true if it was set (one true per `notify` that came
+    /// while nobody looked, as a `Notify` permit). Looked at before it is
+    /// cleared: a swap is a locked write even when the flag is down; a load
+    /// that reads false orders as that swap would.
+    #[inline]
+    pub fn try_take(&self) -> bool {
+        self.is_set() && self.set.swap(false, Ordering::SeqCst)
+    }
+
+    /// Makes `waker` the one the next [`Self::notify`] wakes. A hand-written
+    /// wait registers, then looks at the flag again (as [`Self::wait`] does).
+    #[inline]
+    pub fn register(&self, waker: &std::task::Waker) {
+        self.waker.register(waker);
     }
 
     /// Ready once `seen` says the flag was set: looked at, the waker
@@ -90,16 +97,31 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn take_consumes_one_notify() {
+    async fn try_take_consumes_one_notify_and_a_registered_waker_is_woken() {
         let s = Arc::new(Signal::new());
         s.notify();
-        tokio::time::timeout(Duration::from_secs(5), s.take()).await.expect("the stored notify");
-        assert!(!s.is_set());
-        assert!(tokio::time::timeout(Duration::from_millis(20), s.take()).await.is_err(), "consumed");
+        assert!(s.try_take(), "the stored notify");
+        assert!(!s.is_set() && !s.try_take(), "consumed");
+        // A hand-written wait: look, register, look again.
         let s2 = s.clone();
-        let waiter = tokio::spawn(async move { s2.take().await });
+        let waiter = tokio::spawn(async move {
+            poll_fn(|cx| {
+                if s2.try_take() {
+                    return Poll::Ready(());
+                }
+                s2.register(cx.waker());
+                if s2.try_take() {
+                    Poll::Ready(())
+                } else {
+                    Poll::Pending
+                }
+            })
+            .await
+        });
         tokio::time::sleep(Duration::from_millis(10)).await;
+        assert!(!waiter.is_finished());
         s.notify();
         tokio::time::timeout(Duration::from_secs(5), waiter).await.expect("woken").expect("task");
+        assert!(!s.is_set());
     }
 }

@@ -26,6 +26,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -427,19 +428,39 @@ impl Conn {
                 continue;
             }
             slot.idle.store(true, Ordering::Release);
-            let event = tokio::select! {
-                biased;
-                _ = cs.kill.wait() => None,
-                _ = slot.wake.take() => Some(Event::Wake),
-                _ = cs.outbound.take() => Some(Event::Message),
-                // Polled in place: `readable()` would queue a waiter under the
-                // socket's waiter lock on every request; this task is the
-                // socket's only reader, so the direction's one waker slot serves.
-                r = std::future::poll_fn(|cx| slot.socket.poll_read_ready(cx)) => Some(match r {
-                    Ok(ready) => Event::Read(read_once(&slot, ready)),
-                    Err(e) => Event::Read(Err(e)),
-                }),
-            };
+            // A biased select's order: the kill switch, the wake, the client's
+            // messages, then input. Written out so that the three signals'
+            // wakers are registered only when nothing is ready (and each looked
+            // at again after), not on every poll; the socket's read readiness is
+            // polled in place (`readable()` would queue a waiter under the
+            // socket's waiter lock each time; this task is its only reader).
+            let event = std::future::poll_fn(|cx| {
+                let look = || {
+                    if cs.kill.is_set() {
+                        Some(None)
+                    } else if slot.wake.try_take() {
+                        Some(Some(Event::Wake))
+                    } else if cs.outbound.try_take() {
+                        Some(Some(Event::Message))
+                    } else {
+                        None
+                    }
+                };
+                if let Some(event) = look() {
+                    return Poll::Ready(event);
+                }
+                if let Poll::Ready(r) = slot.socket.poll_read_ready(cx) {
+                    return Poll::Ready(Some(match r {
+                        Ok(ready) => Event::Read(read_once(&slot, ready)),
+                        Err(e) => Event::Read(Err(e)),
+                    }));
+                }
+                for signal in [&cs.kill, &slot.wake, &cs.outbound] {
+                    signal.register(cx.waker());
+                }
+                look().map_or(Poll::Pending, Poll::Ready)
+            })
+            .await;
             slot.idle.store(false, Ordering::Release);
             match event {
                 None => return,
