@@ -396,11 +396,11 @@ impl Conn {
         // `watch` or `Notify` wait locks a waiter list when polled: per
         // request that cost more than a PING.)
         loop {
-            if cs.kill.is_set() || self.shared.stopping() {
+            if cs.kill.is_set() || shared.stopping() {
                 return;
             }
-            if self.shared.faults.active() {
-                if let Some(until) = self.shared.faults.frozen_until(cs.id) {
+            if shared.faults.active() {
+                if let Some(until) = shared.faults.frozen_until(cs.id) {
                     if !self.wait_frozen(until).await {
                         return;
                     }
@@ -473,13 +473,13 @@ impl Conn {
                     match read {
                         Ok(0) => return,
                         Ok(n) => {
-                            self.shared.net.input_bytes.fetch_add(n as u64, Ordering::Relaxed);
-                            self.shared.net.reads.fetch_add(1, Ordering::Relaxed);
+                            shared.net.input_bytes.fetch_add(n as u64, Ordering::Relaxed);
+                            shared.net.reads.fetch_add(1, Ordering::Relaxed);
                         }
                         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
                         Err(_) => return,
                     }
-                    cs.last_interaction_ms.store(self.shared.clock.now_ms(), Ordering::Relaxed);
+                    cs.last_interaction_ms.store(shared.clock.now_ms(), Ordering::Relaxed);
                     if self.process_input(&shared, &slot).await.is_err() || slot.st.lock().client.close {
                         let _ = self.flush().await;
                         self.shutdown_socket();
