@@ -428,10 +428,12 @@ pub struct Shared {
     /// Network counters for `INFO stats`, updated by connections without
     /// the core lock.
     pub net: NetStats,
-    /// Set to request shutdown; every task watches it.
-    pub shutdown: tokio::sync::watch::Sender<bool>,
+    /// Set by [`Self::request_shutdown`] only; tasks wait on it
+    /// ([`Self::shutdown_receiver`]).
+    shutdown: tokio::sync::watch::Sender<bool>,
     /// The same request as a plain flag, for the per-command looks
-    /// ([`Self::stopping`]): reading the `watch` takes its lock.
+    /// ([`Self::stopping`]): reading the `watch` takes its lock. Both are
+    /// set together, by `request_shutdown`.
     stopping: AtomicBool,
     /// Injected faults (`RLOCKD FAULT`), also read by pub/sub delivery.
     pub faults: Arc<crate::control::faults::Faults>,
@@ -493,6 +495,12 @@ impl Shared {
     /// True once shutdown was requested.
     pub fn stopping(&self) -> bool {
         self.stopping.load(Ordering::Acquire)
+    }
+
+    /// A receiver that changes when shutdown is requested (wait on it with
+    /// [`shutdown_requested`]).
+    pub fn shutdown_receiver(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.shutdown.subscribe()
     }
 }
 

@@ -58,9 +58,16 @@ impl Default for RequestParser {
 /// Most arguments [`RequestParser::whole_multibulk`] takes in one piece.
 const WHOLE_MAX_ARGS: usize = 16;
 
+/// Redis's limits before authentication (`processMultibulkBuffer`): the
+/// arguments of one command, and one argument's length.
+const UNAUTH_MAX_ARGS: usize = 10;
+const UNAUTH_MAX_BULK: usize = 16384;
+
 /// The decimal at `buf[at..]` up to its `'\r'`, if it is short (at most 10
 /// digits), unsigned and without a leading zero: its value and the `'\r'`'s
-/// index. `None` for anything else, which the general path reads.
+/// index. `None` for anything else, which the general path reads. It finds
+/// the `'\r'` and reads the digits in one pass; `parse_i64_strict` after a
+/// search costs ~150 instructions more per request (measured).
 fn short_decimal(buf: &[u8], at: usize) -> Option<(usize, usize)> {
     let mut v = 0usize;
     for (i, &c) in buf.get(at..)?.iter().take(11).enumerate() {
@@ -177,7 +184,7 @@ impl RequestParser {
     /// error — which the general path then parses from the same bytes.
     fn whole_multibulk(&mut self, buf: &mut BytesMut) -> Option<Vec<Bytes>> {
         let (n, cr) = short_decimal(buf, 1)?;
-        if n == 0 || n > WHOLE_MAX_ARGS || (n > 10 && self.unauthenticated) {
+        if n == 0 || n > WHOLE_MAX_ARGS || (n > UNAUTH_MAX_ARGS && self.unauthenticated) {
             return None;
         }
         let mut spans = [(0usize, 0usize); WHOLE_MAX_ARGS];
@@ -187,7 +194,7 @@ impl RequestParser {
                 return None;
             }
             let (len, cr) = short_decimal(buf, pos + 1)?;
-            if len as i64 > self.max_bulk || (len > 16384 && self.unauthenticated) {
+            if len as i64 > self.max_bulk || (len > UNAUTH_MAX_BULK && self.unauthenticated) {
                 return None;
             }
             *span = (cr + 2, len);
@@ -222,7 +229,7 @@ impl RequestParser {
             Some(n) if n <= i64::from(i32::MAX) => n,
             _ => return Err(ProtocolError("invalid multibulk length".into())),
         };
-        if n > 10 && self.unauthenticated {
+        if n > UNAUTH_MAX_ARGS as i64 && self.unauthenticated {
             return Err(ProtocolError("unauthenticated multibulk length".into()));
         }
         buf.advance(cr + 2);
@@ -249,7 +256,7 @@ impl RequestParser {
             Some(l) if l >= 0 && l <= self.max_bulk => l,
             _ => return Err(ProtocolError("invalid bulk length".into())),
         };
-        if l > 16384 && self.unauthenticated {
+        if l > UNAUTH_MAX_BULK as i64 && self.unauthenticated {
             return Err(ProtocolError("unauthenticated bulk length".into()));
         }
         buf.advance(cr + 2);

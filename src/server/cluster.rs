@@ -637,7 +637,7 @@ pub(crate) fn join(shared: &Arc<Shared>, m: Member) -> tokio::sync::mpsc::Unboun
 
 /// Delivers what other nodes publish to this node's subscribers.
 pub(crate) async fn serve_bus(shared: Arc<Shared>, mut rx: tokio::sync::mpsc::UnboundedReceiver<BusMessage>) {
-    let mut shutdown = shared.shutdown.subscribe();
+    let mut shutdown = shared.shutdown_receiver();
     loop {
         let msg = tokio::select! {
             _ = crate::core::shutdown_requested(&mut shutdown) => return,

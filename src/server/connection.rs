@@ -725,7 +725,7 @@ impl Conn {
         let crate::client::BlockRequest { waiter, mut rx, deadline } = req;
         let cs = self.cs.clone();
         cs.blocked.store(true, Ordering::Relaxed);
-        let mut shutdown = self.shared.shutdown.subscribe();
+        let mut shutdown = self.shared.shutdown_receiver();
         let shared = self.shared.clone();
         let slot = self.slot.clone();
         let mut eof = false;
@@ -805,7 +805,7 @@ impl Conn {
     /// server stops meanwhile.
     async fn wait_frozen(&mut self, until: std::time::Instant) -> bool {
         let cs = self.cs.clone();
-        let mut shutdown = self.shared.shutdown.subscribe();
+        let mut shutdown = self.shared.shutdown_receiver();
         tokio::select! {
             _ = tokio::time::sleep_until(until.into()) => true,
             _ = cs.kill.wait() => false,

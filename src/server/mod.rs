@@ -289,13 +289,13 @@ impl Server {
 
     /// A receiver that changes when shutdown is requested.
     pub fn shutdown_signal(&self) -> tokio::sync::watch::Receiver<bool> {
-        self.shared.shutdown.subscribe()
+        self.shared.shutdown_receiver()
     }
 
     /// Resolves once shutdown is requested (by `SHUTDOWN`, a signal handler
     /// or [`stop`](Self::stop)), also when that happened before the call.
     pub fn shutdown_requested(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
-        let mut rx = self.shared.shutdown.subscribe();
+        let mut rx = self.shared.shutdown_receiver();
         async move { crate::core::shutdown_requested(&mut rx).await }
     }
 
@@ -401,7 +401,7 @@ pub(crate) fn listen_all(bind: &str, port: u16, backlog: u32) -> std::io::Result
 /// Accepts connections on every listener until shutdown (`CONFIG SET port`
 /// / `bind` replace the listeners under it: [`io::Io`]).
 async fn run(listeners: Vec<socket::Listener>, shared: Arc<Shared>) {
-    let mut shutdown = shared.shutdown.subscribe();
+    let mut shutdown = shared.shutdown_receiver();
     let io = io::Io::new(&shared, listeners);
     let _ = shared.io.set(io.clone() as Arc<dyn crate::core::ServerIo>);
     tokio::spawn(active_expire(shared.clone()));
@@ -462,7 +462,7 @@ fn close_idle_clients(core: &crate::core::Core, now_ms: u64) {
 /// most ~1 ms of lock time, yielding between slices so other clients never
 /// wait long.
 async fn active_expire(shared: Arc<Shared>) {
-    let mut shutdown = shared.shutdown.subscribe();
+    let mut shutdown = shared.shutdown_receiver();
     loop {
         let hz = {
             let mut core = shared.core.lock().await;

@@ -66,7 +66,7 @@ pub(crate) async fn run(shared: Arc<Shared>) {
         }
         core.repl.wake.clone()
     };
-    let mut shutdown = shared.shutdown.subscribe();
+    let mut shutdown = shared.shutdown_receiver();
     let mut master: Option<MasterClient> = None;
     let mut next_ping = None;
     let mut last_ack = Instant::now();

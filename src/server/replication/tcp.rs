@@ -64,7 +64,7 @@ type Result<T> = std::result::Result<T, String>;
 /// Runs the link to the primary at `host port` for the master
 /// `client_id` until it is stopped.
 pub(super) async fn run(shared: Arc<Shared>, host: String, port: u16, client_id: u64, stop: Arc<Notify>) {
-    let mut shutdown = shared.shutdown.subscribe();
+    let mut shutdown = shared.shutdown_receiver();
     let mut first = true;
     loop {
         if !first {
@@ -475,7 +475,7 @@ impl Session<'_> {
             if !apply(&shared, &mut master, self.client_id, &mut frames).await {
                 return Ok(End::Stopped);
             }
-            let mut shutdown = shared.shutdown.subscribe();
+            let mut shutdown = shared.shutdown_receiver();
             let mut buf = std::mem::take(&mut self.buf);
             buf.reserve(64 * 1024);
             let stream = self.stream.as_mut().expect("connected");
