@@ -191,7 +191,7 @@ impl Scripting {
             fvm: None,
             libraries: functions::Libraries::default(),
             rng: Rand48::default(),
-            args: run::CallArgs::default(),
+            args: run::CallArgs::new(),
         }
     }
 

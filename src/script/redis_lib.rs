@@ -41,7 +41,8 @@ const READ_AT_ONCE: usize = 32;
 /// arguments are written one after the other into `args.buf` and handed
 /// out as slices of it (see [`CallArgs`](super::run::CallArgs)).
 unsafe fn collect_args(l: State, argc: c_int, args: &mut super::run::CallArgs) -> bool {
-    args.argv.clear();
+    // Emptied after the previous call (`CallArgs::clear`).
+    debug_assert!(args.argv.is_empty());
     args.ends.clear();
     let buf = &mut args.buf;
     let push_number = |buf: &mut bytes::BytesMut, n: ffi::lua_Number| {
@@ -61,17 +62,25 @@ unsafe fn collect_args(l: State, argc: c_int, args: &mut super::run::CallArgs) -
         }
         // The helper wrote slots 0..n of each array it was asked to fill.
         let p: *const *const std::ffi::c_char = p;
-        for i in 0..n {
+        let lens = std::slice::from_raw_parts_mut(ln, n);
+        // Room for every string and a formatted number (at most 24 bytes)
+        // at once: one capacity check for the call.
+        let room: usize = (0..n).map(|i| if (*p.add(i)).is_null() { 24 } else { lens[i] }).sum();
+        buf.reserve(room);
+        for (i, len) in lens.iter_mut().enumerate() {
             let ptr = *p.add(i);
             if ptr.is_null() {
+                let before = buf.len();
                 push_number(buf, *nm.cast::<ffi::lua_Number>().add(i));
+                *len = buf.len() - before;
             } else {
-                buf.extend_from_slice(std::slice::from_raw_parts(ptr.cast::<u8>(), *ln.add(i)));
+                buf.extend_from_slice(std::slice::from_raw_parts(ptr.cast::<u8>(), *len));
             }
-            args.ends.push(buf.len());
         }
+        split_args(buf, lens, &mut args.argv);
     } else {
         for j in 1..=argc {
+            let before = buf.len();
             match ffi::lua_type(l, j) {
                 ffi::LUA_TNUMBER => push_number(buf, ffi::lua_tonumber(l, j)),
                 ffi::LUA_TSTRING => buf.extend_from_slice(super::lua::to_bytes(l, j).unwrap_or(b"")),
@@ -80,17 +89,24 @@ unsafe fn collect_args(l: State, argc: c_int, args: &mut super::run::CallArgs) -
                     return false;
                 }
             }
-            args.ends.push(buf.len());
+            args.ends.push(buf.len() - before);
         }
-    }
-    let all = buf.split().freeze();
-    args.argv.reserve(n);
-    let mut start = 0;
-    for &end in &args.ends {
-        args.argv.push(all.slice(start..end));
-        start = end;
+        split_args(buf, &args.ends, &mut args.argv);
     }
     true
+}
+
+/// Hands out `buf`'s bytes as one `Bytes` per length in `lens` (slices of
+/// one shared buffer; the last argument is the buffer itself).
+fn split_args(buf: &mut bytes::BytesMut, lens: &[usize], argv: &mut Vec<bytes::Bytes>) {
+    let mut all = buf.split().freeze();
+    argv.reserve(lens.len());
+    if let Some((_, init)) = lens.split_last() {
+        for &len in init {
+            argv.push(all.split_to(len));
+        }
+        argv.push(all);
+    }
 }
 
 /// A reply pushed as more than one level of Lua values.

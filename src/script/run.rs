@@ -82,15 +82,25 @@ pub(crate) struct RunCtx<'h> {
 /// which copy what they keep). Once the call's slices are dropped the buffer
 /// is its only owner again and the next call writes over it; a command that
 /// kept a slice keeps that call's buffer, and the next call starts a new one.
+/// The buffer of [`CallArgs::new`] starts at [`CallArgs::FIRST_BYTES`]:
+/// room for many calls before it has to be reclaimed (`BytesMut` gives a
+/// new buffer the first one's size, so a small first buffer would be
+/// reclaimed every call or two). `Default` allocates nothing: it stands in
+/// while a run holds the real one.
 #[derive(Debug, Default)]
 pub(crate) struct CallArgs {
     pub argv: Vec<Bytes>,
     pub buf: BytesMut,
-    /// Where each argument ends in `buf` (while they are collected).
+    /// Each argument's length in `buf` (while a call with many is collected).
     pub ends: Vec<usize>,
 }
 
 impl CallArgs {
+    const FIRST_BYTES: usize = 1024;
+
+    pub fn new() -> CallArgs {
+        CallArgs { argv: Vec::new(), buf: BytesMut::with_capacity(Self::FIRST_BYTES), ends: Vec::new() }
+    }
     /// A call with more bytes or arguments than this does not keep its
     /// buffer or vector for good.
     const KEEP_BYTES: usize = 16 << 10;
@@ -105,7 +115,7 @@ impl CallArgs {
             self.ends = Vec::new();
         }
         if self.buf.capacity() > Self::KEEP_BYTES {
-            self.buf = BytesMut::new();
+            self.buf = BytesMut::with_capacity(Self::FIRST_BYTES);
         }
     }
 }

@@ -46,10 +46,19 @@ use super::lua::{
 };
 
 extern "C" {
-    /// Readies the table on top to hold the `n` strings `ptrs`/`lens` if
-    /// nothing a script did to it can show: returns the mask of the slots
-    /// already holding theirs, or -1 (lua/vm/tables.c).
-    fn rlockd_lua_refill_array(l: State, n: c_int, ptrs: *const *const c_char, lens: *const usize) -> i64;
+    /// Refills the table registered at `table` with the `n` strings
+    /// `ptrs`/`lens` (keeping those already in place) and sets it as field
+    /// `name` of `globals` (registry references), if nothing a script did
+    /// to it can show; otherwise -1, nothing changed (lua/vm/tables.c).
+    fn rlockd_lua_set_arg_table(
+        l: State,
+        globals: c_int,
+        name: c_int,
+        table: c_int,
+        n: c_int,
+        ptrs: *const *const c_char,
+        lens: *const usize,
+    ) -> c_int;
     /// Marks the table on top read-only for the VM's assignments (our
     /// patch, see lua/vm/patches.rs; lua/vm/tables.c).
     fn rlockd_lua_set_readonly(l: State) -> c_int;
@@ -261,12 +270,8 @@ impl Vm {
         /// Arguments past which a run's tables are not kept for the next.
         const KEEP_BYTES: usize = 1024;
         let l = self.l;
-        ffi::lua_rawgeti(l, ffi::LUA_REGISTRYINDEX, self.refs.real_globals as ffi::lua_Integer);
         for ((name, items), table) in [(self.refs.keys, keys), (self.refs.argv, argv)].into_iter().zip(tables) {
             let n = items.len().min(1 << 24) as c_int;
-            ffi::lua_rawgeti(l, ffi::LUA_REGISTRYINDEX, name as ffi::lua_Integer);
-            ffi::lua_rawgeti(l, ffi::LUA_REGISTRYINDEX, table as ffi::lua_Integer);
-            let mut kept = -1;
             if items.len() <= REFILL_MAX {
                 // Only the first n are written and read.
                 let mut ptrs = [MaybeUninit::<*const c_char>::uninit(); REFILL_MAX];
@@ -275,26 +280,34 @@ impl Vm {
                     ptrs[i].write(it.as_ptr().cast());
                     lens[i].write(it.len());
                 }
-                kept = rlockd_lua_refill_array(l, n, ptrs.as_ptr().cast(), lens.as_ptr().cast());
-            }
-            if kept < 0 {
-                ffi::lua_pop(l, 1);
-                ffi::lua_createtable(l, n, 0);
-                if items.len() <= REFILL_MAX && items.iter().map(|b| b.len()).sum::<usize>() <= KEEP_BYTES {
-                    ffi::lua_pushvalue(l, -1);
-                    ffi::lua_rawseti(l, ffi::LUA_REGISTRYINDEX, table as ffi::lua_Integer);
+                let refilled = rlockd_lua_set_arg_table(
+                    l,
+                    self.refs.real_globals,
+                    name,
+                    table,
+                    n,
+                    ptrs.as_ptr().cast(),
+                    lens.as_ptr().cast(),
+                );
+                if refilled == 0 {
+                    continue;
                 }
-                kept = 0;
+            }
+            // A new table, kept for the next run if small.
+            ffi::lua_rawgeti(l, ffi::LUA_REGISTRYINDEX, self.refs.real_globals as ffi::lua_Integer);
+            ffi::lua_rawgeti(l, ffi::LUA_REGISTRYINDEX, name as ffi::lua_Integer);
+            ffi::lua_createtable(l, n, 0);
+            if items.len() <= REFILL_MAX && items.iter().map(|b| b.len()).sum::<usize>() <= KEEP_BYTES {
+                ffi::lua_pushvalue(l, -1);
+                ffi::lua_rawseti(l, ffi::LUA_REGISTRYINDEX, table as ffi::lua_Integer);
             }
             for (j, it) in items.iter().enumerate() {
-                if j >= REFILL_MAX || kept & (1 << j) == 0 {
-                    push_bytes(l, it);
-                    ffi::lua_rawseti(l, -2, (j + 1) as ffi::lua_Integer);
-                }
+                push_bytes(l, it);
+                ffi::lua_rawseti(l, -2, (j + 1) as ffi::lua_Integer);
             }
             ffi::lua_rawset(l, -3);
+            ffi::lua_pop(l, 1);
         }
-        ffi::lua_pop(l, 1);
     }
 
     /// Used Lua memory in bytes.

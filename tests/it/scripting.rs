@@ -875,3 +875,60 @@ fn a_refused_script_write_counts_under_its_own_error_prefix() {
     let Some(oracle) = common::oracle::Oracle::start() else { return };
     assert_eq!(ours, refused_script_write_stats(oracle.port), "rlockd, then redis-server");
 }
+
+/// A script's KEYS and ARGV tables are refilled run after run inside the VM
+/// (`lua/vm/tables.c`): strings that did not change are kept, new ones are
+/// stored with the collector's write barrier. Runs that make garbage keep
+/// the incremental collector stepping through every phase while the tables
+/// are refilled; a missing barrier would let it free a new argument still in
+/// the table, and a later run would read freed memory instead of its own
+/// arguments. Every run here must see exactly the arguments it was given,
+/// through `redis.call` as well.
+#[test]
+fn keys_and_argv_survive_the_collector() {
+    let srv = common::server();
+    let mut c = raw(&srv);
+    let script = "local junk = {} for i = 1, 40 do junk[i] = string.rep(ARGV[1], 3) .. i end \
+                  redis.call('set', KEYS[1], ARGV[1] .. '|' .. ARGV[2]) \
+                  return {#KEYS, #ARGV, KEYS[1], KEYS[2] or '', ARGV[1], ARGV[2], redis.call('get', KEYS[1])}";
+    let sha = match c.cmd(&["SCRIPT", "LOAD", script]) {
+        Value::Bulk(Some(b)) => String::from_utf8(b).expect("sha"),
+        other => panic!("SCRIPT LOAD: {other:?}"),
+    };
+    for i in 0..3000 {
+        let key = format!("gc-key-{i}");
+        let arg = format!("arg-{i}-{}", "x".repeat(i % 50));
+        // Every third run has a second key and a constant second argument
+        // (kept from the previous run), the others one key (a slot cleared).
+        let (keys, second): (Vec<&str>, &str) =
+            if i % 3 == 0 { (vec![key.as_str(), "gc-other"], "same") } else { (vec![key.as_str()], "changing") };
+        let second = if second == "same" { second.to_string() } else { format!("c{i}") };
+        let n = keys.len().to_string();
+        let mut argv = vec!["EVALSHA", sha.as_str(), n.as_str()];
+        argv.extend_from_slice(&keys);
+        argv.push(&arg);
+        argv.push(&second);
+        let expected = arr(vec![
+            Value::Int(keys.len() as i64),
+            Value::Int(2),
+            bulk(&key),
+            bulk(if keys.len() == 2 { "gc-other" } else { "" }),
+            bulk(&arg),
+            bulk(&second),
+            bulk(&format!("{arg}|{second}")),
+        ]);
+        assert_eq!(c.cmd(&argv), expected, "run {i}");
+    }
+    // The collector really ran: the heap stays bounded although every run
+    // made about 40 new strings.
+    let info = match c.cmd(&["INFO", "memory"]) {
+        Value::Bulk(Some(b)) => String::from_utf8(b).expect("info"),
+        other => panic!("INFO: {other:?}"),
+    };
+    let lua: u64 = info
+        .lines()
+        .find_map(|l| l.strip_prefix("used_memory_lua:"))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("used_memory_lua");
+    assert!(lua < 4 << 20, "used_memory_lua {lua}");
+}
