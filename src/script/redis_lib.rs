@@ -43,7 +43,6 @@ const READ_AT_ONCE: usize = 32;
 unsafe fn collect_args(l: State, argc: c_int, args: &mut super::run::CallArgs) -> bool {
     // Emptied after the previous call (`CallArgs::clear`).
     debug_assert!(args.argv.is_empty());
-    args.ends.clear();
     let buf = &mut args.buf;
     let push_number = |buf: &mut bytes::BytesMut, n: ffi::lua_Number| {
         let mut num = [0u8; 64];
@@ -79,6 +78,7 @@ unsafe fn collect_args(l: State, argc: c_int, args: &mut super::run::CallArgs) -
         }
         split_args(buf, lens, &mut args.argv);
     } else {
+        args.ends.clear();
         for j in 1..=argc {
             let before = buf.len();
             match ffi::lua_type(l, j) {

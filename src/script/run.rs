@@ -96,15 +96,17 @@ pub(crate) struct CallArgs {
 }
 
 impl CallArgs {
+    /// The engine's buffer's first size (see the type's docs).
     const FIRST_BYTES: usize = 1024;
-
-    pub fn new() -> CallArgs {
-        CallArgs { argv: Vec::new(), buf: BytesMut::with_capacity(Self::FIRST_BYTES), ends: Vec::new() }
-    }
     /// A call with more bytes or arguments than this does not keep its
     /// buffer or vector for good.
     const KEEP_BYTES: usize = 16 << 10;
     const KEEP_ARGS: usize = 256;
+
+    /// The engine's own: the buffer starts at [`Self::FIRST_BYTES`].
+    pub fn new() -> CallArgs {
+        CallArgs { argv: Vec::new(), buf: BytesMut::with_capacity(Self::FIRST_BYTES), ends: Vec::new() }
+    }
 
     /// Empties the vector (dropping this call's slices); lets go of a
     /// buffer or vector grown past what is worth keeping.

@@ -900,9 +900,11 @@ fn keys_and_argv_survive_the_collector() {
         let arg = format!("arg-{i}-{}", "x".repeat(i % 50));
         // Every third run has a second key and a constant second argument
         // (kept from the previous run), the others one key (a slot cleared).
-        let (keys, second): (Vec<&str>, &str) =
-            if i % 3 == 0 { (vec![key.as_str(), "gc-other"], "same") } else { (vec![key.as_str()], "changing") };
-        let second = if second == "same" { second.to_string() } else { format!("c{i}") };
+        let (keys, second) = if i % 3 == 0 {
+            (vec![key.as_str(), "gc-other"], "same".to_string())
+        } else {
+            (vec![key.as_str()], format!("c{i}"))
+        };
         let n = keys.len().to_string();
         let mut argv = vec!["EVALSHA", sha.as_str(), n.as_str()];
         argv.extend_from_slice(&keys);
