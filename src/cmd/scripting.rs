@@ -239,7 +239,8 @@ impl ScriptHost for ScriptRun<'_, '_> {
             let mut ctx = Ctx { core: &mut *self.ctx.core, client: &mut self.client, shared: self.ctx.shared };
             if let Err(d) = super::access::check(&ctx, cmd, argv) {
                 super::access::refuse(&mut ctx, cmd, argv, d, "lua");
-                return Err(self.refuse(Some(cmd.id), ScriptErr::Denied(super::access::script_denial(d))));
+                let text = super::access::script_denial(&ctx, cmd, d);
+                return Err(self.refuse(Some(cmd.id), ScriptErr::Denied(text)));
             }
         }
         if self.readonly && (cmd.has(flags::WRITE) || cmd.has(flags::MAY_REPLICATE)) {
