@@ -10,7 +10,8 @@
 #           scratch module that points at clients/go as a user's would.
 # Then each language's section of the README, as written there, in a scratch
 # project outside the checkout (/path/to/rlockd read as this checkout; Java
-# twice, with the README's JUnit 5.12.2 and with 5.10.2).
+# twice, with the README's JUnit 5.12.2 and with 5.10.2), and every other
+# README block marked to run, in those projects (clients/readme-blocks.sh).
 # A missing toolchain is a visible skip. Ends with "clients: N passed, M failed"
 # (tests counted from each runner's report) and exits non-zero on any failure.
 # Packages come from PyPI, npm, Maven Central and the Go module proxy through
@@ -235,6 +236,7 @@ run_python() {
     fi
     python_tests; local rc=$?
     (python_readme) || rc=1
+    blocks_python || true
     if [ -f "$scratch/python.xml" ]; then
         local xs=("$scratch/python.xml")
         if [ -f "$scratch/python-readme.xml" ]; then xs+=("$scratch/python-readme.xml"); else rc=1; fi
@@ -252,6 +254,7 @@ run_node() {
     fi
     node_tests; local rc=$?
     (node_readme) || rc=1
+    blocks_node || true
     if [ -f "$scratch/node.tap" ]; then
         local p=0 f=0 s=0 tap
         [ -f "$scratch/node-readme.tap" ] || rc=1
@@ -305,7 +308,11 @@ run_go() {
     count "$p" "$f" "$s" go
 }
 
-only=${CLIENTS_ONLY:-python node java go}
+# shellcheck source=clients/readme-blocks.sh
+. "$root/clients/readme-blocks.sh"
+blocks_ok=0
+only=${CLIENTS_ONLY:-readme python node java go}
+[[ " $only " == *" readme "* ]] || only="readme $only"
 for lang in $only; do
     echo
     "run_$lang"

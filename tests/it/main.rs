@@ -34,6 +34,8 @@ mod lua_vm_cves;
 mod ordering;
 mod protocol;
 mod pubsub;
+mod readme;
+mod readme_rust;
 mod replication;
 mod replication_diff;
 mod replication_tcp;
