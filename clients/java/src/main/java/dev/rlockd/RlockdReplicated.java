@@ -179,11 +179,7 @@ public final class RlockdReplicated implements AutoCloseable {
     public List<ReplicationLink> replicationStatus() {
         List<ReplicationLink> out = new ArrayList<>();
         for (Object x : Control.list(currentPrimary().command("RLOCKD", "REPL", "STATUS"))) {
-            var m = Control.map(x);
-            out.add(new ReplicationLink(Control.text(m.get("primary")), Control.text(m.get("replica")),
-                    Control.integer(m.get("acked")), Control.integer(m.get("pending_writes")),
-                    Control.integer(m.get("pending_bytes")), Control.integer(m.get("paused")) != 0,
-                    Control.integer(m.get("lag_ms")), Control.integer(m.get("broken")) != 0));
+            out.add(ReplicationLink.of(x));
         }
         return out;
     }
@@ -207,6 +203,10 @@ public final class RlockdReplicated implements AutoCloseable {
     /** Moves every node's time; returns the primary's new time (unix ms). */
     public long advanceClock(Duration by) {
         return topo.advanceClock(by);
+    }
+
+    public long advanceClock(long ms) {
+        return topo.advanceClock(Duration.ofMillis(ms));
     }
 
     /** The violations any node saw. */
