@@ -59,6 +59,8 @@ else
 fi
 
 scratch=$(mktemp -d /tmp/rlockd-clients.XXXXXX)
+# The control surface each front end's tests check their classes against.
+export RLOCKD_SURFACE=$root/clients/surface.tsv
 trap 'rm -rf "$scratch"' EXIT
 mkdir -p "$scratch/bin"
 # Debug info stays in target/; the packages carry the stripped executable.

@@ -437,6 +437,18 @@ func (r *Replicated) Replicas() []*Server { return r.nodes[1:] }
 // ReplicaURLs are the replicas' redis:// URLs.
 func (r *Replicated) ReplicaURLs() []string { return r.nodes[1:].urls() }
 
+// URLs are every node's redis://host:port, the primary as started first.
+func (r *Replicated) URLs() []string { return r.nodes.urls() }
+
+// Locks lists the locks on the current primary (the embedded Server's are the primary's as
+// started, which a failover leaves behind).
+func (r *Replicated) Locks(pattern ...string) []Lock {
+	if r.tb != nil {
+		r.tb.Helper()
+	}
+	return r.CurrentPrimary().Locks(pattern...)
+}
+
 // Nodes are the primary then its replicas, as started.
 func (r *Replicated) Nodes() []*Server { return r.nodes }
 

@@ -200,6 +200,20 @@ public final class RlockdReplicated implements AutoCloseable {
         return named(currentPrimary());
     }
 
+    /** {@code redis://127.0.0.1:PORT} of every node, the primary as started first. */
+    public List<String> urls() {
+        return topo.urls();
+    }
+
+    /** The locks on the current primary. */
+    public List<LockInfo> locks() {
+        return currentPrimary().locks();
+    }
+
+    public List<LockInfo> locks(String pattern) {
+        return currentPrimary().locks(pattern);
+    }
+
     /** Moves every node's time; returns the primary's new time (unix ms). */
     public long advanceClock(Duration by) {
         return topo.advanceClock(by);
