@@ -473,6 +473,8 @@ class RlockdServer {
     if (!params) {
       throw new TypeError(`unknown fault kind ${spec && spec.kind}; one of ${Object.keys(FAULT_PARAMS).join(", ")}`);
     }
+    const accepted = ["kind", ...params, ...(kind === "close" ? ["when"] : []), ...(kind === "latency" ? ["jitterMs"] : [])];
+    checkKeys(`addFault({ kind: "${kind}" })`, spec, [...accepted, ...FAULT_SCOPE.map(([field]) => field)]);
     const args = ["FAULT", kind.toUpperCase()];
     for (const p of params) {
       if (spec[p] === undefined || spec[p] === null) throw new TypeError(`fault ${kind} needs ${p}`);
@@ -500,7 +502,9 @@ class RlockdServer {
   }
 
   /** Closes the connections matching `client` (a name pattern) and/or `id` now; resolves with how many. */
-  killClients({ client, id } = {}) {
+  async killClients(opts = {}) {
+    checkKeys("killClients", opts, ["client", "id"]);
+    const { client, id } = opts;
     const args = ["FAULT", "KILL"];
     if (client !== undefined) args.push("CLIENT", client);
     if (id !== undefined) args.push("ID", id);

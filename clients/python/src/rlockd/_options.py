@@ -21,13 +21,16 @@ _TYPES = {
 
 
 def checked(init):
-    """Wraps a class's ``__init__``: refuses unknown options and values of the wrong type."""
+    """Wraps a class's ``__init__`` (or a method taking options): refuses unknown options and
+    values of the wrong type."""
     sig = inspect.signature(init)
     names = [n for n in sig.parameters if n != "self"]
 
     @functools.wraps(init)
     def wrapper(self, *args, **kwargs):
         what = f"rlockd.{type(self).__name__}"
+        if init.__name__ != "__init__":
+            what += f".{init.__name__}()"
         unknown = [k for k in kwargs if k not in names]
         if unknown:
             raise TypeError(f"{what}: unknown option {unknown[0]!r}; accepted: {', '.join(names)}")
