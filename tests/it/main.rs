@@ -35,6 +35,7 @@ mod ordering;
 mod protocol;
 mod pubsub;
 mod readme;
+#[rustfmt::skip] // the README's lines, as written there
 mod readme_rust;
 mod replication;
 mod replication_diff;

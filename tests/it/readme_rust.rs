@@ -1,14 +1,14 @@
 //! The README's Rust blocks, each as written there (`readme.rs` checks that
-//! the lines are the README's): whole tests as they are, fragments as the
-//! body of a test.
+//! the lines are the README's, so rustfmt leaves this file alone: see
+//! `main.rs`): whole tests as they are, fragments as the body of a test.
 
 #[test]
 fn my_lock_test() {
-    let srv = rlockd::Server::start().unwrap(); // 127.0.0.1, free port
+    let srv = rlockd::Server::start().unwrap();          // 127.0.0.1, free port
     let client = redis::Client::open(srv.url()).unwrap(); // redis://127.0.0.1:PORT
     let mut con = client.get_connection().unwrap();
-    let ok: Option<String> =
-        redis::cmd("SET").arg("lock").arg("me").arg("NX").arg("PX").arg(30_000).query(&mut con).unwrap();
+    let ok: Option<String> = redis::cmd("SET").arg("lock").arg("me")
+        .arg("NX").arg("PX").arg(30_000).query(&mut con).unwrap();
     assert_eq!(ok.as_deref(), Some("OK"));
 } // server stops here
 
@@ -20,9 +20,9 @@ fn options() -> Result<(), rlockd::Error> {
         params: vec![("notify-keyspace-events".into(), "KEA".into())],
         ..Default::default()
     })?;
-    srv.url(); // redis://:secret@127.0.0.1:PORT
+    srv.url();   // redis://:secret@127.0.0.1:PORT
     srv.clock(); // the server's clock (all expiry reads it)
-    srv.stop(); // or just drop it
+    srv.stop();  // or just drop it
     Ok(())
 }
 
