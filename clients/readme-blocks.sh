@@ -167,19 +167,19 @@ run_readme() {
     if ! command -v redis-cli >/dev/null; then
         skipped=$((skipped + 1)); note "readme sh blocks: SKIPPED (redis-cli not found)"; return
     fi
-    local id p=0 f=0
+    local id p=0 f=0 t0=$SECONDS
     for id in $(blocks_of sh); do
         # shellcheck disable=SC2016
         if (cd "$scratch" && PRIVATE_TMP=1 block_run "$id" bash -c 'cd /tmp && bash -eo pipefail "$BLOCK"'); then
             p=$((p + 1))
         else f=$((f + 1)); fi
     done
-    count "$p" "$f" 0 "readme sh blocks"
+    count "$p" "$f" 0 "readme sh blocks ($((SECONDS - t0)) s)"
 }
 
 # Python blocks, in the venv python_readme made.
 blocks_python() {
-    local proj=$scratch/python-readme id p=0 f=0
+    local proj=$scratch/python-readme id p=0 f=0 t0=$SECONDS
     [ "$blocks_ok" = 1 ] || return 0
     [ -x "$proj/.venv/bin/python" ] || { count 0 1 0 "readme python blocks (no README venv)"; return 1; }
     for id in $(blocks_of python); do
@@ -194,13 +194,13 @@ blocks_python() {
             p=$((p + 1))
         else f=$((f + 1)); fi
     done
-    count "$p" "$f" 0 "readme python blocks"
+    count "$p" "$f" 0 "readme python blocks ($((SECONDS - t0)) s)"
     [ "$f" = 0 ]
 }
 
 # Node blocks, in the project node_readme installed with the README's lines.
 blocks_node() {
-    local proj=$scratch/node-readme id p=0 f=0
+    local proj=$scratch/node-readme id p=0 f=0 t0=$SECONDS
     [ "$blocks_ok" = 1 ] || return 0
     [ -d "$proj/node_modules/rlockd" ] || { count 0 1 0 "readme node blocks (no README project)"; return 1; }
     for id in $(blocks_of node); do
@@ -215,6 +215,6 @@ blocks_node() {
             p=$((p + 1))
         else f=$((f + 1)); fi
     done
-    count "$p" "$f" 0 "readme node blocks"
+    count "$p" "$f" 0 "readme node blocks ($((SECONDS - t0)) s)"
     [ "$f" = 0 ]
 }
