@@ -56,6 +56,21 @@ blocks_extract() {
         echo "$unmarked"
         return 1
     fi
+    # A `project` block is one the language sections' steps in clients/test.sh read (by its
+    # first line); one they do not read would go unrun.
+    local id first known ok
+    for id in $(blocks_of project); do
+        first=$(head -n 1 "$blocks/$id") ok=0
+        for known in "# test_lock.py" "python3 -m venv .venv" "// lock.test.mjs" "npm pack $root/clients/node" \
+            "mvn -q -f $root/clients/java/pom.xml install" "<!-- pom.xml -->" "// src/test/java/LockTest.java" \
+            "go mod edit -require=rlockd.dev/rlockd" "// lock_test.go"; do
+            [[ $first == "$known"* ]] && ok=1
+        done
+        if [ "$ok" = 0 ]; then
+            say "$(block_where "$id") is marked project, but no step of clients/test.sh reads it: $first"
+            return 1
+        fi
+    done
     # The wrapper redis-cli, and rlockd, first on the blocks' PATH.
     mkdir -p "$scratch/readme-bin"
     # rlockd marks itself starting until its ready line, for redis-cli to wait on.
