@@ -342,3 +342,15 @@ func TestAFaultFieldItsKindDoesNotTakeIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestAReplicatedNodeTakenDownAndBroughtUp(t *testing.T) {
+	r := StartReplicated(t, 1, 1)
+	r.TakeDown(1) // the replica crashes: its port closes
+	if r.Replicas()[0].Ping() {
+		t.Fatal("the replica still answers")
+	}
+	r.BringUp(1)
+	if !r.Replicas()[0].Ping() {
+		t.Fatal("the replica did not come back")
+	}
+}

@@ -440,6 +440,28 @@ func (r *Replicated) ReplicaURLs() []string { return r.nodes[1:].urls() }
 // URLs are every node's redis://host:port, the primary as started first.
 func (r *Replicated) URLs() []string { return r.nodes.urls() }
 
+func (r *Replicated) viaOther(node int, what string) {
+	if r.tb != nil {
+		r.tb.Helper()
+	}
+	target := r.nodes[node]
+	for _, n := range r.nodes.up() {
+		if n.Port() != target.Port() {
+			n.rlockd("REPL", what, target.Port())
+			return
+		}
+	}
+	r.fail("no other node answers")
+}
+
+// TakeDown crashes node (its index in Nodes(); RLOCKD REPL CRASH): its port closes, its
+// clients are cut, what it had not replicated is lost; the Sentinels notice it after
+// down-after-milliseconds and fail over from a primary.
+func (r *Replicated) TakeDown(node int) { r.viaOther(node, "CRASH") }
+
+// BringUp starts a crashed node again on its port (RLOCKD REPL REVIVE).
+func (r *Replicated) BringUp(node int) { r.viaOther(node, "REVIVE") }
+
 // Locks lists the locks on the current primary (the embedded Server's are the primary's as
 // started, which a failover leaves behind).
 func (r *Replicated) Locks(pattern ...string) []Lock {

@@ -1012,6 +1012,27 @@ class RlockdReplicated extends RlockdTopology {
   async locks(pattern) {
     return (await this.currentPrimary()).locks(pattern);
   }
+
+  async _viaOther(node, ...args) {
+    const target = typeof node === "number" ? this.nodes[node] : node;
+    const [other] = (await upNodes(this.nodes)).filter((n) => n.port !== target.port);
+    if (!other) throw new RlockdError("no other node answers");
+    await other._rlockd("REPL", ...args, target.port);
+  }
+
+  /**
+   * Crashes a node (its index or the node; RLOCKD REPL CRASH): its port closes, its clients
+   * are cut, what it had not replicated is lost; the Sentinels notice it after
+   * down-after-milliseconds and fail over from a primary.
+   */
+  takeDown(node) {
+    return this._viaOther(node, "CRASH");
+  }
+
+  /** Starts a crashed node again on its port (RLOCKD REPL REVIVE). */
+  bringUp(node) {
+    return this._viaOther(node, "REVIVE");
+  }
 }
 
 /**

@@ -300,6 +300,10 @@ export declare class RlockdReplicated extends RlockdTopology {
   readonly sentinels: HostPort[];
   /** The node that is the primary now (each node's ROLE). */
   currentPrimary(): Promise<RlockdServer>;
+  /** Crashes a node (RLOCKD REPL CRASH): its port closes, unreplicated writes are lost; the Sentinels notice it. */
+  takeDown(node: number | RlockdServer): Promise<void>;
+  /** Starts a crashed node again on its port (RLOCKD REPL REVIVE). */
+  bringUp(node: number | RlockdServer): Promise<void>;
   /** Where the Sentinels say the primary is. */
   sentinelPrimary(): Promise<HostPort>;
   /** Holds the stream to the replicas (to `replica` only): writes pile up unacknowledged. Resolves with how many links. */

@@ -138,3 +138,12 @@ test("start refuses unknown options and wrong types, naming the accepted ones", 
     /unknown option "prot"; accepted: port, host, password, args, binary, startupTimeoutMs, test/,
   );
 });
+
+test("a replicated node taken down and brought up", async (t) => {
+  const r = await RlockdReplicated.start({ replicas: 1, sentinels: 1, test: t });
+  t.after(() => r.stop());
+  await r.takeDown(1); // the replica crashes: its port closes
+  await assert.rejects(r.replicas[0].command("PING"));
+  await r.bringUp(1);
+  assert.equal(await r.replicas[0].command("PING"), "PONG");
+});

@@ -152,3 +152,12 @@ def test_unknown_options_and_wrong_types_are_refused(cls, kwargs, text):
     with pytest.raises(TypeError) as e:
         cls(**kwargs)
     assert text in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_replicated_node_taken_down_and_brought_up(rlockd_server_factory):
+    r = rlockd_server_factory(rlockd.Replicated, 1, sentinels=1)
+    r.take_down(1)                                   # the replica crashes: its port closes
+    with pytest.raises(OSError):
+        r.replicas[0].ping()
+    r.bring_up(1)
+    assert r.replicas[0].execute_command("PING") == "PONG"

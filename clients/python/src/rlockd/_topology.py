@@ -388,6 +388,28 @@ class Replicated(_Topology):
             time.sleep(0.01)
         return new
 
+    def _node(self, node: Union[int, Node]) -> Node:
+        return node if isinstance(node, Node) else self.nodes[int(node)]
+
+    def take_down(self, node: Union[int, Node]) -> None:
+        """Crashes a node (its index or :class:`Node`; ``RLOCKD REPL CRASH``): its port closes,
+        its clients are cut, what it had not replicated is lost; the Sentinels notice it after
+        ``down-after-milliseconds``, as Redis's do, and fail over from a primary."""
+        down = self._node(node)
+        self._any_other(down)._rlockd("REPL", "CRASH", down.port)
+
+    def bring_up(self, node: Union[int, Node]) -> None:
+        """Starts a crashed node again on its port (``RLOCKD REPL REVIVE``); a former primary
+        comes back as a replica once the Sentinels have failed over."""
+        up = self._node(node)
+        self._any_other(up)._rlockd("REPL", "REVIVE", up.port)
+
+    def _any_other(self, node: Node) -> Node:
+        for n in self._up():
+            if n.port != node.port:
+                return n
+        raise RlockdError("no other node answers")
+
     def locks(self, pattern: Optional[str] = None) -> List[Lock]:
         """The locks on the current primary."""
         return self.current_primary().locks(pattern)

@@ -205,6 +205,31 @@ public final class RlockdReplicated implements AutoCloseable {
         return topo.urls();
     }
 
+    private void viaOther(int node, String what) {
+        RlockdServer target = topo.nodes.get(node);
+        for (RlockdServer n : topo.up()) {
+            if (n.port() != target.port()) {
+                n.command("RLOCKD", "REPL", what, Integer.toString(target.port()));
+                return;
+            }
+        }
+        throw new RlockdException("no other node answers");
+    }
+
+    /**
+     * Crashes node {@code node} (its index in {@link #nodes()}; {@code RLOCKD REPL CRASH}): its
+     * port closes, its clients are cut, what it had not replicated is lost; the Sentinels
+     * notice it after down-after-milliseconds and fail over from a primary.
+     */
+    public void takeDown(int node) {
+        viaOther(node, "CRASH");
+    }
+
+    /** Starts a crashed node again on its port ({@code RLOCKD REPL REVIVE}). */
+    public void bringUp(int node) {
+        viaOther(node, "REVIVE");
+    }
+
     /** The locks on the current primary. */
     public List<LockInfo> locks() {
         return currentPrimary().locks();

@@ -43,6 +43,16 @@ class ClusterControlTest {
     }
 
     @Test
+    void aReplicatedNodeTakenDownAndBroughtUp() {
+        try (RlockdReplicated r = RlockdReplicated.start(1, 1)) {
+            r.takeDown(1); // the replica crashes: its port closes
+            assertThrows(RuntimeException.class, () -> r.replicas().get(0).command("PING"));
+            r.bringUp(1);
+            assertEquals("PONG", r.replicas().get(0).commandString("PING"));
+        }
+    }
+
+    @Test
     void wrongValuesAreRefusedNamingTheOptions() {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> RlockdServer.builder().port(70000));
         assertEquals("RlockdServer.builder().port takes a port from 0 to 65535, not 70000 (options: port, host, "
