@@ -12,7 +12,9 @@
 #   pytest     a test file run by that venv's pytest;
 #   node       an ES module (.mjs) run by node in the Node README project (rlockd, ioredis,
 #              redlock 5, installed by the README's own lines);
-#   node-test  a test file run by node --test there.
+#   node-test  a test file run by node --test there;
+#   go-test    a test file run by go test in a module of its own with the Go README module's
+#              go.mod and go.sum (rlockd, go-redis, redsync, from the README's own lines).
 # `project` blocks are the language sections' install lines and test files, which the
 # *_readme functions of clients/test.sh run; `rust` blocks are in tests/it/readme_rust.rs;
 # `fresh-machine` is .ci/fresh-machine.sh's.
@@ -231,5 +233,21 @@ blocks_node() {
         else f=$((f + 1)); fi
     done
     count "$p" "$f" 0 "readme node blocks ($((SECONDS - t0)) s)"
+    [ "$f" = 0 ]
+}
+
+# Go blocks, each in a module of its own with the go.mod the README's lines made (go_readme).
+blocks_go() {
+    local proj=$scratch/go-readme id p=0 f=0 t0=$SECONDS dir
+    [ "$blocks_ok" = 1 ] || return 0
+    [ -f "$proj/go.sum" ] || { count 0 1 0 "readme go blocks (no README module)"; return 1; }
+    for id in $(blocks_of go-test); do
+        dir=$scratch/go-block-$id
+        mkdir -p "$dir" && cp "$proj/go.mod" "$proj/go.sum" "$dir/" && cp "$blocks/$id" "$dir/block_test.go"
+        if (cd "$dir" && block_run "$id" env RLOCKD_BINARY="$staged" GOPROXY=off GOFLAGS=-mod=readonly go test -count=1 .); then
+            p=$((p + 1))
+        else f=$((f + 1)); fi
+    done
+    count "$p" "$f" 0 "readme go blocks ($((SECONDS - t0)) s)"
     [ "$f" = 0 ]
 }

@@ -301,6 +301,7 @@ run_go() {
     fi
     go_tests; local rc=$?
     (go_readme) || rc=1
+    blocks_go || true
     local p f s
     p=$(grep -c '^--- PASS' "$scratch/go.log" 2>/dev/null)
     f=$(grep -c '^--- FAIL' "$scratch/go.log" 2>/dev/null)
