@@ -26,7 +26,8 @@
 # rlockd and redis-cli are wrappers: redis-cli waits (10 s at most) until every rlockd the block
 # started has printed its ready line (a cluster's first port answers before its replicas are
 # attached) and the port or socket it names answers, as a person typing the next line after
-# `rlockd ... &` would, then runs `redis-cli -e`, so an error reply fails the block. /path/to/rlockd reads as this checkout.
+# `rlockd ... &` would, then runs `redis-cli -e`, so an error reply fails the block.
+# /path/to/rlockd reads as this checkout.
 
 blocks=$scratch/blocks
 
@@ -80,7 +81,7 @@ blocks_extract() {
 #!/usr/bin/env bash
 starting=\${NS:-/nonexistent}/starting.\$\$
 touch "\$starting" 2>/dev/null
-$staged "\$@" 2>&1 | while IFS= read -r line; do
+"$staged" "\$@" 2>&1 | while IFS= read -r line; do
     printf '%s\\n' "\$line"
     [[ \$line == *"Ready to accept connections"* ]] && rm -f "\$starting"
 done
