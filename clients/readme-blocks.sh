@@ -14,7 +14,10 @@
 #              redlock 5, installed by the README's own lines);
 #   node-test  a test file run by node --test there;
 #   go-test    a test file run by go test in a module of its own with the Go README module's
-#              go.mod and go.sum (rlockd, go-redis, redsync, from the README's own lines).
+#              go.mod and go.sum (rlockd, go-redis, redsync, from the README's own lines);
+#   java-test  a JUnit test class (its first line names its file), run by mvn -o test in a
+#              project with the Java README's pom.xml (rlockd from ~/.m2 as the README's install
+#              line put it there, JUnit, Redisson); all of them in one Maven run.
 # `project` blocks are the language sections' install lines and test files, which the
 # *_readme functions of clients/test.sh run; `rust` blocks are in tests/it/readme_rust.rs;
 # `fresh-machine` is .ci/fresh-machine.sh's.
@@ -127,7 +130,7 @@ block_opt() {
 block_run() {
     local id=$1 where server out rc
     shift
-    where=$(block_where "$id")
+    where=${BLOCK_LABEL:-$(block_where "$id")}
     server=$(block_opt "$id" server)
     out=$blocks/$id.out
     mkdir -p "$blocks/$id.ns"
@@ -250,5 +253,41 @@ blocks_go() {
         else f=$((f + 1)); fi
     done
     count "$p" "$f" 0 "readme go blocks ($((SECONDS - t0)) s)"
+    [ "$f" = 0 ]
+}
+
+# Java blocks: one project with the README's pom (java_readme's JUnit 5.12.2 copy), one
+# offline Maven run in the first block's namespaces, each block's class counted from its
+# Surefire report.
+blocks_java() {
+    local pom=$scratch/java-readme-5.12.2/pom.xml proj=$scratch/java-blocks id p=0 f=0 t0=$SECONDS file ids=()
+    [ "$blocks_ok" = 1 ] || return 0
+    [ -f "$pom" ] || { count 0 1 0 "readme java blocks (no README project)"; return 1; }
+    mkdir -p "$proj/src/test/java" && cp "$pom" "$proj/"
+    for id in $(blocks_of java-test); do
+        file=$(sed -n '1s#^// \(src/test/java/[A-Za-z0-9_/]*\.java\)$#\1#p' "$blocks/$id")
+        if [ -z "$file" ]; then
+            say "$(block_where "$id"): a java-test block's first line names its file (// src/test/java/X.java)"
+            f=$((f + 1))
+            continue
+        fi
+        cp "$blocks/$id" "$proj/$file"
+        ids+=("$id:$(basename "$file" .java)")
+    done
+    if [ "${#ids[@]}" -gt 0 ]; then
+        (cd "$proj" && BLOCK_LABEL="the java blocks' Maven run" block_run "${ids[0]%%:*}" env -u RLOCKD_BINARY mvn -o -q -B -Dstyle.color=never test)
+        local entry report good bad
+        for entry in "${ids[@]}"; do
+            report=$proj/target/surefire-reports/TEST-${entry#*:}.xml
+            if [ -f "$report" ] && read -r good bad _ < <(xml_counts "$report") && [ "$good" -gt 0 ] && [ "$bad" = 0 ]; then
+                say "readme block $(block_where "${entry%%:*}"): ok"
+                p=$((p + 1))
+            else
+                say "readme block $(block_where "${entry%%:*}"): FAILED (see the Maven run above)"
+                f=$((f + 1))
+            fi
+        done
+    fi
+    count "$p" "$f" 0 "readme java blocks ($((SECONDS - t0)) s)"
     [ "$f" = 0 ]
 }

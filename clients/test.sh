@@ -282,6 +282,7 @@ run_java() {
     fi
     java_tests; local rc=$?
     java_readme || rc=1
+    blocks_java || true
     shopt -s nullglob
     local reports=(clients/java/target/surefire-reports/TEST-*.xml "$scratch"/java-old/surefire-reports/TEST-*.xml
         "$scratch"/java-readme-*/target/surefire-reports/TEST-*.xml)

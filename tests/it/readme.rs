@@ -12,7 +12,7 @@
 //! (`tests/it/readme_rust.rs`, compiled and run with these tests). The other
 //! kinds are run by `clients/readme-blocks.sh` (through `clients/test.sh`,
 //! see `front_ends.rs`): `sh`, `python`, `pytest`, `node`, `node-test`,
-//! `go-test`; the language sections' install steps and test files (`project`)
+//! `go-test`, `java-test`; the language sections' install steps and test files (`project`)
 //! by `clients/test.sh`; the Cargo.toml lines (`fresh-machine`) by
 //! `.ci/fresh-machine.sh`.
 
@@ -25,7 +25,8 @@ const READMES: &[&str] = &[
     "clients/java/README.md",
     "clients/go/README.md",
 ];
-const KINDS: &[&str] = &["sh", "python", "pytest", "node", "node-test", "go-test", "project", "rust", "fresh-machine"];
+const KINDS: &[&str] =
+    &["sh", "python", "pytest", "node", "node-test", "go-test", "java-test", "project", "rust", "fresh-machine"];
 const OPTIONS: &[&str] = &["server", "expect", "file"];
 
 /// A fenced block: where it opens, the marker above it, its lines.
