@@ -1,6 +1,12 @@
 //! Stream commands (Redis 7.0 `t_stream.c` behaviour: argument parsing,
 //! error texts and reply shapes checked against redis-server 7.0.15).
 //!
+//! Under a Redis 8.2 profile: `XDELEX` and `XACKDEL` (rows since 8.2.0),
+//! and `XADD`/`XTRIM`'s `KEEPREF | DELREF | ACKED` (read as options only
+//! from 8.2; a 7.0 profile takes them for an id or a syntax error, as
+//! 7.0 does), checked against redis-server 8.2.3. From 8.0 on, a group's
+//! lag and read counter follow Redis 8's rules (`db::stream::LagRules`).
+//!
 //! Storage is `db::stream`. `XREAD`/`XREADGROUP` with `BLOCK` block through
 //! `cmd::blocking` like `BLPOP`: a served waiter re-runs its own command
 //! (with `$` resolved to the id it blocked at), so there is one read path.
