@@ -98,6 +98,9 @@ pub struct Profile {
     flavor: Flavor,
     /// The version the server names itself by: Redis's, or Valkey's own.
     version: Version,
+    /// [`Profile::redis_level`], kept so a check on the request path is
+    /// one comparison.
+    level: Version,
 }
 
 impl Default for Profile {
@@ -112,11 +115,11 @@ impl Profile {
     pub const OLDEST: Version = Version::new(7, 0, 0);
 
     pub fn redis(version: Version) -> Profile {
-        Profile { flavor: Flavor::Redis, version }
+        Profile { flavor: Flavor::Redis, version, level: version.max(Self::OLDEST) }
     }
 
     pub fn valkey(version: Version) -> Profile {
-        Profile { flavor: Flavor::Valkey, version }
+        Profile { flavor: Flavor::Valkey, version, level: VALKEY_REDIS_VERSION }
     }
 
     pub fn is_valkey(&self) -> bool {
@@ -132,17 +135,16 @@ impl Profile {
     /// The Redis version this profile's behaviour follows where it has
     /// nothing of its own: Redis's own version (at least [`Self::OLDEST`]),
     /// or for Valkey the Redis it forked from.
+    #[inline]
     pub fn redis_level(&self) -> Version {
-        match self.flavor {
-            Flavor::Redis => self.version.max(Self::OLDEST),
-            Flavor::Valkey => VALKEY_REDIS_VERSION,
-        }
+        self.level
     }
 
     /// Whether this profile has the behaviour Redis `major.minor.patch`
     /// introduced (false for what Valkey never took from a later Redis).
+    #[inline]
     pub fn at_least(&self, major: u8, minor: u8, patch: u8) -> bool {
-        self.redis_level() >= Version::new(major, minor, patch)
+        self.level >= Version::new(major, minor, patch)
     }
 
     /// What the command table's availability is compared with: the

@@ -82,10 +82,14 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes]) -> Reply {
         stats.nested_calls += 1;
         stats.nested_nanos += nanos;
     }
-    let reply = match result {
+    let mut reply = match result {
         Ok(r) => r,
         Err(e) => e.into(),
     };
+    // From Redis 7.2, doubles are printed in their shortest form.
+    if ctx.core.config.profile.at_least(7, 2, 0) {
+        reply = reply.with_short_doubles();
+    }
     // As Redis 7.0 counts a blocking command: one call when it blocks
     // (no latency sample, no slowlog entry yet); when it is unblocked, the
     // re-run that serves it adds its time, failure, latency sample and

@@ -39,16 +39,24 @@ extern "C" {
 const READ_AT_ONCE: usize = 32;
 
 /// Collects the call arguments (`luaArgsToRedisArgv`): numbers become
-/// `%.17g`, strings are taken as they are, anything else is refused. The
+/// `%.17g` (Redis 7.2 on: `num::fmt_short_into`), strings are taken as
+/// they are, anything else is refused. The
 /// arguments are written one after the other into `args.buf` and handed
 /// out as slices of it (see [`CallArgs`](super::run::CallArgs)).
 unsafe fn collect_args(l: State, argc: c_int, args: &mut super::run::CallArgs) -> bool {
     // Emptied after the previous call (`CallArgs::clear`).
     debug_assert!(args.argv.is_empty());
     let buf = &mut args.buf;
+    let short = args.short_numbers;
     let push_number = |buf: &mut bytes::BytesMut, n: ffi::lua_Number| {
         let mut num = [0u8; 64];
-        let len = crate::num::fmt_g17_into(n, &mut num);
+        let len = match short {
+            // Redis 7.2: a whole number (minus zero too) as an integer,
+            // else the shortest digits.
+            true if n == 0.0 => crate::num::fmt_short_into(0.0, &mut num),
+            true => crate::num::fmt_short_into(n, &mut num),
+            false => crate::num::fmt_g17_into(n, &mut num),
+        };
         buf.extend_from_slice(&num[..len]);
     };
     let n = argc as usize;
