@@ -52,7 +52,9 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes]) -> Reply {
     // `ustime()`; a step of the system clock back reads as 0 µs).
     let start = crate::clock::system_ns();
     if top {
-        ctx.core.ks.now = ctx.shared.clock.at_system_us(start / 1000) / 1000;
+        let us = ctx.shared.clock.at_system_us(start / 1000);
+        ctx.core.call_time_us = us;
+        ctx.core.ks.now = us / 1000;
         if ctx.core.control.is_on() {
             let detail = if cmd.has(flags::NAMES_SCRIPT) { argv.get(1).map(|d| &d[..]) } else { None };
             ctx.core.control.actor.set(ctx.client.id, cmd.spec.name, detail);

@@ -71,7 +71,13 @@ fn lolwut(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn time(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    let us = ctx.shared.clock.now_us();
+    // From Redis 7.2 a script sees one time throughout: its start's.
+    let in_script = ctx.client.caller == crate::client::Caller::Script;
+    let us = if in_script && ctx.core.profile().at_least(7, 2, 0) {
+        ctx.core.call_time_us
+    } else {
+        ctx.shared.clock.now_us()
+    };
     Ok(Reply::Array(vec![
         Reply::Bulk(Bytes::from((us / 1_000_000).to_string())),
         Reply::Bulk(Bytes::from((us % 1_000_000).to_string())),
