@@ -1,30 +1,21 @@
 //! The commands of replication — `REPLICAOF`/`SLAVEOF`, `SYNC`/`PSYNC` and
 //! `REPLCONF` (a replica over TCP: its handshake, its `ACK`s), `ROLE`,
-//! `WAIT`, `INFO replication`, read-only replicas — and the points
-//! where dispatch hands a command's effects to the stream
-//! ([`after_call`], [`end_unit`]). The stream and the links are
+//! `WAIT`, `INFO replication`, read-only replicas. The stream, the links
+//! and the feed `cmd::call::call` hands each command's effects to are
 //! `crate::replication`'s; the task that syncs a replica, applies what it
 //! receives and answers `WAIT` is `server/replication.rs`'s.
-//!
-//! What is replicated follows Redis 7.0's `call()`: a command that changed
-//! the dataset (`server.dirty` moved) or that is always propagated
-//! (`PUBLISH`, `FUNCTION LOAD`…) is recorded in its replicated form, keys
-//! deleted by expiry or eviction on the way as `DEL`s before it; scripts
-//! and `EXEC` are not recorded themselves, their commands are; the
-//! execution unit ends at the top-level command and is wrapped in
-//! `MULTI`/`EXEC` when it has several writes.
 
 use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 
 use super::util::{eq, int};
-use super::{Command, Ctx};
+use super::Ctx;
 use crate::client::BlockRequest;
 use crate::core::Core;
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
-use crate::replication::{link::Frame, rewrite, Link, Master, Request, TcpReplica, TcpState, WaitReq};
+use crate::replication::{link::Frame, Link, Master, Request, TcpReplica, TcpState, WaitReq};
 use std::sync::Arc;
 
 /// Redis's `shared.roslaveerr`.
@@ -51,49 +42,6 @@ pub(crate) fn enough_good_replicas(core: &Core) -> bool {
     }
     let good = core.repl.replicas.iter().filter(|l| l.is_online() && l.lag_secs() <= max_lag).count();
     good as i64 >= core.config.min_replicas_to_write
-}
-
-/// Commands never recorded themselves (what they run is).
-fn runs_others(name: &str) -> bool {
-    matches!(name, "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro" | "exec")
-}
-
-/// Commands recorded whenever they succeed, changed data or not.
-fn always_recorded(cmd: &Command) -> bool {
-    matches!(cmd.fullname.as_str(), "publish" | "spublish" | "function|load" | "function|delete" | "function|flush")
-        || cmd.fullname == "function|restore"
-}
-
-/// After a handler ran (any depth) on a node that feeds replicas: records
-/// the keys its lookups expired and what it changed. `dirty_before` is the
-/// keyspace's change count before the handler.
-pub(crate) fn after_call(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes], reply: &Reply, dirty_before: u64) {
-    let deleted = ctx.core.ks.sig.repl_deletes.as_mut().map(std::mem::take).unwrap_or_default();
-    for (db, key) in &deleted {
-        ctx.core.repl.propagate(*db, vec![Bytes::from_static(b"DEL"), key.to_bytes()]);
-    }
-    if runs_others(cmd.spec.name) {
-        return;
-    }
-    let changed = ctx.core.ks.sig.dirty.saturating_sub(dirty_before) > deleted.len() as u64;
-    let forced = always_recorded(cmd) && !matches!(reply, Reply::Error(_));
-    if !changed && !forced {
-        return;
-    }
-    let db = ctx.client.db();
-    let ks = &ctx.core.ks;
-    let lookup = |key: &[u8]| ks.dbs.get(db).and_then(|d| d.peek(key)).map(|e| e.expire());
-    let ops = rewrite::replicated(cmd.spec.name, argv, reply, &lookup, ks.now);
-    for op in ops {
-        ctx.core.repl.propagate(db, op);
-    }
-}
-
-/// The end of a top-level command: its effects become one frame.
-pub(crate) fn end_unit(ctx: &mut Ctx<'_>) {
-    if ctx.core.repl.has_pending() {
-        ctx.core.repl.flush(ctx.client.id);
-    }
 }
 
 // ---- commands ----

@@ -111,6 +111,13 @@ pub mod flags {
     /// Refused unless `enable-debug-command` allows the client (Redis's
     /// `CMD_PROTECTED`: `DEBUG`).
     pub const PROTECTED: u64 = 1 << 44;
+    /// Recorded for the replicas whenever it succeeds, changed data or not
+    /// (Redis's `forceCommandPropagation`: `PUBLISH`, `SPUBLISH`, `FUNCTION
+    /// LOAD`/`DELETE`/`FLUSH`/`RESTORE`).
+    pub const ALWAYS_PROPAGATED: u64 = 1 << 45;
+    /// Runs other commands, which the replicas receive instead of it (a
+    /// script, `EXEC`'s queue).
+    pub const RUNS_OTHERS: u64 = RUNS_SCRIPT | RUNS_QUEUE;
 
     /// The flags of a container row that hold for its subcommands too.
     pub const INHERITED: u64 = KEEPS_CACHING;
@@ -130,6 +137,7 @@ pub mod flags {
         ("pattern_args", PATTERN_ARGS),
         ("test_control", TEST_CONTROL),
         ("protected", PROTECTED),
+        ("always_propagated", ALWAYS_PROPAGATED),
     ];
 
     pub const NAMES: &[(&str, u64)] = &[
