@@ -194,7 +194,7 @@ fn rlockd_check(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
                 Some(all) => all?.concat(),
                 None => of(ctx.core, 0),
             };
-            all.extend(super::replication::violations(ctx.core));
+            all.extend(ctx.core.repl.violations());
             Ok(Reply::Array(all.iter().map(|v| Reply::bulk_str(v)).collect()))
         }
         Some(a) if args.len() == 3 && eq(a, "reset") => {

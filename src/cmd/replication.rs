@@ -10,12 +10,12 @@ use std::sync::atomic::Ordering;
 use bytes::Bytes;
 
 use super::util::{eq, int};
-use super::Ctx;
+use super::{cmd, CommandSpec, Ctx};
 use crate::client::BlockRequest;
 use crate::core::Core;
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
-use crate::replication::{link::Frame, Link, Master, Request, TcpReplica, TcpState, WaitReq};
+use crate::replication::{Link, Master, Request, TcpReplica, TcpState, WaitReq};
 use std::sync::Arc;
 
 /// Redis's `shared.roslaveerr`.
@@ -44,6 +44,25 @@ pub(crate) fn enough_good_replicas(core: &Core) -> bool {
     good as i64 >= core.config.min_replicas_to_write
 }
 
+pub static COMMANDS: &[CommandSpec] = &[
+    cmd("replicaof", replicaof, 3, "admin noscript stale no_async_loading", 0, 0, 0, "@admin @slow @dangerous")
+        .doc("Make the server a replica of another instance, or promote it as master.", "5.0.0"),
+    cmd("slaveof", replicaof, 3, "admin noscript stale no_async_loading", 0, 0, 0, "@admin @slow @dangerous")
+        .doc("Make the server a replica of another instance, or promote it as master.", "1.0.0"),
+    cmd("sync", sync, 1, "admin noscript no_async_loading no_multi", 0, 0, 0, "@admin @slow @dangerous")
+        .doc("Internal command used for replication", "1.0.0"),
+    cmd("psync", sync, -3, "admin noscript no_async_loading no_multi", 0, 0, 0, "@admin @slow @dangerous")
+        .doc("Internal command used for replication", "2.8.0"),
+    cmd("replconf", replconf, -1, "admin noscript loading stale allow_busy", 0, 0, 0, "@admin @slow @dangerous")
+        .doc("An internal command for configuring the replication stream", "3.0.0"),
+    cmd("wait", wait, 3, "noscript", 0, 0, 0, "@slow @connection").doc(
+        "Wait for the synchronous replication of all the write commands sent in the context of the current connection",
+        "3.0.0",
+    ),
+    cmd("role", role, 1, "noscript loading stale fast", 0, 0, 0, "@admin @fast @dangerous")
+        .doc("Return the role of the instance in the context of replication", "2.8.12"),
+];
+
 // ---- commands ----
 
 /// `SYNC` / `PSYNC replid offset`: the calling connection becomes a
@@ -54,7 +73,7 @@ pub(crate) fn enough_good_replicas(core: &Core) -> bool {
 /// the file and the stream that follows it meet exactly at `offset`), then
 /// the live stream. Everything goes out through the connection's push
 /// queue, in that order; the command's own reply is suppressed.
-pub(crate) fn sync(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+fn sync(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let id = ctx.client.id;
     let from_primary = ctx.core.repl.master.as_ref().is_some_and(|m| m.client_id == id);
     if ctx.client.shared.replica.load(Ordering::Acquire) || from_primary {
@@ -125,7 +144,7 @@ pub(crate) fn sync(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 /// The keyspace and the function libraries as an RDB file, with the aux
 /// fields Redis 7.0 writes for a replica (`repl-id`, `repl-offset`…).
-pub(crate) fn rdb_file(core: &Core, now_ms: u64) -> Vec<u8> {
+fn rdb_file(core: &Core, now_ms: u64) -> Vec<u8> {
     use crate::db::rdb::FileWriter;
     let fill = core.config.get_str("list-max-listpack-size").parse().unwrap_or(-2);
     let mut w = FileWriter::new(fill);
@@ -149,7 +168,7 @@ pub(crate) fn rdb_file(core: &Core, now_ms: u64) -> Vec<u8> {
 /// `REPLCONF option value …`: a replica's handshake (`listening-port`,
 /// `ip-address`, `capa`) and, on its stream connection, `ACK <offset>`
 /// (no reply) and `GETACK` (no reply), as Redis 7.0's `replconfCommand`.
-pub(crate) fn replconf(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+fn replconf(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if args.len().is_multiple_of(2) {
         return Err(CmdError::Syntax);
     }
@@ -208,7 +227,7 @@ pub(crate) fn replconf(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 /// `REPLICAOF host port` / `REPLICAOF NO ONE` (and `SLAVEOF`).
-pub(crate) fn replicaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+fn replicaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if eq(&args[1], "no") && eq(&args[2], "one") {
         if ctx.core.repl.is_replica() {
             ctx.core.repl.promote();
@@ -235,22 +254,12 @@ pub(crate) fn replicaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             return Err(CmdError::custom("ERR a node can't be a replica of itself"));
         }
     }
-    become_replica(ctx.core, ctx.shared.next_id(), host, port);
+    ctx.core.repl.become_replica(ctx.shared.next_id(), host, port);
     Ok(Reply::ok())
 }
 
-/// Makes this node a replica of `host port` (its task attaches it).
-pub(crate) fn become_replica(core: &mut Core, client_id: u64, host: String, port: u16) {
-    if let Some(old) = core.repl.master.take() {
-        old.detach();
-    }
-    tracing::info!("Connecting to MASTER {host}:{port}");
-    core.repl.master = Some(Master { host, port, link: None, client_id, last_io_ms: 0, trouble: None, tcp: None });
-    core.repl.wake.notify_one();
-}
-
 /// `ROLE`.
-pub(crate) fn role(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+fn role(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     let repl = &ctx.core.repl;
     Ok(match &repl.master {
         None => Reply::Array(vec![
@@ -301,7 +310,7 @@ fn link_state(m: &Master) -> &'static str {
 /// `WAIT numreplicas timeout`: answered from the replicas' acknowledged
 /// offsets; blocks until enough acknowledge this client's last write or the
 /// timeout (on the server clock; 0 waits for ever) passes.
-pub(crate) fn wait(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+fn wait(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if ctx.core.repl.is_replica() {
         return Err(CmdError::custom("ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated."));
     }
@@ -328,25 +337,6 @@ pub(crate) fn wait(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     ctx.core.repl.waits.push(WaitReq { waiter, numreplicas: numreplicas.max(0) as usize, offset });
     ctx.core.repl.getack = true;
     Ok(Reply::Nil)
-}
-
-/// Answers the `WAIT`s that enough replicas acknowledged, and keeps each
-/// other one's count current (what it answers at its timeout).
-pub(crate) fn serve_waits(core: &mut Core) {
-    if core.repl.waits.is_empty() {
-        return;
-    }
-    let waits = std::mem::take(&mut core.repl.waits);
-    for w in waits {
-        let Some(waiter) = core.blocking.waiters.get_mut(&w.waiter) else { continue };
-        let n = core.repl.acked(w.offset);
-        if n >= w.numreplicas {
-            core.blocking.serve(w.waiter, Reply::Int(n as i64));
-        } else {
-            waiter.timeout_reply = Reply::Int(n as i64);
-            core.repl.waits.push(w);
-        }
-    }
 }
 
 /// `INFO replication`, as Redis 7.0 prints it.
@@ -428,31 +418,6 @@ pub(crate) fn info(ctx: &Ctx<'_>) -> String {
     s
 }
 
-/// Applies one frame of the primary's stream as the replica's master
-/// client (`ctx.client`), under the replica's core lock.
-pub(crate) fn apply_frame(ctx: &mut Ctx<'_>, frame: &Frame) {
-    for op in &frame.ops {
-        let Some(db) = op.db else { continue };
-        if db >= ctx.core.ks.dbs.len() {
-            continue;
-        }
-        ctx.client.set_db(db);
-        match super::table().lookup(&op.argv) {
-            super::Lookup::Found(cmd) => {
-                let reply = super::call::call(ctx, cmd, &op.argv);
-                if let Reply::Error(e) = reply {
-                    tracing::warn!(
-                        "replica: the primary's {} failed here: {}",
-                        cmd.fullname,
-                        String::from_utf8_lossy(&e)
-                    );
-                }
-            }
-            _ => tracing::warn!("replica: unknown command in the stream: {}", String::from_utf8_lossy(&op.argv[0])),
-        }
-    }
-}
-
 // ---- test control: RLOCKD REPL … ----
 
 /// Help lines of `RLOCKD REPL` (appended to `RLOCKD HELP`).
@@ -470,21 +435,6 @@ pub(crate) const HELP: &[&str] = &[
     "REPL FAILOVER [<replica-port>]",
     "    (primary) Promote a replica with what it has received now; this node becomes its replica.",
 ];
-
-/// The links test control acts on: on a replica, the link to its primary;
-/// on a primary, its links (to the replica on `port` only, if given).
-pub(crate) fn links(core: &Core, port: Option<u16>) -> Vec<std::sync::Arc<crate::replication::Link>> {
-    match &core.repl.master {
-        Some(m) => m.link.iter().cloned().collect(),
-        None => core
-            .repl
-            .replicas
-            .iter()
-            .filter(|l| l.tcp.is_none() && port.is_none_or(|p| l.replica.port() == p))
-            .cloned()
-            .collect(),
-    }
-}
 
 /// `RLOCKD REPL …` (`args` after `REPL`).
 pub(crate) fn control(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
@@ -506,7 +456,7 @@ pub(crate) fn control(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
     };
     if eq(op, "status") && args.len() == 1 {
-        let all = links(ctx.core, None);
+        let all = ctx.core.repl.links(None);
         return Ok(Reply::Array(
             all.iter()
                 .map(|l| {
@@ -540,7 +490,7 @@ pub(crate) fn control(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         if args.len() > 2 {
             return Err(CmdError::Syntax);
         }
-        let ls = links(ctx.core, port_arg(port_at)?);
+        let ls = ctx.core.repl.links(port_arg(port_at)?);
         need(&ls)?;
         for l in &ls {
             let a = if flag == "paused" { &l.paused } else { &l.broken };
@@ -552,7 +502,7 @@ pub(crate) fn control(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     if eq(op, "lag") && (2..=3).contains(&args.len()) {
         let ms = u64::try_from(int(&args[1])?).map_err(|_| CmdError::custom("ERR the lag must be positive"))?;
-        let ls = links(ctx.core, port_arg(2)?);
+        let ls = ctx.core.repl.links(port_arg(2)?);
         need(&ls)?;
         for l in &ls {
             l.lag_ms.store(ms, Ordering::Release);
@@ -561,7 +511,7 @@ pub(crate) fn control(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Ok(Reply::Int(ls.len() as i64));
     }
     if eq(op, "drop") && args.len() <= 2 {
-        let ls = links(ctx.core, port_arg(1)?);
+        let ls = ctx.core.repl.links(port_arg(1)?);
         need(&ls)?;
         return Ok(Reply::Int(ls.iter().map(|l| l.drop_pending() as i64).sum()));
     }
@@ -570,7 +520,7 @@ pub(crate) fn control(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             return Err(CmdError::custom("ERR REPL FAILOVER is sent to the primary"));
         }
         let replica = port_arg(1)?;
-        need(&links(ctx.core, replica))?;
+        need(&ctx.core.repl.links(replica))?;
         if !ctx.client.may_block() {
             ctx.core.repl.requests.push(Request::Failover { waiter: None, replica });
             ctx.core.repl.wake.notify_one();
@@ -585,9 +535,4 @@ pub(crate) fn control(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         "ERR unknown subcommand or wrong number of arguments for 'REPL {}'. Try RLOCKD HELP.",
         String::from_utf8_lossy(op)
     )))
-}
-
-/// The violations the topology's ledger found (`RLOCKD CHECK` adds them).
-pub(crate) fn violations(core: &Core) -> Vec<String> {
-    core.repl.ledger.lock().violations.clone()
 }
