@@ -31,6 +31,7 @@
 //! applies and acknowledges is in `server/replication.rs`, and the replica
 //! side of the TCP protocol in `server/replication/tcp.rs`.
 
+pub mod down;
 pub mod feed;
 pub mod ledger;
 pub mod link;
