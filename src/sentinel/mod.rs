@@ -13,7 +13,7 @@
 //! replicas are is read from the primary itself, at the time of the question.
 //!
 //! A primary that stops answering — crashed by test control (`RLOCKD REPL
-//! CRASH`, `Server::crash`; `cmd/crash.rs`) — is flagged `+sdown` once it
+//! CRASH`, `Server::crash`; `server/crash.rs`) — is flagged `+sdown` once it
 //! has been down for its `down-after-milliseconds` (30000 as in Redis;
 //! `SENTINEL SET name down-after-milliseconds ms`, `rlockd
 //! --sentinel-down-after ms`, [`Sentinel::set_down_after`]; a crash made
