@@ -1,7 +1,8 @@
 //! The commands of replication — `REPLICAOF`/`SLAVEOF`, `SYNC`/`PSYNC` and
 //! `REPLCONF` (a replica over TCP: its handshake, its `ACK`s), `ROLE`,
-//! `WAIT`, `INFO replication`, read-only replicas. The stream, the links
-//! and the feed `cmd::call::call` hands each command's effects to are
+//! `WAIT`, read-only replicas, and the settings `INFO replication` shows.
+//! The stream, the links, `INFO replication`'s text and the feed
+//! `cmd::call::call` hands each command's effects to are
 //! `crate::replication`'s; the task that syncs a replica, applies what it
 //! receives and answers `WAIT` is `server/replication.rs`'s.
 
@@ -15,6 +16,7 @@ use crate::client::BlockRequest;
 use crate::core::Core;
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
+use crate::replication::info::InfoSettings;
 use crate::replication::{Link, Master, Request, TcpReplica, TcpState, WaitReq};
 use std::sync::Arc;
 
@@ -339,83 +341,18 @@ fn wait(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     Ok(Reply::Nil)
 }
 
-/// `INFO replication`, as Redis 7.0 prints it.
+/// `INFO replication`, as Redis 7.0 prints it (`replication/info.rs`).
 pub(crate) fn info(ctx: &Ctx<'_>) -> String {
-    let core = &*ctx.core;
-    let repl = &core.repl;
-    let size: u64 = core.config.get_str("repl-backlog-size").parse().unwrap_or(1 << 20);
-    let mut s = String::new();
-    let mut l = |line: String| {
-        s.push_str(&line);
-        s.push_str("\r\n");
+    let config = &ctx.core.config;
+    let settings = InfoSettings {
+        backlog_size: config.get_str("repl-backlog-size").parse().unwrap_or(1 << 20),
+        priority: config.get_str("replica-priority").to_string(),
+        read_only: config.get_str("replica-read-only") == "yes",
+        announced: config.get_str("replica-announced") == "yes",
+        min_replicas_to_write: config.min_replicas_to_write,
+        max_lag: config.get_str("min-replicas-max-lag").parse().unwrap_or(10),
     };
-    l("# Replication".into());
-    match &repl.master {
-        None => l("role:master".into()),
-        Some(m) => {
-            l("role:slave".into());
-            l(format!("master_host:{}", m.host));
-            l(format!("master_port:{}", m.port));
-            let up = m.link_up();
-            l(format!("master_link_status:{}", if up { "up" } else { "down" }));
-            let now = ctx.shared.clock.now_ms();
-            let io = if up { (now.saturating_sub(m.last_io_ms) / 1000) as i64 } else { -1 };
-            l(format!("master_last_io_seconds_ago:{io}"));
-            let transfer = m.tcp.as_ref().filter(|t| t.state == TcpState::Transfer);
-            l(format!("master_sync_in_progress:{}", u8::from(transfer.is_some())));
-            l(format!("slave_read_repl_offset:{}", repl.offset));
-            l(format!("slave_repl_offset:{}", repl.offset));
-            if let Some(t) = transfer {
-                let total = t.sync_total as i64;
-                let read = t.sync_read as i64;
-                let (left, perc) =
-                    if total > 0 { (total - read, read as f64 * 100.0 / total as f64) } else { (-1, 0.0) };
-                l(format!("master_sync_total_bytes:{}", if total > 0 { total } else { -1 }));
-                l(format!("master_sync_read_bytes:{read}"));
-                l(format!("master_sync_left_bytes:{left}"));
-                l(format!("master_sync_perc:{perc:.2}"));
-                l(format!("master_sync_last_io_seconds_ago:{}", now.saturating_sub(t.sync_last_io_ms) / 1000));
-            }
-            if !up {
-                let since = match &m.tcp {
-                    Some(t) if t.down_since_ms > 0 => (now.saturating_sub(t.down_since_ms) / 1000) as i64,
-                    Some(_) => -1,
-                    None if m.link.is_some() => 0,
-                    None => -1,
-                };
-                l(format!("master_link_down_since_seconds:{since}"));
-            }
-            l(format!("slave_priority:{}", core.config.get_str("replica-priority")));
-            l(format!("slave_read_only:{}", u8::from(core.config.get_str("replica-read-only") == "yes")));
-            l(format!("replica_announced:{}", u8::from(core.config.get_str("replica-announced") == "yes")));
-        }
-    }
-    let online: Vec<_> = repl.replicas.iter().filter(|l| l.is_online()).collect();
-    l(format!("connected_slaves:{}", online.len()));
-    if core.config.min_replicas_to_write > 0 && !repl.is_replica() {
-        let max_lag: u64 = core.config.get_str("min-replicas-max-lag").parse().unwrap_or(10);
-        let good = online.iter().filter(|l| l.lag_secs() <= max_lag).count();
-        l(format!("min_slaves_good_slaves:{good}"));
-    }
-    for (i, link) in online.iter().enumerate() {
-        l(format!(
-            "slave{i}:ip={},port={},state=online,offset={},lag={}",
-            link.replica.ip(),
-            link.replica.port(),
-            link.acked.load(Ordering::Acquire),
-            link.lag_secs()
-        ));
-    }
-    l("master_failover_state:no-failover".into());
-    l(format!("master_replid:{}", repl.replid));
-    l(format!("master_replid2:{}", repl.replid2));
-    l(format!("master_repl_offset:{}", repl.offset));
-    l(format!("second_repl_offset:{}", repl.second_offset));
-    l(format!("repl_backlog_active:{}", u8::from(repl.backlog)));
-    l(format!("repl_backlog_size:{size}"));
-    l(format!("repl_backlog_first_byte_offset:{}", repl.backlog_first_byte(size)));
-    l(format!("repl_backlog_histlen:{}", repl.backlog_histlen(size)));
-    s
+    ctx.core.repl.info(&settings, ctx.shared.clock.now_ms())
 }
 
 // ---- test control: RLOCKD REPL … ----

@@ -33,6 +33,7 @@
 
 pub mod down;
 pub mod feed;
+pub mod info;
 pub mod ledger;
 pub mod link;
 pub mod registry;
