@@ -421,6 +421,73 @@ fn path_tail(c: &[char], j: &mut usize, mut prefix: Vec<String>, out: &mut Vec<V
     }
 }
 
+/// The strongly connected components of `graph` with two nodes or more:
+/// its circles (Tarjan's algorithm).
+fn circles<'g, T: Ord>(graph: &'g BTreeMap<&'g T, BTreeSet<&'g T>>) -> Vec<Vec<&'g T>> {
+    struct Walk<'g, T: Ord> {
+        graph: &'g BTreeMap<&'g T, BTreeSet<&'g T>>,
+        index: BTreeMap<&'g T, (usize, usize)>,
+        stack: Vec<&'g T>,
+        circles: Vec<Vec<&'g T>>,
+    }
+    impl<'g, T: Ord> Walk<'g, T> {
+        fn visit(&mut self, v: &'g T) {
+            let n = self.index.len();
+            self.index.insert(v, (n, n));
+            self.stack.push(v);
+            for &w in self.graph.get(v).into_iter().flatten() {
+                match self.index.get(w) {
+                    None => {
+                        self.visit(w);
+                        let low = self.index[w].1.min(self.index[v].1);
+                        self.index.get_mut(v).expect("visited").1 = low;
+                    }
+                    Some(&(wi, _)) if self.stack.contains(&w) => {
+                        let low = wi.min(self.index[v].1);
+                        self.index.get_mut(v).expect("visited").1 = low;
+                    }
+                    Some(_) => {}
+                }
+            }
+            if self.index[v].0 == self.index[v].1 {
+                let at = self.stack.iter().position(|x| *x == v).expect("on the stack");
+                let component = self.stack.split_off(at);
+                if component.len() > 1 {
+                    self.circles.push(component);
+                }
+            }
+        }
+    }
+    let mut walk = Walk { graph, index: BTreeMap::new(), stack: Vec::new(), circles: Vec::new() };
+    for &v in graph.keys() {
+        if !walk.index.contains_key(v) {
+            walk.visit(v);
+        }
+    }
+    walk.circles
+}
+
+#[test]
+fn the_circle_finder_sees_circles() {
+    let names = ["a", "b", "c", "d", "e", "f"];
+    let edges = [("a", "b"), ("b", "c"), ("c", "a"), ("c", "d"), ("d", "e"), ("e", "d"), ("f", "a")];
+    let mut graph: BTreeMap<&&str, BTreeSet<&&str>> = BTreeMap::new();
+    for (from, to) in edges {
+        let at = |n: &str| names.iter().find(|x| **x == n).expect("a name");
+        graph.entry(at(from)).or_default().insert(at(to));
+    }
+    let mut found: Vec<Vec<&str>> = circles(&graph)
+        .into_iter()
+        .map(|c| {
+            let mut c: Vec<&str> = c.into_iter().copied().collect();
+            c.sort();
+            c
+        })
+        .collect();
+    found.sort();
+    assert_eq!(found, [vec!["a", "b", "c"], vec!["d", "e"]]);
+}
+
 #[test]
 fn no_files_import_each_other_in_a_circle() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
@@ -450,50 +517,7 @@ fn no_files_import_each_other_in_a_circle() {
             }
         }
     }
-    // Tarjan's strongly connected components: each with two files or more
-    // is a circle.
-    struct Walk<'g> {
-        graph: &'g BTreeMap<&'g Vec<String>, BTreeSet<&'g Vec<String>>>,
-        index: BTreeMap<&'g Vec<String>, (usize, usize)>,
-        stack: Vec<&'g Vec<String>>,
-        circles: Vec<Vec<&'g Vec<String>>>,
-    }
-    impl<'g> Walk<'g> {
-        fn visit(&mut self, v: &'g Vec<String>) {
-            let n = self.index.len();
-            self.index.insert(v, (n, n));
-            self.stack.push(v);
-            for &w in self.graph.get(v).into_iter().flatten() {
-                match self.index.get(w) {
-                    None => {
-                        self.visit(w);
-                        let low = self.index[w].1.min(self.index[v].1);
-                        self.index.get_mut(v).expect("visited").1 = low;
-                    }
-                    Some(&(wi, _)) if self.stack.contains(&w) => {
-                        let low = wi.min(self.index[v].1);
-                        self.index.get_mut(v).expect("visited").1 = low;
-                    }
-                    Some(_) => {}
-                }
-            }
-            if self.index[v].0 == self.index[v].1 {
-                let at = self.stack.iter().position(|x| *x == v).expect("on the stack");
-                let component = self.stack.split_off(at);
-                if component.len() > 1 {
-                    self.circles.push(component);
-                }
-            }
-        }
-    }
-    let mut walk = Walk { graph: &graph, index: BTreeMap::new(), stack: Vec::new(), circles: Vec::new() };
-    for &v in graph.keys() {
-        if !walk.index.contains_key(v) {
-            walk.visit(v);
-        }
-    }
-    let problems: Vec<String> = walk
-        .circles
+    let problems: Vec<String> = circles(&graph)
         .iter()
         .map(|c| {
             let mut names: Vec<String> =
