@@ -114,7 +114,7 @@ pub mod flags {
     /// Recorded for the replicas whenever it succeeds, changed data or not
     /// (Redis's `forceCommandPropagation`: `PUBLISH`, `SPUBLISH`, `FUNCTION
     /// LOAD`/`DELETE`/`FLUSH`/`RESTORE`).
-    pub const ALWAYS_PROPAGATED: u64 = 1 << 45;
+    pub const ALWAYS_PROPAGATED: u64 = 1 << 46;
     /// Runs other commands, which the replicas receive instead of it (a
     /// script, `EXEC`'s queue).
     pub const RUNS_OTHERS: u64 = RUNS_SCRIPT | RUNS_QUEUE;
