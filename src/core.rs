@@ -395,6 +395,10 @@ pub trait ServerIo: Send + Sync {
     /// Closes every listener: the port refuses connections (test control's
     /// crash of a node; `relisten` opens it again).
     fn stop_listening(&self);
+    /// Crashes or revives the node of `target` (test control:
+    /// `server/crash.rs`), on this server's event loop, then answers the
+    /// client of this server blocked on `waiter`, if any.
+    fn change_node(&self, target: Arc<Shared>, change: crate::replication::down::Change, waiter: Option<u64>);
 }
 
 /// Bytes and socket operations, as `INFO stats` reports them.

@@ -41,6 +41,7 @@ use crate::client::Caller;
 use crate::core::SlowEntry;
 use crate::error::CmdResult;
 use crate::protocol::Reply;
+use crate::replication::feed::{Called, Recording};
 
 /// Invokes a command's handler: frozen time at depth 0, statistics,
 /// slowlog, and the post-command work of the core at depth 0 (clients
@@ -118,7 +119,15 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes]) -> Reply {
     }
     // The one branch replication costs on a node without replicas.
     if ctx.core.repl.feeding() {
-        super::replication::after_call(ctx, cmd, argv, &reply, dirty_before);
+        let called = Called {
+            name: cmd.spec.name,
+            argv,
+            reply: &reply,
+            db: ctx.client.db(),
+            dirty_before,
+            recording: recording(cmd),
+        };
+        ctx.core.repl.after_call(&mut ctx.core.ks, &called);
     }
     if monitored && !cmd.has(flags::SKIP_MONITOR) && !cmd.has(flags::ADMIN) {
         feed_monitors(ctx, argv);
@@ -128,11 +137,22 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes]) -> Reply {
             slowlog_if_slow(ctx, cmd, argv, usec);
         }
         if ctx.core.repl.feeding() {
-            super::replication::end_unit(ctx);
+            ctx.core.repl.end_unit(ctx.client.id);
         }
         ctx.core.after_command();
     }
     reply
+}
+
+/// How the replicas receive `cmd`, from its row's flags.
+fn recording(cmd: &Command) -> Recording {
+    if cmd.has(flags::RUNS_OTHERS) {
+        Recording::RunsOthers
+    } else if cmd.has(flags::ALWAYS_PROPAGATED) {
+        Recording::Always
+    } else {
+        Recording::WhenChanged
+    }
 }
 
 /// Counts the unblocking of a blocked `cmd` answered `reply` after `usec`
