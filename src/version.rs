@@ -101,6 +101,10 @@ pub struct Profile {
     /// [`Profile::redis_level`], kept so a check on the request path is
     /// one comparison.
     level: Version,
+    /// What a command's availability per flavour is compared with: this
+    /// flavour's version, and "never" for the other (so no check needs to
+    /// branch on the flavour).
+    gate: [Version; 2],
 }
 
 impl Default for Profile {
@@ -115,11 +119,12 @@ impl Profile {
     pub const OLDEST: Version = Version::new(7, 0, 0);
 
     pub fn redis(version: Version) -> Profile {
-        Profile { flavor: Flavor::Redis, version, level: version.max(Self::OLDEST) }
+        let level = version.max(Self::OLDEST);
+        Profile { flavor: Flavor::Redis, version, level, gate: [level, Version::NEVER] }
     }
 
     pub fn valkey(version: Version) -> Profile {
-        Profile { flavor: Flavor::Valkey, version, level: VALKEY_REDIS_VERSION }
+        Profile { flavor: Flavor::Valkey, version, level: VALKEY_REDIS_VERSION, gate: [Version::NEVER, version] }
     }
 
     pub fn is_valkey(&self) -> bool {
@@ -147,14 +152,12 @@ impl Profile {
         self.level >= Version::new(major, minor, patch)
     }
 
-    /// What the command table's availability is compared with: the
-    /// flavour, and Redis's behaviour level or Valkey's own version.
+    /// Whether a command first available at `available` (per flavour:
+    /// Redis's version, Valkey's) answers under this profile: two
+    /// comparisons, the other flavour's always true.
     #[inline]
-    pub fn gate(&self) -> (Flavor, Version) {
-        match self.flavor {
-            Flavor::Redis => (Flavor::Redis, self.redis_level()),
-            Flavor::Valkey => (Flavor::Valkey, self.version),
-        }
+    pub fn has(&self, available: &[Version; 2]) -> bool {
+        available[0] <= self.gate[0] && available[1] <= self.gate[1]
     }
 
     /// What `INFO`'s `redis_version` and Lua's `REDIS_VERSION` say.

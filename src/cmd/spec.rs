@@ -341,9 +341,8 @@ impl Command {
 
     /// Whether a server answering as `profile` has this command.
     #[inline]
-    pub fn answers_in(&self, profile: Profile) -> bool {
-        let (flavor, at) = profile.gate();
-        self.available[flavor as usize] <= at
+    pub fn answers_in(&self, profile: &Profile) -> bool {
+        profile.has(&self.available)
     }
     pub fn is_write(&self) -> bool {
         self.has(flags::WRITE)
