@@ -346,12 +346,11 @@ fn key_count(cmd: &super::Command, argc: usize) -> u32 {
     ((last - first) / step + 1) as u32
 }
 
-const NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
 const NOTBUSY: &str = "NOTBUSY No scripts in execution right now.";
 
 fn eval_generic(ctx: &mut Ctx<'_>, args: &[Bytes], evalsha: bool, ro: bool) -> CmdResult {
     if evalsha && args[1].len() != 40 {
-        return Ok(Reply::error(NOSCRIPT));
+        return Ok(Reply::error(crate::script::noscript(ctx.core.profile())));
     }
     with_engine(ctx, |e, ctx| e.eval(&mut ScriptRun::new(ctx), args, evalsha, ro))
 }

@@ -315,7 +315,7 @@ impl Scripting {
         let index = if evalsha {
             match sha_key(&args[1]).and_then(|k| self.by_sha.get(&k)) {
                 Some(&i) => i,
-                None => return Reply::error("NOSCRIPT No matching script. Please use EVAL."),
+                None => return Reply::error(noscript(self.profile)),
             }
         } else {
             match self.create(&args[1]) {
@@ -472,6 +472,7 @@ impl Scripting {
         let mut run = RunCtx {
             host,
             resp3: false,
+            server: self.profile,
             panic: None,
             rng,
             repl_flags: 3,
@@ -844,5 +845,14 @@ mod tests {
     #[test]
     fn sha1_of_scripts() {
         assert_eq!(sha1_hex(b"return 1"), "e0e1f9fabfc9d4800c877a703b823ac0578ff8db");
+    }
+}
+
+/// `EVALSHA`'s error for a sha not cached (Valkey leaves out the hint).
+pub fn noscript(profile: crate::version::Profile) -> &'static str {
+    if profile.is_valkey() {
+        "NOSCRIPT No matching script."
+    } else {
+        "NOSCRIPT No matching script. Please use EVAL."
     }
 }

@@ -50,6 +50,8 @@ pub(crate) struct RunCtx<'h> {
     pub host: &'h mut dyn ScriptHost,
     /// `redis.setresp(3)` was called.
     pub resp3: bool,
+    /// The server the script runs on (its error texts follow it).
+    pub server: crate::version::Profile,
     /// A panic caught inside a callback, re-raised once Lua has unwound.
     pub panic: Option<Box<dyn Any + Send>>,
     /// The PRNG behind `math.random`.
