@@ -669,6 +669,15 @@ fn parse_shebang(body: &[u8]) -> Result<(ScriptFlags, usize), CmdError> {
     Ok((flags, end))
 }
 
+/// `EVALSHA`'s error for a sha not cached (Valkey leaves out the hint).
+pub fn noscript(profile: crate::version::Profile) -> &'static str {
+    if profile.is_valkey() {
+        "NOSCRIPT No matching script."
+    } else {
+        "NOSCRIPT No matching script. Please use EVAL."
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -845,14 +854,5 @@ mod tests {
     #[test]
     fn sha1_of_scripts() {
         assert_eq!(sha1_hex(b"return 1"), "e0e1f9fabfc9d4800c877a703b823ac0578ff8db");
-    }
-}
-
-/// `EVALSHA`'s error for a sha not cached (Valkey leaves out the hint).
-pub fn noscript(profile: crate::version::Profile) -> &'static str {
-    if profile.is_valkey() {
-        "NOSCRIPT No matching script."
-    } else {
-        "NOSCRIPT No matching script. Please use EVAL."
     }
 }
