@@ -236,7 +236,6 @@ impl Scripting {
             return;
         }
         self.profile = profile;
-        self.args.short_numbers = profile.at_least(7, 2, 0);
         self.eval.set_profile(profile);
         if let Some(vm) = &self.fvm {
             vm.set_profile(profile);

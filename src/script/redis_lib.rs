@@ -83,11 +83,12 @@ const READ_AT_ONCE: usize = 32;
 /// they are, anything else is refused. The
 /// arguments are written one after the other into `args.buf` and handed
 /// out as slices of it (see [`CallArgs`](super::run::CallArgs)).
-unsafe fn collect_args(l: State, argc: c_int, args: &mut super::run::CallArgs) -> bool {
+/// `short`: numbers as Redis 7.2 writes them (an integer, else the
+/// shortest digits: `num::fmt_short_into`).
+unsafe fn collect_args(l: State, argc: c_int, args: &mut super::run::CallArgs, short: bool) -> bool {
     // Emptied after the previous call (`CallArgs::clear`).
     debug_assert!(args.argv.is_empty());
     let buf = &mut args.buf;
-    let short = args.short_numbers;
     let push_number = |buf: &mut bytes::BytesMut, n: ffi::lua_Number| {
         let mut num = [0u8; 64];
         let len = match short {
@@ -185,7 +186,7 @@ unsafe fn generic_command(l: State, raise_error: bool) -> c_int {
     }
     // The run's arguments (a script cannot run two calls at once), emptied
     // again before any error is raised.
-    let collected = collect_args(l, argc, &mut run.args);
+    let collected = collect_args(l, argc, &mut run.args, run.server.at_least(7, 2, 0));
     ffi::lua_pop(l, argc);
     let (is_error, panicked) = match collected {
         false => {
@@ -373,7 +374,7 @@ unsafe extern "C-unwind" fn acl_check_cmd(l: State) -> c_int {
         raise_err(l, Words::of(run.server).no_args());
     }
     let mut args = super::run::CallArgs::default();
-    let collected = collect_args(l, argc, &mut args);
+    let collected = collect_args(l, argc, &mut args, run.server.at_least(7, 2, 0));
     ffi::lua_pop(l, argc);
     if !collected {
         drop(args);

@@ -95,9 +95,6 @@ pub(crate) struct CallArgs {
     pub buf: BytesMut,
     /// Each argument's length in `buf` (while a call with many is collected).
     pub ends: Vec<usize>,
-    /// Numbers are written as Redis 7.2 and later write them (an integer,
-    /// else the shortest digits: `num::fmt_short_into`), not `%.17g`.
-    pub short_numbers: bool,
 }
 
 impl CallArgs {
@@ -110,12 +107,7 @@ impl CallArgs {
 
     /// The engine's own: the buffer starts at [`Self::FIRST_BYTES`].
     pub fn new() -> CallArgs {
-        CallArgs {
-            argv: Vec::new(),
-            buf: BytesMut::with_capacity(Self::FIRST_BYTES),
-            ends: Vec::new(),
-            short_numbers: false,
-        }
+        CallArgs { argv: Vec::new(), buf: BytesMut::with_capacity(Self::FIRST_BYTES), ends: Vec::new() }
     }
 
     /// Empties the vector (dropping this call's slices); lets go of a
