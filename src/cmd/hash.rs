@@ -45,7 +45,28 @@ pub static COMMANDS: &[CommandSpec] = &[
         .doc("Incrementally iterate hash fields and associated values", "2.8.0"),
     cmd("hrandfield", hrandfield, -2, "readonly", 1, 1, 1, "@read @hash @slow")
         .doc("Get one or multiple random fields from a hash", "6.2.0"),
+    cmd("hexpire", hexpire, -6, "write fast", 1, 1, 1, "@write @hash @fast")
+        .doc("Set expiry for hash field using relative time to expire (seconds)", "7.4.0"),
+    cmd("hpexpire", hexpire, -6, "write fast", 1, 1, 1, "@write @hash @fast")
+        .doc("Set expiry for hash field using relative time to expire (milliseconds)", "7.4.0"),
+    cmd("hexpireat", hexpire, -6, "write fast", 1, 1, 1, "@write @hash @fast")
+        .doc("Set expiry for hash field using an absolute Unix timestamp (seconds)", "7.4.0"),
+    cmd("hpexpireat", hexpire, -6, "write fast", 1, 1, 1, "@write @hash @fast")
+        .doc("Set expiry for hash field using an absolute Unix timestamp (milliseconds)", "7.4.0"),
+    cmd("httl", httl, -5, "readonly fast", 1, 1, 1, "@read @hash @fast")
+        .doc("Returns the TTL in seconds of a hash field.", "7.4.0"),
+    cmd("hpttl", httl, -5, "readonly fast", 1, 1, 1, "@read @hash @fast")
+        .doc("Returns the TTL in milliseconds of a hash field.", "7.4.0"),
+    cmd("hexpiretime", httl, -5, "readonly fast", 1, 1, 1, "@read @hash @fast")
+        .doc("Returns the expiration time of a hash field as a Unix timestamp, in seconds.", "7.4.0"),
+    cmd("hpexpiretime", httl, -5, "readonly fast", 1, 1, 1, "@read @hash @fast")
+        .doc("Returns the expiration time of a hash field as a Unix timestamp, in msec.", "7.4.0"),
+    cmd("hpersist", hpersist, -5, "write fast", 1, 1, 1, "@write @hash @fast")
+        .doc("Removes the expiration time for each specified field", "7.4.0"),
 ];
+
+/// The latest field deadline Redis accepts (unix ms; `HFE_MAX_ABS_TIME_MSEC`).
+pub(crate) const FIELD_EXPIRE_MAX: u64 = (1 << 46) - 1;
 
 /// Largest number of elements a random-count reply may hold. Redis builds
 /// any size (and a huge negative count exhausts its memory); rlockd refuses
@@ -61,6 +82,40 @@ fn get_hash<'a>(db: &'a mut DbView<'_>, key: &[u8]) -> Result<Option<&'a mut Has
     }
 }
 
+/// The hash at `key` (as [`get_hash`]) after deleting those of `fields`
+/// whose deadline passed (Redis's lazy field expiry: `hexpired`, and the
+/// key's `del` if that empties it). A hash without field deadlines pays
+/// one branch.
+fn get_hash_live<'a>(
+    db: &'a mut DbView<'_>,
+    key: &Bytes,
+    fields: &[Bytes],
+) -> Result<Option<&'a mut HashValue>, CmdError> {
+    let now = db.now;
+    let due = match get_hash(db, key)? {
+        Some(h) if h.ttls().is_some() => fields.iter().any(|f| h.is_expired(f, now)),
+        _ => false,
+    };
+    if due {
+        db.expire_fields(key, fields);
+    }
+    get_hash(db, key)
+}
+
+/// Deletes every field of the hash at `key` whose deadline passed, as
+/// [`get_hash_live`] does for some.
+fn expire_all_fields(db: &mut DbView<'_>, key: &Bytes) -> Result<(), CmdError> {
+    let now = db.now;
+    let due = match get_hash(db, key)? {
+        Some(h) => h.ttls().map(|t| t.expired(now)).unwrap_or_default(),
+        None => Vec::new(),
+    };
+    if !due.is_empty() {
+        db.expire_fields(key, &due);
+    }
+    Ok(())
+}
+
 /// The hash at `key`, created empty if missing (the caller adds a field).
 fn hash_or_create<'a>(db: &'a mut DbView<'_>, key: &Bytes) -> Result<&'a mut HashValue, CmdError> {
     match &mut db.entry_or_insert(key, || Value::Hash(HashValue::default())).value {
@@ -72,7 +127,7 @@ fn hash_or_create<'a>(db: &'a mut DbView<'_>, key: &Bytes) -> Result<&'a mut Has
 /// The hash at `key` and whether it is a listpack, in one lookup.
 fn get_hash_listpack<'a>(db: &'a mut DbView<'_>, key: &[u8]) -> Result<Option<(&'a mut HashValue, bool)>, CmdError> {
     let Some(e) = db.entry(key) else { return Ok(None) };
-    let listpack = e.encoding() == "listpack";
+    let listpack = matches!(e.encoding(), "listpack" | "listpackex");
     match &mut e.value {
         Value::Hash(h) => Ok(Some((h, listpack))),
         _ => Err(CmdError::WrongType),
@@ -101,9 +156,14 @@ fn hset_generic(ctx: &mut Ctx<'_>, args: &[Bytes], is_hset: bool) -> CmdResult {
     let limits = *db.limits();
     let h = hash_or_create(&mut db, key)?;
     let mut created = 0;
+    let ttls = h.ttls().is_some();
     for fv in args[2..].chunks(2) {
         if h.insert(&fv[0], &fv[1]) {
             created += 1;
+        }
+        if ttls {
+            // A value set whole drops the field's deadline.
+            h.set_field_expire(&fv[0], 0);
         }
     }
     // Past hash-max-listpack-entries/value a hash stays a hashtable.
@@ -126,6 +186,7 @@ fn hsetnx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
     let mut db = ctx.db();
     let limits = *db.limits();
+    get_hash_live(&mut db, key, &args[2..3])?;
     let h = hash_or_create(&mut db, key)?;
     if h.contains_key(&args[2][..]) {
         return Ok(Reply::Int(0));
@@ -141,12 +202,14 @@ fn hsetnx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn hget(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let mut db = ctx.db();
-    Ok(get_hash(&mut db, &args[1])?.and_then(|h| h.get(&args[2][..]).map(Bytes::copy_from_slice)).into())
+    Ok(get_hash_live(&mut db, &args[1], &args[2..3])?
+        .and_then(|h| h.get(&args[2][..]).map(Bytes::copy_from_slice))
+        .into())
 }
 
 fn hmget(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let mut db = ctx.db();
-    let h = get_hash(&mut db, &args[1])?;
+    let h = get_hash_live(&mut db, &args[1], &args[2..])?;
     Ok(Reply::Array(
         args[2..].iter().map(|f| h.as_ref().and_then(|h| h.get(&f[..]).map(Bytes::copy_from_slice)).into()).collect(),
     ))
@@ -177,7 +240,7 @@ fn hdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn hexists(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let mut db = ctx.db();
-    Ok(Reply::Int(get_hash(&mut db, &args[1])?.is_some_and(|h| h.contains_key(&args[2][..])).into()))
+    Ok(Reply::Int(get_hash_live(&mut db, &args[1], &args[2..3])?.is_some_and(|h| h.contains_key(&args[2][..])).into()))
 }
 
 fn hlen(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
@@ -187,33 +250,39 @@ fn hlen(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn hstrlen(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let mut db = ctx.db();
-    Ok(Reply::Int(get_hash(&mut db, &args[1])?.and_then(|h| h.get(&args[2][..])).map_or(0, |v| v.len() as i64)))
+    Ok(Reply::Int(
+        get_hash_live(&mut db, &args[1], &args[2..3])?.and_then(|h| h.get(&args[2][..])).map_or(0, |v| v.len() as i64),
+    ))
 }
 
 fn hkeys(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let mut db = ctx.db();
+    let now = db.now;
     Ok(Reply::bulks(
         get_hash(&mut db, &args[1])?
-            .map(|h| h.keys().map(Bytes::copy_from_slice).collect::<Vec<_>>())
+            .map(|h| h.live(now).into_iter().map(|(k, _)| Bytes::copy_from_slice(k)).collect::<Vec<_>>())
             .unwrap_or_default(),
     ))
 }
 
 fn hvals(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let mut db = ctx.db();
+    let now = db.now;
     Ok(Reply::bulks(
         get_hash(&mut db, &args[1])?
-            .map(|h| h.values().map(Bytes::copy_from_slice).collect::<Vec<_>>())
+            .map(|h| h.live(now).into_iter().map(|(_, v)| Bytes::copy_from_slice(v)).collect::<Vec<_>>())
             .unwrap_or_default(),
     ))
 }
 
 fn hgetall(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let mut db = ctx.db();
+    let now = db.now;
     Ok(Reply::Map(
         get_hash(&mut db, &args[1])?
             .map(|h| {
-                h.iter()
+                h.live(now)
+                    .into_iter()
                     .map(|(k, v)| (Reply::Bulk(Bytes::copy_from_slice(k)), Reply::Bulk(Bytes::copy_from_slice(v))))
                     .collect()
             })
@@ -226,6 +295,7 @@ fn hincrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
     let mut db = ctx.db();
     let limits = *db.limits();
+    get_hash_live(&mut db, key, &args[2..3])?;
     let h = hash_or_create(&mut db, key)?;
     let cur = match h.get(&args[2][..]) {
         Some(v) => num::parse_i64_strict(v).ok_or_else(|| CmdError::custom("ERR hash value is not an integer"))?,
@@ -258,6 +328,7 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
     let mut db = ctx.db();
     let limits = *db.limits();
+    get_hash_live(&mut db, key, &args[2..3])?;
     let h = hash_or_create(&mut db, key)?;
     let cur = h.get(&args[2][..]).map(Bytes::copy_from_slice);
     let res = num::incr_long_double(cur.as_deref(), &args[3]).map_err(|e| match e {
@@ -286,6 +357,7 @@ fn hscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let cur = cursor(&args[2])?;
     let opts = scan_opts(&args[3..], false)?;
     let mut db = ctx.db();
+    let now = db.now;
     let Some((h, listpack)) = get_hash_listpack(&mut db, &args[1])? else {
         return Ok(empty_scan());
     };
@@ -294,6 +366,9 @@ fn hscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let idx: Box<dyn Iterator<Item = usize>> = if listpack { Box::new(range) } else { Box::new(range.rev()) };
     for i in idx {
         let (k, v) = h.get_index(i).expect("index in range");
+        if h.is_expired(k, now) {
+            continue;
+        }
         if let Some(p) = &opts.pattern {
             if !glob::matches(p, k, false) {
                 continue;
@@ -359,6 +434,7 @@ fn hrandfield(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             return Err(CmdError::ValueOutOfRange);
         }
         let mut db = ctx.db();
+        expire_all_fields(&mut db, &args[1])?;
         let Some(h) = get_hash(&mut db, &args[1])? else {
             return Ok(Reply::Array(Vec::new()));
         };
@@ -404,9 +480,195 @@ fn hrandfield(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Ok(Reply::Array(out));
     }
     let mut db = ctx.db();
+    expire_all_fields(&mut db, &args[1])?;
     let Some(h) = get_hash(&mut db, &args[1])? else {
         return Ok(Reply::Nil);
     };
     let i = rand::rng().random_range(0..h.len());
     Ok(Reply::Bulk(Bytes::copy_from_slice(h.get_index(i).expect("index").0)))
+}
+
+/// The fields named by `FIELDS numfields field…` starting at `args[at]`
+/// (Redis 7.4's checks and texts).
+fn fields_arg(args: &[Bytes], at: usize) -> Result<&[Bytes], CmdError> {
+    if at >= args.len() || !eq(&args[at], "fields") {
+        return Err(CmdError::custom("ERR Mandatory argument FIELDS is missing or not at the right position"));
+    }
+    let n = args.get(at + 1).and_then(|a| num::parse_i64_strict(a)).filter(|&n| n > 0);
+    let Some(n) = n else {
+        return Err(CmdError::custom("ERR Parameter `numFields` should be greater than 0"));
+    };
+    let rest = &args[at + 2..];
+    if n as u64 != rest.len() as u64 {
+        return Err(CmdError::custom("ERR The `numfields` parameter must match the number of arguments"));
+    }
+    Ok(rest)
+}
+
+/// Whether the key holds something other than a hash (one lookup, the
+/// access Redis's own lookup counts).
+fn check_hash(db: &mut DbView<'_>, key: &[u8]) -> Result<bool, CmdError> {
+    match db.get(key) {
+        None => Ok(false),
+        Some(Value::Hash(_)) => Ok(true),
+        Some(_) => Err(CmdError::WrongType),
+    }
+}
+
+/// `-2` for each field of a missing hash.
+fn all_missing(fields: &[Bytes]) -> Reply {
+    Reply::Array(fields.iter().map(|_| Reply::Int(-2)).collect())
+}
+
+/// A command's time argument as an absolute deadline in unix ms: `scale`
+/// 1000 for seconds, `relative` from the command's time. Redis 7.4's
+/// checks and texts.
+fn deadline_arg(arg: &[u8], name: &str, scale: i64, relative: bool, now: u64) -> Result<u64, CmdError> {
+    let t = int(arg)?;
+    if t < 0 {
+        return Err(CmdError::custom("ERR invalid expire time, must be >= 0"));
+    }
+    let invalid = || CmdError::custom(format!("ERR invalid expire time in '{name}' command"));
+    let ms = t.checked_mul(scale).ok_or_else(invalid)?;
+    let at = if relative { ms.checked_add(now as i64).ok_or_else(invalid)? } else { ms };
+    if at as u64 > FIELD_EXPIRE_MAX {
+        return Err(invalid());
+    }
+    Ok(at as u64)
+}
+
+/// `HEXPIRE`, `HPEXPIRE`, `HEXPIREAT`, `HPEXPIREAT`.
+fn hexpire(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let name = String::from_utf8_lossy(&args[0]).to_ascii_lowercase();
+    let (scale, relative) = match name.as_str() {
+        "hexpire" => (1000, true),
+        "hpexpire" => (1, true),
+        "hexpireat" => (1000, false),
+        _ => (1, false),
+    };
+    let key = &args[1];
+    let mut db = ctx.db();
+    let exists = check_hash(&mut db, key)?;
+    let now = db.now;
+    let at = deadline_arg(&args[2], &name, scale, relative, now)?;
+    #[derive(PartialEq)]
+    enum Cond {
+        Always,
+        Nx,
+        Xx,
+        Gt,
+        Lt,
+    }
+    let cond = match &args[3] {
+        a if eq(a, "nx") => Cond::Nx,
+        a if eq(a, "xx") => Cond::Xx,
+        a if eq(a, "gt") => Cond::Gt,
+        a if eq(a, "lt") => Cond::Lt,
+        _ => Cond::Always,
+    };
+    let fields = fields_arg(args, if cond == Cond::Always { 3 } else { 4 })?;
+    if !exists {
+        return Ok(all_missing(fields));
+    }
+    let Some(Value::Hash(h)) = db.get_mut(key) else { unreachable!("checked a hash") };
+    let (mut set, mut deleted) = (0, 0);
+    let mut out = Vec::with_capacity(fields.len());
+    for f in fields {
+        let Some(cur) = h.field_expire(f) else {
+            out.push(Reply::Int(-2));
+            continue;
+        };
+        let ok = match cond {
+            Cond::Always => true,
+            Cond::Nx => cur == 0,
+            Cond::Xx => cur != 0,
+            Cond::Gt => cur != 0 && at > cur,
+            Cond::Lt => cur == 0 || at < cur,
+        };
+        if !ok {
+            out.push(Reply::Int(0));
+        } else if at <= now {
+            h.shift_remove(f);
+            deleted += 1;
+            out.push(Reply::Int(2));
+        } else {
+            h.set_field_expire(f, at);
+            set += 1;
+            out.push(Reply::Int(1));
+        }
+    }
+    if set > 0 {
+        db.fields_changed(key);
+        db.touch(key);
+        db.notify(notify::HASH, "hexpire", key);
+    }
+    if deleted > 0 {
+        db.touch(key);
+        db.notify(notify::HASH, "hdel", key);
+        db.remove_if_empty(key);
+    }
+    Ok(Reply::Array(out))
+}
+
+/// `HTTL`, `HPTTL`, `HEXPIRETIME`, `HPEXPIRETIME`.
+fn httl(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let name = String::from_utf8_lossy(&args[0]).to_ascii_lowercase();
+    let key = &args[1];
+    let mut db = ctx.db();
+    let exists = check_hash(&mut db, key)?;
+    let fields = fields_arg(args, 2)?;
+    if !exists {
+        return Ok(all_missing(fields));
+    }
+    let now = db.now;
+    let Some(Value::Hash(h)) = db.get(key) else { unreachable!("checked a hash") };
+    let out = fields
+        .iter()
+        .map(|f| {
+            Reply::Int(match h.field_expire(f) {
+                None => -2,
+                Some(at) if at != 0 && at <= now => -2,
+                Some(0) => -1,
+                Some(at) => match name.as_str() {
+                    "httl" => ((at - now).div_ceil(1000)) as i64,
+                    "hpttl" => (at - now) as i64,
+                    "hexpiretime" => (at / 1000) as i64,
+                    _ => at as i64,
+                },
+            })
+        })
+        .collect();
+    Ok(Reply::Array(out))
+}
+
+/// `HPERSIST`.
+fn hpersist(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = &args[1];
+    let mut db = ctx.db();
+    let exists = check_hash(&mut db, key)?;
+    let fields = fields_arg(args, 2)?;
+    if !exists {
+        return Ok(all_missing(fields));
+    }
+    let now = db.now;
+    let Some(Value::Hash(h)) = db.get_mut(key) else { unreachable!("checked a hash") };
+    let mut changed = 0;
+    let mut out = Vec::with_capacity(fields.len());
+    for f in fields {
+        out.push(Reply::Int(match h.field_expire(f) {
+            None => -2,
+            Some(at) if at != 0 && at <= now => -2,
+            Some(0) => -1,
+            Some(_) => {
+                h.set_field_expire(f, 0);
+                changed += 1;
+                1
+            }
+        }));
+    }
+    if changed > 0 {
+        db.touch(key);
+        db.notify(notify::HASH, "hpersist", key);
+    }
+    Ok(Reply::Array(out))
 }
