@@ -63,6 +63,12 @@ pub static COMMANDS: &[CommandSpec] = &[
         .doc("Returns the expiration time of a hash field as a Unix timestamp, in msec.", "7.4.0"),
     cmd("hpersist", hpersist, -5, "write fast", 1, 1, 1, "@write @hash @fast")
         .doc("Removes the expiration time for each specified field", "7.4.0"),
+    cmd("hgetex", hgetex, -5, "write fast", 1, 1, 1, "@write @hash @fast")
+        .doc("Get the value of one or more fields of a given hash key, and optionally set their expiration.", "8.0.0"),
+    cmd("hsetex", hsetex, -6, "write denyoom fast", 1, 1, 1, "@write @hash @fast")
+        .doc("Set the value of one or more fields of a given hash key, and optionally set their expiration.", "8.0.0"),
+    cmd("hgetdel", hgetdel, -5, "write fast", 1, 1, 1, "@write @hash @fast")
+        .doc("Returns the value of a field and deletes it from the hash.", "8.0.0"),
 ];
 
 /// The latest field deadline Redis accepts (unix ms; `HFE_MAX_ABS_TIME_MSEC`).
@@ -515,6 +521,23 @@ fn check_hash(db: &mut DbView<'_>, key: &[u8]) -> Result<bool, CmdError> {
     }
 }
 
+/// The fields of `HGETEX`/`HGETDEL`: `FIELDS numfields field…` exactly at
+/// `args[at]` (Redis 8.0's texts, which differ from `HEXPIRE`'s).
+fn get_fields_arg(args: &[Bytes], at: usize) -> Result<&[Bytes], CmdError> {
+    if at >= args.len() || !eq(&args[at], "fields") {
+        return Err(CmdError::custom("ERR Mandatory argument FIELDS is missing or not at the right position"));
+    }
+    let n = args.get(at + 1).and_then(|a| num::parse_i64_strict(a)).filter(|&n| n > 0);
+    let Some(n) = n else {
+        return Err(CmdError::custom("ERR Number of fields must be a positive integer"));
+    };
+    let rest = &args[at + 2..];
+    if n as u64 != rest.len() as u64 {
+        return Err(CmdError::custom("ERR The `numfields` parameter must match the number of arguments"));
+    }
+    Ok(rest)
+}
+
 /// `-2` for each field of a missing hash.
 fn all_missing(fields: &[Bytes]) -> Reply {
     Reply::Array(fields.iter().map(|_| Reply::Int(-2)).collect())
@@ -669,6 +692,224 @@ fn hpersist(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if changed > 0 {
         db.touch(key);
         db.notify(notify::HASH, "hpersist", key);
+    }
+    Ok(Reply::Array(out))
+}
+
+/// An expiry option of `HGETEX`/`HSETEX`: (scale to ms, relative).
+fn expiry_option(arg: &[u8]) -> Option<(i64, bool)> {
+    match arg {
+        a if eq(a, "ex") => Some((1000, true)),
+        a if eq(a, "px") => Some((1, true)),
+        a if eq(a, "exat") => Some((1000, false)),
+        a if eq(a, "pxat") => Some((1, false)),
+        _ => None,
+    }
+}
+
+/// What to do with the deadline of the fields a command names.
+#[derive(Clone, Copy, PartialEq)]
+enum FieldTtl {
+    /// Leave it (`HGETEX` without option, `HSETEX … KEEPTTL`).
+    Keep,
+    /// Drop it (`PERSIST`; `HSETEX` without option).
+    Drop,
+    /// Set this deadline (deleting the field if it is not in the future).
+    At(u64),
+}
+
+/// `HGETEX key [EX s|PX ms|EXAT t|PXAT t|PERSIST] FIELDS numfields field…`.
+fn hgetex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = &args[1];
+    let mut db = ctx.db();
+    let now = db.now;
+    let exists = check_hash(&mut db, key)?;
+    let (ttl, at) = if let Some((scale, relative)) = expiry_option(&args[2]) {
+        let deadline =
+            args.get(3).map_or(Err(CmdError::Syntax), |a| deadline_arg(a, "hgetex", scale, relative, now))?;
+        (FieldTtl::At(deadline), 4)
+    } else if eq(&args[2], "persist") {
+        (FieldTtl::Drop, 3)
+    } else {
+        (FieldTtl::Keep, 2)
+    };
+    let fields = get_fields_arg(args, at)?;
+    if !exists {
+        return Ok(Reply::Array(fields.iter().map(|_| Reply::Nil).collect()));
+    }
+    let Some(h) = get_hash_live(&mut db, key, fields)? else {
+        return Ok(Reply::Array(fields.iter().map(|_| Reply::Nil).collect()));
+    };
+    let (mut set, mut persisted, mut deleted) = (0, 0, 0);
+    let mut out = Vec::with_capacity(fields.len());
+    for f in fields {
+        let Some(v) = h.get(&f[..]) else {
+            out.push(Reply::Nil);
+            continue;
+        };
+        out.push(Reply::Bulk(Bytes::copy_from_slice(v)));
+        match ttl {
+            FieldTtl::Keep => {}
+            FieldTtl::Drop => {
+                if h.field_expire(f).is_some_and(|at| at != 0) {
+                    h.set_field_expire(f, 0);
+                    persisted += 1;
+                }
+            }
+            FieldTtl::At(at) if at <= now => {
+                h.shift_remove(&f[..]);
+                deleted += 1;
+            }
+            FieldTtl::At(at) => {
+                h.set_field_expire(f, at);
+                set += 1;
+            }
+        }
+    }
+    if set > 0 {
+        db.fields_changed(key);
+        db.touch(key);
+        db.notify(notify::HASH, "hexpire", key);
+    }
+    if persisted > 0 {
+        db.touch(key);
+        db.notify(notify::HASH, "hpersist", key);
+    }
+    if deleted > 0 {
+        db.touch(key);
+        db.notify(notify::HASH, "hdel", key);
+        db.remove_if_empty(key);
+    }
+    Ok(Reply::Array(out))
+}
+
+/// `HSETEX key [FNX|FXX] [EX s|PX ms|EXAT t|PXAT t|KEEPTTL] FIELDS numfields field value…`.
+fn hsetex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = &args[1];
+    let now = ctx.core.ks.now;
+    let (mut fnx, mut fxx) = (false, false);
+    let mut ttl = None;
+    let mut i = 2;
+    let fields = loop {
+        let Some(a) = args.get(i) else {
+            return Err(CmdError::custom("ERR Mandatory argument FIELDS is missing or not at the right position"));
+        };
+        if eq(a, "fields") {
+            let n = args
+                .get(i + 1)
+                .and_then(|a| num::parse_i64_strict(a))
+                .filter(|&n| n > 0 && n <= i64::from(i32::MAX))
+                .ok_or_else(|| CmdError::custom("ERR invalid number of fields"))?;
+            let rest = &args[(i + 2).min(args.len())..];
+            if n as u64 * 2 != rest.len() as u64 {
+                return Err(arity_err(args));
+            }
+            break rest;
+        } else if eq(a, "fnx") || eq(a, "fxx") {
+            if fnx || fxx {
+                return Err(CmdError::custom("ERR Only one of FXX or FNX arguments can be specified"));
+            }
+            (fnx, fxx) = (eq(a, "fnx"), eq(a, "fxx"));
+            i += 1;
+        } else if let Some((scale, relative)) =
+            expiry_option(a).map(Some).unwrap_or(eq(a, "keepttl").then_some((0, false)))
+        {
+            if ttl.is_some() {
+                return Err(CmdError::custom(
+                    "ERR Only one of EX, PX, EXAT, PXAT or KEEPTTL arguments can be specified",
+                ));
+            }
+            if scale == 0 {
+                ttl = Some(FieldTtl::Keep);
+                i += 1;
+            } else {
+                let v = args.get(i + 1).ok_or(CmdError::Syntax)?;
+                ttl = Some(FieldTtl::At(deadline_arg(v, "hsetex", scale, relative, now)?));
+                i += 2;
+            }
+        } else {
+            return Err(CmdError::Raw(Bytes::from([&b"ERR unknown argument: "[..], &a[..]].concat())));
+        }
+    };
+    let ttl = ttl.unwrap_or(FieldTtl::Drop);
+    let mut db = ctx.db();
+    let limits = *db.limits();
+    let exists = check_hash(&mut db, key)?;
+    let names: Vec<Bytes> = fields.chunks(2).map(|fv| fv[0].clone()).collect();
+    if exists {
+        get_hash_live(&mut db, key, &names)?;
+    }
+    if fnx || fxx {
+        let h = get_hash(&mut db, key)?;
+        let ok = names.iter().all(|f| h.as_ref().is_some_and(|h| h.contains_key(&f[..])) == fxx);
+        if !ok {
+            return Ok(Reply::Int(0));
+        }
+    }
+    let h = hash_or_create(&mut db, key)?;
+    let (mut set, mut deleted) = (0, 0);
+    for fv in fields.chunks(2) {
+        h.insert(&fv[0], &fv[1]);
+        match ttl {
+            FieldTtl::Keep => {}
+            FieldTtl::Drop => {
+                h.set_field_expire(&fv[0], 0);
+            }
+            FieldTtl::At(at) if at <= now => {
+                h.shift_remove(&fv[0][..]);
+                deleted += 1;
+            }
+            FieldTtl::At(at) => {
+                h.set_field_expire(&fv[0], at);
+                set += 1;
+            }
+        }
+    }
+    let outgrown = h.len() > limits.hash_entries || fields.iter().any(|a| a.len() > limits.hash_value);
+    db.mark_outgrown(key, outgrown);
+    db.touch(key);
+    db.notify(notify::HASH, "hset", key);
+    if set > 0 {
+        db.fields_changed(key);
+        db.notify(notify::HASH, "hexpire", key);
+    }
+    if deleted > 0 {
+        db.notify(notify::HASH, "hdel", key);
+        db.remove_if_empty(key);
+    }
+    Ok(Reply::Int(1))
+}
+
+/// `HGETDEL key FIELDS numfields field…`.
+fn hgetdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = &args[1];
+    let mut db = ctx.db();
+    let exists = check_hash(&mut db, key)?;
+    let fields = get_fields_arg(args, 2)?;
+    let nils = || Reply::Array(fields.iter().map(|_| Reply::Nil).collect());
+    if !exists {
+        return Ok(nils());
+    }
+    if get_hash_live(&mut db, key, fields)?.is_none() {
+        return Ok(nils());
+    }
+    let Some((h, listpack)) = get_hash_listpack(&mut db, key)? else { return Ok(nils()) };
+    let mut deleted = 0;
+    let mut out = Vec::with_capacity(fields.len());
+    for f in fields {
+        match h.get(&f[..]).map(Bytes::copy_from_slice) {
+            Some(v) => {
+                hash_remove(h, f, listpack);
+                deleted += 1;
+                out.push(Reply::Bulk(v));
+            }
+            None => out.push(Reply::Nil),
+        }
+    }
+    if deleted > 0 {
+        db.touch(key);
+        db.notify(notify::HASH, "hdel", key);
+        db.remove_if_empty(key);
     }
     Ok(Reply::Array(out))
 }
