@@ -18,6 +18,7 @@ use bytes::Bytes;
 
 use crate::error::CmdError;
 use crate::glob;
+use crate::version::{Profile, Version};
 
 /// How a server is started. Build with [`Config::default`] and the setters.
 #[derive(Debug, Clone)]
@@ -376,8 +377,10 @@ static PARAMS: &[Param] = &[
     // lists exactly Redis 7.0's parameters.
     // The RLOCKD test-control namespace (`cmd/control.rs` acts on a change).
     hidden("test-control", "yes", Kind::Bool),
-    // The Redis version INFO (`redis_version`) and HELLO (`version`) report.
+    // The server rlockd answers as (`version::Profile`): a Redis version,
+    // or a Valkey version (which takes precedence while set).
     hidden("redis-version", crate::version::REDIS_VERSION, Kind::Special),
+    hidden("valkey-version", "", Kind::Special),
 ];
 
 /// The parameters that change what rlockd does (README's configuration
@@ -433,6 +436,7 @@ const EFFECTIVE: &[&str] = &[
     "enable-debug-command",
     "test-control",
     "redis-version",
+    "valkey-version",
 ];
 
 fn find(name: &[u8]) -> Option<&'static Param> {
@@ -624,6 +628,8 @@ pub struct RuntimeConfig {
     /// `stream-node-max-bytes` and `stream-node-max-entries`: where a
     /// stream's listpack node is closed (0: no limit).
     pub stream_node: crate::db::stream::NodeLimits,
+    /// The server rlockd answers as (`redis-version`, `valkey-version`).
+    pub profile: crate::version::Profile,
 }
 
 impl RuntimeConfig {
@@ -652,6 +658,7 @@ impl RuntimeConfig {
             protected_mode: true,
             debug_command: ProtectedAction::No,
             stream_node: crate::db::stream::NodeLimits::default(),
+            profile: crate::version::Profile::default(),
         };
         for (k, v) in &cfg.params {
             if ["port", "bind", "databases", "tcp-backlog"].iter().any(|f| f.eq_ignore_ascii_case(k)) {
@@ -1024,8 +1031,26 @@ impl RuntimeConfig {
                     _ => return Err("wrong number of arguments".into()),
                 }
             }
-            "redis-version" => parse_version(v)
-                .ok_or("argument must be a version as major.minor.patch (numbers 0 to 255, e.g. 7.2.4)")?,
+            "redis-version" => {
+                let version = parse_version(v)?;
+                if self.get_str("valkey-version").is_empty() {
+                    self.profile = Profile::redis(version);
+                }
+                version.to_string()
+            }
+            "valkey-version" if v.is_empty() => {
+                let redis = parse_version(self.get_str("redis-version")).expect("a stored redis-version parses");
+                self.profile = Profile::redis(redis);
+                String::new()
+            }
+            "valkey-version" => {
+                let version = parse_version(v)?;
+                if version < VALKEY_OLDEST {
+                    return Err(format!("Valkey versions from {VALKEY_OLDEST} are supported"));
+                }
+                self.profile = Profile::valkey(version);
+                version.to_string()
+            }
             other => unreachable!("no check for special parameter {other}"),
         })
     }
@@ -1180,14 +1205,13 @@ fn strerror(e: &std::io::Error) -> String {
 
 /// `X.Y.Z` with each part 0 to 255 (the most a Redis version number
 /// holds), printed back without leading zeros.
-fn parse_version(v: &str) -> Option<String> {
-    let parts: Vec<&str> = v.split('.').collect();
-    if parts.len() != 3 || parts.iter().any(|p| p.is_empty() || p.len() > 3 || !p.bytes().all(|c| c.is_ascii_digit())) {
-        return None;
-    }
-    let nums: Vec<u8> = parts.iter().map(|p| p.parse::<u8>().ok()).collect::<Option<_>>()?;
-    Some(format!("{}.{}.{}", nums[0], nums[1], nums[2]))
+fn parse_version(v: &str) -> Result<Version, String> {
+    Version::parse(v)
+        .ok_or_else(|| "argument must be a version as major.minor.patch (numbers 0 to 255, e.g. 7.2.4)".into())
 }
+
+/// The oldest `valkey-version`: Valkey 7.2, the first release.
+const VALKEY_OLDEST: Version = Version::new(7, 2, 0);
 
 /// Redis's check of `proc-title-template`: `{name}` variables it knows,
 /// balanced braces (`{{` a literal one), and a non-empty title once expanded with an empty
@@ -1283,10 +1307,10 @@ mod tests {
         assert!(!proc_title_template_valid("{title}"));
         assert!(!proc_title_template_valid("{nope} x"));
         assert!(!proc_title_template_valid("x {title"));
-        assert_eq!(parse_version("7.2.4").as_deref(), Some("7.2.4"));
-        assert_eq!(parse_version("07.02.004").as_deref(), Some("7.2.4"));
+        assert_eq!(parse_version("7.2.4").map(|v| v.to_string()), Ok("7.2.4".into()));
+        assert_eq!(parse_version("07.02.004").map(|v| v.to_string()), Ok("7.2.4".into()));
         for bad in ["7.2", "7.2.4.1", "256.0.0", "7.-1.0", "", "7.2.x"] {
-            assert_eq!(parse_version(bad), None, "{bad}");
+            assert!(parse_version(bad).is_err(), "{bad}");
         }
     }
 

@@ -190,6 +190,7 @@ impl Core {
         let commands = catalog.len;
         let acl = crate::acl::Acl::new(catalog, config.requirepass.as_deref());
         let record_locks = config.get_str("test-control") == "yes";
+        let profile = config.profile;
         let mut ks = Keyspace::new(databases);
         ks.now = now_ms;
         ks.sig.notify_flags = config.notify_flags;
@@ -206,7 +207,11 @@ impl Core {
             blocking: Blocking::default(),
             watches: Watches::default(),
             monitors: Default::default(),
-            scripting: Some(Box::new(Scripting::new())),
+            scripting: Some(Box::new({
+                let mut s = Scripting::new();
+                s.set_profile(profile);
+                s
+            })),
             pre_command_oom: false,
             control: crate::control::Control::new(record_locks),
             lastsave: now_ms / 1000,
@@ -337,6 +342,14 @@ impl Core {
     pub fn config_changed(&mut self) {
         self.ks.sig.notify_flags = self.config.notify_flags;
         self.ks.tuning = self.config.tuning();
+        if let Some(s) = self.scripting.as_mut() {
+            s.set_profile(self.config.profile);
+        }
+    }
+
+    /// The server this one answers as (`redis-version`, `valkey-version`).
+    pub fn profile(&self) -> crate::version::Profile {
+        self.config.profile
     }
 }
 

@@ -242,8 +242,11 @@ Options:
                         net.core.somaxconn)
   --threads <n>         accepted for compatibility (1 to 1024): every client is
                         served by one event-loop thread, as in redis-server
-  --redis-version <v>   the Redis version INFO and HELLO report (default
-                        {REDIS_VERSION}; only those strings change; rlockd only)
+  --redis-version <v>   the Redis version to answer as (default {REDIS_VERSION}):
+                        its commands, replies, INFO, HELLO and Lua's
+                        redis.REDIS_VERSION (e.g. 8.2.3; README lists what
+                        each version adds; rlockd only)
+  --valkey-version <v>  answer as Valkey <v> instead (e.g. 8.1.8; rlockd only)
   --nodes <n>           serve n independent servers (own keyspace, clock and
                         test control) on ports port..port+n-1, for Redlock and
                         MultiLock tests (default 1; rlockd only; with --port 0

@@ -127,7 +127,7 @@ fn acl_getuser(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     Ok(Reply::Map(out))
 }
 
-fn acl_cat(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+fn acl_cat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     match args.len() {
         2 => Ok(Reply::Array(CATEGORIES.iter().map(|c| Reply::bulk_str(c)).collect())),
         3 => {
@@ -140,9 +140,10 @@ fn acl_cat(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             let mut out = Vec::new();
             // A container is listed by its own categories, then its
             // subcommands by theirs, as Redis's `aclCatWithFlags` walks them.
-            for c in t.listed() {
+            let profile = ctx.core.profile();
+            for c in t.listed(profile) {
                 for c in std::iter::once(c).chain(c.subcommands.values()) {
-                    if c.spec.acl.split_whitespace().any(|a| a == tag) {
+                    if c.answers_in(profile) && c.spec.acl.split_whitespace().any(|a| a == tag) {
                         out.push(Reply::Bulk(Bytes::from(c.fullname.clone())));
                     }
                 }

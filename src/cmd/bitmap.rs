@@ -260,20 +260,36 @@ fn bitop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         Or,
         Xor,
         Not,
+        // Redis 8.2's: the first key against the union of the others, and
+        // the bits set in exactly one key.
+        Diff,
+        Diff1,
+        AndOr,
+        One,
     }
-    let op = if eq(&args[1], "and") {
-        Op::And
-    } else if eq(&args[1], "or") {
-        Op::Or
-    } else if eq(&args[1], "xor") {
-        Op::Xor
-    } else if eq(&args[1], "not") {
-        Op::Not
-    } else {
-        return Err(CmdError::Syntax);
+    let since_8_2 = ctx.core.profile().at_least(8, 2, 0);
+    let op = match &args[1].to_ascii_lowercase()[..] {
+        b"and" => Op::And,
+        b"or" => Op::Or,
+        b"xor" => Op::Xor,
+        b"not" => Op::Not,
+        b"diff" if since_8_2 => Op::Diff,
+        b"diff1" if since_8_2 => Op::Diff1,
+        b"andor" if since_8_2 => Op::AndOr,
+        b"one" if since_8_2 => Op::One,
+        _ => return Err(CmdError::Syntax),
     };
     if op == Op::Not && args.len() != 4 {
         return Err(CmdError::custom("ERR BITOP NOT must be called with a single source key."));
+    }
+    let name = match op {
+        Op::Diff => "DIFF",
+        Op::Diff1 => "DIFF1",
+        Op::AndOr => "ANDOR",
+        _ => "",
+    };
+    if !name.is_empty() && args.len() < 5 {
+        return Err(CmdError::custom(format!("ERR BITOP {name} must be called with at least two source keys.")));
     }
     let dst = &args[2];
     let sources: Vec<Bytes> = ctx.with_read_lookups(true, |ctx| {
@@ -291,12 +307,22 @@ fn bitop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let out: Vec<u8> = (0..maxlen)
         .map(|j| {
             let first = byte(&sources[0], j);
-            sources[1..].iter().fold(if op == Op::Not { !first } else { first }, |acc, s| match op {
-                Op::And => acc & byte(s, j),
-                Op::Or => acc | byte(s, j),
-                Op::Xor => acc ^ byte(s, j),
-                Op::Not => acc,
-            })
+            let rest = || sources[1..].iter().map(|s| byte(s, j));
+            match op {
+                Op::And => rest().fold(first, |acc, b| acc & b),
+                Op::Or => rest().fold(first, |acc, b| acc | b),
+                Op::Xor => rest().fold(first, |acc, b| acc ^ b),
+                Op::Not => !first,
+                Op::Diff => first & !rest().fold(0, |acc, b| acc | b),
+                Op::Diff1 => !first & rest().fold(0, |acc, b| acc | b),
+                Op::AndOr => first & rest().fold(0, |acc, b| acc | b),
+                Op::One => {
+                    // Bits seen once so far, and bits seen at all.
+                    let (once, _) =
+                        rest().fold((first, first), |(once, seen), b| ((once & !b) | (b & !seen), seen | b));
+                    once
+                }
+            }
         })
         .collect();
     db.set(dst, Value::Str(Bytes::from(out)), false);

@@ -9,6 +9,7 @@ use super::util::eq;
 use super::{cmd, flags, table, Command, CommandSpec, Ctx};
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
+use crate::version::Profile;
 
 pub static COMMANDS: &[CommandSpec] = &[cmd("command", command, -1, "loading stale", 0, 0, 0, "@slow @connection")
     .subs(COMMAND_SUBS)
@@ -31,13 +32,12 @@ static COMMAND_SUBS: &[CommandSpec] = &[
         .doc("Get an array of Redis command names", "7.0.0"),
 ];
 
-fn command_info_reply(c: &Command) -> Reply {
+fn command_info_reply(c: &Command, profile: Profile) -> Reply {
     let flag_names: Vec<Reply> =
         c.spec.flags.split_whitespace().map(|f| Reply::Status(Bytes::from_static(f.as_bytes()))).collect();
     let acl: Vec<Reply> =
         c.spec.acl.split_whitespace().map(|a| Reply::Status(Bytes::from_static(a.as_bytes()))).collect();
-    let mut subs: Vec<&Command> = c.subcommands.values().collect();
-    subs.sort_by(|a, b| a.fullname.cmp(&b.fullname));
+    let subs = subcommands_in(c, profile);
     let meta = super::meta::get(&c.fullname);
     Reply::Array(vec![
         Reply::bulk_str(&c.fullname),
@@ -49,19 +49,27 @@ fn command_info_reply(c: &Command) -> Reply {
         Reply::Set(acl),
         meta.map_or_else(|| Reply::Set(vec![]), |m| m.tips.clone()),
         meta.map_or_else(|| Reply::Array(vec![]), |m| m.key_specs.clone()),
-        Reply::Array(subs.into_iter().map(command_info_reply).collect()),
+        Reply::Array(subs.into_iter().map(|s| command_info_reply(s, profile)).collect()),
     ])
 }
 
-fn command(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+/// The subcommands of `c` that `profile` has, by name.
+fn subcommands_in(c: &Command, profile: Profile) -> Vec<&Command> {
+    let mut subs: Vec<&Command> = c.subcommands.values().filter(|s| s.answers_in(profile)).collect();
+    subs.sort_by(|a, b| a.fullname.cmp(&b.fullname));
+    subs
+}
+
+fn command(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if args.len() == 1 {
-        return Ok(Reply::Array(table().listed().map(command_info_reply).collect()));
+        let profile = ctx.core.profile();
+        return Ok(Reply::Array(table().listed(profile).map(|c| command_info_reply(c, profile)).collect()));
     }
     Err(super::unknown_subcommand_error(args))
 }
 
-fn command_count(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    Ok(Reply::Int(table().listed().count() as i64))
+fn command_count(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    Ok(Reply::Int(table().listed(ctx.core.profile()).count() as i64))
 }
 
 pub(super) fn lookup_full(name: &[u8]) -> Option<&'static Command> {
@@ -72,23 +80,28 @@ pub(super) fn lookup_full(name: &[u8]) -> Option<&'static Command> {
     }
 }
 
-/// [`lookup_full`] as a client of `ctx` sees the table (test control's
-/// rows unknown while it is off).
+/// [`lookup_full`] as a client of `ctx` sees the table (rows of its
+/// profile; test control's rows unknown while it is off).
 fn lookup_named(ctx: &Ctx<'_>, name: &[u8]) -> Option<&'static Command> {
-    lookup_full(name).filter(|c| ctx.core.control.is_on() || !c.has(flags::TEST_CONTROL))
+    let profile = ctx.core.profile();
+    // A subcommand answers only where its container does (`available`).
+    lookup_full(name).filter(|c| (ctx.core.control.is_on() || !c.has(flags::TEST_CONTROL)) && c.answers_in(profile))
 }
 
 fn command_info(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let profile = ctx.core.profile();
     if args.len() == 2 {
-        return Ok(Reply::Array(table().listed().map(command_info_reply).collect()));
+        return Ok(Reply::Array(table().listed(profile).map(|c| command_info_reply(c, profile)).collect()));
     }
-    Ok(Reply::Array(args[2..].iter().map(|n| lookup_named(ctx, n).map_or(Reply::Nil, command_info_reply)).collect()))
+    Ok(Reply::Array(
+        args[2..].iter().map(|n| lookup_named(ctx, n).map_or(Reply::Nil, |c| command_info_reply(c, profile))).collect(),
+    ))
 }
 
 /// Redis's documentation of the command (see `cmd::meta`), or the table's
 /// summary for the commands Redis 7.0 does not have; subcommands are the
 /// ones rlockd implements.
-fn command_docs_entry(c: &Command) -> (Reply, Reply) {
+fn command_docs_entry(c: &Command, profile: Profile) -> (Reply, Reply) {
     let mut m = match super::meta::get(&c.fullname) {
         Some(meta) => meta.docs.clone(),
         None => vec![
@@ -98,25 +111,28 @@ fn command_docs_entry(c: &Command) -> (Reply, Reply) {
         ],
     };
     if !c.subcommands.is_empty() {
-        let mut subs: Vec<&Command> = c.subcommands.values().collect();
-        subs.sort_by(|a, b| a.fullname.cmp(&b.fullname));
-        m.push((Reply::bulk_str("subcommands"), Reply::Map(subs.into_iter().map(command_docs_entry).collect())));
+        let subs = subcommands_in(c, profile).into_iter().map(|s| command_docs_entry(s, profile)).collect();
+        m.push((Reply::bulk_str("subcommands"), Reply::Map(subs)));
     }
     (Reply::bulk_str(&c.fullname), Reply::Map(m))
 }
 
 fn command_docs(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let profile = ctx.core.profile();
     if args.len() == 2 {
-        return Ok(Reply::Map(table().listed().map(command_docs_entry).collect()));
+        return Ok(Reply::Map(table().listed(profile).map(|c| command_docs_entry(c, profile)).collect()));
     }
-    Ok(Reply::Map(args[2..].iter().filter_map(|n| lookup_named(ctx, n)).map(command_docs_entry).collect()))
+    Ok(Reply::Map(
+        args[2..].iter().filter_map(|n| lookup_named(ctx, n)).map(|c| command_docs_entry(c, profile)).collect(),
+    ))
 }
 
-fn command_list(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+fn command_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let profile = ctx.core.profile();
     let mut names: Vec<&Command> = Vec::new();
-    for c in table().listed() {
+    for c in table().listed(profile) {
         names.push(c);
-        names.extend(c.subcommands.values());
+        names.extend(c.subcommands.values().filter(|s| s.answers_in(profile)));
     }
     let filter = match args.len() {
         2 => None,

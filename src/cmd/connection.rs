@@ -125,8 +125,8 @@ fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     let proto = if ctx.client.resp == Resp::V3 { 3 } else { 2 };
     Ok(Reply::Map(vec![
-        (Reply::bulk_str("server"), Reply::bulk_str("redis")),
-        (Reply::bulk_str("version"), Reply::bulk(Bytes::from(ctx.core.config.get_str("redis-version").to_string()))),
+        (Reply::bulk_str("server"), Reply::bulk_str(ctx.core.profile().server_name())),
+        (Reply::bulk_str("version"), Reply::bulk(Bytes::from(ctx.core.profile().version().to_string()))),
         (Reply::bulk_str("proto"), Reply::Int(proto)),
         (Reply::bulk_str("id"), Reply::Int(ctx.client.id as i64)),
         (Reply::bulk_str("mode"), Reply::bulk_str(if ctx.core.cluster.is_some() { "cluster" } else { "standalone" })),

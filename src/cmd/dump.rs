@@ -24,12 +24,13 @@ pub static COMMANDS: &[CommandSpec] = &[
 ];
 
 fn dump(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let version = ctx.core.profile().rdb_version();
     let mut db = ctx.db();
     let fill = db.limits().list_fill;
     let Some(e) = db.entry(&args[1]) else {
         return Ok(Reply::Nil);
     };
-    Ok(Reply::Bulk(Bytes::from(rdb::dump(e, fill))))
+    Ok(Reply::Bulk(Bytes::from(rdb::dump(e, fill, version))))
 }
 
 fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
@@ -70,7 +71,7 @@ fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if ttl < 0 {
         return Err(CmdError::custom("ERR Invalid TTL value, must be >= 0"));
     }
-    let value = match rdb::restore(&args[3]) {
+    let value = match rdb::restore(&args[3], ctx.core.profile().rdb_version()) {
         Ok(v) => v,
         Err(RdbError::Checksum) => return Err(CmdError::custom("ERR DUMP payload version or checksum are wrong")),
         Err(RdbError::Format) => return Err(CmdError::custom("ERR Bad data format")),

@@ -78,17 +78,31 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) -> bool {
     macro_rules! l { ($($t:tt)*) => {{ let _ = write!(out, $($t)*); out.push_str("\r\n"); }} }
     match name {
         "server" => {
+            let profile = core.profile();
+            let valkey = profile.is_valkey();
             l!("# Server");
-            l!("redis_version:{}", core.config.get_str("redis-version"));
+            l!("redis_version:{}", profile.redis_version());
+            if valkey {
+                l!("server_name:valkey");
+                l!("valkey_version:{}", profile.version());
+                l!("valkey_release_stage:ga");
+            }
             l!("redis_git_sha1:00000000");
             l!("redis_git_dirty:0");
             l!("redis_build_id:0");
-            l!("redis_mode:{}", if core.cluster.is_some() { "cluster" } else { "standalone" });
+            let mode = if core.cluster.is_some() { "cluster" } else { "standalone" };
+            if valkey {
+                l!("server_mode:{mode}");
+            } else {
+                l!("redis_mode:{mode}");
+            }
             l!("os:{}", os_name());
             l!("arch_bits:64");
             l!("monotonic_clock:POSIX clock_gettime");
             l!("multiplexing_api:epoll");
-            l!("atomicvar_api:c11-builtin");
+            if !valkey {
+                l!("atomicvar_api:c11-builtin");
+            }
             l!("gcc_version:0.0.0");
             l!("process_id:{}", std::process::id());
             l!("process_supervised:no");
@@ -99,10 +113,26 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) -> bool {
             l!("uptime_in_days:{}", up / 86400);
             l!("hz:{}", core.config.hz);
             l!("configured_hz:{}", core.config.hz);
+            if valkey {
+                l!("clients_hz:{}", core.config.hz);
+            }
             l!("lru_clock:{}", (now / 1000) & ((1 << 24) - 1));
             l!("executable:{}", std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default());
             l!("config_file:");
             l!("io_threads_active:0");
+            if valkey {
+                l!("availability_zone:");
+            }
+            if profile.at_least(7, 2, 0) {
+                // The listeners (Redis 7.2's connection types).
+                let binds: Vec<String> =
+                    core.config.get_str("bind").split_whitespace().map(|b| format!("bind={b}")).collect();
+                l!("listener0:name=tcp,{},port={}", binds.join(","), ctx.shared.local_addr.lock().port());
+                let unix = core.config.get_str("unixsocket");
+                if !unix.is_empty() {
+                    l!("listener1:name=unix,bind={unix}");
+                }
+            }
         }
         "rlockd" => {
             // rlockd's own section (by name, or under `everything` as Redis

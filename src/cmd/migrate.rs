@@ -74,6 +74,7 @@ pub fn migrate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let timeout = Duration::from_millis(if timeout <= 0 { 1000 } else { timeout as u64 });
     let now = ctx.now_ms();
     let fill = ctx.db().limits().list_fill;
+    let version = ctx.core.profile().rdb_version();
     // The keys here (not expired), with their remaining time and payload.
     let mut found: Vec<(Bytes, i64, Vec<u8>)> = Vec::new();
     {
@@ -81,7 +82,7 @@ pub fn migrate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         for key in &args[first..first + count] {
             if let Some(e) = db.entry(key) {
                 let ttl = e.expire().map_or(0, |at| (at as i64 - now as i64).max(1));
-                found.push((key.clone(), ttl, rdb::dump(e, fill)));
+                found.push((key.clone(), ttl, rdb::dump(e, fill, version)));
             }
         }
     }

@@ -6,6 +6,7 @@ use bytes::Bytes;
 
 use super::spec::{flags, Command, CommandSpec, NameMap};
 use crate::error::CmdError;
+use crate::version::{Flavor, Profile, Version, VALKEY_REDIS_VERSION};
 
 /// The process-wide, immutable command table.
 #[derive(Debug)]
@@ -15,6 +16,22 @@ pub struct Table {
     pub names: Vec<String>,
 }
 
+/// When a row answers, per flavour (`Command::available`): from its
+/// `since` (its container's, if later), or always for an
+/// `every_version` row; in Valkey, what Redis had by the 7.2.4 Valkey
+/// forked from.
+fn availability(spec: &CommandSpec, container: Option<[Version; 2]>) -> [Version; 2] {
+    if spec.flag_bits & flags::EVERY_VERSION != 0 {
+        return container.unwrap_or([Version::new(0, 0, 0); 2]);
+    }
+    let mut redis = Version::of_since(spec.since);
+    if let Some(c) = container {
+        redis = redis.max(c[Flavor::Redis as usize]);
+    }
+    let valkey = if redis <= VALKEY_REDIS_VERSION { Version::new(0, 0, 0) } else { Version::NEVER };
+    [redis, valkey]
+}
+
 /// Builds the table from every family's rows, each family with its
 /// `COMMAND DOCS` group; ids follow the rows' order.
 pub fn build(families: &[(&'static str, &'static [CommandSpec])]) -> Table {
@@ -22,6 +39,7 @@ pub fn build(families: &[(&'static str, &'static [CommandSpec])]) -> Table {
     let mut commands = NameMap::default();
     for &(group, specs) in families {
         for spec in specs {
+            let available = availability(spec, None);
             let mut c = Command {
                 spec,
                 id: names.len(),
@@ -29,6 +47,7 @@ pub fn build(families: &[(&'static str, &'static [CommandSpec])]) -> Table {
                 flags: spec.flag_bits,
                 group,
                 subcommands: NameMap::default(),
+                available,
             };
             names.push(spec.name.to_string());
             for sub in spec.subcommands {
@@ -42,6 +61,7 @@ pub fn build(families: &[(&'static str, &'static [CommandSpec])]) -> Table {
                         flags: sub.flag_bits | (spec.flag_bits & flags::INHERITED),
                         group,
                         subcommands: NameMap::default(),
+                        available: availability(sub, Some(available)),
                     },
                 );
                 names.push(full);
@@ -140,9 +160,9 @@ impl Table {
     }
 
     /// The top-level commands a listing shows (`COMMAND`, `COMMAND COUNT`,
-    /// `ACL CAT`…): Redis's, never test control's.
-    pub fn listed(&'static self) -> impl Iterator<Item = &'static Command> {
-        self.commands.values().filter(|c| !c.has(flags::TEST_CONTROL))
+    /// `ACL CAT`…): those of `profile`, never test control's.
+    pub fn listed(&'static self, profile: Profile) -> impl Iterator<Item = &'static Command> {
+        self.commands.values().filter(move |c| !c.has(flags::TEST_CONTROL) && c.answers_in(profile))
     }
 
     /// Finds a top-level command by name, any letter case: in this
@@ -179,11 +199,26 @@ impl Table {
     }
 }
 
-/// [`Table::lookup`] for a command line of a client of `core`: test
-/// control's rows are unknown while `test-control` is off.
+/// [`Table::lookup`] for a command line of a client of `core`: a row the
+/// server's profile does not have is unknown, and so are test control's
+/// rows while `test-control` is off.
 pub fn lookup(core: &crate::core::Core, argv: &[Bytes]) -> Lookup {
     let table = super::table();
-    let found = table.lookup(argv);
+    let profile = core.config.profile;
+    let found = match table.lookup(argv) {
+        Lookup::Found(c) if !c.answers_in(profile) => {
+            // A subcommand of a container the profile has is an unknown
+            // subcommand; anything else an unknown command.
+            let top = table.get(&argv[0]).filter(|top| !std::ptr::eq(*top, c) && top.answers_in(profile));
+            if top.is_some() {
+                Lookup::UnknownSub
+            } else {
+                Lookup::Unknown
+            }
+        }
+        Lookup::UnknownSub if !table.get(&argv[0]).is_some_and(|top| top.answers_in(profile)) => Lookup::Unknown,
+        found => found,
+    };
     if core.control.is_on() {
         return found;
     }

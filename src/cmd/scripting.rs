@@ -25,7 +25,7 @@ use bytes::Bytes;
 
 use super::help::{help_reply, subcommand_syntax};
 use super::util::eq;
-use super::{cmd, container, flags, table, CommandSpec, Ctx, Lookup};
+use super::{cmd, container, flags, CommandSpec, Ctx, Lookup};
 use crate::client::{Caller, ClientState};
 use crate::core::Shared;
 use crate::error::{CmdError, CmdResult};
@@ -225,7 +225,7 @@ impl ScriptHost for ScriptRun<'_, '_> {
     /// Redis's `scriptCall`: lookup, arity, `noscript`, read-only checks,
     /// then the shared dispatch.
     fn call(&mut self, argv: &[Bytes], resp3: bool) -> Result<(Reply, CallInfo), ScriptErr> {
-        let cmd = match table().lookup(argv) {
+        let cmd = match super::lookup(self.ctx.core, argv) {
             Lookup::Found(c) => c,
             Lookup::Unknown | Lookup::UnknownSub => return Err(self.refuse(None, ScriptErr::UnknownCommand)),
         };
@@ -270,7 +270,7 @@ impl ScriptHost for ScriptRun<'_, '_> {
 
     /// Whether the script's user may run `argv` (not logged).
     fn acl_check(&self, argv: &[Bytes]) -> Option<bool> {
-        let Lookup::Found(cmd) = table().lookup(argv) else { return None };
+        let Lookup::Found(cmd) = super::lookup(self.ctx.core, argv) else { return None };
         if self.ctx.core.acl.open {
             return Some(true);
         }

@@ -36,7 +36,9 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd("bgrewriteaof", bgrewriteaof, 1, "admin noscript no_async_loading", 0, 0, 0, "@admin @slow @dangerous")
         .doc("Asynchronously rewrite the append-only file", "1.0.0"),
     cmd("waitaof", waitaof, 4, "noscript", 0, 0, 0, "@slow @connection")
-        .doc("Blocks until all of the preceding write commands sent by the connection are written to the append-only file of the master and/or replicas.", "7.2.0"),
+        .doc("Blocks until all of the preceding write commands sent by the connection are written to the append-only file of the master and/or replicas.", "7.2.0")
+        // Answered before rlockd had profiles, and sent by clients on connect.
+        .hidden_flags("every_version"),
     cmd("wait", super::replication::wait, 3, "noscript", 0, 0, 0, "@slow @connection")
         .doc("Wait for the synchronous replication of all the write commands sent in the context of the current connection", "3.0.0"),
     cmd("role", super::replication::role, 1, "noscript loading stale fast", 0, 0, 0, "@admin @fast @dangerous")

@@ -38,12 +38,9 @@ pub(crate) fn info_line_of(ctx: &Ctx<'_>, now: u64) -> String {
 }
 
 /// Redis 7.2 added `lib-name` and `lib-ver` to `CLIENT LIST`; 7.0 has
-/// neither, so they follow the reported version (`redis-version`).
+/// neither, so they follow the profile.
 pub(crate) fn lib_fields(ctx: &Ctx<'_>) -> bool {
-    let v = ctx.core.config.get_str("redis-version");
-    let mut parts = v.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
-    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
-    (major, minor) >= (7, 2)
+    ctx.core.profile().at_least(7, 2, 0)
 }
 
 /// The name of the last command `c` ran (`cmd=` in CLIENT LIST).

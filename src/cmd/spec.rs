@@ -10,6 +10,7 @@ use crate::client::ClientState;
 use crate::core::{Core, Shared};
 use crate::db::DbView;
 use crate::error::{CmdError, CmdResult};
+use crate::version::{Profile, Version};
 
 /// Command name → command (lower-case names; looked up once per command,
 /// so hashed with the keyspace's fast hasher rather than SipHash).
@@ -111,6 +112,10 @@ pub mod flags {
     /// Refused unless `enable-debug-command` allows the client (Redis's
     /// `CMD_PROTECTED`: `DEBUG`).
     pub const PROTECTED: u64 = 1 << 44;
+    /// Answered under every profile, older ones than its `since` too: the
+    /// 7.2 commands clients send on connect (`CLIENT SETINFO`) or that
+    /// rlockd answered before it had profiles.
+    pub const EVERY_VERSION: u64 = 1 << 45;
 
     /// The flags of a container row that hold for its subcommands too.
     pub const INHERITED: u64 = KEEPS_CACHING;
@@ -130,6 +135,7 @@ pub mod flags {
         ("pattern_args", PATTERN_ARGS),
         ("test_control", TEST_CONTROL),
         ("protected", PROTECTED),
+        ("every_version", EVERY_VERSION),
     ];
 
     pub const NAMES: &[(&str, u64)] = &[
@@ -304,11 +310,22 @@ pub struct Command {
     /// The family (`"string"`, `"server"`…), for `COMMAND DOCS`.
     pub group: &'static str,
     pub subcommands: NameMap,
+    /// The first version that answers it, per flavour (`version::Flavor`): Redis's
+    /// `since`, and for Valkey the Valkey version (what came to Redis after
+    /// the 7.2.4 Valkey forked from is not in Valkey).
+    pub available: [Version; 2],
 }
 
 impl Command {
     pub fn has(&self, f: u64) -> bool {
         self.flags & f != 0
+    }
+
+    /// Whether a server answering as `profile` has this command.
+    #[inline]
+    pub fn answers_in(&self, profile: Profile) -> bool {
+        let (flavor, at) = profile.gate();
+        self.available[flavor as usize] <= at
     }
     pub fn is_write(&self) -> bool {
         self.has(flags::WRITE)

@@ -482,11 +482,13 @@ fn score_text(d: f64) -> String {
     crate::num::fmt_double(d)
 }
 
-/// The DUMP payload of `entry`.
-pub fn dump(entry: &Entry, list_fill: i64) -> Vec<u8> {
+/// The DUMP payload of `entry`, with `version` in its footer (the
+/// profile's: 10 for Redis 7.0, 11 for 7.2, 12 from 7.4; the values this
+/// writes are the same in each).
+pub fn dump(entry: &Entry, list_fill: i64, version: u16) -> Vec<u8> {
     let mut out = Vec::new();
     dump_value(&mut out, entry, list_fill);
-    out.extend_from_slice(&RDB_VERSION.to_le_bytes());
+    out.extend_from_slice(&version.to_le_bytes());
     let crc = crc64(0, &out);
     out.extend_from_slice(&crc.to_le_bytes());
     out
@@ -1033,15 +1035,16 @@ fn load_stream(r: &mut Reader<'_>, v2: bool) -> R<Stream> {
     Ok(st)
 }
 
-/// Decodes a DUMP payload into a value: [`RdbError::Checksum`] for a bad
-/// footer, [`RdbError::Format`] for a bad body.
-pub fn restore(payload: &[u8]) -> Result<Value, RdbError> {
+/// Decodes a DUMP payload of an RDB version up to `max_version` into a
+/// value: [`RdbError::Checksum`] for a bad footer, [`RdbError::Format`]
+/// for a bad body.
+pub fn restore(payload: &[u8], max_version: u16) -> Result<Value, RdbError> {
     if payload.len() < 10 {
         return Err(RdbError::Checksum);
     }
     let body_end = payload.len() - 10;
     let ver = u16::from_le_bytes([payload[body_end], payload[body_end + 1]]);
-    if ver > RDB_VERSION {
+    if ver > max_version {
         return Err(RdbError::Checksum);
     }
     let crc = u64::from_le_bytes(payload[payload.len() - 8..].try_into().expect("8"));
@@ -1406,7 +1409,7 @@ mod tests {
     use super::*;
 
     fn dump_default(e: &Entry) -> Vec<u8> {
-        dump(e, -2)
+        dump(e, -2, RDB_VERSION)
     }
 
     #[test]
@@ -1503,7 +1506,7 @@ mod tests {
         let big = "a".repeat(100);
         assert_eq!(e(&big)[1], 0xc3);
         for s in ["1", "-200", "hello", &big, "12345678901"] {
-            match restore(&e(s)).expect("restore") {
+            match restore(&e(s), RDB_VERSION).expect("restore") {
                 Value::Str(b) => assert_eq!(&b[..], s.as_bytes()),
                 v => panic!("{v:?}"),
             }
@@ -1513,16 +1516,16 @@ mod tests {
     #[test]
     fn corrupt_payloads_are_refused() {
         let good = dump_default(&Entry::new(Value::Str(Bytes::from_static(b"hello world"))));
-        assert_eq!(restore(&good[..5]).err(), Some(RdbError::Checksum));
+        assert_eq!(restore(&good[..5], RDB_VERSION).err(), Some(RdbError::Checksum));
         let mut flipped = good.clone();
         flipped[3] ^= 1;
-        assert_eq!(restore(&flipped).err(), Some(RdbError::Checksum));
+        assert_eq!(restore(&flipped, RDB_VERSION).err(), Some(RdbError::Checksum));
         // A huge declared length with a valid CRC.
         let mut body = vec![T_STRING, 0x81, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff];
         body.extend_from_slice(&RDB_VERSION.to_le_bytes());
         let crc = crc64(0, &body);
         body.extend_from_slice(&crc.to_le_bytes());
-        assert_eq!(restore(&body).err(), Some(RdbError::Format));
+        assert_eq!(restore(&body, RDB_VERSION).err(), Some(RdbError::Format));
     }
 
     /// Values of every type and encoding, dumped.
@@ -1566,7 +1569,7 @@ mod tests {
     #[test]
     fn every_sample_round_trips() {
         for p in sample_payloads() {
-            let v = restore(&p).expect("restores");
+            let v = restore(&p, RDB_VERSION).expect("restores");
             assert_eq!(dump_default(&Entry::new(v)), p);
         }
     }
@@ -1600,7 +1603,7 @@ mod tests {
                 b.extend_from_slice(&RDB_VERSION.to_le_bytes());
                 let crc = crc64(0, &b);
                 b.extend_from_slice(&crc.to_le_bytes());
-                let _ = restore(&b);
+                let _ = restore(&b, RDB_VERSION);
             }
         }
     }
@@ -1610,7 +1613,7 @@ mod tests {
     fn sample_file() -> Vec<u8> {
         let mut ks = super::super::Keyspace::new(16);
         for (i, p) in sample_payloads().into_iter().enumerate() {
-            let v = restore(&p).expect("sample payload");
+            let v = restore(&p, RDB_VERSION).expect("sample payload");
             let key = Bytes::from(format!("k{i}"));
             let mut db = ks.view(i % 3 * 5);
             db.set(&key, v, false);
@@ -1643,8 +1646,12 @@ mod tests {
             let i: usize = std::str::from_utf8(&k.key[1..]).unwrap().parse().unwrap();
             assert_eq!(k.db, i % 3 * 5);
             assert_eq!(k.expire_ms, i.is_multiple_of(2).then_some(4_000_000_000_000 + i as u64));
-            let again = dump(&Entry::new(k.value.clone()), -2);
-            assert_eq!(again, dump(&Entry::new(restore(&payloads[i]).unwrap()), -2), "key {i}");
+            let again = dump(&Entry::new(k.value.clone()), -2, RDB_VERSION);
+            assert_eq!(
+                again,
+                dump(&Entry::new(restore(&payloads[i], RDB_VERSION).unwrap()), -2, RDB_VERSION),
+                "key {i}"
+            );
         }
         assert_eq!(loaded.functions[0], OP_FUNCTION2);
         // Too many databases, a bad checksum, a bad signature.

@@ -156,6 +156,9 @@ pub struct Scripting {
     scripts: Vec<EvalScript>,
     by_sha: HashMap<Sha, usize, crate::db::Hasher>,
     fvm: Option<Vm>,
+    /// The server the scripts see (`redis.REDIS_VERSION`…), set in every
+    /// VM, the ones made later too.
+    profile: crate::version::Profile,
     /// `FUNCTION` libraries.
     pub libraries: functions::Libraries,
     rng: Rand48,
@@ -189,6 +192,7 @@ impl Scripting {
             scripts: Vec::new(),
             by_sha: HashMap::default(),
             fvm: None,
+            profile: crate::version::Profile::default(),
             libraries: functions::Libraries::default(),
             rng: Rand48::default(),
             args: run::CallArgs::new(),
@@ -211,7 +215,28 @@ impl Scripting {
     }
 
     fn fvm(&mut self) -> &Vm {
-        self.fvm.get_or_insert_with(|| Vm::for_functions(functions::register_function))
+        let profile = self.profile;
+        self.fvm.get_or_insert_with(|| Self::with_profile(Vm::for_functions(functions::register_function), profile))
+    }
+
+    /// `vm` with `profile`'s version fields (a new VM has the default's).
+    fn with_profile(vm: Vm, profile: crate::version::Profile) -> Vm {
+        if profile != crate::version::Profile::default() {
+            vm.set_profile(profile);
+        }
+        vm
+    }
+
+    /// Sets the server the scripts see (`redis-version`, `valkey-version`).
+    pub fn set_profile(&mut self, profile: crate::version::Profile) {
+        if profile == self.profile {
+            return;
+        }
+        self.profile = profile;
+        self.eval.set_profile(profile);
+        if let Some(vm) = &self.fvm {
+            vm.set_profile(profile);
+        }
     }
 
     /// `SCRIPT EXISTS` for one sha (letter case ignored).
@@ -223,7 +248,7 @@ impl Scripting {
     pub fn flush_scripts(&mut self) {
         self.scripts.clear();
         self.by_sha.clear();
-        self.eval = Vm::new(VmKind::Eval);
+        self.eval = Self::with_profile(Vm::new(VmKind::Eval), self.profile);
     }
 
     /// Compiles and caches an `EVAL` script (`luaCreateFunction`); returns

@@ -9,7 +9,9 @@ use mlua::ffi;
 
 use super::convert::{push_reply, push_slots};
 use super::host::Interrupt;
-use super::lua::{cstr, push_bytes, push_error_table, push_where_msg, raise, set_field_raw, set_fn, set_num, State};
+use super::lua::{
+    cstr, get_field_raw, push_bytes, push_error_table, push_where_msg, raise, set_field_raw, set_fn, set_num, State,
+};
 use super::run::current;
 use crate::protocol::Reply;
 
@@ -438,16 +440,84 @@ unsafe extern "C-unwind" fn math_randomseed(l: State) -> c_int {
     0
 }
 
-/// Pushes the `REDIS_VERSION*` and `LOG_*` fields into the table on top.
+/// The registry's list of the tables that carry the version fields (the
+/// `redis` table, and the loading API of a functions VM), so a change of
+/// profile reaches each ([`set_profile`]).
+const REG_VERSION_TABLES: &str = "rlockd.versiontables";
+
+/// Pushes the `LOG_*` fields into the table on top, and the version
+/// fields of the default profile (a VM's owner sets its own with
+/// [`set_profile`]).
 pub(crate) unsafe fn push_version_and_log(l: State) {
     set_fn(l, "log", log);
     set_num(l, "LOG_DEBUG", 0.0);
     set_num(l, "LOG_VERBOSE", 1.0);
     set_num(l, "LOG_NOTICE", 2.0);
     set_num(l, "LOG_WARNING", 3.0);
-    set_num(l, "REDIS_VERSION_NUM", crate::version::REDIS_VERSION_NUM as f64);
-    push_bytes(l, crate::version::REDIS_VERSION.as_bytes());
-    set_field_raw(l, -2, "REDIS_VERSION");
+    set_version_fields(l, ffi::lua_gettop(l), crate::version::Profile::default());
+    // Remember the table for a later change of profile.
+    ffi::lua_checkstack(l, 4);
+    if get_field_raw(l, ffi::LUA_REGISTRYINDEX, REG_VERSION_TABLES) == ffi::LUA_TNIL {
+        ffi::lua_pop(l, 1);
+        ffi::lua_newtable(l);
+        ffi::lua_pushvalue(l, -1);
+        set_field_raw(l, ffi::LUA_REGISTRYINDEX, REG_VERSION_TABLES);
+    }
+    ffi::lua_pushvalue(l, -2);
+    ffi::lua_rawseti(l, -2, ffi::lua_objlen(l, -2) as i64 + 1);
+    ffi::lua_pop(l, 1);
+}
+
+/// The version fields of `profile` in the table at `t`: Redis's
+/// `REDIS_VERSION` and `REDIS_VERSION_NUM` (for Valkey, the Redis it
+/// forked from), and Valkey's own `SERVER_NAME`, `VALKEY_VERSION` and
+/// `VALKEY_VERSION_NUM` (nil under a Redis profile).
+unsafe fn set_version_fields(l: State, t: c_int, profile: crate::version::Profile) {
+    ffi::lua_checkstack(l, 4);
+    let redis = profile.redis_version();
+    ffi::lua_pushnumber(l, f64::from(redis.num()));
+    set_field_raw(l, t, "REDIS_VERSION_NUM");
+    push_bytes(l, redis.to_string().as_bytes());
+    set_field_raw(l, t, "REDIS_VERSION");
+    let valkey = profile.is_valkey().then(|| profile.version());
+    match valkey {
+        Some(_) => push_bytes(l, b"valkey"),
+        None => ffi::lua_pushnil(l),
+    }
+    set_field_raw(l, t, "SERVER_NAME");
+    match valkey {
+        Some(v) => push_bytes(l, v.to_string().as_bytes()),
+        None => ffi::lua_pushnil(l),
+    }
+    set_field_raw(l, t, "VALKEY_VERSION");
+    match valkey {
+        Some(v) => ffi::lua_pushnumber(l, f64::from(v.num())),
+        None => ffi::lua_pushnil(l),
+    }
+    set_field_raw(l, t, "VALKEY_VERSION_NUM");
+}
+
+/// Sets the version fields of every table that carries them to
+/// `profile`'s, and the global `server` (Valkey's name for the `redis`
+/// table) in `globals` (the real globals table's index) while the profile
+/// is Valkey's.
+pub(crate) unsafe fn set_profile(l: State, globals: c_int, profile: crate::version::Profile) {
+    ffi::lua_checkstack(l, 6);
+    if get_field_raw(l, ffi::LUA_REGISTRYINDEX, REG_VERSION_TABLES) != ffi::LUA_TNIL {
+        let list = ffi::lua_gettop(l);
+        for i in 1..=ffi::lua_objlen(l, list) as i64 {
+            ffi::lua_rawgeti(l, list, i);
+            set_version_fields(l, ffi::lua_gettop(l), profile);
+            ffi::lua_pop(l, 1);
+        }
+    }
+    ffi::lua_pop(l, 1);
+    if profile.is_valkey() {
+        get_field_raw(l, globals, "redis");
+    } else {
+        ffi::lua_pushnil(l);
+    }
+    set_field_raw(l, globals, "server");
 }
 
 /// Pushes the full `redis` table of a script engine. `eval` adds the

