@@ -10,7 +10,7 @@ use rand::Rng;
 use super::util::{cursor, eq, int, scan_opts};
 use super::{cmd, CommandSpec, Ctx};
 use crate::db::value::HashValue;
-use crate::db::{notify, scan_step, DbView, Value};
+use crate::db::{notify, scan_step, DbView, StrEnc, Value};
 use crate::error::{CmdError, CmdResult};
 use crate::glob;
 use crate::num::{self, LdError};
@@ -124,8 +124,27 @@ fn expire_all_fields(db: &mut DbView<'_>, key: &Bytes) -> Result<(), CmdError> {
 
 /// The hash at `key`, created empty if missing (the caller adds a field).
 fn hash_or_create<'a>(db: &'a mut DbView<'_>, key: &Bytes) -> Result<&'a mut HashValue, CmdError> {
-    match &mut db.entry_or_insert(key, || Value::Hash(HashValue::default())).value {
-        Value::Hash(h) => Ok(h),
+    hash_or_create_enc(db, key).map(|(h, _)| h)
+}
+
+/// [`hash_or_create`], and whether the hash is compact for Redis (then
+/// field deadlines order its fields: [`HashValue::set_field_expire`]).
+fn hash_or_create_enc<'a>(db: &'a mut DbView<'_>, key: &Bytes) -> Result<(&'a mut HashValue, bool), CmdError> {
+    let e = db.entry_or_insert(key, || Value::Hash(HashValue::default()));
+    let small = e.str_enc != StrEnc::Big;
+    match &mut e.value {
+        Value::Hash(h) => Ok((h, small)),
+        _ => Err(CmdError::WrongType),
+    }
+}
+
+/// The hash at `key` and whether it is compact for Redis (see
+/// [`hash_or_create_enc`]).
+fn get_hash_enc<'a>(db: &'a mut DbView<'_>, key: &[u8]) -> Result<Option<(&'a mut HashValue, bool)>, CmdError> {
+    let Some(e) = db.entry(key) else { return Ok(None) };
+    let small = e.str_enc != StrEnc::Big;
+    match &mut e.value {
+        Value::Hash(h) => Ok(Some((h, small))),
         _ => Err(CmdError::WrongType),
     }
 }
@@ -160,7 +179,7 @@ fn hset_generic(ctx: &mut Ctx<'_>, args: &[Bytes], is_hset: bool) -> CmdResult {
     let key = &args[1];
     let mut db = ctx.db();
     let limits = *db.limits();
-    let h = hash_or_create(&mut db, key)?;
+    let (h, small) = hash_or_create_enc(&mut db, key)?;
     let mut created = 0;
     let ttls = h.ttls().is_some();
     for fv in args[2..].chunks(2) {
@@ -169,7 +188,7 @@ fn hset_generic(ctx: &mut Ctx<'_>, args: &[Bytes], is_hset: bool) -> CmdResult {
         }
         if ttls {
             // A value set whole drops the field's deadline.
-            h.set_field_expire(&fv[0], 0);
+            h.set_field_expire(&fv[0], 0, small);
         }
     }
     // Past hash-max-listpack-entries/value a hash stays a hashtable.
@@ -593,7 +612,7 @@ fn hexpire(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if !exists {
         return Ok(all_missing(fields));
     }
-    let Some(Value::Hash(h)) = db.get_mut(key) else { unreachable!("checked a hash") };
+    let Some((h, small)) = get_hash_enc(&mut db, key)? else { unreachable!("checked a hash") };
     let (mut set, mut deleted) = (0, 0);
     let mut out = Vec::with_capacity(fields.len());
     for f in fields {
@@ -615,7 +634,7 @@ fn hexpire(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             deleted += 1;
             out.push(Reply::Int(2));
         } else {
-            h.set_field_expire(f, at);
+            h.set_field_expire(f, at, small);
             set += 1;
             out.push(Reply::Int(1));
         }
@@ -639,7 +658,7 @@ fn httl(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
     let mut db = ctx.db();
     let exists = check_hash(&mut db, key)?;
-    let fields = fields_arg(args, 2)?;
+    let fields = get_fields_arg(args, 2)?;
     if !exists {
         return Ok(all_missing(fields));
     }
@@ -655,7 +674,7 @@ fn httl(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
                 Some(at) => match name.as_str() {
                     "httl" => ((at - now).div_ceil(1000)) as i64,
                     "hpttl" => (at - now) as i64,
-                    "hexpiretime" => (at / 1000) as i64,
+                    "hexpiretime" => at.div_ceil(1000) as i64,
                     _ => at as i64,
                 },
             })
@@ -669,12 +688,12 @@ fn hpersist(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
     let mut db = ctx.db();
     let exists = check_hash(&mut db, key)?;
-    let fields = fields_arg(args, 2)?;
+    let fields = get_fields_arg(args, 2)?;
     if !exists {
         return Ok(all_missing(fields));
     }
     let now = db.now;
-    let Some(Value::Hash(h)) = db.get_mut(key) else { unreachable!("checked a hash") };
+    let Some((h, small)) = get_hash_enc(&mut db, key)? else { unreachable!("checked a hash") };
     let mut changed = 0;
     let mut out = Vec::with_capacity(fields.len());
     for f in fields {
@@ -683,7 +702,7 @@ fn hpersist(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             Some(at) if at != 0 && at <= now => -2,
             Some(0) => -1,
             Some(_) => {
-                h.set_field_expire(f, 0);
+                h.set_field_expire(f, 0, small);
                 changed += 1;
                 1
             }
@@ -737,9 +756,10 @@ fn hgetex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if !exists {
         return Ok(Reply::Array(fields.iter().map(|_| Reply::Nil).collect()));
     }
-    let Some(h) = get_hash_live(&mut db, key, fields)? else {
+    if get_hash_live(&mut db, key, fields)?.is_none() {
         return Ok(Reply::Array(fields.iter().map(|_| Reply::Nil).collect()));
-    };
+    }
+    let Some((h, small)) = get_hash_enc(&mut db, key)? else { unreachable!("checked a hash") };
     let (mut set, mut persisted, mut deleted) = (0, 0, 0);
     let mut out = Vec::with_capacity(fields.len());
     for f in fields {
@@ -752,7 +772,7 @@ fn hgetex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             FieldTtl::Keep => {}
             FieldTtl::Drop => {
                 if h.field_expire(f).is_some_and(|at| at != 0) {
-                    h.set_field_expire(f, 0);
+                    h.set_field_expire(f, 0, small);
                     persisted += 1;
                 }
             }
@@ -761,7 +781,7 @@ fn hgetex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
                 deleted += 1;
             }
             FieldTtl::At(at) => {
-                h.set_field_expire(f, at);
+                h.set_field_expire(f, at, small);
                 set += 1;
             }
         }
@@ -846,21 +866,21 @@ fn hsetex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             return Ok(Reply::Int(0));
         }
     }
-    let h = hash_or_create(&mut db, key)?;
+    let (h, small) = hash_or_create_enc(&mut db, key)?;
     let (mut set, mut deleted) = (0, 0);
     for fv in fields.chunks(2) {
         h.insert(&fv[0], &fv[1]);
         match ttl {
             FieldTtl::Keep => {}
             FieldTtl::Drop => {
-                h.set_field_expire(&fv[0], 0);
+                h.set_field_expire(&fv[0], 0, small);
             }
             FieldTtl::At(at) if at <= now => {
                 h.shift_remove(&fv[0][..]);
                 deleted += 1;
             }
             FieldTtl::At(at) => {
-                h.set_field_expire(&fv[0], at);
+                h.set_field_expire(&fv[0], at, small);
                 set += 1;
             }
         }

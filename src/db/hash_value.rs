@@ -404,14 +404,31 @@ impl HashValue {
     /// Sets (`at` > 0) or removes (`at` == 0) the deadline of an existing
     /// field; false if there is no such field. Setting one moves the hash
     /// to the form with deadlines.
-    pub fn set_field_expire(&mut self, field: &[u8], at: u64) -> bool {
+    ///
+    /// `ordered` (the hash is a `listpackex` for Redis): the field moves
+    /// where Redis's listpack keeps it, fields with a deadline first by
+    /// deadline (a field goes before those with the same one), then those
+    /// without, a field that loses its deadline going last.
+    pub fn set_field_expire(&mut self, field: &[u8], at: u64, ordered: bool) -> bool {
         if at == 0 && !matches!(self, HashValue::Ttl(_)) {
             return self.contains_key(field);
         }
         if !self.contains_key(field) {
             return false;
         }
-        self.make_ttl().map.get_mut(field).expect("present").expire = at;
+        let t = self.make_ttl();
+        let i = t.map.get_index_of(field).expect("present");
+        let had = t.map[i].expire;
+        t.map[i].expire = at;
+        if ordered && (at != 0 || had != 0) {
+            let (k, f) = t.map.shift_remove_index(i).expect("present");
+            let to = if at == 0 {
+                t.map.len()
+            } else {
+                t.map.values().position(|g| g.expire == 0 || g.expire >= at).unwrap_or(t.map.len())
+            };
+            t.map.shift_insert(to, k, f);
+        }
         true
     }
 
@@ -652,9 +669,9 @@ mod tests {
         let mut h: HashValue = [("a", "1"), ("b", "2"), ("c", "3")].into_iter().collect();
         assert!(h.ttls().is_none());
         assert_eq!(h.field_expire(b"a"), Some(0));
-        assert!(h.set_field_expire(b"a", 0), "no deadline to remove: stays packed");
+        assert!(h.set_field_expire(b"a", 0, false), "no deadline to remove: stays packed");
         assert!(h.ttls().is_none());
-        assert!(h.set_field_expire(b"b", 100));
+        assert!(h.set_field_expire(b"b", 100, false));
         assert!(h.keys().eq([&b"a"[..], b"b", b"c"]));
         assert_eq!(h.field_expire(b"b"), Some(100));
         assert!(!h.insert(b"b", b"22"));
@@ -665,6 +682,32 @@ mod tests {
         assert!(h.shift_remove(b"b"));
         assert_eq!(h.ttls().and_then(|t| t.min_expire()), None);
         assert_eq!(h.len(), 2);
+    }
+
+    /// In a `listpackex` the fields with a deadline come first, by
+    /// deadline, a field going before those with the same one; the others
+    /// follow, a field that loses its deadline going last (redis 8.2.3).
+    #[test]
+    fn listpackex_order() {
+        let mut h: HashValue = [("a", "1"), ("b", "2"), ("c", "3"), ("d", "4")].into_iter().collect();
+        let keys = |h: &HashValue| h.keys().map(|k| String::from_utf8_lossy(k).into_owned()).collect::<Vec<_>>();
+        for f in [b"c", b"b", b"a"] {
+            h.set_field_expire(f, 40, true);
+        }
+        assert_eq!(keys(&h), ["a", "b", "c", "d"]);
+        h.set_field_expire(b"d", 40, true);
+        assert_eq!(keys(&h), ["d", "a", "b", "c"]);
+        h.set_field_expire(b"b", 30, true);
+        assert_eq!(keys(&h), ["b", "d", "a", "c"]);
+        h.set_field_expire(b"b", 40, true);
+        assert_eq!(keys(&h), ["b", "d", "a", "c"]);
+        h.set_field_expire(b"c", 40, true);
+        assert_eq!(keys(&h), ["c", "b", "d", "a"]);
+        h.set_field_expire(b"c", 0, true);
+        assert_eq!(keys(&h), ["b", "d", "a", "c"]);
+        h.insert(b"e", b"5");
+        h.set_field_expire(b"e", 50, true);
+        assert_eq!(keys(&h), ["b", "d", "a", "e", "c"]);
     }
 
     /// Empty fields and values pack too.

@@ -1141,13 +1141,13 @@ mod tests {
         k.sig.notify_flags = notify::ALL | notify::KEYEVENT;
         let key = Bytes::from("h");
         let mut h: HashValue = [("a", "1"), ("b", "2"), ("c", "3")].into_iter().collect();
-        assert!(h.set_field_expire(b"a", 1_500));
-        assert!(h.set_field_expire(b"b", 2_500));
-        assert!(!h.set_field_expire(b"zz", 2_500));
+        assert!(h.set_field_expire(b"a", 1_500, false));
+        assert!(h.set_field_expire(b"b", 2_500, false));
+        assert!(!h.set_field_expire(b"zz", 2_500, false));
         k.view(0).insert_new(&key, Value::Hash(h));
         let mut v = k.view(0);
         let Some(Value::Hash(h)) = v.get_mut(b"h") else { panic!("hash") };
-        h.set_field_expire(b"c", 1_200);
+        h.set_field_expire(b"c", 1_200, false);
         v.fields_changed(b"h");
         assert_eq!(k.dbs[0].fields.len(), 2, "registered at 1500, then earlier at 1200");
         k.sig.events.clear();
@@ -1180,8 +1180,8 @@ mod tests {
         k.sig.notify_flags = notify::ALL | notify::KEYEVENT;
         let key = Bytes::from("h");
         let mut h: HashValue = [("a", "1"), ("b", "2")].into_iter().collect();
-        h.set_field_expire(b"a", 900);
-        h.set_field_expire(b"b", 900);
+        h.set_field_expire(b"a", 900, false);
+        h.set_field_expire(b"b", 900, false);
         k.view(0).insert_new(&key, Value::Hash(h));
         k.sig.events.clear();
         assert_eq!(k.view(0).expire_fields(&key, &[Bytes::from("a"), Bytes::from("zz")]), 1);
