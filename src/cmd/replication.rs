@@ -72,10 +72,15 @@ pub(crate) fn after_call(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes], reply
     for (db, key) in &deleted {
         ctx.core.repl.propagate(*db, vec![Bytes::from_static(b"DEL"), key.to_bytes()]);
     }
+    // Hash fields its lookups found past their deadline: one HDEL each.
+    for (db, key, field) in std::mem::take(&mut ctx.core.ks.sig.repl_fields) {
+        ctx.core.repl.propagate(db, vec![Bytes::from_static(b"HDEL"), key.to_bytes(), field]);
+    }
+    let expiry_dirty = std::mem::take(&mut ctx.core.ks.sig.expiry_dirty);
     if runs_others(cmd.spec.name) {
         return;
     }
-    let changed = ctx.core.ks.sig.dirty.saturating_sub(dirty_before) > deleted.len() as u64;
+    let changed = ctx.core.ks.sig.dirty.saturating_sub(dirty_before) > deleted.len() as u64 + expiry_dirty;
     let forced = always_recorded(cmd) && !matches!(reply, Reply::Error(_));
     if !changed && !forced {
         return;

@@ -341,6 +341,13 @@ pub struct Signals {
     /// Keys deleted by expiry or eviction, recorded while the server feeds
     /// replicas (they are replicated as `DEL`).
     pub repl_deletes: Option<Vec<(usize, Key)>>,
+    /// Hash fields deleted by field expiry (database, key, field), recorded
+    /// while `repl_deletes` is (replicated as `HDEL`, one each, as Redis).
+    pub repl_fields: Vec<(usize, Key, Bytes)>,
+    /// Changes counted in `dirty` that lazy field expiry made (not the
+    /// command's own, for deciding whether to replicate it), counted while
+    /// `repl_deletes` is recorded.
+    pub expiry_dirty: u64,
     /// Before-images of the keys the running command changes, while a
     /// floor above asks for them (test control's lock history).
     pub images: preimage::PreImages,
@@ -714,10 +721,15 @@ impl DbView<'_> {
         }
         self.before_write(key);
         let Some(Entry { value: Value::Hash(h), .. }) = self.db.map.get_mut(&key[..]) else { return 0 };
+        let dirty = self.sig.dirty;
         let mut n = 0;
+        let record = self.sig.repl_deletes.is_some();
         for f in fields {
             if h.is_expired(f, now) && h.shift_remove(f) {
                 n += 1;
+                if record {
+                    self.sig.repl_fields.push((self.index, Key::new(key), f.clone()));
+                }
             }
         }
         let empty = h.is_empty();
@@ -726,6 +738,9 @@ impl DbView<'_> {
         if empty {
             self.remove(key);
             self.sig.notify(notify::GENERIC, "del", self.index, key);
+        }
+        if record {
+            self.sig.expiry_dirty += self.sig.dirty - dirty;
         }
         n
     }
@@ -970,6 +985,9 @@ impl Db {
                 let due = t.expired(now);
                 for f in &due {
                     h.shift_remove(f);
+                }
+                if sig.repl_deletes.is_some() {
+                    sig.repl_fields.extend(due.iter().map(|f| (index, key.clone(), f.clone())));
                 }
                 let empty = h.is_empty();
                 if !due.is_empty() {
