@@ -88,38 +88,48 @@ fn get_hash<'a>(db: &'a mut DbView<'_>, key: &[u8]) -> Result<Option<&'a mut Has
     }
 }
 
-/// The hash at `key` (as [`get_hash`]) after deleting those of `fields`
-/// whose deadline passed (Redis's lazy field expiry: `hexpired`, and the
-/// key's `del` if that empties it). A hash without field deadlines pays
-/// one branch.
-fn get_hash_live<'a>(
-    db: &'a mut DbView<'_>,
-    key: &Bytes,
-    fields: &[Bytes],
-) -> Result<Option<&'a mut HashValue>, CmdError> {
-    let now = db.now;
-    let due = match get_hash(db, key)? {
-        Some(h) if h.ttls().is_some() => fields.iter().any(|f| h.is_expired(f, now)),
-        _ => false,
-    };
-    if due {
-        db.expire_fields(key, fields);
-    }
-    get_hash(db, key)
+/// Whether some of `fields` of `h` are past their deadline (one branch for
+/// a hash without field deadlines).
+#[inline]
+fn fields_due(h: &HashValue, fields: &[Bytes], now: u64) -> bool {
+    h.ttls().is_some() && fields.iter().any(|f| h.is_expired(f, now))
 }
 
-/// Deletes every field of the hash at `key` whose deadline passed, as
-/// [`get_hash_live`] does for some.
-fn expire_all_fields(db: &mut DbView<'_>, key: &Bytes) -> Result<(), CmdError> {
-    let now = db.now;
-    let due = match get_hash(db, key)? {
-        Some(h) => h.ttls().map(|t| t.expired(now)).unwrap_or_default(),
-        None => Vec::new(),
-    };
-    if !due.is_empty() {
-        db.expire_fields(key, &due);
-    }
-    Ok(())
+/// The hash at `key` (`$get`: [`get_hash`] or [`hash_or_create`]) after
+/// deleting those of `fields` whose deadline passed (Redis's lazy field
+/// expiry: `hexpired`, and the key's `del` if that empties it). One
+/// lookup unless a field is due: a macro, as a function returning the
+/// first lookup's borrow could not look the key up again.
+macro_rules! live_hash {
+    ($db:expr, $key:expr, $fields:expr, get_hash) => {{
+        let now = $db.now;
+        let mut h = get_hash(&mut $db, $key)?;
+        if h.as_deref().is_some_and(|h| fields_due(h, $fields, now)) {
+            $db.expire_fields($key, $fields);
+            h = get_hash(&mut $db, $key)?;
+        }
+        h
+    }};
+    // Every field due, not only some.
+    ($db:expr, $key:expr, all) => {{
+        let now = $db.now;
+        let mut h = get_hash(&mut $db, $key)?;
+        let due = h.as_deref().and_then(|h| h.ttls()).map(|t| t.expired(now)).unwrap_or_default();
+        if !due.is_empty() {
+            $db.expire_fields($key, &due);
+            h = get_hash(&mut $db, $key)?;
+        }
+        h
+    }};
+    ($db:expr, $key:expr, $fields:expr, hash_or_create) => {{
+        let now = $db.now;
+        let mut h = hash_or_create(&mut $db, $key)?;
+        if fields_due(h, $fields, now) {
+            $db.expire_fields($key, $fields);
+            h = hash_or_create(&mut $db, $key)?;
+        }
+        h
+    }};
 }
 
 /// The hash at `key`, created empty if missing (the caller adds a field).
@@ -211,8 +221,7 @@ fn hsetnx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
     let mut db = ctx.db();
     let limits = *db.limits();
-    get_hash_live(&mut db, key, &args[2..3])?;
-    let h = hash_or_create(&mut db, key)?;
+    let h = live_hash!(db, key, &args[2..3], hash_or_create);
     if h.contains_key(&args[2][..]) {
         return Ok(Reply::Int(0));
     }
@@ -227,14 +236,14 @@ fn hsetnx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn hget(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let mut db = ctx.db();
-    Ok(get_hash_live(&mut db, &args[1], &args[2..3])?
+    Ok(live_hash!(db, &args[1], &args[2..3], get_hash)
         .and_then(|h| h.get(&args[2][..]).map(Bytes::copy_from_slice))
         .into())
 }
 
 fn hmget(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let mut db = ctx.db();
-    let h = get_hash_live(&mut db, &args[1], &args[2..])?;
+    let h = live_hash!(db, &args[1], &args[2..], get_hash);
     Ok(Reply::Array(
         args[2..].iter().map(|f| h.as_ref().and_then(|h| h.get(&f[..]).map(Bytes::copy_from_slice)).into()).collect(),
     ))
@@ -265,7 +274,7 @@ fn hdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn hexists(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let mut db = ctx.db();
-    Ok(Reply::Int(get_hash_live(&mut db, &args[1], &args[2..3])?.is_some_and(|h| h.contains_key(&args[2][..])).into()))
+    Ok(Reply::Int(live_hash!(db, &args[1], &args[2..3], get_hash).is_some_and(|h| h.contains_key(&args[2][..])).into()))
 }
 
 fn hlen(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
@@ -276,7 +285,7 @@ fn hlen(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 fn hstrlen(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let mut db = ctx.db();
     Ok(Reply::Int(
-        get_hash_live(&mut db, &args[1], &args[2..3])?.and_then(|h| h.get(&args[2][..])).map_or(0, |v| v.len() as i64),
+        live_hash!(db, &args[1], &args[2..3], get_hash).and_then(|h| h.get(&args[2][..])).map_or(0, |v| v.len() as i64),
     ))
 }
 
@@ -320,8 +329,7 @@ fn hincrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
     let mut db = ctx.db();
     let limits = *db.limits();
-    get_hash_live(&mut db, key, &args[2..3])?;
-    let h = hash_or_create(&mut db, key)?;
+    let h = live_hash!(db, key, &args[2..3], hash_or_create);
     let cur = match h.get(&args[2][..]) {
         Some(v) => num::parse_i64_strict(v).ok_or_else(|| CmdError::custom("ERR hash value is not an integer"))?,
         None => 0,
@@ -353,8 +361,7 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
     let mut db = ctx.db();
     let limits = *db.limits();
-    get_hash_live(&mut db, key, &args[2..3])?;
-    let h = hash_or_create(&mut db, key)?;
+    let h = live_hash!(db, key, &args[2..3], hash_or_create);
     let cur = h.get(&args[2][..]).map(Bytes::copy_from_slice);
     let res = num::incr_long_double(cur.as_deref(), &args[3]).map_err(|e| match e {
         LdError::Current => CmdError::custom("ERR hash value is not a float"),
@@ -459,8 +466,7 @@ fn hrandfield(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             return Err(CmdError::ValueOutOfRange);
         }
         let mut db = ctx.db();
-        expire_all_fields(&mut db, &args[1])?;
-        let Some(h) = get_hash(&mut db, &args[1])? else {
+        let Some(h) = live_hash!(db, &args[1], all) else {
             return Ok(Reply::Array(Vec::new()));
         };
         let pair = |i: usize, out: &mut Vec<Reply>| {
@@ -505,8 +511,7 @@ fn hrandfield(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Ok(Reply::Array(out));
     }
     let mut db = ctx.db();
-    expire_all_fields(&mut db, &args[1])?;
-    let Some(h) = get_hash(&mut db, &args[1])? else {
+    let Some(h) = live_hash!(db, &args[1], all) else {
         return Ok(Reply::Nil);
     };
     let i = rand::rng().random_range(0..h.len());
@@ -756,7 +761,7 @@ fn hgetex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if !exists {
         return Ok(Reply::Array(fields.iter().map(|_| Reply::Nil).collect()));
     }
-    if get_hash_live(&mut db, key, fields)?.is_none() {
+    if live_hash!(db, key, fields, get_hash).is_none() {
         return Ok(Reply::Array(fields.iter().map(|_| Reply::Nil).collect()));
     }
     let Some((h, small)) = get_hash_enc(&mut db, key)? else { unreachable!("checked a hash") };
@@ -857,7 +862,7 @@ fn hsetex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let exists = check_hash(&mut db, key)?;
     let names: Vec<Bytes> = fields.chunks(2).map(|fv| fv[0].clone()).collect();
     if exists {
-        get_hash_live(&mut db, key, &names)?;
+        live_hash!(db, key, &names, get_hash);
     }
     if fnx || fxx {
         let h = get_hash(&mut db, key)?;
@@ -910,7 +915,7 @@ fn hgetdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if !exists {
         return Ok(nils());
     }
-    if get_hash_live(&mut db, key, fields)?.is_none() {
+    if live_hash!(db, key, fields, get_hash).is_none() {
         return Ok(nils());
     }
     let Some((h, listpack)) = get_hash_listpack(&mut db, key)? else { return Ok(nils()) };

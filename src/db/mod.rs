@@ -713,6 +713,8 @@ impl DbView<'_> {
     /// passed (a command touching them: Redis's lazy field expiry), with
     /// one `hexpired` event, and the key with a `del` event if that empties
     /// it. The number deleted.
+    #[cold]
+    #[inline(never)]
     pub fn expire_fields(&mut self, key: &Bytes, fields: &[Bytes]) -> usize {
         let now = self.now;
         let Some(Value::Hash(h)) = self.db.map.get(&key[..]).map(|e| &e.value) else { return 0 };
@@ -929,6 +931,8 @@ impl Db {
     /// earliest field deadline if that is earlier than where it is
     /// registered (`fresh`: the value was just stored under this key, so
     /// whatever it carries is another key's registration).
+    #[cold]
+    #[inline(never)]
     fn register_fields(&mut self, key: &[u8], fresh: bool) {
         let hash = self.hash(key);
         let Some(Entry { value: Value::Hash(h), .. }) = self.map.get_mut(key) else { return };
