@@ -1,4 +1,9 @@
-//! Hash commands (Redis 7.0 `t_hash.c`).
+//! Hash commands (Redis 7.0 `t_hash.c`), and field expiration: Redis 7.4's
+//! `HEXPIRE` family and 8.0's `HGETEX`/`HSETEX`/`HGETDEL`, rows whose `since`
+//! hides them under older profiles. A field past its deadline is never
+//! returned: commands naming fields delete the due ones first (as Redis:
+//! `hexpired`, replicated as `HDEL`), whole-hash readers skip them, and
+//! `HLEN` counts them until they are deleted, as Redis does.
 //!
 //! Small hashes keep insertion order on deletion (like a listpack), so
 //! `HGETALL`, `HKEYS` and a full `HSCAN` answer in the same order as Redis

@@ -31,6 +31,14 @@
 //! crosses one (`DbView::mark_outgrown`); nothing converts back, as in Redis
 //! 7.0.
 //!
+//! Hash field expiration (Redis 7.4): a hash's field deadlines live in the
+//! value ([`hash_value::TtlHash`]); each database also indexes the hashes
+//! that have some by the earliest deadline each is registered under
+//! (`Db::fields`), pairs that may be stale and are checked when popped.
+//! Active expiry (`Db::expire_due`) deletes due fields after due keys, with
+//! one `hexpired` event per hash and `del` with its last field; commands
+//! that name fields delete the due ones lazily (`DbView::expire_fields`).
+//!
 //! Active expiry pops due keys from the ordered index in slices of at most
 //! about 1 ms of lock time, yielding between slices. Maps shrink after mass
 //! deletion: the table is rebuilt once few keys are left and the old one is
