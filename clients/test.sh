@@ -10,7 +10,8 @@
 #           scratch module that points at clients/go as a user's would.
 # Then each language's section of the README, as written there, in a scratch
 # project outside the checkout (/path/to/rlockd read as this checkout; Java
-# twice, with the README's JUnit 5.12.2 and with 5.10.2).
+# twice, with the README's JUnit 5.12.2 and with 5.10.2), and every other
+# README block marked to run, in those projects (clients/readme-blocks.sh).
 # A missing toolchain is a visible skip. Ends with "clients: N passed, M failed"
 # (tests counted from each runner's report) and exits non-zero on any failure.
 # Packages come from PyPI, npm, Maven Central and the Go module proxy through
@@ -58,6 +59,8 @@ else
 fi
 
 scratch=$(mktemp -d /tmp/rlockd-clients.XXXXXX)
+# The control surface each front end's tests check their classes against.
+export RLOCKD_SURFACE=$root/clients/surface.tsv
 trap 'rm -rf "$scratch"' EXIT
 mkdir -p "$scratch/bin"
 # Debug info stays in target/; the packages carry the stripped executable.
@@ -235,6 +238,7 @@ run_python() {
     fi
     python_tests; local rc=$?
     (python_readme) || rc=1
+    blocks_python || true
     if [ -f "$scratch/python.xml" ]; then
         local xs=("$scratch/python.xml")
         if [ -f "$scratch/python-readme.xml" ]; then xs+=("$scratch/python-readme.xml"); else rc=1; fi
@@ -252,6 +256,7 @@ run_node() {
     fi
     node_tests; local rc=$?
     (node_readme) || rc=1
+    blocks_node || true
     if [ -f "$scratch/node.tap" ]; then
         local p=0 f=0 s=0 tap
         [ -f "$scratch/node-readme.tap" ] || rc=1
@@ -277,6 +282,7 @@ run_java() {
     fi
     java_tests; local rc=$?
     java_readme || rc=1
+    blocks_java || true
     shopt -s nullglob
     local reports=(clients/java/target/surefire-reports/TEST-*.xml "$scratch"/java-old/surefire-reports/TEST-*.xml
         "$scratch"/java-readme-*/target/surefire-reports/TEST-*.xml)
@@ -296,6 +302,7 @@ run_go() {
     fi
     go_tests; local rc=$?
     (go_readme) || rc=1
+    blocks_go || true
     local p f s
     p=$(grep -c '^--- PASS' "$scratch/go.log" 2>/dev/null)
     f=$(grep -c '^--- FAIL' "$scratch/go.log" 2>/dev/null)
@@ -305,7 +312,11 @@ run_go() {
     count "$p" "$f" "$s" go
 }
 
-only=${CLIENTS_ONLY:-python node java go}
+# shellcheck source=clients/readme-blocks.sh
+. "$root/clients/readme-blocks.sh"
+blocks_ok=0
+only=${CLIENTS_ONLY:-readme python node java go}
+[[ " $only " == *" readme "* ]] || only="readme $only"
 for lang in $only; do
     echo
     "run_$lang"

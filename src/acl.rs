@@ -682,6 +682,9 @@ pub struct Acl {
     pub log: VecDeque<LogEntry>,
     /// See the module's invariant.
     pub open: bool,
+    /// New users start with `sanitize-payload` (Redis 7.2 on; the
+    /// profile's, set by the core).
+    pub sanitize_new_users: bool,
     len: usize,
 }
 
@@ -699,7 +702,7 @@ impl Acl {
             User { enabled: true, nopass: true, sanitize: None, passwords: Vec::new(), root, selectors: Vec::new() };
         let mut users = BTreeMap::new();
         users.insert(Bytes::from_static(b"default"), default);
-        let mut acl = Acl { users, log: VecDeque::new(), open: true, len: cat.len };
+        let mut acl = Acl { users, log: VecDeque::new(), open: true, sanitize_new_users: false, len: cat.len };
         acl.set_requirepass(requirepass);
         acl
     }
@@ -724,6 +727,27 @@ impl Acl {
         let len = self.len;
         self.open = self.users.len() == 1
             && self.users.get(&b"default"[..]).is_some_and(|d| d.selectors.is_empty() && d.root.unrestricted(len));
+    }
+
+    /// Sets whether new users start with `sanitize-payload` (the
+    /// profile's rule), the default user too while no rule has set its
+    /// flag.
+    pub fn set_sanitize_new_users(&mut self, on: bool) {
+        self.sanitize_new_users = on;
+        if let Some(d) = self.users.get_mut(&b"default"[..]) {
+            if on && d.sanitize.is_none() {
+                d.sanitize = Some(true);
+            }
+        }
+    }
+
+    /// A new user (`ACL SETUSER` of a name not known yet).
+    pub fn new_user(&self, cat: &Catalog, allchannels: bool) -> User {
+        let mut u = User::new(cat, allchannels);
+        if self.sanitize_new_users {
+            u.sanitize = Some(true);
+        }
+        u
     }
 
     pub fn default_user(&self) -> Option<&User> {

@@ -188,9 +188,10 @@ impl Core {
     /// ACL sees it (its length sizes the per-command statistics).
     pub fn new(config: RuntimeConfig, databases: usize, now_ms: u64, catalog: &crate::acl::Catalog) -> Core {
         let commands = catalog.len;
-        let acl = crate::acl::Acl::new(catalog, config.requirepass.as_deref());
+        let mut acl = crate::acl::Acl::new(catalog, config.requirepass.as_deref());
         let record_locks = config.get_str("test-control") == "yes";
         let profile = config.profile;
+        acl.set_sanitize_new_users(profile.at_least(7, 2, 0));
         let mut ks = Keyspace::new(databases);
         ks.now = now_ms;
         ks.sig.notify_flags = config.notify_flags;
@@ -345,6 +346,7 @@ impl Core {
         if let Some(s) = self.scripting.as_mut() {
             s.set_profile(self.config.profile);
         }
+        self.acl.set_sanitize_new_users(self.config.profile.at_least(7, 2, 0));
     }
 
     /// The server this one answers as (`redis-version`, `valkey-version`).

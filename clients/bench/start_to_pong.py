@@ -11,7 +11,7 @@ import sys
 import time
 
 import redis
-from redis.cluster import ClusterNode, RedisCluster
+from redis.cluster import RedisCluster
 
 import rlockd
 
@@ -43,7 +43,7 @@ for _ in range(n):
 
     t0 = time.perf_counter()
     c = rlockd.Cluster(3).start()
-    rc = RedisCluster(startup_nodes=[ClusterNode(h, p) for h, p in c.startup_nodes])
+    rc = RedisCluster(startup_nodes=c.startup_nodes)
     assert rc.ping(target_nodes=RedisCluster.ALL_NODES)
     via_cluster.append((time.perf_counter() - t0) * 1000)
     rc.close()

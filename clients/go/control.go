@@ -2,6 +2,7 @@ package rlockd
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -250,7 +251,35 @@ type Fault struct {
 	Times    int64
 }
 
+// faultParams are the parameter fields each kind takes; every kind takes the scope fields.
+var faultParams = map[FaultKind][]string{
+	FaultError: {"Message"}, FaultLatency: {"Ms", "Jitter"}, FaultClose: {"When"}, FaultFreeze: {"Ms"},
+	FaultDelayMsg: {"Ms"}, FaultSlowWrite: {"Bytes", "Ms"}, FaultCutWrite: {"Bytes"}, FaultDropMsg: {},
+}
+
+// check refuses a parameter field the fault's kind does not take (it would be ignored).
+func (f Fault) check() error {
+	takes, ok := faultParams[f.Kind]
+	if !ok {
+		return nil // args names the unknown kind
+	}
+	set := []struct {
+		name string
+		set  bool
+	}{{"Message", f.Message != ""}, {"Ms", f.Ms != 0}, {"Jitter", f.Jitter != 0}, {"When", f.When != ""}, {"Bytes", f.Bytes != 0}}
+	for _, field := range set {
+		if field.set && !slices.Contains(takes, field.name) {
+			return fmt.Errorf("rlockd.Fault{Kind: %q} does not take %s; it takes %s", f.Kind, field.name,
+				strings.Join(append(append([]string{}, takes...), "Command", "Key", "Client", "ClientID", "Channel", "Times"), ", "))
+		}
+	}
+	return nil
+}
+
 func (f Fault) args() ([]any, error) {
+	if err := f.check(); err != nil {
+		return nil, err
+	}
 	a := []any{"FAULT", strings.ToUpper(string(f.Kind))}
 	switch f.Kind {
 	case FaultError:

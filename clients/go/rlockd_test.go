@@ -271,3 +271,86 @@ func TestSnapshotsAndFaults(t *testing.T) {
 		t.Fatalf("unknown kind: %q", rec.logs)
 	}
 }
+
+func TestClusterReplicationAndFailoverControls(t *testing.T) {
+	c := StartCluster(t, 3, ClusterReplicas(1))
+	slot := c.KeySlot("orders")
+	owner := c.SlotOwner(slot)
+	primary := c.Nodes()[owner]
+	if n := c.PauseReplication(owner); n != 1 {
+		t.Fatalf("paused %d links", n)
+	}
+	if v, err := primary.Do("SET", "orders", "client-1", "NX", "PX", 30000); err != nil || v != "OK" {
+		t.Fatalf("SET: %v %v", v, err)
+	}
+	paused := 0
+	for _, l := range c.ReplicationStatus() {
+		if l.Paused {
+			paused++
+		}
+	}
+	if paused != 1 {
+		t.Fatalf("%d links paused: %+v", paused, c.ReplicationStatus())
+	}
+	next := c.Failover(owner) // its replica takes the slots without the lock
+	if next.Port() == primary.Port() || c.Nodes()[c.SlotOwner(slot)].Port() != next.Port() {
+		t.Fatalf("failover: new primary %d, slot owner %d", next.Port(), c.SlotOwner(slot))
+	}
+	if v, err := next.Do("SET", "orders", "client-2", "NX", "PX", 30000); err != nil || v != "OK" {
+		t.Fatalf("second SET: %v %v", v, err)
+	}
+	if len(c.CheckLocks()) == 0 {
+		t.Fatal("the two holders went unreported")
+	}
+	for name, n := range map[string]int64{
+		"lag": c.SetReplicationLag(0), "resume": c.ResumeReplication(),
+		"break": c.BreakReplication(), "restore": c.RestoreReplication(),
+	} {
+		if n != 3 {
+			t.Fatalf("%s: %d links", name, n)
+		}
+	}
+}
+
+func TestWrongOptionValuesAreRefused(t *testing.T) {
+	for _, tc := range []struct {
+		opt  Option
+		want string
+	}{
+		{Port(70000), "option Port takes a port from 0 to 65535, not 70000 (options: Port, Password, Args, Binary, StartupTimeout, ClusterReplicas)"},
+		{StartupTimeout(0), "option StartupTimeout takes a positive duration, not 0s"},
+		{ClusterReplicas(-1), "option ClusterReplicas takes a count, not -1"},
+	} {
+		s, err := Run(tc.opt)
+		if err == nil {
+			s.Close()
+			t.Fatalf("started with a wrong option; want %q", tc.want)
+		}
+		if !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+			t.Fatalf("error %q, want %q on one line", err, tc.want)
+		}
+	}
+}
+
+func TestAFaultFieldItsKindDoesNotTakeIsRefused(t *testing.T) {
+	_, err := Fault{Kind: FaultLatency, Ms: 200, Message: "LOADING"}.args()
+	want := `rlockd.Fault{Kind: "latency"} does not take Message; it takes Ms, Jitter, Command, Key, Client, ClientID, Channel, Times`
+	if err == nil || err.Error() != want {
+		t.Fatalf("error %v, want %q", err, want)
+	}
+	if _, err := (Fault{Kind: FaultSlowWrite, Bytes: 10, Ms: 20, Command: "get", Times: 1}).args(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAReplicatedNodeTakenDownAndBroughtUp(t *testing.T) {
+	r := StartReplicated(t, 1, 1)
+	r.TakeDown(1) // the replica crashes: its port closes
+	if r.Replicas()[0].Ping() {
+		t.Fatal("the replica still answers")
+	}
+	r.BringUp(1)
+	if !r.Replicas()[0].Ping() {
+		t.Fatal("the replica did not come back")
+	}
+}

@@ -45,12 +45,15 @@ type config struct {
 	args     []string
 	binary   string
 	timeout  time.Duration
+	err      error // the first option given a value it does not take
 
 	clusterReplicas int
 }
 
 // Port listens on this port (default 0: a free one the server picks).
-func Port(p int) Option { return func(c *config) { c.port = p } }
+func Port(p int) Option {
+	return func(c *config) { c.port = check(c, "Port", p, p >= 0 && p <= 65535, "a port from 0 to 65535") }
+}
 
 // Password sets requirepass; URL() then carries it.
 func Password(pw string) Option { return func(c *config) { c.password = pw } }
@@ -62,7 +65,21 @@ func Args(a ...string) Option { return func(c *config) { c.args = append(c.args,
 func Binary(path string) Option { return func(c *config) { c.binary = path } }
 
 // StartupTimeout is how long to wait for the ready line (default 10 s).
-func StartupTimeout(d time.Duration) Option { return func(c *config) { c.timeout = d } }
+func StartupTimeout(d time.Duration) Option {
+	return func(c *config) { c.timeout = check(c, "StartupTimeout", d, d > 0, "a positive duration") }
+}
+
+// options names the options in the error a wrong value gets.
+const options = "Port, Password, Args, Binary, StartupTimeout, ClusterReplicas"
+
+// check records the first option given a value it does not take (Start fails with it) and
+// returns the value.
+func check[T any](c *config, option string, v T, ok bool, takes string) T {
+	if !ok && c.err == nil {
+		c.err = fmt.Errorf("option %s takes %s, not %v (options: %s)", option, takes, v, options)
+	}
+	return v
+}
 
 // Server is one rlockd process on 127.0.0.1, or one node of a topology (Cluster,
 // Replicated): its address and its own test control. The nodes of a topology share one
@@ -126,6 +143,9 @@ func run(nodes, sentinels int, topology []string, opts []Option) (*Server, error
 	c := config{host: "127.0.0.1", timeout: 10 * time.Second}
 	for _, o := range opts {
 		o(&c)
+	}
+	if c.err != nil {
+		return nil, c.err
 	}
 	c.args = append(append([]string{}, topology...), c.args...)
 	exe, err := resolve(c.binary)

@@ -10,7 +10,7 @@ import (
 // ClusterReplicas passes --cluster-replicas r to StartCluster (replicas per primary; where
 // the binary supports it).
 func ClusterReplicas(r int) Option {
-	return func(c *config) { c.clusterReplicas = r }
+	return func(c *config) { c.clusterReplicas = check(c, "ClusterReplicas", r, r >= 0, "a count") }
 }
 
 // nodes are the nodes of a topology, and what their test control does over all of them.
@@ -259,6 +259,117 @@ func (c *Cluster) AssertLocksSafe() {
 // ResetLockChecks forgets every node's events and violations.
 func (c *Cluster) ResetLockChecks() { c.nodes.resetLockChecks() }
 
+func isPrimary(n *Server) bool {
+	v, err := n.Do("ROLE")
+	return err == nil && asString(asList(v)[0]) == "master"
+}
+
+func (c *Cluster) primaries() []*Server {
+	var out []*Server
+	for _, n := range c.nodes.up() {
+		if isPrimary(n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// repl sends RLOCKD REPL args to every primary (no node given), to a primary (node: its
+// links) or to a replica's primary (node: that one link); returns the answers.
+func (c *Cluster) repl(node []int, args ...any) []any {
+	if c.tb != nil {
+		c.tb.Helper()
+	}
+	args = append([]any{"REPL"}, args...)
+	targets := c.primaries()
+	if len(node) > 0 {
+		n := c.nodes[node[0]]
+		if isPrimary(n) {
+			targets = []*Server{n}
+		} else {
+			role, err := n.Do("ROLE")
+			if err != nil {
+				c.fail("ROLE: %v", err)
+			}
+			port := int(asInt(asList(role)[2]))
+			targets = nil
+			for _, p := range c.nodes {
+				if p.Port() == port {
+					targets = []*Server{p}
+				}
+			}
+			args = append(args, n.Port())
+		}
+	}
+	var out []any
+	for _, p := range targets {
+		out = append(out, p.rlockd(args...))
+	}
+	return out
+}
+
+func (c *Cluster) replSum(node []int, args ...any) int64 {
+	var sum int64
+	for _, x := range c.repl(node, args...) {
+		sum += asInt(x)
+	}
+	return sum
+}
+
+// PauseReplication holds the stream to every primary's replicas (node given: a primary's
+// links, or a replica's one link): writes pile up unacknowledged. Returns how many links.
+func (c *Cluster) PauseReplication(node ...int) int64 { return c.replSum(node, "PAUSE") }
+
+// ResumeReplication lets the held stream flow again.
+func (c *Cluster) ResumeReplication(node ...int) int64 { return c.replSum(node, "RESUME") }
+
+// SetReplicationLag delivers each write d after it was made (0: at once).
+func (c *Cluster) SetReplicationLag(d time.Duration, node ...int) int64 {
+	return c.replSum(node, "LAG", d.Milliseconds())
+}
+
+// DropReplication loses what the replicas have not received yet; returns how many writes.
+func (c *Cluster) DropReplication(node ...int) int64 { return c.replSum(node, "DROP") }
+
+// BreakReplication takes the links down (master_link_status:down).
+func (c *Cluster) BreakReplication(node ...int) int64 { return c.replSum(node, "BREAK") }
+
+// RestoreReplication brings the links back; the replicas catch up.
+func (c *Cluster) RestoreReplication(node ...int) int64 { return c.replSum(node, "RESTORE") }
+
+// ReplicationStatus lists every primary's links.
+func (c *Cluster) ReplicationStatus() []ReplicationLink {
+	var out []ReplicationLink
+	for _, x := range c.repl(nil, "STATUS") {
+		out = append(out, replicationLinks(x)...)
+	}
+	return out
+}
+
+// Failover promotes node (a replica; a primary's index names its first replica) at once
+// with what it has received (RLOCKD CLUSTER FAILOVER): it takes the slots, its primary
+// becomes its replica. Returns the new primary.
+func (c *Cluster) Failover(node int) *Server {
+	if c.tb != nil {
+		c.tb.Helper()
+	}
+	c.via("CLUSTER", "FAILOVER", node)
+	named := c.nodes[node]
+	if isPrimary(named) {
+		return named
+	}
+	for _, p := range c.primaries() {
+		v, _ := p.Do("ROLE")
+		for _, r := range asList(asList(v)[2]) {
+			if port, _ := strconv.Atoi(asString(asList(r)[1])); port == named.Port() {
+				return p
+			}
+		}
+	}
+	c.fail("no node took over from node %d", node)
+	return nil
+}
+
 // ---------------------------------------------------------------- replicated
 
 // Replicated is a primary with replicas and Sentinels watching it as "mymaster", in one
@@ -325,6 +436,40 @@ func (r *Replicated) Replicas() []*Server { return r.nodes[1:] }
 
 // ReplicaURLs are the replicas' redis:// URLs.
 func (r *Replicated) ReplicaURLs() []string { return r.nodes[1:].urls() }
+
+// URLs are every node's redis://host:port, the primary as started first.
+func (r *Replicated) URLs() []string { return r.nodes.urls() }
+
+func (r *Replicated) viaOther(node int, what string) {
+	if r.tb != nil {
+		r.tb.Helper()
+	}
+	target := r.nodes[node]
+	for _, n := range r.nodes.up() {
+		if n.Port() != target.Port() {
+			n.rlockd("REPL", what, target.Port())
+			return
+		}
+	}
+	r.fail("no other node answers")
+}
+
+// TakeDown crashes node (its index in Nodes(); RLOCKD REPL CRASH): its port closes, its
+// clients are cut, what it had not replicated is lost; the Sentinels notice it after
+// down-after-milliseconds and fail over from a primary.
+func (r *Replicated) TakeDown(node int) { r.viaOther(node, "CRASH") }
+
+// BringUp starts a crashed node again on its port (RLOCKD REPL REVIVE).
+func (r *Replicated) BringUp(node int) { r.viaOther(node, "REVIVE") }
+
+// Locks lists the locks on the current primary (the embedded Server's are the primary's as
+// started, which a failover leaves behind).
+func (r *Replicated) Locks(pattern ...string) []Lock {
+	if r.tb != nil {
+		r.tb.Helper()
+	}
+	return r.CurrentPrimary().Locks(pattern...)
+}
 
 // Nodes are the primary then its replicas, as started.
 func (r *Replicated) Nodes() []*Server { return r.nodes }
@@ -410,8 +555,12 @@ func (r *Replicated) ReplicationStatus() []ReplicationLink {
 	if r.tb != nil {
 		r.tb.Helper()
 	}
+	return replicationLinks(r.CurrentPrimary().rlockd("REPL", "STATUS"))
+}
+
+func replicationLinks(reply any) []ReplicationLink {
 	var out []ReplicationLink
-	for _, x := range asList(r.CurrentPrimary().rlockd("REPL", "STATUS")) {
+	for _, x := range asList(reply) {
 		m := asMap(x)
 		out = append(out, ReplicationLink{Primary: asString(m["primary"]), Replica: asString(m["replica"]),
 			Acked: asInt(m["acked"]), PendingWrites: asInt(m["pending_writes"]),

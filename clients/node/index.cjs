@@ -142,8 +142,46 @@ const FAULT_SCOPE = [
   ["times", "TIMES"],
 ];
 
+// Each start option: a check of its value and how an error names what it takes.
+const isCount = (v) => Number.isInteger(v) && v >= 0;
+const OPTION_TYPES = {
+  port: [isCount, "a port number"],
+  host: [(v) => typeof v === "string", "a string"],
+  password: [(v) => v === undefined || v === null || typeof v === "string", "a string"],
+  args: [(v) => Array.isArray(v) && v.every((a) => typeof a === "string" || typeof a === "number"), "an array of strings"],
+  binary: [(v) => v === undefined || typeof v === "string", "a path string"],
+  startupTimeoutMs: [(v) => typeof v === "number" && v > 0, "a number of milliseconds"],
+  test: [(v) => v === undefined || (typeof v === "object" && v !== null), "a node:test context"],
+  nodes: [(v) => Number.isInteger(v) && v >= 1, "a count of at least 1"],
+  replicas: [isCount, "a count"],
+  sentinels: [isCount, "a count"],
+};
+
+/** Refuses an option `cls` does not take, or a value of the wrong type, in one line. */
+function checkOptions(cls, opts) {
+  if (opts === null || typeof opts !== "object" || Array.isArray(opts)) {
+    throw new TypeError(`${cls.name}.start: options are an object, not ${JSON.stringify(opts)}`);
+  }
+  const accepted = cls.options;
+  for (const [name, value] of Object.entries(opts)) {
+    if (!accepted.includes(name)) {
+      throw new TypeError(`${cls.name}.start: unknown option "${name}"; accepted: ${accepted.join(", ")}`);
+    }
+    const [ok, what] = OPTION_TYPES[name];
+    if (value !== undefined && !ok(value)) {
+      throw new TypeError(`${cls.name}.start: option "${name}" takes ${what}, not ${JSON.stringify(value)}`);
+    }
+  }
+}
+
 class RlockdServer {
-  constructor(opts) {
+  /** The options `start()` takes; any other is refused. */
+  static get options() {
+    return ["port", "host", "password", "args", "binary", "startupTimeoutMs", "test"];
+  }
+
+  constructor(opts = {}) {
+    checkOptions(this.constructor, opts);
     this.host = opts.host || "127.0.0.1";
     this.password = opts.password;
     this.port = undefined;
@@ -177,7 +215,11 @@ class RlockdServer {
   reportTo(t) {
     if (!t || typeof t.after !== "function" || typeof t.diagnostic !== "function") return this;
     t.after(() => {
-      if (t.passed === false) t.diagnostic(`rlockd log (port ${this.port}):\n${this.logs().trimEnd() || "(no output)"}`);
+      if (t.passed !== false) return;
+      // One diagnostic per line: the TAP reporter (node --test's default when output is not
+      // a terminal) writes a diagnostic on one line, with its newlines as literal "\n".
+      t.diagnostic(`rlockd log (port ${this.port}):`);
+      for (const line of (this.logs().trimEnd() || "(no output)").split("\n")) t.diagnostic(line);
     });
     return this;
   }
@@ -431,6 +473,8 @@ class RlockdServer {
     if (!params) {
       throw new TypeError(`unknown fault kind ${spec && spec.kind}; one of ${Object.keys(FAULT_PARAMS).join(", ")}`);
     }
+    const accepted = ["kind", ...params, ...(kind === "close" ? ["when"] : []), ...(kind === "latency" ? ["jitterMs"] : [])];
+    checkKeys(`addFault({ kind: "${kind}" })`, spec, [...accepted, ...FAULT_SCOPE.map(([field]) => field)]);
     const args = ["FAULT", kind.toUpperCase()];
     for (const p of params) {
       if (spec[p] === undefined || spec[p] === null) throw new TypeError(`fault ${kind} needs ${p}`);
@@ -458,7 +502,9 @@ class RlockdServer {
   }
 
   /** Closes the connections matching `client` (a name pattern) and/or `id` now; resolves with how many. */
-  killClients({ client, id } = {}) {
+  async killClients(opts = {}) {
+    checkKeys("killClients", opts, ["client", "id"]);
+    const { client, id } = opts;
     const args = ["FAULT", "KILL"];
     if (client !== undefined) args.push("CLIENT", client);
     if (id !== undefined) args.push("ID", id);
@@ -602,6 +648,28 @@ async function upNodes(nodes) {
   return nodes.filter((_, i) => up[i]);
 }
 
+function replicationLink(flat) {
+  const m = toMap(flat);
+  return {
+    primary: text(m.primary),
+    replica: text(m.replica),
+    acked: m.acked,
+    pendingWrites: m.pending_writes,
+    pendingBytes: m.pending_bytes,
+    paused: m.paused === 1,
+    lagMs: m.lag_ms,
+    broken: m.broken === 1,
+  };
+}
+
+/** Refuses keys of a method's options object that are not in `accepted`. */
+function checkKeys(what, opts, accepted) {
+  if (opts === null || typeof opts !== "object") throw new TypeError(`${what}: options are an object`);
+  for (const k of Object.keys(opts)) {
+    if (!accepted.includes(k)) throw new TypeError(`${what}: unknown option "${k}"; accepted: ${accepted.join(", ")}`);
+  }
+}
+
 /** What a cluster and a replicated set share: the clock and the checks over every node. */
 class RlockdTopology extends RlockdServer {
   /** Every node in start order (a replicated set: the primary, then its replicas). */
@@ -658,6 +726,10 @@ class RlockdTopology extends RlockdServer {
  * `nodes[i]` has each node's.
  */
 class RlockdCluster extends RlockdTopology {
+  static get options() {
+    return ["nodes", "replicas", ...super.options];
+  }
+
   constructor(opts = {}) {
     super(opts);
     const n = opts.nodes ?? 3;
@@ -734,6 +806,88 @@ class RlockdCluster extends RlockdTopology {
     const [n] = await upNodes(this.nodes);
     return n ? n.locks(pattern) : [];
   }
+
+  async _primaries() {
+    const out = [];
+    for (const n of await upNodes(this.nodes)) {
+      if (text((await n.command("ROLE"))[0]) === "master") out.push(n);
+    }
+    return out;
+  }
+
+  _node(node) {
+    return typeof node === "number" ? this.nodes[node] : node;
+  }
+
+  // RLOCKD REPL on one replica's primary (that link), on one primary, or on every primary.
+  async _repl(opts, ...args) {
+    checkKeys("replication control", opts, ["replica", "primary"]);
+    const { replica, primary } = opts;
+    if (replica !== undefined) {
+      const r = this._node(replica);
+      const role = await r.command("ROLE");
+      if (text(role[0]) !== "slave") throw new RlockdError(`node ${r.port} is not a replica`);
+      return [await nodeAt(this, Number(role[2]))._rlockd("REPL", ...args, r.port)];
+    }
+    if (primary !== undefined) return [await this._node(primary)._rlockd("REPL", ...args)];
+    const out = [];
+    for (const p of await this._primaries()) out.push(await p._rlockd("REPL", ...args));
+    return out;
+  }
+
+  async _replSum(opts, ...args) {
+    return (await this._repl(opts, ...args)).reduce((a, b) => a + b, 0);
+  }
+
+  /** Holds the stream to the replicas (of every primary; `{ primary }`: of one; `{ replica }`: to one): writes pile up unacknowledged. Resolves with how many links. */
+  pauseReplication(opts = {}) {
+    return this._replSum(opts, "PAUSE");
+  }
+
+  /** Lets the held stream flow again. */
+  resumeReplication(opts = {}) {
+    return this._replSum(opts, "RESUME");
+  }
+
+  /** Delivers each write `ms` after it was made (0: at once). */
+  setReplicationLag(ms, opts = {}) {
+    return this._replSum(opts, "LAG", Math.trunc(ms));
+  }
+
+  /** Loses what the replicas have not received yet; resolves with how many writes. */
+  dropReplication(opts = {}) {
+    return this._replSum(opts, "DROP");
+  }
+
+  /** Takes the links down (`master_link_status:down`). */
+  breakReplication(opts = {}) {
+    return this._replSum(opts, "BREAK");
+  }
+
+  /** Brings the links back; the replicas catch up. */
+  restoreReplication(opts = {}) {
+    return this._replSum(opts, "RESTORE");
+  }
+
+  /** Every primary's links (`RLOCKD REPL STATUS`). */
+  async replicationStatus() {
+    return (await this._repl({}, "STATUS")).flat().map(replicationLink);
+  }
+
+  /**
+   * Promotes `node` (a replica's index or the node; a primary's index names its first
+   * replica) at once with what it has received (RLOCKD CLUSTER FAILOVER): it takes the
+   * slots, its primary becomes its replica. Resolves with the new primary.
+   */
+  async failover(node) {
+    await this._via("CLUSTER", "FAILOVER", this._index(node));
+    const named = this._node(node);
+    if (text((await named.command("ROLE"))[0]) === "master") return named;
+    for (const p of await this._primaries()) {
+      if ((await p.command("ROLE"))[2].some((r) => Number(text(r[1])) === named.port)) return p;
+    }
+    throw new RlockdError(`no node took over from node ${named.port}`);
+  }
 }
 
 /**
@@ -743,6 +897,10 @@ class RlockdCluster extends RlockdTopology {
  * checks cover every node; the other test-control methods act on the primary as started.
  */
 class RlockdReplicated extends RlockdTopology {
+  static get options() {
+    return ["replicas", "sentinels", ...super.options];
+  }
+
   constructor(opts = {}) {
     super(opts);
     const r = opts.replicas ?? 1;
@@ -792,56 +950,46 @@ class RlockdReplicated extends RlockdTopology {
     return { host: text(host), port: Number(text(port)) };
   }
 
-  async _repl(replica, ...args) {
+  async _repl(opts, ...args) {
+    checkKeys("replication control", opts, ["replica"]);
+    const { replica } = opts;
     if (replica !== undefined) args.push(typeof replica === "number" ? replica : replica.port);
     return await (await this.currentPrimary())._rlockd("REPL", ...args);
   }
 
   /** Holds the stream to the replicas (to `replica`, a port or a node): writes pile up unacknowledged. Resolves with how many links. */
-  pauseReplication({ replica } = {}) {
-    return this._repl(replica, "PAUSE");
+  pauseReplication(opts = {}) {
+    return this._repl(opts, "PAUSE");
   }
 
   /** Lets the held stream flow again. */
-  resumeReplication({ replica } = {}) {
-    return this._repl(replica, "RESUME");
+  resumeReplication(opts = {}) {
+    return this._repl(opts, "RESUME");
   }
 
   /** Delivers each write `ms` after it was made (0: at once). */
-  setReplicationLag(ms, { replica } = {}) {
-    return this._repl(replica, "LAG", Math.trunc(ms));
+  setReplicationLag(ms, opts = {}) {
+    return this._repl(opts, "LAG", Math.trunc(ms));
   }
 
   /** Loses what the replicas have not received yet, as a crash would; resolves with how many writes. */
-  dropReplication({ replica } = {}) {
-    return this._repl(replica, "DROP");
+  dropReplication(opts = {}) {
+    return this._repl(opts, "DROP");
   }
 
   /** Takes the links down (`master_link_status:down`). */
-  breakReplication({ replica } = {}) {
-    return this._repl(replica, "BREAK");
+  breakReplication(opts = {}) {
+    return this._repl(opts, "BREAK");
   }
 
   /** Brings the links back; the replicas catch up. */
-  restoreReplication({ replica } = {}) {
-    return this._repl(replica, "RESTORE");
+  restoreReplication(opts = {}) {
+    return this._repl(opts, "RESTORE");
   }
 
   /** The current primary's links (`RLOCKD REPL STATUS`). */
   async replicationStatus() {
-    return (await this._repl(undefined, "STATUS")).map((flat) => {
-      const m = toMap(flat);
-      return {
-        primary: text(m.primary),
-        replica: text(m.replica),
-        acked: m.acked,
-        pendingWrites: m.pending_writes,
-        pendingBytes: m.pending_bytes,
-        paused: m.paused === 1,
-        lagMs: m.lag_ms,
-        broken: m.broken === 1,
-      };
-    });
+    return (await this._repl({}, "STATUS")).map(replicationLink);
   }
 
   /**
@@ -849,8 +997,8 @@ class RlockdReplicated extends RlockdTopology {
    * primary becomes its replica and the Sentinels announce +switch-master. Resolves with
    * the new primary once it is done and the Sentinels name it.
    */
-  async failover({ replica } = {}) {
-    await this._repl(replica, "FAILOVER");
+  async failover(opts = {}) {
+    await this._repl(opts, "FAILOVER");
     const p = await this.currentPrimary();
     const deadline = Date.now() + 10000; // the Sentinels look every 20 ms
     while (this._sentinelPorts.length && (await this.sentinelPrimary()).port !== p.port) {
@@ -863,6 +1011,27 @@ class RlockdReplicated extends RlockdTopology {
   /** The locks on the current primary. */
   async locks(pattern) {
     return (await this.currentPrimary()).locks(pattern);
+  }
+
+  async _viaOther(node, ...args) {
+    const target = typeof node === "number" ? this.nodes[node] : node;
+    const [other] = (await upNodes(this.nodes)).filter((n) => n.port !== target.port);
+    if (!other) throw new RlockdError("no other node answers");
+    await other._rlockd("REPL", ...args, target.port);
+  }
+
+  /**
+   * Crashes a node (its index or the node; RLOCKD REPL CRASH): its port closes, its clients
+   * are cut, what it had not replicated is lost; the Sentinels notice it after
+   * down-after-milliseconds and fail over from a primary.
+   */
+  takeDown(node) {
+    return this._viaOther(node, "CRASH");
+  }
+
+  /** Starts a crashed node again on its port (RLOCKD REPL REVIVE). */
+  bringUp(node) {
+    return this._viaOther(node, "REVIVE");
   }
 }
 

@@ -261,6 +261,29 @@ export declare class RlockdCluster extends RlockdTopology {
   takeDown(node: number | RlockdServer): Promise<void>;
   /** Starts a node taken down again, on its port, with its keys. */
   bringUp(node: number | RlockdServer): Promise<void>;
+  /** Promotes a replica (its index or node; a primary's index names its first replica) with what it has: it takes the slots. Resolves with the new primary. */
+  failover(node: number | RlockdServer): Promise<RlockdServer>;
+  /** Holds the stream to the replicas (of every primary; of `primary`; to `replica` only): writes pile up unacknowledged. Resolves with how many links. */
+  pauseReplication(options?: ClusterReplicationTarget): Promise<number>;
+  resumeReplication(options?: ClusterReplicationTarget): Promise<number>;
+  /** Delivers each write `ms` after it was made (0: at once). */
+  setReplicationLag(ms: number, options?: ClusterReplicationTarget): Promise<number>;
+  /** Loses what the replicas have not received yet; resolves with how many writes. */
+  dropReplication(options?: ClusterReplicationTarget): Promise<number>;
+  /** Takes the links down (`master_link_status:down`). */
+  breakReplication(options?: ClusterReplicationTarget): Promise<number>;
+  /** Brings the links back; the replicas catch up. */
+  restoreReplication(options?: ClusterReplicationTarget): Promise<number>;
+  /** Every primary's links. */
+  replicationStatus(): Promise<ReplicationLink[]>;
+}
+
+/** Which links of a cluster a replication control acts on (none: every primary's). */
+export interface ClusterReplicationTarget {
+  /** One replica's link (its index in `nodes`, or the node). */
+  replica?: number | RlockdServer;
+  /** One primary's links. */
+  primary?: number | RlockdServer;
 }
 
 /** A primary with replicas and Sentinels (`rlockd --replicas N --sentinel 0,0,0`). */
@@ -277,6 +300,10 @@ export declare class RlockdReplicated extends RlockdTopology {
   readonly sentinels: HostPort[];
   /** The node that is the primary now (each node's ROLE). */
   currentPrimary(): Promise<RlockdServer>;
+  /** Crashes a node (RLOCKD REPL CRASH): its port closes, unreplicated writes are lost; the Sentinels notice it. */
+  takeDown(node: number | RlockdServer): Promise<void>;
+  /** Starts a crashed node again on its port (RLOCKD REPL REVIVE). */
+  bringUp(node: number | RlockdServer): Promise<void>;
   /** Where the Sentinels say the primary is. */
   sentinelPrimary(): Promise<HostPort>;
   /** Holds the stream to the replicas (to `replica` only): writes pile up unacknowledged. Resolves with how many links. */

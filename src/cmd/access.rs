@@ -101,6 +101,9 @@ pub(crate) fn refuse(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes], d: Denied
     };
     let user = ctx.client.user.clone();
     log(ctx, reason, context, object, user);
+    if ctx.core.profile().at_least(7, 2, 0) {
+        return CmdError::custom(format!("NOPERM {}", denial_text(ctx, cmd, d)));
+    }
     match d {
         Denied::Command => {
             CmdError::custom(format!("NOPERM this user has no permissions to run the '{}' command", cmd.fullname))
@@ -111,6 +114,20 @@ pub(crate) fn refuse(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes], d: Denied
         Denied::Channel(_) => {
             CmdError::custom("NOPERM this user has no permissions to access one of the channels used as arguments")
         }
+    }
+}
+
+/// Redis 7.2's words for a refusal (its `getAclErrorMessage`), for the
+/// calling client's user.
+fn denial_text(ctx: &Ctx<'_>, cmd: &Command, d: Denied) -> String {
+    match d {
+        Denied::Command => format!(
+            "User {} has no permissions to run the '{}' command",
+            String::from_utf8_lossy(&ctx.client.user),
+            cmd.fullname
+        ),
+        Denied::Key(_) => "No permissions to access a key".into(),
+        Denied::Channel(_) => "No permissions to access a channel".into(),
     }
 }
 
@@ -131,14 +148,18 @@ pub(crate) fn check_in_exec(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes]) ->
 }
 
 /// A script's refusal, in Redis's words (raised as `ERR …`).
-pub(crate) fn script_denial(d: Denied) -> &'static str {
-    match d {
+pub(crate) fn script_denial(ctx: &Ctx<'_>, cmd: &Command, d: Denied) -> String {
+    if ctx.core.profile().at_least(7, 2, 0) {
+        return format!("ACL failure in script: {}", denial_text(ctx, cmd, d));
+    }
+    let text = match d {
         Denied::Command => "The user executing the script can't run this command or subcommand",
         Denied::Key(_) => {
             "The user executing the script can't access at least one of the keys mentioned in the command arguments"
         }
         Denied::Channel(_) => "The user executing the script can't publish to the channel mentioned in the command",
-    }
+    };
+    text.into()
 }
 
 fn log(ctx: &mut Ctx<'_>, reason: &'static str, context: &'static str, object: Bytes, username: Bytes) {

@@ -7,7 +7,7 @@ use super::access::{catalog, user_check};
 use super::help::{help_reply, subcommand_syntax};
 use super::util::eq;
 use super::{cmd, container, table, CommandSpec, Ctx, Lookup};
-use crate::acl::{Denied, User, CATEGORIES};
+use crate::acl::{Denied, CATEGORIES};
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
 
@@ -265,7 +265,7 @@ fn acl_setuser(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let allchannels = ctx.core.config.get_str("acl-pubsub-default") == "allchannels";
     let mut user = match ctx.core.acl.users.get(&name[..]) {
         Some(u) => u.clone(),
-        None => User::new(cat, allchannels),
+        None => ctx.core.acl.new_user(cat, allchannels),
     };
     for rule in merge_selectors(&args[3..])? {
         if let Err(why) = user.apply(&rule, cat, allchannels) {
@@ -303,14 +303,19 @@ fn acl_dryrun(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if !super::arity_ok(c.spec.arity, argv.len()) {
         return Err(CmdError::WrongArity(c.fullname.clone()));
     }
+    // Redis 7.2 names the user where 7.0 says "This user".
+    let who = match ctx.core.profile().at_least(7, 2, 0) {
+        true => [b"User ", &args[2][..]].concat(),
+        false => b"This user".to_vec(),
+    };
     let text = match user_check(user, c, argv) {
         Ok(()) => return Ok(Reply::ok()),
         Err(Denied::Command) => {
-            format!("This user has no permissions to run the '{}' command", c.fullname).into_bytes()
+            [&who[..], format!(" has no permissions to run the '{}' command", c.fullname).as_bytes()].concat()
         }
-        Err(Denied::Key(p)) => [b"This user has no permissions to access the '", &argv[p][..], b"' key"].concat(),
+        Err(Denied::Key(p)) => [&who[..], b" has no permissions to access the '", &argv[p][..], b"' key"].concat(),
         Err(Denied::Channel(p)) => {
-            [b"This user has no permissions to access the '", &argv[p][..], b"' channel"].concat()
+            [&who[..], b" has no permissions to access the '", &argv[p][..], b"' channel"].concat()
         }
     };
     Ok(Reply::Bulk(Bytes::from(text)))

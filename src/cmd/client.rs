@@ -18,6 +18,8 @@ pub static COMMANDS: &[CommandSpec] = &[cmd("client", container, -2, "", 0, 0, 0
 static CLIENT_SUBS: &[CommandSpec] = &[
     cmd("caching", client_caching, 3, "noscript loading stale", 0, 0, 0, "@slow @connection")
         .doc("Instruct the server about tracking or not keys in the next request", "6.0.0"),
+    cmd("capa", client_capa, -3, "noscript loading stale", 0, 0, 0, "@slow @connection")
+        .valkey_only("A client claims its capability.", "8.0.0"),
     cmd("getname", client_getname, 2, "noscript loading stale", 0, 0, 0, "@slow @connection")
         .doc("Get the current connection name", "2.6.9"),
     cmd("getredir", client_getredir, 2, "noscript loading stale", 0, 0, 0, "@slow @connection")
@@ -304,6 +306,14 @@ fn on_off(a: &[u8]) -> Result<bool, CmdError> {
 
 fn client_no_evict(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     on_off(&args[2])?;
+    Ok(Reply::ok())
+}
+
+/// Valkey's `CLIENT CAPA capability...`: a client claims what it can
+/// handle (`redirect`: a replica may redirect it to its primary). Unknown
+/// capabilities are ignored, as Valkey ignores them; rlockd never
+/// redirects, so nothing is kept.
+fn client_capa(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     Ok(Reply::ok())
 }
 

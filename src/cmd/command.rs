@@ -38,7 +38,7 @@ fn command_info_reply(c: &Command, profile: Profile) -> Reply {
     let acl: Vec<Reply> =
         c.spec.acl.split_whitespace().map(|a| Reply::Status(Bytes::from_static(a.as_bytes()))).collect();
     let subs = subcommands_in(c, profile);
-    let meta = super::meta::get(&c.fullname);
+    let meta = super::meta::for_profile(&c.fullname, profile);
     Reply::Array(vec![
         Reply::bulk_str(&c.fullname),
         Reply::Int(i64::from(c.spec.arity)),
@@ -102,7 +102,7 @@ fn command_info(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 /// summary for the commands Redis 7.0 does not have; subcommands are the
 /// ones rlockd implements.
 fn command_docs_entry(c: &Command, profile: Profile) -> (Reply, Reply) {
-    let mut m = match super::meta::get(&c.fullname) {
+    let mut m = match super::meta::for_profile(&c.fullname, profile) {
         Some(meta) => meta.docs.clone(),
         None => vec![
             (Reply::bulk_str("summary"), Reply::bulk_str(c.spec.summary)),

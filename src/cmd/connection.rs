@@ -113,7 +113,9 @@ fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
     }
     if !ctx.client.authenticated && ctx.core.acl.auth_required() {
-        return Err(CmdError::custom("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"));
+        // Redis 7.2 names the protocol argument in the hint.
+        let form = if ctx.core.profile().at_least(7, 2, 0) { "HELLO <proto> AUTH" } else { "HELLO AUTH" };
+        return Err(CmdError::custom(format!("NOAUTH HELLO must be called with the client already authenticated, otherwise the {form} <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")));
     }
     if let (Some(n), Some(r)) = (name, ctx.core.client_record(ctx.client.id)) {
         r.name = n;

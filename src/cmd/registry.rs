@@ -19,10 +19,14 @@ pub struct Table {
 /// When a row answers, per flavour (`Command::available`): from its
 /// `since` (its container's, if later), or always for an
 /// `every_version` row; in Valkey, what Redis had by the 7.2.4 Valkey
-/// forked from.
+/// forked from, and the rows only Valkey has from their Valkey version.
 fn availability(spec: &CommandSpec, container: Option<[Version; 2]>) -> [Version; 2] {
     if spec.flag_bits & flags::EVERY_VERSION != 0 {
         return container.unwrap_or([Version::new(0, 0, 0); 2]);
+    }
+    if !spec.valkey_since.is_empty() {
+        let valkey = Version::of_since(spec.valkey_since);
+        return [Version::NEVER, container.map_or(valkey, |c| valkey.max(c[Flavor::Valkey as usize]))];
     }
     let mut redis = Version::of_since(spec.since);
     if let Some(c) = container {

@@ -109,6 +109,8 @@ static SCRIPT_SUBS: &[CommandSpec] = &[
         .doc("Kill the script currently in execution.", "2.6.0"),
     cmd("load", script_load, 3, "noscript stale", 0, 0, 0, "@slow @scripting")
         .doc("Load the specified Lua script into the script cache.", "2.6.0"),
+    cmd("show", script_show, 3, "noscript", 0, 0, 0, "@slow @scripting")
+        .valkey_only("Show server-side Lua script in the script cache.", "8.0.0"),
 ];
 
 static FUNCTION_SUBS: &[CommandSpec] = &[
@@ -239,7 +241,8 @@ impl ScriptHost for ScriptRun<'_, '_> {
             let mut ctx = Ctx { core: &mut *self.ctx.core, client: &mut self.client, shared: self.ctx.shared };
             if let Err(d) = super::access::check(&ctx, cmd, argv) {
                 super::access::refuse(&mut ctx, cmd, argv, d, "lua");
-                return Err(self.refuse(Some(cmd.id), ScriptErr::Denied(super::access::script_denial(d))));
+                let text = super::access::script_denial(&ctx, cmd, d);
+                return Err(self.refuse(Some(cmd.id), ScriptErr::Denied(text)));
             }
         }
         if self.readonly && (cmd.has(flags::WRITE) || cmd.has(flags::MAY_REPLICATE)) {
@@ -397,6 +400,14 @@ fn script_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
 
 fn script_exists(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     with_engine(ctx, |e, _| Reply::Array(args[2..].iter().map(|s| Reply::Int(e.script_exists(s) as i64)).collect()))
+}
+
+/// Valkey's `SCRIPT SHOW sha1`: the cached script's source.
+fn script_show(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    match with_engine(ctx, |e, _| e.script_body(&args[2]))? {
+        Some(body) => Ok(Reply::Bulk(body)),
+        None => Err(CmdError::custom("NOSCRIPT No matching script.")),
+    }
 }
 
 fn script_flush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {

@@ -48,10 +48,11 @@ pub static COMMANDS: &[CommandSpec] = &[
 ];
 
 /// `LOLWUT [VERSION v] ...`: Redis 7.0 draws art for versions 5 and 6
-/// (random each time) and otherwise answers its version line, which is
-/// what a bare `LOLWUT` gives.
+/// (random each time; Redis 8 for 8 too) and otherwise answers its version
+/// line, which is what a bare `LOLWUT` gives in 7.x.
 fn lolwut(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let reported = ctx.core.config.get_str("redis-version").to_string();
+    // The version the server names itself by (Valkey's own).
+    let reported = ctx.core.profile().version().to_string();
     let mut v = reported.clone();
     if args.len() >= 3 && eq(&args[1], "version") {
         // Redis prints the number as an unsigned int, then ".0.0".
@@ -60,7 +61,9 @@ fn lolwut(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let b = v.as_bytes();
     let minor_9 = b.get(1) == Some(&b'.') && b.get(2) == Some(&b'9');
     let minor_other = b.get(1) == Some(&b'.') && b.get(2) != Some(&b'9');
-    let art = (b[0] == b'5' || b[0] == b'6') && minor_other || (b[0] == b'4' || b[0] == b'5') && minor_9;
+    // Redis 8 draws for version 8 too.
+    let art_8 = b[0] == b'8' && ctx.core.profile().at_least(8, 0, 0);
+    let art = (b[0] == b'5' || b[0] == b'6' || art_8) && minor_other || (b[0] == b'4' || b[0] == b'5') && minor_9;
     if art {
         return Err(CmdError::custom("ERR LOLWUT VERSION 5 and 6 draw computer art, which rlockd does not"));
     }

@@ -240,6 +240,9 @@ pub struct CommandSpec {
     pub summary: &'static str,
     /// Redis version that introduced the command.
     pub since: &'static str,
+    /// For a command only Valkey has: the Valkey version that introduced
+    /// it (empty: a Redis command, in Valkey while Redis had it by 7.2.4).
+    pub valkey_since: &'static str,
 }
 
 /// Builds a table row.
@@ -267,6 +270,7 @@ pub const fn cmd(
         subcommands: &[],
         summary: "",
         since: "",
+        valkey_since: "",
     }
 }
 
@@ -289,6 +293,12 @@ impl CommandSpec {
     pub const fn doc(mut self, summary: &'static str, since: &'static str) -> Self {
         self.summary = summary;
         self.since = since;
+        self
+    }
+    /// Makes it a command only Valkey has, from Valkey `since`.
+    pub const fn valkey_only(mut self, summary: &'static str, since: &'static str) -> Self {
+        self.summary = summary;
+        self.valkey_since = since;
         self
     }
 }

@@ -1,6 +1,12 @@
 //! Stream commands (Redis 7.0 `t_stream.c` behaviour: argument parsing,
 //! error texts and reply shapes checked against redis-server 7.0.15).
 //!
+//! Under a Redis 8.2 profile: `XDELEX` and `XACKDEL` (rows since 8.2.0),
+//! and `XADD`/`XTRIM`'s `KEEPREF | DELREF | ACKED` (read as options only
+//! from 8.2; a 7.0 profile takes them for an id or a syntax error, as
+//! 7.0 does), checked against redis-server 8.2.3. From 8.0 on, a group's
+//! lag and read counter follow Redis 8's rules (`db::stream::LagRules`).
+//!
 //! Storage is `db::stream`. `XREAD`/`XREADGROUP` with `BLOCK` block through
 //! `cmd::blocking` like `BLPOP`: a served waiter re-runs its own command
 //! (with `$` resolved to the id it blocked at), so there is one read path.
@@ -12,7 +18,9 @@ use super::help::help_reply;
 use super::util::{eq, int};
 use super::{cmd, container, CommandSpec, Ctx};
 use crate::client::Caller;
-use crate::db::stream::{Fields, Group, NodeLimits, PendingEntry, Stream, StreamId, Trim};
+use crate::db::stream::{
+    del_code, Fields, Group, LagRules, NodeLimits, PendingEntry, RefPolicy, Stream, StreamId, Trim,
+};
 use crate::db::{notify, own, DbView, Value};
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::{Reply, Resp};
@@ -32,6 +40,10 @@ pub static COMMANDS: &[CommandSpec] = &[
         .doc("Removes the specified entries from the stream. Returns the number of items actually deleted, that may be different from the number of IDs passed in case certain IDs do not exist.", "5.0.0"),
     cmd("xtrim", xtrim, -4, "write", 1, 1, 1, "@write @stream @slow")
         .doc("Trims the stream to (approximately if '~' is passed) a certain size", "5.0.0"),
+    cmd("xdelex", xdelex, -5, "write fast", 1, 1, 1, "@write @stream @fast")
+        .doc("Deletes one or multiple entries from the stream.", "8.2.0"),
+    cmd("xackdel", xackdel, -6, "write fast", 1, 1, 1, "@write @stream @fast")
+        .doc("Acknowledges and deletes one or multiple messages for a stream consumer group.", "8.2.0"),
     cmd("xread", xread, -4, "readonly blocking movablekeys", 0, 0, 0, "@read @stream @slow @blocking").doc(
         "Return never seen elements in multiple streams, with IDs greater than the ones reported by the caller for each stream. Can block.",
         "5.0.0",
@@ -219,12 +231,30 @@ struct TrimArgs {
     approx: bool,
     limit: u64,
     nomkstream: bool,
+    /// Redis 8.2's `KEEPREF | DELREF | ACKED` (`None` when not given).
+    policy: Option<RefPolicy>,
     /// XADD: the id argument's index and the id (None for `*`).
     id_pos: usize,
     id: Option<(StreamId, bool)>,
 }
 
-fn parse_add_or_trim(args: &[Bytes], xadd: bool, limits: NodeLimits) -> Result<TrimArgs, CmdError> {
+/// `KEEPREF`, `DELREF` or `ACKED` (any case), if `arg` is one.
+fn ref_policy(arg: &[u8]) -> Option<RefPolicy> {
+    if eq(arg, "keepref") {
+        Some(RefPolicy::KeepRef)
+    } else if eq(arg, "delref") {
+        Some(RefPolicy::DelRef)
+    } else if eq(arg, "acked") {
+        Some(RefPolicy::Acked)
+    } else {
+        None
+    }
+}
+
+/// XADD / XTRIM's options. `policies`: whether `KEEPREF | DELREF | ACKED`
+/// are options (Redis 8.2); a second one is not (XADD reads it as the id,
+/// XTRIM answers a syntax error), nor is any before 8.2.
+fn parse_add_or_trim(args: &[Bytes], xadd: bool, limits: NodeLimits, policies: bool) -> Result<TrimArgs, CmdError> {
     let mut t = TrimArgs::default();
     let mut limit: i64 = 0;
     let mut limit_given = false;
@@ -268,6 +298,8 @@ fn parse_add_or_trim(args: &[Bytes], xadd: bool, limits: NodeLimits) -> Result<T
             i += 1;
         } else if xadd && eq(opt, "nomkstream") {
             t.nomkstream = true;
+        } else if let Some(p) = ref_policy(opt).filter(|_| policies && t.policy.is_none()) {
+            t.policy = Some(p);
         } else if xadd {
             t.id = Some(parse_id_full(opt, 0, true, true)?);
             break;
@@ -321,6 +353,15 @@ fn map_reply(pairs: Vec<(&'static str, Reply)>) -> Reply {
     Reply::Map(pairs.into_iter().map(|(k, v)| (Reply::bulk_str(k), v)).collect())
 }
 
+/// The lag rules of the profile: Redis 8.0's fixes from 8.0 on.
+fn lag_rules(ctx: &Ctx<'_>) -> LagRules {
+    if ctx.core.profile().at_least(8, 0, 0) {
+        LagRules::Since80
+    } else {
+        LagRules::Redis70
+    }
+}
+
 fn nogroup(key: &[u8], group: &[u8]) -> CmdError {
     CmdError::Raw([b"NOGROUP No such key '".as_slice(), key, b"' or consumer group '", group, b"'"].concat().into())
 }
@@ -330,7 +371,7 @@ fn nogroup(key: &[u8], group: &[u8]) -> CmdError {
 
 fn xadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let limits = ctx.core.config.stream_node;
-    let t = parse_add_or_trim(args, true, limits)?;
+    let t = parse_add_or_trim(args, true, limits, ctx.core.profile().at_least(8, 2, 0))?;
     let field_pos = t.id_pos + 1;
     if args.len() < field_pos + 2 || !(args.len() - field_pos).is_multiple_of(2) {
         return Err(CmdError::WrongArity("xadd".into()));
@@ -386,7 +427,7 @@ fn xadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let fields: Fields = args[field_pos..].chunks(2).map(|p| (own(&p[0]), own(&p[1]))).collect();
     s.append(id, fields, limits);
     let trimmed = match t.how {
-        Some(how) => s.trim(how, t.approx, t.limit),
+        Some(how) => s.trim(how, t.approx, t.limit, t.policy.unwrap_or_default()),
         None => 0,
     };
     db.touch(key);
@@ -399,12 +440,13 @@ fn xadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn xtrim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
-    let t = parse_add_or_trim(args, false, ctx.core.config.stream_node)?;
+    let policies = ctx.core.profile().at_least(8, 2, 0);
+    let t = parse_add_or_trim(args, false, ctx.core.config.stream_node, policies)?;
     let mut db = ctx.db();
     let Some(s) = get_stream(&mut db, key)? else {
         return Ok(Reply::Int(0));
     };
-    let n = s.trim(t.how.expect("strategy"), t.approx, t.limit);
+    let n = s.trim(t.how.expect("strategy"), t.approx, t.limit, t.policy.unwrap_or_default());
     if n > 0 {
         db.touch(key);
         db.notify(notify::STREAM, "xtrim", key);
@@ -469,6 +511,97 @@ fn xdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         db.notify(notify::STREAM, "xdel", key);
     }
     Ok(Reply::Int(deleted as i64))
+}
+
+/// XDELEX / XACKDEL's options from `args[from..]`: the policy and the
+/// ids of the (last) `IDS numids id…` block, unparsed. Any order; a second
+/// policy is a syntax error.
+fn parse_ids_block(args: &[Bytes], from: usize) -> Result<(RefPolicy, &[Bytes]), CmdError> {
+    let mut policy = None;
+    let mut ids: Option<&[Bytes]> = None;
+    let mut i = from;
+    while i < args.len() {
+        let more = args.len() - 1 - i;
+        if eq(&args[i], "ids") && more > 0 {
+            let n = crate::num::parse_i64_strict(&args[i + 1])
+                .filter(|&n| n > 0)
+                .ok_or_else(|| CmdError::custom("ERR Number of IDs must be a positive integer"))?;
+            let first = i + 2;
+            if n as u64 > (args.len() - first) as u64 {
+                return Err(CmdError::custom("ERR The `numids` parameter must match the number of arguments"));
+            }
+            let n = n as usize;
+            ids = Some(&args[first..first + n]);
+            i = first + n;
+        } else if let Some(p) = ref_policy(&args[i]).filter(|_| policy.is_none()) {
+            policy = Some(p);
+            i += 1;
+        } else {
+            return Err(CmdError::Syntax);
+        }
+    }
+    // Arity leaves no way to end without IDS but a second policy, already
+    // refused above.
+    let ids = ids.ok_or(CmdError::Syntax)?;
+    Ok((policy.unwrap_or_default(), ids))
+}
+
+fn not_found_codes(n: usize) -> Reply {
+    Reply::Array(vec![Reply::Int(del_code::NOT_FOUND); n])
+}
+
+/// XDELEX key [KEEPREF | DELREF | ACKED] IDS numids id… (Redis 8.2): one
+/// [`del_code`] per id. The key's type is checked before the options, the
+/// ids only once the stream is there.
+fn xdelex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = &args[1];
+    let mut db = ctx.db();
+    get_stream(&mut db, key)?;
+    let (policy, id_args) = parse_ids_block(args, 2)?;
+    if get_stream(&mut db, key)?.is_none() {
+        return Ok(not_found_codes(id_args.len()));
+    }
+    let ids = id_args.iter().map(|a| parse_strict_id(a)).collect::<Result<Vec<_>, _>>()?;
+    let s = get_stream(&mut db, key)?.expect("stream exists");
+    let codes: Vec<i64> = ids.iter().map(|id| s.delete_with(id, policy)).collect();
+    let deleted = codes.iter().filter(|&&c| c == del_code::DELETED).count() as u64;
+    if deleted > 0 {
+        db.touch(key);
+        db.sig.dirty += deleted - 1;
+        db.notify(notify::STREAM, "xdel", key);
+    }
+    Ok(Reply::Array(codes.into_iter().map(Reply::Int).collect()))
+}
+
+/// XACKDEL key group [KEEPREF | DELREF | ACKED] IDS numids id… (Redis
+/// 8.2): XACK then XDELEX's deletion, one [`del_code`] per id. No such key
+/// or group answers -1 for every id (no NOGROUP error).
+fn xackdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let (key, group) = (&args[1], &args[2]);
+    let mut db = ctx.db();
+    get_stream(&mut db, key)?;
+    let (policy, id_args) = parse_ids_block(args, 3)?;
+    if !get_stream(&mut db, key)?.is_some_and(|s| s.groups.contains_key(group)) {
+        return Ok(not_found_codes(id_args.len()));
+    }
+    let ids = id_args.iter().map(|a| parse_strict_id(a)).collect::<Result<Vec<_>, _>>()?;
+    let s = get_stream(&mut db, key)?.expect("stream exists");
+    let (mut acked, mut deleted) = (0u64, 0u64);
+    let mut codes = Vec::with_capacity(ids.len());
+    for id in &ids {
+        let (code, gone) = s.ack_delete(group, id, policy);
+        acked += u64::from(code != del_code::NOT_FOUND);
+        deleted += u64::from(gone);
+        codes.push(Reply::Int(code));
+    }
+    // Redis counts the acknowledgements (the key's touch one of them);
+    // only a deletion signals the key.
+    if deleted > 0 {
+        db.touch(key);
+        db.notify(notify::STREAM, "xdel", key);
+    }
+    db.sig.dirty += acked - u64::from(deleted > 0);
+    Ok(Reply::Array(codes))
 }
 
 fn xsetid(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
@@ -655,6 +788,7 @@ fn read_generic(ctx: &mut Ctx<'_>, args: &[Bytes], group_cmd: bool) -> CmdResult
     }
     let now = ctx.now_ms();
     let resp3 = ctx.client.resp == Resp::V3;
+    let rules = lag_rules(ctx);
     let limit = if count == 0 { usize::MAX } else { count as usize };
     let mut out: Vec<(Reply, Reply)> = Vec::new();
     let mut db = ctx.db();
@@ -695,7 +829,7 @@ fn read_generic(ctx: &mut Ctx<'_>, args: &[Bytes], group_cmd: bool) -> CmdResult
                 if touch_consumer(s, g, c, now) {
                     created.push(key.clone());
                 }
-                read_new(s, g, c, last, limit, noack, now)
+                read_new(s, g, c, last, limit, noack, now, rules)
             }
             (None, ReadFrom::New) => unreachable!("> refused without GROUP"),
         };
@@ -765,13 +899,23 @@ fn read_history(s: &mut Stream, g: &[u8], c: &Bytes, start: Option<StreamId>, li
 }
 
 /// XREADGROUP `>`: entries after the group's last id, delivered to `c`.
-fn read_new(s: &mut Stream, g: &[u8], c: &Bytes, last: StreamId, limit: usize, noack: bool, now: u64) -> Vec<Reply> {
+#[allow(clippy::too_many_arguments)]
+fn read_new(
+    s: &mut Stream,
+    g: &[u8],
+    c: &Bytes,
+    last: StreamId,
+    limit: usize,
+    noack: bool,
+    now: u64,
+    rules: LagRules,
+) -> Vec<Reply> {
     let Some(start) = last.incr() else { return Vec::new() };
     let picked: Vec<(StreamId, Reply)> =
         s.range(start, StreamId::MAX).take(limit).map(|(id, f)| (*id, entry_reply(id, f))).collect();
     let mut out = Vec::with_capacity(picked.len());
     for (id, reply) in picked {
-        s.advance_group(g, id);
+        s.advance_group(g, id, rules);
         if !noack {
             let grp = s.groups.get_mut(g).expect("group exists");
             if let Some(old) = grp.pel.get(&id).map(|p| p.consumer.clone()) {
@@ -1312,6 +1456,7 @@ fn xinfo_consumers(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn xinfo_groups(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let rules = lag_rules(ctx);
     let mut db = ctx.db();
     let s = info_stream_of(&mut db, &args[2])?;
     Ok(Reply::Array(
@@ -1324,7 +1469,7 @@ fn xinfo_groups(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
                     ("pending", Reply::Int(g.pel.len() as i64)),
                     ("last-delivered-id", id_reply(&g.last_id)),
                     ("entries-read", opt_int(g.entries_read)),
-                    ("lag", s.group_lag(g).map_or(Reply::Nil, Reply::Int)),
+                    ("lag", s.group_lag(g, rules).map_or(Reply::Nil, Reply::Int)),
                 ])
             })
             .collect(),
@@ -1332,6 +1477,7 @@ fn xinfo_groups(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn xinfo_stream(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let rules = lag_rules(ctx);
     // Redis looks the key up before reading the options.
     let full = match args.len() {
         3 => Ok(None),
@@ -1408,7 +1554,7 @@ fn xinfo_stream(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
                 ("name", Reply::Bulk(n.clone())),
                 ("last-delivered-id", id_reply(&g.last_id)),
                 ("entries-read", opt_int(g.entries_read)),
-                ("lag", s.group_lag(g).map_or(Reply::Nil, Reply::Int)),
+                ("lag", s.group_lag(g, rules).map_or(Reply::Nil, Reply::Int)),
                 ("pel-count", Reply::Int(g.pel.len() as i64)),
                 ("pending", Reply::Array(pending)),
                 ("consumers", Reply::Array(consumers)),

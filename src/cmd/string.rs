@@ -67,20 +67,31 @@ const SET_PX: u32 = 64;
 const SET_EXAT: u32 = 128;
 const SET_PXAT: u32 = 256;
 const ANY_EXPIRE: u32 = SET_EX | SET_PX | SET_EXAT | SET_PXAT;
+/// Valkey 8.1's `IFEQ comparison-value`: set only over that value.
+const SET_IFEQ: u32 = 512;
+
+/// SET / GETEX options: the flags, the expiry argument, and `IFEQ`'s value.
+type StringOpts<'a> = (u32, Option<&'a Bytes>, Option<&'a Bytes>);
 
 /// Parses SET / GETEX options exactly as Redis's
-/// `parseExtendedStringArgumentsOrReply` (same precedence, same errors).
-fn parse_string_opts(args: &[Bytes], is_set: bool) -> Result<(u32, Option<&Bytes>), CmdError> {
+/// `parseExtendedStringArgumentsOrReply` (same precedence, same errors);
+/// `ifeq_ok`: Valkey 8.1's `IFEQ` is an option (exclusive with NX and XX).
+fn parse_string_opts(args: &[Bytes], is_set: bool, ifeq_ok: bool) -> Result<StringOpts<'_>, CmdError> {
     let mut f = 0u32;
     let mut expire = None;
+    let mut ifeq = None;
     let mut j = 0;
     while j < args.len() {
         let o = &args[j];
         let has_next = j + 1 < args.len();
-        if is_set && eq(o, "nx") && f & SET_XX == 0 {
+        if is_set && eq(o, "nx") && f & (SET_XX | SET_IFEQ) == 0 {
             f |= SET_NX;
-        } else if is_set && eq(o, "xx") && f & SET_NX == 0 {
+        } else if is_set && eq(o, "xx") && f & (SET_NX | SET_IFEQ) == 0 {
             f |= SET_XX;
+        } else if ifeq_ok && is_set && eq(o, "ifeq") && f & (SET_NX | SET_XX | SET_IFEQ) == 0 && has_next {
+            f |= SET_IFEQ;
+            ifeq = Some(&args[j + 1]);
+            j += 1;
         } else if is_set && eq(o, "get") {
             f |= SET_GET;
         } else if is_set && eq(o, "keepttl") && f & (SET_PERSIST | ANY_EXPIRE) == 0 {
@@ -108,7 +119,7 @@ fn parse_string_opts(args: &[Bytes], is_set: bool) -> Result<(u32, Option<&Bytes
         }
         j += 1;
     }
-    Ok((f, expire))
+    Ok((f, expire, ifeq))
 }
 
 /// Redis `getExpireMillisecondsOrReply`: absolute deadline in ms.
@@ -138,18 +149,26 @@ fn read_counted(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<Option<Bytes>, CmdError
     ctx.with_read_lookups(true, |ctx| ctx.db().get_str(key).map(|v| v.cloned()))
 }
 
+#[allow(clippy::too_many_arguments)]
 fn set_generic(
     ctx: &mut Ctx<'_>,
     key: &Bytes,
     val: &Bytes,
     f: u32,
     expire: Option<u64>,
+    ifeq: Option<&Bytes>,
     abort: Reply,
     ok: Reply,
 ) -> CmdResult {
     let mut get_reply = None;
     if f & SET_GET != 0 {
         get_reply = Some(Reply::from(read_counted(ctx, key)?));
+    }
+    if let Some(want) = ifeq {
+        // Only over a string holding exactly `want` (another type: WRONGTYPE).
+        if ctx.db().get_str(key)? != Some(want) {
+            return Ok(get_reply.unwrap_or(abort));
+        }
     }
     let mut db = ctx.db();
     let found = db.exists(key);
@@ -166,26 +185,28 @@ fn set_generic(
 }
 
 fn set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let (f, exp) = parse_string_opts(&args[3..], true)?;
+    let profile = ctx.core.profile();
+    let ifeq_ok = profile.is_valkey() && profile.version() >= crate::version::Version::new(8, 1, 0);
+    let (f, exp, ifeq) = parse_string_opts(&args[3..], true, ifeq_ok)?;
     let expire = match exp {
         Some(e) => Some(expire_ms(ctx, "set", e, f)?),
         None => None,
     };
-    set_generic(ctx, &args[1], &args[2], f, expire, Reply::Nil, Reply::ok())
+    set_generic(ctx, &args[1], &args[2], f, expire, ifeq, Reply::Nil, Reply::ok())
 }
 
 fn setnx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    set_generic(ctx, &args[1], &args[2], SET_NX, None, Reply::Int(0), Reply::Int(1))
+    set_generic(ctx, &args[1], &args[2], SET_NX, None, None, Reply::Int(0), Reply::Int(1))
 }
 
 fn setex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let at = expire_ms(ctx, "setex", &args[2], SET_EX)?;
-    set_generic(ctx, &args[1], &args[3], 0, Some(at), Reply::Nil, Reply::ok())
+    set_generic(ctx, &args[1], &args[3], 0, Some(at), None, Reply::Nil, Reply::ok())
 }
 
 fn psetex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let at = expire_ms(ctx, "psetex", &args[2], SET_PX)?;
-    set_generic(ctx, &args[1], &args[3], 0, Some(at), Reply::Nil, Reply::ok())
+    set_generic(ctx, &args[1], &args[3], 0, Some(at), None, Reply::Nil, Reply::ok())
 }
 
 fn getset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
@@ -207,7 +228,7 @@ fn getdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn getex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let (f, exp) = parse_string_opts(&args[2..], false)?;
+    let (f, exp, _) = parse_string_opts(&args[2..], false, false)?;
     let key = &args[1];
     let Some(val) = read_counted(ctx, key)? else {
         return Ok(Reply::Nil);

@@ -15,6 +15,11 @@
 //! approximate `~` trimming removes whole nodes as Redis does.
 //! Group-only changes (`XREADGROUP`, `XACK`, `XCLAIM`, `XGROUP` …) count as
 //! dirty but do not signal the key, as in Redis 7.0: WATCH stays valid.
+//!
+//! Redis 8.2's reference policies ([`RefPolicy`]: `XDELEX`, `XACKDEL`,
+//! `XADD`/`XTRIM`'s `KEEPREF | DELREF | ACKED`) decide what a deletion does
+//! to the groups: nothing, drop the id from every PEL, or spare an entry a
+//! group still needs ([`Stream::is_referenced`]).
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -248,6 +253,38 @@ pub enum Trim {
     MinId(StreamId),
 }
 
+/// What deleting an entry does to the consumer groups' references to it
+/// (Redis 8.2's `KEEPREF | DELREF | ACKED`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RefPolicy {
+    /// Delete the entry, leave the PELs as they are (what `XDEL` does).
+    #[default]
+    KeepRef,
+    /// Delete the entry and drop its id from every group's PEL.
+    DelRef,
+    /// Delete the entry only if no group still needs it.
+    Acked,
+}
+
+/// How a group's lag and read counter are worked out: Redis 7.0's rules,
+/// or those Redis 8.0 has (lag after trimming and deletions before the
+/// first entry; the fixes of Redis's issues 13337 and 13957).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LagRules {
+    Redis70,
+    Since80,
+}
+
+/// The reply codes of `XDELEX` and `XACKDEL`, one per id.
+pub mod del_code {
+    /// Not in the stream (`XDELEX`), not pending in the group (`XACKDEL`).
+    pub const NOT_FOUND: i64 = -1;
+    /// Deleted (`XACKDEL`: acknowledged, and deleted if it was there).
+    pub const DELETED: i64 = 1;
+    /// Kept (`ACKED`): a group has it pending or has not delivered it yet.
+    pub const REFERENCED: i64 = 2;
+}
+
 /// Bytes one entry takes in its node's listpack: flags, id deltas from the
 /// master id, the field names unless they match the master's, the values,
 /// and the element count.
@@ -388,22 +425,31 @@ impl Stream {
     /// Trims from the front; returns the number of entries removed.
     /// `approx` removes whole nodes only; `limit` (0 = none) caps the
     /// entries removed, checked per node as Redis does.
-    pub fn trim(&mut self, how: Trim, approx: bool, limit: u64) -> u64 {
+    ///
+    /// Under `DelRef` and `Acked` no node goes whole: each entry is looked
+    /// at (`Acked` skips the ones a group needs and carries on to the next
+    /// node while the node was one the trim wanted gone; `DelRef` drops the
+    /// deleted ids from the PELs), so an approximate trim removes nothing,
+    /// as in Redis 8.2. Trimming never moves `max_deleted_id`.
+    pub fn trim(&mut self, how: Trim, approx: bool, limit: u64, policy: RefPolicy) -> u64 {
+        use std::ops::Bound::{Excluded, Unbounded};
         let mut deleted: u64 = 0;
+        // Nodes before this one were trimmed as far as the policy allows.
+        let mut from = Unbounded;
         loop {
             if let Trim::MaxLen(max) = how {
                 if self.entries.len() as u64 <= max {
                     break;
                 }
             }
-            let Some((&start, node)) = self.nodes.iter().next() else {
+            let Some((&start, node)) = self.nodes.range((from, Unbounded)).next() else {
                 break;
             };
             let (live, last) = (node.live, node.last);
             if limit > 0 && deleted + u64::from(live) > limit {
                 break;
             }
-            let node_end = self.nodes.range(start..).nth(1).map(|(k, _)| *k);
+            let node_end = self.nodes.range((Excluded(start), Unbounded)).next().map(|(k, _)| *k);
             let node_ids: Vec<StreamId> = match node_end {
                 Some(end) => self.entries.range(start..end).map(|(k, _)| *k).collect(),
                 None => self.entries.range(start..).map(|(k, _)| *k).collect(),
@@ -412,7 +458,7 @@ impl Stream {
                 Trim::MaxLen(max) => self.entries.len() as u64 - u64::from(live) >= max,
                 Trim::MinId(min) => last < min,
             };
-            if remove_node {
+            if remove_node && policy == RefPolicy::KeepRef {
                 for id in &node_ids {
                     self.entries.remove(id);
                 }
@@ -431,15 +477,80 @@ impl Stream {
                 if stop {
                     break;
                 }
+                if policy == RefPolicy::Acked && self.is_referenced(id) {
+                    continue;
+                }
                 self.remove_entry(id, true);
+                if policy == RefPolicy::DelRef {
+                    self.drop_refs(id);
+                }
                 deleted += 1;
             }
-            break;
+            if !remove_node {
+                break;
+            }
+            // A node the trim wanted gone goes once empty; one an entry
+            // still needed kept stays, and the trim goes on past it.
+            if self.nodes.get(&start).is_some_and(|n| n.live == 0) {
+                self.nodes.remove(&start);
+            }
+            from = Excluded(start);
         }
         if deleted > 0 {
             self.refresh_first_id();
         }
         deleted
+    }
+
+    /// True if a group still needs entry `id`: it has it pending, or has
+    /// not delivered it yet (its last delivered id is before `id`).
+    pub fn is_referenced(&self, id: &StreamId) -> bool {
+        self.groups.values().any(|g| *id > g.last_id || g.pel.contains_key(id))
+    }
+
+    /// Drops `id` from every group's PEL (and its consumer's).
+    fn drop_refs(&mut self, id: &StreamId) {
+        for g in self.groups.values_mut() {
+            g.unpend(id);
+        }
+    }
+
+    /// `XDELEX` of one id: a [`del_code`]. `DelRef` drops the id from the
+    /// PELs even when the entry is gone already.
+    pub fn delete_with(&mut self, id: &StreamId, policy: RefPolicy) -> i64 {
+        if policy == RefPolicy::Acked && self.is_referenced(id) {
+            return del_code::REFERENCED;
+        }
+        let deleted = self.delete(id);
+        if policy == RefPolicy::DelRef {
+            self.drop_refs(id);
+        }
+        if deleted {
+            del_code::DELETED
+        } else {
+            del_code::NOT_FOUND
+        }
+    }
+
+    /// `XACKDEL` of one id in group `group` (which exists): a [`del_code`]
+    /// and whether the entry was deleted. An id pending in the group is
+    /// acknowledged whatever the policy decides for the entry; an entry
+    /// already gone still answers [`del_code::DELETED`].
+    pub fn ack_delete(&mut self, group: &[u8], id: &StreamId, policy: RefPolicy) -> (i64, bool) {
+        let Some(g) = self.groups.get_mut(group) else {
+            return (del_code::NOT_FOUND, false);
+        };
+        if !g.unpend(id) {
+            return (del_code::NOT_FOUND, false);
+        }
+        if policy == RefPolicy::Acked && self.is_referenced(id) {
+            return (del_code::REFERENCED, false);
+        }
+        let deleted = self.delete(id);
+        if policy == RefPolicy::DelRef {
+            self.drop_refs(id);
+        }
+        (del_code::DELETED, deleted)
     }
 
     /// The listpack nodes as DUMP writes them: master id, master field
@@ -510,25 +621,37 @@ impl Stream {
     }
 
     /// True if an XDEL tombstone may lie in `start..=end` (Redis's
-    /// `streamRangeHasTombstones`).
-    pub fn range_has_tombstones(&self, start: StreamId, end: StreamId) -> bool {
+    /// `streamRangeHasTombstones`). Redis 7.0 rules out a tombstone before
+    /// the first entry; the [`LagRules::Since80`] rules do not (it may
+    /// still lie after a group's last id).
+    pub fn range_has_tombstones(&self, start: StreamId, end: StreamId, rules: LagRules) -> bool {
         if self.entries.is_empty() || self.max_deleted_id.is_zero() {
             return false;
         }
-        if self.first_id > self.max_deleted_id {
+        if rules == LagRules::Redis70 && self.first_id > self.max_deleted_id {
             return false;
         }
         start <= self.max_deleted_id && self.max_deleted_id <= end
     }
 
     /// The logical position of `id` counted from the first entry ever
-    /// added, when it can be known (`streamEstimateDistanceFromFirstEverEntry`).
+    /// added, when it can be known (`streamEstimateDistanceFromFirstEverEntry`),
+    /// by Redis 7.0's rules (what loading an old RDB group uses).
     pub fn estimate_distance(&self, id: &StreamId) -> Option<u64> {
+        self.estimate_distance_by(id, LagRules::Redis70)
+    }
+
+    /// [`estimate_distance`](Self::estimate_distance) by `rules`: under
+    /// [`LagRules::Since80`] an id before the last tombstone has none.
+    pub fn estimate_distance_by(&self, id: &StreamId, rules: LagRules) -> Option<u64> {
         if self.entries_added == 0 {
             return Some(0);
         }
         if self.entries.is_empty() && *id <= self.last_id {
             return Some(self.entries_added);
+        }
+        if rules == LagRules::Since80 && !id.is_zero() && *id < self.max_deleted_id {
+            return None;
         }
         if *id == self.last_id {
             return Some(self.entries_added);
@@ -547,32 +670,50 @@ impl Stream {
     }
 
     /// A group's lag, if it can be known (signed as Redis computes it: a
-    /// counter set past the stream's gives a negative lag).
-    pub fn group_lag(&self, g: &Group) -> Option<i64> {
+    /// counter set past the stream's gives a negative lag). Under
+    /// [`LagRules::Since80`] an empty stream has none, and a group whose
+    /// last id is before the first entry (no tombstone after it) lags by
+    /// the whole stream.
+    pub fn group_lag(&self, g: &Group, rules: LagRules) -> Option<i64> {
         let lag = |read: u64| (self.entries_added as i64).wrapping_sub(read as i64);
         if self.entries_added == 0 {
             return Some(0);
         }
+        if rules == LagRules::Since80 {
+            if self.entries.is_empty() {
+                return Some(0);
+            }
+            if g.last_id < self.first_id && self.max_deleted_id < self.first_id {
+                return Some(self.entries.len() as i64);
+            }
+        }
         if let Some(read) = g.entries_read {
-            if !self.range_has_tombstones(g.last_id, StreamId::MAX) {
+            if !self.range_has_tombstones(g.last_id, StreamId::MAX, rules) {
                 return Some(lag(read));
             }
         }
-        self.estimate_distance(&g.last_id).map(lag)
+        self.estimate_distance_by(&g.last_id, rules).map(lag)
     }
 
     /// Advances a group past `id` (delivered with `>`), keeping its read
-    /// counter as Redis does.
-    pub fn advance_group(&mut self, name: &[u8], id: StreamId) {
-        let tomb = self.range_has_tombstones(id, StreamId::MAX);
-        let est = self.estimate_distance(&id);
+    /// counter as Redis does: counted on while it is known and nothing
+    /// deleted lies ahead (Redis 7.0 looks ahead of `id`; the
+    /// [`LagRules::Since80`] rules ahead of the group's last id, which
+    /// must not be before the first entry), else estimated afresh.
+    pub fn advance_group(&mut self, name: &[u8], id: StreamId, rules: LagRules) {
+        let est = self.estimate_distance_by(&id, rules);
         let added = self.entries_added;
-        let Some(g) = self.groups.get_mut(name) else {
+        let Some(last) = self.groups.get(name).map(|g| g.last_id) else {
             return;
         };
+        let count_on = match rules {
+            LagRules::Redis70 => !self.range_has_tombstones(id, StreamId::MAX, rules),
+            LagRules::Since80 => last >= self.first_id && !self.range_has_tombstones(last, StreamId::MAX, rules),
+        };
+        let g = self.groups.get_mut(name).expect("group exists");
         if id > g.last_id {
             match g.entries_read {
-                Some(n) if !tomb => g.entries_read = Some(n.wrapping_add(1)),
+                Some(n) if count_on => g.entries_read = Some(n.wrapping_add(1)),
                 _ if added > 0 => g.entries_read = est,
                 _ => {}
             }
@@ -607,9 +748,9 @@ mod tests {
     fn approximate_trim_removes_whole_nodes_only() {
         let mut s = filled(250);
         assert_eq!(s.node_count(), 3);
-        assert_eq!(s.trim(Trim::MaxLen(120), true, 0), 100);
+        assert_eq!(s.trim(Trim::MaxLen(120), true, 0, RefPolicy::KeepRef), 100);
         assert_eq!(s.len(), 150);
-        assert_eq!(s.trim(Trim::MaxLen(0), false, 0), 150);
+        assert_eq!(s.trim(Trim::MaxLen(0), false, 0, RefPolicy::KeepRef), 150);
         assert!(s.is_empty());
         assert_eq!(s.first_id, StreamId::MIN);
     }
@@ -617,7 +758,7 @@ mod tests {
     #[test]
     fn exact_minid_trim_and_first_id() {
         let mut s = filled(10);
-        assert_eq!(s.trim(Trim::MinId(id(4)), false, 0), 3);
+        assert_eq!(s.trim(Trim::MinId(id(4)), false, 0, RefPolicy::KeepRef), 3);
         assert_eq!(s.first_id, id(4));
         assert!(s.delete(&id(4)));
         assert_eq!(s.first_id, id(5));
@@ -632,6 +773,138 @@ mod tests {
             s.append(id(i), vec![(Bytes::from("f"), Bytes::from(vec![b'x'; 199]))], NodeLimits::default());
         }
         assert!(s.node_count() > 1 && s.node_count() < 40, "{}", s.node_count());
+    }
+
+    /// Entries 1..=n in nodes of three, a group `g` that read them all
+    /// with every id in `pending` left unacknowledged.
+    fn read_by_group(n: u64, pending: &[u64]) -> Stream {
+        let small = NodeLimits { max_bytes: 4096, max_entries: 3 };
+        let mut s = Stream::default();
+        for i in 1..=n {
+            s.append(id(i), vec![(Bytes::from("a"), Bytes::from("1"))], small);
+        }
+        let mut g = Group::new(id(n), Some(n));
+        for &p in pending {
+            g.pel.insert(id(p), PendingEntry { consumer: Bytes::from("c"), delivery_time: 0, delivery_count: 1 });
+            g.consumers.entry(Bytes::from("c")).or_default().pel.insert(id(p));
+        }
+        s.groups.insert(Bytes::from("g"), g);
+        s
+    }
+
+    fn ids(s: &Stream) -> Vec<u64> {
+        s.range(StreamId::MIN, StreamId::MAX).map(|(k, _)| k.ms).collect()
+    }
+
+    #[test]
+    fn referenced_means_pending_or_not_yet_delivered() {
+        let mut s = read_by_group(4, &[2]);
+        s.groups.get_mut(&b"g"[..]).unwrap().last_id = id(3);
+        assert!(!s.is_referenced(&id(1)));
+        assert!(s.is_referenced(&id(2)));
+        assert!(!s.is_referenced(&id(3)));
+        assert!(s.is_referenced(&id(4)));
+        // Not in the stream at all, but after the group's last id.
+        assert!(s.is_referenced(&id(9)));
+        s.groups.clear();
+        assert!(!s.is_referenced(&id(4)));
+    }
+
+    #[test]
+    fn xdelex_codes_per_policy() {
+        let mut s = read_by_group(4, &[2, 3]);
+        assert_eq!(s.delete_with(&id(2), RefPolicy::Acked), del_code::REFERENCED);
+        assert_eq!(s.delete_with(&id(1), RefPolicy::Acked), del_code::DELETED);
+        assert_eq!(s.delete_with(&id(1), RefPolicy::Acked), del_code::NOT_FOUND);
+        // KEEPREF leaves 2 pending with its entry gone; DELREF on the gone
+        // entry answers not found yet drops the reference.
+        assert_eq!(s.delete_with(&id(2), RefPolicy::KeepRef), del_code::DELETED);
+        assert!(s.groups[&b"g"[..]].pel.contains_key(&id(2)));
+        assert_eq!(s.delete_with(&id(2), RefPolicy::DelRef), del_code::NOT_FOUND);
+        assert!(!s.groups[&b"g"[..]].pel.contains_key(&id(2)));
+        assert_eq!(s.delete_with(&id(3), RefPolicy::DelRef), del_code::DELETED);
+        assert!(s.groups[&b"g"[..]].consumers[&b"c"[..]].pel.is_empty());
+        assert_eq!(s.max_deleted_id, id(3));
+    }
+
+    #[test]
+    fn xackdel_acknowledges_whatever_the_policy_keeps() {
+        let mut s = read_by_group(3, &[1, 2, 3]);
+        let mut other = Group::new(id(1), Some(1));
+        other.pel.insert(id(1), PendingEntry { consumer: Bytes::from("d"), delivery_time: 0, delivery_count: 1 });
+        s.groups.insert(Bytes::from("h"), other);
+        // h has 1 pending and has not delivered 2 or 3.
+        assert_eq!(s.ack_delete(b"g", &id(1), RefPolicy::Acked), (del_code::REFERENCED, false));
+        assert!(!s.groups[&b"g"[..]].pel.contains_key(&id(1)));
+        assert_eq!(s.ack_delete(b"g", &id(1), RefPolicy::Acked), (del_code::NOT_FOUND, false));
+        assert_eq!(s.ack_delete(b"g", &id(2), RefPolicy::KeepRef), (del_code::DELETED, true));
+        // Entry gone already: acknowledged, answered as deleted.
+        assert!(s.delete(&id(3)));
+        assert_eq!(s.ack_delete(b"g", &id(3), RefPolicy::KeepRef), (del_code::DELETED, false));
+        assert_eq!(s.ack_delete(b"nogroup", &id(3), RefPolicy::KeepRef), (del_code::NOT_FOUND, false));
+    }
+
+    #[test]
+    fn acked_trim_skips_needed_entries_and_stops_after_a_node_that_may_stay() {
+        // Nodes [1 2 3] [4 5 6] [7 8 9]; 1 and 2 pending.
+        let mut s = read_by_group(9, &[1, 2]);
+        // Node 1 need not go whole (9 - 3 < 7): 3 goes, then the trim stops.
+        assert_eq!(s.trim(Trim::MaxLen(7), false, 0, RefPolicy::Acked), 1);
+        assert_eq!(ids(&s), [1, 2, 4, 5, 6, 7, 8, 9]);
+        // Node 1 had to go: 1 and 2 skipped, on to node 2 (4 goes, 5 stops).
+        assert_eq!(s.trim(Trim::MinId(id(5)), false, 0, RefPolicy::Acked), 1);
+        assert_eq!(ids(&s), [1, 2, 5, 6, 7, 8, 9]);
+        assert_eq!(s.node_count(), 3);
+        assert_eq!(s.max_deleted_id, StreamId::MIN);
+        s.groups.get_mut(&b"g"[..]).unwrap().unpend(&id(1));
+        s.groups.get_mut(&b"g"[..]).unwrap().unpend(&id(2));
+        // Emptied nodes the trim wanted gone are removed.
+        assert_eq!(s.trim(Trim::MaxLen(1), false, 0, RefPolicy::Acked), 6);
+        assert_eq!(ids(&s), [9]);
+        assert_eq!(s.node_count(), 1);
+        assert_eq!(s.first_id, id(9));
+    }
+
+    #[test]
+    fn approximate_trim_removes_nothing_unless_keepref() {
+        let mut s = read_by_group(9, &[]);
+        for policy in [RefPolicy::Acked, RefPolicy::DelRef] {
+            assert_eq!(s.trim(Trim::MaxLen(0), true, 0, policy), 0);
+        }
+        assert_eq!(s.trim(Trim::MaxLen(0), true, 0, RefPolicy::KeepRef), 9);
+    }
+
+    #[test]
+    fn delref_trim_drops_only_the_trimmed_ids() {
+        let mut s = read_by_group(6, &[1, 2, 5]);
+        assert!(s.delete(&id(1)));
+        assert_eq!(s.trim(Trim::MaxLen(3), false, 0, RefPolicy::DelRef), 2);
+        let pel: Vec<u64> = s.groups[&b"g"[..]].pel.keys().map(|k| k.ms).collect();
+        assert_eq!(pel, [1, 5]);
+    }
+
+    #[test]
+    fn lag_rules_after_trims() {
+        // Issue 13957's sequence: read 1 of 5, trim to 1, read the rest.
+        let mut s = Stream::default();
+        for i in 1..=5 {
+            s.append(id(i), vec![(Bytes::from("a"), Bytes::from("1"))], NodeLimits::default());
+        }
+        s.groups.insert(Bytes::from("g"), Group::new(StreamId::MIN, Some(0)));
+        for rules in [LagRules::Redis70, LagRules::Since80] {
+            let mut s = s.clone();
+            s.advance_group(b"g", id(1), rules);
+            s.trim(Trim::MaxLen(1), false, 0, RefPolicy::KeepRef);
+            let lag = s.group_lag(&s.groups[&b"g"[..]], rules);
+            assert_eq!(lag, Some(if rules == LagRules::Since80 { 1 } else { 4 }));
+            s.advance_group(b"g", id(5), rules);
+            let lag = s.group_lag(&s.groups[&b"g"[..]], rules);
+            assert_eq!(lag, Some(if rules == LagRules::Since80 { 0 } else { 3 }));
+            // An emptied stream: no lag since 8.0, the counters' gap before.
+            s.trim(Trim::MaxLen(0), false, 0, RefPolicy::KeepRef);
+            let lag = s.group_lag(&s.groups[&b"g"[..]], rules);
+            assert_eq!(lag, Some(if rules == LagRules::Since80 { 0 } else { 3 }));
+        }
     }
 
     #[test]

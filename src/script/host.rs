@@ -14,7 +14,7 @@ use crate::protocol::Reply;
 
 /// A command the host refused to run for a script; the engine raises it as
 /// an error table (`{err = message}`), as Redis does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ScriptErr {
     /// No such command (or subcommand).
     UnknownCommand,
@@ -28,20 +28,21 @@ pub enum ScriptErr {
     /// (`-OOM command not allowed…`, `-NOREPLICAS …`).
     Limit(&'static str),
     /// Refused by the ACL of the script's user (Redis's wording per
-    /// reason: command, key or channel).
-    Denied(&'static str),
+    /// reason: command, key or channel, and per version).
+    Denied(String),
 }
 
 impl ScriptErr {
     /// Redis's error text (raised as `ERR <text>`, or with the code a
     /// leading `-` gives).
-    pub fn message(self) -> &'static str {
+    pub fn message(&self) -> &str {
         match self {
             ScriptErr::UnknownCommand => "Unknown Redis command called from script",
             ScriptErr::WrongArity => "Wrong number of args calling Redis command from script",
             ScriptErr::NotAllowed => "This Redis command is not allowed from script",
             ScriptErr::WriteInReadOnly => "Write commands are not allowed from read-only scripts.",
-            ScriptErr::Limit(text) | ScriptErr::Denied(text) => text,
+            ScriptErr::Limit(text) => text,
+            ScriptErr::Denied(text) => text,
         }
     }
 }

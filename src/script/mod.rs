@@ -120,6 +120,9 @@ struct EvalScript {
     /// (`Vm::set_keys_argv`).
     arg_tables: [c_int; 2],
     flags: ScriptFlags,
+    /// The source, as `EVAL` or `SCRIPT LOAD` gave it (Valkey's `SCRIPT
+    /// SHOW`; copied, so it holds no request buffer).
+    body: Bytes,
     stats: ScriptStats,
     profile: ScriptProfile,
 }
@@ -239,6 +242,12 @@ impl Scripting {
         }
     }
 
+    /// The source of the cached script `sha` (letter case ignored).
+    pub fn script_body(&self, sha: &[u8]) -> Option<Bytes> {
+        let i = *self.by_sha.get(&sha_key(sha)?)?;
+        Some(self.scripts[i].body.clone())
+    }
+
     /// `SCRIPT EXISTS` for one sha (letter case ignored).
     pub fn script_exists(&self, sha: &[u8]) -> bool {
         sha_key(sha).is_some_and(|k| self.by_sha.contains_key(&k))
@@ -281,6 +290,7 @@ impl Scripting {
                 fref,
                 arg_tables,
                 flags,
+                body: Bytes::copy_from_slice(body),
                 stats: ScriptStats::default(),
                 profile: ScriptProfile::default(),
             });

@@ -1,12 +1,14 @@
 //! Keeps `src/cmd/meta.resp3` (Redis 7.0's tips, key specs and docs for the
-//! commands rlockd implements) equal to what the oracle says. (Redis lists
+//! commands rlockd implements), `meta-redis-8.2.3.resp3` and
+//! `meta-valkey-8.1.8.resp3` (the same for the commands rlockd answers
+//! under those profiles) equal to what each oracle says. (Redis lists
 //! subcommands in its dict order, which changes with each process's hash
 //! seed; rlockd lists them sorted.)
 //!
 //! `RLOCKD_REGENERATE_META=1 cargo test --test it metadata_file` rewrites the
-//! file from the installed redis-server; without it, any difference fails.
+//! files from the installed servers; without it, any difference fails.
 
-use super::common::oracle::Oracle;
+use super::common::oracle::{Oracle, OracleKind};
 use super::common::resp::{RawConn, Value};
 
 /// RESP3 encoding of a reply read from the oracle.
@@ -43,10 +45,27 @@ fn encode(v: &Value, out: &mut Vec<u8>) {
 
 #[test]
 fn metadata_file_matches_redis() {
-    let Some(oracle) = Oracle::start() else {
+    check(OracleKind::Redis70, "meta.resp3");
+}
+
+#[test]
+fn metadata_file_matches_redis_8_2() {
+    check(OracleKind::Redis82, "meta-redis-8.2.3.resp3");
+}
+
+#[test]
+fn metadata_file_matches_valkey_8_1() {
+    check(OracleKind::Valkey81, "meta-valkey-8.1.8.resp3");
+}
+
+/// Compares (or rewrites) `src/cmd/<file>` with the metadata the server of
+/// `kind` gives for the commands rlockd answers under its profile.
+fn check(kind: OracleKind, file: &str) {
+    let Some(oracle) = Oracle::start_kind(kind, &[]) else {
         return;
     };
-    let srv = rlockd::Server::start().expect("rlockd");
+    let config = rlockd::Config { params: vec![kind.rlockd_param()], ..Default::default() };
+    let srv = rlockd::Server::start_with(config).expect("rlockd");
     let mut ours = RawConn::connect(srv.port());
     let mut redis = RawConn::connect(oracle.port);
     redis.cmd(&["HELLO", "3"]);
@@ -63,7 +82,7 @@ fn metadata_file_matches_redis() {
     for name in &names {
         let Value::Agg(_, Some(info)) = redis.cmd(&["COMMAND", "INFO", name]) else { panic!("COMMAND INFO {name}") };
         let Value::Agg(_, Some(info)) = &info[0] else {
-            continue; // not a Redis 7.0 command
+            continue; // not a command of the oracle
         };
         let Value::Map(docs) = redis.cmd(&["COMMAND", "DOCS", name]) else { panic!("COMMAND DOCS {name}") };
         let Some((_, Value::Map(doc))) = docs.into_iter().next() else { panic!("docs of {name}") };
@@ -79,16 +98,17 @@ fn metadata_file_matches_redis() {
         encode(key_specs, &mut out);
         encode(&Value::Map(doc.clone()), &mut out);
     }
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/cmd/meta.resp3");
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/cmd").join(file);
     if std::env::var("RLOCKD_REGENERATE_META").is_ok_and(|v| v == "1") {
-        std::fs::write(&path, &out).expect("write meta.resp3");
+        std::fs::write(&path, &out).expect("write the metadata file");
         eprintln!("wrote {} ({} commands)", path.display(), entries.len());
         return;
     }
-    let current = std::fs::read(&path).expect("read meta.resp3");
+    let current = std::fs::read(&path).expect("read the metadata file");
     assert!(
         current == out,
-        "src/cmd/meta.resp3 differs from redis-server's metadata; regenerate it with \
-         RLOCKD_REGENERATE_META=1 cargo test --test it metadata_file"
+        "src/cmd/{file} differs from {}'s metadata; regenerate it with \
+         RLOCKD_REGENERATE_META=1 cargo test --test it metadata_file",
+        kind.label()
     );
 }

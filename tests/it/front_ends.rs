@@ -2,8 +2,10 @@
 //! `clients/java`), each packed as its users get it and tested with its
 //! real clients by `clients/test.sh`, against the `rlockd` binary this
 //! build produced, and each language's README section as written there, in
-//! scratch projects outside the checkout. A missing toolchain is a skip the
-//! script reports visibly; a failure of any front end fails this test.
+//! scratch projects outside the checkout, then every other README block
+//! marked to run (`clients/readme-blocks.sh`; `readme.rs` checks the marks).
+//! A missing toolchain is a skip the script reports visibly; a failure of any
+//! front end or block fails this test.
 
 use std::process::Command;
 

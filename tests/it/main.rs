@@ -35,6 +35,9 @@ mod lua_vm_cves;
 mod ordering;
 mod protocol;
 mod pubsub;
+mod readme;
+#[rustfmt::skip] // the README's lines, as written there
+mod readme_rust;
 mod replication;
 mod replication_diff;
 mod replication_tcp;

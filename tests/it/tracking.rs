@@ -593,7 +593,10 @@ fn tracking_option_errors_and_info() {
 #[test]
 fn redis_py_client_side_cache() {
     let venv = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("examples/python/venv/bin/python");
-    let python = [std::path::PathBuf::from("python3"), venv].into_iter().find(|p| {
+    // The oracles' venv (tests/oracles/install.sh, which CI runs) carries a
+    // pinned redis-py.
+    let oracles = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/oracles/venv/bin/python");
+    let python = [oracles, std::path::PathBuf::from("python3"), venv].into_iter().find(|p| {
         std::process::Command::new(p)
             .args(["-c", "import redis.cache"])
             .stdout(std::process::Stdio::null())
@@ -603,7 +606,7 @@ fn redis_py_client_side_cache() {
     });
     let Some(python) = python else {
         common::skip::skipped(
-            "redis-py (5.1+, with redis.cache) is not installed for python3 (nor in the examples' venv, which tests/it/examples.rs creates), so its client-side cache was not tried",
+            "redis-py (5.1+, with redis.cache) is not installed in target/oracles (bash tests/oracles/install.sh), for python3, nor in the examples' venv, so its client-side cache was not tried",
         );
         return;
     };
@@ -630,8 +633,9 @@ assert cached.get("csc:k") is None
 print("ok")
 "#;
     // redis-py 5.1+ refuses its cache below a server reporting 7.4 (HELLO's
-    // version); the protocol it relies on is 7.0's, so report 7.4.0.
-    let cfg = rlockd::Config { params: vec![("redis-version".into(), "7.4.0".into())], ..Default::default() };
+    // version): rlockd answering as Redis 8.2.3, as a user of a current
+    // redis-py runs it.
+    let cfg = rlockd::Config { params: vec![("redis-version".into(), "8.2.3".into())], ..Default::default() };
     let srv = rlockd::Server::start_with(cfg).expect("start rlockd");
     let out =
         std::process::Command::new(&python).args(["-c", SCRIPT, &srv.port().to_string()]).output().expect("run python");

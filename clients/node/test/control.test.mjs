@@ -209,6 +209,12 @@ test(
   withClients(async (srv, open) => {
     await assert.rejects(srv.addFault({ kind: "explode" }), TypeError);
     await assert.rejects(srv.addFault({ kind: "slowwrite", bytes: 10 }), /needs ms/);
+    await assert.rejects(
+      srv.addFault({ kind: "latency", ms: 10, clinet: "worker-*" }),
+      /addFault\(\{ kind: "latency" \}\): unknown option "clinet"; accepted: kind, ms, jitterMs, command, key, client, id, channel, times/,
+    );
+    await assert.rejects(srv.addFault({ kind: "freeze", ms: 10, jitterMs: 5 }), /unknown option "jitterMs"/);
+    await assert.rejects(srv.killClients({ name: "worker-*" }), /killClients: unknown option "name"; accepted: client, id/);
     await assert.rejects(srv.addFault({ kind: "freeze", ms: 10, jitterMs: 1 }), /jitterMs/);
     const drop = await srv.addFault({ kind: "dropmsg", channel: "events:*" });
     const close = await srv.addFault({ kind: "close", when: "after", command: "eval", key: "lock:*" });

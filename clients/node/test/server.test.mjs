@@ -270,6 +270,9 @@ test("passes", async (t) => {
     const logs = out.match(/rlockd log \(port \d+\)/g) || [];
     assert.equal(logs.length, 1, out);
     assert.match(out, /ready to accept connections/, out);
+    // Under TAP each log line is a diagnostic line of its own, not one line with "\n" in it.
+    assert.match(out, /^\s*# .*ready to accept connections/m, out);
+    assert.ok(!out.includes("\\n"), out);
   } finally {
     fs.rmSync(file, { force: true });
   }

@@ -3,7 +3,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import Redis from "ioredis";
 import Redlock from "redlock";
-import { LocksUnsafeError, RlockdCluster, RlockdError, RlockdReplicated } from "rlockd";
+import { LocksUnsafeError, RlockdCluster, RlockdError, RlockdReplicated, RlockdServer } from "rlockd";
 
 test("ioredis Cluster follows a moved slot; the clock and checks cover every node", async (t) => {
   const c = await RlockdCluster.start({ nodes: 3, test: t });
@@ -99,4 +99,51 @@ test("cluster replicas are passed to the binary", async () => {
   } finally {
     await c.stop();
   }
+});
+
+test("a cluster has the replication and failover controls: a failover loses an unreplicated lock", async (t) => {
+  const c = await RlockdCluster.start({ nodes: 3, replicas: 1, test: t });
+  const cluster = new Redis.Cluster(c.startupNodes);
+  t.after(async () => {
+    cluster.disconnect();
+    await c.stop();
+  });
+  const slot = await c.keySlot("orders");
+  const owner = await c.slotOwner(slot);
+  assert.equal(await c.pauseReplication({ primary: owner }), 1);
+  assert.equal(await cluster.set("orders", "client-1", "PX", 30000, "NX"), "OK");
+  assert.equal((await c.replicationStatus()).filter((l) => l.paused).length, 1);
+  const next = await c.failover(owner); // its replica takes the slots without the lock
+  assert.notEqual(next.port, c.nodes[owner].port);
+  assert.equal(await c.slotOwner(slot), c.nodes.findIndex((n) => n.port === next.port));
+  assert.equal(await next.command("SET", "orders", "client-2", "PX", 30000, "NX"), "OK");
+  assert.ok((await c.checkLocks()).length > 0); // two holders, seen from any node
+  assert.equal(await c.setReplicationLag(0), 3);
+  assert.equal(await c.resumeReplication(), 3);
+  assert.equal(await c.breakReplication(), 3);
+  assert.equal(await c.restoreReplication(), 3);
+  await assert.rejects(c.pauseReplication({ replicas: 1 }), /unknown option "replicas"; accepted: replica, primary/);
+});
+
+test("start refuses unknown options and wrong types, naming the accepted ones", async () => {
+  await assert.rejects(
+    RlockdCluster.start({ nodes: 3, clusterReplicas: 1 }),
+    /^TypeError: RlockdCluster\.start: unknown option "clusterReplicas"; accepted: nodes, replicas, port, host, password, args, binary, startupTimeoutMs, test$/,
+  );
+  await assert.rejects(RlockdReplicated.start({ sentinel: 3 }), /unknown option "sentinel"; accepted: replicas, sentinels,/);
+  await assert.rejects(RlockdCluster.start({ replicas: "1" }), /option "replicas" takes a count, not "1"/);
+  await assert.rejects(RlockdReplicated.start({ args: "--port 1" }), /option "args" takes an array of strings/);
+  await assert.rejects(
+    RlockdServer.start({ prot: 6379 }),
+    /unknown option "prot"; accepted: port, host, password, args, binary, startupTimeoutMs, test/,
+  );
+});
+
+test("a replicated node taken down and brought up", async (t) => {
+  const r = await RlockdReplicated.start({ replicas: 1, sentinels: 1, test: t });
+  t.after(() => r.stop());
+  await r.takeDown(1); // the replica crashes: its port closes
+  await assert.rejects(r.replicas[0].command("PING"));
+  await r.bringUp(1);
+  assert.equal(await r.replicas[0].command("PING"), "PONG");
 });

@@ -212,6 +212,10 @@ def test_fault_arguments_are_checked(rlockd_server):
         srv.add_fault("slowwrite", 10)
     with pytest.raises(TypeError, match="jitter"):
         srv.add_fault("freeze", 10, jitter=5)
+    with pytest.raises(TypeError, match=r"add_fault\(\): unknown option 'clinet'; accepted: kind, params, jitter, command"):
+        srv.add_fault("latency", 10, clinet="worker-*")
+    with pytest.raises(TypeError, match=r"kill_clients\(\): unknown option 'name'; accepted: client, id"):
+        srv.kill_clients(name="worker-*")
     with pytest.raises(rlockd.ResponseError, match="CHANNEL goes with DROPMSG"):
         srv.add_fault("latency", 10, channel="x")
     first = srv.add_fault("dropmsg", channel="events:*")

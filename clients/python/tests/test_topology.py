@@ -4,7 +4,7 @@ import time
 
 import pytest
 import redis
-from redis.cluster import ClusterNode, RedisCluster
+from redis.cluster import RedisCluster
 from redis.sentinel import Sentinel
 
 import rlockd
@@ -13,7 +13,7 @@ import rlockd
 def test_cluster_with_redis_py_follows_a_moved_slot(rlockd_cluster):
     c = rlockd_cluster
     assert len(c.nodes) == 3 and len(set(c.urls)) == 3
-    rc = RedisCluster(startup_nodes=[ClusterNode(h, p) for h, p in c.startup_nodes])
+    rc = RedisCluster(startup_nodes=c.startup_nodes)
     try:
         lock = rc.lock("orders", timeout=30)
         assert lock.acquire(blocking=False)
@@ -116,3 +116,48 @@ def wait_until(pred, secs=10.0):
             return True
         time.sleep(0.02)
     return False
+
+
+def test_cluster_failover_loses_an_unreplicated_lock(rlockd_server_factory):
+    # The cluster has the replicated set's controls: pause the stream, fail over, see the loss.
+    c = rlockd_server_factory(rlockd.Cluster, 3, replicas=1)
+    rc = RedisCluster(startup_nodes=c.startup_nodes)
+    try:
+        slot = c.key_slot("orders")
+        owner = c.slot_owner(slot)
+        assert c.pause_replication(primary=owner) == 1
+        assert rc.set("orders", "client-1", nx=True, px=30_000)
+        assert [link.paused for link in c.replication_status()].count(True) == 1
+        new = c.failover(owner)                          # its replica takes the slots without it
+        assert new.port != c.nodes[owner].port
+        assert c.slot_owner(slot) == [n.port for n in c.nodes].index(new.port)
+        assert new.execute_command("SET", "orders", "client-2", "NX", "PX", 30_000) == "OK"
+        assert c.check_locks()                           # two holders, seen from any node
+        assert c.set_replication_lag(0) == 3 and c.resume_replication() == 3
+        assert c.break_replication() == 3 and c.restore_replication() == 3
+        assert c.drop_replication() == 0
+    finally:
+        rc.close()
+
+
+@pytest.mark.parametrize("cls, kwargs, text", [
+    (rlockd.Server, {"prot": 6379}, "unknown option 'prot'; accepted: port, host, password, args, binary, startup_timeout"),
+    (rlockd.Cluster, {"clusterReplicas": 1}, "unknown option 'clusterReplicas'; accepted: nodes, replicas, args,"),
+    (rlockd.Replicated, {"sentinel": 3}, "unknown option 'sentinel'; accepted: replicas, sentinels,"),
+    (rlockd.Cluster, {"replicas": "1"}, "option 'replicas' takes an int, not '1'"),
+    (rlockd.Server, {"args": "--port 1"}, "option 'args' takes a list of command-line arguments"),
+    (rlockd.Server, {"port": True}, "option 'port' takes an int, not True"),
+])
+def test_unknown_options_and_wrong_types_are_refused(cls, kwargs, text):
+    with pytest.raises(TypeError) as e:
+        cls(**kwargs)
+    assert text in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_replicated_node_taken_down_and_brought_up(rlockd_server_factory):
+    r = rlockd_server_factory(rlockd.Replicated, 1, sentinels=1)
+    r.take_down(1)                                   # the replica crashes: its port closes
+    with pytest.raises(OSError):
+        r.replicas[0].ping()
+    r.bring_up(1)
+    assert r.replicas[0].execute_command("PING") == "PONG"

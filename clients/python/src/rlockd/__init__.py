@@ -5,7 +5,7 @@
         srv.advance_clock(30_000)       # test control: the server's time, locks, faults
         srv.assert_locks_safe()
 
-    with rlockd.Cluster(3) as c: ...          # c.startup_nodes, c.move_slot(slot, 1)
+    with rlockd.Cluster(3) as c: ...          # c.startup_nodes (redis-py ClusterNodes), c.move_slot(slot, 1)
     with rlockd.Replicated(1, sentinels=3) as r: ...  # r.sentinels, r.failover()
 """
 

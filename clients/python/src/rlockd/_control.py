@@ -8,6 +8,8 @@ strings as ``bytes``).
 from dataclasses import dataclass
 from typing import Any, Dict, List, Literal, Optional, Tuple, Union
 
+from ._options import checked
+
 FaultKind = Literal["error", "latency", "close", "freeze", "slowwrite", "cutwrite", "dropmsg",
                     "delaymsg"]
 
@@ -264,6 +266,7 @@ class TestControl:
 
     # -- faults ------------------------------------------------------------
 
+    @checked
     def add_fault(self, kind: FaultKind, *params: Union[str, int], jitter: Optional[int] = None,
                   command: Optional[str] = None, key: Optional[str] = None,
                   client: Optional[str] = None, id: Optional[int] = None,
@@ -308,6 +311,7 @@ class TestControl:
         args = ["FAULT", "CLEAR"] if id is None else ["FAULT", "CLEAR", int(id)]
         return int(self._rlockd(*args))
 
+    @checked
     def kill_clients(self, client: Optional[str] = None, id: Optional[int] = None) -> int:
         """Closes the connections whose name matches ``client`` and/or whose id is ``id``
         (neither: every other connection) now; returns how many."""

@@ -11,6 +11,7 @@ import weakref
 
 from ._binary import binary_path
 from ._control import TestControl
+from ._options import checked
 
 READY = re.compile(r"ready to accept connections.*\(port (\d+)\)")
 _live = weakref.WeakSet()
@@ -81,6 +82,7 @@ class Server(_Endpoint):
     ``add_fault``... (see :class:`rlockd.TestControl`).
     """
 
+    @checked
     def __init__(self, port=0, *, host="127.0.0.1", password=None, args=(), binary=None,
                  startup_timeout=10.0):
         self.host = host

@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from typing import List, Optional, Tuple, Union
 
 from ._control import Lock, LockEvent, _map, _text
+from ._options import checked
 from ._server import Node, ResponseError, RlockdError, Server
 
 
@@ -22,6 +23,14 @@ class ReplicationLink:
     paused: bool
     lag_ms: int
     broken: bool
+
+
+def _link(flat) -> ReplicationLink:
+    m = _map(flat)
+    return ReplicationLink(
+        primary=_text(m["primary"]), replica=_text(m["replica"]), acked=int(m["acked"]),
+        pending_writes=int(m["pending_writes"]), pending_bytes=int(m["pending_bytes"]),
+        paused=bool(m["paused"]), lag_ms=int(m["lag_ms"]), broken=bool(m["broken"]))
 
 
 class _Topology(Server):
@@ -94,20 +103,24 @@ class Cluster(_Topology):
     them. ``replicas`` passes ``--cluster-replicas`` (where the binary supports it).
 
         with rlockd.Cluster(3) as c:
-            rc = redis.cluster.RedisCluster(startup_nodes=[
-                redis.cluster.ClusterNode(h, p) for h, p in c.startup_nodes])
+            rc = redis.cluster.RedisCluster(startup_nodes=c.startup_nodes)
 
-    ``move_slot``, ``take_down`` and ``bring_up`` are ``RLOCKD CLUSTER MOVESLOT | DOWN | UP``;
-    the clock, ``locks()``, ``check_locks()`` and ``assert_locks_safe()`` cover every node.
+    ``move_slot``, ``take_down`` and ``bring_up`` are ``RLOCKD CLUSTER MOVESLOT | DOWN | UP``,
+    ``failover`` ``RLOCKD CLUSTER FAILOVER``; the replication controls act on the links of
+    every primary (or of one: ``primary=``, or one replica's: ``replica=``); the clock,
+    ``locks()``, ``check_locks()`` and ``assert_locks_safe()`` cover every node.
     """
 
-    def __init__(self, nodes: int = 3, *, replicas: int = 0, args=(), **kwargs):
+    @checked
+    def __init__(self, nodes: int = 3, *, replicas: int = 0, args=(), port=0, host="127.0.0.1",
+                 password=None, binary=None, startup_timeout=10.0):
         if nodes < 1:
             raise ValueError("a cluster has at least one node")
         extra = ["--cluster", str(nodes)]
         if replicas:
             extra += ["--cluster-replicas", str(replicas)]
-        super().__init__(args=extra + [str(a) for a in args], **kwargs)
+        super().__init__(port, host=host, password=password, args=extra + [str(a) for a in args],
+                         binary=binary, startup_timeout=startup_timeout)
         self._want_nodes = nodes * (1 + replicas)
 
     def __repr__(self):
@@ -115,8 +128,21 @@ class Cluster(_Topology):
         return f"<rlockd.Cluster {state}>"
 
     @property
-    def startup_nodes(self) -> List[Tuple[str, int]]:
-        """``(host, port)`` of every node, as cluster clients take their seeds."""
+    def startup_nodes(self) -> list:
+        """Every node as redis-py's ``RedisCluster(startup_nodes=...)`` takes its seeds
+        (``redis.cluster.ClusterNode``; needs redis-py). :attr:`addresses` has them as
+        ``(host, port)``."""
+        try:
+            from redis.cluster import ClusterNode
+        except ImportError as e:
+            raise RlockdError(
+                "startup_nodes are redis-py's ClusterNode (pip install redis); "
+                "addresses gives (host, port) pairs") from e
+        return [ClusterNode(h, p) for h, p in self.addresses]
+
+    @property
+    def addresses(self) -> List[Tuple[str, int]]:
+        """``(host, port)`` of every node."""
         return [(n.host, n.port) for n in self.nodes]
 
     def _node_arg(self, node: Union[int, Node]) -> str:
@@ -152,6 +178,72 @@ class Cluster(_Topology):
     def bring_up(self, node: Union[int, Node]) -> None:
         """Starts a node taken down again, on its port, with its keys."""
         self._via_up_node("CLUSTER", "UP", self._node_arg(node))
+
+    def failover(self, replica: Union[int, Node]) -> Node:
+        """Promotes ``replica`` (its index or :class:`Node`; a primary's index names its first
+        replica) at once with what it has received (``RLOCKD CLUSTER FAILOVER``): it takes the
+        slots, its primary becomes its replica. Returns the new primary."""
+        self._via_up_node("CLUSTER", "FAILOVER", self._node_arg(replica))
+        node = replica if isinstance(replica, Node) else self.nodes[int(replica)]
+        if _text(node.execute_command("ROLE")[0]) == "master":
+            return node
+        for n in self._primaries():  # a primary was named: the one it now replicates
+            if any(int(r[1]) == node.port for r in n.execute_command("ROLE")[2]):
+                return n
+        raise RlockdError(f"no node took over from node {replica}")
+
+    def _primaries(self):
+        return [n for n in self._up() if _text(n.execute_command("ROLE")[0]) == "master"]
+
+    def _repl(self, *args, replica=None, primary=None):
+        """``RLOCKD REPL ...`` on one replica's primary (that link), on one primary (its
+        links), or on every primary; returns the sum of the answers."""
+        if replica is not None:
+            rep = replica if isinstance(replica, Node) else self.nodes[int(replica)]
+            role = rep.execute_command("ROLE")
+            if _text(role[0]) != "slave":
+                raise RlockdError(f"node {replica} is not a replica")
+            prim = Node(_text(role[1]), int(role[2]), self.password)
+            return [prim._rlockd("REPL", *args, rep.port)]
+        if primary is not None:
+            prim = primary if isinstance(primary, Node) else self.nodes[int(primary)]
+            return [prim._rlockd("REPL", *args)]
+        return [p._rlockd("REPL", *args) for p in self._primaries()]
+
+    def pause_replication(self, replica: Union[None, int, Node] = None, *,
+                          primary: Union[None, int, Node] = None) -> int:
+        """Holds the stream to the replicas (of every primary, of ``primary``, or to
+        ``replica`` only): writes pile up unacknowledged. Returns how many links."""
+        return sum(int(x) for x in self._repl("PAUSE", replica=replica, primary=primary))
+
+    def resume_replication(self, replica: Union[None, int, Node] = None, *,
+                           primary: Union[None, int, Node] = None) -> int:
+        """Lets the held stream flow again."""
+        return sum(int(x) for x in self._repl("RESUME", replica=replica, primary=primary))
+
+    def set_replication_lag(self, ms: int, replica: Union[None, int, Node] = None, *,
+                            primary: Union[None, int, Node] = None) -> int:
+        """Delivers each write ``ms`` after it was made (0: at once)."""
+        return sum(int(x) for x in self._repl("LAG", int(ms), replica=replica, primary=primary))
+
+    def drop_replication(self, replica: Union[None, int, Node] = None, *,
+                         primary: Union[None, int, Node] = None) -> int:
+        """Loses what the replicas have not received yet; returns how many writes were lost."""
+        return sum(int(x) for x in self._repl("DROP", replica=replica, primary=primary))
+
+    def break_replication(self, replica: Union[None, int, Node] = None, *,
+                          primary: Union[None, int, Node] = None) -> int:
+        """Takes the links down (``master_link_status:down``)."""
+        return sum(int(x) for x in self._repl("BREAK", replica=replica, primary=primary))
+
+    def restore_replication(self, replica: Union[None, int, Node] = None, *,
+                            primary: Union[None, int, Node] = None) -> int:
+        """Brings the links back; the replicas catch up."""
+        return sum(int(x) for x in self._repl("RESTORE", replica=replica, primary=primary))
+
+    def replication_status(self) -> List[ReplicationLink]:
+        """Every primary's links."""
+        return [_link(flat) for links in self._repl("STATUS") for flat in links]
 
     def _via_up_node(self, *args):
         last = None
@@ -194,13 +286,16 @@ class Replicated(_Topology):
     (``RLOCKD REPL ...``) go to the current primary.
     """
 
-    def __init__(self, replicas: int = 1, *, sentinels: int = 3, args=(), **kwargs):
+    @checked
+    def __init__(self, replicas: int = 1, *, sentinels: int = 3, args=(), port=0,
+                 host="127.0.0.1", password=None, binary=None, startup_timeout=10.0):
         if replicas < 0 or sentinels < 0:
             raise ValueError("replicas and sentinels are counts")
         extra = ["--replicas", str(replicas)]
         if sentinels:
             extra += ["--sentinel", ",".join(["0"] * sentinels)]
-        super().__init__(args=extra + [str(a) for a in args], **kwargs)
+        super().__init__(port, host=host, password=password, args=extra + [str(a) for a in args],
+                         binary=binary, startup_timeout=startup_timeout)
         self._want_nodes = 1 + replicas
         self._want_sentinels = sentinels
 
@@ -278,14 +373,7 @@ class Replicated(_Topology):
 
     def replication_status(self) -> List[ReplicationLink]:
         """The current primary's links."""
-        out = []
-        for flat in self._repl("STATUS"):
-            m = _map(flat)
-            out.append(ReplicationLink(
-                primary=_text(m["primary"]), replica=_text(m["replica"]), acked=int(m["acked"]),
-                pending_writes=int(m["pending_writes"]), pending_bytes=int(m["pending_bytes"]),
-                paused=bool(m["paused"]), lag_ms=int(m["lag_ms"]), broken=bool(m["broken"])))
-        return out
+        return [_link(flat) for flat in self._repl("STATUS")]
 
     def failover(self, replica: Union[None, int, Node] = None) -> Node:
         """Promotes a replica (``replica``, else the first) with what it has received now; the
@@ -299,6 +387,28 @@ class Replicated(_Topology):
                 raise RlockdError(f"the Sentinels still name {self.sentinel_primary()}, not {new}")
             time.sleep(0.01)
         return new
+
+    def _node(self, node: Union[int, Node]) -> Node:
+        return node if isinstance(node, Node) else self.nodes[int(node)]
+
+    def take_down(self, node: Union[int, Node]) -> None:
+        """Crashes a node (its index or :class:`Node`; ``RLOCKD REPL CRASH``): its port closes,
+        its clients are cut, what it had not replicated is lost; the Sentinels notice it after
+        ``down-after-milliseconds``, as Redis's do, and fail over from a primary."""
+        down = self._node(node)
+        self._any_other(down)._rlockd("REPL", "CRASH", down.port)
+
+    def bring_up(self, node: Union[int, Node]) -> None:
+        """Starts a crashed node again on its port (``RLOCKD REPL REVIVE``); a former primary
+        comes back as a replica once the Sentinels have failed over."""
+        up = self._node(node)
+        self._any_other(up)._rlockd("REPL", "REVIVE", up.port)
+
+    def _any_other(self, node: Node) -> Node:
+        for n in self._up():
+            if n.port != node.port:
+                return n
+        raise RlockdError("no other node answers")
 
     def locks(self, pattern: Optional[str] = None) -> List[Lock]:
         """The locks on the current primary."""

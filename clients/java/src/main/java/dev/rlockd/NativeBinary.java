@@ -10,6 +10,7 @@ import java.nio.file.StandardCopyOption;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
+import java.util.List;
 import java.util.Properties;
 
 /**
@@ -32,6 +33,21 @@ public final class NativeBinary {
     static final String PLATFORM = platform(System.getProperty("os.name", ""), System.getProperty("os.arch", ""));
     static final String RESOURCE = "/dev/rlockd/native/" + PLATFORM + "/rlockd";
     public static final String PROPERTY = "rlockd.binary";
+
+    /** The system properties this library reads; another {@code rlockd.*} one is refused. */
+    static final List<String> PROPERTIES = List.of(PROPERTY, "rlockd.cache.dir", "rlockd.platform");
+    /** The build's own (clients/java/pom.xml), which Surefire passes on to the tests. */
+    private static final List<String> BUILD_PROPERTIES = List.of("rlockd.binary.dir", "rlockd.build.dir");
+
+    /** Refuses a misspelt {@code -Drlockd.*} property, which would otherwise be ignored. */
+    static void checkProperties() {
+        for (String name : System.getProperties().stringPropertyNames()) {
+            if (name.startsWith("rlockd.") && !PROPERTIES.contains(name) && !BUILD_PROPERTIES.contains(name)) {
+                throw new RlockdException("unknown system property -D" + name + "; accepted: -D"
+                        + String.join(", -D", PROPERTIES));
+            }
+        }
+    }
     public static final String ENV = "RLOCKD_BINARY";
     /** How to get a binary where the jar carries none for this platform. */
     static final String HOW_TO_GET = "set -D" + PROPERTY + " or " + ENV + " to an rlockd executable, or put rlockd on "

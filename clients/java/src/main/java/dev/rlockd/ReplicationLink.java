@@ -64,4 +64,13 @@ public final class ReplicationLink {
                 + " writes/" + pendingBytes + " bytes" + (paused ? ", paused" : "") + (lagMs > 0 ? ", lag " + lagMs + " ms" : "")
                 + (broken ? ", broken" : "") + "]";
     }
+
+    /** One link of {@code RLOCKD REPL STATUS}'s reply. */
+    static ReplicationLink of(Object reply) {
+        var m = Control.map(reply);
+        return new ReplicationLink(Control.text(m.get("primary")), Control.text(m.get("replica")),
+                Control.integer(m.get("acked")), Control.integer(m.get("pending_writes")),
+                Control.integer(m.get("pending_bytes")), Control.integer(m.get("paused")) != 0,
+                Control.integer(m.get("lag_ms")), Control.integer(m.get("broken")) != 0);
+    }
 }

@@ -105,6 +105,138 @@ public final class RlockdCluster implements AutoCloseable {
         control("UP", Integer.toString(node));
     }
 
+    private boolean isPrimary(RlockdServer n) {
+        return "master".equals(Control.text(Control.list(n.command("ROLE")).get(0)));
+    }
+
+    private List<RlockdServer> primaries() {
+        List<RlockdServer> out = new ArrayList<>();
+        for (RlockdServer n : topo.up()) {
+            if (isPrimary(n)) {
+                out.add(n);
+            }
+        }
+        return out;
+    }
+
+    /** RLOCKD REPL on every primary ({@code node} null), on a primary (its links) or on a replica's primary (that link). */
+    private List<Object> repl(Integer node, String... args) {
+        List<String> all = new ArrayList<>(List.of("RLOCKD", "REPL"));
+        all.addAll(List.of(args));
+        List<RlockdServer> targets = primaries();
+        if (node != null) {
+            RlockdServer n = node(node);
+            List<?> role = Control.list(n.command("ROLE"));
+            if (isPrimary(n)) {
+                targets = List.of(n);
+            } else {
+                int primaryPort = (int) Control.integer(role.get(2));
+                targets = List.of(topo.nodes.get(topo.first.nodePorts.indexOf(primaryPort)));
+                all.add(Integer.toString(n.port()));
+            }
+        }
+        List<Object> out = new ArrayList<>();
+        for (RlockdServer p : targets) {
+            out.add(p.command(all.toArray(new String[0])));
+        }
+        return out;
+    }
+
+    private long replSum(Integer node, String... args) {
+        long sum = 0;
+        for (Object x : repl(node, args)) {
+            sum += Control.integer(x);
+        }
+        return sum;
+    }
+
+    /** Holds the stream to every primary's replicas: writes pile up unacknowledged. Returns how many links. */
+    public long pauseReplication() {
+        return replSum(null, "PAUSE");
+    }
+
+    /** Holds node {@code node}'s links (a primary), or that one link (a replica). */
+    public long pauseReplication(int node) {
+        return replSum(node, "PAUSE");
+    }
+
+    /** Lets the held stream flow again. */
+    public long resumeReplication() {
+        return replSum(null, "RESUME");
+    }
+
+    public long resumeReplication(int node) {
+        return replSum(node, "RESUME");
+    }
+
+    /** Delivers each write {@code lag} after it was made (zero: at once). */
+    public long setReplicationLag(Duration lag) {
+        return replSum(null, "LAG", Long.toString(lag.toMillis()));
+    }
+
+    public long setReplicationLag(Duration lag, int node) {
+        return replSum(node, "LAG", Long.toString(lag.toMillis()));
+    }
+
+    /** Loses what the replicas have not received yet; returns how many writes. */
+    public long dropReplication() {
+        return replSum(null, "DROP");
+    }
+
+    public long dropReplication(int node) {
+        return replSum(node, "DROP");
+    }
+
+    /** Takes the links down ({@code master_link_status:down}). */
+    public long breakReplication() {
+        return replSum(null, "BREAK");
+    }
+
+    public long breakReplication(int node) {
+        return replSum(node, "BREAK");
+    }
+
+    /** Brings the links back; the replicas catch up. */
+    public long restoreReplication() {
+        return replSum(null, "RESTORE");
+    }
+
+    public long restoreReplication(int node) {
+        return replSum(node, "RESTORE");
+    }
+
+    /** Every primary's links ({@code RLOCKD REPL STATUS}). */
+    public List<ReplicationLink> replicationStatus() {
+        List<ReplicationLink> out = new ArrayList<>();
+        for (Object links : repl(null, "STATUS")) {
+            for (Object x : Control.list(links)) {
+                out.add(ReplicationLink.of(x));
+            }
+        }
+        return out;
+    }
+
+    /**
+     * Promotes node {@code node} (a replica; a primary's index names its first replica) at once
+     * with what it has received ({@code RLOCKD CLUSTER FAILOVER}): it takes the slots, its
+     * primary becomes its replica. Returns the new primary.
+     */
+    public RlockdServer failover(int node) {
+        control("FAILOVER", Integer.toString(node));
+        RlockdServer named = node(node);
+        if (isPrimary(named)) {
+            return named;
+        }
+        for (RlockdServer p : primaries()) {
+            for (Object r : Control.list(Control.list(p.command("ROLE")).get(2))) {
+                if (Long.parseLong(Control.text(Control.list(r).get(1))) == named.port()) {
+                    return p;
+                }
+            }
+        }
+        throw new RlockdException("no node took over from node " + node);
+    }
+
     /** Moves every node's time; returns the first node's new time (unix ms). */
     public long advanceClock(Duration by) {
         return topo.advanceClock(by);

@@ -179,11 +179,7 @@ public final class RlockdReplicated implements AutoCloseable {
     public List<ReplicationLink> replicationStatus() {
         List<ReplicationLink> out = new ArrayList<>();
         for (Object x : Control.list(currentPrimary().command("RLOCKD", "REPL", "STATUS"))) {
-            var m = Control.map(x);
-            out.add(new ReplicationLink(Control.text(m.get("primary")), Control.text(m.get("replica")),
-                    Control.integer(m.get("acked")), Control.integer(m.get("pending_writes")),
-                    Control.integer(m.get("pending_bytes")), Control.integer(m.get("paused")) != 0,
-                    Control.integer(m.get("lag_ms")), Control.integer(m.get("broken")) != 0));
+            out.add(ReplicationLink.of(x));
         }
         return out;
     }
@@ -204,9 +200,52 @@ public final class RlockdReplicated implements AutoCloseable {
         return named(currentPrimary());
     }
 
+    /** {@code redis://127.0.0.1:PORT} of every node, the primary as started first. */
+    public List<String> urls() {
+        return topo.urls();
+    }
+
+    private void viaOther(int node, String what) {
+        RlockdServer target = topo.nodes.get(node);
+        for (RlockdServer n : topo.up()) {
+            if (n.port() != target.port()) {
+                n.command("RLOCKD", "REPL", what, Integer.toString(target.port()));
+                return;
+            }
+        }
+        throw new RlockdException("no other node answers");
+    }
+
+    /**
+     * Crashes node {@code node} (its index in {@link #nodes()}; {@code RLOCKD REPL CRASH}): its
+     * port closes, its clients are cut, what it had not replicated is lost; the Sentinels
+     * notice it after down-after-milliseconds and fail over from a primary.
+     */
+    public void takeDown(int node) {
+        viaOther(node, "CRASH");
+    }
+
+    /** Starts a crashed node again on its port ({@code RLOCKD REPL REVIVE}). */
+    public void bringUp(int node) {
+        viaOther(node, "REVIVE");
+    }
+
+    /** The locks on the current primary. */
+    public List<LockInfo> locks() {
+        return currentPrimary().locks();
+    }
+
+    public List<LockInfo> locks(String pattern) {
+        return currentPrimary().locks(pattern);
+    }
+
     /** Moves every node's time; returns the primary's new time (unix ms). */
     public long advanceClock(Duration by) {
         return topo.advanceClock(by);
+    }
+
+    public long advanceClock(long ms) {
+        return topo.advanceClock(Duration.ofMillis(ms));
     }
 
     /** The violations any node saw. */

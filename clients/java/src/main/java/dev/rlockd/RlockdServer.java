@@ -102,12 +102,12 @@ public final class RlockdServer implements AutoCloseable {
 
         /** TCP port; 0 (the default) lets the server pick a free one. */
         public Builder port(int port) {
-            this.port = port;
+            this.port = check("port", port, port >= 0 && port <= 65535, "a port from 0 to 65535");
             return this;
         }
 
         public Builder host(String host) {
-            this.host = host;
+            this.host = check("host", host, host != null && !host.isEmpty(), "an address");
             return this;
         }
 
@@ -119,6 +119,9 @@ public final class RlockdServer implements AutoCloseable {
 
         /** Extra command-line options, e.g. {@code arg("--notify-keyspace-events", "KEA")}. */
         public Builder arg(String... more) {
+            for (String a : more) {
+                check("arg", a, a != null, "strings");
+            }
             Collections.addAll(args, more);
             return this;
         }
@@ -130,14 +133,25 @@ public final class RlockdServer implements AutoCloseable {
         }
 
         public Builder startupTimeout(long millis) {
-            this.startupTimeoutMillis = millis;
+            this.startupTimeoutMillis = check("startupTimeout", millis, millis > 0, "a positive number of milliseconds");
             return this;
         }
 
         /** Replicas per primary for {@link #startCluster} ({@code --cluster-replicas}; where the binary supports it). */
         public Builder clusterReplicas(int replicas) {
-            this.clusterReplicas = replicas;
+            this.clusterReplicas = check("clusterReplicas", replicas, replicas >= 0, "a count");
             return this;
+        }
+
+        /** The builder's options, named in its errors. */
+        static final String OPTIONS = "port, host, password, arg, binary, startupTimeout, clusterReplicas";
+
+        private static <T> T check(String option, T value, boolean ok, String takes) {
+            if (!ok) {
+                throw new IllegalArgumentException(
+                        "RlockdServer.builder()." + option + " takes " + takes + ", not " + value + " (options: " + OPTIONS + ")");
+            }
+            return value;
         }
 
         public RlockdServer start() {
@@ -149,6 +163,7 @@ public final class RlockdServer implements AutoCloseable {
          * ({@code rlockd --cluster N}).
          */
         public RlockdCluster startCluster(int primaries) {
+            check("startCluster", primaries, primaries >= 1, "a count of at least 1");
             List<String> topo = new ArrayList<>(List.of("--cluster", Integer.toString(primaries)));
             if (clusterReplicas > 0) {
                 Collections.addAll(topo, "--cluster-replicas", Integer.toString(clusterReplicas));
@@ -162,6 +177,8 @@ public final class RlockdServer implements AutoCloseable {
          * ({@code rlockd --replicas N --sentinel 0,0,0}).
          */
         public RlockdReplicated startReplicated(int replicas, int sentinels) {
+            check("startReplicated", replicas, replicas >= 0, "counts of replicas and Sentinels");
+            check("startReplicated", sentinels, sentinels >= 0, "counts of replicas and Sentinels");
             List<String> topo = new ArrayList<>(List.of("--replicas", Integer.toString(replicas)));
             if (sentinels > 0) {
                 Collections.addAll(topo, "--sentinel", String.join(",", Collections.nCopies(sentinels, "0")));
@@ -170,6 +187,7 @@ public final class RlockdServer implements AutoCloseable {
         }
 
         private RlockdServer start(List<String> topology, int nodes, int sentinels) {
+            NativeBinary.checkProperties();
             Path exe = binary != null ? NativeBinary.checked(binary, "the builder's binary()") : NativeBinary.path();
             List<String> cmd = new ArrayList<>();
             Collections.addAll(cmd, exe.toString(), "--port", Integer.toString(port), "--bind", host);
