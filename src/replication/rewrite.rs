@@ -14,9 +14,9 @@
 //! | `HINCRBYFLOAT` | `HSET key field value` |
 //! | `SPOP` | `SREM key member…` (`DEL key` when it emptied the set) |
 //! | `BLPOP`/`BRPOP`, `BRPOPLPUSH`, `BLMOVE`, `BZPOPMIN`/`BZPOPMAX` | their non-blocking forms |
-//! | `HEXPIRE`/`HPEXPIRE`/`HEXPIREAT`/`HPEXPIREAT` (7.4) | `HPEXPIREAT key ms [cond] FIELDS n` the fields it set; `HDEL key` those it deleted |
-//! | `HGETEX … EX/PX/EXAT/PXAT`, `… PERSIST` (8.0) | `HPEXPIREAT key ms FIELDS …`, `HPERSIST key FIELDS …`; `HDEL` for a time passed |
-//! | `HSETEX … EX/PX/EXAT/PXAT` (8.0) | `HSETEX key … PXAT ms …` (`HDEL key field…` for a time passed) |
+//! | `HEXPIRE`/`HPEXPIRE`/`HEXPIREAT`/`HPEXPIREAT` (7.4) | `HPEXPIREAT key ms [cond] FIELDS n` the fields it set; `HDEL key field` for each it deleted |
+//! | `HGETEX … EX/PX/EXAT/PXAT`, `… PERSIST` (8.0) | `HPEXPIREAT key ms FIELDS …`, `HPERSIST key FIELDS …`; `HDEL key field` each for a time passed |
+//! | `HSETEX … EX/PX/EXAT/PXAT` (8.0) | `HSETEX key … PXAT ms …` (`HDEL key field` each for a time passed) |
 //! | `HGETDEL` (8.0) | `HDEL key field…` |
 //! | `XREADGROUP … STREAMS k… > …` | per entry delivered: `XCLAIM key group consumer 0 id TIME ms RETRYCOUNT 1 FORCE JUSTID LASTID id` |
 //!
@@ -262,12 +262,7 @@ fn hexpire(name: &str, argv: &[Bytes], reply: &Reply, now_ms: u64) -> Vec<Vec<By
         v.extend(set);
         out.push(v);
     }
-    let deleted = pick(2);
-    if !deleted.is_empty() {
-        let mut v = vec![b("HDEL"), argv[1].clone()];
-        v.extend(deleted);
-        out.push(v);
-    }
+    out.extend(pick(2).into_iter().map(|f| vec![b("HDEL"), argv[1].clone(), f]));
     out
 }
 
@@ -285,9 +280,12 @@ fn hgetex(argv: &[Bytes], reply: &Reply, now_ms: u64) -> Vec<Vec<Bytes>> {
     let at = field_deadline(&argv[3], scale, relative, now_ms);
     if at <= now_ms {
         let Reply::Array(values) = reply else { return Vec::new() };
-        let mut v = vec![b("HDEL"), argv[1].clone()];
-        v.extend(fields[2..].iter().zip(values).filter(|(_, r)| !matches!(r, Reply::Nil)).map(|(a, _)| a.clone()));
-        return if v.len() > 2 { vec![v] } else { Vec::new() };
+        return fields[2..]
+            .iter()
+            .zip(values)
+            .filter(|(_, r)| !matches!(r, Reply::Nil))
+            .map(|(f, _)| vec![b("HDEL"), argv[1].clone(), f.clone()])
+            .collect();
     }
     let mut v = vec![b("HPEXPIREAT"), argv[1].clone(), ms(at)];
     v.extend_from_slice(fields);
@@ -302,9 +300,7 @@ fn hsetex(argv: &[Bytes], now_ms: u64) -> Option<Vec<Vec<Bytes>>> {
     let (scale, relative) = field_option(&argv[o])?;
     let at = field_deadline(argv.get(o + 1)?, scale, relative, now_ms);
     if at <= now_ms {
-        let mut v = vec![b("HDEL"), argv[1].clone()];
-        v.extend(argv[f + 2..].chunks(2).map(|fv| fv[0].clone()));
-        return Some(vec![v]);
+        return Some(argv[f + 2..].chunks(2).map(|fv| vec![b("HDEL"), argv[1].clone(), fv[0].clone()]).collect());
     }
     let mut v = argv[..o].to_vec();
     v.extend([b("PXAT"), ms(at)]);
@@ -351,8 +347,11 @@ mod tests {
             replicated("hexpire", &argv, &codes(&[1, 0, -2]), none, 1_000),
             vec![v(&["HPEXPIREAT", "h", "101000", "NX", "fields", "1", "a"])]
         );
-        let argv = v(&["hpexpireat", "h", "1", "FIELDS", "2", "a", "b"]);
-        assert_eq!(replicated("hpexpireat", &argv, &codes(&[2, -2]), none, 1_000), vec![v(&["HDEL", "h", "a"])]);
+        let argv = v(&["hpexpireat", "h", "1", "FIELDS", "3", "a", "b", "c"]);
+        assert_eq!(
+            replicated("hpexpireat", &argv, &codes(&[2, -2, 2]), none, 1_000),
+            vec![v(&["HDEL", "h", "a"]), v(&["HDEL", "h", "c"])]
+        );
         let argv = v(&["hgetex", "h", "EX", "10", "FIELDS", "2", "a", "zz"]);
         let values = Reply::Array(vec![Reply::Bulk(Bytes::from("1")), Reply::Nil]);
         assert_eq!(
