@@ -867,12 +867,17 @@ fn hsetex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let exists = check_hash(&mut db, key)?;
     let names: Vec<Bytes> = fields.chunks(2).map(|fv| fv[0].clone()).collect();
     if exists {
-        live_hash!(db, key, &names, get_hash);
+        // Due fields go first, but the hash stays for the write (no `del`).
+        let due = get_hash(&mut db, key)?.is_some_and(|h| fields_due(h, &names, now));
+        if due {
+            db.expire_fields_then(key, &names, false);
+        }
     }
     if fnx || fxx {
         let h = get_hash(&mut db, key)?;
         let ok = names.iter().all(|f| h.as_ref().is_some_and(|h| h.contains_key(&f[..])) == fxx);
         if !ok {
+            db.remove_if_empty(key);
             return Ok(Reply::Int(0));
         }
     }

@@ -724,6 +724,15 @@ impl DbView<'_> {
     #[cold]
     #[inline(never)]
     pub fn expire_fields(&mut self, key: &Bytes, fields: &[Bytes]) -> usize {
+        self.expire_fields_then(key, fields, true)
+    }
+
+    /// [`expire_fields`](Self::expire_fields), leaving an emptied hash in
+    /// place unless `delete_empty` (`HSETEX` is about to write it: Redis
+    /// neither deletes it nor says `del`).
+    #[cold]
+    #[inline(never)]
+    pub fn expire_fields_then(&mut self, key: &Bytes, fields: &[Bytes], delete_empty: bool) -> usize {
         let now = self.now;
         let Some(Value::Hash(h)) = self.db.map.get(&key[..]).map(|e| &e.value) else { return 0 };
         if h.ttls().is_none() || !fields.iter().any(|f| h.is_expired(f, now)) {
@@ -745,7 +754,7 @@ impl DbView<'_> {
         let empty = h.is_empty();
         self.sig.touch(self.index, key);
         self.sig.notify(notify::HASH, "hexpired", self.index, key);
-        if empty {
+        if empty && delete_empty {
             self.remove(key);
             self.sig.notify(notify::GENERIC, "del", self.index, key);
         }
