@@ -173,6 +173,9 @@ pub struct Core {
     pub lastsave: u64,
     /// Nesting depth of `cmd::call::call` (0 = top level).
     pub call_depth: u32,
+    /// The top-level command's time in µs (its `ks.now` is the same in
+    /// ms): what `TIME` answers inside a script from Redis 7.2 on.
+    pub call_time_us: u64,
     /// Active expiry enabled (`DEBUG SET-ACTIVE-EXPIRE`).
     pub active_expire: bool,
     /// Client-side caching: the tracking table and BCAST prefixes.
@@ -217,6 +220,7 @@ impl Core {
             control: crate::control::Control::new(record_locks),
             lastsave: now_ms / 1000,
             call_depth: 0,
+            call_time_us: 0,
             active_expire: true,
             tracking: Default::default(),
             cluster: None,
@@ -391,6 +395,10 @@ pub trait ServerIo: Send + Sync {
     /// Closes every listener: the port refuses connections (test control's
     /// crash of a node; `relisten` opens it again).
     fn stop_listening(&self);
+    /// Crashes or revives the node of `target` (test control:
+    /// `server/crash.rs`), on this server's event loop, then answers the
+    /// client of this server blocked on `waiter`, if any.
+    fn change_node(&self, target: Arc<Shared>, change: crate::replication::down::Change, waiter: Option<u64>);
 }
 
 /// Bytes and socket operations, as `INFO stats` reports them.

@@ -157,6 +157,81 @@ pub fn fmt_double(d: f64) -> String {
     String::from_utf8_lossy(&buf[..n]).into_owned()
 }
 
+/// A double printed as Redis 7.2 and later print it (`d2string`: `nan`,
+/// `inf`, `-inf`, `0`, `-0`; a whole number up to 2^62 as an integer; else
+/// the shortest digits that read back as the same double), into `out`;
+/// returns the length. Scripts' numbers as `redis.call` arguments, and
+/// double replies, from 7.2 on.
+pub fn fmt_short_into(d: f64, out: &mut [u8; 64]) -> usize {
+    let put = |out: &mut [u8; 64], s: &[u8]| {
+        out[..s.len()].copy_from_slice(s);
+        s.len()
+    };
+    if d.is_nan() {
+        return put(out, b"nan");
+    }
+    if d.is_infinite() {
+        return put(out, if d > 0.0 { b"inf" } else { b"-inf" });
+    }
+    if d == 0.0 {
+        return put(out, if d.is_sign_negative() { b"-0" } else { b"0" });
+    }
+    // Whole numbers within half of i64's range print as integers.
+    const HALF: f64 = (i64::MAX / 2) as f64;
+    if (-HALF..=HALF).contains(&d) && d.fract() == 0.0 {
+        let mut b = itoa::Buffer::new();
+        return put(out, b.format(d as i64).as_bytes());
+    }
+    // The shortest round-trip digits and their decimal exponent, from
+    // Rust's exact formatter: "d.ddde±x".
+    let sci = format!("{:e}", d.abs());
+    let (mantissa, exp) = sci.split_once('e').expect("{:e} has an exponent");
+    let exp: i32 = exp.parse().expect("{:e}'s exponent");
+    let digits: Vec<u8> = mantissa.bytes().filter(u8::is_ascii_digit).collect();
+    let n = digits.len() as i32;
+    // value = digits × 10^k
+    let k = exp - (n - 1);
+    let mut s: Vec<u8> = Vec::with_capacity(32);
+    if d < 0.0 {
+        s.push(b'-');
+    }
+    if k >= 0 && exp.abs() < n + 7 {
+        // A whole number past 2^62, written out.
+        s.extend_from_slice(&digits);
+        s.resize(s.len() + k as usize, b'0');
+    } else if k < 0 && (k > -7 || exp.abs() < 4) {
+        // A plain decimal.
+        let point = n + k;
+        if point <= 0 {
+            s.extend_from_slice(b"0.");
+            s.resize(s.len() + (-point) as usize, b'0');
+            s.extend_from_slice(&digits);
+        } else {
+            s.extend_from_slice(&digits[..point as usize]);
+            s.push(b'.');
+            s.extend_from_slice(&digits[point as usize..]);
+        }
+    } else {
+        // Scientific: d[.ddd]e±x, the exponent without leading zeros.
+        s.push(digits[0]);
+        if n > 1 {
+            s.push(b'.');
+            s.extend_from_slice(&digits[1..]);
+        }
+        s.push(b'e');
+        s.push(if exp < 0 { b'-' } else { b'+' });
+        s.extend_from_slice(exp.abs().to_string().as_bytes());
+    }
+    put(out, &s)
+}
+
+/// [`fmt_short_into`] as a string.
+pub fn fmt_short(d: f64) -> String {
+    let mut buf = [0u8; 64];
+    let n = fmt_short_into(d, &mut buf);
+    String::from_utf8_lossy(&buf[..n]).into_owned()
+}
+
 /// A double printed as Redis's `addReplyHumanLongDouble` prints it (the
 /// value widened to long double, `%.17Lf` with trailing zeros removed):
 /// geo coordinates.
@@ -177,6 +252,44 @@ pub fn int_bytes(i: i64) -> bytes::Bytes {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn short_doubles_print_as_redis_7_2() {
+        let cases: &[(f64, &str)] = &[
+            (0.1, "0.1"),
+            (1.0 / 3.0, "0.3333333333333333"),
+            (1.6, "1.6"),
+            (-0.0, "-0"),
+            (0.0, "0"),
+            (100.0, "100"),
+            (-2.5, "-2.5"),
+            (1.5e-5, "0.000015"),
+            (1e-7, "1e-7"),
+            (1.25e-7, "1.25e-7"),
+            (0.001, "0.001"),
+            (123456.789, "123456.789"),
+            (1e20, "1e+20"),
+            (1.5e300, "1.5e+300"),
+            (-1e-300, "-1e-300"),
+            (4.611686018427388e18, "4611686018427387904"),
+            (9.3e18, "9.3e+18"),
+            (1e15, "1000000000000000"),
+            (1.5e-6, "1.5e-6"),
+            (1e-6, "0.000001"),
+            (1.2345678e25, "1.2345678e+25"),
+            (f64::INFINITY, "inf"),
+            (f64::NEG_INFINITY, "-inf"),
+            (f64::NAN, "nan"),
+            (5e-324, "5e-324"),
+            (f64::MAX, "1.7976931348623157e+308"),
+        ];
+        for &(d, want) in cases {
+            assert_eq!(fmt_short(d), want, "{d:e}");
+            if d.is_finite() {
+                assert_eq!(fmt_short(d).parse::<f64>().unwrap().to_bits(), d.to_bits(), "round trip of {d:e}");
+            }
+        }
+    }
 
     #[test]
     fn g17_fast_path_prints_what_c_prints() {

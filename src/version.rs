@@ -98,6 +98,13 @@ pub struct Profile {
     flavor: Flavor,
     /// The version the server names itself by: Redis's, or Valkey's own.
     version: Version,
+    /// [`Profile::redis_level`], kept so a check on the request path is
+    /// one comparison.
+    level: Version,
+    /// What a command's availability per flavour is compared with: this
+    /// flavour's version, and "never" for the other (so no check needs to
+    /// branch on the flavour).
+    gate: [Version; 2],
 }
 
 impl Default for Profile {
@@ -112,11 +119,12 @@ impl Profile {
     pub const OLDEST: Version = Version::new(7, 0, 0);
 
     pub fn redis(version: Version) -> Profile {
-        Profile { flavor: Flavor::Redis, version }
+        let level = version.max(Self::OLDEST);
+        Profile { flavor: Flavor::Redis, version, level, gate: [level, Version::NEVER] }
     }
 
     pub fn valkey(version: Version) -> Profile {
-        Profile { flavor: Flavor::Valkey, version }
+        Profile { flavor: Flavor::Valkey, version, level: VALKEY_REDIS_VERSION, gate: [Version::NEVER, version] }
     }
 
     pub fn is_valkey(&self) -> bool {
@@ -132,27 +140,24 @@ impl Profile {
     /// The Redis version this profile's behaviour follows where it has
     /// nothing of its own: Redis's own version (at least [`Self::OLDEST`]),
     /// or for Valkey the Redis it forked from.
+    #[inline]
     pub fn redis_level(&self) -> Version {
-        match self.flavor {
-            Flavor::Redis => self.version.max(Self::OLDEST),
-            Flavor::Valkey => VALKEY_REDIS_VERSION,
-        }
+        self.level
     }
 
     /// Whether this profile has the behaviour Redis `major.minor.patch`
     /// introduced (false for what Valkey never took from a later Redis).
+    #[inline]
     pub fn at_least(&self, major: u8, minor: u8, patch: u8) -> bool {
-        self.redis_level() >= Version::new(major, minor, patch)
+        self.level >= Version::new(major, minor, patch)
     }
 
-    /// What the command table's availability is compared with: the
-    /// flavour, and Redis's behaviour level or Valkey's own version.
+    /// Whether a command first available at `available` (per flavour:
+    /// Redis's version, Valkey's) answers under this profile: two
+    /// comparisons, the other flavour's always true.
     #[inline]
-    pub fn gate(&self) -> (Flavor, Version) {
-        match self.flavor {
-            Flavor::Redis => (Flavor::Redis, self.redis_level()),
-            Flavor::Valkey => (Flavor::Valkey, self.version),
-        }
+    pub fn has(&self, available: &[Version; 2]) -> bool {
+        available[0] <= self.gate[0] && available[1] <= self.gate[1]
     }
 
     /// What `INFO`'s `redis_version` and Lua's `REDIS_VERSION` say.

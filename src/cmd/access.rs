@@ -41,12 +41,12 @@ pub(crate) fn catalog(profile: Profile) -> &'static Catalog {
     let mut commands: Vec<CatalogCommand> = t
         .commands
         .values()
-        .filter(|c| c.answers_in(profile))
+        .filter(|c| c.answers_in(&profile))
         .map(|c| {
             let mut subs: Vec<(usize, String, u32)> = c
                 .subcommands
                 .values()
-                .filter(|s| s.answers_in(profile))
+                .filter(|s| s.answers_in(&profile))
                 .map(|s| (s.id, s.spec.name.to_string(), cats(s.spec.acl)))
                 .collect();
             subs.sort_by_key(|s| s.0);

@@ -41,6 +41,7 @@ use crate::client::Caller;
 use crate::core::SlowEntry;
 use crate::error::CmdResult;
 use crate::protocol::Reply;
+use crate::replication::feed::{Called, Recording};
 
 /// Invokes a command's handler: frozen time at depth 0, statistics,
 /// slowlog, and the post-command work of the core at depth 0 (clients
@@ -52,7 +53,9 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes]) -> Reply {
     // `ustime()`; a step of the system clock back reads as 0 µs).
     let start = crate::clock::system_ns();
     if top {
-        ctx.core.ks.now = ctx.shared.clock.at_system_us(start / 1000) / 1000;
+        let us = ctx.shared.clock.at_system_us(start / 1000);
+        ctx.core.call_time_us = us;
+        ctx.core.ks.now = us / 1000;
         if ctx.core.control.is_on() {
             let detail = if cmd.has(flags::NAMES_SCRIPT) { argv.get(1).map(|d| &d[..]) } else { None };
             ctx.core.control.actor.set(ctx.client.id, cmd.spec.name, detail);
@@ -82,10 +85,14 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes]) -> Reply {
         stats.nested_calls += 1;
         stats.nested_nanos += nanos;
     }
-    let reply = match result {
+    let mut reply = match result {
         Ok(r) => r,
         Err(e) => e.into(),
     };
+    // From Redis 7.2, doubles are printed in their shortest form.
+    if ctx.core.config.profile.at_least(7, 2, 0) {
+        reply = reply.with_short_doubles();
+    }
     // As Redis 7.0 counts a blocking command: one call when it blocks
     // (no latency sample, no slowlog entry yet); when it is unblocked, the
     // re-run that serves it adds its time, failure, latency sample and
@@ -112,7 +119,15 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes]) -> Reply {
     }
     // The one branch replication costs on a node without replicas.
     if ctx.core.repl.feeding() {
-        super::replication::after_call(ctx, cmd, argv, &reply, dirty_before);
+        let called = Called {
+            name: cmd.spec.name,
+            argv,
+            reply: &reply,
+            db: ctx.client.db(),
+            dirty_before,
+            recording: recording(cmd),
+        };
+        ctx.core.repl.after_call(&mut ctx.core.ks, &called);
     }
     if monitored && !cmd.has(flags::SKIP_MONITOR) && !cmd.has(flags::ADMIN) {
         feed_monitors(ctx, argv);
@@ -122,11 +137,22 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes]) -> Reply {
             slowlog_if_slow(ctx, cmd, argv, usec);
         }
         if ctx.core.repl.feeding() {
-            super::replication::end_unit(ctx);
+            ctx.core.repl.end_unit(ctx.client.id);
         }
         ctx.core.after_command();
     }
     reply
+}
+
+/// How the replicas receive `cmd`, from its row's flags.
+fn recording(cmd: &Command) -> Recording {
+    if cmd.has(flags::RUNS_OTHERS) {
+        Recording::RunsOthers
+    } else if cmd.has(flags::ALWAYS_PROPAGATED) {
+        Recording::Always
+    } else {
+        Recording::WhenChanged
+    }
 }
 
 /// Counts the unblocking of a blocked `cmd` answered `reply` after `usec`

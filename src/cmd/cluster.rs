@@ -10,7 +10,6 @@
 //! nodes down for tests.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
@@ -682,22 +681,6 @@ fn reset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     Err(CmdError::custom("ERR an rlockd cluster node cannot leave its cluster"))
 }
 
-/// Waits (bounded) for another node's core: its event loop never holds it
-/// across an await, so it frees quickly unless that node waits for this
-/// one, which the bound turns into an error instead of a deadlock.
-fn lock_peer(shared: &Shared) -> Option<tokio::sync::MutexGuard<'_, Core>> {
-    let deadline = Instant::now() + Duration::from_secs(2);
-    loop {
-        if let Ok(g) = shared.core.try_lock() {
-            return Some(g);
-        }
-        if Instant::now() > deadline {
-            return None;
-        }
-        std::thread::sleep(Duration::from_micros(200));
-    }
-}
-
 /// Node `n`'s running server state.
 fn peer(m: &Member, n: usize) -> Result<Arc<Shared>, CmdError> {
     m.topo
@@ -706,16 +689,38 @@ fn peer(m: &Member, n: usize) -> Result<Arc<Shared>, CmdError> {
         .ok_or_else(|| CmdError::custom(format!("ERR node {n} is down")))
 }
 
-/// Moves up to `max` keys of `slot` from node `from` to node `to` (their
-/// values, deadlines and encodings), in this process; how many moved.
-fn move_keys(ctx: &mut Ctx<'_>, m: &Member, slot: u16, from: usize, to: usize, max: usize) -> Result<usize, CmdError> {
+/// Moves up to `max` keys of `slot` from `src` to `dst` (their values,
+/// deadlines and encodings); how many moved.
+fn move_between(src: &mut Core, dst: &mut Core, slot: u16, max: usize) -> usize {
+    let keys = keys_in_slot(src, slot, max);
+    let mut moved = 0;
+    for key in &keys {
+        let Some((_, entry)) = src.ks.view(0).take_entry(key) else { continue };
+        dst.ks.view(0).put_entry(key, entry);
+        moved += 1;
+    }
+    moved
+}
+
+/// Moves up to `max` keys of `slot` from node `from` to node `to`, in this
+/// process, now: inside `MULTI` or a script, where the client cannot wait.
+/// Another node's state is taken only if it is free at once (its event
+/// loop never holds it across an await, so it rarely is not).
+fn move_keys_now(
+    ctx: &mut Ctx<'_>,
+    m: &Member,
+    slot: u16,
+    from: usize,
+    to: usize,
+    max: usize,
+) -> Result<usize, CmdError> {
     if from == to {
         return Ok(0);
     }
     let busy = || CmdError::custom("ERR a node is busy: try again");
     let (src_shared, dst_shared) = (peer(m, from)?, peer(m, to)?);
-    let mut src_guard = if from == m.me { None } else { Some(lock_peer(&src_shared).ok_or_else(busy)?) };
-    let mut dst_guard = if to == m.me { None } else { Some(lock_peer(&dst_shared).ok_or_else(busy)?) };
+    let mut src_guard = if from == m.me { None } else { Some(src_shared.core.try_lock().map_err(|_| busy())?) };
+    let mut dst_guard = if to == m.me { None } else { Some(dst_shared.core.try_lock().map_err(|_| busy())?) };
     let (src, dst): (&mut Core, &mut Core) = match (src_guard.as_deref_mut(), dst_guard.as_deref_mut()) {
         (Some(s), Some(d)) => (s, d),
         (Some(s), None) => (s, &mut *ctx.core),
@@ -724,32 +729,70 @@ fn move_keys(ctx: &mut Ctx<'_>, m: &Member, slot: u16, from: usize, to: usize, m
     };
     src.ks.now = src_shared.clock.now_ms();
     dst.ks.now = dst_shared.clock.now_ms();
-    let keys = keys_in_slot(src, slot, max);
-    let mut moved = 0;
-    for key in &keys {
-        let Some((_, entry)) = src.ks.view(0).take_entry(key) else { continue };
-        dst.ks.view(0).put_entry(key, entry);
-        moved += 1;
-    }
+    let moved = move_between(src, dst, slot, max);
     for g in [src_guard.as_deref_mut(), dst_guard.as_deref_mut()].into_iter().flatten() {
         g.after_command();
     }
     Ok(moved)
 }
 
+/// Moves up to `max` keys of `slot` from node `src` to node `dst` (`from`
+/// and `to` their indexes), awaiting each node's state in index order
+/// (every task that takes two does, so none waits for the other): run
+/// after the handler, off the event loop's command, so no node spins
+/// waiting for another.
+async fn move_keys_later(src: &Arc<Shared>, dst: &Arc<Shared>, from: usize, to: usize, slot: u16, max: usize) -> usize {
+    let (mut s, mut d) = if from < to {
+        let s = src.core.lock().await;
+        (s, dst.core.lock().await)
+    } else {
+        let d = dst.core.lock().await;
+        (src.core.lock().await, d)
+    };
+    s.ks.now = src.clock.now_ms();
+    d.ks.now = dst.clock.now_ms();
+    let moved = move_between(&mut s, &mut d, slot, max);
+    s.after_command();
+    d.after_command();
+    moved
+}
+
 /// Runs `f` on the state of each primary of the cluster that is up, this
-/// node's own included, in node order: test control's one view of the
-/// cluster's locks (a replica's locks are copies of its primary's). `None`
-/// on a standalone server.
-pub(crate) fn each_primary<R>(
+/// node's own included, in node order, then `finish` on this node's state
+/// with what it returned: test control's one view of the cluster's locks (a
+/// replica's locks are copies of its primary's). When the client may wait,
+/// a task of this event loop takes each node's state in turn (never two at
+/// once) and answers it; inside `MULTI` or a script, another node's state
+/// is taken only if it is free at once. `None` on a standalone server.
+pub(crate) fn each_primary<R: Send + 'static>(
     ctx: &mut Ctx<'_>,
-    mut f: impl FnMut(&mut Core, u64) -> R,
-) -> Option<Result<Vec<R>, CmdError>> {
+    f: impl Fn(&mut Core, u64) -> R + Send + 'static,
+    finish: impl FnOnce(&mut Core, Vec<R>) -> CmdResult + Send + 'static,
+) -> Option<CmdResult> {
     let m = ctx.core.cluster.clone()?;
     let primaries: Vec<usize> = {
         let state = m.topo.read();
         (0..state.nodes.len()).filter(|&n| state.nodes[n].is_primary() && !state.nodes[n].failed).collect()
     };
+    if ctx.client.may_block() && tokio::runtime::Handle::try_current().is_ok() {
+        let nodes: Vec<Arc<Shared>> = primaries.iter().filter_map(|&n| peer(&m, n).ok()).collect();
+        let caller = match peer(&m, m.me) {
+            Ok(c) => c,
+            Err(e) => return Some(Err(e)),
+        };
+        let waiter = super::blocking::block_until_answered(ctx, "ERR the cluster's nodes did not answer");
+        tokio::spawn(async move {
+            let mut out = Vec::with_capacity(nodes.len());
+            for shared in &nodes {
+                let mut core = shared.core.lock().await;
+                out.push(f(&mut core, shared.clock.now_ms()));
+            }
+            let mut core = caller.core.lock().await;
+            let reply = finish(&mut core, out).unwrap_or_else(Reply::from);
+            core.blocking.serve(waiter, reply);
+        });
+        return Some(Ok(Reply::Nil));
+    }
     let mut out = Vec::with_capacity(primaries.len());
     for n in primaries {
         if n == m.me {
@@ -757,12 +800,12 @@ pub(crate) fn each_primary<R>(
             continue;
         }
         let Ok(shared) = peer(&m, n) else { continue };
-        let Some(mut core) = lock_peer(&shared) else {
+        let Ok(mut core) = shared.core.try_lock() else {
             return Some(Err(CmdError::custom("ERR a node is busy: try again")));
         };
         out.push(f(&mut core, shared.clock.now_ms()));
     }
-    Some(Ok(out))
+    Some(finish(ctx.core, out))
 }
 
 /// A node named by index (0-based, in start order) or id.
@@ -805,14 +848,31 @@ pub(crate) fn control(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             state.nodes[from].migrating.insert(slot, to);
             state.nodes[to].importing.insert(slot, from);
         }
-        let moved = move_keys(ctx, &m, slot, from, to, limit.unwrap_or(usize::MAX))?;
-        if limit.is_none() {
-            let mut state = m.topo.write();
-            state.nodes[from].migrating.remove(&slot);
-            state.nodes[to].importing.remove(&slot);
-            state.set_owner(slot, Some(to));
-            state.bump_epoch(to);
+        let max = limit.unwrap_or(usize::MAX);
+        // The slot is handed over once all its keys moved.
+        let hand_over = move |m: &Member| {
+            if limit.is_none() {
+                let mut state = m.topo.write();
+                state.nodes[from].migrating.remove(&slot);
+                state.nodes[to].importing.remove(&slot);
+                state.set_owner(slot, Some(to));
+                state.bump_epoch(to);
+            }
+        };
+        if ctx.client.may_block() && tokio::runtime::Handle::try_current().is_ok() {
+            // The keys move in a task of this event loop, which waits for
+            // the other nodes' state; the client waits for the count.
+            let (src, dst, caller) = (peer(&m, from)?, peer(&m, to)?, peer(&m, m.me)?);
+            let waiter = super::blocking::block_until_answered(ctx, "ERR the slot move did not finish");
+            tokio::spawn(async move {
+                let moved = move_keys_later(&src, &dst, from, to, slot, max).await;
+                hand_over(&m);
+                caller.core.lock().await.blocking.serve(waiter, Reply::Int(moved as i64));
+            });
+            return Ok(Reply::Nil);
         }
+        let moved = move_keys_now(ctx, &m, slot, from, to, max)?;
+        hand_over(&m);
         return Ok(Reply::Int(moved as i64));
     }
     if eq(sub, "failover") && args.len() == 2 {

@@ -55,7 +55,7 @@ fn command_info_reply(c: &Command, profile: Profile) -> Reply {
 
 /// The subcommands of `c` that `profile` has, by name.
 fn subcommands_in(c: &Command, profile: Profile) -> Vec<&Command> {
-    let mut subs: Vec<&Command> = c.subcommands.values().filter(|s| s.answers_in(profile)).collect();
+    let mut subs: Vec<&Command> = c.subcommands.values().filter(|s| s.answers_in(&profile)).collect();
     subs.sort_by(|a, b| a.fullname.cmp(&b.fullname));
     subs
 }
@@ -85,7 +85,7 @@ pub(super) fn lookup_full(name: &[u8]) -> Option<&'static Command> {
 fn lookup_named(ctx: &Ctx<'_>, name: &[u8]) -> Option<&'static Command> {
     let profile = ctx.core.profile();
     // A subcommand answers only where its container does (`available`).
-    lookup_full(name).filter(|c| (ctx.core.control.is_on() || !c.has(flags::TEST_CONTROL)) && c.answers_in(profile))
+    lookup_full(name).filter(|c| (ctx.core.control.is_on() || !c.has(flags::TEST_CONTROL)) && c.answers_in(&profile))
 }
 
 fn command_info(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
@@ -132,7 +132,7 @@ fn command_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let mut names: Vec<&Command> = Vec::new();
     for c in table().listed(profile) {
         names.push(c);
-        names.extend(c.subcommands.values().filter(|s| s.answers_in(profile)));
+        names.extend(c.subcommands.values().filter(|s| s.answers_in(&profile)));
     }
     let filter = match args.len() {
         2 => None,

@@ -26,6 +26,7 @@ use super::util::{eq, int};
 use super::{cmd, container, CommandSpec, Ctx};
 use crate::control::faults::{Fault, FaultInfo, FaultKind};
 use crate::control::locks::LockView;
+use crate::core::Core;
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
 
@@ -110,18 +111,35 @@ fn rlockd_cluster(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 /// The caller's user may read `key` with the subcommand `args` runs (a
 /// selector grants commands and keys together); always while `default` is
 /// the only, unrestricted, user. `LOCKS` and `EVENTS` show only such locks.
-fn may_read(ctx: &Ctx<'_>, args: &[Bytes], key: &[u8]) -> bool {
-    if ctx.core.acl.open {
+fn may_read(core: &Core, user: &[u8], args: &[Bytes], key: &[u8]) -> bool {
+    if core.acl.open {
         return true;
     }
-    let (Some(user), super::Lookup::Found(c)) =
-        (ctx.core.acl.users.get(&ctx.client.user[..]), super::table().lookup(args))
-    else {
+    let (Some(user), super::Lookup::Found(c)) = (core.acl.users.get(user), super::table().lookup(args)) else {
         return false;
     };
     let argv = [args[0].clone(), Bytes::copy_from_slice(key)];
     let keys = || vec![(1, true, false)];
     user.check(&crate::acl::Request { id: c.id, argv: &argv, no_auth: false, keys: &keys, channels: &Vec::new }).is_ok()
+}
+
+/// What the calling client may see of the keys it asks about: its user
+/// and its command line (checked as `may_read` checks them), kept for a
+/// reply made after the handler returned.
+#[derive(Clone)]
+struct Reader {
+    user: Bytes,
+    args: Vec<Bytes>,
+}
+
+impl Reader {
+    fn of(ctx: &Ctx<'_>, args: &[Bytes]) -> Reader {
+        Reader { user: ctx.client.user.clone(), args: args.to_vec() }
+    }
+
+    fn may_read(&self, core: &Core, key: &[u8]) -> bool {
+        may_read(core, &self.user, &self.args, key)
+    }
 }
 
 fn rlockd_locks(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
@@ -131,18 +149,27 @@ fn rlockd_locks(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         if eq(a, "text") && !text {
             text = true;
         } else if pattern.is_none() {
-            pattern = Some(&a[..]);
+            pattern = Some(a.clone());
         } else {
             return Err(CmdError::Syntax);
         }
     }
-    // A cluster node shows the locks of every primary (one view).
-    let mut found = match super::cluster::each_primary(ctx, |core, now| core.control.locks(&core.ks, pattern, now)) {
-        Some(all) => all?.concat(),
-        None => ctx.core.control.locks(&ctx.core.ks, pattern, ctx.shared.clock.now_ms()),
+    let reader = Reader::of(ctx, args);
+    let show = move |core: &mut Core, mut found: Vec<LockView>, reader: &Reader| {
+        found.retain(|l| reader.may_read(core, &l.key));
+        Ok(if text { locks_text(&found) } else { Reply::Array(found.iter().map(lock_reply).collect()) })
     };
-    found.retain(|l| may_read(ctx, args, &l.key));
-    Ok(if text { locks_text(&found) } else { Reply::Array(found.iter().map(lock_reply).collect()) })
+    // A cluster node shows the locks of every primary (one view).
+    let of = {
+        let pattern = pattern.clone();
+        move |core: &mut Core, now| core.control.locks(&core.ks, pattern.as_deref(), now)
+    };
+    let r = reader.clone();
+    if let Some(result) = super::cluster::each_primary(ctx, of, move |core, all| show(core, all.concat(), &r)) {
+        return result;
+    }
+    let found = ctx.core.control.locks(&ctx.core.ks, pattern.as_deref(), ctx.shared.clock.now_ms());
+    show(ctx.core, found, &reader)
 }
 
 fn rlockd_events(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
@@ -158,27 +185,33 @@ fn rlockd_events(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             since = u64::try_from(int(&args[i + 1])?).map_err(|_| CmdError::custom("ERR SINCE must be positive"))?;
             i += 2;
         } else if key.is_none() {
-            key = Some(&args[i][..]);
+            key = Some(args[i].clone());
             i += 1;
         } else {
             return Err(CmdError::Syntax);
         }
     }
-    let of = |core: &mut crate::core::Core, _| {
-        core.control.history.as_ref().map(|h| h.events(key, since)).unwrap_or_default()
+    let of = move |core: &mut Core, _| {
+        core.control.history.as_ref().map(|h| h.events(key.as_deref(), since)).unwrap_or_default()
     };
+    let show = |core: &mut Core, mut events: Vec<crate::control::history::LockEvent>, reader: &Reader| {
+        events.retain(|e| reader.may_read(core, &e.key));
+        Ok(Reply::Array(events.iter().map(event_reply).collect()))
+    };
+    let reader = Reader::of(ctx, args);
     // A cluster node shows every primary's events (ids count per node), in
     // time order.
-    let mut events = match super::cluster::each_primary(ctx, of) {
-        Some(all) => {
-            let mut all = all?.concat();
-            all.sort_by_key(|e| e.time_ms);
-            all
-        }
-        None => of(ctx.core, 0),
+    let r = reader.clone();
+    let all = move |core: &mut Core, all: Vec<Vec<crate::control::history::LockEvent>>| {
+        let mut all = all.concat();
+        all.sort_by_key(|e| e.time_ms);
+        show(core, all, &r)
     };
-    events.retain(|e| may_read(ctx, args, &e.key));
-    Ok(Reply::Array(events.iter().map(event_reply).collect()))
+    if let Some(result) = super::cluster::each_primary(ctx, of.clone(), all) {
+        return result;
+    }
+    let events = of(ctx.core, 0);
+    show(ctx.core, events, &reader)
 }
 
 /// `RLOCKD CHECK [RESET]`: this node's lock history's violations, then the
@@ -186,29 +219,34 @@ fn rlockd_events(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 fn rlockd_check(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     match args.get(2) {
         None => {
-            let of = |core: &mut crate::core::Core, _| {
-                core.control.history.as_ref().map(|h| h.violations().to_vec()).unwrap_or_default()
-            };
+            let of =
+                |core: &mut Core, _| core.control.history.as_ref().map(|h| h.violations().to_vec()).unwrap_or_default();
             // A cluster node: every primary's, then the cluster's ledger.
-            let mut all = match super::cluster::each_primary(ctx, of) {
-                Some(all) => all?.concat(),
-                None => of(ctx.core, 0),
+            let show = |core: &mut Core, mut all: Vec<String>| {
+                all.extend(core.repl.violations());
+                Ok(Reply::Array(all.iter().map(|v| Reply::bulk_str(v)).collect()))
             };
-            all.extend(super::replication::violations(ctx.core));
-            Ok(Reply::Array(all.iter().map(|v| Reply::bulk_str(v)).collect()))
+            if let Some(result) = super::cluster::each_primary(ctx, of, move |core, all| show(core, all.concat())) {
+                return result;
+            }
+            let all = of(ctx.core, 0);
+            show(ctx.core, all)
         }
         Some(a) if args.len() == 3 && eq(a, "reset") => {
-            let reset = |core: &mut crate::core::Core, _| {
+            let reset = |core: &mut Core, _| {
                 if let Some(history) = core.control.history.as_mut() {
                     history.reset();
                 }
             };
-            match super::cluster::each_primary(ctx, reset) {
-                Some(done) => drop(done?),
-                None => reset(ctx.core, 0),
+            let done = |core: &mut Core| {
+                core.repl.ledger.lock().violations.clear();
+                Ok(Reply::ok())
+            };
+            if let Some(result) = super::cluster::each_primary(ctx, reset, move |core, _| done(core)) {
+                return result;
             }
-            ctx.core.repl.ledger.lock().violations.clear();
-            Ok(Reply::ok())
+            reset(ctx.core, 0);
+            done(ctx.core)
         }
         Some(_) => Err(CmdError::Syntax),
     }

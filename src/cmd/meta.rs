@@ -179,6 +179,8 @@ fn map_int(m: &Reply, key: &str) -> Option<i64> {
 
 #[cfg(test)]
 mod tests {
+    use crate::protocol::Reply;
+
     #[test]
     fn embedded_metadata_parses() {
         let get = super::get("get").expect("GET is in Redis 7.0");
@@ -187,6 +189,17 @@ mod tests {
             "one key spec (a set, as Redis sends it)"
         );
         assert!(super::get("client|setname").is_some());
-        assert!(super::get("waitaof").is_none(), "a 7.2 command has no 7.0 metadata");
+        let r70 = crate::version::Profile::default();
+        let r82 = crate::version::Profile::redis(crate::version::Version::new(8, 2, 3));
+        assert!(!super::sets()[0].contains_key("waitaof"), "a 7.2 command has no 7.0 metadata");
+        assert!(super::get("waitaof").is_some(), "… so its keys come from 8.2's");
+        let docs = |p| super::for_profile("get", p).map(|m| m.docs.len());
+        assert!(docs(r70).is_some() && docs(r82).is_some());
+        let since = |p| {
+            super::for_profile("xadd", p).and_then(|m| {
+                m.docs.iter().find(|(k, _)| matches!(k, Reply::Bulk(b) if &b[..] == b"history")).map(|(_, v)| v.clone())
+            })
+        };
+        assert_ne!(since(r70), since(r82), "XADD's history grew after 7.0");
     }
 }

@@ -2,30 +2,31 @@
 //! as Redis 7.0 moves them: `DUMP` payloads sent as `RESTORE` (a cluster
 //! node sends `RESTORE-ASKING`) over a connection made for the call,
 //! synchronously (the event loop waits, as Redis's does), the keys deleted
-//! here once the target accepted them (unless `COPY`).
+//! here once the target accepted them (unless `COPY`). The commands are
+//! encoded and the target's replies read by `protocol/`.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 
 use super::util::eq;
 use super::Ctx;
 use crate::db::{notify, rdb};
 use crate::error::{CmdError, CmdResult};
-use crate::protocol::Reply;
+use crate::protocol::{decode, Reply, Resp};
 
-fn bulk(out: &mut Vec<u8>, b: &[u8]) {
-    out.extend_from_slice(format!("${}\r\n", b.len()).as_bytes());
-    out.extend_from_slice(b);
-    out.extend_from_slice(b"\r\n");
+/// Appends `args` as a command, in RESP (an array of bulk strings).
+fn command(out: &mut BytesMut, args: Vec<Bytes>) {
+    Reply::bulks(args).encode(Resp::V2, out);
 }
 
-fn command(out: &mut Vec<u8>, args: &[&[u8]]) {
-    out.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
-    for a in args {
-        bulk(out, a);
+/// The text of an error reply (`-…`), `None` for any other.
+fn error_text(line: &[u8]) -> Option<Bytes> {
+    match decode(line) {
+        Some(Reply::Error(e)) => Some(e),
+        _ => None,
     }
 }
 
@@ -76,35 +77,35 @@ pub fn migrate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let fill = ctx.db().limits().list_fill;
     let version = ctx.core.profile().rdb_version();
     // The keys here (not expired), with their remaining time and payload.
-    let mut found: Vec<(Bytes, i64, Vec<u8>)> = Vec::new();
+    let mut found: Vec<(Bytes, i64, Bytes)> = Vec::new();
     {
         let mut db = ctx.db();
         for key in &args[first..first + count] {
             if let Some(e) = db.entry(key) {
                 let ttl = e.expire().map_or(0, |at| (at as i64 - now as i64).max(1));
-                found.push((key.clone(), ttl, rdb::dump(e, fill, version)));
+                found.push((key.clone(), ttl, Bytes::from(rdb::dump(e, fill, version))));
             }
         }
     }
     if found.is_empty() {
         return Ok(Reply::status("NOKEY"));
     }
-    let restore: &[u8] = if ctx.core.cluster.is_some() { b"RESTORE-ASKING" } else { b"RESTORE" };
-    let mut out = Vec::new();
+    let restore = Bytes::from_static(if ctx.core.cluster.is_some() { b"RESTORE-ASKING" } else { b"RESTORE" });
+    let word = Bytes::from_static;
+    let mut out = BytesMut::new();
     if let Some(pw) = password {
         match user {
-            Some(u) => command(&mut out, &[b"AUTH", u, pw]),
-            None => command(&mut out, &[b"AUTH", pw]),
+            Some(u) => command(&mut out, vec![word(b"AUTH"), u.clone(), pw.clone()]),
+            None => command(&mut out, vec![word(b"AUTH"), pw.clone()]),
         }
     }
-    command(&mut out, &[b"SELECT", dbid.to_string().as_bytes()]);
+    command(&mut out, vec![word(b"SELECT"), Bytes::from(dbid.to_string())]);
     for (key, ttl, payload) in &found {
-        let ttl = ttl.to_string();
+        let mut args = vec![restore.clone(), key.clone(), Bytes::from(ttl.to_string()), payload.clone()];
         if replace {
-            command(&mut out, &[restore, key, ttl.as_bytes(), payload, b"REPLACE"]);
-        } else {
-            command(&mut out, &[restore, key, ttl.as_bytes(), payload]);
+            args.push(word(b"REPLACE"));
         }
+        command(&mut out, args);
     }
     let io_error = |writing: bool| {
         CmdError::custom(format!(
@@ -123,23 +124,23 @@ pub fn migrate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     stream.set_read_timeout(Some(timeout)).map_err(|_| io_error(false))?;
     (&stream).write_all(&out).map_err(|_| io_error(true))?;
     let mut reader = BufReader::new(&stream);
-    let mut line = || -> Option<String> {
-        let mut l = String::new();
-        match reader.read_line(&mut l) {
-            Ok(n) if n > 0 => Some(l.trim_end_matches(['\r', '\n']).to_string()),
+    // One reply a line: the target answers AUTH, SELECT and RESTORE with
+    // a status or an error.
+    let mut line = || -> Option<Vec<u8>> {
+        let mut l = Vec::new();
+        match reader.read_until(b'\n', &mut l) {
+            Ok(n) if n > 0 => Some(l),
             _ => None,
         }
     };
-    let mut first_error: Option<String> = None;
+    let mut first_error: Option<Bytes> = None;
     if password.is_some() {
         let auth = line().ok_or_else(|| io_error(false))?;
-        if auth.starts_with('-') {
-            first_error = Some(auth);
-        }
+        first_error = error_text(&auth);
     }
     let select = line().ok_or_else(|| io_error(false))?;
-    if first_error.is_none() && select.starts_with('-') {
-        first_error = Some(select);
+    if first_error.is_none() {
+        first_error = error_text(&select);
     }
     // A refused AUTH or SELECT fails every key.
     let refused = first_error.is_some();
@@ -150,9 +151,10 @@ pub fn migrate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             }
             break;
         };
-        let failed = refused || reply.starts_with('-');
-        if reply.starts_with('-') && first_error.is_none() {
-            first_error = Some(reply);
+        let error = error_text(&reply);
+        let failed = refused || error.is_some();
+        if first_error.is_none() {
+            first_error = error;
         }
         if !failed && !copy {
             let mut db = ctx.db();
@@ -162,7 +164,9 @@ pub fn migrate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
     }
     match first_error {
-        Some(e) => Err(CmdError::custom(format!("ERR Target instance replied with error: {}", &e[1..]))),
+        Some(e) => {
+            Err(CmdError::custom(format!("ERR Target instance replied with error: {}", String::from_utf8_lossy(&e))))
+        }
         None => Ok(Reply::ok()),
     }
 }

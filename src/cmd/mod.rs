@@ -70,7 +70,7 @@ pub use registry::{arity_ok, lookup, unknown_command_error, unknown_subcommand_e
 pub use spec::{cmd, container, flags, Command, CommandSpec, Ctx};
 
 /// Families and their `COMMAND DOCS` group names.
-pub fn families() -> [(&'static str, &'static [CommandSpec]); 28] {
+pub fn families() -> [(&'static str, &'static [CommandSpec]); 29] {
     [
         ("generic", generic::COMMANDS),
         ("string", string::COMMANDS),
@@ -95,6 +95,7 @@ pub fn families() -> [(&'static str, &'static [CommandSpec]); 28] {
         ("bitmap", bitmap::COMMANDS),
         ("generic", sort::COMMANDS),
         ("server", standalone::COMMANDS),
+        ("server", replication::COMMANDS),
         ("stream", stream::COMMANDS),
         ("geo", geo::COMMANDS),
         ("hyperloglog", hll::COMMANDS),

@@ -37,10 +37,10 @@ pub static COMMANDS: &[CommandSpec] = &[
         .hidden_flags("subscribed_ok")
         .doc("Stop listening for messages posted to the given shard channels", "7.0.0"),
     cmd("publish", publish, 3, "pubsub loading stale fast", 0, 0, 0, "@pubsub @fast")
-        .hidden_flags("channel_arg")
+        .hidden_flags("channel_arg always_propagated")
         .doc("Post a message to a channel", "2.0.0"),
     cmd("spublish", spublish, 3, "pubsub loading stale fast", 1, 1, 1, "@pubsub @fast")
-        .hidden_flags("channel_arg")
+        .hidden_flags("channel_arg always_propagated")
         .doc("Post a message to a shard channel", "7.0.0"),
     cmd("pubsub", container, -2, "", 0, 0, 0, "@slow")
         .subs(PUBSUB_SUBS)

@@ -32,6 +32,8 @@ fn availability(spec: &CommandSpec, container: Option<[Version; 2]>) -> [Version
     if let Some(c) = container {
         redis = redis.max(c[Flavor::Redis as usize]);
     }
+    // Under a Valkey profile the Redis column is not compared (and the
+    // other way round): see `Profile::has`.
     let valkey = if redis <= VALKEY_REDIS_VERSION { Version::new(0, 0, 0) } else { Version::NEVER };
     [redis, valkey]
 }
@@ -166,7 +168,7 @@ impl Table {
     /// The top-level commands a listing shows (`COMMAND`, `COMMAND COUNT`,
     /// `ACL CAT`…): those of `profile`, never test control's.
     pub fn listed(&'static self, profile: Profile) -> impl Iterator<Item = &'static Command> {
-        self.commands.values().filter(move |c| !c.has(flags::TEST_CONTROL) && c.answers_in(profile))
+        self.commands.values().filter(move |c| !c.has(flags::TEST_CONTROL) && c.answers_in(&profile))
     }
 
     /// Finds a top-level command by name, any letter case: in this
@@ -206,10 +208,25 @@ impl Table {
 /// [`Table::lookup`] for a command line of a client of `core`: a row the
 /// server's profile does not have is unknown, and so are test control's
 /// rows while `test-control` is off.
+#[inline]
 pub fn lookup(core: &crate::core::Core, argv: &[Bytes]) -> Lookup {
     let table = super::table();
-    let profile = core.config.profile;
-    let found = match table.lookup(argv) {
+    let found = table.lookup(argv);
+    // Every command a client or script names: one test for the common case.
+    if let Lookup::Found(c) = found {
+        if c.flags & flags::TEST_CONTROL == 0 && c.answers_in(&core.config.profile) {
+            return found;
+        }
+    }
+    lookup_rare(core, table, argv, found)
+}
+
+/// [`lookup`] of a command the profile lacks, a test-control row, or an
+/// unknown (sub)command.
+#[cold]
+fn lookup_rare(core: &crate::core::Core, table: &'static Table, argv: &[Bytes], found: Lookup) -> Lookup {
+    let profile = &core.config.profile;
+    let found = match found {
         Lookup::Found(c) if !c.answers_in(profile) => {
             // A subcommand of a container the profile has is an unknown
             // subcommand; anything else an unknown command.

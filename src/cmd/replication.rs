@@ -1,30 +1,23 @@
 //! The commands of replication — `REPLICAOF`/`SLAVEOF`, `SYNC`/`PSYNC` and
 //! `REPLCONF` (a replica over TCP: its handshake, its `ACK`s), `ROLE`,
-//! `WAIT`, `INFO replication`, read-only replicas — and the points
-//! where dispatch hands a command's effects to the stream
-//! ([`after_call`], [`end_unit`]). The stream and the links are
+//! `WAIT`, read-only replicas, and the settings `INFO replication` shows.
+//! The stream, the links, `INFO replication`'s text and the feed
+//! `cmd::call::call` hands each command's effects to are
 //! `crate::replication`'s; the task that syncs a replica, applies what it
 //! receives and answers `WAIT` is `server/replication.rs`'s.
-//!
-//! What is replicated follows Redis 7.0's `call()`: a command that changed
-//! the dataset (`server.dirty` moved) or that is always propagated
-//! (`PUBLISH`, `FUNCTION LOAD`…) is recorded in its replicated form, keys
-//! deleted by expiry or eviction on the way as `DEL`s before it; scripts
-//! and `EXEC` are not recorded themselves, their commands are; the
-//! execution unit ends at the top-level command and is wrapped in
-//! `MULTI`/`EXEC` when it has several writes.
 
 use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 
 use super::util::{eq, int};
-use super::{Command, Ctx};
+use super::{cmd, CommandSpec, Ctx};
 use crate::client::BlockRequest;
 use crate::core::Core;
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
-use crate::replication::{link::Frame, rewrite, Link, Master, Request, TcpReplica, TcpState, WaitReq};
+use crate::replication::info::InfoSettings;
+use crate::replication::{Link, Master, Request, TcpReplica, TcpState, WaitReq};
 use std::sync::Arc;
 
 /// Redis's `shared.roslaveerr`.
@@ -53,53 +46,24 @@ pub(crate) fn enough_good_replicas(core: &Core) -> bool {
     good as i64 >= core.config.min_replicas_to_write
 }
 
-/// Commands never recorded themselves (what they run is).
-fn runs_others(name: &str) -> bool {
-    matches!(name, "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro" | "exec")
-}
-
-/// Commands recorded whenever they succeed, changed data or not.
-fn always_recorded(cmd: &Command) -> bool {
-    matches!(cmd.fullname.as_str(), "publish" | "spublish" | "function|load" | "function|delete" | "function|flush")
-        || cmd.fullname == "function|restore"
-}
-
-/// After a handler ran (any depth) on a node that feeds replicas: records
-/// the keys its lookups expired and what it changed. `dirty_before` is the
-/// keyspace's change count before the handler.
-pub(crate) fn after_call(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes], reply: &Reply, dirty_before: u64) {
-    let deleted = ctx.core.ks.sig.repl_deletes.as_mut().map(std::mem::take).unwrap_or_default();
-    for (db, key) in &deleted {
-        ctx.core.repl.propagate(*db, vec![Bytes::from_static(b"DEL"), key.to_bytes()]);
-    }
-    // Hash fields its lookups found past their deadline: one HDEL each.
-    for (db, key, field) in std::mem::take(&mut ctx.core.ks.sig.repl_fields) {
-        ctx.core.repl.propagate(db, vec![Bytes::from_static(b"HDEL"), key.to_bytes(), field]);
-    }
-    let expiry_dirty = std::mem::take(&mut ctx.core.ks.sig.expiry_dirty);
-    if runs_others(cmd.spec.name) {
-        return;
-    }
-    let changed = ctx.core.ks.sig.dirty.saturating_sub(dirty_before) > deleted.len() as u64 + expiry_dirty;
-    let forced = always_recorded(cmd) && !matches!(reply, Reply::Error(_));
-    if !changed && !forced {
-        return;
-    }
-    let db = ctx.client.db();
-    let ks = &ctx.core.ks;
-    let lookup = |key: &[u8]| ks.dbs.get(db).and_then(|d| d.peek(key)).map(|e| e.expire());
-    let ops = rewrite::replicated(cmd.spec.name, argv, reply, &lookup, ks.now);
-    for op in ops {
-        ctx.core.repl.propagate(db, op);
-    }
-}
-
-/// The end of a top-level command: its effects become one frame.
-pub(crate) fn end_unit(ctx: &mut Ctx<'_>) {
-    if ctx.core.repl.has_pending() {
-        ctx.core.repl.flush(ctx.client.id);
-    }
-}
+pub static COMMANDS: &[CommandSpec] = &[
+    cmd("replicaof", replicaof, 3, "admin noscript stale no_async_loading", 0, 0, 0, "@admin @slow @dangerous")
+        .doc("Make the server a replica of another instance, or promote it as master.", "5.0.0"),
+    cmd("slaveof", replicaof, 3, "admin noscript stale no_async_loading", 0, 0, 0, "@admin @slow @dangerous")
+        .doc("Make the server a replica of another instance, or promote it as master.", "1.0.0"),
+    cmd("sync", sync, 1, "admin noscript no_async_loading no_multi", 0, 0, 0, "@admin @slow @dangerous")
+        .doc("Internal command used for replication", "1.0.0"),
+    cmd("psync", sync, -3, "admin noscript no_async_loading no_multi", 0, 0, 0, "@admin @slow @dangerous")
+        .doc("Internal command used for replication", "2.8.0"),
+    cmd("replconf", replconf, -1, "admin noscript loading stale allow_busy", 0, 0, 0, "@admin @slow @dangerous")
+        .doc("An internal command for configuring the replication stream", "3.0.0"),
+    cmd("wait", wait, 3, "noscript", 0, 0, 0, "@slow @connection").doc(
+        "Wait for the synchronous replication of all the write commands sent in the context of the current connection",
+        "3.0.0",
+    ),
+    cmd("role", role, 1, "noscript loading stale fast", 0, 0, 0, "@admin @fast @dangerous")
+        .doc("Return the role of the instance in the context of replication", "2.8.12"),
+];
 
 // ---- commands ----
 
@@ -111,7 +75,7 @@ pub(crate) fn end_unit(ctx: &mut Ctx<'_>) {
 /// the file and the stream that follows it meet exactly at `offset`), then
 /// the live stream. Everything goes out through the connection's push
 /// queue, in that order; the command's own reply is suppressed.
-pub(crate) fn sync(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+fn sync(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let id = ctx.client.id;
     let from_primary = ctx.core.repl.master.as_ref().is_some_and(|m| m.client_id == id);
     if ctx.client.shared.replica.load(Ordering::Acquire) || from_primary {
@@ -182,7 +146,7 @@ pub(crate) fn sync(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 /// The keyspace and the function libraries as an RDB file, with the aux
 /// fields Redis 7.0 writes for a replica (`repl-id`, `repl-offset`…).
-pub(crate) fn rdb_file(core: &Core, now_ms: u64) -> Vec<u8> {
+fn rdb_file(core: &Core, now_ms: u64) -> Vec<u8> {
     use crate::db::rdb::FileWriter;
     let fill = core.config.get_str("list-max-listpack-size").parse().unwrap_or(-2);
     let mut w = FileWriter::new(fill);
@@ -206,7 +170,7 @@ pub(crate) fn rdb_file(core: &Core, now_ms: u64) -> Vec<u8> {
 /// `REPLCONF option value …`: a replica's handshake (`listening-port`,
 /// `ip-address`, `capa`) and, on its stream connection, `ACK <offset>`
 /// (no reply) and `GETACK` (no reply), as Redis 7.0's `replconfCommand`.
-pub(crate) fn replconf(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+fn replconf(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if args.len().is_multiple_of(2) {
         return Err(CmdError::Syntax);
     }
@@ -265,7 +229,7 @@ pub(crate) fn replconf(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 /// `REPLICAOF host port` / `REPLICAOF NO ONE` (and `SLAVEOF`).
-pub(crate) fn replicaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+fn replicaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if eq(&args[1], "no") && eq(&args[2], "one") {
         if ctx.core.repl.is_replica() {
             ctx.core.repl.promote();
@@ -292,22 +256,12 @@ pub(crate) fn replicaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             return Err(CmdError::custom("ERR a node can't be a replica of itself"));
         }
     }
-    become_replica(ctx.core, ctx.shared.next_id(), host, port);
+    ctx.core.repl.become_replica(ctx.shared.next_id(), host, port);
     Ok(Reply::ok())
 }
 
-/// Makes this node a replica of `host port` (its task attaches it).
-pub(crate) fn become_replica(core: &mut Core, client_id: u64, host: String, port: u16) {
-    if let Some(old) = core.repl.master.take() {
-        old.detach();
-    }
-    tracing::info!("Connecting to MASTER {host}:{port}");
-    core.repl.master = Some(Master { host, port, link: None, client_id, last_io_ms: 0, trouble: None, tcp: None });
-    core.repl.wake.notify_one();
-}
-
 /// `ROLE`.
-pub(crate) fn role(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+fn role(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     let repl = &ctx.core.repl;
     Ok(match &repl.master {
         None => Reply::Array(vec![
@@ -358,7 +312,7 @@ fn link_state(m: &Master) -> &'static str {
 /// `WAIT numreplicas timeout`: answered from the replicas' acknowledged
 /// offsets; blocks until enough acknowledge this client's last write or the
 /// timeout (on the server clock; 0 waits for ever) passes.
-pub(crate) fn wait(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+fn wait(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if ctx.core.repl.is_replica() {
         return Err(CmdError::custom("ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated."));
     }
@@ -387,127 +341,18 @@ pub(crate) fn wait(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     Ok(Reply::Nil)
 }
 
-/// Answers the `WAIT`s that enough replicas acknowledged, and keeps each
-/// other one's count current (what it answers at its timeout).
-pub(crate) fn serve_waits(core: &mut Core) {
-    if core.repl.waits.is_empty() {
-        return;
-    }
-    let waits = std::mem::take(&mut core.repl.waits);
-    for w in waits {
-        let Some(waiter) = core.blocking.waiters.get_mut(&w.waiter) else { continue };
-        let n = core.repl.acked(w.offset);
-        if n >= w.numreplicas {
-            core.blocking.serve(w.waiter, Reply::Int(n as i64));
-        } else {
-            waiter.timeout_reply = Reply::Int(n as i64);
-            core.repl.waits.push(w);
-        }
-    }
-}
-
-/// `INFO replication`, as Redis 7.0 prints it.
+/// `INFO replication`, as Redis 7.0 prints it (`replication/info.rs`).
 pub(crate) fn info(ctx: &Ctx<'_>) -> String {
-    let core = &*ctx.core;
-    let repl = &core.repl;
-    let size: u64 = core.config.get_str("repl-backlog-size").parse().unwrap_or(1 << 20);
-    let mut s = String::new();
-    let mut l = |line: String| {
-        s.push_str(&line);
-        s.push_str("\r\n");
+    let config = &ctx.core.config;
+    let settings = InfoSettings {
+        backlog_size: config.get_str("repl-backlog-size").parse().unwrap_or(1 << 20),
+        priority: config.get_str("replica-priority").to_string(),
+        read_only: config.get_str("replica-read-only") == "yes",
+        announced: config.get_str("replica-announced") == "yes",
+        min_replicas_to_write: config.min_replicas_to_write,
+        max_lag: config.get_str("min-replicas-max-lag").parse().unwrap_or(10),
     };
-    l("# Replication".into());
-    match &repl.master {
-        None => l("role:master".into()),
-        Some(m) => {
-            l("role:slave".into());
-            l(format!("master_host:{}", m.host));
-            l(format!("master_port:{}", m.port));
-            let up = m.link_up();
-            l(format!("master_link_status:{}", if up { "up" } else { "down" }));
-            let now = ctx.shared.clock.now_ms();
-            let io = if up { (now.saturating_sub(m.last_io_ms) / 1000) as i64 } else { -1 };
-            l(format!("master_last_io_seconds_ago:{io}"));
-            let transfer = m.tcp.as_ref().filter(|t| t.state == TcpState::Transfer);
-            l(format!("master_sync_in_progress:{}", u8::from(transfer.is_some())));
-            l(format!("slave_read_repl_offset:{}", repl.offset));
-            l(format!("slave_repl_offset:{}", repl.offset));
-            if let Some(t) = transfer {
-                let total = t.sync_total as i64;
-                let read = t.sync_read as i64;
-                let (left, perc) =
-                    if total > 0 { (total - read, read as f64 * 100.0 / total as f64) } else { (-1, 0.0) };
-                l(format!("master_sync_total_bytes:{}", if total > 0 { total } else { -1 }));
-                l(format!("master_sync_read_bytes:{read}"));
-                l(format!("master_sync_left_bytes:{left}"));
-                l(format!("master_sync_perc:{perc:.2}"));
-                l(format!("master_sync_last_io_seconds_ago:{}", now.saturating_sub(t.sync_last_io_ms) / 1000));
-            }
-            if !up {
-                let since = match &m.tcp {
-                    Some(t) if t.down_since_ms > 0 => (now.saturating_sub(t.down_since_ms) / 1000) as i64,
-                    Some(_) => -1,
-                    None if m.link.is_some() => 0,
-                    None => -1,
-                };
-                l(format!("master_link_down_since_seconds:{since}"));
-            }
-            l(format!("slave_priority:{}", core.config.get_str("replica-priority")));
-            l(format!("slave_read_only:{}", u8::from(core.config.get_str("replica-read-only") == "yes")));
-            l(format!("replica_announced:{}", u8::from(core.config.get_str("replica-announced") == "yes")));
-        }
-    }
-    let online: Vec<_> = repl.replicas.iter().filter(|l| l.is_online()).collect();
-    l(format!("connected_slaves:{}", online.len()));
-    if core.config.min_replicas_to_write > 0 && !repl.is_replica() {
-        let max_lag: u64 = core.config.get_str("min-replicas-max-lag").parse().unwrap_or(10);
-        let good = online.iter().filter(|l| l.lag_secs() <= max_lag).count();
-        l(format!("min_slaves_good_slaves:{good}"));
-    }
-    for (i, link) in online.iter().enumerate() {
-        l(format!(
-            "slave{i}:ip={},port={},state=online,offset={},lag={}",
-            link.replica.ip(),
-            link.replica.port(),
-            link.acked.load(Ordering::Acquire),
-            link.lag_secs()
-        ));
-    }
-    l("master_failover_state:no-failover".into());
-    l(format!("master_replid:{}", repl.replid));
-    l(format!("master_replid2:{}", repl.replid2));
-    l(format!("master_repl_offset:{}", repl.offset));
-    l(format!("second_repl_offset:{}", repl.second_offset));
-    l(format!("repl_backlog_active:{}", u8::from(repl.backlog)));
-    l(format!("repl_backlog_size:{size}"));
-    l(format!("repl_backlog_first_byte_offset:{}", repl.backlog_first_byte(size)));
-    l(format!("repl_backlog_histlen:{}", repl.backlog_histlen(size)));
-    s
-}
-
-/// Applies one frame of the primary's stream as the replica's master
-/// client (`ctx.client`), under the replica's core lock.
-pub(crate) fn apply_frame(ctx: &mut Ctx<'_>, frame: &Frame) {
-    for op in &frame.ops {
-        let Some(db) = op.db else { continue };
-        if db >= ctx.core.ks.dbs.len() {
-            continue;
-        }
-        ctx.client.set_db(db);
-        match super::table().lookup(&op.argv) {
-            super::Lookup::Found(cmd) => {
-                let reply = super::call::call(ctx, cmd, &op.argv);
-                if let Reply::Error(e) = reply {
-                    tracing::warn!(
-                        "replica: the primary's {} failed here: {}",
-                        cmd.fullname,
-                        String::from_utf8_lossy(&e)
-                    );
-                }
-            }
-            _ => tracing::warn!("replica: unknown command in the stream: {}", String::from_utf8_lossy(&op.argv[0])),
-        }
-    }
+    ctx.core.repl.info(&settings, ctx.shared.clock.now_ms())
 }
 
 // ---- test control: RLOCKD REPL … ----
@@ -527,21 +372,6 @@ pub(crate) const HELP: &[&str] = &[
     "REPL FAILOVER [<replica-port>]",
     "    (primary) Promote a replica with what it has received now; this node becomes its replica.",
 ];
-
-/// The links test control acts on: on a replica, the link to its primary;
-/// on a primary, its links (to the replica on `port` only, if given).
-pub(crate) fn links(core: &Core, port: Option<u16>) -> Vec<std::sync::Arc<crate::replication::Link>> {
-    match &core.repl.master {
-        Some(m) => m.link.iter().cloned().collect(),
-        None => core
-            .repl
-            .replicas
-            .iter()
-            .filter(|l| l.tcp.is_none() && port.is_none_or(|p| l.replica.port() == p))
-            .cloned()
-            .collect(),
-    }
-}
 
 /// `RLOCKD REPL …` (`args` after `REPL`).
 pub(crate) fn control(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
@@ -563,7 +393,7 @@ pub(crate) fn control(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
     };
     if eq(op, "status") && args.len() == 1 {
-        let all = links(ctx.core, None);
+        let all = ctx.core.repl.links(None);
         return Ok(Reply::Array(
             all.iter()
                 .map(|l| {
@@ -597,7 +427,7 @@ pub(crate) fn control(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         if args.len() > 2 {
             return Err(CmdError::Syntax);
         }
-        let ls = links(ctx.core, port_arg(port_at)?);
+        let ls = ctx.core.repl.links(port_arg(port_at)?);
         need(&ls)?;
         for l in &ls {
             let a = if flag == "paused" { &l.paused } else { &l.broken };
@@ -609,7 +439,7 @@ pub(crate) fn control(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     if eq(op, "lag") && (2..=3).contains(&args.len()) {
         let ms = u64::try_from(int(&args[1])?).map_err(|_| CmdError::custom("ERR the lag must be positive"))?;
-        let ls = links(ctx.core, port_arg(2)?);
+        let ls = ctx.core.repl.links(port_arg(2)?);
         need(&ls)?;
         for l in &ls {
             l.lag_ms.store(ms, Ordering::Release);
@@ -618,7 +448,7 @@ pub(crate) fn control(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Ok(Reply::Int(ls.len() as i64));
     }
     if eq(op, "drop") && args.len() <= 2 {
-        let ls = links(ctx.core, port_arg(1)?);
+        let ls = ctx.core.repl.links(port_arg(1)?);
         need(&ls)?;
         return Ok(Reply::Int(ls.iter().map(|l| l.drop_pending() as i64).sum()));
     }
@@ -627,7 +457,7 @@ pub(crate) fn control(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             return Err(CmdError::custom("ERR REPL FAILOVER is sent to the primary"));
         }
         let replica = port_arg(1)?;
-        need(&links(ctx.core, replica))?;
+        need(&ctx.core.repl.links(replica))?;
         if !ctx.client.may_block() {
             ctx.core.repl.requests.push(Request::Failover { waiter: None, replica });
             ctx.core.repl.wake.notify_one();
@@ -642,9 +472,4 @@ pub(crate) fn control(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         "ERR unknown subcommand or wrong number of arguments for 'REPL {}'. Try RLOCKD HELP.",
         String::from_utf8_lossy(op)
     )))
-}
-
-/// The violations the topology's ledger found (`RLOCKD CHECK` adds them).
-pub(crate) fn violations(core: &Core) -> Vec<String> {
-    core.repl.ledger.lock().violations.clone()
 }

@@ -115,10 +115,12 @@ static SCRIPT_SUBS: &[CommandSpec] = &[
 
 static FUNCTION_SUBS: &[CommandSpec] = &[
     cmd("delete", function_delete, 3, "write noscript", 0, 0, 0, "@write @slow @scripting")
+        .hidden_flags("always_propagated")
         .doc("Delete a function by name", "7.0.0"),
     cmd("dump", function_dump, 2, "noscript", 0, 0, 0, "@slow @scripting")
         .doc("Dump all functions into a serialized binary payload", "7.0.0"),
     cmd("flush", function_flush, -2, "write noscript", 0, 0, 0, "@write @slow @scripting")
+        .hidden_flags("always_propagated")
         .doc("Deleting all functions", "7.0.0"),
     cmd("help", function_help, 2, "loading stale", 0, 0, 0, "@slow @scripting")
         .doc("Show helpful text about the different subcommands", "7.0.0"),
@@ -127,8 +129,10 @@ static FUNCTION_SUBS: &[CommandSpec] = &[
     cmd("list", function_list, -2, "noscript", 0, 0, 0, "@slow @scripting")
         .doc("List information about all the functions", "7.0.0"),
     cmd("load", function_load, -3, "write denyoom noscript", 0, 0, 0, "@write @slow @scripting")
+        .hidden_flags("always_propagated")
         .doc("Create a function with the given arguments (name, code, description)", "7.0.0"),
     cmd("restore", function_restore, -3, "write denyoom noscript", 0, 0, 0, "@write @slow @scripting")
+        .hidden_flags("always_propagated")
         .doc("Restore all the functions on the given payload", "7.0.0"),
     cmd("stats", function_stats, 2, "noscript allow_busy", 0, 0, 0, "@slow @scripting")
         .doc("Return information about the function currently running (name, description, duration)", "7.0.0"),
@@ -342,12 +346,11 @@ fn key_count(cmd: &super::Command, argc: usize) -> u32 {
     ((last - first) / step + 1) as u32
 }
 
-const NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
 const NOTBUSY: &str = "NOTBUSY No scripts in execution right now.";
 
 fn eval_generic(ctx: &mut Ctx<'_>, args: &[Bytes], evalsha: bool, ro: bool) -> CmdResult {
     if evalsha && args[1].len() != 40 {
-        return Ok(Reply::error(NOSCRIPT));
+        return Ok(Reply::error(crate::script::noscript(ctx.core.profile())));
     }
     with_engine(ctx, |e, ctx| e.eval(&mut ScriptRun::new(ctx), args, evalsha, ro))
 }

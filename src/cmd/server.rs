@@ -1,8 +1,8 @@
 //! Server-wide commands: TIME, SHUTDOWN, DBSIZE, FLUSHDB, FLUSHALL, SWAPDB,
 //! the persistence commands of an in-memory server (SAVE, BGSAVE,
-//! LASTSAVE…), the replication-shaped answers of a lone master (WAIT, ROLE)
-//! and MONITOR. The other server families have their own files
-//! (`connection`, `client`, `config`, `command`, `info`, `diag`).
+//! LASTSAVE…) and MONITOR. The other server families have their own files
+//! (`connection`, `client`, `config`, `command`, `info`, `diag`,
+//! `replication`).
 
 use bytes::Bytes;
 
@@ -39,10 +39,6 @@ pub static COMMANDS: &[CommandSpec] = &[
         .doc("Blocks until all of the preceding write commands sent by the connection are written to the append-only file of the master and/or replicas.", "7.2.0")
         // Answered before rlockd had profiles, and sent by clients on connect.
         .hidden_flags("every_version"),
-    cmd("wait", super::replication::wait, 3, "noscript", 0, 0, 0, "@slow @connection")
-        .doc("Wait for the synchronous replication of all the write commands sent in the context of the current connection", "3.0.0"),
-    cmd("role", super::replication::role, 1, "noscript loading stale fast", 0, 0, 0, "@admin @fast @dangerous")
-        .doc("Return the role of the instance in the context of replication", "2.8.12"),
     cmd("monitor", monitor, 1, "admin noscript loading stale", 0, 0, 0, "@admin @slow @dangerous")
         .doc("Listen for all requests received by the server in real time", "1.0.0"),
 ];
@@ -71,7 +67,13 @@ fn lolwut(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn time(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    let us = ctx.shared.clock.now_us();
+    // From Redis 7.2 a script sees one time throughout: its start's.
+    let in_script = ctx.client.caller == crate::client::Caller::Script;
+    let us = if in_script && ctx.core.profile().at_least(7, 2, 0) {
+        ctx.core.call_time_us
+    } else {
+        ctx.shared.clock.now_us()
+    };
     Ok(Reply::Array(vec![
         Reply::Bulk(Bytes::from((us / 1_000_000).to_string())),
         Reply::Bulk(Bytes::from((us % 1_000_000).to_string())),

@@ -116,6 +116,13 @@ pub mod flags {
     /// 7.2 commands clients send on connect (`CLIENT SETINFO`) or that
     /// rlockd answered before it had profiles.
     pub const EVERY_VERSION: u64 = 1 << 45;
+    /// Recorded for the replicas whenever it succeeds, changed data or not
+    /// (Redis's `forceCommandPropagation`: `PUBLISH`, `SPUBLISH`, `FUNCTION
+    /// LOAD`/`DELETE`/`FLUSH`/`RESTORE`).
+    pub const ALWAYS_PROPAGATED: u64 = 1 << 46;
+    /// Runs other commands, which the replicas receive instead of it (a
+    /// script, `EXEC`'s queue).
+    pub const RUNS_OTHERS: u64 = RUNS_SCRIPT | RUNS_QUEUE;
 
     /// The flags of a container row that hold for its subcommands too.
     pub const INHERITED: u64 = KEEPS_CACHING;
@@ -136,6 +143,7 @@ pub mod flags {
         ("test_control", TEST_CONTROL),
         ("protected", PROTECTED),
         ("every_version", EVERY_VERSION),
+        ("always_propagated", ALWAYS_PROPAGATED),
     ];
 
     pub const NAMES: &[(&str, u64)] = &[
@@ -333,9 +341,8 @@ impl Command {
 
     /// Whether a server answering as `profile` has this command.
     #[inline]
-    pub fn answers_in(&self, profile: Profile) -> bool {
-        let (flavor, at) = profile.gate();
-        self.available[flavor as usize] <= at
+    pub fn answers_in(&self, profile: &Profile) -> bool {
+        profile.has(&self.available)
     }
     pub fn is_write(&self) -> bool {
         self.has(flags::WRITE)

@@ -1,6 +1,5 @@
 //! What a module-less Redis answers to its module and `FAILOVER` commands,
-//! with Redis's errors; `REPLICAOF`, `SYNC`, `PSYNC` and `REPLCONF` are
-//! `cmd::replication`'s.
+//! with Redis's errors.
 
 use bytes::Bytes;
 
@@ -10,61 +9,6 @@ use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
 
 pub static COMMANDS: &[CommandSpec] = &[
-    cmd(
-        "replicaof",
-        super::replication::replicaof,
-        3,
-        "admin noscript stale no_async_loading",
-        0,
-        0,
-        0,
-        "@admin @slow @dangerous",
-    )
-    .doc("Make the server a replica of another instance, or promote it as master.", "5.0.0"),
-    cmd(
-        "slaveof",
-        super::replication::replicaof,
-        3,
-        "admin noscript stale no_async_loading",
-        0,
-        0,
-        0,
-        "@admin @slow @dangerous",
-    )
-    .doc("Make the server a replica of another instance, or promote it as master.", "1.0.0"),
-    cmd(
-        "sync",
-        super::replication::sync,
-        1,
-        "admin noscript no_async_loading no_multi",
-        0,
-        0,
-        0,
-        "@admin @slow @dangerous",
-    )
-    .doc("Internal command used for replication", "1.0.0"),
-    cmd(
-        "psync",
-        super::replication::sync,
-        -3,
-        "admin noscript no_async_loading no_multi",
-        0,
-        0,
-        0,
-        "@admin @slow @dangerous",
-    )
-    .doc("Internal command used for replication", "2.8.0"),
-    cmd(
-        "replconf",
-        super::replication::replconf,
-        -1,
-        "admin noscript loading stale allow_busy",
-        0,
-        0,
-        0,
-        "@admin @slow @dangerous",
-    )
-    .doc("An internal command for configuring the replication stream", "3.0.0"),
     cmd("failover", failover, -1, "admin noscript stale", 0, 0, 0, "@admin @slow @dangerous")
         .doc("Start a coordinated failover between this server and one of its replicas.", "6.2.0"),
     cmd("module", container, -2, "", 0, 0, 0, "@slow")

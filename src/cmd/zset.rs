@@ -865,13 +865,14 @@ fn zscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
                 .collect(),
         )
     };
+    let short = ctx.core.profile().at_least(7, 2, 0);
     let mut out = Vec::new();
     for (m, s) in items {
         if opts.pattern.as_ref().is_some_and(|p| !glob::matches(p, &m, false)) {
             continue;
         }
         out.push(Reply::Bulk(m));
-        out.push(Reply::Bulk(Bytes::from(num::fmt_double(s))));
+        out.push(Reply::Bulk(Bytes::from(if short { num::fmt_short(s) } else { num::fmt_double(s) })));
     }
     Ok(Reply::Array(vec![Reply::Bulk(Bytes::from(next.to_string())), Reply::Array(out)]))
 }

@@ -1,7 +1,8 @@
 //! Reading an encoded reply back into a [`Reply`]: RESP2 and RESP3 as a
 //! Redis server writes them (simple strings, integers, bulk strings, nulls,
-//! arrays, sets, maps). Used for data rlockd embeds, recorded from a real
-//! server; anything malformed or of another type is `None`.
+//! errors, arrays, sets, maps). Used for data rlockd embeds, recorded from
+//! a real server, and for a target's replies to `MIGRATE`; anything
+//! malformed or of another type is `None`.
 
 use bytes::Bytes;
 
@@ -43,6 +44,7 @@ impl Reader<'_> {
         self.i += 1;
         Some(match tag {
             b'+' => Reply::Status(Bytes::copy_from_slice(self.line()?)),
+            b'-' => Reply::Error(Bytes::copy_from_slice(self.line()?)),
             b':' => Reply::Int(self.number()?),
             b'$' if self.b.get(self.i..self.i + 4) == Some(b"-1\r\n") => {
                 self.i += 4;
@@ -90,6 +92,7 @@ mod tests {
         assert_eq!(decode(&r.to_bytes(Resp::V3)), Some(r));
         assert_eq!(decode(b"$-1\r\n"), Some(Reply::Nil));
         assert_eq!(decode(b"*-1\r\n"), Some(Reply::NilArray));
+        assert_eq!(decode(b"-ERR no\r\n"), Some(Reply::error("ERR no")));
     }
 
     #[test]

@@ -6,7 +6,8 @@
 //! * `reply` holds the one [`Reply`] type every command produces and its
 //!   RESP2 / RESP3 encoders ([`Resp`]).
 //! * `decode` reads an encoded reply back into a [`Reply`] (the command
-//!   metadata rlockd embeds, recorded from a Redis server).
+//!   metadata rlockd embeds, recorded from a Redis server; a `MIGRATE`
+//!   target's replies).
 //! * `replica` reads what a replica's primary sends outside the command
 //!   stream: the handshake's replies and the RDB transfer's header.
 //!

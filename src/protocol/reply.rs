@@ -41,8 +41,12 @@ pub enum Reply {
     Map(Vec<(Reply, Reply)>),
     /// RESP3 set (RESP2: an array).
     Set(Vec<Reply>),
-    /// RESP3 double (RESP2: a bulk string, printed as Redis prints it).
+    /// RESP3 double (RESP2: a bulk string, printed as Redis 7.0 prints it,
+    /// `%.17g`).
     Double(f64),
+    /// The same printed as Redis 7.2 and later print it (the shortest
+    /// digits that read back the same: `num::fmt_short`).
+    ShortDouble(f64),
     /// A double printed in Redis's human long-double form (geo
     /// coordinates): a bulk string in RESP2, a RESP3 double in RESP3.
     HumanDouble(f64),
@@ -66,6 +70,21 @@ pub enum Reply {
 }
 
 impl Reply {
+    /// This reply with every [`Reply::Double`] in it printed as Redis 7.2
+    /// and later print doubles ([`Reply::ShortDouble`]).
+    pub fn with_short_doubles(self) -> Reply {
+        match self {
+            Reply::Double(d) => Reply::ShortDouble(d),
+            Reply::Array(v) => Reply::Array(v.into_iter().map(Reply::with_short_doubles).collect()),
+            Reply::Set(v) => Reply::Set(v.into_iter().map(Reply::with_short_doubles).collect()),
+            Reply::Push(v) => Reply::Push(v.into_iter().map(Reply::with_short_doubles).collect()),
+            Reply::Map(v) => {
+                Reply::Map(v.into_iter().map(|(k, v)| (k.with_short_doubles(), v.with_short_doubles())).collect())
+            }
+            other => other,
+        }
+    }
+
     /// `+OK`
     pub const fn ok() -> Reply {
         Reply::Status(Bytes::from_static(b"OK"))
@@ -155,8 +174,12 @@ impl Reply {
                     v.encode(resp, out);
                 }
             }
-            Reply::Double(d) => {
-                let s = fmt_double(*d);
+            Reply::Double(_) | Reply::ShortDouble(_) => {
+                let s = match self {
+                    Reply::ShortDouble(d) => crate::num::fmt_short(*d),
+                    Reply::Double(d) => fmt_double(*d),
+                    _ => unreachable!("a double"),
+                };
                 if resp == Resp::V3 {
                     out.put_u8(b',');
                     out.put_slice(s.as_bytes());

@@ -31,6 +31,9 @@
 //! applies and acknowledges is in `server/replication.rs`, and the replica
 //! side of the TCP protocol in `server/replication/tcp.rs`.
 
+pub mod down;
+pub mod feed;
+pub mod info;
 pub mod ledger;
 pub mod link;
 pub mod registry;
@@ -44,6 +47,8 @@ use std::collections::VecDeque;
 
 use bytes::{Bytes, BytesMut};
 use tokio::sync::Notify;
+
+use crate::protocol::Reply;
 
 pub use ledger::Ledger;
 pub use link::{Frame, Link, Op, TcpReplica};
@@ -579,5 +584,57 @@ impl ReplState {
             return 0;
         }
         self.backlog_first.max((self.offset + 1).saturating_sub(size))
+    }
+
+    /// Makes this node a replica of `host port`; its replication task
+    /// attaches it. `client_id` is the pseudo-client that will apply the
+    /// primary's stream.
+    pub fn become_replica(&mut self, client_id: u64, host: String, port: u16) {
+        if let Some(old) = self.master.take() {
+            old.detach();
+        }
+        tracing::info!("Connecting to MASTER {host}:{port}");
+        self.master = Some(Master { host, port, link: None, client_id, last_io_ms: 0, trouble: None, tcp: None });
+        self.wake.notify_one();
+    }
+
+    /// The links test control acts on: on a replica, the link to its
+    /// primary; on a primary, its in-process links (to the replica on
+    /// `port` only, if given).
+    pub fn links(&self, port: Option<u16>) -> Vec<Arc<Link>> {
+        match &self.master {
+            Some(m) => m.link.iter().cloned().collect(),
+            None => self
+                .replicas
+                .iter()
+                .filter(|l| l.tcp.is_none() && port.is_none_or(|p| l.replica.port() == p))
+                .cloned()
+                .collect(),
+        }
+    }
+
+    /// Answers the `WAIT`s that enough replicas acknowledged, and keeps
+    /// each other one's count current (what it answers at its timeout).
+    pub fn serve_waits(&mut self, blocking: &mut crate::blocking::Blocking) {
+        if self.waits.is_empty() {
+            return;
+        }
+        let waits = std::mem::take(&mut self.waits);
+        for w in waits {
+            let Some(waiter) = blocking.waiters.get_mut(&w.waiter) else { continue };
+            let n = self.acked(w.offset);
+            if n >= w.numreplicas {
+                blocking.serve(w.waiter, Reply::Int(n as i64));
+            } else {
+                waiter.timeout_reply = Reply::Int(n as i64);
+                self.waits.push(w);
+            }
+        }
+    }
+
+    /// The violations the topology's ledger found (`RLOCKD CHECK` adds
+    /// them).
+    pub fn violations(&self) -> Vec<String> {
+        self.ledger.lock().violations.clone()
     }
 }

@@ -102,11 +102,13 @@ pub(crate) unsafe fn push_reply(l: State, r: &Reply, resp3: bool) {
                 push_array(l, flat, pairs.len() * 2, resp3);
             }
         }
-        Reply::Double(d) => {
+        Reply::Double(d) | Reply::ShortDouble(d) => {
             if resp3 {
                 ffi::lua_createtable(l, 0, 1);
                 ffi::lua_pushnumber(l, *d);
                 set_field_raw(l, -2, "double");
+            } else if matches!(r, Reply::ShortDouble(_)) {
+                push_bytes(l, crate::num::fmt_short(*d).as_bytes());
             } else {
                 push_bytes(l, crate::num::fmt_double(*d).as_bytes());
             }

@@ -236,6 +236,7 @@ impl Scripting {
             return;
         }
         self.profile = profile;
+        self.args.short_numbers = profile.at_least(7, 2, 0);
         self.eval.set_profile(profile);
         if let Some(vm) = &self.fvm {
             vm.set_profile(profile);
@@ -314,7 +315,7 @@ impl Scripting {
         let index = if evalsha {
             match sha_key(&args[1]).and_then(|k| self.by_sha.get(&k)) {
                 Some(&i) => i,
-                None => return Reply::error("NOSCRIPT No matching script. Please use EVAL."),
+                None => return Reply::error(noscript(self.profile)),
             }
         } else {
             match self.create(&args[1]) {
@@ -471,6 +472,7 @@ impl Scripting {
         let mut run = RunCtx {
             host,
             resp3: false,
+            server: self.profile,
             panic: None,
             rng,
             repl_flags: 3,
@@ -665,6 +667,15 @@ fn parse_shebang(body: &[u8]) -> Result<(ScriptFlags, usize), CmdError> {
         }
     }
     Ok((flags, end))
+}
+
+/// `EVALSHA`'s error for a sha not cached (Valkey leaves out the hint).
+pub fn noscript(profile: crate::version::Profile) -> &'static str {
+    if profile.is_valkey() {
+        "NOSCRIPT No matching script."
+    } else {
+        "NOSCRIPT No matching script. Please use EVAL."
+    }
 }
 
 #[cfg(test)]

@@ -21,6 +21,46 @@ unsafe fn raise_err(l: State, msg: &'static str) -> ! {
     raise(l)
 }
 
+/// Words of the running script's server that differ (the default
+/// profile's outside a run): Valkey calls the library `server` and leaves
+/// out "redis lib"; Redis 7.2 reworded two errors.
+struct Words {
+    valkey: bool,
+    v72: bool,
+}
+
+impl Words {
+    fn of(p: crate::version::Profile) -> Words {
+        Words { valkey: p.is_valkey(), v72: p.at_least(7, 2, 0) }
+    }
+
+    /// [`Words::of`] the running script's server, for a callback that holds
+    /// no reference from `current` (the default profile's outside a run).
+    unsafe fn now() -> Words {
+        Words::of(current().map_or_else(crate::version::Profile::default, |r| r.server))
+    }
+    fn no_args(&self) -> &'static str {
+        match self.valkey {
+            true => "Please specify at least one argument for this call",
+            false => "Please specify at least one argument for this redis lib call",
+        }
+    }
+    fn bad_args(&self) -> &'static str {
+        match self.valkey {
+            true => "Command arguments must be strings or integers",
+            false => "Lua redis lib command arguments must be strings or integers",
+        }
+    }
+    /// `name` (`redis.x()`, or `server.x()` in Valkey) then `rest`.
+    fn named(&self, redis: &'static str, server: &'static str) -> &'static str {
+        if self.valkey {
+            server
+        } else {
+            redis
+        }
+    }
+}
+
 extern "C" {
     /// Reads arguments 1..n of the running C function in one call: a
     /// string's bytes, or a number's value (null pointer); returns 0, or
@@ -39,16 +79,24 @@ extern "C" {
 const READ_AT_ONCE: usize = 32;
 
 /// Collects the call arguments (`luaArgsToRedisArgv`): numbers become
-/// `%.17g`, strings are taken as they are, anything else is refused. The
+/// `%.17g` (Redis 7.2 on: `num::fmt_short_into`), strings are taken as
+/// they are, anything else is refused. The
 /// arguments are written one after the other into `args.buf` and handed
 /// out as slices of it (see [`CallArgs`](super::run::CallArgs)).
 unsafe fn collect_args(l: State, argc: c_int, args: &mut super::run::CallArgs) -> bool {
     // Emptied after the previous call (`CallArgs::clear`).
     debug_assert!(args.argv.is_empty());
     let buf = &mut args.buf;
+    let short = args.short_numbers;
     let push_number = |buf: &mut bytes::BytesMut, n: ffi::lua_Number| {
         let mut num = [0u8; 64];
-        let len = crate::num::fmt_g17_into(n, &mut num);
+        let len = match short {
+            // Redis 7.2: a whole number (minus zero too) as an integer,
+            // else the shortest digits.
+            true if n == 0.0 => crate::num::fmt_short_into(0.0, &mut num),
+            true => crate::num::fmt_short_into(n, &mut num),
+            false => crate::num::fmt_g17_into(n, &mut num),
+        };
         buf.extend_from_slice(&num[..len]);
     };
     let n = argc as usize;
@@ -129,7 +177,7 @@ unsafe fn generic_command(l: State, raise_error: bool) -> c_int {
     let Some(run) = current() else { raise_err(l, "redis.call/pcall can only be called inside a script invocation") };
     let argc = ffi::lua_gettop(l);
     if argc == 0 {
-        push_error_table(l, b"Please specify at least one argument for this redis lib call");
+        push_error_table(l, Words::of(run.server).no_args().as_bytes());
         if raise_error {
             raise(l);
         }
@@ -141,7 +189,7 @@ unsafe fn generic_command(l: State, raise_error: bool) -> c_int {
     ffi::lua_pop(l, argc);
     let (is_error, panicked) = match collected {
         false => {
-            push_error_table(l, b"Lua redis lib command arguments must be strings or integers");
+            push_error_table(l, Words::of(run.server).bad_args().as_bytes());
             (true, false)
         }
         true => match catch_unwind(AssertUnwindSafe(|| run.call())) {
@@ -159,7 +207,7 @@ unsafe fn generic_command(l: State, raise_error: bool) -> c_int {
                 (matches!(reply, Reply::Error(_)), false)
             }
             Ok(Err(refused)) => {
-                push_error_table(l, refused.message().as_bytes());
+                push_error_table(l, refused.message(run.server.is_valkey()).as_bytes());
                 ffi::lua_pushboolean(l, 1);
                 set_field_raw(l, -2, "ignore_error_stats_update");
                 (true, false)
@@ -296,7 +344,15 @@ unsafe extern "C-unwind" fn status_reply(l: State) -> c_int {
 unsafe extern "C-unwind" fn set_repl(l: State) -> c_int {
     let Some(run) = current() else { raise_err(l, "redis.set_repl can only be called inside a script invocation") };
     if ffi::lua_gettop(l) != 1 {
-        raise_err(l, "redis.set_repl() requires two arguments.");
+        let w = Words::of(run.server);
+        raise_err(
+            l,
+            match (w.valkey, w.v72) {
+                (true, _) => "server.set_repl() requires one argument.",
+                (false, true) => "redis.set_repl() requires one argument.",
+                (false, false) => "redis.set_repl() requires two arguments.",
+            },
+        );
     }
     let flags = ffi::lua_tonumber(l, -1) as i32;
     if flags & !3 != 0 {
@@ -314,20 +370,26 @@ unsafe extern "C-unwind" fn acl_check_cmd(l: State) -> c_int {
     };
     let argc = ffi::lua_gettop(l);
     if argc == 0 {
-        raise_err(l, "Please specify at least one argument for this redis lib call");
+        raise_err(l, Words::of(run.server).no_args());
     }
     let mut args = super::run::CallArgs::default();
     let collected = collect_args(l, argc, &mut args);
     ffi::lua_pop(l, argc);
     if !collected {
         drop(args);
-        raise_err(l, "Lua redis lib command arguments must be strings or integers");
+        raise_err(l, Words::of(run.server).bad_args());
     }
     // Dropped before anything is raised (a raise does not unwind Rust frames).
     let allowed = run.host.acl_check(&args.argv);
     drop(args);
     match allowed {
-        None => raise_err(l, "Invalid command passed to redis.acl_check_cmd()"),
+        None => raise_err(
+            l,
+            Words::of(run.server).named(
+                "Invalid command passed to redis.acl_check_cmd()",
+                "Invalid command passed to server.acl_check_cmd()",
+            ),
+        ),
         Some(allowed) => {
             ffi::lua_pushboolean(l, c_int::from(allowed));
             1
@@ -339,14 +401,18 @@ unsafe extern "C-unwind" fn acl_check_cmd(l: State) -> c_int {
 unsafe extern "C-unwind" fn log(l: State) -> c_int {
     let argc = ffi::lua_gettop(l);
     if argc < 2 {
-        raise_err(l, "redis.log() requires two arguments or more.");
+        raise_err(
+            l,
+            Words::now()
+                .named("redis.log() requires two arguments or more.", "server.log() requires two arguments or more."),
+        );
     }
     if ffi::lua_isnumber(l, 1) == 0 {
         raise_err(l, "First argument must be a number (log level).");
     }
     let level = ffi::lua_tonumber(l, 1) as i32;
     if !(0..=3).contains(&level) {
-        raise_err(l, "Invalid debug level.");
+        raise_err(l, if Words::now().v72 { "Invalid log level." } else { "Invalid debug level." });
     }
     let mut msg = Vec::new();
     for j in 2..=argc {
@@ -372,7 +438,11 @@ unsafe extern "C-unwind" fn log(l: State) -> c_int {
 unsafe extern "C-unwind" fn setresp(l: State) -> c_int {
     let Some(run) = current() else { raise_err(l, "redis.setresp can only be called inside a script invocation") };
     if ffi::lua_gettop(l) != 1 {
-        raise_err(l, "redis.setresp() requires one argument.");
+        raise_err(
+            l,
+            Words::of(run.server)
+                .named("redis.setresp() requires one argument.", "server.setresp() requires one argument."),
+        );
     }
     let resp = ffi::lua_tonumber(l, 1) as i32;
     if resp != 2 && resp != 3 {

@@ -50,6 +50,8 @@ pub(crate) struct RunCtx<'h> {
     pub host: &'h mut dyn ScriptHost,
     /// `redis.setresp(3)` was called.
     pub resp3: bool,
+    /// The server the script runs on (its error texts follow it).
+    pub server: crate::version::Profile,
     /// A panic caught inside a callback, re-raised once Lua has unwound.
     pub panic: Option<Box<dyn Any + Send>>,
     /// The PRNG behind `math.random`.
@@ -93,6 +95,9 @@ pub(crate) struct CallArgs {
     pub buf: BytesMut,
     /// Each argument's length in `buf` (while a call with many is collected).
     pub ends: Vec<usize>,
+    /// Numbers are written as Redis 7.2 and later write them (an integer,
+    /// else the shortest digits: `num::fmt_short_into`), not `%.17g`.
+    pub short_numbers: bool,
 }
 
 impl CallArgs {
@@ -105,7 +110,12 @@ impl CallArgs {
 
     /// The engine's own: the buffer starts at [`Self::FIRST_BYTES`].
     pub fn new() -> CallArgs {
-        CallArgs { argv: Vec::new(), buf: BytesMut::with_capacity(Self::FIRST_BYTES), ends: Vec::new() }
+        CallArgs {
+            argv: Vec::new(),
+            buf: BytesMut::with_capacity(Self::FIRST_BYTES),
+            ends: Vec::new(),
+            short_numbers: false,
+        }
     }
 
     /// Empties the vector (dropping this call's slices); lets go of a

@@ -317,7 +317,9 @@ impl Vm {
         // engine is reached through `&self` outside a run).
         unsafe {
             ffi::lua_rawgeti(self.l, ffi::LUA_REGISTRYINDEX, i64::from(self.refs.real_globals));
-            super::redis_lib::set_profile(self.l, ffi::lua_gettop(self.l), profile);
+            let globals = ffi::lua_gettop(self.l);
+            super::redis_lib::set_profile(self.l, globals, profile);
+            set_os_table(self.l, globals, profile.at_least(7, 2, 0));
             ffi::lua_pop(self.l, 1);
         }
     }
@@ -460,6 +462,31 @@ unsafe fn to_bytes_noconv<'a>(l: State, idx: c_int) -> &'a [u8] {
     } else {
         b""
     }
+}
+
+/// Redis 7.2's `os` table, with `os.clock` alone (protected like the
+/// other libraries), in the globals at `globals` while `on`.
+unsafe fn set_os_table(l: State, globals: c_int, on: bool) {
+    ffi::lua_checkstack(l, 8);
+    if on {
+        ffi::lua_createtable(l, 0, 1);
+        set_fn(l, "clock", os_clock);
+        protect(l, -1);
+        ffi::lua_remove(l, -2);
+    } else {
+        ffi::lua_pushnil(l);
+    }
+    set_field_raw(l, globals, "os");
+}
+
+/// `os.clock()`: the processor time the process has used, in seconds.
+unsafe extern "C-unwind" fn os_clock(l: State) -> c_int {
+    // C's clock(): the process's CPU clock.
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid timespec to write.
+    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    ffi::lua_pushnumber(l, ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9);
+    1
 }
 
 /// Sets on the table on top a metatable whose `__index` raises

@@ -13,7 +13,7 @@
 //! replicas are is read from the primary itself, at the time of the question.
 //!
 //! A primary that stops answering — crashed by test control (`RLOCKD REPL
-//! CRASH`, `Server::crash`; `cmd/crash.rs`) — is flagged `+sdown` once it
+//! CRASH`, `Server::crash`; `server/crash.rs`) — is flagged `+sdown` once it
 //! has been down for its `down-after-milliseconds` (30000 as in Redis;
 //! `SENTINEL SET name down-after-milliseconds ms`, `rlockd
 //! --sentinel-down-after ms`, [`Sentinel::set_down_after`]; a crash made
@@ -627,7 +627,7 @@ async fn master_reply(me: &Me, m: &Watched) -> Reply {
     // In redis-sentinel's order: s_down, o_down, role, disconnected.
     let flags = if m.sdown.is_some() {
         "s_down,o_down,master"
-    } else if crate::cmd::crash::down(m.addr).is_some() {
+    } else if crate::replication::down::down(m.addr).is_some() {
         "master,disconnected"
     } else {
         "master"
@@ -670,7 +670,7 @@ fn replica_reply(me: &Me, m: &Watched, r: &ReplicaInfo) -> Reply {
     let ms = me.group.started.elapsed().as_millis() as u64;
     let flags = if me.group.replicas_down.lock().contains(&r.addr) {
         "s_down,slave,disconnected"
-    } else if crate::cmd::crash::down(r.addr).is_some() {
+    } else if crate::replication::down::down(r.addr).is_some() {
         "slave,disconnected"
     } else {
         "slave"
@@ -921,7 +921,7 @@ async fn failover(group: &Arc<Group>, name: &str) -> Result<(), String> {
     let Some(primary) = repl::find(&m.addr.ip().to_string(), m.addr.port()) else {
         return Err("NOGOODSLAVE No suitable replica to promote".into());
     };
-    if crate::cmd::crash::down(m.addr).is_some() {
+    if crate::replication::down::down(m.addr).is_some() {
         // A crashed primary (before or after its `+sdown`): Redis's
         // Sentinel still promotes a replica whose link to it went down
         // recently; the one that received most, as the automatic failover.
@@ -1007,7 +1007,7 @@ fn demoted_text(name: &str, old: SocketAddr, new: SocketAddr) -> String {
 async fn check_down(group: &Arc<Group>) {
     let masters = group.masters.lock().clone();
     for m in masters {
-        let down = crate::cmd::crash::down(m.addr);
+        let down = crate::replication::down::down(m.addr);
         let master_text = format!("master {} {} {}", m.name, m.addr.ip(), m.addr.port());
         match m.sdown {
             None if down_long_enough(down, m.down_after_ms) => {
@@ -1033,7 +1033,7 @@ async fn check_down(group: &Arc<Group>) {
     }
     // Replicas that crashed or came back (Redisson stops and resumes
     // reading from a replica on these events).
-    let watch_replicas = crate::cmd::crash::any_down() || !group.replicas_down.lock().is_empty();
+    let watch_replicas = crate::replication::down::any_down() || !group.replicas_down.lock().is_empty();
     let masters = group.masters.lock().clone();
     for m in masters {
         if m.sdown.is_some() || !watch_replicas {
@@ -1050,7 +1050,7 @@ async fn check_down(group: &Arc<Group>) {
                 m.addr.port()
             );
             let flagged = group.replicas_down.lock().contains(&r.addr);
-            let down = crate::cmd::crash::down(r.addr);
+            let down = crate::replication::down::down(r.addr);
             if !flagged && down_long_enough(down, m.down_after_ms) {
                 group.replicas_down.lock().push(r.addr);
                 group.event("+sdown", text);
@@ -1063,7 +1063,7 @@ async fn check_down(group: &Arc<Group>) {
     let demoted = group.demoted.lock().clone();
     for d in demoted {
         let text = demoted_text(&d.name, d.old, d.new);
-        let down = crate::cmd::crash::down(d.old);
+        let down = crate::replication::down::down(d.old);
         let down_after = group.masters.lock().iter().find(|m| m.name == d.name).map_or(30_000, |m| m.down_after_ms);
         if down.is_some() {
             if !d.sdown && down_long_enough(down, down_after) {
@@ -1137,7 +1137,7 @@ async fn promote_for_crash(
         w.no_good_slave = false;
     }
     let mut d = Demoted { name: m.name.clone(), old, new, sdown: false };
-    if crate::cmd::crash::down(old).is_some() {
+    if crate::replication::down::down(old).is_some() {
         group.event("+sdown", demoted_text(&m.name, old, new));
         d.sdown = true;
     }
@@ -1152,7 +1152,7 @@ async fn watch(group: Arc<Group>, mut shutdown: tokio::sync::watch::Receiver<boo
     loop {
         tokio::select! {
             _ = crate::core::shutdown_requested(&mut shutdown) => return,
-            _ = crate::cmd::crash::CHANGED.notified() => {}
+            _ = crate::replication::down::CHANGED.notified() => {}
             _ = tokio::time::sleep(std::time::Duration::from_millis(20)) => {}
         }
         let Ok(_one) = group.failing_over.try_lock() else { continue };

@@ -354,7 +354,7 @@ fn follow(replica: &Arc<Shared>, primary: SocketAddr) {
     std::thread::spawn(move || {
         let mut core = replica.core.blocking_lock();
         let id = replica.next_id();
-        crate::cmd::replication::become_replica(&mut core, id, primary.ip().to_string(), primary.port());
+        core.repl.become_replica(id, primary.ip().to_string(), primary.port());
         core.after_command();
     });
 }
@@ -488,7 +488,7 @@ impl Cluster {
                         {
                             let mut core = replica.core.lock().await;
                             let id = replica.next_id();
-                            crate::cmd::replication::become_replica(&mut core, id, host.clone(), port);
+                            core.repl.become_replica(id, host.clone(), port);
                         }
                         super::replication::attach(replica, &host, port).await;
                     }

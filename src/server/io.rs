@@ -160,4 +160,8 @@ impl ServerIo for Io {
     fn stop_listening(&self) {
         self.close_listeners();
     }
+
+    fn change_node(&self, target: Arc<Shared>, change: crate::replication::down::Change, waiter: Option<u64>) {
+        self.runtime.spawn(super::crash::change(self.shared.upgrade(), target, change, waiter));
+    }
 }

@@ -208,7 +208,7 @@ impl Server {
     pub fn check_locks(&self) -> Vec<String> {
         self.with_core(|core| {
             let mut all = core.control.history.as_ref().map(|h| h.violations().to_vec()).unwrap_or_default();
-            all.extend(crate::cmd::replication::violations(core));
+            all.extend(core.repl.violations());
             all
         })
     }

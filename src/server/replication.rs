@@ -18,8 +18,9 @@ use std::time::{Duration, Instant};
 use crate::client::{Caller, ClientShared, ClientState};
 use crate::cmd::{self, Ctx};
 use crate::core::{Core, Shared};
+use crate::protocol::Reply;
 use crate::replication::ledger::LostGrant;
-use crate::replication::{registry, Link, Request};
+use crate::replication::{registry, Frame, Link, Request};
 
 mod tcp;
 
@@ -52,6 +53,31 @@ impl MasterClient {
     }
 }
 
+/// Applies one frame of the primary's stream as the replica's master
+/// client (`ctx.client`), under the replica's core lock.
+fn apply_frame(ctx: &mut Ctx<'_>, frame: &Frame) {
+    for op in &frame.ops {
+        let Some(db) = op.db else { continue };
+        if db >= ctx.core.ks.dbs.len() {
+            continue;
+        }
+        ctx.client.set_db(db);
+        match cmd::table().lookup(&op.argv) {
+            cmd::Lookup::Found(c) => {
+                let reply = cmd::call::call(ctx, c, &op.argv);
+                if let Reply::Error(e) = reply {
+                    tracing::warn!(
+                        "replica: the primary's {} failed here: {}",
+                        c.fullname,
+                        String::from_utf8_lossy(&e)
+                    );
+                }
+            }
+            _ => tracing::warn!("replica: unknown command in the stream: {}", String::from_utf8_lossy(&op.argv[0])),
+        }
+    }
+}
+
 /// Runs until shutdown.
 pub(crate) async fn run(shared: Arc<Shared>) {
     let wake = {
@@ -61,7 +87,7 @@ pub(crate) async fn run(shared: Arc<Shared>) {
         if let Some((host, port)) = start.split_once(' ').and_then(|(h, p)| Some((h.to_string(), p.parse().ok()?))) {
             if core.repl.master.is_none() {
                 let id = shared.next_id();
-                cmd::replication::become_replica(&mut core, id, host, port);
+                core.repl.become_replica(id, host, port);
             }
         }
         core.repl.wake.clone()
@@ -134,7 +160,7 @@ async fn turn(
             core.control.actor = Default::default();
             for f in &frames {
                 let mut ctx = Ctx { core: &mut core, client: &mut mc.client, shared };
-                cmd::replication::apply_frame(&mut ctx, f);
+                apply_frame(&mut ctx, f);
                 core.repl.forward(f);
             }
             if let Some(m) = core.repl.master.as_mut() {
@@ -156,7 +182,8 @@ async fn turn(
     {
         let mut core = shared.core.lock().await;
         core.repl.prune();
-        cmd::replication::serve_waits(&mut core);
+        let core = &mut *core;
+        core.repl.serve_waits(&mut core.blocking);
         // The heartbeat, every `repl-ping-replica-period` seconds from the
         // first replica on.
         let period: u64 = core.config.get_str("repl-ping-replica-period").parse().unwrap_or(10);
@@ -406,7 +433,7 @@ pub(crate) async fn promote_replica(
             {
                 let mut c = r.core.lock().await;
                 let id = r.next_id();
-                cmd::replication::become_replica(&mut c, id, host.clone(), new_addr.port());
+                c.repl.become_replica(id, host.clone(), new_addr.port());
             }
             attach(&r, &host, new_addr.port()).await;
         }
@@ -421,7 +448,7 @@ pub(crate) async fn follow(node: &Arc<Shared>, new_addr: SocketAddr) {
     {
         let mut p = node.core.lock().await;
         let id = node.next_id();
-        cmd::replication::become_replica(&mut p, id, host.clone(), new_addr.port());
+        p.repl.become_replica(id, host.clone(), new_addr.port());
         p.repl.replicas.clear();
     }
     attach(node, &host, new_addr.port()).await;
@@ -480,7 +507,7 @@ impl super::Server {
             {
                 let mut core = shared.core.lock().await;
                 let id = shared.next_id();
-                cmd::replication::become_replica(&mut core, id, addr.ip().to_string(), addr.port());
+                core.repl.become_replica(id, addr.ip().to_string(), addr.port());
             }
             attach(&shared, &addr.ip().to_string(), addr.port()).await;
         });
@@ -499,7 +526,7 @@ impl super::Server {
     /// it concerned.
     pub fn control_replication(&self, op: ReplicationControl, replica_port: Option<u16>) -> usize {
         self.with_core(move |core| {
-            let links = cmd::replication::links(core, replica_port);
+            let links = core.repl.links(replica_port);
             let mut n = links.len();
             for l in &links {
                 match op {

@@ -4,7 +4,10 @@
 //! on a circle between top-level modules, on a top-level module that has
 //! no place in the stack yet, and on a path through the crate root's
 //! re-exports (`crate::Fault` for `crate::faults::Fault`), which would hide
-//! the module it reaches from this test.
+//! the module it reaches from this test. A second test fails on files that
+//! import each other in a circle, inside a module too (`cmd/call.rs` →
+//! `cmd/replication.rs` → `cmd/call.rs`); a module with children (`mod.rs`,
+//! or a file with a folder of its own), which lists them, takes no part.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -335,6 +338,218 @@ fn lower_layers_never_import_higher_ones() {
     problems.sort();
     problems.dedup();
     assert!(problems.is_empty(), "the layering is broken:\n{}", problems.join("\n"));
+}
+
+/// Every module path named by a `crate::…` or `super::…` path in `code`
+/// (a file at module `path`), whole (`crate::cmd::call::call` →
+/// `[cmd, call, call]`), `{…}` groups expanded.
+fn referenced_paths(code: &str, path: &[String]) -> Vec<Vec<String>> {
+    let c: Vec<char> = code.chars().collect();
+    let mut found = Vec::new();
+    let mut i = 0;
+    while i < c.len() {
+        if i > 0 && (is_ident(c[i - 1]) || c[i - 1] == ':') {
+            i += 1;
+            continue;
+        }
+        let at = |j: usize, s: &str| c[j..].iter().take(s.len()).copied().eq(s.chars());
+        let (base, mut j) = if at(i, "crate::") {
+            (Vec::new(), i + 7)
+        } else if at(i, "super::") {
+            let mut j = i;
+            let mut up = 0;
+            while at(j, "super::") {
+                up += 1;
+                j += 7;
+            }
+            match path.len().checked_sub(up) {
+                Some(n) => (path[..n].to_vec(), j),
+                None => {
+                    i = j;
+                    continue;
+                }
+            }
+        } else {
+            i += 1;
+            continue;
+        };
+        path_tail(&c, &mut j, base, &mut found);
+        i = j.max(i + 1);
+    }
+    found
+}
+
+/// At `c[*j]`: the rest of a path after `prefix` (`a::b::{c, d::e}`), each
+/// complete path pushed to `out`.
+fn path_tail(c: &[char], j: &mut usize, mut prefix: Vec<String>, out: &mut Vec<Vec<String>>) {
+    loop {
+        while *j < c.len() && c[*j].is_whitespace() {
+            *j += 1;
+        }
+        if c.get(*j) == Some(&'{') {
+            *j += 1;
+            loop {
+                while *j < c.len() && (c[*j].is_whitespace() || c[*j] == ',') {
+                    *j += 1;
+                }
+                if *j >= c.len() || c[*j] == '}' {
+                    *j += 1;
+                    return;
+                }
+                let before = *j;
+                path_tail(c, j, prefix.clone(), out);
+                if *j == before {
+                    *j += 1;
+                }
+            }
+        }
+        let start = *j;
+        while *j < c.len() && is_ident(c[*j]) {
+            *j += 1;
+        }
+        if *j == start {
+            out.push(prefix);
+            return;
+        }
+        prefix.push(c[start..*j].iter().collect());
+        if c.get(*j) == Some(&':') && c.get(*j + 1) == Some(&':') {
+            *j += 2;
+        } else {
+            out.push(prefix);
+            return;
+        }
+    }
+}
+
+/// The strongly connected components of `graph` with two nodes or more:
+/// its circles (Tarjan's algorithm).
+fn circles<'g, T: Ord>(graph: &'g BTreeMap<&'g T, BTreeSet<&'g T>>) -> Vec<Vec<&'g T>> {
+    struct Walk<'g, T: Ord> {
+        graph: &'g BTreeMap<&'g T, BTreeSet<&'g T>>,
+        index: BTreeMap<&'g T, (usize, usize)>,
+        stack: Vec<&'g T>,
+        circles: Vec<Vec<&'g T>>,
+    }
+    impl<'g, T: Ord> Walk<'g, T> {
+        fn visit(&mut self, v: &'g T) {
+            let n = self.index.len();
+            self.index.insert(v, (n, n));
+            self.stack.push(v);
+            for &w in self.graph.get(v).into_iter().flatten() {
+                match self.index.get(w) {
+                    None => {
+                        self.visit(w);
+                        let low = self.index[w].1.min(self.index[v].1);
+                        self.index.get_mut(v).expect("visited").1 = low;
+                    }
+                    Some(&(wi, _)) if self.stack.contains(&w) => {
+                        let low = wi.min(self.index[v].1);
+                        self.index.get_mut(v).expect("visited").1 = low;
+                    }
+                    Some(_) => {}
+                }
+            }
+            if self.index[v].0 == self.index[v].1 {
+                let at = self.stack.iter().position(|x| *x == v).expect("on the stack");
+                let component = self.stack.split_off(at);
+                if component.len() > 1 {
+                    self.circles.push(component);
+                }
+            }
+        }
+    }
+    let mut walk = Walk { graph, index: BTreeMap::new(), stack: Vec::new(), circles: Vec::new() };
+    for &v in graph.keys() {
+        if !walk.index.contains_key(v) {
+            walk.visit(v);
+        }
+    }
+    walk.circles
+}
+
+#[test]
+fn the_circle_finder_sees_circles() {
+    let names = ["a", "b", "c", "d", "e", "f"];
+    let edges = [("a", "b"), ("b", "c"), ("c", "a"), ("c", "d"), ("d", "e"), ("e", "d"), ("f", "a")];
+    let mut graph: BTreeMap<&&str, BTreeSet<&&str>> = BTreeMap::new();
+    for (from, to) in edges {
+        let at = |n: &str| names.iter().find(|x| **x == n).expect("a name");
+        graph.entry(at(from)).or_default().insert(at(to));
+    }
+    let mut found: Vec<Vec<&str>> = circles(&graph)
+        .into_iter()
+        .map(|c| {
+            let mut c: Vec<&str> = c.into_iter().copied().collect();
+            c.sort();
+            c
+        })
+        .collect();
+    found.sort();
+    assert_eq!(found, [vec!["a", "b", "c"], vec!["d", "e"]]);
+}
+
+#[test]
+fn no_files_import_each_other_in_a_circle() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    files.sort();
+    let modules: BTreeMap<Vec<String>, &PathBuf> = files
+        .iter()
+        .map(|f| (module_path(&src, f), f))
+        .filter(|(p, _)| !p.is_empty() && p[0] != "main" && p[0] != "lib" && p[0] != "bin")
+        .collect();
+    let parent = |m: &Vec<String>| modules.keys().any(|k| k.len() > m.len() && k.starts_with(m));
+    let mut graph: BTreeMap<&Vec<String>, BTreeSet<&Vec<String>>> = BTreeMap::new();
+    for (module, file) in &modules {
+        if parent(module) {
+            continue;
+        }
+        let code = code_only(&std::fs::read_to_string(file).expect("read source"));
+        for used in referenced_paths(&code, module) {
+            // The longest prefix that names a module of the crate.
+            let Some(target) = (1..=used.len()).rev().find_map(|n| modules.get_key_value(&used[..n]).map(|(k, _)| k))
+            else {
+                continue;
+            };
+            if target != module && !parent(target) {
+                graph.entry(module).or_default().insert(target);
+            }
+        }
+    }
+    let problems: Vec<String> = circles(&graph)
+        .iter()
+        .map(|c| {
+            let mut names: Vec<String> =
+                c.iter().map(|m| modules[*m].strip_prefix(&src).expect("under src").display().to_string()).collect();
+            names.sort();
+            format!("circle between files: {}", names.join(", "))
+        })
+        .collect();
+    assert!(problems.is_empty(), "files import each other in a circle:\n{}", problems.join("\n"));
+}
+
+#[test]
+fn the_path_scanner_sees_whole_paths() {
+    let code = code_only(
+        "use crate::{db::Keyspace, protocol::{Reply, reply::Resp}};\n\
+         use super::util::{eq, int};\n\
+         super::super::tx::discard(); crate::cmd::call::call(x);\n",
+    );
+    let found = referenced_paths(&code, &["cmd".to_string(), "list".to_string()]);
+    let found: Vec<String> = found.iter().map(|p| p.join("::")).collect();
+    assert_eq!(
+        found,
+        [
+            "db::Keyspace",
+            "protocol::Reply",
+            "protocol::reply::Resp",
+            "cmd::util::eq",
+            "cmd::util::int",
+            "tx::discard",
+            "cmd::call::call"
+        ]
+    );
 }
 
 #[test]

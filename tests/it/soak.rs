@@ -1,7 +1,7 @@
 //! A bounded soak of the `rlockd` binary: many threads connect, lock and
 //! unlock, vanish mid-frame, mid-script, while blocked and while subscribed,
-//! for `SOAK_SECS` seconds (default 15; run for minutes with e.g.
-//! `SOAK_SECS=600 cargo test --test it soak -- --nocapture`). Afterwards:
+//! for `RLOCKD_SOAK_SECS` seconds (default 15; run for minutes with e.g.
+//! `RLOCKD_SOAK_SECS=600 cargo test --test it soak -- --nocapture`). Afterwards:
 //! every acknowledged write is present, no connection is left behind
 //! (`INFO clients`), and once the data is flushed the server's RSS falls
 //! back near its starting point.
@@ -65,7 +65,7 @@ fn start_binary() -> (Proc, u16) {
 
 #[test]
 fn soak_connect_lock_and_vanish() {
-    let secs: u64 = std::env::var("SOAK_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(15);
+    let secs: u64 = std::env::var("RLOCKD_SOAK_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(15);
     let (proc_, port) = start_binary();
     let pid = proc_.0.id();
     let mut admin = RawConn::connect(port);

@@ -41,7 +41,7 @@ use tokio::net::TcpStream;
 use tokio::sync::Notify;
 
 use super::MasterClient;
-use crate::cmd::{self, Ctx};
+use crate::cmd::Ctx;
 use crate::core::Shared;
 use crate::db::rdb;
 use crate::protocol::{primary_line, PrimaryLine, Reply, RequestParser, Resp};
@@ -573,7 +573,7 @@ async fn apply(shared: &Arc<Shared>, master: &mut MasterClient, client_id: u64, 
     for f in frames.drain(..) {
         let f = Arc::new(f);
         let mut ctx = Ctx { core: &mut core, client: &mut master.client, shared };
-        cmd::replication::apply_frame(&mut ctx, &f);
+        super::apply_frame(&mut ctx, &f);
         core.repl.forward(&f);
     }
     core.after_command();
