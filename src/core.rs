@@ -470,8 +470,12 @@ fn new_run_id() -> String {
 
 impl Shared {
     /// The state of a new server configured by `config` (`config.bind` is
-    /// the address actually bound), for the command table `catalog` describes.
-    pub fn new(config: &crate::config::Config, catalog: &crate::acl::Catalog) -> Result<Shared, crate::error::Error> {
+    /// the address actually bound), for the command table `catalog`
+    /// describes under the configuration's profile.
+    pub fn new(
+        config: &crate::config::Config,
+        catalog: fn(crate::version::Profile) -> &'static crate::acl::Catalog,
+    ) -> Result<Shared, crate::error::Error> {
         if config.databases == 0 {
             return Err(crate::error::Error::Config("databases must be at least 1".into()));
         }
@@ -480,6 +484,7 @@ impl Shared {
         let now = clock.now_ms();
         let (shutdown, _) = tokio::sync::watch::channel(false);
         let faults = Arc::new(crate::control::faults::Faults::default());
+        let catalog = catalog(runtime_config.profile);
         let mut core = Core::new(runtime_config, config.databases, now, catalog);
         core.pubsub.faults = faults.clone();
         Ok(Shared {

@@ -57,7 +57,7 @@ impl Harness {
 
     /// A server state configured by `config`, and its client.
     pub fn with_config(config: Config) -> Harness {
-        let shared = Arc::new(Shared::new(&config, crate::cmd::access::catalog()).expect("valid config"));
+        let shared = Arc::new(Shared::new(&config, crate::cmd::access::catalog).expect("valid config"));
         let (tx, pushes) = mpsc::unbounded_channel();
         let addr: SocketAddr = config.bind;
         let cs = Arc::new(ClientShared::new(shared.next_id(), addr, addr, shared.clock.now_ms(), tx));

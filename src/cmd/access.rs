@@ -13,37 +13,50 @@
 //! a script per `redis.call` (after the `noscript` check). Refusals are
 //! logged with context `toplevel`, `multi` or `lua`.
 
-use std::sync::OnceLock;
+use std::sync::Mutex;
 
 use bytes::Bytes;
 
 use super::{flags, table, Command, Ctx};
 use crate::acl::{category_index, Catalog, CatalogCommand, Denied, LogEntry, Request, User};
 use crate::error::CmdError;
+use crate::version::Profile;
 
-/// The command table as the ACL sees it (built once per process).
-pub(crate) fn catalog() -> &'static Catalog {
-    static CATALOG: OnceLock<Catalog> = OnceLock::new();
-    CATALOG.get_or_init(|| {
-        let t = table();
-        let cats = |acl: &str| {
-            acl.split_whitespace()
-                .filter_map(|c| c.strip_prefix('@').and_then(category_index))
-                .fold(0u32, |a, i| a | (1 << i))
-        };
-        let mut commands: Vec<CatalogCommand> = t
-            .commands
-            .values()
-            .map(|c| {
-                let mut subs: Vec<(usize, String, u32)> =
-                    c.subcommands.values().map(|s| (s.id, s.spec.name.to_string(), cats(s.spec.acl))).collect();
-                subs.sort_by_key(|s| s.0);
-                CatalogCommand { id: c.id, name: c.spec.name.to_string(), categories: cats(c.spec.acl), subs }
-            })
-            .collect();
-        commands.sort_by_key(|c| c.id);
-        Catalog { len: t.len(), commands }
-    })
+/// The command table as the ACL sees it under `profile`: the commands and
+/// subcommands that answer in it (built once per profile and process), so
+/// that a category holds the commands of the version served, and its
+/// rules print as that version's server prints them (`ACL LIST`).
+pub(crate) fn catalog(profile: Profile) -> &'static Catalog {
+    static CATALOGS: Mutex<Vec<(Profile, &'static Catalog)>> = Mutex::new(Vec::new());
+    let mut all = CATALOGS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, c)) = all.iter().find(|(p, _)| *p == profile) {
+        return c;
+    }
+    let t = table();
+    let cats = |acl: &str| {
+        acl.split_whitespace()
+            .filter_map(|c| c.strip_prefix('@').and_then(category_index))
+            .fold(0u32, |a, i| a | (1 << i))
+    };
+    let mut commands: Vec<CatalogCommand> = t
+        .commands
+        .values()
+        .filter(|c| c.answers_in(&profile))
+        .map(|c| {
+            let mut subs: Vec<(usize, String, u32)> = c
+                .subcommands
+                .values()
+                .filter(|s| s.answers_in(&profile))
+                .map(|s| (s.id, s.spec.name.to_string(), cats(s.spec.acl)))
+                .collect();
+            subs.sort_by_key(|s| s.0);
+            CatalogCommand { id: c.id, name: c.spec.name.to_string(), categories: cats(c.spec.acl), subs }
+        })
+        .collect();
+    commands.sort_by_key(|c| c.id);
+    let c: &'static Catalog = Box::leak(Box::new(Catalog { len: t.len(), commands }));
+    all.push((profile, c));
+    c
 }
 
 /// Channel positions of a command line, and whether each is a pattern.

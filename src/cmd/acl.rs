@@ -87,7 +87,7 @@ fn acl_users(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
 }
 
 fn acl_list(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    let cat = catalog();
+    let cat = catalog(ctx.core.profile());
     Ok(Reply::Array(
         ctx.core
             .acl
@@ -108,7 +108,7 @@ fn acl_getuser(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let Some(u) = ctx.core.acl.users.get(&args[2][..]) else {
         return Ok(Reply::Nil);
     };
-    let cat = catalog();
+    let cat = catalog(ctx.core.profile());
     let bulk = |s: String| Reply::Bulk(Bytes::from(s));
     let parts = |(c, k, ch): (String, String, String)| {
         vec![
@@ -257,7 +257,7 @@ fn merge_selectors(args: &[Bytes]) -> Result<Vec<Bytes>, CmdError> {
 }
 
 fn acl_setuser(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let cat = catalog();
+    let cat = catalog(ctx.core.profile());
     let name = args[2].clone();
     if name.iter().any(|&b| b == b' ' || b == 0) {
         return Err(CmdError::custom("ERR Usernames can't contain spaces or null characters"));

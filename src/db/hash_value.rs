@@ -16,6 +16,18 @@
 //! the same whatever the representation. Which one is used is invisible to
 //! commands (they see the API below, which hands out byte slices) and to
 //! clients (`OBJECT ENCODING` follows Redis's listpack rules, not this).
+//!
+//! Field expiration (Redis 7.4's `HEXPIRE` family): a hash whose fields
+//! are given a deadline moves, once and for good, to a third form,
+//! [`HashValue::Ttl`], where each field carries its own optional deadline
+//! beside its value ([`TtlField`]). The packed and map forms never hold a
+//! deadline, so a hash without field TTLs (a lock) keeps its layout, size
+//! and speed: the third variant is one more boxed arm, and the enum's size
+//! does not change. A field whose deadline passed stays stored until a
+//! command or the active expiry deletes it (as in Redis, `HLEN` counts it);
+//! the readers that must skip it take the time ([`HashValue::live`]). The
+//! database registers the key by its earliest field deadline
+//! ([`TtlHash::registered`], `db::Db`'s field-expiry index).
 
 use std::ops::Range;
 
@@ -37,13 +49,84 @@ pub enum HashValue {
     Packed(Packed),
     /// Larger hashes.
     Big(Box<Map<Bytes, Bytes>>),
+    /// A hash some of whose fields have (or had) a deadline.
+    Ttl(Box<TtlHash>),
+}
+
+/// A field of a [`TtlHash`]: its value and deadline (unix ms; 0: none).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TtlField {
+    pub value: Bytes,
+    pub expire: u64,
+}
+
+/// The pairs of a hash with field deadlines, in insertion order.
+#[derive(Debug, Clone, Default)]
+pub struct TtlHash {
+    map: Map<Bytes, TtlField>,
+    /// The deadline the key is registered under in its database's
+    /// field-expiry index (0: not registered). Never later than the
+    /// earliest field deadline while one exists; kept by `db`.
+    pub registered: u64,
+}
+
+impl TtlHash {
+    /// The earliest field deadline.
+    pub fn min_expire(&self) -> Option<u64> {
+        self.map.values().map(|f| f.expire).filter(|&e| e != 0).min()
+    }
+
+    /// The fields whose deadline is `<= now`, in order.
+    pub fn expired(&self, now: u64) -> Vec<Bytes> {
+        self.map.iter().filter(|(_, f)| f.expire != 0 && f.expire <= now).map(|(k, _)| k.clone()).collect()
+    }
+
+    /// The fields with a deadline.
+    pub fn volatile(&self) -> usize {
+        self.map.values().filter(|f| f.expire != 0).count()
+    }
 }
 
 /// Up to [`SMALL_MAX`] pairs in one allocation: `[flen][field][vlen][value]…`.
 #[derive(Debug, Clone, Default)]
 pub struct Packed {
-    n: u8,
+    n: Count,
     buf: Box<[u8]>,
+}
+
+/// A packed hash's number of pairs, 0 to [`SMALL_MAX`]: a byte whose other
+/// values are invalid, so that [`HashValue`]'s other forms fit in them and
+/// the enum stays the size of a [`Packed`] (24 bytes).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[repr(u8)]
+enum Count {
+    #[default]
+    N0,
+    N1,
+    N2,
+    N3,
+    N4,
+    N5,
+    N6,
+    N7,
+    N8,
+}
+
+impl Count {
+    const ALL: [Count; SMALL_MAX + 1] =
+        [Count::N0, Count::N1, Count::N2, Count::N3, Count::N4, Count::N5, Count::N6, Count::N7, Count::N8];
+
+    #[inline]
+    fn new(n: usize) -> Count {
+        Count::ALL[n]
+    }
+}
+
+impl From<Count> for usize {
+    #[inline]
+    fn from(n: Count) -> usize {
+        n as usize
+    }
 }
 
 /// Where one pair lies in a packed buffer.
@@ -108,7 +191,7 @@ impl Packed {
             b.extend_from_slice(p);
         }
         self.buf = b.into_boxed_slice();
-        self.n = n as u8;
+        self.n = Count::new(n);
     }
 
     fn iter(&self) -> PackedIter<'_> {
@@ -139,6 +222,7 @@ impl HashValue {
         match self {
             HashValue::Packed(p) => usize::from(p.n),
             HashValue::Big(m) => m.len(),
+            HashValue::Ttl(t) => t.map.len(),
         }
     }
 
@@ -151,6 +235,7 @@ impl HashValue {
         match self {
             HashValue::Packed(p) => p.find(field).map(|(_, pair)| &p.buf[pair.value]),
             HashValue::Big(m) => m.get(field).map(|v| &v[..]),
+            HashValue::Ttl(t) => t.map.get(field).map(|f| &f.value[..]),
         }
     }
 
@@ -158,11 +243,24 @@ impl HashValue {
         self.get(field).is_some()
     }
 
-    /// Sets `field` to `value` (an existing field keeps its position);
-    /// whether the field is new.
+    /// Sets `field` to `value` (an existing field keeps its position and
+    /// its deadline); whether the field is new.
     pub fn insert(&mut self, field: &[u8], value: &[u8]) -> bool {
         let p = match self {
             HashValue::Packed(p) => p,
+            HashValue::Ttl(t) => {
+                return match t.map.get_mut(field) {
+                    Some(f) => {
+                        f.value = Bytes::copy_from_slice(value);
+                        false
+                    }
+                    None => {
+                        let f = TtlField { value: Bytes::copy_from_slice(value), expire: 0 };
+                        t.map.insert(Bytes::copy_from_slice(field), f);
+                        true
+                    }
+                };
+            }
             HashValue::Big(m) => {
                 return match m.get_mut(field) {
                     Some(v) => {
@@ -227,6 +325,7 @@ impl HashValue {
                 true
             }
             HashValue::Big(m) => m.swap_remove(field).is_some(),
+            HashValue::Ttl(t) => t.map.swap_remove(field).is_some(),
         }
     }
 
@@ -241,6 +340,7 @@ impl HashValue {
                 true
             }
             HashValue::Big(m) => m.shift_remove(field).is_some(),
+            HashValue::Ttl(t) => t.map.shift_remove(field).is_some(),
         }
     }
 
@@ -248,15 +348,118 @@ impl HashValue {
         match self {
             HashValue::Packed(p) => (i < usize::from(p.n)).then(|| p.slices(&p.nth(i))),
             HashValue::Big(m) => m.get_index(i).map(|(k, v)| (&k[..], &v[..])),
+            HashValue::Ttl(t) => t.map.get_index(i).map(|(k, f)| (&k[..], &f.value[..])),
         }
     }
 
-    /// The pairs in order.
+    /// The pairs in order (fields past their deadline included).
     pub fn iter(&self) -> Iter<'_> {
         match self {
             HashValue::Packed(p) => Iter::Packed(p.iter()),
             HashValue::Big(m) => Iter::Big(m.iter()),
+            HashValue::Ttl(t) => Iter::Ttl(t.map.iter()),
         }
+    }
+
+    /// The form with field deadlines, if this is it.
+    #[inline]
+    pub fn ttls(&self) -> Option<&TtlHash> {
+        match self {
+            HashValue::Ttl(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    /// [`ttls`](Self::ttls), mutable.
+    #[inline]
+    pub fn ttls_mut(&mut self) -> Option<&mut TtlHash> {
+        match self {
+            HashValue::Ttl(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    /// Moves to the form with field deadlines (same pairs, same order).
+    pub fn make_ttl(&mut self) -> &mut TtlHash {
+        if !matches!(self, HashValue::Ttl(_)) {
+            let mut map: Map<Bytes, TtlField> = Map::with_capacity_and_hasher(self.len(), Default::default());
+            map.extend(
+                self.iter().map(|(k, v)| {
+                    (Bytes::copy_from_slice(k), TtlField { value: Bytes::copy_from_slice(v), expire: 0 })
+                }),
+            );
+            *self = HashValue::Ttl(Box::new(TtlHash { map, registered: 0 }));
+        }
+        self.ttls_mut().expect("just made")
+    }
+
+    /// `None`: no such field; `Some(0)`: no deadline; else its deadline.
+    pub fn field_expire(&self, field: &[u8]) -> Option<u64> {
+        match self {
+            HashValue::Ttl(t) => t.map.get(field).map(|f| f.expire),
+            _ => self.get(field).map(|_| 0),
+        }
+    }
+
+    /// Sets (`at` > 0) or removes (`at` == 0) the deadline of an existing
+    /// field; false if there is no such field. Setting one moves the hash
+    /// to the form with deadlines.
+    ///
+    /// `ordered` (the hash is a `listpackex` for Redis): the field moves
+    /// where Redis's listpack keeps it, fields with a deadline first by
+    /// deadline (a field goes before those with the same one), then those
+    /// without, a field that loses its deadline going last.
+    pub fn set_field_expire(&mut self, field: &[u8], at: u64, ordered: bool) -> bool {
+        if at == 0 && !matches!(self, HashValue::Ttl(_)) {
+            return self.contains_key(field);
+        }
+        if !self.contains_key(field) {
+            return false;
+        }
+        let t = self.make_ttl();
+        let i = t.map.get_index_of(field).expect("present");
+        let had = t.map[i].expire;
+        t.map[i].expire = at;
+        if ordered && (at != 0 || had != 0) {
+            let (k, f) = t.map.shift_remove_index(i).expect("present");
+            let to = if at == 0 {
+                t.map.len()
+            } else {
+                t.map.values().position(|g| g.expire == 0 || g.expire >= at).unwrap_or(t.map.len())
+            };
+            t.map.shift_insert(to, k, f);
+        }
+        true
+    }
+
+    /// Whether `field` exists and its deadline is `<= now`.
+    #[inline]
+    pub fn is_expired(&self, field: &[u8], now: u64) -> bool {
+        match self {
+            HashValue::Ttl(t) => t.map.get(field).is_some_and(|f| f.expire != 0 && f.expire <= now),
+            _ => false,
+        }
+    }
+
+    /// The pairs whose deadline has not passed at `now`, in order.
+    pub fn live(&self, now: u64) -> Vec<(&[u8], &[u8])> {
+        match self {
+            HashValue::Ttl(t) => t
+                .map
+                .iter()
+                .filter(|(_, f)| f.expire == 0 || f.expire > now)
+                .map(|(k, f)| (&k[..], &f.value[..]))
+                .collect(),
+            _ => self.iter().collect(),
+        }
+    }
+
+    /// The pairs with their deadlines (0: none), in order.
+    pub fn iter_expire(&self) -> impl Iterator<Item = (&[u8], &[u8], u64)> + '_ {
+        let ttl = self.ttls();
+        self.iter()
+            .enumerate()
+            .map(move |(i, (k, v))| (k, v, ttl.map_or(0, |t| t.map.get_index(i).map_or(0, |(_, f)| f.expire))))
     }
 
     pub fn keys(&self) -> impl DoubleEndedIterator<Item = &[u8]> + ExactSizeIterator {
@@ -315,6 +518,7 @@ impl DoubleEndedIterator for PackedIter<'_> {
 pub enum Iter<'a> {
     Packed(PackedIter<'a>),
     Big(indexmap::map::Iter<'a, Bytes, Bytes>),
+    Ttl(indexmap::map::Iter<'a, Bytes, TtlField>),
 }
 
 impl<'a> Iterator for Iter<'a> {
@@ -324,6 +528,7 @@ impl<'a> Iterator for Iter<'a> {
         match self {
             Iter::Packed(i) => i.next(),
             Iter::Big(i) => i.next().map(|(k, v)| (&k[..], &v[..])),
+            Iter::Ttl(i) => i.next().map(|(k, f)| (&k[..], &f.value[..])),
         }
     }
 
@@ -331,6 +536,7 @@ impl<'a> Iterator for Iter<'a> {
         match self {
             Iter::Packed(i) => i.size_hint(),
             Iter::Big(i) => i.size_hint(),
+            Iter::Ttl(i) => i.size_hint(),
         }
     }
 }
@@ -340,6 +546,7 @@ impl DoubleEndedIterator for Iter<'_> {
         match self {
             Iter::Packed(i) => i.next_back(),
             Iter::Big(i) => i.next_back().map(|(k, v)| (&k[..], &v[..])),
+            Iter::Ttl(i) => i.next_back().map(|(k, f)| (&k[..], &f.value[..])),
         }
     }
 }
@@ -451,6 +658,56 @@ mod tests {
         assert!(h.shift_remove(b"owner:1"));
         assert!(h.is_empty());
         assert!(!h.swap_remove(b"owner:1"));
+    }
+
+    /// The enum keeps its size with the third form, and a field deadline
+    /// moves a hash there keeping order; `HSET`-style inserts keep the
+    /// deadline, removal takes it.
+    #[test]
+    fn field_deadlines_live_in_the_ttl_form() {
+        assert_eq!(std::mem::size_of::<HashValue>(), 24);
+        let mut h: HashValue = [("a", "1"), ("b", "2"), ("c", "3")].into_iter().collect();
+        assert!(h.ttls().is_none());
+        assert_eq!(h.field_expire(b"a"), Some(0));
+        assert!(h.set_field_expire(b"a", 0, false), "no deadline to remove: stays packed");
+        assert!(h.ttls().is_none());
+        assert!(h.set_field_expire(b"b", 100, false));
+        assert!(h.keys().eq([&b"a"[..], b"b", b"c"]));
+        assert_eq!(h.field_expire(b"b"), Some(100));
+        assert!(!h.insert(b"b", b"22"));
+        assert_eq!(h.field_expire(b"b"), Some(100));
+        assert!(h.is_expired(b"b", 100) && !h.is_expired(b"b", 99) && !h.is_expired(b"a", 1000));
+        assert_eq!(h.live(100), vec![(&b"a"[..], &b"1"[..]), (&b"c"[..], &b"3"[..])]);
+        assert_eq!(h.ttls().map(|t| (t.min_expire(), t.expired(100))), Some((Some(100), vec![Bytes::from("b")])));
+        assert!(h.shift_remove(b"b"));
+        assert_eq!(h.ttls().and_then(|t| t.min_expire()), None);
+        assert_eq!(h.len(), 2);
+    }
+
+    /// In a `listpackex` the fields with a deadline come first, by
+    /// deadline, a field going before those with the same one; the others
+    /// follow, a field that loses its deadline going last (redis 8.2.3).
+    #[test]
+    fn listpackex_order() {
+        let mut h: HashValue = [("a", "1"), ("b", "2"), ("c", "3"), ("d", "4")].into_iter().collect();
+        let keys = |h: &HashValue| h.keys().map(|k| String::from_utf8_lossy(k).into_owned()).collect::<Vec<_>>();
+        for f in [b"c", b"b", b"a"] {
+            h.set_field_expire(f, 40, true);
+        }
+        assert_eq!(keys(&h), ["a", "b", "c", "d"]);
+        h.set_field_expire(b"d", 40, true);
+        assert_eq!(keys(&h), ["d", "a", "b", "c"]);
+        h.set_field_expire(b"b", 30, true);
+        assert_eq!(keys(&h), ["b", "d", "a", "c"]);
+        h.set_field_expire(b"b", 40, true);
+        assert_eq!(keys(&h), ["b", "d", "a", "c"]);
+        h.set_field_expire(b"c", 40, true);
+        assert_eq!(keys(&h), ["c", "b", "d", "a"]);
+        h.set_field_expire(b"c", 0, true);
+        assert_eq!(keys(&h), ["b", "d", "a", "c"]);
+        h.insert(b"e", b"5");
+        h.set_field_expire(b"e", 50, true);
+        assert_eq!(keys(&h), ["b", "d", "a", "e", "c"]);
     }
 
     /// Empty fields and values pack too.

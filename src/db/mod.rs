@@ -31,6 +31,14 @@
 //! crosses one (`DbView::mark_outgrown`); nothing converts back, as in Redis
 //! 7.0.
 //!
+//! Hash field expiration (Redis 7.4): a hash's field deadlines live in the
+//! value ([`hash_value::TtlHash`]); each database also indexes the hashes
+//! that have some by the earliest deadline each is registered under
+//! (`Db::fields`), pairs that may be stale and are checked when popped.
+//! Active expiry (`Db::expire_due`) deletes due fields after due keys, with
+//! one `hexpired` event per hash and `del` with its last field; commands
+//! that name fields delete the due ones lazily (`DbView::expire_fields`).
+//!
 //! Active expiry pops due keys from the ordered index in slices of at most
 //! about 1 ms of lock time, yielding between slices. Maps shrink after mass
 //! deletion: the table is rebuilt once few keys are left and the old one is
@@ -151,6 +159,7 @@ impl Entry {
             (Value::Set(_) | Value::Hash(_), StrEnc::Big) => "hashtable",
             (Value::ZSet(_), StrEnc::Big) => "skiplist",
             (Value::Set(_), StrEnc::Small) => "intset",
+            (Value::Hash(h), StrEnc::Small) if h.ttls().is_some() => "listpackex",
             (Value::Hash(_) | Value::ZSet(_), StrEnc::Small) => "listpack",
             (v, _) => v.encoding(&EncLimits::default()),
         }
@@ -164,6 +173,14 @@ impl Entry {
 pub struct Db {
     map: entries::Entries,
     expires: expiry::ExpiryIndex,
+    /// Hashes with field deadlines, by the deadline each is registered
+    /// under ([`hash_value::TtlHash::registered`]): the field-expiry index.
+    /// Unlike `expires`, a pair may be stale (its key gone, re-registered
+    /// earlier, or its fields persisted): it is checked when popped, so
+    /// that no write of a hash has to find and remove its pair.
+    /// **Invariant:** a hash with a field deadline has `registered` set,
+    /// no later than that deadline, with a pair `(registered, hash of key)`.
+    fields: expiry::ExpiryIndex,
 }
 
 /// What Redisson's fair lock names its queue key with
@@ -332,6 +349,13 @@ pub struct Signals {
     /// Keys deleted by expiry or eviction, recorded while the server feeds
     /// replicas (they are replicated as `DEL`).
     pub repl_deletes: Option<Vec<(usize, Key)>>,
+    /// Hash fields deleted by field expiry (database, key, field), recorded
+    /// while `repl_deletes` is (replicated as `HDEL`, one each, as Redis).
+    pub repl_fields: Vec<(usize, Key, Bytes)>,
+    /// Changes counted in `dirty` that lazy field expiry made (not the
+    /// command's own, for deciding whether to replicate it), counted while
+    /// `repl_deletes` is recorded.
+    pub expiry_dirty: u64,
     /// Before-images of the keys the running command changes, while a
     /// floor above asks for them (test control's lock history).
     pub images: preimage::PreImages,
@@ -639,16 +663,24 @@ impl DbView<'_> {
                 e.str_enc = StrEnc::Auto;
                 Self::pin_encoding(&self.tuning.limits, e);
                 let dropped = if keep_ttl { None } else { e.take_expire() };
+                let fields = has_field_ttls(&e.value);
                 if let Some(at) = dropped {
                     let hash = self.db.hash(key);
                     self.db.expires.remove(at, hash);
+                }
+                if fields {
+                    self.db.register_fields(key, true);
                 }
             }
             None => {
                 let mut e = Entry::new(value);
                 e.lru = self.new_access();
                 Self::pin_encoding(&self.tuning.limits, &mut e);
+                let fields = has_field_ttls(&e.value);
                 self.db.map.insert(Key::new(key), e);
+                if fields {
+                    self.db.register_fields(key, true);
+                }
                 self.created(key);
                 self.sig.notify(notify::NEW, "new", self.index, key);
             }
@@ -670,9 +702,66 @@ impl DbView<'_> {
         let mut e = Entry::new(value);
         e.lru = self.new_access();
         Self::pin_encoding(&self.tuning.limits, &mut e);
+        let fields = has_field_ttls(&e.value);
         self.db.map.insert(Key::new(key), e);
+        if fields {
+            self.db.register_fields(key, true);
+        }
         self.created(key);
         self.sig.notify(notify::NEW, "new", self.index, key);
+    }
+
+    /// Registers `key`'s hash in the field-expiry index after a field of
+    /// it was given a deadline in place (`HEXPIRE`, `HSETEX`…).
+    pub fn fields_changed(&mut self, key: &[u8]) {
+        self.db.register_fields(key, false);
+    }
+
+    /// Deletes those of `fields` of the hash at `key` whose deadline has
+    /// passed (a command touching them: Redis's lazy field expiry), with
+    /// one `hexpired` event, and the key with a `del` event if that empties
+    /// it. The number deleted.
+    #[cold]
+    #[inline(never)]
+    pub fn expire_fields(&mut self, key: &Bytes, fields: &[Bytes]) -> usize {
+        self.expire_fields_then(key, fields, true)
+    }
+
+    /// [`expire_fields`](Self::expire_fields), leaving an emptied hash in
+    /// place unless `delete_empty` (`HSETEX` is about to write it: Redis
+    /// neither deletes it nor says `del`).
+    #[cold]
+    #[inline(never)]
+    pub fn expire_fields_then(&mut self, key: &Bytes, fields: &[Bytes], delete_empty: bool) -> usize {
+        let now = self.now;
+        let Some(Value::Hash(h)) = self.db.map.get(&key[..]).map(|e| &e.value) else { return 0 };
+        if h.ttls().is_none() || !fields.iter().any(|f| h.is_expired(f, now)) {
+            return 0;
+        }
+        self.before_write(key);
+        let Some(Entry { value: Value::Hash(h), .. }) = self.db.map.get_mut(&key[..]) else { return 0 };
+        let dirty = self.sig.dirty;
+        let mut n = 0;
+        let record = self.sig.repl_deletes.is_some();
+        for f in fields {
+            if h.is_expired(f, now) && h.shift_remove(f) {
+                n += 1;
+                if record {
+                    self.sig.repl_fields.push((self.index, Key::new(key), f.clone()));
+                }
+            }
+        }
+        let empty = h.is_empty();
+        self.sig.touch(self.index, key);
+        self.sig.notify(notify::HASH, "hexpired", self.index, key);
+        if empty && delete_empty {
+            self.remove(key);
+            self.sig.notify(notify::GENERIC, "del", self.index, key);
+        }
+        if record {
+            self.sig.expiry_dirty += self.sig.dirty - dirty;
+        }
+        n
     }
 
     /// Removes `key`, returning its value if it was live. Signals.
@@ -793,6 +882,12 @@ impl DbView<'_> {
     }
 }
 
+/// Whether `v` is a hash with the form that carries field deadlines.
+#[inline]
+fn has_field_ttls(v: &Value) -> bool {
+    matches!(v, Value::Hash(h) if h.ttls().is_some())
+}
+
 /// An entry's access stamp for a time in unix milliseconds.
 pub fn lru_stamp(now_ms: u64) -> u32 {
     (now_ms / 1000) as u32
@@ -849,9 +944,106 @@ impl Db {
         self.map.keys()
     }
 
-    /// Deletes up to `limit` keys whose deadline is `<= now`. Returns the
-    /// number deleted; fewer than `limit` means none are left due.
+    /// Registers the hash at `key` in the field-expiry index by its
+    /// earliest field deadline if that is earlier than where it is
+    /// registered (`fresh`: the value was just stored under this key, so
+    /// whatever it carries is another key's registration).
+    #[cold]
+    #[inline(never)]
+    fn register_fields(&mut self, key: &[u8], fresh: bool) {
+        let hash = self.hash(key);
+        let Some(Entry { value: Value::Hash(h), .. }) = self.map.get_mut(key) else { return };
+        let Some(t) = h.ttls_mut() else { return };
+        if fresh {
+            t.registered = 0;
+        }
+        if let Some(min) = t.min_expire() {
+            if t.registered == 0 || min < t.registered {
+                t.registered = min;
+                self.fields.insert(min, hash);
+            }
+        }
+    }
+
+    /// The hash registered in the field-expiry index under `(at, hash)`.
+    fn hash_expiring(&self, at: u64, hash: u64) -> Option<&Key> {
+        use indexmap::map::RawEntryApiV1;
+        let hasher = self.map.hasher();
+        let registered = |e: &Entry| match &e.value {
+            Value::Hash(h) => h.ttls().is_some_and(|t| t.registered == at),
+            _ => false,
+        };
+        let mut other: Vec<&Key> = Vec::new();
+        loop {
+            let (k, e) =
+                self.map.raw_entry_v1().from_hash(hash, |k| hasher.hash_one(&k[..]) == hash && !other.contains(&k))?;
+            if registered(e) {
+                return Some(k);
+            }
+            other.push(k);
+        }
+    }
+
+    /// Deletes the due fields of up to about `limit` hashes registered by
+    /// a field deadline `<= now` (Redis's active field expiry): one
+    /// `hexpired` event per hash, and `del` for a hash left empty, which is
+    /// deleted. Returns the number of hashes visited.
+    fn expire_fields_due(&mut self, index: usize, now: u64, limit: usize, sig: &mut Signals) -> usize {
+        let mut n = 0;
+        while n < limit {
+            match self.fields.first() {
+                Some((at, _)) if at <= now => {}
+                _ => break,
+            }
+            let (at, hash, count) = self.fields.pop_first().expect("first exists");
+            for _ in 0..count {
+                let Some(key) = self.hash_expiring(at, hash).cloned() else { break };
+                n += 1;
+                sig.images.take(self, index, key.as_bytes());
+                let Some(Entry { value: Value::Hash(h), .. }) = self.map.get_mut(&key) else { break };
+                let t = h.ttls_mut().expect("registered");
+                t.registered = 0;
+                let due = t.expired(now);
+                for f in &due {
+                    h.shift_remove(f);
+                }
+                if sig.repl_deletes.is_some() {
+                    sig.repl_fields.extend(due.iter().map(|f| (index, key.clone(), f.clone())));
+                }
+                let empty = h.is_empty();
+                if !due.is_empty() {
+                    sig.touch(index, &key);
+                    sig.notify(notify::HASH, "hexpired", index, &key);
+                }
+                if empty {
+                    let e = self.map.swap_remove(&key).expect("present");
+                    if let Some(at) = e.expire() {
+                        let hash = self.hash(&key);
+                        self.expires.remove(at, hash);
+                    }
+                    sig.notify(notify::GENERIC, "del", index, &key);
+                } else {
+                    self.register_fields(&key, false);
+                }
+            }
+        }
+        n
+    }
+
+    /// Deletes up to `limit` keys whose deadline is `<= now`, then the due
+    /// fields of hashes (counted per hash) within what is left of
+    /// `limit`. Returns the number deleted; fewer than `limit` means none
+    /// are left due.
     pub fn expire_due(&mut self, index: usize, now: u64, limit: usize, sig: &mut Signals) -> usize {
+        let n = self.expire_keys_due(index, now, limit, sig);
+        if n < limit && !self.fields.is_empty() {
+            return n + self.expire_fields_due(index, now, limit - n, sig);
+        }
+        n
+    }
+
+    /// The keys part of [`expire_due`](Self::expire_due).
+    fn expire_keys_due(&mut self, index: usize, now: u64, limit: usize, sig: &mut Signals) -> usize {
         let mut n = 0;
         while n < limit {
             let Some((at, _)) = self.expires.first() else {
@@ -932,6 +1124,7 @@ impl Db {
 
     /// Drops every key (the memory is freed off the lock).
     pub fn clear(&mut self) {
+        self.fields = expiry::ExpiryIndex::default();
         let old = (std::mem::take(&mut self.map), std::mem::take(&mut self.expires));
         if old.0.capacity() > 4096 {
             lazy_free(old);
@@ -973,6 +1166,68 @@ mod tests {
         let mut k = Keyspace::new(2);
         k.now = 1_000;
         k
+    }
+
+    /// A hash with field deadlines is found by active expiry through the
+    /// field-expiry index: due fields go (one `hexpired`), the hash is
+    /// registered again by its next deadline, and goes with its last field
+    /// (`del`); a stale registration (a renamed key) is passed over and the
+    /// new name registered when the value is stored.
+    #[test]
+    fn field_deadlines_expire_actively_and_the_last_deletes_the_key() {
+        use hash_value::HashValue;
+        let mut k = ks();
+        k.sig.notify_flags = notify::ALL | notify::KEYEVENT;
+        let key = Bytes::from("h");
+        let mut h: HashValue = [("a", "1"), ("b", "2"), ("c", "3")].into_iter().collect();
+        assert!(h.set_field_expire(b"a", 1_500, false));
+        assert!(h.set_field_expire(b"b", 2_500, false));
+        assert!(!h.set_field_expire(b"zz", 2_500, false));
+        k.view(0).insert_new(&key, Value::Hash(h));
+        let mut v = k.view(0);
+        let Some(Value::Hash(h)) = v.get_mut(b"h") else { panic!("hash") };
+        h.set_field_expire(b"c", 1_200, false);
+        v.fields_changed(b"h");
+        assert_eq!(k.dbs[0].fields.len(), 2, "registered at 1500, then earlier at 1200");
+        k.sig.events.clear();
+        assert_eq!(k.dbs[0].expire_due(0, 1_499, 10, &mut k.sig), 1, "the 1200 pair");
+        let hash = |k: &Keyspace| match k.dbs[0].peek(b"h").map(|e| &e.value) {
+            Some(Value::Hash(h)) => h.keys().map(|f| f.to_vec()).collect::<Vec<_>>(),
+            _ => Vec::new(),
+        };
+        assert_eq!(hash(&k), vec![b"a".to_vec(), b"b".to_vec()]);
+        assert_eq!(k.sig.events.iter().map(|e| e.event).collect::<Vec<_>>(), vec!["hexpired"]);
+        // The stale 1500 pair still finds the hash: registered at 1500 again.
+        assert_eq!(k.dbs[0].expire_due(0, 1_500, 10, &mut k.sig), 1);
+        assert_eq!(hash(&k), vec![b"b".to_vec()]);
+        // Renamed: the old pair is stale, the new key registered.
+        let (_, e) = k.view(0).take_entry(b"h").expect("present");
+        k.view(0).put_entry(&Bytes::from("h2"), e);
+        k.sig.events.clear();
+        assert_eq!(k.dbs[0].expire_due(0, 3_000, 10, &mut k.sig), 1, "one live registration");
+        assert!(k.dbs[0].is_empty(), "the last field took the key");
+        assert_eq!(k.sig.events.iter().map(|e| e.event).collect::<Vec<_>>(), vec!["hexpired", "del"]);
+        assert!(k.dbs[0].fields.is_empty());
+    }
+
+    /// Lazy field expiry: the fields a command names go if due, with one
+    /// `hexpired`; the key with its last field.
+    #[test]
+    fn due_fields_named_by_a_command_go_lazily() {
+        use hash_value::HashValue;
+        let mut k = ks();
+        k.sig.notify_flags = notify::ALL | notify::KEYEVENT;
+        let key = Bytes::from("h");
+        let mut h: HashValue = [("a", "1"), ("b", "2")].into_iter().collect();
+        h.set_field_expire(b"a", 900, false);
+        h.set_field_expire(b"b", 900, false);
+        k.view(0).insert_new(&key, Value::Hash(h));
+        k.sig.events.clear();
+        assert_eq!(k.view(0).expire_fields(&key, &[Bytes::from("a"), Bytes::from("zz")]), 1);
+        assert_eq!(k.dbs[0].peek(b"h").map(|e| e.value.is_empty_aggregate()), Some(false));
+        assert_eq!(k.view(0).expire_fields(&key, &[Bytes::from("b")]), 1);
+        assert!(k.dbs[0].peek(b"h").is_none());
+        assert_eq!(k.sig.events.iter().map(|e| e.event).collect::<Vec<_>>(), vec!["hexpired", "hexpired", "del"]);
     }
 
     #[test]

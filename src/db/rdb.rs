@@ -41,6 +41,12 @@ const T_SET_INTSET: u8 = 11;
 const T_HASH_LISTPACK: u8 = 16;
 const T_ZSET_LISTPACK: u8 = 17;
 const T_LIST_QUICKLIST_2: u8 = 18;
+/// A hash with field deadlines in a hashtable (Redis 7.4, `RDB_TYPE_HASH_METADATA`).
+const T_HASH_METADATA: u8 = 24;
+/// A hash with field deadlines in a listpack (Redis 7.4, `RDB_TYPE_HASH_LISTPACK_EX`).
+const T_HASH_LISTPACK_EX: u8 = 25;
+/// What Redis writes as a hash's earliest deadline when it knows none.
+const NO_FIELD_EXPIRE: u64 = 1 << 48;
 const T_STREAM_LISTPACKS: u8 = 15;
 const T_STREAM_LISTPACKS_2: u8 = 19;
 
@@ -548,6 +554,7 @@ fn dump_value(out: &mut Vec<u8>, entry: &Entry, list_fill: i64) {
                 }
             }
         }
+        Value::Hash(h) if h.ttls().is_some() => dump_hash_ttl(out, h, entry.encoding() == "listpackex"),
         Value::Hash(h) => {
             if entry.encoding() == "listpack" {
                 out.push(T_HASH_LISTPACK);
@@ -600,6 +607,47 @@ fn id_key(id: StreamId) -> [u8; 16] {
     k[..8].copy_from_slice(&id.ms.to_be_bytes());
     k[8..].copy_from_slice(&id.seq.to_be_bytes());
     k
+}
+
+/// A hash with field deadlines, as Redis 7.4 writes it: its earliest
+/// deadline (eight bytes), then a listpack of (field, value, deadline or 0)
+/// triplets, or (a hashtable) a count and per field its deadline as a length
+/// (0: none, else 1 + its distance from the earliest), field and value. A
+/// hashtable without a deadline left is written as a plain hash.
+fn dump_hash_ttl(out: &mut Vec<u8>, h: &HashValue, listpack: bool) {
+    let t = h.ttls().expect("a hash with deadlines");
+    let min = t.min_expire();
+    if !listpack && min.is_none() {
+        out.push(T_HASH);
+        save_len(out, h.len() as u64);
+        for (k, v) in h {
+            save_string(out, k);
+            save_string(out, v);
+        }
+        return;
+    }
+    let head = if t.registered != 0 { t.registered } else { min.unwrap_or(NO_FIELD_EXPIRE) };
+    if listpack {
+        out.push(T_HASH_LISTPACK_EX);
+        out.extend_from_slice(&head.to_le_bytes());
+        let mut lp = Listpack::new();
+        for (k, v, at) in h.iter_expire() {
+            lp.push(k);
+            lp.push(v);
+            lp.push_int(at as i64);
+        }
+        save_string(out, &lp.finish());
+    } else {
+        let min = min.expect("checked");
+        out.push(T_HASH_METADATA);
+        out.extend_from_slice(&min.to_le_bytes());
+        save_len(out, h.len() as u64);
+        for (k, v, at) in h.iter_expire() {
+            save_len(out, if at == 0 { 0 } else { at - min + 1 });
+            save_string(out, k);
+            save_string(out, v);
+        }
+    }
 }
 
 /// `RDB_TYPE_STREAM_LISTPACKS_2`: the nodes (master id key, listpack),
@@ -1145,6 +1193,44 @@ fn load_value(r: &mut Reader<'_>, t: u8) -> Result<Value, RdbError> {
             let pairs = es.chunks_exact(2).map(|p| (p[0].to_bytes(), p[1].to_bytes()));
             Value::Hash(hash_from_pairs(pairs)?)
         }
+        T_HASH_LISTPACK_EX => {
+            r.take(8)?;
+            let blob = r.string()?;
+            let es = parse_listpack(&blob)?;
+            if es.len() % 3 != 0 {
+                return Err(RdbError::Format);
+            }
+            let mut h = hash_from_pairs(es.chunks_exact(3).map(|p| (p[0].to_bytes(), p[1].to_bytes())))?;
+            for p in es.chunks_exact(3) {
+                let at = match &p[2] {
+                    LpEntry::Int(v) => u64::try_from(*v).map_err(|_| RdbError::Format)?,
+                    LpEntry::Str(_) => return Err(RdbError::Format),
+                };
+                h.make_ttl();
+                h.set_field_expire(&p[0].to_bytes(), at, false);
+            }
+            Value::Hash(h)
+        }
+        T_HASH_METADATA => {
+            let min = u64::from_le_bytes(r.take(8)?.try_into().expect("8"));
+            let n = r.count(3)?;
+            let mut h = HashValue::default();
+            h.make_ttl();
+            for _ in 0..n {
+                let d = r.len()?;
+                let k = Bytes::from(r.string()?);
+                let v = Bytes::from(r.string()?);
+                if !h.insert(&k, &v) {
+                    return Err(RdbError::Format);
+                }
+                let at = if d == 0 { 0 } else { min.checked_add(d - 1).ok_or(RdbError::Format)? };
+                h.set_field_expire(&k, at, false);
+            }
+            if h.is_empty() {
+                return Err(RdbError::Format);
+            }
+            Value::Hash(h)
+        }
         T_ZSET_2 => {
             let n = r.count(9)?;
             let mut z = ZSet::new();
@@ -1196,7 +1282,7 @@ pub fn loaded_encoding(payload: &[u8], value: &Value, limits: &EncLimits) -> Opt
 pub fn loaded_encoding_of(t: u8, value: &Value, limits: &EncLimits) -> Option<StrEnc> {
     let (len, max) = match (t, value) {
         (T_SET_INTSET, Value::Set(s)) => (s.len(), limits.intset_entries()),
-        (T_HASH_LISTPACK, Value::Hash(h)) => (h.len(), limits.hash_entries),
+        (T_HASH_LISTPACK | T_HASH_LISTPACK_EX, Value::Hash(h)) => (h.len(), limits.hash_entries),
         (T_ZSET_LISTPACK, Value::ZSet(z)) => (z.len(), limits.zset_entries),
         _ => return None,
     };
@@ -1410,6 +1496,29 @@ mod tests {
 
     fn dump_default(e: &Entry) -> Vec<u8> {
         dump(e, -2, RDB_VERSION)
+    }
+
+    /// A small hash with a field deadline dumps as redis-server 8.2.3's
+    /// `DUMP` does (`RDB_TYPE_HASH_LISTPACK_EX`, RDB 12), byte for byte, and
+    /// restores with its deadlines; a hashtable one round-trips through
+    /// `RDB_TYPE_HASH_METADATA`.
+    #[test]
+    fn hash_with_field_deadlines_as_redis_8_2() {
+        let mut h: HashValue = [("a", "1"), ("b", "2"), ("c", "3")].into_iter().collect();
+        h.set_field_expire(b"b", 4_000_000_000_123, true);
+        let mut e = Entry::new(Value::Hash(h.clone()));
+        e.str_enc = StrEnc::Small;
+        let redis: &[u8] = b"\x19\x7b\x40\x94\x52\xa3\x03\x00\x00\x24\x24\x00\x00\x00\x09\x00\x81b\x02\x02\x01\xf4\x7b\x40\x94\x52\xa3\x03\x00\x00\x09\x81a\x02\x01\x01\x00\x01\x81c\x02\x03\x01\x00\x01\xff\x0c\x00\x5d\x37\x55\x98\xe7\x03\x27\x9a";
+        assert_eq!(dump(&e, -2, 12), redis);
+        let Value::Hash(back) = restore(redis, 12).expect("restores") else { panic!("a hash") };
+        assert_eq!(back.field_expire(b"b"), Some(4_000_000_000_123));
+        assert_eq!(back.field_expire(b"a"), Some(0));
+        e.str_enc = StrEnc::Big;
+        let payload = dump(&e, -2, 12);
+        assert_eq!(payload[0], T_HASH_METADATA);
+        let Value::Hash(back) = restore(&payload, 12).expect("restores") else { panic!("a hash") };
+        assert!(back.iter_expire().eq(h.iter_expire()));
+        assert!(restore(&payload, 10).is_err(), "not under a 7.0 profile's version");
     }
 
     #[test]

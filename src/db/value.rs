@@ -107,8 +107,13 @@ impl Value {
             }
             Value::Hash(h) => {
                 let max = limits.hash_value;
+                let ttl = h.ttls().is_some();
                 if h.len() <= limits.hash_entries && h.iter().all(|(k, v)| k.len() <= max && v.len() <= max) {
-                    "listpack"
+                    if ttl {
+                        "listpackex"
+                    } else {
+                        "listpack"
+                    }
                 } else {
                     "hashtable"
                 }
@@ -136,7 +141,9 @@ impl Value {
     pub fn approx_size(&self) -> usize {
         match self {
             Value::Str(s) => s.len(),
-            Value::Hash(h) => h.iter().map(|(k, v)| k.len() + v.len() + 48).sum(),
+            Value::Hash(h) => {
+                h.iter().map(|(k, v)| k.len() + v.len() + 48).sum::<usize>() + h.ttls().map_or(0, |t| 8 * t.volatile())
+            }
             Value::List(l) => l.iter().map(|v| v.len() + 32).sum(),
             Value::Set(s) => s.iter().map(|v| v.len() + 40).sum(),
             Value::ZSet(z) => z.approx_size(),

@@ -3,7 +3,8 @@
 //! (`server.dirty` moved) or that is always propagated (its row's
 //! `always_propagated` flag: `PUBLISH`, `FUNCTION LOAD`…) is recorded in
 //! its replicated form ([`super::rewrite`]), keys deleted by expiry or
-//! eviction on the way as `DEL`s before it; a command that runs others (a
+//! eviction on the way as `DEL`s before it (hash fields deleted by lazy
+//! field expiry as one `HDEL` each); a command that runs others (a
 //! script, `EXEC`) is not recorded itself, the commands it runs are. The
 //! execution unit ends at the top-level command ([`ReplState::end_unit`])
 //! and is wrapped in `MULTI`/`EXEC` when it has several writes.
@@ -53,7 +54,12 @@ impl ReplState {
         for (db, key) in &deleted {
             self.propagate(*db, vec![Bytes::from_static(b"DEL"), key.to_bytes()]);
         }
-        let changed = ks.sig.dirty.saturating_sub(c.dirty_before) > deleted.len() as u64;
+        // Hash fields its lookups found past their deadline: one HDEL each.
+        for (db, key, field) in std::mem::take(&mut ks.sig.repl_fields) {
+            self.propagate(db, vec![Bytes::from_static(b"HDEL"), key.to_bytes(), field]);
+        }
+        let expiry_dirty = std::mem::take(&mut ks.sig.expiry_dirty);
+        let changed = ks.sig.dirty.saturating_sub(c.dirty_before) > deleted.len() as u64 + expiry_dirty;
         let forced = match c.recording {
             Recording::RunsOthers => return,
             Recording::WhenChanged => false,

@@ -543,8 +543,13 @@ impl ReplState {
                 self.propagate(db, vec![Bytes::from_static(b"DEL"), key.to_bytes()]);
                 self.flush(0);
             }
+            for (db, key, field) in std::mem::take(&mut sig.repl_fields) {
+                self.propagate(db, vec![Bytes::from_static(b"HDEL"), key.to_bytes(), field]);
+                self.flush(0);
+            }
         } else {
             sig.repl_deletes = None;
+            sig.repl_fields.clear();
         }
         if self.ledger_cursor == u64::MAX {
             return;

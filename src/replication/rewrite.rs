@@ -14,6 +14,10 @@
 //! | `HINCRBYFLOAT` | `HSET key field value` |
 //! | `SPOP` | `SREM key member…` (`DEL key` when it emptied the set) |
 //! | `BLPOP`/`BRPOP`, `BRPOPLPUSH`, `BLMOVE`, `BZPOPMIN`/`BZPOPMAX` | their non-blocking forms |
+//! | `HEXPIRE`/`HPEXPIRE`/`HEXPIREAT`/`HPEXPIREAT` (7.4) | `HPEXPIREAT key ms [cond] FIELDS n` the fields it set; `HDEL key field` for each it deleted |
+//! | `HGETEX … EX/PX/EXAT/PXAT`, `… PERSIST` (8.0) | `HPEXPIREAT key ms FIELDS …`, `HPERSIST key FIELDS …`; `HDEL key field` each for a time passed |
+//! | `HSETEX … EX/PX/EXAT/PXAT` (8.0) | `HSETEX key … PXAT ms …` (`HDEL key field` each for a time passed) |
+//! | `HGETDEL` (8.0) | `HDEL key field…` |
 //! | `XREADGROUP … STREAMS k… > …` | per entry delivered: `XCLAIM key group consumer 0 id TIME ms RETRYCOUNT 1 FORCE JUSTID LASTID id` |
 //!
 //! (`XREADGROUP` with `NOACK`, or reading a consumer's history, still goes
@@ -138,6 +142,15 @@ pub fn replicated(name: &str, argv: &[Bytes], reply: &Reply, key: Lookup<'_>, no
         "brpoplpush" => one(vec![b("RPOPLPUSH"), argv[1].clone(), argv[2].clone()]),
         "blmove" => one(vec![b("LMOVE"), argv[1].clone(), argv[2].clone(), argv[3].clone(), argv[4].clone()]),
         "xreadgroup" => xreadgroup(argv, reply, now_ms).unwrap_or_else(|| one(argv.to_vec())),
+        "hexpire" | "hpexpire" | "hexpireat" | "hpexpireat" => hexpire(name, argv, reply, now_ms),
+        "hgetex" => hgetex(argv, reply, now_ms),
+        "hsetex" => hsetex(argv, now_ms).unwrap_or_else(|| one(argv.to_vec())),
+        "hgetdel" => {
+            let fields = argv.iter().position(|a| eq(a, "fields")).map_or(&argv[0..0], |i| &argv[i + 2..]);
+            let mut v = vec![b("HDEL"), k()];
+            v.extend_from_slice(fields);
+            one(v)
+        }
         _ => one(argv.to_vec()),
     }
 }
@@ -205,6 +218,96 @@ fn xreadgroup(argv: &[Bytes], reply: &Reply, now_ms: u64) -> Option<Vec<Vec<Byte
     Some(out)
 }
 
+/// The absolute deadline in ms of a field-expiry time argument (`scale`
+/// 1000 for seconds; relative to `now_ms` unless `at`), as the command
+/// computed it (it succeeded, so the argument is valid).
+fn field_deadline(arg: &[u8], scale: u64, relative: bool, now_ms: u64) -> u64 {
+    let t: u64 = std::str::from_utf8(arg).ok().and_then(|t| t.parse().ok()).unwrap_or(0);
+    t * scale + if relative { now_ms } else { 0 }
+}
+
+/// The expiry option word of `HGETEX`/`HSETEX`: (scale to ms, relative).
+fn field_option(a: &[u8]) -> Option<(u64, bool)> {
+    [("ex", 1000, true), ("px", 1, true), ("exat", 1000, false), ("pxat", 1, false)]
+        .into_iter()
+        .find(|(w, _, _)| eq(a, w))
+        .map(|(_, scale, rel)| (scale, rel))
+}
+
+/// `HEXPIRE` & co: the fields set (reply 1) under one absolute deadline,
+/// the fields deleted (reply 2, a time passed) as `HDEL`.
+fn hexpire(name: &str, argv: &[Bytes], reply: &Reply, now_ms: u64) -> Vec<Vec<Bytes>> {
+    let (scale, relative) = match name {
+        "hexpire" => (1000, true),
+        "hpexpire" => (1, true),
+        "hexpireat" => (1000, false),
+        _ => (1, false),
+    };
+    let at = field_deadline(&argv[2], scale, relative, now_ms);
+    let Some(f) = argv.iter().skip(3).position(|a| eq(a, "fields")).map(|i| i + 3) else { return Vec::new() };
+    let codes: Vec<i64> = match reply {
+        Reply::Array(r) => r.iter().map(|c| if let Reply::Int(c) = c { *c } else { 0 }).collect(),
+        _ => return Vec::new(),
+    };
+    let pick = |code: i64| -> Vec<Bytes> {
+        argv[f + 2..].iter().zip(&codes).filter(|(_, &c)| c == code).map(|(a, _)| a.clone()).collect()
+    };
+    let mut out = Vec::new();
+    let set = pick(1);
+    if !set.is_empty() {
+        let mut v = vec![b("HPEXPIREAT"), argv[1].clone(), ms(at)];
+        v.extend_from_slice(&argv[3..f]);
+        v.push(argv[f].clone());
+        v.push(Bytes::from(set.len().to_string()));
+        v.extend(set);
+        out.push(v);
+    }
+    out.extend(pick(2).into_iter().map(|f| vec![b("HDEL"), argv[1].clone(), f]));
+    out
+}
+
+/// `HGETEX`: its new deadline or `PERSIST` for the fields it names, or an
+/// `HDEL` of those it returned when the time had passed.
+fn hgetex(argv: &[Bytes], reply: &Reply, now_ms: u64) -> Vec<Vec<Bytes>> {
+    let Some(f) = argv.iter().skip(2).position(|a| eq(a, "fields")).map(|i| i + 2) else { return Vec::new() };
+    let fields = &argv[f..];
+    if eq(&argv[2], "persist") {
+        let mut v = vec![b("HPERSIST"), argv[1].clone()];
+        v.extend_from_slice(fields);
+        return vec![v];
+    }
+    let Some((scale, relative)) = field_option(&argv[2]) else { return Vec::new() };
+    let at = field_deadline(&argv[3], scale, relative, now_ms);
+    if at <= now_ms {
+        let Reply::Array(values) = reply else { return Vec::new() };
+        return fields[2..]
+            .iter()
+            .zip(values)
+            .filter(|(_, r)| !matches!(r, Reply::Nil))
+            .map(|(f, _)| vec![b("HDEL"), argv[1].clone(), f.clone()])
+            .collect();
+    }
+    let mut v = vec![b("HPEXPIREAT"), argv[1].clone(), ms(at)];
+    v.extend_from_slice(fields);
+    vec![v]
+}
+
+/// `HSETEX` with a relative or second time: the same with `PXAT ms`; an
+/// `HDEL` of its fields when the time had passed. `None`: as it came.
+fn hsetex(argv: &[Bytes], now_ms: u64) -> Option<Vec<Vec<Bytes>>> {
+    let f = argv.iter().skip(2).position(|a| eq(a, "fields")).map(|i| i + 2)?;
+    let o = (2..f).find(|&i| field_option(&argv[i]).is_some())?;
+    let (scale, relative) = field_option(&argv[o])?;
+    let at = field_deadline(argv.get(o + 1)?, scale, relative, now_ms);
+    if at <= now_ms {
+        return Some(argv[f + 2..].chunks(2).map(|fv| vec![b("HDEL"), argv[1].clone(), fv[0].clone()]).collect());
+    }
+    let mut v = argv[..o].to_vec();
+    v.extend([b("PXAT"), ms(at)]);
+    v.extend_from_slice(&argv[o + 2..]);
+    Some(vec![v])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -231,6 +334,41 @@ mod tests {
             replicated("set", &v(&["set", "k", "x", "GET"]), &Reply::Nil, &plain, 0),
             vec![v(&["set", "k", "x"])]
         );
+    }
+
+    /// Field expiry commands go with absolute times and only the fields
+    /// they changed (redis 8.2.3's stream).
+    #[test]
+    fn field_expiry_commands_become_absolute() {
+        let none: Lookup<'_> = &|_| None;
+        let codes = |c: &[i64]| Reply::Array(c.iter().map(|&c| Reply::Int(c)).collect());
+        let argv = v(&["hexpire", "h", "100", "NX", "fields", "3", "a", "b", "zz"]);
+        assert_eq!(
+            replicated("hexpire", &argv, &codes(&[1, 0, -2]), none, 1_000),
+            vec![v(&["HPEXPIREAT", "h", "101000", "NX", "fields", "1", "a"])]
+        );
+        let argv = v(&["hpexpireat", "h", "1", "FIELDS", "3", "a", "b", "c"]);
+        assert_eq!(
+            replicated("hpexpireat", &argv, &codes(&[2, -2, 2]), none, 1_000),
+            vec![v(&["HDEL", "h", "a"]), v(&["HDEL", "h", "c"])]
+        );
+        let argv = v(&["hgetex", "h", "EX", "10", "FIELDS", "2", "a", "zz"]);
+        let values = Reply::Array(vec![Reply::Bulk(Bytes::from("1")), Reply::Nil]);
+        assert_eq!(
+            replicated("hgetex", &argv, &values, none, 1_000),
+            vec![v(&["HPEXPIREAT", "h", "11000", "FIELDS", "2", "a", "zz"])]
+        );
+        let argv = v(&["hgetex", "h", "EXAT", "0", "FIELDS", "2", "a", "zz"]);
+        assert_eq!(replicated("hgetex", &argv, &values, none, 1_000), vec![v(&["HDEL", "h", "a"])]);
+        let argv = v(&["hgetex", "h", "persist", "fields", "1", "a"]);
+        assert_eq!(replicated("hgetex", &argv, &values, none, 1_000), vec![v(&["HPERSIST", "h", "fields", "1", "a"])]);
+        let argv = v(&["hsetex", "h", "FNX", "ex", "10", "fields", "1", "a", "1"]);
+        assert_eq!(
+            replicated("hsetex", &argv, &Reply::Int(1), none, 1_000),
+            vec![v(&["hsetex", "h", "FNX", "PXAT", "11000", "fields", "1", "a", "1"])]
+        );
+        let argv = v(&["hgetdel", "h", "fields", "2", "a", "zz"]);
+        assert_eq!(replicated("hgetdel", &argv, &values, none, 1_000), vec![v(&["HDEL", "h", "a", "zz"])]);
     }
 
     #[test]

@@ -107,7 +107,7 @@ fn stop_keeping_state(mut server: Server, config: &Config) -> Arc<Shared> {
     server.shutdown_and_join();
     let old = server.shared.clone();
     drop(server);
-    let kept = Arc::new(Shared::new(config, crate::cmd::access::catalog()).expect("a node's configuration is valid"));
+    let kept = Arc::new(Shared::new(config, crate::cmd::access::catalog).expect("a node's configuration is valid"));
     {
         let mut from = old.core.try_lock().expect("a stopped node's state is free");
         let mut to = kept.core.try_lock().expect("a new state is free");

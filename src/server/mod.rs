@@ -75,7 +75,7 @@ impl Server {
         let addr = std_listener.local_addr().map_err(Error::Runtime)?;
         let mut cfg = config.clone();
         cfg.bind = addr;
-        let shared = Arc::new(Shared::new(&cfg, crate::cmd::access::catalog())?);
+        let shared = Arc::new(Shared::new(&cfg, crate::cmd::access::catalog)?);
         let mut listeners = vec![socket::Listener::Tcp(std_listener)];
         let unix_path = {
             let core = shared.core.try_lock().expect("a new server's state is free");

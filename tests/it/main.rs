@@ -22,6 +22,7 @@ mod faults;
 mod front_ends;
 mod fuzz_regressions;
 mod hash;
+mod hash_ttl;
 mod hll_geo;
 mod keyspace;
 mod layering;
