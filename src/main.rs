@@ -839,8 +839,15 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    // The server it answers as: the last `redis-version`/`valkey-version`
+    // given (Valkey's while set).
+    let named = |name: &str| s.params.iter().rev().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.clone());
+    let answers_as = match named("valkey-version").filter(|v| !v.is_empty()) {
+        Some(v) => format!("Valkey {v}"),
+        None => format!("Redis {}", named("redis-version").unwrap_or_else(|| REDIS_VERSION.to_string())),
+    };
     tracing::info!(
-        "rlockd {VERSION} (Redis {REDIS_VERSION} compatible), bits={}, pid={}, just started",
+        "rlockd {VERSION} ({answers_as} compatible), bits={}, pid={}, just started",
         usize::BITS,
         std::process::id()
     );

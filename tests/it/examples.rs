@@ -176,9 +176,15 @@ pub(crate) fn node_work(what: &str) -> Option<PathBuf> {
     let _one = INSTALLING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let src = source("node");
     let work = work_dir("node");
-    for f in
-        ["package.json", "package-lock.json", "example.js", "cluster_example.js", "failover.js", "cluster_failover.js"]
-    {
+    for f in [
+        "package.json",
+        "package-lock.json",
+        "example.js",
+        "cluster_example.js",
+        "failover.js",
+        "cluster_failover.js",
+        "field_ttl.js",
+    ] {
         std::fs::copy(src.join(f), work.join(f)).unwrap_or_else(|e| panic!("copy {f}: {e}"));
     }
     let lock = std::fs::read_to_string(src.join("package-lock.json")).expect("package-lock.json");
@@ -201,6 +207,20 @@ fn node_redis_example() {
     );
     assert_eq!(r.stdout.trim_end(), "node example: ok");
     check_server_side(srv.port, "example:node");
+}
+
+/// node-redis's `hExpire`/`hTTL`/`hPersist` and ioredis's `hpexpire`
+/// against rlockd answering as Redis 8.2.3, a field expired by test control's
+/// clock (`clients/examples/node/field_ttl.js`).
+#[test]
+fn node_hash_field_ttl_example() {
+    let Some(work) = node_work("the node hash-field TTL example") else { return };
+    let srv = Binary::start(&["--port", "0", "--redis-version", "8.2.3"]);
+    let r = ok_or_panic(
+        "the node hash-field TTL example",
+        run_in(Some(&work), "node", &["field_ttl.js", &srv.port.to_string()], STEP_LIMIT),
+    );
+    assert_eq!(r.stdout.trim_end(), "node field ttl: ok");
 }
 
 /// ioredis `Redis.Cluster` with redlock and node-redis `createCluster` on
