@@ -67,6 +67,8 @@ pub struct CatalogCommand {
 /// The command table as the ACL needs it (built by the command layer).
 #[derive(Debug)]
 pub struct Catalog {
+    /// The server version it describes the commands of.
+    pub profile: crate::version::Profile,
     /// Number of ids (commands and subcommands).
     pub len: usize,
     /// Top-level commands, in the table's order.
@@ -793,6 +795,7 @@ mod tests {
         // setname(3: connection) and kill(4: admin connection).
         let s = |n: &[&str]| n.iter().map(|c| 1u32 << category_index(c).unwrap()).fold(0, |a, b| a | b);
         Catalog {
+            profile: Default::default(),
             len: 5,
             commands: vec![
                 CatalogCommand { id: 0, name: "get".into(), categories: s(&["string", "read"]), subs: vec![] },

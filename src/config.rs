@@ -562,7 +562,7 @@ enum ApplyError {
 }
 
 /// Parsed `client-output-buffer-limit` for one class: hard, soft bytes, soft seconds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct BufferLimit {
     pub hard: u64,
     pub soft: u64,
@@ -571,8 +571,9 @@ pub struct BufferLimit {
 
 /// Who may run a protected command (`enable-debug-command`): Redis's
 /// `PROTECTED_ACTION_ALLOWED_*`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ProtectedAction {
+    #[default]
     No,
     Yes,
     /// Clients on the loopback interface or a Unix socket.
@@ -580,14 +581,27 @@ pub enum ProtectedAction {
 }
 
 impl ProtectedAction {
+    /// The stored word (`no`, `yes`, `local`).
+    fn parse(v: &str) -> ProtectedAction {
+        match v {
+            "yes" => ProtectedAction::Yes,
+            "local" => ProtectedAction::Local,
+            _ => ProtectedAction::No,
+        }
+    }
+
     /// Redis's `allowProtectedAction`.
     pub fn allows(self, local_client: bool) -> bool {
         self == ProtectedAction::Yes || (self == ProtectedAction::Local && local_client)
     }
 }
 
-/// Runtime parameters (`CONFIG GET`/`SET`). Hot values are cached in fields.
-#[derive(Debug, Clone)]
+/// Runtime parameters (`CONFIG GET`/`SET`): each value as `CONFIG GET`
+/// prints it, and the ones rlockd acts on parsed once into typed fields
+/// ([`RuntimeConfig::typed`], the one place a stored value is read as a
+/// number, a flag or a word). Code outside this module reads the fields;
+/// `get_str` is for what is shown as it is stored (`INFO`, aux fields).
+#[derive(Debug, Clone, Default)]
 pub struct RuntimeConfig {
     values: Vec<String>,
     pub requirepass: Option<Bytes>,
@@ -596,7 +610,7 @@ pub struct RuntimeConfig {
     pub pubsub_limit: BufferLimit,
     /// `client-output-buffer-limit normal` (0 0 0: none).
     pub normal_limit: BufferLimit,
-    /// `client-output-buffer-limit replica`: kept for CONFIG GET (no replicas here).
+    /// `client-output-buffer-limit replica`.
     pub replica_limit: BufferLimit,
     pub proto_max_bulk: i64,
     /// `hll-sparse-max-bytes`: a sparse HyperLogLog growing past it turns dense.
@@ -614,9 +628,11 @@ pub struct RuntimeConfig {
     pub maxmemory_policy: crate::db::evict::Policy,
     /// `maxmemory-samples`.
     pub maxmemory_samples: usize,
-    /// `min-replicas-to-write` (there are never replicas: any value > 0
-    /// refuses writes with NOREPLICAS, as on a Redis without replicas).
+    /// `min-replicas-to-write`: writes are refused with NOREPLICAS unless
+    /// that many replicas acknowledged within `min-replicas-max-lag`.
     pub min_replicas_to_write: i64,
+    /// `min-replicas-max-lag`, seconds.
+    pub min_replicas_max_lag: u64,
     /// `maxclients`.
     pub maxclients: usize,
     /// `timeout`: idle seconds before a normal client is closed (0: never).
@@ -625,41 +641,67 @@ pub struct RuntimeConfig {
     pub protected_mode: bool,
     /// `enable-debug-command` (`no`, `yes` or `local`; immutable).
     pub debug_command: ProtectedAction,
+    /// `enable-protected-configs`.
+    pub protected_configs: ProtectedAction,
     /// `stream-node-max-bytes` and `stream-node-max-entries`: where a
     /// stream's listpack node is closed (0: no limit).
     pub stream_node: crate::db::stream::NodeLimits,
+    /// The encoding thresholds (`hash-max-listpack-entries`…,
+    /// `list-max-listpack-size`).
+    pub enc_limits: crate::db::EncLimits,
+    /// `lfu-log-factor` and `lfu-decay-time`.
+    pub lfu: crate::db::evict::Lfu,
     /// The server rlockd answers as (`redis-version`, `valkey-version`).
     pub profile: crate::version::Profile,
+    /// `port` (the one the listener got, once it listens).
+    pub port: u16,
+    /// `tcp-backlog`.
+    pub tcp_backlog: u32,
+    /// `unixsocketperm`, as a mode.
+    pub unixsocketperm: u32,
+    /// `appendonly`.
+    pub appendonly: bool,
+    /// `acllog-max-len`.
+    pub acllog_max_len: usize,
+    /// `acl-pubsub-default allchannels`: new users may use every channel.
+    pub acl_pubsub_allchannels: bool,
+    /// `tracking-table-max-keys` (0: no limit).
+    pub tracking_table_max_keys: usize,
+    /// `repl-backlog-size`, bytes.
+    pub repl_backlog_size: u64,
+    /// `repl-timeout`, seconds.
+    pub repl_timeout_secs: u64,
+    /// `repl-ping-replica-period`, seconds.
+    pub repl_ping_replica_period_secs: u64,
+    /// `replica-priority`.
+    pub replica_priority: i64,
+    /// `replica-read-only`.
+    pub replica_read_only: bool,
+    /// `replica-announced`.
+    pub replica_announced: bool,
+    /// `replica-announce-port` (0: the listening port).
+    pub replica_announce_port: u16,
+    /// `cluster-node-timeout`, milliseconds.
+    pub cluster_node_timeout_ms: u64,
+    /// `cluster-require-full-coverage`.
+    pub cluster_require_full_coverage: bool,
+    /// `cluster-allow-reads-when-down`.
+    pub cluster_allow_reads_when_down: bool,
+    /// `cluster-allow-pubsubshard-when-down`.
+    pub cluster_allow_pubsubshard_when_down: bool,
+    /// The RLOCKD test-control namespace answers (`test-control`).
+    pub test_control: bool,
 }
 
 impl RuntimeConfig {
     pub fn new(cfg: &Config) -> Result<Self, String> {
-        let mut rc = RuntimeConfig {
-            values: PARAMS.iter().map(|p| p.default.to_string()).collect(),
-            requirepass: None,
-            notify_flags: 0,
-            busy_threshold_ms: 5000,
-            pubsub_limit: BufferLimit { hard: 32 << 20, soft: 8 << 20, soft_secs: 60 },
-            normal_limit: BufferLimit { hard: 0, soft: 0, soft_secs: 0 },
-            replica_limit: BufferLimit { hard: 256 << 20, soft: 64 << 20, soft_secs: 60 },
-            proto_max_bulk: 512 << 20,
-            hll_sparse_max_bytes: 3000,
-            hz: 10,
-            slowlog_slower_than: 10000,
-            slowlog_max_len: 128,
-            latency_tracking: true,
-            latency_percentiles: vec![50.0, 99.0, 99.9],
-            maxmemory: 0,
-            maxmemory_policy: crate::db::evict::Policy::NoEviction,
-            maxmemory_samples: 5,
-            min_replicas_to_write: 0,
-            maxclients: 10000,
-            timeout_secs: 0,
-            protected_mode: true,
-            debug_command: ProtectedAction::No,
-            stream_node: crate::db::stream::NodeLimits::default(),
-            profile: crate::version::Profile::default(),
-        };
+        // Every default comes from the parameter table, through the same
+        // parsing as a CONFIG SET.
+        let mut rc =
+            RuntimeConfig { values: PARAMS.iter().map(|p| p.default.to_string()).collect(), ..Default::default() };
+        for p in PARAMS {
+            rc.typed(p.name, p.default);
+        }
         for (k, v) in &cfg.params {
             if ["port", "bind", "databases", "tcp-backlog"].iter().any(|f| f.eq_ignore_ascii_case(k)) {
                 return Err(format!("'{k}' is set by the Config field of that name, not in params"));
@@ -684,6 +726,84 @@ impl RuntimeConfig {
         Ok(rc)
     }
 
+    /// Sets the typed field of parameter `name` from `v`, its value as
+    /// stored (checked and canonical, so it parses: the fallbacks are never
+    /// taken). Parameters without one are only stored.
+    fn typed(&mut self, name: &str, v: &str) {
+        fn num<T: std::str::FromStr + Default>(v: &str) -> T {
+            v.parse().unwrap_or_default()
+        }
+        let yes = v == "yes";
+        match name {
+            "requirepass" => self.requirepass = (!v.is_empty()).then(|| Bytes::from(v.to_string())),
+            "notify-keyspace-events" => self.notify_flags = parse_notify(v).unwrap_or(0),
+            "client-output-buffer-limit" => {
+                let _ = self.apply_obuf_limits(v);
+            }
+            "latency-tracking-info-percentiles" => {
+                self.latency_percentiles = v.split(' ').filter(|w| !w.is_empty()).map(num).collect();
+            }
+            "busy-reply-threshold" => self.busy_threshold_ms = num(v),
+            "proto-max-bulk-len" => self.proto_max_bulk = num(v),
+            "hll-sparse-max-bytes" => self.hll_sparse_max_bytes = num(v),
+            "hz" => self.hz = num::<u64>(v).clamp(1, 500),
+            "slowlog-log-slower-than" => self.slowlog_slower_than = num(v),
+            "slowlog-max-len" => self.slowlog_max_len = num(v),
+            "latency-tracking" => self.latency_tracking = yes,
+            "maxmemory" => self.maxmemory = num(v),
+            "maxmemory-policy" => self.maxmemory_policy = crate::db::evict::Policy::parse(v),
+            "maxmemory-samples" => self.maxmemory_samples = num(v),
+            "min-replicas-to-write" => self.min_replicas_to_write = num(v),
+            "min-replicas-max-lag" => self.min_replicas_max_lag = num(v),
+            "maxclients" => self.maxclients = num(v),
+            "timeout" => self.timeout_secs = num(v),
+            "protected-mode" => self.protected_mode = yes,
+            "enable-debug-command" => self.debug_command = ProtectedAction::parse(v),
+            "enable-protected-configs" => self.protected_configs = ProtectedAction::parse(v),
+            "stream-node-max-bytes" => self.stream_node.max_bytes = num(v),
+            "stream-node-max-entries" => self.stream_node.max_entries = num(v),
+            "hash-max-listpack-entries" => self.enc_limits.hash_entries = num(v),
+            "hash-max-listpack-value" => self.enc_limits.hash_value = num(v),
+            "set-max-intset-entries" => self.enc_limits.set_intset_entries = num(v),
+            "zset-max-listpack-entries" => self.enc_limits.zset_entries = num(v),
+            "zset-max-listpack-value" => self.enc_limits.zset_value = num(v),
+            "list-max-listpack-size" => self.enc_limits.list_fill = num(v),
+            "lfu-log-factor" => self.lfu.log_factor = num(v),
+            "lfu-decay-time" => self.lfu.decay_time = num(v),
+            "redis-version" if self.get_str("valkey-version").is_empty() => {
+                self.profile = parse_version(v).map_or_else(|_| Profile::default(), Profile::redis);
+            }
+            "valkey-version" => {
+                self.profile = match parse_version(v) {
+                    Ok(valkey) => Profile::valkey(valkey),
+                    Err(_) => {
+                        parse_version(self.get_str("redis-version")).map_or_else(|_| Profile::default(), Profile::redis)
+                    }
+                }
+            }
+            "port" => self.port = num(v),
+            "tcp-backlog" => self.tcp_backlog = num(v),
+            "unixsocketperm" => self.unixsocketperm = u32::from_str_radix(v, 8).unwrap_or(0),
+            "appendonly" => self.appendonly = yes,
+            "acllog-max-len" => self.acllog_max_len = num(v),
+            "acl-pubsub-default" => self.acl_pubsub_allchannels = v == "allchannels",
+            "tracking-table-max-keys" => self.tracking_table_max_keys = num(v),
+            "repl-backlog-size" => self.repl_backlog_size = num(v),
+            "repl-timeout" => self.repl_timeout_secs = num(v),
+            "repl-ping-replica-period" => self.repl_ping_replica_period_secs = num(v),
+            "replica-priority" => self.replica_priority = num(v),
+            "replica-read-only" => self.replica_read_only = yes,
+            "replica-announced" => self.replica_announced = yes,
+            "replica-announce-port" => self.replica_announce_port = num(v),
+            "cluster-node-timeout" => self.cluster_node_timeout_ms = num(v),
+            "cluster-require-full-coverage" => self.cluster_require_full_coverage = yes,
+            "cluster-allow-reads-when-down" => self.cluster_allow_reads_when_down = yes,
+            "cluster-allow-pubsubshard-when-down" => self.cluster_allow_pubsubshard_when_down = yes,
+            "test-control" => self.test_control = yes,
+            _ => {}
+        }
+    }
+
     fn idx(name: &str) -> usize {
         PARAMS.iter().position(|p| p.name == name).expect("known parameter")
     }
@@ -691,6 +811,7 @@ impl RuntimeConfig {
     fn force(&mut self, name: &str, v: &str) {
         let i = Self::idx(name);
         self.values[i] = v.to_string();
+        self.typed(name, v);
     }
 
     /// The port the listener got (`port 0` picks a free one).
@@ -706,21 +827,8 @@ impl RuntimeConfig {
     /// What the keyspace acts on: the encoding thresholds, and the LFU
     /// parameters while `maxmemory-policy` is an LFU policy.
     pub fn tuning(&self) -> crate::db::Tuning {
-        let num = |name: &str| self.get_str(name).parse::<u64>().unwrap_or(0);
-        let size = |name: &str| usize::try_from(num(name)).unwrap_or(usize::MAX);
-        let limits = crate::db::EncLimits {
-            hash_entries: size("hash-max-listpack-entries"),
-            hash_value: size("hash-max-listpack-value"),
-            set_intset_entries: size("set-max-intset-entries"),
-            zset_entries: size("zset-max-listpack-entries"),
-            zset_value: size("zset-max-listpack-value"),
-            list_fill: self.get_str("list-max-listpack-size").parse().unwrap_or(-2),
-        };
-        let lfu = self.maxmemory_policy.is_lfu().then(|| crate::db::evict::Lfu {
-            log_factor: u32::try_from(num("lfu-log-factor")).unwrap_or(u32::MAX),
-            decay_time: u32::try_from(num("lfu-decay-time")).unwrap_or(u32::MAX),
-        });
-        crate::db::Tuning { limits, lfu }
+        let lfu = self.maxmemory_policy.is_lfu().then_some(self.lfu);
+        crate::db::Tuning { limits: self.enc_limits, lfu }
     }
 
     /// `CONFIG GET arg...`, as Redis 7.0 answers it: an argument without
@@ -812,11 +920,7 @@ impl RuntimeConfig {
     /// Whether a client may set protected parameters (`dir`, `dbfilename`):
     /// `enable-protected-configs yes`, or `local` and the client is local.
     pub fn protected_allowed(&self, client_is_local: bool) -> bool {
-        match self.get_str("enable-protected-configs") {
-            "yes" => true,
-            "local" => client_is_local,
-            _ => false,
-        }
+        self.protected_configs.allows(client_is_local)
     }
 
     /// Sets a parameter at start, as a redis.conf line does: immutable
@@ -888,7 +992,6 @@ impl RuntimeConfig {
         Ok(match name {
             "notify-keyspace-events" => {
                 let f = parse_notify(v).ok_or("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.")?;
-                self.notify_flags = f;
                 notify_to_string(f)
             }
             "latency-tracking-info-percentiles" => {
@@ -905,7 +1008,6 @@ impl RuntimeConfig {
                     ps.push(p);
                 }
                 let stored = ps.iter().map(|p| fmt_percentile(*p)).collect::<Vec<_>>().join(" ");
-                self.latency_percentiles = ps;
                 stored
             }
             "client-output-buffer-limit" => {
@@ -1031,24 +1133,13 @@ impl RuntimeConfig {
                     _ => return Err("wrong number of arguments".into()),
                 }
             }
-            "redis-version" => {
-                let version = parse_version(v)?;
-                if self.get_str("valkey-version").is_empty() {
-                    self.profile = Profile::redis(version);
-                }
-                version.to_string()
-            }
-            "valkey-version" if v.is_empty() => {
-                let redis = parse_version(self.get_str("redis-version")).expect("a stored redis-version parses");
-                self.profile = Profile::redis(redis);
-                String::new()
-            }
+            "redis-version" => parse_version(v)?.to_string(),
+            "valkey-version" if v.is_empty() => String::new(),
             "valkey-version" => {
                 let version = parse_version(v)?;
                 if version < VALKEY_OLDEST {
                     return Err(format!("Valkey versions from {VALKEY_OLDEST} are supported"));
                 }
-                self.profile = Profile::valkey(version);
                 version.to_string()
             }
             other => unreachable!("no check for special parameter {other}"),
@@ -1065,34 +1156,8 @@ impl RuntimeConfig {
         let v = String::from_utf8_lossy(value).to_string();
         let stored = self.check(param, &v, at_start).map_err(ApplyError::Invalid)?;
         let i = PARAMS.iter().position(|p| std::ptr::eq(p, param)).expect("param in table");
-        self.values[i] = stored.clone();
-        match param.name {
-            "requirepass" => self.requirepass = (!stored.is_empty()).then(|| Bytes::from(stored.clone())),
-            "busy-reply-threshold" => self.busy_threshold_ms = stored.parse().unwrap_or(5000),
-            "proto-max-bulk-len" => self.proto_max_bulk = stored.parse().unwrap_or(512 << 20),
-            "hll-sparse-max-bytes" => self.hll_sparse_max_bytes = stored.parse().unwrap_or(3000),
-            "hz" => self.hz = stored.parse::<u64>().unwrap_or(10).clamp(1, 500),
-            "slowlog-log-slower-than" => self.slowlog_slower_than = stored.parse().unwrap_or(10000),
-            "slowlog-max-len" => self.slowlog_max_len = stored.parse().unwrap_or(128),
-            "latency-tracking" => self.latency_tracking = stored == "yes",
-            "maxmemory" => self.maxmemory = stored.parse().unwrap_or(0),
-            "maxmemory-policy" => self.maxmemory_policy = crate::db::evict::Policy::parse(&stored),
-            "maxmemory-samples" => self.maxmemory_samples = stored.parse().unwrap_or(5),
-            "min-replicas-to-write" => self.min_replicas_to_write = stored.parse().unwrap_or(0),
-            "maxclients" => self.maxclients = stored.parse().unwrap_or(10000),
-            "timeout" => self.timeout_secs = stored.parse().unwrap_or(0),
-            "protected-mode" => self.protected_mode = stored == "yes",
-            "enable-debug-command" => {
-                self.debug_command = match stored.as_str() {
-                    "yes" => ProtectedAction::Yes,
-                    "local" => ProtectedAction::Local,
-                    _ => ProtectedAction::No,
-                }
-            }
-            "stream-node-max-bytes" => self.stream_node.max_bytes = stored.parse().unwrap_or(4096),
-            "stream-node-max-entries" => self.stream_node.max_entries = stored.parse().unwrap_or(100),
-            _ => {}
-        }
+        self.typed(param.name, &stored);
+        self.values[i] = stored;
         Ok(())
     }
 
@@ -1248,6 +1313,47 @@ pub fn fmt_percentile(p: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The typed fields come from the table's defaults, and storing a
+    /// value again (as CONFIG SET or a config line does) parses it to the
+    /// same fields: the table and `typed` agree.
+    #[test]
+    fn typed_fields_follow_the_stored_values() {
+        let c = RuntimeConfig::new(&Config::default()).unwrap();
+        assert_eq!((c.hz, c.busy_threshold_ms, c.maxclients, c.repl_backlog_size), (10, 5000, 10000, 1 << 20));
+        assert_eq!((c.replica_priority, c.repl_timeout_secs, c.cluster_node_timeout_ms), (100, 60, 15000));
+        assert!(c.replica_read_only && c.test_control && c.protected_mode && !c.appendonly);
+        assert_eq!(c.enc_limits, crate::db::EncLimits::default());
+        assert_eq!(c.latency_percentiles, vec![50.0, 99.0, 99.9]);
+        assert_eq!(c.replica_limit, BufferLimit { hard: 256 << 20, soft: 64 << 20, soft_secs: 60 });
+        assert_eq!(c.profile, Profile::default());
+        let mut again = c.clone();
+        let mut checked = 0;
+        for p in PARAMS {
+            // Not stored again: the ones whose check acts on the process
+            // (the open-files limit) or refuses their own default at start.
+            if ["maxclients", "replicaof", "dir"].contains(&p.name) {
+                continue;
+            }
+            let v = c.get_str(p.name).to_string();
+            again.load(p.name, &v).unwrap_or_else(|e| panic!("{} {v:?}: {e:?}", p.name));
+            checked += 1;
+        }
+        assert_eq!(format!("{again:?}"), format!("{c:?}"));
+        assert!(checked > 150);
+        // And a change reaches its field.
+        again.set(b"repl-timeout", b"7").unwrap();
+        again.set(b"cluster-allow-reads-when-down", b"YES").unwrap();
+        again.set(b"list-max-listpack-size", b"-3").unwrap();
+        assert_eq!(
+            (again.repl_timeout_secs, again.cluster_allow_reads_when_down, again.enc_limits.list_fill),
+            (7, true, -3)
+        );
+        again.set(b"valkey-version", b"8.1.8").unwrap();
+        assert_eq!(again.profile, Profile::valkey(Version::new(8, 1, 8)));
+        again.set(b"valkey-version", b"").unwrap();
+        assert_eq!(again.profile, Profile::default());
+    }
 
     #[test]
     fn set_get_and_errors() {

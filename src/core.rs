@@ -184,15 +184,23 @@ pub struct Core {
     pub cluster: Option<crate::cluster::Member>,
     /// Replication: this node's stream, its replicas, its primary.
     pub repl: crate::replication::ReplState,
+    /// The command table as the ACL sees it under the profile served.
+    pub catalog: Arc<crate::acl::Catalog>,
+    /// Builds the catalog of a profile (the command table's, above).
+    catalog_of: CatalogOf,
 }
+
+/// How the floor above describes its command table to the ACL, per profile.
+pub type CatalogOf = fn(crate::version::Profile) -> Arc<crate::acl::Catalog>;
 
 impl Core {
     /// The state of a new server; `catalog` is the command table as the
     /// ACL sees it (its length sizes the per-command statistics).
-    pub fn new(config: RuntimeConfig, databases: usize, now_ms: u64, catalog: &crate::acl::Catalog) -> Core {
+    pub fn new(config: RuntimeConfig, databases: usize, now_ms: u64, catalog_of: CatalogOf) -> Core {
+        let catalog = catalog_of(config.profile);
         let commands = catalog.len;
-        let mut acl = crate::acl::Acl::new(catalog, config.requirepass.as_deref());
-        let record_locks = config.get_str("test-control") == "yes";
+        let mut acl = crate::acl::Acl::new(&catalog, config.requirepass.as_deref());
+        let record_locks = config.test_control;
         let profile = config.profile;
         acl.set_sanitize_new_users(profile.at_least(7, 2, 0));
         let mut ks = Keyspace::new(databases);
@@ -225,6 +233,8 @@ impl Core {
             tracking: Default::default(),
             cluster: None,
             repl: Default::default(),
+            catalog,
+            catalog_of,
         }
     }
 
@@ -299,7 +309,7 @@ impl Core {
         }
         if self.tracking.active {
             self.tracking.flush_bcast(&mut self.clients);
-            let max = self.config.get_str("tracking-table-max-keys").parse().unwrap_or(0);
+            let max = self.config.tracking_table_max_keys;
             self.tracking.limit_keys(max, &mut self.clients);
         }
     }
@@ -314,7 +324,7 @@ impl Core {
     /// Registers a connection's client; returns the protocol's bulk limit,
     /// or None when `maxclients` is reached.
     pub fn register_client(&mut self, client: &mut ClientState) -> Option<i64> {
-        let max: usize = self.config.get_str("maxclients").parse().unwrap_or(10000);
+        let max: usize = self.config.maxclients;
         if self.clients.len() >= max {
             self.stats.rejected_connections += 1;
             return None;
@@ -351,6 +361,9 @@ impl Core {
             s.set_profile(self.config.profile);
         }
         self.acl.set_sanitize_new_users(self.config.profile.at_least(7, 2, 0));
+        if self.catalog.profile != self.config.profile {
+            self.catalog = (self.catalog_of)(self.config.profile);
+        }
     }
 
     /// The server this one answers as (`redis-version`, `valkey-version`).
@@ -399,6 +412,31 @@ pub trait ServerIo: Send + Sync {
     /// `server/crash.rs`), on this server's event loop, then answers the
     /// client of this server blocked on `waiter`, if any.
     fn change_node(&self, target: Arc<Shared>, change: crate::replication::down::Change, waiter: Option<u64>);
+    /// Sends `request` (commands in RESP) to the server at `host`:`port`
+    /// over a connection made for the call and reads up to `replies`
+    /// reply lines, synchronously, each step within `timeout` (`MIGRATE`:
+    /// the event loop waits, as Redis's does). Fewer lines come back when
+    /// the target closes or stops answering.
+    fn exchange(
+        &self,
+        host: &str,
+        port: &str,
+        request: &[u8],
+        replies: usize,
+        timeout: std::time::Duration,
+    ) -> Result<Vec<Vec<u8>>, ExchangeError>;
+    /// Holds the whole server for `d` (`DEBUG SLEEP`: the core lock is held,
+    /// nothing else runs).
+    fn sleep(&self, d: std::time::Duration);
+}
+
+/// Why [`ServerIo::exchange`] failed before any reply was read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExchangeError {
+    /// The address does not resolve.
+    Resolve,
+    /// No connection within the timeout, or the request could not be sent.
+    Write,
 }
 
 /// Bytes and socket operations, as `INFO stats` reports them.
@@ -472,10 +510,7 @@ impl Shared {
     /// The state of a new server configured by `config` (`config.bind` is
     /// the address actually bound), for the command table `catalog`
     /// describes under the configuration's profile.
-    pub fn new(
-        config: &crate::config::Config,
-        catalog: fn(crate::version::Profile) -> &'static crate::acl::Catalog,
-    ) -> Result<Shared, crate::error::Error> {
+    pub fn new(config: &crate::config::Config, catalog: CatalogOf) -> Result<Shared, crate::error::Error> {
         if config.databases == 0 {
             return Err(crate::error::Error::Config("databases must be at least 1".into()));
         }
@@ -484,7 +519,6 @@ impl Shared {
         let now = clock.now_ms();
         let (shutdown, _) = tokio::sync::watch::channel(false);
         let faults = Arc::new(crate::control::faults::Faults::default());
-        let catalog = catalog(runtime_config.profile);
         let mut core = Core::new(runtime_config, config.databases, now, catalog);
         core.pubsub.faults = faults.clone();
         Ok(Shared {

@@ -106,4 +106,8 @@ pub enum Error {
     /// A configuration value was refused (the text says which and why).
     #[error("invalid configuration: {0}")]
     Config(String),
+    /// A topology operation could not be carried out: a failover, a node
+    /// taken down or brought back, replicas attaching (the text says what).
+    #[error("topology: {0}")]
+    Topology(String),
 }

@@ -13,7 +13,7 @@
 //! a script per `redis.call` (after the `noscript` check). Refusals are
 //! logged with context `toplevel`, `multi` or `lua`.
 
-use std::sync::Mutex;
+use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 
@@ -23,15 +23,20 @@ use crate::error::CmdError;
 use crate::version::Profile;
 
 /// The command table as the ACL sees it under `profile`: the commands and
-/// subcommands that answer in it (built once per profile and process), so
-/// that a category holds the commands of the version served, and its
-/// rules print as that version's server prints them (`ACL LIST`).
-pub(crate) fn catalog(profile: Profile) -> &'static Catalog {
-    static CATALOGS: Mutex<Vec<(Profile, &'static Catalog)>> = Mutex::new(Vec::new());
-    let mut all = CATALOGS.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((_, c)) = all.iter().find(|(p, _)| *p == profile) {
-        return c;
+/// subcommands that answer in it, so that a category holds the commands
+/// of the version served, and its rules print as that version's server
+/// prints them (`ACL LIST`). The default profile's is built once per
+/// process (every server starts with it); another profile's when a server
+/// takes it (`Core::config_changed`).
+pub(crate) fn catalog(profile: Profile) -> Arc<Catalog> {
+    static DEFAULT: OnceLock<Arc<Catalog>> = OnceLock::new();
+    if profile == Profile::default() {
+        return DEFAULT.get_or_init(|| Arc::new(build_catalog(profile))).clone();
     }
+    Arc::new(build_catalog(profile))
+}
+
+fn build_catalog(profile: Profile) -> Catalog {
     let t = table();
     let cats = |acl: &str| {
         acl.split_whitespace()
@@ -54,9 +59,7 @@ pub(crate) fn catalog(profile: Profile) -> &'static Catalog {
         })
         .collect();
     commands.sort_by_key(|c| c.id);
-    let c: &'static Catalog = Box::leak(Box::new(Catalog { len: t.len(), commands }));
-    all.push((profile, c));
-    c
+    Catalog { profile, len: t.len(), commands }
 }
 
 /// Channel positions of a command line, and whether each is a pattern.
@@ -165,7 +168,7 @@ pub(crate) fn script_denial(ctx: &Ctx<'_>, cmd: &Command, d: Denied) -> String {
 fn log(ctx: &mut Ctx<'_>, reason: &'static str, context: &'static str, object: Bytes, username: Bytes) {
     let now = ctx.shared.clock.now_ms();
     let client_info = super::session::info_line_of(ctx, now);
-    let max = ctx.core.config.get_str("acllog-max-len").parse().unwrap_or(128);
+    let max = ctx.core.config.acllog_max_len;
     let entry = LogEntry { count: 1, reason, context, object, username, time_ms: now, client_info };
     ctx.core.acl.log_event(entry, max);
 }

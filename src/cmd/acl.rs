@@ -3,7 +3,7 @@
 
 use bytes::Bytes;
 
-use super::access::{catalog, user_check};
+use super::access::user_check;
 use super::help::{help_reply, subcommand_syntax};
 use super::util::eq;
 use super::{cmd, container, table, CommandSpec, Ctx, Lookup};
@@ -87,7 +87,7 @@ fn acl_users(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
 }
 
 fn acl_list(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    let cat = catalog(ctx.core.profile());
+    let cat = &*ctx.core.catalog.clone();
     Ok(Reply::Array(
         ctx.core
             .acl
@@ -108,7 +108,7 @@ fn acl_getuser(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let Some(u) = ctx.core.acl.users.get(&args[2][..]) else {
         return Ok(Reply::Nil);
     };
-    let cat = catalog(ctx.core.profile());
+    let cat = &*ctx.core.catalog.clone();
     let bulk = |s: String| Reply::Bulk(Bytes::from(s));
     let parts = |(c, k, ch): (String, String, String)| {
         vec![
@@ -257,12 +257,12 @@ fn merge_selectors(args: &[Bytes]) -> Result<Vec<Bytes>, CmdError> {
 }
 
 fn acl_setuser(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let cat = catalog(ctx.core.profile());
+    let cat = &*ctx.core.catalog.clone();
     let name = args[2].clone();
     if name.iter().any(|&b| b == b' ' || b == 0) {
         return Err(CmdError::custom("ERR Usernames can't contain spaces or null characters"));
     }
-    let allchannels = ctx.core.config.get_str("acl-pubsub-default") == "allchannels";
+    let allchannels = ctx.core.config.acl_pubsub_allchannels;
     let mut user = match ctx.core.acl.users.get(&name[..]) {
         Some(u) => u.clone(),
         None => ctx.core.acl.new_user(cat, allchannels),

@@ -172,10 +172,6 @@ fn is_shard_pubsub(fullname: &str) -> bool {
     matches!(fullname, "spublish" | "ssubscribe" | "sunsubscribe")
 }
 
-fn flag(core: &Core, name: &str) -> bool {
-    core.config.get_str(name) == "yes"
-}
-
 /// A key is here (not logically expired), for a slot being moved.
 fn key_here(core: &Core, key: &[u8], now: u64) -> bool {
     core.ks.dbs[0].peek(key).is_some_and(|e| e.expire().is_none_or(|at| at > now))
@@ -244,9 +240,9 @@ fn redirect(
         migrate,
         asking,
         readonly,
-        full_coverage: flag(core, "cluster-require-full-coverage"),
-        reads_when_down: flag(core, "cluster-allow-reads-when-down"),
-        pubsubshard_when_down: flag(core, "cluster-allow-pubsubshard-when-down"),
+        full_coverage: core.config.cluster_require_full_coverage,
+        reads_when_down: core.config.cluster_allow_reads_when_down,
+        pubsubshard_when_down: core.config.cluster_allow_pubsubshard_when_down,
     };
     let state = member.topo.read();
     match route(&state, member.me, &q, |k| key_here(core, k, now)) {
@@ -273,9 +269,9 @@ pub(crate) fn script_check(ctx: &Ctx<'_>, cmd: &Command, argv: &[Bytes]) -> Opti
         migrate: cmd.fullname == "migrate",
         asking: ctx.client.asking || cmd.has(super::flags::ASKING),
         readonly: ctx.client.readonly,
-        full_coverage: flag(core, "cluster-require-full-coverage"),
-        reads_when_down: flag(core, "cluster-allow-reads-when-down"),
-        pubsubshard_when_down: flag(core, "cluster-allow-pubsubshard-when-down"),
+        full_coverage: core.config.cluster_require_full_coverage,
+        reads_when_down: core.config.cluster_allow_reads_when_down,
+        pubsubshard_when_down: core.config.cluster_allow_pubsubshard_when_down,
     };
     let state = member.topo.read();
     route(&state, member.me, &q, |k| key_here(core, k, now)).err().map(|r: Redirect| r.script_message())
@@ -301,7 +297,7 @@ fn help(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
 
 fn info(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     let m = member(ctx)?;
-    let full = flag(ctx.core, "cluster-require-full-coverage");
+    let full = ctx.core.config.cluster_require_full_coverage;
     let state = m.topo.read();
     Ok(describe::info(&state, m.me, full))
 }

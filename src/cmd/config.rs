@@ -36,11 +36,11 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     let pairs: Vec<(&[u8], &[u8])> = args[2..].chunks(2).map(|p| (&p[0][..], &p[1][..])).collect();
     let protected_ok = ctx.core.config.protected_allowed(ctx.client.shared.addr.is_local());
-    let before = (ctx.core.config.get_str("bind").to_string(), ctx.core.config.get_str("port").to_string());
+    let before = (ctx.core.config.get_str("bind").to_string(), ctx.core.config.port);
     let saved = ctx.core.config.clone();
     // All or nothing, as in Redis: nothing changes unless every value is valid.
     let set = ctx.core.config.set_many(&pairs, protected_ok)?;
-    let after = (ctx.core.config.get_str("bind").to_string(), ctx.core.config.get_str("port").to_string());
+    let after = (ctx.core.config.get_str("bind").to_string(), ctx.core.config.port);
     if after != before {
         if let Err(why) = relisten(ctx, &before) {
             ctx.core.config = saved;
@@ -81,17 +81,13 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 /// close first, and the old addresses are bound again if the new ones
 /// fail; connected clients stay), before answering, as Redis's CONFIG SET
 /// does.
-fn relisten(ctx: &mut Ctx<'_>, before: &(String, String)) -> std::io::Result<()> {
+fn relisten(ctx: &mut Ctx<'_>, before: &(String, u16)) -> std::io::Result<()> {
     let cfg = &ctx.core.config;
-    let bad = |_| std::io::Error::from(std::io::ErrorKind::InvalidInput);
     let Some(io) = ctx.shared.io.get() else {
         // No listener (the in-process test harness): nothing to move.
         return Err(std::io::Error::other("no listener"));
     };
-    let port = cfg.get_str("port").parse().map_err(bad)?;
-    let old_port = before.1.parse().map_err(bad)?;
-    let backlog = cfg.get_str("tcp-backlog").parse().unwrap_or(511);
-    let addr = io.relisten(cfg.get_str("bind"), port, &before.0, old_port, backlog)?;
+    let addr = io.relisten(cfg.get_str("bind"), cfg.port, &before.0, before.1, cfg.tcp_backlog)?;
     ctx.core.config.set_listen_port(addr.port());
     *ctx.shared.local_addr.lock() = addr;
     Ok(())

@@ -288,7 +288,7 @@ fn rlockd_scripts(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 /// [`crate::control`]): off clears the faults and lets the clock run on
 /// real time again, which expires what is due.
 pub(crate) fn switched(ctx: &mut Ctx<'_>) {
-    let on = ctx.core.config.get_str("test-control") == "yes";
+    let on = ctx.core.config.test_control;
     if on == ctx.core.control.is_on() {
         return;
     }

@@ -68,7 +68,11 @@ fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         "sleep" if args.len() == 3 => {
             let secs = crate::num::parse_double(&args[2]).unwrap_or(0.0).max(0.0);
             // Like Redis: the whole server sleeps (the core lock is held).
-            std::thread::sleep(std::time::Duration::from_secs_f64(secs.min(3600.0)));
+            match ctx.shared.io.get() {
+                Some(io) => io.sleep(std::time::Duration::from_secs_f64(secs.min(3600.0))),
+                None if secs == 0.0 => {}
+                None => return Err(CmdError::custom("ERR DEBUG SLEEP needs a server with an event loop")),
+            }
             Ok(Reply::ok())
         }
         "set-active-expire" if args.len() == 3 => {

@@ -164,7 +164,7 @@ fn info_section(ctx: &Ctx<'_>, name: &str, out: &mut String) -> bool {
                 .scripting
                 .as_ref()
                 .map_or((0, 0, 0), |s| (s.eval_memory(), s.functions_memory(), s.script_count()));
-            let maxmemory: u64 = core.config.get_str("maxmemory").parse().unwrap_or(0);
+            let maxmemory: u64 = core.config.maxmemory;
             let total = total_system_memory();
             l!("# Memory");
             l!("used_memory:{used}");

@@ -3,16 +3,17 @@
 //! node sends `RESTORE-ASKING`) over a connection made for the call,
 //! synchronously (the event loop waits, as Redis's does), the keys deleted
 //! here once the target accepted them (unless `COPY`). The commands are
-//! encoded and the target's replies read by `protocol/`.
+//! encoded and the target's replies read by `protocol/`; the bytes travel
+//! through the server's [`crate::core::ServerIo::exchange`] (`server/`
+//! owns the sockets).
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 
 use super::util::eq;
 use super::Ctx;
+use crate::core::ExchangeError;
 use crate::db::{notify, rdb};
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::{decode, Reply, Resp};
@@ -115,24 +116,21 @@ pub fn migrate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     };
     let host = String::from_utf8_lossy(&args[1]).into_owned();
     let port = String::from_utf8_lossy(&args[2]).into_owned();
-    let Some(addr) = format!("{host}:{port}").to_socket_addrs().ok().and_then(|mut a| a.next()) else {
-        return Err(CmdError::custom("IOERR error or timeout connecting to the client"));
-    };
-    let stream = TcpStream::connect_timeout(&addr, timeout).map_err(|_| io_error(true))?;
-    let _ = stream.set_nodelay(true);
-    stream.set_write_timeout(Some(timeout)).map_err(|_| io_error(true))?;
-    stream.set_read_timeout(Some(timeout)).map_err(|_| io_error(false))?;
-    (&stream).write_all(&out).map_err(|_| io_error(true))?;
-    let mut reader = BufReader::new(&stream);
+    let connect_error = || CmdError::custom("IOERR error or timeout connecting to the client");
     // One reply a line: the target answers AUTH, SELECT and RESTORE with
     // a status or an error.
-    let mut line = || -> Option<Vec<u8>> {
-        let mut l = Vec::new();
-        match reader.read_until(b'\n', &mut l) {
-            Ok(n) if n > 0 => Some(l),
-            _ => None,
-        }
+    let expected = usize::from(password.is_some()) + 1 + found.len();
+    let Some(io) = ctx.shared.io.get() else {
+        // No sockets (the in-process harness): nothing to connect to.
+        return Err(connect_error());
     };
+    let lines = match io.exchange(&host, &port, &out, expected, timeout) {
+        Ok(lines) => lines,
+        Err(ExchangeError::Resolve) => return Err(connect_error()),
+        Err(ExchangeError::Write) => return Err(io_error(true)),
+    };
+    let mut lines = lines.into_iter();
+    let mut line = || lines.next();
     let mut first_error: Option<Bytes> = None;
     if password.is_some() {
         let auth = line().ok_or_else(|| io_error(false))?;

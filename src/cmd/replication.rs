@@ -27,7 +27,7 @@ pub(crate) const READONLY: &str = "READONLY You can't write against a read only 
 /// not its primary's stream.
 pub(crate) fn read_only_here(ctx: &Ctx<'_>) -> bool {
     match &ctx.core.repl.master {
-        Some(m) => m.client_id != ctx.client.id && ctx.core.config.get_str("replica-read-only") == "yes",
+        Some(m) => m.client_id != ctx.client.id && ctx.core.config.replica_read_only,
         None => false,
     }
 }
@@ -38,7 +38,7 @@ pub(crate) fn enough_good_replicas(core: &Core) -> bool {
     if core.repl.is_replica() {
         return true;
     }
-    let max_lag: u64 = core.config.get_str("min-replicas-max-lag").parse().unwrap_or(10);
+    let max_lag: u64 = core.config.min_replicas_max_lag;
     if max_lag == 0 {
         return true;
     }
@@ -100,7 +100,7 @@ fn sync(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let limit = ctx.core.config.replica_limit;
     let primary_addr = *ctx.shared.local_addr.lock();
     let repl = &mut ctx.core.repl;
-    repl.backlog_size = ctx.core.config.get_str("repl-backlog-size").parse().unwrap_or(1 << 20);
+    repl.backlog_size = ctx.core.config.repl_backlog_size;
     tracing::info!("Replica {name} asks for synchronization");
     let link = Arc::new(Link::tcp(
         primary_addr,
@@ -148,7 +148,7 @@ fn sync(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 /// fields Redis 7.0 writes for a replica (`repl-id`, `repl-offset`…).
 fn rdb_file(core: &Core, now_ms: u64) -> Vec<u8> {
     use crate::db::rdb::FileWriter;
-    let fill = core.config.get_str("list-max-listpack-size").parse().unwrap_or(-2);
+    let fill = core.config.enc_limits.list_fill;
     let mut w = FileWriter::new(fill);
     w.aux("redis-ver", core.config.get_str("redis-version").as_bytes());
     w.aux("redis-bits", b"64");
@@ -345,12 +345,12 @@ fn wait(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 pub(crate) fn info(ctx: &Ctx<'_>) -> String {
     let config = &ctx.core.config;
     let settings = InfoSettings {
-        backlog_size: config.get_str("repl-backlog-size").parse().unwrap_or(1 << 20),
-        priority: config.get_str("replica-priority").to_string(),
-        read_only: config.get_str("replica-read-only") == "yes",
-        announced: config.get_str("replica-announced") == "yes",
+        backlog_size: config.repl_backlog_size,
+        priority: config.replica_priority.to_string(),
+        read_only: config.replica_read_only,
+        announced: config.replica_announced,
         min_replicas_to_write: config.min_replicas_to_write,
-        max_lag: config.get_str("min-replicas-max-lag").parse().unwrap_or(10),
+        max_lag: config.min_replicas_max_lag,
     };
     ctx.core.repl.info(&settings, ctx.shared.clock.now_ms())
 }

@@ -243,7 +243,7 @@ fn waitaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if t < 0 {
         return Err(CmdError::NegativeTimeout);
     }
-    if numlocal > 0 && ctx.core.config.get_str("appendonly") != "yes" {
+    if numlocal > 0 && !ctx.core.config.appendonly {
         return Err(CmdError::custom("ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled."));
     }
     Ok(Reply::Array(vec![Reply::Int(0), Reply::Int(0)]))

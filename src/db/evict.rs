@@ -25,7 +25,7 @@ pub const LFU_INIT_VAL: u8 = 5;
 /// elapsed, then increments it with probability
 /// `1 / ((counter - LFU_INIT_VAL) * lfu-log-factor + 1)` (always below the
 /// initial value), saturating at 255.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Lfu {
     /// `lfu-log-factor`.
     pub log_factor: u32,
@@ -71,9 +71,10 @@ impl Lfu {
 }
 
 /// `maxmemory-policy`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Policy {
     /// Refuse `deny-oom` commands instead of evicting.
+    #[default]
     NoEviction,
     /// Least recently used among all keys.
     AllKeysLru,

@@ -220,9 +220,9 @@ impl Nodes {
                 let Some(nodes) = me.upgrade() else { return };
                 let Some(topo) = nodes.topo.upgrade() else { return };
                 let first = topo.read().replicas(n).first().copied();
-                first.and_then(|r| nodes.shared(r)).map_or(15000, |s| {
-                    s.core.blocking_lock().config.get_str("cluster-node-timeout").parse().unwrap_or(15000)
-                })
+                first
+                    .and_then(|r| nodes.shared(r))
+                    .map_or(15000, |s| s.core.blocking_lock().config.cluster_node_timeout_ms)
             };
             std::thread::sleep(std::time::Duration::from_millis(timeout_ms));
             let Some(nodes) = me.upgrade() else { return };
@@ -495,7 +495,7 @@ impl Cluster {
                 })
             })
             .join()
-            .map_err(|_| Error::Config("the replicas did not attach".into()))?;
+            .map_err(|_| Error::Topology("the replicas did not attach".into()))?;
         }
         let nodes = Arc::new_cyclic(|me| Nodes {
             topo: Arc::downgrade(&topo),
@@ -559,9 +559,9 @@ impl Cluster {
 
     fn control(&self, i: usize, down: bool) -> Result<(), Error> {
         if i >= self.len() {
-            return Err(Error::Config(format!("no node {i}")));
+            return Err(Error::Topology(format!("no node {i}")));
         }
-        self.nodes.set_down(i, down, false).map_err(Error::Config)
+        self.nodes.set_down(i, down, false).map_err(Error::Topology)
     }
 
     /// Promotes replica `i` in its primary's place (as `RLOCKD CLUSTER
@@ -570,7 +570,7 @@ impl Cluster {
     /// (or will, when it is down). Returns once done.
     pub fn failover(&self, i: usize) -> Result<(), Error> {
         if i >= self.len() {
-            return Err(Error::Config(format!("no node {i}")));
+            return Err(Error::Topology(format!("no node {i}")));
         }
         let i = {
             let state = self.topo.read();
@@ -579,7 +579,7 @@ impl Cluster {
                     .replicas(i)
                     .into_iter()
                     .find(|&r| !state.nodes[r].failed)
-                    .ok_or_else(|| Error::Config(format!("node {i} has no replica that is up")))?
+                    .ok_or_else(|| Error::Topology(format!("node {i} has no replica that is up")))?
             } else {
                 i
             }
@@ -592,7 +592,7 @@ impl Cluster {
                 let _ = tx.send(r);
             }),
         );
-        rx.recv().map_err(|_| Error::Config("the failover did not finish".into()))?.map_err(Error::Config)
+        rx.recv().map_err(|_| Error::Topology("the failover did not finish".into()))?.map_err(Error::Topology)
     }
 
     /// The index of the primary node `i` replicates (`None`: a primary).

@@ -55,7 +55,7 @@ pub(crate) async fn revive(shared: &Arc<Shared>) -> Result<(), String> {
         return Err(format!("the node on port {} is not down", addr.port()));
     }
     if let Some(io) = shared.io.get() {
-        let backlog = core.config.get_str("tcp-backlog").parse().unwrap_or(511);
+        let backlog = core.config.tcp_backlog;
         let ip = addr.ip().to_string();
         io.relisten(&ip, addr.port(), &ip, addr.port(), backlog)
             .map_err(|e| format!("cannot listen on {addr} again: {e}"))?;
@@ -108,14 +108,14 @@ impl super::Server {
     /// ```
     pub fn crash(&self, noticed_at_once: bool) -> Result<(), crate::error::Error> {
         let shared = self.shared.clone();
-        on_own_runtime(async move { crash(&shared, noticed_at_once).await }).map_err(crate::error::Error::Config)
+        on_own_runtime(async move { crash(&shared, noticed_at_once).await }).map_err(crate::error::Error::Topology)
     }
 
     /// Brings this crashed node back on its address (see
     /// [`crash`](Self::crash)).
     pub fn revive(&self) -> Result<(), crate::error::Error> {
         let shared = self.shared.clone();
-        on_own_runtime(async move { revive(&shared).await }).map_err(crate::error::Error::Config)
+        on_own_runtime(async move { revive(&shared).await }).map_err(crate::error::Error::Topology)
     }
 }
 

@@ -21,7 +21,7 @@ use tokio::io::Interest;
 use super::connection::{self, Conns};
 use super::socket::{Listener, Stream};
 use crate::client::ClientAddr;
-use crate::core::{Core, ServerIo, Shared};
+use crate::core::{Core, ExchangeError, ServerIo, Shared};
 
 /// The listeners and connections of one server.
 pub(crate) struct Io {
@@ -163,5 +163,20 @@ impl ServerIo for Io {
 
     fn change_node(&self, target: Arc<Shared>, change: crate::replication::down::Change, waiter: Option<u64>) {
         self.runtime.spawn(super::crash::change(self.shared.upgrade(), target, change, waiter));
+    }
+
+    fn exchange(
+        &self,
+        host: &str,
+        port: &str,
+        request: &[u8],
+        replies: usize,
+        timeout: std::time::Duration,
+    ) -> Result<Vec<Vec<u8>>, ExchangeError> {
+        super::outbound::exchange(host, port, request, replies, timeout)
+    }
+
+    fn sleep(&self, d: std::time::Duration) {
+        std::thread::sleep(d);
     }
 }

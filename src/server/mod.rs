@@ -23,6 +23,7 @@ pub mod cluster;
 pub mod connection;
 mod crash;
 pub(crate) mod io;
+mod outbound;
 pub(crate) mod replication;
 mod socket;
 
@@ -83,7 +84,7 @@ impl Server {
             if path.is_empty() {
                 None
             } else {
-                let perm = u32::from_str_radix(core.config.get_str("unixsocketperm"), 8).unwrap_or(0);
+                let perm = core.config.unixsocketperm;
                 let l = socket::listen_unix(path, perm, config.tcp_backlog)
                     .map_err(|source| Error::Bind { addr: path.to_string(), source })?;
                 listeners.push(l);

@@ -186,7 +186,7 @@ async fn turn(
         core.repl.serve_waits(&mut core.blocking);
         // The heartbeat, every `repl-ping-replica-period` seconds from the
         // first replica on.
-        let period: u64 = core.config.get_str("repl-ping-replica-period").parse().unwrap_or(10);
+        let period: u64 = core.config.repl_ping_replica_period_secs;
         let period = Duration::from_secs(period.max(1));
         match *next_ping {
             _ if core.repl.replicas.is_empty() => *next_ping = None,
@@ -518,7 +518,7 @@ impl super::Server {
     /// this server becomes its replica. Returns the new primary's address.
     pub fn failover(&self) -> Result<SocketAddr, crate::error::Error> {
         let shared = self.shared.clone();
-        self.block_on(async move { failover(&shared, None).await }).map_err(crate::error::Error::Config)
+        self.block_on(async move { failover(&shared, None).await }).map_err(crate::error::Error::Topology)
     }
 
     /// Acts on this node's replication links (as `RLOCKD REPL …`); returns

@@ -488,6 +488,79 @@ fn the_circle_finder_sees_circles() {
     assert_eq!(found, [vec!["a", "b", "c"], vec!["d", "e"]]);
 }
 
+/// What a command must not do itself (`src/cmd/`): hold process state in
+/// a `static` that changes (a `OnceLock`/`LazyLock` of fixed data is
+/// fine), touch a socket, or sleep. Sockets and waiting belong to
+/// `server/`, reached through `core::ServerIo`.
+const NOT_IN_COMMANDS: &[&str] = &[
+    "static mut ",
+    "thread::sleep",
+    "time::sleep",
+    "TcpStream",
+    "TcpListener",
+    "UdpSocket",
+    "UnixStream",
+    "UnixListener",
+];
+
+#[test]
+fn commands_hold_no_process_state_open_no_socket_and_never_sleep() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src.join("cmd"), &mut files);
+    let mut problems = Vec::new();
+    for file in &files {
+        let code = code_only(&std::fs::read_to_string(file).expect("read source"));
+        for (n, line) in code.lines().enumerate() {
+            let name = file.strip_prefix(&src).expect("under src").display();
+            for bad in NOT_IN_COMMANDS {
+                if line.contains(bad) {
+                    problems.push(format!("src/{name}:{}: {}", n + 1, bad.trim()));
+                }
+            }
+            let t = line.trim_start();
+            let is_static =
+                t.starts_with("static ") || t.starts_with("pub static ") || t.starts_with("pub(crate) static ");
+            let changes = ["Mutex<", "RwLock<", "Cell<", "Atomic"].iter().any(|m| t.contains(m));
+            // The one exception: the per-thread cache of the fixed command
+            // table's name lookups, which answers exactly as the table.
+            let memo = t.contains("static NAME_CACHE:");
+            if is_static && changes && !memo {
+                problems.push(format!("src/{name}:{}: a static that changes", n + 1));
+            }
+        }
+    }
+    assert!(files.len() > 30, "the commands are read");
+    assert!(problems.is_empty(), "commands doing what server/ does:\n{}", problems.join("\n"));
+}
+
+/// Configuration is parsed once, in `config.rs` (`RuntimeConfig`'s typed
+/// fields): elsewhere a stored value is read only to be shown as it is.
+#[test]
+fn configuration_is_parsed_in_config_rs_only() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut problems = Vec::new();
+    for file in files.iter().filter(|f| !f.ends_with("config.rs") || f.parent() != Some(src.as_path())) {
+        let code = code_only(&std::fs::read_to_string(file).expect("read source"));
+        for (at, _) in code.match_indices("get_str(") {
+            let before = &code[..at];
+            if !(before.ends_with("config.") || before.ends_with("cfg.")) {
+                continue;
+            }
+            let Some(close) = code[at..].find(')') else { continue };
+            let after = code[at + close + 1..].trim_start();
+            let radix = before.trim_end_matches("config.").trim_end_matches("cfg.").ends_with("from_str_radix(core.");
+            if after.starts_with(".parse") || after.starts_with("==") || after.starts_with("!=") || radix {
+                let line = code[..at].lines().count();
+                problems.push(format!("{}:{line}", file.strip_prefix(&src).expect("under src").display()));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "a configuration value parsed where it is used:\n{}", problems.join("\n"));
+}
+
 #[test]
 fn no_files_import_each_other_in_a_circle() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");

@@ -152,7 +152,7 @@ impl Session<'_> {
             let pass = cfg.get_str("masterauth").to_string();
             let user = cfg.get_str("masteruser").to_string();
             let auth = (!pass.is_empty()).then_some((user, pass));
-            let announced: u16 = cfg.get_str("replica-announce-port").parse().unwrap_or(0);
+            let announced: u16 = cfg.replica_announce_port;
             let port = if announced != 0 { announced } else { self.shared.local_addr.lock().port() };
             let ip = cfg.get_str("replica-announce-ip").to_string();
             let synced = core.repl.master.as_ref().and_then(|m| m.tcp.as_ref()).is_some_and(|t| t.synced);
@@ -243,7 +243,7 @@ impl Session<'_> {
     }
 
     async fn repl_timeout(&self) -> Duration {
-        let secs: u64 = self.shared.core.lock().await.config.get_str("repl-timeout").parse().unwrap_or(60);
+        let secs: u64 = self.shared.core.lock().await.config.repl_timeout_secs;
         Duration::from_secs(secs.max(1))
     }
 
