@@ -43,6 +43,10 @@ const NONE: u16 = u16::MAX;
 pub struct Node {
     /// 40 hex characters.
     pub id: String,
+    /// The shard's id (`CLUSTER MYSHARDID`, Redis 7.2): 40 hex characters
+    /// its primary and replicas share, kept through failovers (a replica
+    /// taking its primary's place stays in the shard).
+    pub shard_id: String,
     /// The announced address (what `MOVED` and `CLUSTER SLOTS` print).
     pub ip: String,
     pub port: u16,
@@ -300,6 +304,12 @@ impl Topology {
             .enumerate()
             .map(|(i, (ip, port))| Node {
                 id: node_id(ip, *port),
+                shard_id: {
+                    // The shard of the primary the node starts with.
+                    let first = if i < primaries { i } else { (i - primaries) % primaries.max(1) };
+                    let (ip, port) = &addrs[first];
+                    sha1_smol::Sha1::from(format!("rlockd cluster shard {ip}:{port}")).digest().to_string()
+                },
                 ip: ip.clone(),
                 port: *port,
                 bus_port: port.checked_add(10000).unwrap_or(0),

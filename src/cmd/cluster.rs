@@ -65,6 +65,7 @@ static CLUSTER_SUBS: &[CommandSpec] = &[
     cmd("meet", meet, -4, "admin stale no_async_loading", 0, 0, 0, "@admin @slow @dangerous")
         .doc("Force a node cluster to handshake with another node", "3.0.0"),
     cmd("myid", myid, 2, "stale", 0, 0, 0, "@slow").doc("Return the node id", "3.0.0"),
+    cmd("myshardid", myshardid, 2, "stale", 0, 0, 0, "@slow").doc("Return the node shard id", "7.2.0"),
     cmd("nodes", nodes, 2, "stale", 0, 0, 0, "@slow").doc("Get Cluster config for the node", "3.0.0"),
     cmd("replicas", replicas, 3, "admin stale", 0, 0, 0, "@admin @slow @dangerous")
         .doc("List replica nodes of the specified master node", "5.0.0"),
@@ -82,6 +83,9 @@ static CLUSTER_SUBS: &[CommandSpec] = &[
     cmd("slaves", replicas, 3, "admin stale", 0, 0, 0, "@admin @slow @dangerous")
         .doc("List replica nodes of the specified master node", "3.0.0"),
     cmd("slots", slots, 2, "stale", 0, 0, 0, "@slow").doc("Get array of Cluster slot to node mappings", "3.0.0"),
+    cmd("slot-stats", slot_stats, -4, "stale", 0, 0, 0, "@slow")
+        .doc("Return an array of slot usage statistics for slots assigned to the current node", "8.2.0")
+        .valkey_since("8.0.0"),
 ];
 
 const HELP: &[&str] = &[
@@ -347,6 +351,89 @@ fn myid(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     let m = member(ctx)?;
     let state = m.topo.read();
     Ok(Reply::bulk_str(&state.nodes[m.me].id))
+}
+
+fn myshardid(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    let m = member(ctx)?;
+    let state = m.topo.read();
+    Ok(Reply::bulk_str(&state.nodes[m.me].shard_id))
+}
+
+/// `CLUSTER SLOT-STATS SLOTSRANGE start end | ORDERBY metric [LIMIT n]
+/// [ASC|DESC]` (Redis 8.2): each slot of this node's shard with its
+/// `key-count`, by slot or ordered by the count (ties by slot). The
+/// CPU and network figures come with `cluster-slot-stats-enabled`, a
+/// parameter rlockd does not have: only `key-count` is served.
+fn slot_stats(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let m = member(ctx)?;
+    let slot = |a: &Bytes| {
+        crate::num::parse_i64_strict(a)
+            .filter(|s| (0..SLOTS as i64).contains(s))
+            .map(|s| s as u16)
+            .ok_or_else(|| CmdError::custom("ERR Invalid or out of range slot"))
+    };
+    let mine: Vec<bool> = {
+        let state = m.topo.read();
+        let shard = state.nodes[m.me].primary.unwrap_or(m.me);
+        (0..SLOTS as u16).map(|s| state.owner(s) == Some(shard)).collect()
+    };
+    let counts = || {
+        let mut n = vec![0u64; SLOTS];
+        for k in ctx.core.ks.dbs[0].keys() {
+            n[usize::from(key_slot(k.as_bytes()))] += 1;
+        }
+        n
+    };
+    let row = |slot: usize, keys: u64| {
+        Reply::Array(vec![
+            Reply::Int(slot as i64),
+            Reply::Map(vec![(Reply::bulk_str("key-count"), Reply::Int(keys as i64))]),
+        ])
+    };
+    if args.len() == 5 && eq(&args[2], "slotsrange") {
+        let (first, last) = (slot(&args[3])?, slot(&args[4])?);
+        if first > last {
+            return Err(CmdError::custom(format!(
+                "ERR Start slot number {first} is greater than end slot number {last}"
+            )));
+        }
+        let n = counts();
+        let rows = (usize::from(first)..=usize::from(last)).filter(|&s| mine[s]).map(|s| row(s, n[s]));
+        return Ok(Reply::Array(rows.collect()));
+    }
+    if !eq(&args[2], "orderby") {
+        return Err(CmdError::custom(format!(
+            "ERR unknown subcommand or wrong number of arguments for '{}'. Try CLUSTER HELP.",
+            String::from_utf8_lossy(&args[1])
+        )));
+    }
+    if !eq(&args[3], "key-count") {
+        return Err(CmdError::custom("ERR Unrecognized sort metric for ORDERBY."));
+    }
+    let (mut limit, mut desc, mut limits, mut orders) = (SLOTS, true, 0, 0);
+    let mut i = 4;
+    while i < args.len() {
+        if eq(&args[i], "limit") && i + 1 < args.len() {
+            limit = crate::num::parse_i64_strict(&args[i + 1]).filter(|n| (1..=SLOTS as i64).contains(n)).ok_or_else(
+                || CmdError::custom("ERR Limit has to lie in between 1 and 16384 (maximum number of slots)."),
+            )? as usize;
+            limits += 1;
+            i += 1;
+        } else if eq(&args[i], "asc") || eq(&args[i], "desc") {
+            desc = eq(&args[i], "desc");
+            orders += 1;
+        } else {
+            return Err(CmdError::Syntax);
+        }
+        if limits > 1 || orders > 1 {
+            return Err(CmdError::custom("ERR Multiple filters of the same type are disallowed."));
+        }
+        i += 1;
+    }
+    let n = counts();
+    let mut slots: Vec<usize> = (0..SLOTS).filter(|&s| mine[s]).collect();
+    slots.sort_by(|&a, &b| if desc { n[b].cmp(&n[a]) } else { n[a].cmp(&n[b]) }.then(a.cmp(&b)));
+    Ok(Reply::Array(slots.into_iter().take(limit).map(|s| row(s, n[s])).collect()))
 }
 
 fn keyslot(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {

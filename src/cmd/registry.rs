@@ -19,22 +19,29 @@ pub struct Table {
 /// When a row answers, per flavour (`Command::available`): from its
 /// `since` (its container's, if later), or always for an
 /// `every_version` row; in Valkey, what Redis had by the 7.2.4 Valkey
-/// forked from, and the rows only Valkey has from their Valkey version.
+/// forked from, and the rows Valkey added (its own, or ones Redis added
+/// later too) from their Valkey version.
 fn availability(spec: &CommandSpec, container: Option<[Version; 2]>) -> [Version; 2] {
     if spec.flag_bits & flags::EVERY_VERSION != 0 {
         return container.unwrap_or([Version::new(0, 0, 0); 2]);
     }
-    if !spec.valkey_since.is_empty() {
-        let valkey = Version::of_since(spec.valkey_since);
-        return [Version::NEVER, container.map_or(valkey, |c| valkey.max(c[Flavor::Valkey as usize]))];
-    }
-    let mut redis = Version::of_since(spec.since);
-    if let Some(c) = container {
-        redis = redis.max(c[Flavor::Redis as usize]);
-    }
+    let container_at = |flavor: Flavor, v: Version| container.map_or(v, |c| v.max(c[flavor as usize]));
+    // A row only Valkey has carries no Redis `since`.
+    let redis = if spec.since.is_empty() && !spec.valkey_since.is_empty() {
+        Version::NEVER
+    } else {
+        container_at(Flavor::Redis, Version::of_since(spec.since))
+    };
     // Under a Valkey profile the Redis column is not compared (and the
-    // other way round): see `Profile::has`.
-    let valkey = if redis <= VALKEY_REDIS_VERSION { Version::new(0, 0, 0) } else { Version::NEVER };
+    // other way round): see `Profile::has`. Valkey has what Redis had by
+    // the version it forked from, and what it added from its own version.
+    let valkey = if !spec.valkey_since.is_empty() {
+        container_at(Flavor::Valkey, Version::of_since(spec.valkey_since))
+    } else if redis <= VALKEY_REDIS_VERSION {
+        Version::new(0, 0, 0)
+    } else {
+        Version::NEVER
+    };
     [redis, valkey]
 }
 

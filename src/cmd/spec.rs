@@ -248,8 +248,9 @@ pub struct CommandSpec {
     pub summary: &'static str,
     /// Redis version that introduced the command.
     pub since: &'static str,
-    /// For a command only Valkey has: the Valkey version that introduced
-    /// it (empty: a Redis command, in Valkey while Redis had it by 7.2.4).
+    /// The Valkey version that introduced it: a command only Valkey has
+    /// (`since` empty), or one Valkey added apart from Redis (empty: in
+    /// Valkey while Redis had it by 7.2.4).
     pub valkey_since: &'static str,
 }
 
@@ -301,6 +302,12 @@ impl CommandSpec {
     pub const fn doc(mut self, summary: &'static str, since: &'static str) -> Self {
         self.summary = summary;
         self.since = since;
+        self
+    }
+    /// A Redis command Valkey added on its own after it forked, from
+    /// Valkey `since` (`CLUSTER SLOT-STATS`: Valkey 8.0, Redis 8.2).
+    pub const fn valkey_since(mut self, since: &'static str) -> Self {
+        self.valkey_since = since;
         self
     }
     /// Makes it a command only Valkey has, from Valkey `since`.

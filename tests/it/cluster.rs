@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::oracle::redis_server_or_skip;
+use crate::common::oracle::{redis_server_or_skip, OracleKind};
 use crate::common::resp::{pretty, RawConn, Value};
 use crate::common::skip::skipped;
 
@@ -79,9 +79,20 @@ impl RedisCluster {
     /// With `replicas` replicas per primary (`--cluster-replicas`), ordered
     /// as rlockd orders them: the node `3 + j` replicates node `j`.
     fn start_with_replicas(extra: &[&str], replicas: usize) -> Option<RedisCluster> {
+        Self::start_kind(OracleKind::Redis70, extra, replicas)
+    }
+
+    /// Of the oracle `kind` (joined by Debian's redis-cli when the oracle
+    /// comes without one).
+    fn start_kind(kind: OracleKind, extra: &[&str], replicas: usize) -> Option<RedisCluster> {
         let total = 3 * (1 + replicas);
-        let server = redis_server_or_skip()?;
-        let cli = server.replace("redis-server", "redis-cli");
+        let server = kind.path_or_skip()?;
+        let beside = server.replace("redis-server", "redis-cli");
+        let cli = if beside != server && std::path::Path::new(&beside).is_file() {
+            beside
+        } else {
+            redis_server_or_skip()?.replace("redis-server", "redis-cli")
+        };
         if !std::path::Path::new(&cli).is_file() {
             skipped("redis-cli is not installed, so the cluster was not compared with Redis");
             return None;
@@ -162,6 +173,8 @@ struct Side {
     conns: Vec<RawConn>,
     ids: Vec<String>,
     ports: Vec<u16>,
+    /// Each node's shard id, where the test read them (7.2's `MYSHARDID`).
+    shards: Vec<String>,
 }
 
 impl Side {
@@ -174,7 +187,7 @@ impl Side {
                 other => panic!("CLUSTER MYID: {other:?}"),
             })
             .collect();
-        Side { conns, ids, ports: ports.to_vec() }
+        Side { conns, ids, ports: ports.to_vec(), shards: Vec::new() }
     }
 
     /// `$ID<n>` and `$PORT<n>` in `args` made this side's.
@@ -195,6 +208,9 @@ impl Side {
         let mut t = text;
         for (i, id) in self.ids.iter().enumerate() {
             t = t.replace(id, &format!("<id{i}>"));
+        }
+        for (i, id) in self.shards.iter().enumerate() {
+            t = t.replace(id, &format!("<shard{i}>"));
         }
         for (i, p) in self.ports.iter().enumerate() {
             t = t.replace(&(u32::from(*p) + 10000).to_string(), &format!("<bus{i}>"));
@@ -448,6 +464,85 @@ fn cluster_replies_match_redis() {
         (1, &["CLUSTER", "INFO"]),
         (1, &["CLUSTER", "MYID"]),
         (1, &["GET", "b"]),
+    ];
+    compare(&mut ours, &mut redis, steps);
+}
+
+/// What Redis 7.2 to 8.2 added to `CLUSTER` (`MYSHARDID`, `SLOT-STATS`),
+/// against a redis-server 8.2.3 cluster, rlockd answering as 8.2.3: shard
+/// ids are named as node ids are (each side's own), the rest byte for byte.
+#[test]
+fn cluster_redis82_commands_match_redis() {
+    cluster_later_commands_match(OracleKind::Redis82);
+}
+
+/// The same against a valkey-server 8.1.8 cluster (Valkey has both since 8.0).
+#[test]
+fn cluster_valkey81_commands_match_valkey() {
+    cluster_later_commands_match(OracleKind::Valkey81);
+}
+
+fn cluster_later_commands_match(kind: OracleKind) {
+    let Some(rc) = RedisCluster::start_kind(kind, &[], 0) else { return };
+    let mut config = rlockd::ClusterConfig::new(3);
+    config.node.params.push(kind.rlockd_param());
+    let cluster = rlockd::Cluster::start(config).expect("cluster");
+    let ports: Vec<u16> = cluster.addrs().iter().map(|a| a.port()).collect();
+    let mut ours = Side::new(&ports);
+    let mut redis = Side::new(&rc.ports);
+    for side in [&mut ours, &mut redis] {
+        let shards: Vec<String> = (0..3)
+            .map(|n| match side.conns[n].cmd(&["CLUSTER", "MYSHARDID"]) {
+                Value::Bulk(Some(b)) => String::from_utf8(b).expect("shard id"),
+                other => panic!("CLUSTER MYSHARDID: {other:?}"),
+            })
+            .collect();
+        assert!(shards.iter().all(|s| s.len() == 40 && s.bytes().all(|c| c.is_ascii_hexdigit())), "{shards:?}");
+        let distinct: std::collections::BTreeSet<&String> = shards.iter().collect();
+        assert_eq!(distinct.len(), 3, "a shard each: {shards:?}");
+        // Shard ids are named by their node, as node ids are.
+        side.shards = shards;
+    }
+    let steps: &[(usize, &[&str])] = &[
+        (0, &["CLUSTER", "MYSHARDID"]),
+        (2, &["CLUSTER", "MYSHARDID"]),
+        (0, &["CLUSTER", "MYSHARDID", "x"]),
+        (0, &["SET", "b", "1"]),
+        (0, &["SET", "{b}2", "1"]),
+        (0, &["SET", "k2", "1"]),
+        (2, &["SET", "foo", "1"]),
+        (0, &["CLUSTER", "SLOT-STATS", "SLOTSRANGE", "3299", "3301"]),
+        (0, &["CLUSTER", "SLOT-STATS", "slotsrange", "5459", "5462"]),
+        (1, &["CLUSTER", "SLOT-STATS", "SLOTSRANGE", "0", "3"]),
+        (0, &["CLUSTER", "SLOT-STATS", "SLOTSRANGE", "5", "1"]),
+        (0, &["CLUSTER", "SLOT-STATS", "SLOTSRANGE", "0", "16384"]),
+        (0, &["CLUSTER", "SLOT-STATS", "SLOTSRANGE", "-1", "2"]),
+        (0, &["CLUSTER", "SLOT-STATS", "SLOTSRANGE", "x", "2"]),
+        (0, &["CLUSTER", "SLOT-STATS", "SLOTSRANGE", "1", "2", "3"]),
+        (0, &["CLUSTER", "SLOT-STATS", "ORDERBY", "key-count", "LIMIT", "3"]),
+        (0, &["CLUSTER", "SLOT-STATS", "ORDERBY", "KEY-COUNT", "LIMIT", "3", "ASC"]),
+        (2, &["CLUSTER", "SLOT-STATS", "ORDERBY", "key-count", "DESC", "LIMIT", "2"]),
+        (0, &["CLUSTER", "SLOT-STATS", "ORDERBY", "key-count", "LIMIT", "0"]),
+        (0, &["CLUSTER", "SLOT-STATS", "ORDERBY", "key-count", "LIMIT", "16385"]),
+        (0, &["CLUSTER", "SLOT-STATS", "ORDERBY", "key-count", "LIMIT", "x"]),
+        (0, &["CLUSTER", "SLOT-STATS", "ORDERBY", "key-count", "LIMIT", "1", "LIMIT", "2"]),
+        (0, &["CLUSTER", "SLOT-STATS", "ORDERBY", "key-count", "ASC", "DESC"]),
+        (0, &["CLUSTER", "SLOT-STATS", "ORDERBY", "key-count", "foo"]),
+        (0, &["CLUSTER", "SLOT-STATS", "ORDERBY", "key-count", "LIMIT"]),
+        (0, &["CLUSTER", "SLOT-STATS", "ORDERBY", "cpu-usec"]),
+        (0, &["CLUSTER", "SLOT-STATS", "ORDERBY", "nope"]),
+        (0, &["CLUSTER", "SLOT-STATS", "ORDERBY"]),
+        (0, &["CLUSTER", "SLOT-STATS", "bogus", "1"]),
+        (0, &["CLUSTER", "SLOT-STATS"]),
+    ];
+    compare(&mut ours, &mut redis, steps);
+    for side in [&mut ours, &mut redis] {
+        assert!(matches!(side.conns[0].cmd(&["HELLO", "3"]), Value::Map(_)));
+    }
+    let steps: &[(usize, &[&str])] = &[
+        (0, &["CLUSTER", "SLOT-STATS", "SLOTSRANGE", "3299", "3301"]),
+        (0, &["CLUSTER", "SLOT-STATS", "ORDERBY", "key-count", "LIMIT", "2"]),
+        (0, &["CLUSTER", "MYSHARDID"]),
     ];
     compare(&mut ours, &mut redis, steps);
 }
