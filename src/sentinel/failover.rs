@@ -4,8 +4,9 @@
 //! [`State`] and returns the [`Step`]s to carry out, in order: the events
 //! to publish and the [`Act`]s to perform on the servers.
 //!
-//! A primary down for its `down-after-milliseconds` is `+sdown` and, the
-//! group agreeing (they all see the same), `+odown`; the group fails it over: `+new-epoch`,
+//! A primary down for longer than its `down-after-milliseconds` (strictly,
+//! as in Redis) is `+sdown`; with as many Sentinels as its quorum (they all
+//! see the same) it is `+odown`, and the group fails it over: `+new-epoch`,
 //! `+try-failover`, `+vote-for-leader` (the first Sentinel of the group),
 //! `+elected-leader`, `+failover-state-select-slave`, then [`Act::Promote`]
 //! of the replica that received most. The driver reports the promotion's
@@ -120,10 +121,10 @@ impl Seen {
     }
 }
 
-/// True when a node `down` is down for `down_after_ms` at `now`, or is to
-/// be noticed at once.
+/// True when a node `down` is down for longer than `down_after_ms` at
+/// `now` (Redis: strictly longer), or is to be noticed at once.
 pub(super) fn down_long_enough(down: Option<Down>, down_after_ms: u64, now: Instant) -> bool {
-    down.is_some_and(|d| d.at_once || now.saturating_duration_since(d.since) >= Duration::from_millis(down_after_ms))
+    down.is_some_and(|d| d.at_once || now.saturating_duration_since(d.since) > Duration::from_millis(down_after_ms))
 }
 
 /// One check of every primary, replica and old primary (see the module
@@ -237,9 +238,17 @@ fn watch_primary(st: &mut State, i: usize, now: Instant, seen: &Seen, steps: &mu
         return;
     }
     // Down: the Sentinels of the group all see it, so they agree.
-    if m.odown.is_none() {
-        event(steps, "+odown", format!("{text} #quorum {sentinels}/{}", m.quorum));
-        m.odown = Some(now);
+    let reached = u32::try_from(sentinels).unwrap_or(u32::MAX) >= m.quorum;
+    match (m.odown.is_some(), reached) {
+        (false, true) => {
+            event(steps, "+odown", format!("{text} #quorum {sentinels}/{}", m.quorum));
+            m.odown = Some(now);
+        }
+        (true, false) => {
+            event(steps, "-odown", text);
+            m.odown = None;
+        }
+        _ => {}
     }
     if m.odown.is_some() && !m.no_good_slave {
         fail_over(st, i, seen, steps);
@@ -474,8 +483,8 @@ mod tests {
         let mut st = group(3, 2);
         let t0 = Instant::now();
         let seen = crashed(t0);
-        assert!(check(&mut st, at(t0, 29_999), &seen).is_empty(), "down for less than down-after-milliseconds");
-        let steps = check(&mut st, at(t0, 30_000), &seen);
+        assert!(check(&mut st, at(t0, 30_000), &seen).is_empty(), "down for exactly down-after-milliseconds");
+        let steps = check(&mut st, at(t0, 30_001), &seen);
         let m = "master mymaster 127.0.0.1 6379";
         assert_eq!(
             lines(&steps),
@@ -540,13 +549,14 @@ mod tests {
     }
 
     #[test]
-    fn sdown_after_down_after() {
+    fn sdown_needs_strictly_more_than_down_after() {
         let mut st = group(1, 1);
         st.masters[0].down_after_ms = 5000;
         let t0 = Instant::now();
         let mut seen = crashed(t0);
         assert!(check(&mut st, at(t0, 4999), &seen).is_empty());
-        let steps = check(&mut st, at(t0, 5000), &seen);
+        assert!(check(&mut st, at(t0, 5000), &seen).is_empty());
+        let steps = check(&mut st, at(t0, 5001), &seen);
         assert_eq!(
             lines(&steps[..2]),
             ["+sdown master mymaster 127.0.0.1 6379", "+odown master mymaster 127.0.0.1 6379 #quorum 1/1"]
@@ -555,6 +565,26 @@ mod tests {
         let mut st = group(1, 1);
         seen.down[0].1.at_once = true;
         assert_eq!(lines(&check(&mut st, t0, &seen)[..1]), ["+sdown master mymaster 127.0.0.1 6379"]);
+    }
+
+    #[test]
+    fn without_quorum_a_primary_is_only_subjectively_down() {
+        let mut st = group(1, 2);
+        let t0 = Instant::now();
+        let mut seen = crashed(t0);
+        assert_eq!(lines(&check(&mut st, at(t0, 30_001), &seen)), ["+sdown master mymaster 127.0.0.1 6379"]);
+        assert!(check(&mut st, at(t0, 40_000), &seen).is_empty());
+        assert_eq!((st.masters[0].flags(true), st.masters[0].status(), st.epoch), ("s_down,master", "sdown", 0));
+        // The quorum lowered: objectively down, failed over.
+        st.masters[0].quorum = 1;
+        let steps = check(&mut st, at(t0, 40_001), &seen);
+        assert_eq!(lines(&steps[..2]), ["+odown master mymaster 127.0.0.1 6379 #quorum 1/1", "+new-epoch 1"]);
+        let _ = promoted(&mut st, "mymaster", Err("no".into()), true);
+        // Raised again: no longer objectively down; back: no -odown.
+        st.masters[0].quorum = 2;
+        assert_eq!(lines(&check(&mut st, at(t0, 40_002), &seen)), ["-odown master mymaster 127.0.0.1 6379"]);
+        seen.down.clear();
+        assert_eq!(lines(&check(&mut st, at(t0, 40_003), &seen)), ["-sdown master mymaster 127.0.0.1 6379"]);
     }
 
     #[test]
@@ -633,8 +663,8 @@ mod tests {
             any_down: true,
         };
         let r2 = "slave 127.0.0.1:6381 127.0.0.1 6381 @ mymaster 127.0.0.1 6379";
-        assert!(check(&mut st, at(t0, 29_999), &seen).is_empty());
-        assert_eq!(lines(&check(&mut st, at(t0, 30_000), &seen)), [format!("+sdown {r2}")]);
+        assert!(check(&mut st, at(t0, 30_000), &seen).is_empty());
+        assert_eq!(lines(&check(&mut st, at(t0, 30_001), &seen)), [format!("+sdown {r2}")]);
         assert_eq!(st.replica_flags(addr(R2), true), "s_down,slave,disconnected");
         assert!(check(&mut st, at(t0, 30_002), &seen).is_empty());
         seen.down.clear();

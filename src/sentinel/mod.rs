@@ -15,12 +15,13 @@
 //!
 //! A primary that stops answering — crashed by test control (`RLOCKD REPL
 //! CRASH`, `Server::crash`; `server/crash.rs`) — is flagged `+sdown` once it
-//! has been down for its `down-after-milliseconds` (30000 as in Redis;
-//! `SENTINEL SET name down-after-milliseconds ms`, `rlockd
+//! has been down for longer than its `down-after-milliseconds` (30000 as
+//! in Redis; `SENTINEL SET name down-after-milliseconds ms`, `rlockd
 //! --sentinel-down-after ms`, [`Sentinel::set_down_after`]; a crash made
-//! with `NOW` is noticed at the next check), `+odown` with the group's
-//! agreement, and failed over automatically with Redis's events: the
-//! replica that received most is promoted with what it has, and the old
+//! with `NOW` is noticed at the next check), `+odown` if the group has as
+//! many Sentinels as the primary's quorum (else it stays subjectively
+//! down, as in Redis), and failed over automatically with Redis's events:
+//! the replica that received most is promoted with what it has, and the old
 //! primary, once back, is converted into its replica (`-sdown`,
 //! `+convert-to-slave`); a crashed replica is flagged `+sdown` (and `-sdown`
 //! when back) the same way. The group checks every 20 ms and whenever a node
