@@ -4,7 +4,7 @@
 //! it. The Sentinels read it as "no reply to PING since": they flag a
 //! primary `+sdown` once that is older than its `down-after-milliseconds`,
 //! fail over, and convert the old primary into a replica when it is back
-//! (`sentinel/mod.rs`). A crash noticed "at once" (`NOW`) counts as down
+//! (`sentinel/failover.rs`). A crash noticed "at once" (`NOW`) counts as down
 //! for longer than any `down-after-milliseconds`. What a crash does to the
 //! node (its port, its clients, its links) is `server/crash.rs`'s.
 
