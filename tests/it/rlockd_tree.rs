@@ -148,6 +148,11 @@ const STANDALONE: &[&str] = &[
     "CLUSTER",
     "CLUSTER NOPE",
     "CLUSTER MOVESLOT 1 0",
+    "SCHEMA FAULT",
+    "SCHEMA clock",
+    "SCHEMA nope",
+    "SCHEMA a b",
+    "SCHEMA",
 ];
 
 const PRIMARY: &[&str] = &[
