@@ -159,7 +159,8 @@ fn run_ops(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 /// `RLOCKD SCHEMA [<subcommand>]`: the tree as data (RESP3 maps; flat
 /// arrays in RESP2). A subcommand: `name`, `args`, `ops`, `fields`; an
-/// operation: `name`, `args`, `options`, `fields`; an argument: `name`,
+/// operation: `name`, `args`, `options`, `fields`, `group` (`kind`: a
+/// fault kind; nil); an argument: `name`,
 /// `type`, `token` (nil when none), `optional`, `choices`.
 fn rlockd_schema(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     fn words(w: &[&str]) -> Reply {
@@ -180,6 +181,7 @@ fn rlockd_schema(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             (Reply::bulk_str("args"), Reply::Array(o.args.iter().map(arg_reply).collect())),
             (Reply::bulk_str("options"), words(o.options)),
             (Reply::bulk_str("fields"), words(o.fields)),
+            (Reply::bulk_str("group"), if o.group.is_empty() { Reply::Nil } else { Reply::bulk_str(o.group) }),
         ])
     };
     let sub_reply = |s: &CommandSpec, t: &OpTable| {
@@ -453,56 +455,64 @@ static FAULT: OpTable = OpTable {
             |ctx, a| set_fault(ctx, a, parse_error),
             &["    ERROR <message>           answer with this error instead of running the command"],
         )
-        .options(COMMAND_SCOPE),
+        .options(COMMAND_SCOPE)
+        .group("kind"),
         op(
             "latency",
             &[arg("ms", "integer"), arg("jitter", "integer").opt().token("JITTER")],
             |ctx, a| set_fault(ctx, a, parse_latency),
             &["    LATENCY <ms> [JITTER <ms>] hold the reply back"],
         )
-        .options(COMMAND_SCOPE),
+        .options(COMMAND_SCOPE)
+        .group("kind"),
         op(
             "close",
             &[arg("when", "choice").choice(&["before", "after"]).opt()],
             |ctx, a| set_fault(ctx, a, parse_close),
             &["    CLOSE [BEFORE|AFTER]      close the connection before the command runs, or after it ran unanswered"],
         )
-        .options(COMMAND_SCOPE),
+        .options(COMMAND_SCOPE)
+        .group("kind"),
         op(
             "freeze",
             &[arg("ms", "integer")],
             |ctx, a| set_fault(ctx, a, parse_freeze),
             &["    FREEZE <ms>               answer nothing for that long (the clock runs on)"],
         )
-        .options(COMMAND_SCOPE),
+        .options(COMMAND_SCOPE)
+        .group("kind"),
         op(
             "slowwrite",
             &[arg("bytes", "integer"), arg("ms", "integer")],
             |ctx, a| set_fault(ctx, a, parse_slowwrite),
             &["    SLOWWRITE <bytes> <ms>    write the reply that many bytes at a time, that far apart"],
         )
-        .options(COMMAND_SCOPE),
+        .options(COMMAND_SCOPE)
+        .group("kind"),
         op(
             "cutwrite",
             &[arg("bytes", "integer")],
             |ctx, a| set_fault(ctx, a, parse_cutwrite),
             &["    CUTWRITE <bytes>          write only that much of the reply, then close"],
         )
-        .options(COMMAND_SCOPE),
+        .options(COMMAND_SCOPE)
+        .group("kind"),
         op(
             "dropmsg",
             &[],
             |ctx, a| set_fault(ctx, a, |a| Ok((Some(FaultKind::DropMessages), a))),
             &["    DROPMSG                   lose messages published on matching channels"],
         )
-        .options(CHANNEL_SCOPE),
+        .options(CHANNEL_SCOPE)
+        .group("kind"),
         op(
             "delaymsg",
             &[arg("ms", "integer")],
             |ctx, a| set_fault(ctx, a, parse_delaymsg),
             &["    DELAYMSG <ms>             deliver them that much later"],
         )
-        .options(CHANNEL_SCOPE),
+        .options(CHANNEL_SCOPE)
+        .group("kind"),
         op(
             "kill",
             &[],
@@ -968,8 +978,7 @@ mod tests {
             FaultKind::DropMessages,
             FaultKind::DelayMessages { ms: 0 },
         ];
-        let rows: Vec<&str> =
-            FAULT.ops.iter().filter(|o| !o.options.is_empty() && o.name != "kill").map(|o| o.name).collect();
+        let rows: Vec<&str> = FAULT.ops.iter().filter(|o| o.group == "kind").map(|o| o.name).collect();
         assert_eq!(rows, kinds.iter().map(FaultKind::name).collect::<Vec<_>>());
     }
 }

@@ -387,6 +387,9 @@ pub struct Op {
     /// The fields of the map it replies (of each map, for an array of
     /// them), in their order.
     pub fields: &'static [&'static str],
+    /// The group it belongs to among its subcommand's operations (`kind`:
+    /// a fault kind of `FAULT`), or `""`.
+    pub group: &'static str,
     /// Gets the whole command line (`RLOCKD <sub> <op> …`).
     pub handler: Handler,
     /// Its `RLOCKD HELP` lines (empty: described by the lines of the
@@ -396,7 +399,7 @@ pub struct Op {
 
 /// An operation whose count of arguments the runner checks.
 pub const fn op(name: &'static str, args: &'static [Arg], handler: Handler, help: &'static [&'static str]) -> Op {
-    Op { name, args, options: &[], counts_own: false, fields: &[], handler, help }
+    Op { name, args, options: &[], counts_own: false, fields: &[], group: "", handler, help }
 }
 
 impl Op {
@@ -414,6 +417,11 @@ impl Op {
     /// The fields of the map(s) it replies.
     pub const fn fields(mut self, fields: &'static [&'static str]) -> Op {
         self.fields = fields;
+        self
+    }
+    /// Puts it in a group (`kind`).
+    pub const fn group(mut self, group: &'static str) -> Op {
+        self.group = group;
         self
     }
     /// Whether `n` words fit its arguments: the required ones and any
