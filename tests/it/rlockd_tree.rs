@@ -9,7 +9,7 @@
 //!
 //! `RLOCKD_REGENERATE_REPLIES=1 cargo test --test it rlockd_tree` rewrites it.
 
-use crate::common::resp::RawConn;
+use crate::common::resp::{RawConn, Value};
 
 /// Command lines after `RLOCKD`, split on spaces; `_` stands for an empty
 /// argument and `+` for a space inside one. A leading `~` runs the line
@@ -86,7 +86,7 @@ const STANDALONE: &[&str] = &[
     "FAULT CLOSE sideways",
     "FAULT CLOSE BEFORE CLIENT c ID 7",
     "FAULT FREEZE",
-    "FAULT FREEZE 1 COMMAND nothing",
+    "FAULT FREEZE 600000 COMMAND nothing",
     "FAULT SLOWWRITE 1",
     "FAULT SLOWWRITE 0 5 COMMAND x",
     "FAULT CUTWRITE",
@@ -260,4 +260,56 @@ fn rlockd_tree_replies_are_the_recorded_ones() {
             out.lines().nth(first)
         );
     }
+}
+
+fn text(v: &Value) -> String {
+    match v {
+        Value::Bulk(Some(b)) | Value::Simple(b) => String::from_utf8_lossy(b).into_owned(),
+        other => panic!("not a string: {other:?}"),
+    }
+}
+
+fn field<'a>(map: &'a Value, name: &str) -> &'a Value {
+    let Value::Map(pairs) = map else { panic!("not a map: {map:?}") };
+    &pairs.iter().find(|(k, _)| text(k) == name).unwrap_or_else(|| panic!("no {name} in {map:?}")).1
+}
+
+fn items(v: &Value) -> &[Value] {
+    match v {
+        Value::Agg(_, Some(items)) => items,
+        other => panic!("not an array: {other:?}"),
+    }
+}
+
+/// What `RLOCKD SCHEMA FAULT` says each kind (and `KILL`) takes is what the
+/// server takes: each kind with its required arguments accepts exactly the
+/// scope options its row names, and refuses the others.
+#[test]
+fn each_fault_kind_takes_the_options_the_schema_names() {
+    let srv = crate::common::server();
+    let mut c = RawConn::connect(srv.port());
+    assert!(matches!(c.cmd(&["HELLO", "3"]), Value::Map(_)));
+    let fault = c.cmd(&["RLOCKD", "SCHEMA", "FAULT"]);
+    let all = ["command", "key", "client", "id", "channel", "times"];
+    let mut kinds = 0;
+    for op in items(field(&fault, "ops")) {
+        let options: Vec<String> = items(field(op, "options")).iter().map(text).collect();
+        if options.is_empty() {
+            continue;
+        }
+        kinds += usize::from(*field(op, "group") == Value::Bulk(Some(b"kind".to_vec())));
+        let mut line = vec!["RLOCKD".to_string(), "FAULT".to_string(), text(field(op, "name"))];
+        for a in items(field(op, "args")).iter().filter(|a| *field(a, "optional") == Value::Bool(false)) {
+            line.push(if text(field(a, "type")) == "integer" { "1".into() } else { "ERR x".into() });
+        }
+        for word in all {
+            let mut l = line.clone();
+            l.extend([word.to_string(), "12345".to_string()]);
+            let refs: Vec<&str> = l.iter().map(String::as_str).collect();
+            let r = c.cmd(&refs);
+            assert_eq!(!matches!(r, Value::Error(_)), options.iter().any(|o| o == word), "{l:?}: {r:?}");
+            c.cmd(&["RLOCKD", "FAULT", "CLEAR"]);
+        }
+    }
+    assert_eq!(kinds, 8);
 }
