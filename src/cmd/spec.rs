@@ -326,7 +326,7 @@ impl CommandSpec {
 pub struct Arg {
     /// Its name (`ms`, `replica-port`; for a word alone, as `NOW`, the word).
     pub name: &'static str,
-    /// What it is: `integer`, `text`, `pattern`, `port`, `node`, `choice`
+    /// What it is: `integer`, `text`, `key`, `pattern`, `port`, `node`, `choice`
     /// (one of `choices`) or `flag` (the word `token` alone).
     pub kind: &'static str,
     /// The word before its value (`JITTER <ms>`, `KEYS <n>`), or `""`.
