@@ -14,7 +14,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use super::util::{eq, int};
-use super::{cmd, container, table, Command, CommandSpec, Ctx, Lookup};
+use super::{arg, cmd, container, op, table, Arg, Command, CommandSpec, Ctx, Lookup, OpTable};
 use crate::cluster::route::{route, Query, Redirect};
 use crate::cluster::{describe, key_slot, Member, SLOTS};
 use crate::core::{Core, Shared};
@@ -901,132 +901,169 @@ fn node_by_name(m: &Member, a: &[u8]) -> Result<usize, CmdError> {
     lookup(m, a).ok_or_else(|| CmdError::custom(format!("ERR Unknown node {}", String::from_utf8_lossy(a))))
 }
 
-/// `RLOCKD CLUSTER …`: slot moves and node outages for tests (see the
-/// `RLOCKD HELP` lines).
-pub(crate) fn control(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+/// `RLOCKD CLUSTER …`: slot moves and node outages for tests (a row of
+/// `cmd/control.rs`'s tree).
+pub(crate) static CONTROL: OpTable = OpTable {
+    args: &[],
+    help: &[],
+    ops: &[
+        op(
+            "moveslot",
+            &[arg("slot", "integer"), arg("node", "node"), arg("n", "integer").opt().token("KEYS")],
+            moveslot,
+            &[
+                "CLUSTER MOVESLOT <slot> <node> [KEYS <n>]",
+                "    Move a slot to <node> (its id, or its index from 0 in start order) with its keys; with KEYS,",
+                "    move only <n> more of its keys and leave it MIGRATING/IMPORTING (clients get ASK); returns",
+                "    how many keys moved.",
+            ],
+        ),
+        op(
+            "down",
+            NODE,
+            |ctx, a| set_down(ctx, a, true),
+            &[
+                "CLUSTER DOWN <node> | UP <node>",
+                "    Stop a node (its clients are cut, its port refuses; the others answer CLUSTERDOWN) / start it",
+                "    again on its port with its keys. A primary with a replica is replaced by it after",
+                "    cluster-node-timeout; it comes back as its replica.",
+            ],
+        ),
+        op("up", NODE, |ctx, a| set_down(ctx, a, false), &[]),
+        op(
+            "failover",
+            NODE,
+            control_failover,
+            &[
+                "CLUSTER FAILOVER <node>",
+                "    Promote a replica (or a primary's first replica) at once with what it has received: it takes",
+                "    the slots, the primary becomes its replica. Replies once done.",
+            ],
+        ),
+    ],
+    fields: &[],
+    unknown: |a| {
+        CmdError::custom(format!(
+            "ERR unknown subcommand or wrong number of arguments for 'cluster {}'. Try RLOCKD HELP.",
+            String::from_utf8_lossy(&a[2])
+        ))
+    },
+    check: Some(|ctx| member(ctx).map(|_| ())),
+    default: None,
+};
+
+/// The argument of an operation on one node.
+const NODE: &[Arg] = &[arg("node", "node")];
+
+/// `RLOCKD CLUSTER MOVESLOT <slot> <node> [KEYS <n>]`.
+fn moveslot(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let m = member(ctx)?;
-    let sub = &args[0];
-    if eq(sub, "moveslot") && (args.len() == 3 || args.len() == 5) {
-        let slot = slot_arg(&args[1])?;
-        let to = node_by_name(&m, &args[2])?;
-        let limit = if args.len() == 5 {
-            if !eq(&args[3], "keys") {
-                return Err(CmdError::Syntax);
-            }
-            Some(usize::try_from(int(&args[4])?).map_err(|_| CmdError::custom("ERR KEYS must be >= 0"))?)
-        } else {
-            None
-        };
-        let Some(from) = m.topo.read().owner(slot) else {
-            return Err(CmdError::custom(format!("ERR Slot {slot} is not served by any node")));
-        };
-        if from == to {
-            return Ok(Reply::Int(0));
+    let args = &args[2..];
+    let slot = slot_arg(&args[1])?;
+    let to = node_by_name(&m, &args[2])?;
+    let limit = if args.len() == 5 {
+        if !eq(&args[3], "keys") {
+            return Err(CmdError::Syntax);
         }
-        if !m.topo.read().nodes[to].is_primary() {
-            return Err(CmdError::custom("ERR Target node is not a master"));
-        }
-        {
-            let mut state = m.topo.write();
-            state.nodes[from].migrating.insert(slot, to);
-            state.nodes[to].importing.insert(slot, from);
-        }
-        let max = limit.unwrap_or(usize::MAX);
-        // The slot is handed over once all its keys moved.
-        let hand_over = move |m: &Member| {
-            if limit.is_none() {
-                let mut state = m.topo.write();
-                state.nodes[from].migrating.remove(&slot);
-                state.nodes[to].importing.remove(&slot);
-                state.set_owner(slot, Some(to));
-                state.bump_epoch(to);
-            }
-        };
-        if ctx.client.may_block() && tokio::runtime::Handle::try_current().is_ok() {
-            // The keys move in a task of this event loop, which waits for
-            // the other nodes' state; the client waits for the count.
-            let (src, dst, caller) = (peer(&m, from)?, peer(&m, to)?, peer(&m, m.me)?);
-            let waiter = super::blocking::block_until_answered(ctx, "ERR the slot move did not finish");
-            tokio::spawn(async move {
-                let moved = move_keys_later(&src, &dst, from, to, slot, max).await;
-                hand_over(&m);
-                caller.core.lock().await.blocking.serve(waiter, Reply::Int(moved as i64));
-            });
-            return Ok(Reply::Nil);
-        }
-        let moved = move_keys_now(ctx, &m, slot, from, to, max)?;
-        hand_over(&m);
-        return Ok(Reply::Int(moved as i64));
+        Some(usize::try_from(int(&args[4])?).map_err(|_| CmdError::custom("ERR KEYS must be >= 0"))?)
+    } else {
+        None
+    };
+    let Some(from) = m.topo.read().owner(slot) else {
+        return Err(CmdError::custom(format!("ERR Slot {slot} is not served by any node")));
+    };
+    if from == to {
+        return Ok(Reply::Int(0));
     }
-    if eq(sub, "failover") && args.len() == 2 {
-        let n = node_by_name(&m, &args[1])?;
-        let replica = {
-            let state = m.topo.read();
-            if state.nodes[n].is_primary() {
-                state
-                    .replicas(n)
-                    .into_iter()
-                    .find(|&r| !state.nodes[r].failed)
-                    .ok_or_else(|| CmdError::custom(format!("ERR node {n} has no replica that is up")))?
-            } else if state.nodes[n].failed {
-                return Err(CmdError::custom(format!("ERR node {n} is down")));
-            } else {
-                n
-            }
-        };
-        let control = m.topo.control().ok_or_else(|| CmdError::custom("ERR the cluster is stopping"))?;
-        if !ctx.client.may_block() {
-            control.failover(replica, false, Box::new(|_| {}));
-            return Ok(Reply::ok());
+    if !m.topo.read().nodes[to].is_primary() {
+        return Err(CmdError::custom("ERR Target node is not a master"));
+    }
+    {
+        let mut state = m.topo.write();
+        state.nodes[from].migrating.insert(slot, to);
+        state.nodes[to].importing.insert(slot, from);
+    }
+    let max = limit.unwrap_or(usize::MAX);
+    // The slot is handed over once all its keys moved.
+    let hand_over = move |m: &Member| {
+        if limit.is_none() {
+            let mut state = m.topo.write();
+            state.nodes[from].migrating.remove(&slot);
+            state.nodes[to].importing.remove(&slot);
+            state.set_owner(slot, Some(to));
+            state.bump_epoch(to);
         }
-        // The reply waits for the promotion (the caller's connection is
-        // blocked; the promotion runs on a thread of its own).
-        let me = peer(&m, m.me)?;
-        let waiter = super::blocking::block_until_answered(ctx, "ERR the failover did not finish");
-        control.failover(
-            replica,
-            false,
-            Box::new(move |r| {
-                let reply = match r {
-                    Ok(()) => Reply::ok(),
-                    Err(e) => Reply::error(format!("ERR {e}")),
-                };
-                me.core.blocking_lock().blocking.serve(waiter, reply);
-            }),
-        );
+    };
+    if ctx.client.may_block() && tokio::runtime::Handle::try_current().is_ok() {
+        // The keys move in a task of this event loop, which waits for
+        // the other nodes' state; the client waits for the count.
+        let (src, dst, caller) = (peer(&m, from)?, peer(&m, to)?, peer(&m, m.me)?);
+        let waiter = super::blocking::block_until_answered(ctx, "ERR the slot move did not finish");
+        tokio::spawn(async move {
+            let moved = move_keys_later(&src, &dst, from, to, slot, max).await;
+            hand_over(&m);
+            caller.core.lock().await.blocking.serve(waiter, Reply::Int(moved as i64));
+        });
         return Ok(Reply::Nil);
     }
-    if (eq(sub, "down") || eq(sub, "up")) && args.len() == 2 {
-        let n = node_by_name(&m, &args[1])?;
-        let control = m.topo.control().ok_or_else(|| CmdError::custom("ERR the cluster is stopping"))?;
-        let down = eq(sub, "down");
-        // A node taken down from its own connection goes once this reply
-        // is sent: the connection closes after it (as Redis closes a client
-        // after its reply), so the node's shutdown, which may begin before
-        // this handler returns, does not swallow it.
-        control.set_down(n, down, n == m.me).map_err(|e| CmdError::custom(format!("ERR {e}")))?;
-        if down && n == m.me {
-            ctx.client.close = true;
-        }
-        return Ok(Reply::ok());
-    }
-    Err(CmdError::custom(format!(
-        "ERR unknown subcommand or wrong number of arguments for 'cluster {}'. Try RLOCKD HELP.",
-        String::from_utf8_lossy(sub)
-    )))
+    let moved = move_keys_now(ctx, &m, slot, from, to, max)?;
+    hand_over(&m);
+    Ok(Reply::Int(moved as i64))
 }
 
-/// `RLOCKD HELP` lines of the cluster subcommands.
-pub(crate) const CONTROL_HELP: &[&str] = &[
-    "CLUSTER MOVESLOT <slot> <node> [KEYS <n>]",
-    "    Move a slot to <node> (its id, or its index from 0 in start order) with its keys; with KEYS,",
-    "    move only <n> more of its keys and leave it MIGRATING/IMPORTING (clients get ASK); returns",
-    "    how many keys moved.",
-    "CLUSTER DOWN <node> | UP <node>",
-    "    Stop a node (its clients are cut, its port refuses; the others answer CLUSTERDOWN) / start it",
-    "    again on its port with its keys. A primary with a replica is replaced by it after",
-    "    cluster-node-timeout; it comes back as its replica.",
-    "CLUSTER FAILOVER <node>",
-    "    Promote a replica (or a primary's first replica) at once with what it has received: it takes",
-    "    the slots, the primary becomes its replica. Replies once done.",
-];
+/// `RLOCKD CLUSTER FAILOVER <node>`.
+fn control_failover(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let m = member(ctx)?;
+    let n = node_by_name(&m, &args[3])?;
+    let replica = {
+        let state = m.topo.read();
+        if state.nodes[n].is_primary() {
+            state
+                .replicas(n)
+                .into_iter()
+                .find(|&r| !state.nodes[r].failed)
+                .ok_or_else(|| CmdError::custom(format!("ERR node {n} has no replica that is up")))?
+        } else if state.nodes[n].failed {
+            return Err(CmdError::custom(format!("ERR node {n} is down")));
+        } else {
+            n
+        }
+    };
+    let control = m.topo.control().ok_or_else(|| CmdError::custom("ERR the cluster is stopping"))?;
+    if !ctx.client.may_block() {
+        control.failover(replica, false, Box::new(|_| {}));
+        return Ok(Reply::ok());
+    }
+    // The reply waits for the promotion (the caller's connection is
+    // blocked; the promotion runs on a thread of its own).
+    let me = peer(&m, m.me)?;
+    let waiter = super::blocking::block_until_answered(ctx, "ERR the failover did not finish");
+    control.failover(
+        replica,
+        false,
+        Box::new(move |r| {
+            let reply = match r {
+                Ok(()) => Reply::ok(),
+                Err(e) => Reply::error(format!("ERR {e}")),
+            };
+            me.core.blocking_lock().blocking.serve(waiter, reply);
+        }),
+    );
+    Ok(Reply::Nil)
+}
+
+/// `RLOCKD CLUSTER DOWN <node>` / `UP <node>`.
+fn set_down(ctx: &mut Ctx<'_>, args: &[Bytes], down: bool) -> CmdResult {
+    let m = member(ctx)?;
+    let n = node_by_name(&m, &args[3])?;
+    let control = m.topo.control().ok_or_else(|| CmdError::custom("ERR the cluster is stopping"))?;
+    // A node taken down from its own connection goes once this reply
+    // is sent: the connection closes after it (as Redis closes a client
+    // after its reply), so the node's shutdown, which may begin before
+    // this handler returns, does not swallow it.
+    control.set_down(n, down, n == m.me).map_err(|e| CmdError::custom(format!("ERR {e}")))?;
+    if down && n == m.me {
+        ctx.client.close = true;
+    }
+    Ok(Reply::ok())
+}

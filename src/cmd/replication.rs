@@ -11,7 +11,7 @@ use std::sync::atomic::Ordering;
 use bytes::Bytes;
 
 use super::util::{eq, int};
-use super::{cmd, CommandSpec, Ctx};
+use super::{arg, cmd, op, Arg, CommandSpec, Ctx, OpTable};
 use crate::client::BlockRequest;
 use crate::core::Core;
 use crate::error::{CmdError, CmdResult};
@@ -357,119 +357,159 @@ pub(crate) fn info(ctx: &Ctx<'_>) -> String {
 
 // ---- test control: RLOCKD REPL … ----
 
-/// Help lines of `RLOCKD REPL` (appended to `RLOCKD HELP`).
-pub(crate) const HELP: &[&str] = &[
-    "REPL PAUSE | RESUME [<replica-port>]",
-    "    (primary) Hold the stream on the links to its replicas (writes pile up unacknowledged) / let it flow.",
-    "REPL LAG <ms> [<replica-port>]",
-    "    (primary) Deliver each write that long after it was made (0: at once).",
-    "REPL DROP [<replica-port>]",
-    "    (primary) Lose what the replicas have not received yet, as a crash would.",
-    "REPL BREAK | RESTORE [<replica-port>]",
-    "    Take the link down (master_link_status:down) / bring it back (it catches up).",
-    "REPL STATUS",
-    "    Each link: replica, acknowledged offset, pending writes and bytes, paused, lag, broken.",
-    "REPL FAILOVER [<replica-port>]",
-    "    (primary) Promote a replica with what it has received now; this node becomes its replica.",
-];
+/// `RLOCKD REPL …`: its operations (a row of `cmd/control.rs`'s tree);
+/// `CRASH` and `REVIVE` are `cmd/crash.rs`'s.
+pub(crate) static CONTROL: OpTable = OpTable {
+    args: &[],
+    help: &[],
+    ops: &[
+        op("pause", PORT, |ctx, a| set_links(ctx, a, Switch::Paused(true)), &[
+            "REPL PAUSE | RESUME [<replica-port>]",
+            "    (primary) Hold the stream on the links to its replicas (writes pile up unacknowledged) / let it flow.",
+        ])
+        .counts_own(),
+        op("resume", PORT, |ctx, a| set_links(ctx, a, Switch::Paused(false)), &[]).counts_own(),
+        op("lag", &[arg("ms", "integer"), arg("replica-port", "port").opt()], lag, &[
+            "REPL LAG <ms> [<replica-port>]",
+            "    (primary) Deliver each write that long after it was made (0: at once).",
+        ]),
+        op("drop", PORT, drop_pending, &[
+            "REPL DROP [<replica-port>]",
+            "    (primary) Lose what the replicas have not received yet, as a crash would.",
+        ]),
+        op("break", PORT, |ctx, a| set_links(ctx, a, Switch::Broken(true)), &[
+            "REPL BREAK | RESTORE [<replica-port>]",
+            "    Take the link down (master_link_status:down) / bring it back (it catches up).",
+        ])
+        .counts_own(),
+        op("restore", PORT, |ctx, a| set_links(ctx, a, Switch::Broken(false)), &[]).counts_own(),
+        op("status", &[], status, &[
+            "REPL STATUS",
+            "    Each link: replica, acknowledged offset, pending writes and bytes, paused, lag, broken.",
+        ])
+        .fields(STATUS_FIELDS),
+        op("failover", PORT, failover, &[
+            "REPL FAILOVER [<replica-port>]",
+            "    (primary) Promote a replica with what it has received now; this node becomes its replica.",
+        ]),
+        op("crash", super::crash::CRASH_ARGS, super::crash::crash, super::crash::CRASH_HELP).counts_own(),
+        op("revive", super::crash::REVIVE_ARGS, super::crash::revive, super::crash::REVIVE_HELP).counts_own(),
+    ],
+    fields: &[],
+    unknown: |a| {
+        CmdError::custom(format!(
+            "ERR unknown subcommand or wrong number of arguments for 'REPL {}'. Try RLOCKD HELP.",
+            String::from_utf8_lossy(&a[2])
+        ))
+    },
+    check: None,
+    default: None,
+};
 
-/// `RLOCKD REPL …` (`args` after `REPL`).
-pub(crate) fn control(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let Some(op) = args.first() else { return Err(CmdError::Syntax) };
-    let port_arg = |i: usize| -> Result<Option<u16>, CmdError> {
-        match args.get(i) {
-            None => Ok(None),
-            Some(a) => match crate::num::parse_i64_strict(a) {
-                Some(p) if (1..=65535).contains(&p) => Ok(Some(p as u16)),
-                _ => Err(CmdError::custom("ERR invalid replica port")),
-            },
-        }
-    };
-    let need = |v: &Vec<std::sync::Arc<crate::replication::Link>>| {
-        if v.is_empty() {
-            Err(CmdError::custom("ERR no replication link here (or no replica on that port)"))
-        } else {
-            Ok(())
-        }
-    };
-    if eq(op, "status") && args.len() == 1 {
-        let all = ctx.core.repl.links(None);
-        return Ok(Reply::Array(
-            all.iter()
-                .map(|l| {
-                    let (frames, bytes) = l.pending();
-                    Reply::Map(vec![
-                        (Reply::bulk_str("primary"), Reply::bulk_str(&l.primary.to_string())),
-                        (Reply::bulk_str("replica"), Reply::bulk_str(&l.replica.to_string())),
-                        (Reply::bulk_str("acked"), Reply::Int(l.acked.load(Ordering::Acquire) as i64)),
-                        (Reply::bulk_str("pending_writes"), Reply::Int(frames as i64)),
-                        (Reply::bulk_str("pending_bytes"), Reply::Int(bytes as i64)),
-                        (Reply::bulk_str("paused"), Reply::Bool(l.paused.load(Ordering::Acquire))),
-                        (Reply::bulk_str("lag_ms"), Reply::Int(l.lag_ms.load(Ordering::Acquire) as i64)),
-                        (Reply::bulk_str("broken"), Reply::Bool(l.broken.load(Ordering::Acquire))),
-                    ])
-                })
-                .collect(),
-        ));
+/// The arguments of an operation on the links: which replica's (all).
+const PORT: &[Arg] = &[arg("replica-port", "port").opt()];
+
+/// The fields of a link (`REPL STATUS`).
+const STATUS_FIELDS: &[&str] =
+    &["primary", "replica", "acked", "pending_writes", "pending_bytes", "paused", "lag_ms", "broken"];
+
+/// The replica port at `args[i]` (none: every link).
+fn port_arg(args: &[Bytes], i: usize) -> Result<Option<u16>, CmdError> {
+    match args.get(i) {
+        None => Ok(None),
+        Some(a) => match crate::num::parse_i64_strict(a) {
+            Some(p) if (1..=65535).contains(&p) => Ok(Some(p as u16)),
+            _ => Err(CmdError::custom("ERR invalid replica port")),
+        },
     }
-    let (flag, value, port_at): (Option<&str>, bool, usize) = if eq(op, "pause") {
-        (Some("paused"), true, 1)
-    } else if eq(op, "resume") {
-        (Some("paused"), false, 1)
-    } else if eq(op, "break") {
-        (Some("broken"), true, 1)
-    } else if eq(op, "restore") {
-        (Some("broken"), false, 1)
-    } else {
-        (None, false, 0)
-    };
-    if let Some(flag) = flag {
-        if args.len() > 2 {
-            return Err(CmdError::Syntax);
-        }
-        let ls = ctx.core.repl.links(port_arg(port_at)?);
-        need(&ls)?;
-        for l in &ls {
-            let a = if flag == "paused" { &l.paused } else { &l.broken };
-            a.store(value, Ordering::Release);
-            l.to_replica.notify_one();
-            l.to_primary.notify_one();
-        }
-        return Ok(Reply::Int(ls.len() as i64));
+}
+
+/// The links named, or an error when there is none.
+fn links_of(ctx: &Ctx<'_>, port: Option<u16>) -> Result<Vec<Arc<Link>>, CmdError> {
+    let ls = ctx.core.repl.links(port);
+    if ls.is_empty() {
+        return Err(CmdError::custom("ERR no replication link here (or no replica on that port)"));
     }
-    if eq(op, "lag") && (2..=3).contains(&args.len()) {
-        let ms = u64::try_from(int(&args[1])?).map_err(|_| CmdError::custom("ERR the lag must be positive"))?;
-        let ls = ctx.core.repl.links(port_arg(2)?);
-        need(&ls)?;
-        for l in &ls {
-            l.lag_ms.store(ms, Ordering::Release);
-            l.to_replica.notify_one();
-        }
-        return Ok(Reply::Int(ls.len() as i64));
+    Ok(ls)
+}
+
+/// `REPL STATUS`.
+fn status(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    let all = ctx.core.repl.links(None);
+    Ok(Reply::Array(
+        all.iter()
+            .map(|l| {
+                let (frames, bytes) = l.pending();
+                let values = [
+                    Reply::bulk_str(&l.primary.to_string()),
+                    Reply::bulk_str(&l.replica.to_string()),
+                    Reply::Int(l.acked.load(Ordering::Acquire) as i64),
+                    Reply::Int(frames as i64),
+                    Reply::Int(bytes as i64),
+                    Reply::Bool(l.paused.load(Ordering::Acquire)),
+                    Reply::Int(l.lag_ms.load(Ordering::Acquire) as i64),
+                    Reply::Bool(l.broken.load(Ordering::Acquire)),
+                ];
+                Reply::Map(STATUS_FIELDS.iter().map(|f| Reply::bulk_str(f)).zip(values).collect())
+            })
+            .collect(),
+    ))
+}
+
+/// What `PAUSE`/`RESUME` and `BREAK`/`RESTORE` set on the links.
+enum Switch {
+    Paused(bool),
+    Broken(bool),
+}
+
+/// `REPL PAUSE | RESUME | BREAK | RESTORE [<replica-port>]`.
+fn set_links(ctx: &mut Ctx<'_>, args: &[Bytes], switch: Switch) -> CmdResult {
+    if args.len() > 4 {
+        return Err(CmdError::Syntax);
     }
-    if eq(op, "drop") && args.len() <= 2 {
-        let ls = ctx.core.repl.links(port_arg(1)?);
-        need(&ls)?;
-        return Ok(Reply::Int(ls.iter().map(|l| l.drop_pending() as i64).sum()));
+    let ls = links_of(ctx, port_arg(args, 3)?)?;
+    for l in &ls {
+        match switch {
+            Switch::Paused(v) => l.paused.store(v, Ordering::Release),
+            Switch::Broken(v) => l.broken.store(v, Ordering::Release),
+        }
+        l.to_replica.notify_one();
+        l.to_primary.notify_one();
     }
-    if eq(op, "failover") && args.len() <= 2 {
-        if ctx.core.repl.is_replica() {
-            return Err(CmdError::custom("ERR REPL FAILOVER is sent to the primary"));
-        }
-        let replica = port_arg(1)?;
-        need(&ctx.core.repl.links(replica))?;
-        if !ctx.client.may_block() {
-            ctx.core.repl.requests.push(Request::Failover { waiter: None, replica });
-            ctx.core.repl.wake.notify_one();
-            return Ok(Reply::ok());
-        }
-        let waiter = super::blocking::block_until_answered(ctx, "ERR the failover did not finish");
-        ctx.core.repl.requests.push(Request::Failover { waiter: Some(waiter), replica });
+    Ok(Reply::Int(ls.len() as i64))
+}
+
+/// `REPL LAG <ms> [<replica-port>]`.
+fn lag(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let ms = u64::try_from(int(&args[3])?).map_err(|_| CmdError::custom("ERR the lag must be positive"))?;
+    let ls = links_of(ctx, port_arg(args, 4)?)?;
+    for l in &ls {
+        l.lag_ms.store(ms, Ordering::Release);
+        l.to_replica.notify_one();
+    }
+    Ok(Reply::Int(ls.len() as i64))
+}
+
+/// `REPL DROP [<replica-port>]`.
+fn drop_pending(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let ls = links_of(ctx, port_arg(args, 3)?)?;
+    Ok(Reply::Int(ls.iter().map(|l| l.drop_pending() as i64).sum()))
+}
+
+/// `REPL FAILOVER [<replica-port>]`.
+fn failover(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    if ctx.core.repl.is_replica() {
+        return Err(CmdError::custom("ERR REPL FAILOVER is sent to the primary"));
+    }
+    let replica = port_arg(args, 3)?;
+    links_of(ctx, replica)?;
+    if !ctx.client.may_block() {
+        ctx.core.repl.requests.push(Request::Failover { waiter: None, replica });
         ctx.core.repl.wake.notify_one();
-        return Ok(Reply::Nil);
+        return Ok(Reply::ok());
     }
-    Err(CmdError::custom(format!(
-        "ERR unknown subcommand or wrong number of arguments for 'REPL {}'. Try RLOCKD HELP.",
-        String::from_utf8_lossy(op)
-    )))
+    let waiter = super::blocking::block_until_answered(ctx, "ERR the failover did not finish");
+    ctx.core.repl.requests.push(Request::Failover { waiter: Some(waiter), replica });
+    ctx.core.repl.wake.notify_one();
+    Ok(Reply::Nil)
 }

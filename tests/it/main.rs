@@ -41,6 +41,7 @@ mod readme_rust;
 mod replication;
 mod replication_diff;
 mod replication_tcp;
+mod rlockd_tree;
 mod scripting;
 mod sentinel_crash;
 mod server_cmds;
