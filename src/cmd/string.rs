@@ -168,12 +168,8 @@ fn parse_string_opts<'a>(
             j += 1;
         } else {
             let bit = if is_set && has_next { condition_bit(o, profile) } else { None };
-            let excluded = match bit {
-                Some(SET_IFEQ) => SET_NX | SET_XX | SET_IFEQ,
-                Some(b) => (SET_NX | SET_XX | ANY_IF) & !b,
-                None => return Err(CmdError::Syntax),
-            };
-            let bit = bit.expect("matched above");
+            let Some(bit) = bit else { return Err(CmdError::Syntax) };
+            let excluded = if bit == SET_IFEQ { SET_NX | SET_XX | SET_IFEQ } else { (SET_NX | SET_XX | ANY_IF) & !bit };
             if f & excluded != 0 {
                 return Err(CmdError::Syntax);
             }
