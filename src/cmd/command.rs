@@ -233,7 +233,7 @@ fn key_flags(names: &[&str]) -> Reply {
 }
 
 /// Key positions with their flags: Redis's own key-getting procedures for
-/// SET, BITFIELD and SORT (whose key specs cannot say), the key specs
+/// SET, DELEX, BITFIELD and SORT (whose key specs cannot say), the key specs
 /// (`cmd::meta`) otherwise.
 fn keys_and_flags(c: &Command, argv: &[Bytes]) -> Vec<(usize, Reply)> {
     match c.fullname.as_str() {
