@@ -233,13 +233,41 @@ fn key_flags(names: &[&str]) -> Reply {
 }
 
 /// Key positions with their flags: Redis's own key-getting procedures for
-/// SET, BITFIELD and SORT (whose key specs cannot say), the key specs
+/// SET, DELEX, BITFIELD and SORT (whose key specs cannot say), the key specs
 /// (`cmd::meta`) otherwise.
 fn keys_and_flags(c: &Command, argv: &[Bytes]) -> Vec<(usize, Reply)> {
     match c.fullname.as_str() {
         "set" => {
-            let get = argv[3..].iter().any(|a| eq(a, "get"));
-            return vec![(1, if get { key_flags(&["RW", "access", "update"]) } else { key_flags(&["OW", "update"]) })];
+            // Redis 8.4's `setGetKeys` (key spec flags `VARIABLE_FLAGS`):
+            // GET reads the value back; a condition (`IFEQ`…, Valkey's
+            // `IFEQ`) reads it without returning it. Its exact flags are not
+            // documented: RW without `access` is rlockd's reading.
+            let (mut get, mut cond) = (false, false);
+            let mut i = 3;
+            while i < argv.len() {
+                let a = &argv[i];
+                if eq(a, "get") {
+                    get = true;
+                } else if ["ifeq", "ifne", "ifdeq", "ifdne"].iter().any(|c| eq(a, c)) {
+                    cond = true;
+                    i += 1;
+                } else if ["ex", "px", "exat", "pxat"].iter().any(|c| eq(a, c)) {
+                    i += 1;
+                }
+                i += 1;
+            }
+            let flags = match (get, cond) {
+                (true, _) => key_flags(&["RW", "access", "update"]),
+                (false, true) => key_flags(&["RW", "update"]),
+                _ => key_flags(&["OW", "update"]),
+            };
+            return vec![(1, flags)];
+        }
+        "delex" => {
+            // Redis 8.4's `delexGetKeys`, likewise undocumented: DEL's
+            // `RM delete` alone, `RW delete` when a condition reads the value.
+            let flags = if argv.len() > 2 { key_flags(&["RW", "delete"]) } else { key_flags(&["RM", "delete"]) };
+            return vec![(1, flags)];
         }
         "bitfield" => {
             let mut readonly = true;
@@ -353,7 +381,9 @@ fn spec_keys(spec: &KeySpec, argv: &[Bytes]) -> Option<Vec<usize>> {
             }
             let n = crate::num::parse_i64_strict(&argv[(first + keynumidx) as usize]).filter(|n| *n >= 0)?;
             first += firstkey;
-            (first + n - 1, keystep)
+            // `n` keys, `keystep` apart (every keynum spec of 7.0 and 8.2
+            // steps by 1; 8.4's MSETEX steps over its values by 2).
+            (first + (n - 1) * keystep.max(1), keystep)
         }
         FindKeys::Unknown => return None,
     };

@@ -38,6 +38,7 @@ mod pubsub;
 mod readme;
 #[rustfmt::skip] // the README's lines, as written there
 mod readme_rust;
+mod redis84;
 mod replication;
 mod replication_diff;
 mod replication_tcp;
