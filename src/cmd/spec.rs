@@ -120,6 +120,9 @@ pub mod flags {
     /// (Redis's `forceCommandPropagation`: `PUBLISH`, `SPUBLISH`, `FUNCTION
     /// LOAD`/`DELETE`/`FLUSH`/`RESTORE`).
     pub const ALWAYS_PROPAGATED: u64 = 1 << 46;
+    /// `noscript` up to Redis 7.0 only: from 7.2 a script may call it and it
+    /// does not block there (the blocking pops and moves, `WAIT`).
+    pub const SCRIPTS_FROM_7_2: u64 = 1 << 47;
     /// Runs other commands, which the replicas receive instead of it (a
     /// script, `EXEC`'s queue).
     pub const RUNS_OTHERS: u64 = RUNS_SCRIPT | RUNS_QUEUE;
@@ -144,6 +147,7 @@ pub mod flags {
         ("protected", PROTECTED),
         ("every_version", EVERY_VERSION),
         ("always_propagated", ALWAYS_PROPAGATED),
+        ("scripts_from_7_2", SCRIPTS_FROM_7_2),
     ];
 
     pub const NAMES: &[(&str, u64)] = &[

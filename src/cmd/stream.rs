@@ -690,7 +690,9 @@ fn read_generic(ctx: &mut Ctx<'_>, args: &[Bytes], group_cmd: bool) -> CmdResult
         let more = args.len() - 1 - i;
         let o = &args[i];
         if eq(o, "block") && more > 0 {
-            if ctx.client.is_script() {
+            // Redis 7.0 refuses BLOCK in a script; from 7.2 it reads without
+            // blocking there.
+            if ctx.client.is_script() && !ctx.core.profile().at_least(7, 2, 0) {
                 return Err(CmdError::echo("ERR ", &args[0], " command is not allowed with BLOCK option from scripts"));
             }
             i += 1;
