@@ -57,7 +57,10 @@ pub static COMMANDS: &[CommandSpec] = &[
         .doc("Internal command used for replication", "2.8.0"),
     cmd("replconf", replconf, -1, "admin noscript loading stale allow_busy", 0, 0, 0, "@admin @slow @dangerous")
         .doc("An internal command for configuring the replication stream", "3.0.0"),
-    cmd("wait", wait, 3, "noscript", 0, 0, 0, "@slow @connection").hidden_flags("scripts_from_7_2").doc(
+    cmd("wait", wait, 3, "noscript", 0, 0, 0, "@slow @connection")
+        .hidden_flags("scripts_from_7_2")
+        .in_7_2("blocking", "@slow @blocking @connection")
+        .doc(
         "Wait for the synchronous replication of all the write commands sent in the context of the current connection",
         "3.0.0",
     ),

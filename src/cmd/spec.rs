@@ -259,6 +259,14 @@ pub struct CommandSpec {
     /// A test-control subcommand's arguments, operations and `RLOCKD HELP`
     /// lines (`cmd/control.rs`).
     pub ops: Option<&'static OpTable>,
+    /// The arity Redis 7.0 had where 7.2 changed it (0: the same), which
+    /// `COMMAND INFO` prints and the handler enforces under 7.0.
+    pub arity_7_0: i32,
+    /// The flags and ACL categories Redis 7.2 and later print where they
+    /// changed (empty: the same as `flags` / `acl`); behaviour that changed
+    /// with them is a hidden flag (`scripts_from_7_2`).
+    pub flags_7_2: &'static str,
+    pub acl_7_2: &'static str,
 }
 
 /// Builds a table row.
@@ -288,6 +296,9 @@ pub const fn cmd(
         since: "",
         valkey_since: "",
         ops: None,
+        arity_7_0: 0,
+        flags_7_2: "",
+        acl_7_2: "",
     }
 }
 
@@ -316,6 +327,35 @@ impl CommandSpec {
     /// Valkey `since` (`CLUSTER SLOT-STATS`: Valkey 8.0, Redis 8.2).
     pub const fn valkey_since(mut self, since: &'static str) -> Self {
         self.valkey_since = since;
+        self
+    }
+    /// What Redis 7.2 and later print as the row's flags and ACL categories
+    /// (`WAIT` became `blocking`, `@blocking`; the blocking pops lost
+    /// `noscript`).
+    pub const fn in_7_2(mut self, flags: &'static str, acl: &'static str) -> Self {
+        self.flags_7_2 = flags;
+        self.acl_7_2 = acl;
+        self
+    }
+    /// The flags `COMMAND INFO` prints under `profile`.
+    pub fn flags_in(&self, profile: crate::version::Profile) -> &'static str {
+        if !self.flags_7_2.is_empty() && profile.at_least(7, 2, 0) {
+            self.flags_7_2
+        } else {
+            self.flags
+        }
+    }
+    /// The ACL categories under `profile`.
+    pub fn acl_in(&self, profile: crate::version::Profile) -> &'static str {
+        if !self.acl_7_2.is_empty() && profile.at_least(7, 2, 0) {
+            self.acl_7_2
+        } else {
+            self.acl
+        }
+    }
+    /// Redis 7.0's arity, where 7.2 changed it (`COMMAND GETKEYS`).
+    pub const fn arity_7_0(mut self, arity: i32) -> Self {
+        self.arity_7_0 = arity;
         self
     }
     /// Adds a test-control subcommand's operations (`cmd/control.rs`).
