@@ -5,7 +5,8 @@ use bytes::Bytes;
 
 use super::util::{cursor, eq, int, scan_opts};
 use super::{cmd, container, CommandSpec, Ctx};
-use crate::db::notify;
+use crate::db::value::ListValue;
+use crate::db::{notify, Value};
 use crate::error::{CmdError, CmdResult};
 use crate::glob;
 use crate::protocol::Reply;
@@ -278,7 +279,60 @@ fn move_(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 // OBJECT's lookups are not accesses (Redis's `LOOKUP_NOTOUCH`).
 
 fn object_encoding(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    Ok(ctx.db().entry_notouch(&args[2]).map_or(Reply::Nil, |e| Reply::bulk_str(e.encoding())))
+    let since_7_2 = ctx.core.profile().at_least(7, 2, 0);
+    let mut db = ctx.db();
+    let fill = db.limits().list_fill;
+    Ok(db.entry_notouch(&args[2]).map_or(Reply::Nil, |e| match &e.value {
+        Value::List(l) if since_7_2 && list_fits_listpack(l, fill) => Reply::bulk_str("listpack"),
+        _ => Reply::bulk_str(e.encoding()),
+    }))
+}
+
+/// Whether a list is one listpack under Redis 7.2 and later (which keep a
+/// small list as a listpack, where 7.0 always has a quicklist): its
+/// listpack's bytes within `list-max-listpack-size`'s size class, or its
+/// entries within the count (and 8 kB) when the setting is positive. By
+/// content: Redis converts a shrinking quicklist back only below half the
+/// limit, so a list that grew past it and shrank to just under it is a
+/// quicklist there and a listpack here.
+fn list_fits_listpack(list: &ListValue, fill: i64) -> bool {
+    const LEVELS: [usize; 5] = [4096, 8192, 16384, 32768, 65536];
+    let (max_bytes, max_count) = if fill < 0 {
+        (LEVELS[usize::try_from(-fill - 1).unwrap_or(usize::MAX).min(LEVELS.len() - 1)], usize::MAX)
+    } else {
+        (8192, usize::try_from(fill).unwrap_or(usize::MAX))
+    };
+    if list.len() > max_count {
+        return false;
+    }
+    // A listpack: a 6-byte header, each entry's encoding, data and
+    // back-length, and the end byte.
+    let mut bytes = 7usize;
+    for v in list {
+        let body = match crate::num::parse_i64_strict(v).filter(|_| v.len() <= 20) {
+            Some(n) if (0..128).contains(&n) => 1,
+            Some(n) if (-4096..4096).contains(&n) => 2,
+            Some(n) if i16::try_from(n).is_ok() => 3,
+            Some(n) if (-(1 << 23)..(1 << 23)).contains(&n) => 4,
+            Some(n) if i32::try_from(n).is_ok() => 5,
+            Some(_) => 9,
+            None if v.len() < 64 => 1 + v.len(),
+            None if v.len() < 4096 => 2 + v.len(),
+            None => 5 + v.len(),
+        };
+        let back = match body {
+            0..=127 => 1,
+            128..=16383 => 2,
+            16384..=2097151 => 3,
+            2097152..=268435455 => 4,
+            _ => 5,
+        };
+        bytes += body + back;
+        if bytes > max_bytes {
+            return false;
+        }
+    }
+    true
 }
 
 /// The access counter, decayed to now (not stored back).
