@@ -84,7 +84,7 @@ impl PreImages {
 
     /// Runs the consumers for `key` of `db`: see
     /// [`take_found`](Self::take_found).
-    #[inline]
+    #[inline(always)]
     pub fn take(&mut self, db: &mut Db, index: usize, key: &[u8]) {
         self.take_found(db, index, key, None);
     }
@@ -94,10 +94,10 @@ impl PreImages {
     /// the snapshot copies it if it has not written it; the hook records
     /// its image unless the last record is of this very key (a command
     /// changes one key several times in a row).
-    #[inline]
+    #[inline(always)]
     pub fn take_found(&mut self, db: &mut Db, index: usize, key: &[u8], found: Option<Option<usize>>) {
-        if let Some(s) = self.snapshot.as_deref_mut() {
-            s.before_change(db, index, key, found);
+        if self.snapshot.is_some() {
+            self.snapshot_take(db, index, key, found);
         }
         if let Some(hook) = self.hook {
             if !self.is_last(index, key) {
@@ -116,6 +116,16 @@ impl PreImages {
             && b[..4] == (db as u32).to_le_bytes()
             && b[4..8] == (name.len() as u32).to_le_bytes()
             && &b[8..8 + name.len()] == name
+    }
+
+    /// The snapshot's part of [`take_found`](Self::take_found), out of
+    /// the way of the hook's.
+    #[cold]
+    #[inline(never)]
+    fn snapshot_take(&mut self, db: &mut Db, index: usize, key: &[u8], found: Option<Option<usize>>) {
+        if let Some(s) = self.snapshot.as_deref_mut() {
+            s.before_change(db, index, key, found);
+        }
     }
 
     /// Runs the consumers for every key of `db` (before a bulk change):
