@@ -21,7 +21,9 @@
 //! clients, client-side caching and keyspace events (`notify`). An
 //! [`Entry`] is 56 bytes (its deadline an `Option<NonZeroU64>`); values:
 //! [`hash_value`], [`zset`], [`stream`], [`hll`], [`geohash`]; one value in
-//! RDB format for `DUMP`/`RESTORE`: [`rdb`].
+//! RDB format for `DUMP`/`RESTORE`: [`rdb`]; a point-in-time RDB file of
+//! every database made a slice at a time for a full resynchronisation
+//! (each entry's two-byte snapshot mark, each map's generation): [`snapshot`].
 //!
 //! `OBJECT ENCODING` (and `DUMP`'s layout) comes from `Entry::encoding`: a
 //! string's from how it was last written, a set's, hash's or sorted set's

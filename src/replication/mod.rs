@@ -25,6 +25,11 @@
 //! `PSYNC` continues with `+CONTINUE`). `handshakes` holds what a
 //! connection declared with `REPLCONF` before its `PSYNC`.
 //!
+//! A full resynchronisation over TCP ([`FullSync`]) sends an RDB file of
+//! the keyspace as of the offset it starts at, made a slice at a time while
+//! the server goes on (`db::snapshot`); its replicas' links hold the stream
+//! ([`Link::holding`]), kept here from that offset and sent after the file.
+//!
 //! This module is data: it knows neither the command table nor the server.
 //! The commands (`REPLICAOF`, `SYNC`/`PSYNC`/`REPLCONF`, `ROLE`, `WAIT`,
 //! `INFO replication`) are in `cmd/replication.rs`; the task that syncs,

@@ -4,7 +4,9 @@
 //! acknowledges them, answers `WAIT`s when its replicas acknowledge, sends
 //! the heartbeat `PING`, and carries out failovers (test control, the
 //! Sentinels, [`super::Server::failover`]). A primary that is no node of
-//! this process is followed over TCP by a task of its own ([`tcp`]).
+//! this process is followed over TCP by a task of its own ([`tcp`]). A
+//! second task ([`full_syncs`]) makes the RDB files of full
+//! resynchronisations asked for over TCP, a slice of the core lock at a time.
 //!
 //! **Invariant:** the task never holds two servers' core locks at once, so
 //! nodes that replicate from each other in any shape cannot deadlock.
