@@ -228,6 +228,40 @@ mod tests {
         out
     }
 
+    /// `SWAPDB` of the database being walked with one not reached yet, and
+    /// `FLUSHALL`-like clears after: both are written whole first, as of
+    /// the start; what the swapped and cleared databases get later is not.
+    #[test]
+    fn bulk_changes_in_the_middle_keep_the_start() {
+        let mut ks = Keyspace::new(2);
+        let mut expected = Vec::new();
+        for db in 0..2usize {
+            for i in 0..500 {
+                ks.view(db).set(&Bytes::from(format!("k{i}")), Value::Str(Bytes::from(format!("{db}"))), false);
+                expected.push((db, format!("k{i}"), format!("{db}"), None));
+            }
+        }
+        expected.sort();
+        let got = keys_of(&file(&mut ks, |ks, turn| {
+            if turn == 2 {
+                let Keyspace { dbs, sig, .. } = ks;
+                sig.images.all(&dbs[0], 0);
+                sig.images.all(&dbs[1], 1);
+                dbs.swap(0, 1);
+            }
+            if turn == 3 {
+                let Keyspace { dbs, sig, .. } = ks;
+                for (i, db) in dbs.iter_mut().enumerate() {
+                    sig.images.all(db, i);
+                    db.clear();
+                }
+            }
+            ks.view(turn % 2).set(&Bytes::from(format!("k{turn}")), Value::Str(Bytes::from("later")), false);
+            ks.sig.images.clear();
+        }));
+        assert_eq!(got, expected);
+    }
+
     /// Writes, deletions, expiries and new keys during the walk: the file
     /// holds the keys as they were at the start, each once.
     #[test]

@@ -602,6 +602,8 @@ end
 return out";
 
 fn dump_keyspace(c: &mut RawConn) -> Vec<String> {
+    // A debug build on a loaded machine takes its time over 200k keys.
+    c.set_read_timeout(Duration::from_secs(300));
     let v = c.cmd(&["EVAL_RO", DUMP_KEYSPACE, "0"]);
     v.bulks().into_iter().map(|b| String::from_utf8(b).expect("utf-8")).collect()
 }
@@ -609,6 +611,7 @@ fn dump_keyspace(c: &mut RawConn) -> Vec<String> {
 /// Loads `n` strings `k:<i>` and `n` small hashes `h:<i>` (one script),
 /// and 2,000 keys `t:<i>` that expire within 1.5 s.
 fn load_keys(c: &mut RawConn, n: usize) {
+    c.set_read_timeout(Duration::from_secs(300));
     let script = "for i = 1, tonumber(ARGV[1]) do
         redis.call('SET', 'k:' .. i, i)
         redis.call('HSET', 'h:' .. i, 'a', i, 'b', 'x')
