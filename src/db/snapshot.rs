@@ -105,8 +105,13 @@ impl Snapshot {
                 self.cursor = if part.complete { 0 } else { dbs[self.at].len() };
             }
             let db = &mut dbs[self.at];
-            while self.cursor > 0 {
-                self.cursor = self.cursor.min(db.len()) - 1;
+            loop {
+                // Keys may have gone meanwhile (the walk resumes below them).
+                self.cursor = self.cursor.min(db.len());
+                if self.cursor == 0 {
+                    break;
+                }
+                self.cursor -= 1;
                 if let Some((k, e)) = db.map.claim_index(self.cursor) {
                     self.w.key(k, e);
                 }
@@ -257,6 +262,28 @@ mod tests {
                 }
             }
             ks.view(turn % 2).set(&Bytes::from(format!("k{turn}")), Value::Str(Bytes::from("later")), false);
+            ks.sig.images.clear();
+        }));
+        assert_eq!(got, expected);
+    }
+
+    /// Every key deleted in the middle of the walk (not by a bulk change):
+    /// the walk ends there, the file still holds them all.
+    #[test]
+    fn a_database_emptied_during_the_walk() {
+        let mut ks = Keyspace::new(1);
+        let mut expected = Vec::new();
+        for i in 0..1000 {
+            ks.view(0).set(&Bytes::from(format!("k{i}")), Value::Str(Bytes::from("v")), false);
+            expected.push((0, format!("k{i}"), "v".to_string(), None));
+        }
+        expected.sort();
+        let got = keys_of(&file(&mut ks, |ks, turn| {
+            if turn == 1 {
+                for i in 0..1000 {
+                    ks.view(0).remove(format!("k{i}").as_bytes());
+                }
+            }
             ks.sig.images.clear();
         }));
         assert_eq!(got, expected);
