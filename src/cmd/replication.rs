@@ -14,10 +14,11 @@ use super::util::{eq, int};
 use super::{arg, cmd, op, Arg, CommandSpec, Ctx, OpTable};
 use crate::client::BlockRequest;
 use crate::core::Core;
+use crate::db::snapshot::Snapshot;
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
 use crate::replication::info::InfoSettings;
-use crate::replication::{Link, Master, Request, TcpReplica, TcpState, WaitReq};
+use crate::replication::{FullSync, Link, Master, Request, TcpReplica, TcpState, WaitReq};
 use std::sync::Arc;
 
 /// Redis's `shared.roslaveerr`.
@@ -73,11 +74,14 @@ pub static COMMANDS: &[CommandSpec] = &[
 /// `SYNC` / `PSYNC replid offset`: the calling connection becomes a
 /// replica, as Redis 7.0's `syncCommand`. A `PSYNC` whose history the
 /// backlog still holds is answered `+CONTINUE` and sent the stream from its
-/// offset; otherwise `+FULLRESYNC <replid> <offset>` (`PSYNC` only), then
-/// `$<len>` and an RDB file of the keyspace made now (under the core lock:
-/// the file and the stream that follows it meet exactly at `offset`), then
-/// the live stream. Everything goes out through the connection's push
-/// queue, in that order; the command's own reply is suppressed.
+/// offset; otherwise `+FULLRESYNC <replid> <offset>` at once (`PSYNC`
+/// only), then, once the file is made, `$<len>` and an RDB file of the
+/// keyspace as of `offset` (made a slice at a time on the event loop while
+/// other clients run: `db::snapshot`, [`full_sync_step`]; a newline each
+/// second meanwhile), then the stream from `offset` on. A full
+/// resynchronisation asked for while a file is being made joins it.
+/// Everything goes out through the connection's push queue, in that order;
+/// the command's own reply is suppressed.
 fn sync(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let id = ctx.client.id;
     let from_primary = ctx.core.repl.master.as_ref().is_some_and(|m| m.client_id == id);
@@ -130,27 +134,44 @@ fn sync(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             tracing::info!("Partial resynchronization not accepted for {name}: full resync");
         }
     }
-    repl.attach(link);
-    let (replid, offset) = (repl.replid.clone(), repl.offset);
+    repl.attach(link.clone());
+    let (replid, offset) = match &repl.full_sync {
+        Some(fs) => (fs.replid.clone(), fs.offset),
+        None => (repl.replid.clone(), repl.offset),
+    };
+    if psync {
+        let line = Reply::Status(Bytes::from(format!("FULLRESYNC {replid} {offset}")));
+        ctx.client.shared.push_encoded(line.to_bytes(crate::protocol::Resp::V2));
+    }
+    if let Some(fs) = repl.full_sync.as_mut() {
+        tracing::info!("Waiting for end of BGSAVE for SYNC (replica {name} joins the file being made)");
+        fs.join(link);
+        return Ok(Reply::ok());
+    }
     tracing::info!(
         "Starting BGSAVE for SYNC with target: replicas sockets (in memory, replid {replid} offset {offset})"
     );
-    let rdb = rdb_file(ctx.core, ctx.shared.clock.now_ms());
-    let mut out = bytes::BytesMut::with_capacity(rdb.len() + 80);
-    if psync {
-        Reply::Status(Bytes::from(format!("FULLRESYNC {replid} {offset}"))).encode(crate::protocol::Resp::V2, &mut out);
+    let mut fs = FullSync::new(replid, offset);
+    fs.join(link);
+    repl.full_sync = Some(fs);
+    start_snapshot(ctx.core, ctx.shared.clock.now_ms());
+    if ctx.shared.io.get().is_some() {
+        // The server's task makes the file a slice at a time.
+        ctx.core.repl.sync_wake.notify_one();
+    } else {
+        // No event loop (the socket-less harness): made at once.
+        full_sync_step(ctx.core, None);
     }
-    crate::protocol::payload_header(&mut out, rdb.len());
-    out.extend_from_slice(&rdb);
-    ctx.client.shared.push_encoded(out.freeze());
-    tracing::info!("Synchronization with replica {name} succeeded");
     Ok(Reply::ok())
 }
 
-/// The keyspace and the function libraries as an RDB file, with the aux
-/// fields Redis 7.0 writes for a replica (`repl-id`, `repl-offset`…).
-fn rdb_file(core: &Core, now_ms: u64) -> Vec<u8> {
+/// Begins the RDB file of a full resynchronisation: the head as Redis 7.0
+/// writes it for a replica (aux fields `repl-id`, `repl-offset`…, the
+/// function libraries), then the keyspace as it is now, written a slice at
+/// a time by [`full_sync_step`] (`db::snapshot`).
+fn start_snapshot(core: &mut Core, now_ms: u64) {
     use crate::db::rdb::FileWriter;
+    let Some(fs) = core.repl.full_sync.as_ref() else { return };
     let fill = core.config.enc_limits.list_fill;
     let mut w = FileWriter::new(fill);
     w.aux("redis-ver", core.config.get_str("redis-version").as_bytes());
@@ -158,16 +179,55 @@ fn rdb_file(core: &Core, now_ms: u64) -> Vec<u8> {
     w.aux("ctime", (now_ms / 1000).to_string().as_bytes());
     w.aux("used-mem", crate::memory::used_memory().to_string().as_bytes());
     w.aux("repl-stream-db", b"0");
-    w.aux("repl-id", core.repl.replid.as_bytes());
-    w.aux("repl-offset", core.repl.offset.to_string().as_bytes());
+    w.aux("repl-id", fs.replid.as_bytes());
+    w.aux("repl-offset", fs.offset.to_string().as_bytes());
     w.aux("aof-base", b"0");
     if let Some(s) = core.scripting.as_ref() {
         w.functions(&s.function_dump());
     }
-    for (i, db) in core.ks.dbs.iter().enumerate() {
-        w.db(i, db);
+    let snapshot = Snapshot::start(&mut core.ks.dbs, w, fill);
+    core.ks.sig.images.set_snapshot(Some(Box::new(snapshot)));
+}
+
+/// One slice of the running full resynchronisation's file, until
+/// `deadline` (`None`: to the end); when the file is done, the replicas
+/// waiting for it are sent it and the stream since. True while more is
+/// to do. A full resynchronisation that no replica waits for any more is
+/// dropped.
+pub(crate) fn full_sync_step(core: &mut Core, deadline: Option<std::time::Instant>) -> bool {
+    let waiting = core.repl.full_sync.as_mut().is_some_and(|fs| fs.tend());
+    if !waiting || !core.ks.sig.images.has_snapshot() {
+        if core.repl.full_sync.is_some() {
+            tracing::info!("Full resynchronisation dropped: no replica waits for it");
+        }
+        abort_full_sync(core);
+        return false;
     }
-    w.finish()
+    let ks = &mut core.ks;
+    let Some(s) = ks.sig.images.snapshot_mut() else { return false };
+    if !s.step(&mut ks.dbs, deadline) {
+        return true;
+    }
+    let pieces = ks.sig.images.set_snapshot(None).map(|s| s.finish()).unwrap_or_default();
+    if let Some(fs) = core.repl.full_sync.take() {
+        fs.deliver(&pieces);
+    }
+    false
+}
+
+/// Drops the full resynchronisation in progress, if any (this node is
+/// about to load another keyspace: its replicas resynchronise anyway);
+/// the replicas still waiting for its file are disconnected.
+pub(crate) fn abort_full_sync(core: &mut Core) {
+    core.ks.sig.images.set_snapshot(None);
+    if let Some(fs) = core.repl.full_sync.take() {
+        for l in &fs.links {
+            if let Some(t) = &l.tcp {
+                t.client.kill();
+            }
+            l.close();
+        }
+    }
 }
 
 /// `REPLCONF option value …`: a replica's handshake (`listening-port`,
