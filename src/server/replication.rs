@@ -417,7 +417,7 @@ pub(crate) async fn promote_replica(
         n.repl.promote();
         if let Some(m) = &n.cluster {
             // A cluster node takes its primary's slots in the same step.
-            m.topo.write().promote(m.me);
+            m.topo.promote(m.me);
         }
         let new_locks = n.control.locks(&n.ks, None, now);
         let mut lost = Vec::new();
