@@ -281,11 +281,24 @@ fn move_(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 fn object_encoding(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let since_7_2 = ctx.core.profile().at_least(7, 2, 0);
     let mut db = ctx.db();
-    let fill = db.limits().list_fill;
+    let limits = *db.limits();
+    let fill = limits.list_fill;
     Ok(db.entry_notouch(&args[2]).map_or(Reply::Nil, |e| match &e.value {
         Value::List(l) if since_7_2 && list_fits_listpack(l, fill) => Reply::bulk_str("listpack"),
+        Value::Set(set) if since_7_2 && set_is_listpack(set, &limits) => Reply::bulk_str("listpack"),
         _ => Reply::bulk_str(e.encoding()),
     }))
+}
+
+/// Whether a set is a listpack under Redis 7.2 and later, which keep a
+/// small set that is not all integers (or too long for an intset) in one
+/// (`set-max-listpack-entries` 128, `set-max-listpack-value` 64, Redis's
+/// defaults: rlockd's parameters are 7.0's). By content: a set that grew
+/// past the limits and shrank stays a hashtable on Redis.
+fn set_is_listpack(set: &crate::db::value::SetValue, limits: &crate::db::EncLimits) -> bool {
+    let ints = set.iter().all(|m| crate::num::parse_i64_strict(m).is_some());
+    let intset = ints && set.len() <= limits.intset_entries();
+    !intset && set.len() <= 128 && set.iter().all(|m| m.len() <= 64)
 }
 
 /// Whether a list is one listpack under Redis 7.2 and later (which keep a
