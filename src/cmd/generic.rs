@@ -6,7 +6,7 @@ use bytes::Bytes;
 use super::util::{cursor, eq, int, scan_opts};
 use super::{cmd, container, CommandSpec, Ctx};
 use crate::db::value::ListValue;
-use crate::db::{notify, Value};
+use crate::db::{notify, EncLimits, Value};
 use crate::error::{CmdError, CmdResult};
 use crate::glob;
 use crate::protocol::Reply;
@@ -279,15 +279,22 @@ fn move_(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 // OBJECT's lookups are not accesses (Redis's `LOOKUP_NOTOUCH`).
 
 fn object_encoding(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let since_7_2 = ctx.core.profile().at_least(7, 2, 0);
+    let profile = ctx.core.profile();
     let mut db = ctx.db();
     let limits = *db.limits();
-    let fill = limits.list_fill;
-    Ok(db.entry_notouch(&args[2]).map_or(Reply::Nil, |e| match &e.value {
-        Value::List(l) if since_7_2 && list_fits_listpack(l, fill) => Reply::bulk_str("listpack"),
-        Value::Set(set) if since_7_2 && set_is_listpack(set, &limits) => Reply::bulk_str("listpack"),
-        _ => Reply::bulk_str(e.encoding()),
-    }))
+    Ok(db.entry_notouch(&args[2]).map_or(Reply::Nil, |e| Reply::bulk_str(encoding_in(e, profile, &limits))))
+}
+
+/// What `OBJECT ENCODING` and `DEBUG OBJECT` say for `e` under `profile`:
+/// the entry's own encoding (Redis 7.0's), except that from 7.2 a small
+/// list, and a small set that is not an intset, is a listpack.
+pub(crate) fn encoding_in(e: &crate::db::Entry, profile: crate::version::Profile, limits: &EncLimits) -> &'static str {
+    let since_7_2 = profile.at_least(7, 2, 0);
+    match &e.value {
+        Value::List(l) if since_7_2 && list_fits_listpack(l, limits) => "listpack",
+        Value::Set(set) if since_7_2 && set_is_listpack(set, limits) => "listpack",
+        _ => e.encoding(),
+    }
 }
 
 /// Whether a set is a listpack under Redis 7.2 and later, which keep a
@@ -295,7 +302,7 @@ fn object_encoding(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 /// (`set-max-listpack-entries` 128, `set-max-listpack-value` 64, Redis's
 /// defaults: rlockd's parameters are 7.0's). By content: a set that grew
 /// past the limits and shrank stays a hashtable on Redis.
-fn set_is_listpack(set: &crate::db::value::SetValue, limits: &crate::db::EncLimits) -> bool {
+fn set_is_listpack(set: &crate::db::value::SetValue, limits: &EncLimits) -> bool {
     let ints = set.iter().all(|m| crate::num::parse_i64_strict(m).is_some());
     let intset = ints && set.len() <= limits.intset_entries();
     !intset && set.len() <= 128 && set.iter().all(|m| m.len() <= 64)
@@ -308,13 +315,10 @@ fn set_is_listpack(set: &crate::db::value::SetValue, limits: &crate::db::EncLimi
 /// content: Redis converts a shrinking quicklist back only below half the
 /// limit, so a list that grew past it and shrank to just under it is a
 /// quicklist there and a listpack here.
-fn list_fits_listpack(list: &ListValue, fill: i64) -> bool {
-    const LEVELS: [usize; 5] = [4096, 8192, 16384, 32768, 65536];
-    let (max_bytes, max_count) = if fill < 0 {
-        (LEVELS[usize::try_from(-fill - 1).unwrap_or(usize::MAX).min(LEVELS.len() - 1)], usize::MAX)
-    } else {
-        (8192, usize::try_from(fill).unwrap_or(usize::MAX))
-    };
+fn list_fits_listpack(list: &ListValue, limits: &EncLimits) -> bool {
+    let max_bytes = limits.list_node_bytes();
+    let max_count =
+        if limits.list_fill < 0 { usize::MAX } else { usize::try_from(limits.list_fill).unwrap_or(usize::MAX) };
     if list.len() > max_count {
         return false;
     }

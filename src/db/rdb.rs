@@ -473,14 +473,9 @@ fn encode_backlen(b: &mut Vec<u8>, l: usize) {
 /// `list-max-listpack-size` bounds a node's size (-1: 4 kB … -5: 64 kB), a
 /// positive one its entries (within 8 kB; 0 makes one-entry nodes).
 fn quicklist_allows(node_bytes: usize, node_count: usize, elem_len: usize, fill: i64) -> bool {
-    const LEVELS: [usize; 5] = [4096, 8192, 16384, 32768, 65536];
     let new_size = node_bytes + elem_len + 8;
-    if fill < 0 {
-        let level = usize::try_from(-fill - 1).unwrap_or(usize::MAX).min(LEVELS.len() - 1);
-        new_size <= LEVELS[level]
-    } else {
-        new_size <= 8192 && i64::try_from(node_count).unwrap_or(i64::MAX) < fill
-    }
+    let max = EncLimits { list_fill: fill, ..EncLimits::default() }.list_node_bytes();
+    new_size <= max && (fill < 0 || i64::try_from(node_count).unwrap_or(i64::MAX) < fill)
 }
 
 /// The score as Redis 7.0's `d2string` prints it into a listpack.
