@@ -44,8 +44,9 @@ static ACL_SUBS: &[CommandSpec] = &[
         .doc("Return the name of the user associated to the current connection", "6.0.0"),
 ];
 
-fn acl_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+fn acl_help(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     Ok(help_reply(
+        ctx.core.profile(),
         "ACL",
         &[
             "CAT [<category>]",

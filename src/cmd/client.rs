@@ -2,7 +2,6 @@
 
 use bytes::Bytes;
 
-use super::help::help_reply;
 use super::session::{info_line_of, last_cmd_name, lib_fields, tracking_off, valid_client_name};
 use super::util::{eq, info_text, int};
 use super::{cmd, container, CommandSpec, Ctx};
@@ -110,55 +109,190 @@ fn client_info(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     Ok(info_text(ctx, format!("{line}\n")))
 }
 
-fn client_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let mut type_filter: Option<String> = None;
-    let mut ids: Option<Vec<u64>> = None;
-    let mut i = 2;
-    while i < args.len() {
-        if eq(&args[i], "type") && i + 1 < args.len() {
-            let t = String::from_utf8_lossy(&args[i + 1]).to_ascii_lowercase();
-            if !matches!(t.as_str(), "normal" | "master" | "replica" | "slave" | "pubsub") {
-                return Err(CmdError::custom(format!("ERR Unknown client type '{t}'")));
+/// A client's kind as `CLIENT LIST`/`KILL`'s `TYPE` names it (Redis's
+/// `getClientType`: a replica's link first, then pub/sub).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Normal,
+    Primary,
+    Replica,
+    PubSub,
+}
+
+impl Kind {
+    fn parse(ctx: &Ctx<'_>, word: &Bytes) -> Result<Kind, CmdError> {
+        let valkey = ctx.core.profile().is_valkey();
+        match String::from_utf8_lossy(word).to_ascii_lowercase().as_str() {
+            "normal" => Ok(Kind::Normal),
+            "master" => Ok(Kind::Primary),
+            "primary" if valkey => Ok(Kind::Primary),
+            "replica" | "slave" => Ok(Kind::Replica),
+            "pubsub" => Ok(Kind::PubSub),
+            _ => Err(CmdError::echo("ERR Unknown client type '", word, "'")),
+        }
+    }
+
+    fn of(c: &crate::client::ClientShared) -> Kind {
+        if c.replica.load(std::sync::atomic::Ordering::Relaxed) {
+            Kind::Replica
+        } else if c.subscriptions() > 0 {
+            Kind::PubSub
+        } else {
+            Kind::Normal
+        }
+    }
+}
+
+/// What `CLIENT LIST` and `CLIENT KILL <filter> <value> ...` select. Redis
+/// parses the two differently (LIST takes one `TYPE` or one `ID` list; KILL
+/// takes pairs, `MAXAGE` from 7.4); Valkey 8 parses both with one grammar
+/// (every filter, `ID` with several ids). Matching is the same for all.
+#[derive(Default)]
+struct Filter {
+    ids: Option<Vec<u64>>,
+    addr: Option<Bytes>,
+    laddr: Option<Bytes>,
+    kind: Option<Kind>,
+    user: Option<Bytes>,
+    skipme: Option<bool>,
+    maxage: Option<u64>,
+}
+
+impl Filter {
+    /// Redis's `CLIENT LIST [TYPE t | ID id ...]`.
+    fn redis_list(ctx: &Ctx<'_>, args: &[Bytes]) -> Result<Filter, CmdError> {
+        let mut f = Filter::default();
+        match args.get(2) {
+            None => {}
+            Some(k) if eq(k, "type") && args.len() == 4 => f.kind = Some(Kind::parse(ctx, &args[3])?),
+            Some(k) if eq(k, "id") && args.len() >= 4 => {
+                let ids = args[3..]
+                    .iter()
+                    .map(|a| int(a).map(|id| id as u64).map_err(|_| CmdError::custom("ERR Invalid client ID")))
+                    .collect::<Result<_, _>>()?;
+                f.ids = Some(ids);
             }
-            type_filter = Some(t);
-            i += 2;
-        } else if eq(&args[i], "id") && i + 1 < args.len() {
-            let mut v = Vec::new();
-            i += 1;
-            while i < args.len() {
-                let id =
-                    int(&args[i]).ok().filter(|x| *x > 0).ok_or_else(|| CmdError::custom("ERR Invalid client ID"))?;
-                v.push(id as u64);
+            Some(_) => return Err(CmdError::Syntax),
+        }
+        Ok(f)
+    }
+
+    /// Redis's `CLIENT KILL <filter> <value> ...` (pairs).
+    fn redis_kill(ctx: &Ctx<'_>, args: &[Bytes]) -> Result<Filter, CmdError> {
+        let mut f = Filter::default();
+        for pair in args[2..].chunks(2) {
+            let [k, v] = pair else { return Err(CmdError::Syntax) };
+            if eq(k, "id") {
+                let id = int(v).ok().filter(|x| *x > 0).ok_or_else(client_id_error)?;
+                f.ids = Some(vec![id as u64]);
+            } else if eq(k, "maxage") && ctx.core.profile().at_least(7, 4, 0) {
+                f.maxage = Some(maxage(v)?);
+            } else {
+                f.common(ctx, k, v)?;
+            }
+        }
+        Ok(f)
+    }
+
+    /// Valkey 8's one grammar for `CLIENT LIST` and `CLIENT KILL`: `ID`
+    /// takes the integers that follow it.
+    fn valkey(ctx: &Ctx<'_>, args: &[Bytes]) -> Result<Filter, CmdError> {
+        let mut f = Filter::default();
+        let mut i = 2;
+        while i < args.len() {
+            let k = &args[i];
+            if i + 1 >= args.len() {
+                return Err(CmdError::Syntax);
+            }
+            if eq(k, "id") {
+                let mut ids = f.ids.take().unwrap_or_default();
+                let first = ids.len();
                 i += 1;
+                while let Some(id) = args.get(i).and_then(|a| int(a).ok()) {
+                    if id <= 0 {
+                        return Err(client_id_error());
+                    }
+                    ids.push(id as u64);
+                    i += 1;
+                }
+                if ids.len() == first {
+                    return Err(CmdError::Syntax);
+                }
+                f.ids = Some(ids);
+                continue;
             }
-            ids = Some(v);
+            let v = &args[i + 1];
+            if eq(k, "maxage") {
+                f.maxage = Some(maxage(v)?);
+            } else {
+                f.common(ctx, k, v)?;
+            }
+            i += 2;
+        }
+        Ok(f)
+    }
+
+    /// The filters both grammars spell the same way.
+    fn common(&mut self, ctx: &Ctx<'_>, k: &Bytes, v: &Bytes) -> Result<(), CmdError> {
+        if eq(k, "addr") {
+            self.addr = Some(v.clone());
+        } else if eq(k, "laddr") {
+            self.laddr = Some(v.clone());
+        } else if eq(k, "type") {
+            self.kind = Some(Kind::parse(ctx, v)?);
+        } else if eq(k, "user") {
+            if !ctx.core.acl.users.contains_key(&v[..]) {
+                return Err(CmdError::echo("ERR No such user '", v, "'"));
+            }
+            self.user = Some(v.clone());
+        } else if eq(k, "skipme") {
+            self.skipme = Some(if eq(v, "yes") {
+                true
+            } else if eq(v, "no") {
+                false
+            } else {
+                return Err(CmdError::Syntax);
+            });
         } else {
             return Err(CmdError::Syntax);
         }
+        Ok(())
     }
+
+    /// Whether a client passes every filter given (`skipme` aside).
+    fn matches(&self, c: &crate::client::ClientShared, user: &[u8], now_ms: u64) -> bool {
+        self.ids.as_ref().is_none_or(|ids| ids.contains(&c.id))
+            && self.user.as_ref().is_none_or(|u| u[..] == *user)
+            && self.addr.as_ref().is_none_or(|a| a[..] == *c.addr.to_string().as_bytes())
+            && self.laddr.as_ref().is_none_or(|a| a[..] == *c.laddr.to_string().as_bytes())
+            && self.kind.is_none_or(|k| k == Kind::of(c))
+            && self.maxage.is_none_or(|m| now_ms.saturating_sub(c.created_ms) / 1000 >= m)
+    }
+}
+
+fn client_id_error() -> CmdError {
+    CmdError::custom("ERR client-id should be greater than 0")
+}
+
+fn maxage(v: &Bytes) -> Result<u64, CmdError> {
+    let age = int(v).map_err(|_| CmdError::custom("ERR maxage is not an integer or out of range"))?;
+    if age <= 0 {
+        return Err(CmdError::custom("ERR maxage should be greater than 0"));
+    }
+    Ok(age as u64)
+}
+
+fn client_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let filter =
+        if ctx.core.profile().is_valkey() { Filter::valkey(ctx, args)? } else { Filter::redis_list(ctx, args)? };
     let now = ctx.now_ms();
     let with_lib = lib_fields(ctx);
+    let skip_self = filter.skipme == Some(true);
     let mut out = String::new();
     for (id, r) in &ctx.core.clients {
         let c = &r.shared;
-        if let Some(ids) = &ids {
-            if !ids.contains(id) {
-                continue;
-            }
-        }
-        if let Some(t) = &type_filter {
-            // Redis's getClientType: a replica's connection first, then pub/sub.
-            let is_replica = c.replica.load(std::sync::atomic::Ordering::Relaxed);
-            let is_pubsub = !is_replica && c.subscriptions() > 0;
-            let ok = match t.as_str() {
-                "pubsub" => is_pubsub,
-                "normal" => !is_pubsub && !is_replica,
-                "replica" | "slave" => is_replica,
-                _ => false,
-            };
-            if !ok {
-                continue;
-            }
+        if !filter.matches(c, &r.user, now) || (skip_self && *id == ctx.client.id) {
+            continue;
         }
         let current = if *id == ctx.client.id { ctx.client.current } else { None };
         out.push_str(&r.info_line(now, id + 7, last_cmd_name(c), current, with_lib));
@@ -185,78 +319,19 @@ fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             None => Err(CmdError::custom("ERR No such client")),
         };
     }
-    let mut id_f: Option<u64> = None;
-    let mut addr_f: Option<String> = None;
-    let mut laddr_f: Option<String> = None;
-    let mut type_f: Option<String> = None;
-    let mut user_f: Option<Vec<u8>> = None;
-    let mut maxage: Option<u64> = None;
-    let mut skipme = true;
-    let mut i = 2;
-    while i < args.len() {
-        if i + 1 >= args.len() {
-            return Err(CmdError::Syntax);
-        }
-        let (k, v) = (&args[i], &args[i + 1]);
-        if eq(k, "id") {
-            let id = int(v)
-                .ok()
-                .filter(|x| *x > 0)
-                .ok_or_else(|| CmdError::custom("ERR client-id should be greater than 0"))?;
-            id_f = Some(id as u64);
-        } else if eq(k, "addr") {
-            addr_f = Some(String::from_utf8_lossy(v).into());
-        } else if eq(k, "laddr") {
-            laddr_f = Some(String::from_utf8_lossy(v).into());
-        } else if eq(k, "type") {
-            let t = String::from_utf8_lossy(v).to_ascii_lowercase();
-            if !matches!(t.as_str(), "normal" | "master" | "replica" | "slave" | "pubsub") {
-                return Err(CmdError::echo("ERR Unknown client type '", v, "'"));
-            }
-            type_f = Some(t);
-        } else if eq(k, "user") {
-            user_f = Some(v.to_vec());
-        } else if eq(k, "skipme") {
-            skipme = if eq(v, "yes") {
-                true
-            } else if eq(v, "no") {
-                false
-            } else {
-                return Err(CmdError::Syntax);
-            };
-        } else if eq(k, "maxage") {
-            maxage = Some(int(v)?.max(0) as u64);
-        } else {
-            return Err(CmdError::Syntax);
-        }
-        i += 2;
-    }
-    if let Some(u) = &user_f {
-        if !ctx.core.acl.users.contains_key(&u[..]) {
-            return Err(CmdError::echo("ERR No such user '", u, "'"));
-        }
-    }
+    let filter =
+        if ctx.core.profile().is_valkey() { Filter::valkey(ctx, args)? } else { Filter::redis_kill(ctx, args)? };
+    let skipme = filter.skipme.unwrap_or(true);
     let now = ctx.now_ms();
     let mut killed = 0;
-    let victims: Vec<_> = ctx.core.clients.values().map(|r| (r.shared.clone(), r.user.clone())).collect();
-    for (c, user) in victims {
-        if id_f.is_some_and(|id| id != c.id)
-            || user_f.as_ref().is_some_and(|u| u[..] != user[..])
-            || addr_f.as_ref().is_some_and(|a| *a != c.addr.to_string())
-            || laddr_f.as_ref().is_some_and(|a| *a != c.laddr.to_string())
-            || type_f.as_ref().is_some_and(|t| {
-                let is_replica = c.replica.load(std::sync::atomic::Ordering::Relaxed);
-                match t.as_str() {
-                    "pubsub" => is_replica || c.subscriptions() == 0,
-                    "normal" => is_replica || c.subscriptions() > 0,
-                    "replica" | "slave" => !is_replica,
-                    _ => true,
-                }
-            })
-            || maxage.is_some_and(|m| now.saturating_sub(c.created_ms) / 1000 < m)
-        {
-            continue;
-        }
+    let victims: Vec<_> = ctx
+        .core
+        .clients
+        .values()
+        .filter(|r| filter.matches(&r.shared, &r.user, now))
+        .map(|r| r.shared.clone())
+        .collect();
+    for c in victims {
         if c.id == self_id {
             if skipme {
                 continue;
@@ -549,6 +624,6 @@ fn client_unblock(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     Ok(Reply::Int(1))
 }
 
-fn client_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    Ok(help_reply("CLIENT", super::help::CLIENT_HELP))
+fn client_help(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    Ok(super::help::help_reply_in(ctx.core.profile(), "CLIENT", super::help::CLIENT_HELP))
 }

@@ -296,7 +296,7 @@ pub(crate) fn select_refused(ctx: &Ctx<'_>, db: i64) -> Option<CmdError> {
 
 fn help(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     member(ctx)?;
-    Ok(super::help::help_reply("CLUSTER", HELP))
+    Ok(super::help::help_reply(ctx.core.profile(), "CLUSTER", HELP))
 }
 
 fn info(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {

@@ -3,7 +3,6 @@
 
 use bytes::Bytes;
 
-use super::help::help_reply;
 use super::meta::{BeginSearch, FindKeys, KeySpec};
 use super::util::eq;
 use super::{cmd, flags, table, Command, CommandSpec, Ctx};
@@ -415,6 +414,6 @@ fn table_keys(c: &Command, argv: &[Bytes]) -> Vec<usize> {
     (first..=last).step_by(step.max(1) as usize).map(|i| i as usize).filter(|i| *i < argv.len()).collect()
 }
 
-fn command_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    Ok(help_reply("COMMAND", super::help::COMMAND_HELP))
+fn command_help(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    Ok(super::help::help_reply_in(ctx.core.profile(), "COMMAND", super::help::COMMAND_HELP))
 }

@@ -116,6 +116,6 @@ fn config_rewrite(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     Err(CmdError::custom("ERR The server is running without a config file"))
 }
 
-fn config_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    Ok(help_reply("CONFIG", super::help::CONFIG_HELP))
+fn config_help(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    Ok(help_reply(ctx.core.profile(), "CONFIG", super::help::CONFIG_HELP))
 }

@@ -102,6 +102,7 @@ fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         "reload" | "change-repl-id" | "quicklist-packed-threshold" | "set-skip-checksum-validation" => Ok(Reply::ok()),
         "jmap" | "log" => Ok(Reply::ok()),
         "help" => Ok(help_reply(
+            ctx.core.profile(),
             "DEBUG",
             &[
                 "OBJECT <key>",
@@ -159,8 +160,8 @@ fn memory_malloc_stats(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     Ok(info_text(ctx, "Stats not supported for the current allocator".into()))
 }
 
-fn memory_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    Ok(help_reply("MEMORY", super::help::MEMORY_HELP))
+fn memory_help(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    Ok(help_reply(ctx.core.profile(), "MEMORY", super::help::MEMORY_HELP))
 }
 
 fn latency_latest(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
@@ -238,8 +239,8 @@ fn latency_doctor(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     Ok(info_text(ctx, "Dave, no latency spike was observed during the lifetime of this Redis instance, not in the slightest bit. I honestly think you ought to sleep better.\n".into()))
 }
 
-fn latency_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    Ok(help_reply("LATENCY", super::help::LATENCY_HELP))
+fn latency_help(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    Ok(help_reply(ctx.core.profile(), "LATENCY", super::help::LATENCY_HELP))
 }
 
 fn slowlog_get(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
@@ -286,6 +287,6 @@ fn slowlog_reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     Ok(Reply::ok())
 }
 
-fn slowlog_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    Ok(help_reply("SLOWLOG", super::help::SLOWLOG_HELP))
+fn slowlog_help(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    Ok(help_reply(ctx.core.profile(), "SLOWLOG", super::help::SLOWLOG_HELP))
 }

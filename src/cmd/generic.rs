@@ -393,8 +393,8 @@ fn object_refcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     Ok(Reply::Int(if shared { i64::from(i32::MAX) } else { 1 }))
 }
 
-fn object_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    Ok(super::help::help_reply("OBJECT", super::help::OBJECT_HELP))
+fn object_help(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    Ok(super::help::help_reply(ctx.core.profile(), "OBJECT", super::help::OBJECT_HELP))
 }
 
 const EXPIRE_NX: u8 = 1;

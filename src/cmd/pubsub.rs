@@ -238,9 +238,8 @@ fn pubsub_numpat(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     Ok(Reply::Int(ctx.core.pubsub.pattern_count() as i64))
 }
 
-fn pubsub_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+fn pubsub_help(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     const LINES: &[&str] = &[
-        "PUBSUB <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
         "CHANNELS [<pattern>]",
         "    Return the currently active channels matching a <pattern> (default: '*').",
         "NUMPAT",
@@ -252,10 +251,8 @@ fn pubsub_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
         "    Return the currently active shard level channels matching a <pattern> (default: '*').",
         "SHARDNUMSUB [<shardchannel> ...]",
         "    Return the number of subscribers for the specified shard level channel(s)",
-        "HELP",
-        "    Prints this help.",
     ];
-    Ok(Reply::Array(LINES.iter().map(|l| Reply::Status(Bytes::from_static(l.as_bytes()))).collect()))
+    Ok(super::help::help_reply(ctx.core.profile(), "PUBSUB", LINES))
 }
 
 /// RESET: leaves every subscription without sending confirmations.

@@ -23,7 +23,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 
-use super::help::{help_reply, subcommand_syntax};
+use super::help::subcommand_syntax;
 use super::util::eq;
 use super::{cmd, container, flags, CommandSpec, Ctx, Lookup};
 use crate::client::{Caller, ClientState};
@@ -380,24 +380,30 @@ fn fcall_ro(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     with_engine(ctx, |e, ctx| e.fcall(&mut ScriptRun::new(ctx), args, true))
 }
 
-fn script_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    Ok(help_reply(
+fn script_help(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    use super::help::{EVERY, REDIS, VALKEY_8_0};
+    Ok(super::help::help_reply_in(
+        ctx.core.profile(),
         "SCRIPT",
         &[
-            "DEBUG (YES|SYNC|NO)",
-            "    Set the debug mode for subsequent scripts executed.",
-            "EXISTS <sha1> [<sha1> ...]",
-            "    Return information about the existence of the scripts in the script cache.",
-            "FLUSH [ASYNC|SYNC]",
-            "    Flush the Lua scripts cache. Very dangerous on replicas.",
-            "    When called without the optional mode argument, the behavior is determined by the",
-            "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
-            "    * ASYNC: Asynchronously flush the scripts cache.",
-            "    * SYNC: Synchronously flush the scripts cache.",
-            "KILL",
-            "    Kill the currently executing Lua script.",
-            "LOAD <script>",
-            "    Load a script into the scripts cache without executing it.",
+            (EVERY, "DEBUG (YES|SYNC|NO)"),
+            (EVERY, "    Set the debug mode for subsequent scripts executed."),
+            (EVERY, "EXISTS <sha1> [<sha1> ...]"),
+            (EVERY, "    Return information about the existence of the scripts in the script cache."),
+            (EVERY, "FLUSH [ASYNC|SYNC]"),
+            (EVERY, "    Flush the Lua scripts cache. Very dangerous on replicas."),
+            (REDIS, "    When called without the optional mode argument, the behavior is determined by the"),
+            (REDIS, "    lazyfree-lazy-user-flush configuration directive. Valid modes are:"),
+            (VALKEY_8_0, "    When called without the optional mode argument, the behavior is determined"),
+            (VALKEY_8_0, "     by the lazyfree-lazy-user-flush configuration directive. Valid modes are:"),
+            (EVERY, "    * ASYNC: Asynchronously flush the scripts cache."),
+            (EVERY, "    * SYNC: Synchronously flush the scripts cache."),
+            (EVERY, "KILL"),
+            (EVERY, "    Kill the currently executing Lua script."),
+            (EVERY, "LOAD <script>"),
+            (EVERY, "    Load a script into the scripts cache without executing it."),
+            (VALKEY_8_0, "SHOW <sha1>"),
+            (VALKEY_8_0, "    Show a script from the scripts cache."),
         ],
     ))
 }
@@ -472,47 +478,49 @@ fn script_debug(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
 }
 
-fn function_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    Ok(help_reply(
+fn function_help(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    use super::help::{BEFORE_7_2, EVERY};
+    Ok(super::help::help_reply_in(
+        ctx.core.profile(),
         "FUNCTION",
         &[
-            "LOAD [REPLACE] <FUNCTION CODE>",
-            "    Create a new library with the given library name and code.",
-            "DELETE <LIBRARY NAME>",
-            "    Delete the given library.",
-            "LIST [LIBRARYNAME PATTERN] [WITHCODE]",
-            "    Return general information on all the libraries:",
-            "    * Library name",
-            "    * The engine used to run the Library",
-            "    * Library description",
-            "    * Functions list",
-            "    * Library code (if WITHCODE is given)",
-            "    It also possible to get only function that matches a pattern using LIBRARYNAME argument.",
-            "STATS",
-            "    Return information about the current function running:",
-            "    * Function name",
-            "    * Command used to run the function",
-            "    * Duration in MS that the function is running",
-            "    If no function is running, return nil",
-            "    In addition, returns a list of available engines.",
-            "KILL",
-            "    Kill the current running function.",
-            "FLUSH [ASYNC|SYNC]",
-            "    Delete all the libraries.",
-            "    When called without the optional mode argument, the behavior is determined by the",
-            "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
-            "    * ASYNC: Asynchronously flush the libraries.",
-            "    * SYNC: Synchronously flush the libraries.",
-            "DUMP",
-            "    Return a serialized payload representing the current libraries, can be restored using FUNCTION RESTORE command",
-            "RESTORE <PAYLOAD> [FLUSH|APPEND|REPLACE]",
-            "    Restore the libraries represented by the given payload, it is possible to give a restore policy to",
-            "    control how to handle existing libraries (default APPEND):",
-            "    * FLUSH: delete all existing libraries.",
-            "    * APPEND: appends the restored libraries to the existing libraries. On collision, abort.",
-            "    * REPLACE: appends the restored libraries to the existing libraries, On collision, replace the old",
-            "      libraries with the new libraries (notice that even on this option there is a chance of failure",
-            "      in case of functions name collision with another library).",
+            (EVERY, "LOAD [REPLACE] <FUNCTION CODE>"),
+            (EVERY, "    Create a new library with the given library name and code."),
+            (EVERY, "DELETE <LIBRARY NAME>"),
+            (EVERY, "    Delete the given library."),
+            (EVERY, "LIST [LIBRARYNAME PATTERN] [WITHCODE]"),
+            (EVERY, "    Return general information on all the libraries:"),
+            (EVERY, "    * Library name"),
+            (EVERY, "    * The engine used to run the Library"),
+            (BEFORE_7_2, "    * Library description"),
+            (EVERY, "    * Functions list"),
+            (EVERY, "    * Library code (if WITHCODE is given)"),
+            (EVERY, "    It also possible to get only function that matches a pattern using LIBRARYNAME argument."),
+            (EVERY, "STATS"),
+            (EVERY, "    Return information about the current function running:"),
+            (EVERY, "    * Function name"),
+            (EVERY, "    * Command used to run the function"),
+            (EVERY, "    * Duration in MS that the function is running"),
+            (EVERY, "    If no function is running, return nil"),
+            (EVERY, "    In addition, returns a list of available engines."),
+            (EVERY, "KILL"),
+            (EVERY, "    Kill the current running function."),
+            (EVERY, "FLUSH [ASYNC|SYNC]"),
+            (EVERY, "    Delete all the libraries."),
+            (EVERY, "    When called without the optional mode argument, the behavior is determined by the"),
+            (EVERY, "    lazyfree-lazy-user-flush configuration directive. Valid modes are:"),
+            (EVERY, "    * ASYNC: Asynchronously flush the libraries."),
+            (EVERY, "    * SYNC: Synchronously flush the libraries."),
+            (EVERY, "DUMP"),
+            (EVERY, "    Return a serialized payload representing the current libraries, can be restored using FUNCTION RESTORE command"),
+            (EVERY, "RESTORE <PAYLOAD> [FLUSH|APPEND|REPLACE]"),
+            (EVERY, "    Restore the libraries represented by the given payload, it is possible to give a restore policy to"),
+            (EVERY, "    control how to handle existing libraries (default APPEND):"),
+            (EVERY, "    * FLUSH: delete all existing libraries."),
+            (EVERY, "    * APPEND: appends the restored libraries to the existing libraries. On collision, abort."),
+            (EVERY, "    * REPLACE: appends the restored libraries to the existing libraries, On collision, replace the old"),
+            (EVERY, "      libraries with the new libraries (notice that even on this option there is a chance of failure"),
+            (EVERY, "      in case of functions name collision with another library)."),
         ],
     ))
 }

@@ -59,8 +59,9 @@ fn failover(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     Err(CmdError::custom("ERR FAILOVER requires connected replicas."))
 }
 
-fn module_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+fn module_help(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     Ok(super::help::help_reply(
+        ctx.core.profile(),
         "MODULE",
         &[
             "LIST",

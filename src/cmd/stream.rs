@@ -1105,8 +1105,8 @@ fn xgroup_delconsumer(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     Ok(Reply::Int(c.pel.len() as i64))
 }
 
-fn xgroup_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    Ok(help_reply("XGROUP", XGROUP_HELP))
+fn xgroup_help(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    Ok(help_reply(ctx.core.profile(), "XGROUP", XGROUP_HELP))
 }
 
 // ---------------------------------------------------------------------------
@@ -1431,8 +1431,8 @@ fn xautoclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 // ---------------------------------------------------------------------------
 // XINFO
 
-fn xinfo_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    Ok(help_reply("XINFO", XINFO_HELP))
+fn xinfo_help(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    Ok(help_reply(ctx.core.profile(), "XINFO", XINFO_HELP))
 }
 
 fn info_stream_of<'a>(db: &'a mut DbView<'_>, key: &[u8]) -> Result<&'a mut Stream, CmdError> {
