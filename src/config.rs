@@ -67,7 +67,7 @@ impl ParamCheck {
     /// True if `name` (or its alias) changes what rlockd does; the other
     /// parameters are accepted and reported with no effect.
     pub fn has_effect(name: &str) -> bool {
-        find(name.as_bytes()).is_some_and(|p| EFFECTIVE.contains(&p.name))
+        find_any(name.as_bytes()).is_some_and(|p| EFFECTIVE.contains(&p.name))
     }
 
     /// Applies `name value` as a start-up directive (later ones win). The
@@ -133,6 +133,20 @@ struct Param {
     default: &'static str,
     kind: Kind,
     access: Access,
+    /// The profiles that have the parameter: from these versions (Redis's,
+    /// Valkey's own; `Profile::has`) and before `until`.
+    since: [Version; 2],
+    until: [Version; 2],
+    /// The profiles where `alias` answers.
+    alias_since: [Version; 2],
+    /// The profiles where a pattern no longer lists it (the name still
+    /// answers: Redis's deprecated parameters).
+    hidden_since: [Version; 2],
+    /// Valkey's default where it differs from Redis's.
+    valkey_default: Option<&'static str>,
+    /// A negative value is refused as an unsigned one (`argument must be
+    /// greater or equal to 0`) from Redis 8.2 on.
+    unsigned: bool,
 }
 
 impl Param {
@@ -141,19 +155,103 @@ impl Param {
     const fn alias(self, alias: &'static str) -> Param {
         Param { alias: Some(alias), ..self }
     }
+
+    /// An alias only some profiles know (Valkey's `primaryauth`, 7.2's
+    /// `server-cpulist`).
+    const fn alias_in(self, alias: &'static str, since: [Version; 2]) -> Param {
+        Param { alias: Some(alias), alias_since: since, ..self }
+    }
+
+    /// A parameter that came with a later version.
+    const fn since(self, since: [Version; 2]) -> Param {
+        Param { since, ..self }
+    }
+
+    /// A parameter a later version removed.
+    const fn until(self, until: [Version; 2]) -> Param {
+        Param { until, ..self }
+    }
+
+    /// A parameter a later version stopped listing.
+    const fn hidden_in(self, since: [Version; 2]) -> Param {
+        Param { hidden_since: since, ..self }
+    }
+
+    const fn valkey_default(self, default: &'static str) -> Param {
+        Param { valkey_default: Some(default), ..self }
+    }
+
+    const fn unsigned(self) -> Param {
+        Param { unsigned: true, ..self }
+    }
+
+    fn in_profile(&self, profile: Profile) -> bool {
+        profile.has(&self.since) && !profile.has(&self.until)
+    }
+
+    /// The names the parameter answers to under `profile`.
+    fn names(&self, profile: Profile) -> impl Iterator<Item = (&'static str, bool)> {
+        let alias = self.alias.filter(|_| profile.has(&self.alias_since));
+        [Some((self.name, false)), alias.map(|a| (a, true))].into_iter().flatten()
+    }
+
+    fn default_in(&self, profile: Profile) -> &'static str {
+        match self.valkey_default {
+            Some(d) if profile.is_valkey() => d,
+            _ => self.default,
+        }
+    }
 }
 
+const V0: Version = Version::new(0, 0, 0);
+const NEVER: Version = Version::NEVER;
+/// Every profile.
+const ALWAYS: [Version; 2] = [V0, V0];
+/// No profile.
+const NOWHERE: [Version; 2] = [NEVER, NEVER];
+/// Redis from 7.2 and every Valkey: what both Redis 8.2 and Valkey 8 have
+/// is dated to the 7.2 line Valkey forked from.
+const FROM_7_2: [Version; 2] = [Version::new(7, 2, 0), V0];
+/// Redis from 8.2 (not Valkey).
+const REDIS_8_2: [Version; 2] = [Version::new(8, 2, 0), NEVER];
+/// Valkey from 8.0, Valkey from 8.1 (not Redis).
+const VALKEY_8_0: [Version; 2] = [NEVER, Version::new(8, 0, 0)];
+const VALKEY_8_1: [Version; 2] = [NEVER, Version::new(8, 1, 0)];
+/// Valkey 8 (gone there).
+const IN_VALKEY: [Version; 2] = [NEVER, V0];
+/// Redis from 8.0 (not Valkey).
+const REDIS_8_0: [Version; 2] = [Version::new(8, 0, 0), NEVER];
+/// Redis from 8.0 and Valkey from 8.0.
+const REDIS_8_0_VALKEY_8_0: [Version; 2] = [Version::new(8, 0, 0), Version::new(8, 0, 0)];
+/// Redis from 8.2 and Valkey from 8.0.
+const REDIS_8_2_VALKEY_8_0: [Version; 2] = [Version::new(8, 2, 0), Version::new(8, 0, 0)];
+
+const fn param(name: &'static str, default: &'static str, kind: Kind, access: Access) -> Param {
+    Param {
+        name,
+        alias: None,
+        default,
+        kind,
+        access,
+        since: ALWAYS,
+        until: NOWHERE,
+        alias_since: ALWAYS,
+        hidden_since: NOWHERE,
+        valkey_default: None,
+        unsigned: false,
+    }
+}
 const fn p(name: &'static str, default: &'static str, kind: Kind) -> Param {
-    Param { name, alias: None, default, kind, access: Access::Mutable }
+    param(name, default, kind, Access::Mutable)
 }
 const fn fixed(name: &'static str, default: &'static str, kind: Kind) -> Param {
-    Param { name, alias: None, default, kind, access: Access::Immutable }
+    param(name, default, kind, Access::Immutable)
 }
 const fn protected(name: &'static str, default: &'static str, kind: Kind) -> Param {
-    Param { name, alias: None, default, kind, access: Access::Protected }
+    param(name, default, kind, Access::Protected)
 }
 const fn hidden(name: &'static str, default: &'static str, kind: Kind) -> Param {
-    Param { name, alias: None, default, kind, access: Access::Hidden }
+    param(name, default, kind, Access::Hidden)
 }
 
 const I32: i64 = i32::MAX as i64;
@@ -186,6 +284,9 @@ const SHUTDOWN_ON: &[&str] = &["default", "save", "nosave", "now", "force"];
 const TLS_AUTH_CLIENTS: &[&str] = &["no", "yes", "optional"];
 const PROTECTED_ACTION: &[&str] = &["no", "yes", "local"];
 const SUPERVISED: &[&str] = &["upstart", "systemd", "auto", "no"];
+const LOG_FORMAT: &[&str] = &["legacy", "logfmt"];
+const LOG_TIMESTAMP_FORMAT: &[&str] = &["legacy", "iso8601", "milliseconds"];
+const RDB_VERSION_CHECK: &[&str] = &["strict", "relaxed"];
 const SYSLOG_FACILITY: &[&str] =
     &["user", "local0", "local1", "local2", "local3", "local4", "local5", "local6", "local7"];
 
@@ -209,22 +310,22 @@ static PARAMS: &[Param] = &[
     p("activedefrag", "no", Kind::Bool),
     p("activerehashing", "yes", Kind::Bool),
     fixed("always-show-logo", "no", Kind::Bool),
-    p("aof-disable-auto-gc", "no", Kind::Bool),
+    p("aof-disable-auto-gc", "no", Kind::Bool).hidden_in(FROM_7_2),
     p("aof-load-truncated", "yes", Kind::Bool),
     p("aof-rewrite-incremental-fsync", "yes", Kind::Bool),
     p("aof-timestamp-enabled", "no", Kind::Bool),
     p("aof-use-rdb-preamble", "yes", Kind::Bool),
-    fixed("aof_rewrite_cpulist", "", Kind::Str),
+    fixed("aof_rewrite_cpulist", "", Kind::Str).alias_in("aof-rewrite-cpulist", FROM_7_2),
     fixed("appenddirname", "appendonlydir", Kind::Str),
     fixed("appendfilename", "appendonly.aof", Kind::Str),
     p("appendfsync", "everysec", Kind::Enum(APPENDFSYNC)),
     p("appendonly", "no", Kind::Bool),
     p("auto-aof-rewrite-min-size", "67108864", Kind::Mem(0, LL)),
     p("auto-aof-rewrite-percentage", "100", Kind::Int(0, I32)),
-    fixed("bgsave_cpulist", "", Kind::Str),
+    fixed("bgsave_cpulist", "", Kind::Str).alias_in("bgsave-cpulist", FROM_7_2),
     p("bind", "* -::*", Kind::Special),
     p("bind-source-addr", "", Kind::Str),
-    fixed("bio_cpulist", "", Kind::Str),
+    fixed("bio_cpulist", "", Kind::Str).alias_in("bio-cpulist", FROM_7_2),
     p("busy-reply-threshold", "5000", Kind::Int(0, I64)).alias("lua-time-limit"),
     p("client-output-buffer-limit", "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60", Kind::Special),
     p("client-query-buffer-limit", "1073741824", Kind::Mem(1048576, LL)),
@@ -253,27 +354,27 @@ static PARAMS: &[Param] = &[
     protected("dbfilename", "dump.rdb", Kind::Str),
     protected("dir", "", Kind::Special),
     fixed("disable-thp", "yes", Kind::Bool),
-    p("dynamic-hz", "yes", Kind::Bool),
+    p("dynamic-hz", "yes", Kind::Bool).until(IN_VALKEY),
     fixed("enable-debug-command", "no", Kind::Enum(PROTECTED_ACTION)),
     fixed("enable-module-command", "no", Kind::Enum(PROTECTED_ACTION)),
     fixed("enable-protected-configs", "no", Kind::Enum(PROTECTED_ACTION)),
-    p("hash-max-listpack-entries", "512", Kind::Int(0, I64)).alias("hash-max-ziplist-entries"),
+    p("hash-max-listpack-entries", "512", Kind::Int(0, I64)).unsigned().alias("hash-max-ziplist-entries"),
     p("hash-max-listpack-value", "64", Kind::Mem(0, LL)).alias("hash-max-ziplist-value"),
     p("hll-sparse-max-bytes", "3000", Kind::Mem(0, LL)),
     p("hz", "10", Kind::Int(0, I32)),
     p("ignore-warnings", "", Kind::Str),
     fixed("io-threads", "1", Kind::Int(1, 128)),
-    fixed("io-threads-do-reads", "no", Kind::Bool),
+    fixed("io-threads-do-reads", "no", Kind::Bool).until(REDIS_8_0_VALKEY_8_0),
     p("jemalloc-bg-thread", "yes", Kind::Bool),
     hidden("key-load-delay", "0", Kind::Int(I32_MIN, I32)),
     p("latency-monitor-threshold", "0", Kind::Int(0, I64)),
     p("latency-tracking", "yes", Kind::Bool),
     p("latency-tracking-info-percentiles", "50 99 99.9", Kind::Special),
-    p("lazyfree-lazy-eviction", "no", Kind::Bool),
-    p("lazyfree-lazy-expire", "no", Kind::Bool),
-    p("lazyfree-lazy-server-del", "no", Kind::Bool),
-    p("lazyfree-lazy-user-del", "no", Kind::Bool),
-    p("lazyfree-lazy-user-flush", "no", Kind::Bool),
+    p("lazyfree-lazy-eviction", "no", Kind::Bool).valkey_default("yes"),
+    p("lazyfree-lazy-expire", "no", Kind::Bool).valkey_default("yes"),
+    p("lazyfree-lazy-server-del", "no", Kind::Bool).valkey_default("yes"),
+    p("lazyfree-lazy-user-del", "no", Kind::Bool).valkey_default("yes"),
+    p("lazyfree-lazy-user-flush", "no", Kind::Bool).valkey_default("yes"),
     p("lfu-decay-time", "1", Kind::Int(0, I32)),
     p("lfu-log-factor", "10", Kind::Int(0, I32)),
     p("list-compress-depth", "0", Kind::Int(0, I32)),
@@ -281,8 +382,8 @@ static PARAMS: &[Param] = &[
     hidden("loading-process-events-interval-bytes", "2097152", Kind::Int(1024, I32)),
     fixed("logfile", "", Kind::Str),
     p("loglevel", "notice", Kind::Enum(LOGLEVEL)),
-    p("masterauth", "", Kind::Str),
-    p("masteruser", "", Kind::Str),
+    p("masterauth", "", Kind::Str).alias_in("primaryauth", VALKEY_8_0),
+    p("masteruser", "", Kind::Str).alias_in("primaryuser", VALKEY_8_0),
     p("maxclients", "10000", Kind::Int(1, 4294967295)),
     p("maxmemory", "0", Kind::Mem(0, ULL)),
     p("maxmemory-clients", "0", Kind::Special),
@@ -306,7 +407,7 @@ static PARAMS: &[Param] = &[
     p("rdb-save-incremental-fsync", "yes", Kind::Bool),
     fixed("rdbchecksum", "yes", Kind::Bool),
     p("rdbcompression", "yes", Kind::Bool),
-    p("repl-backlog-size", "1048576", Kind::Mem(1, LL)),
+    p("repl-backlog-size", "1048576", Kind::Mem(1, LL)).valkey_default("10485760"),
     p("repl-backlog-ttl", "3600", Kind::Int(0, I64)),
     p("repl-disable-tcp-nodelay", "no", Kind::Bool),
     p("repl-diskless-load", "disabled", Kind::Enum(REPL_DISKLESS_LOAD)),
@@ -320,7 +421,7 @@ static PARAMS: &[Param] = &[
     p("replica-announced", "yes", Kind::Bool),
     p("replica-ignore-disk-write-errors", "no", Kind::Bool),
     p("replica-ignore-maxmemory", "yes", Kind::Bool).alias("slave-ignore-maxmemory"),
-    p("replica-lazy-flush", "no", Kind::Bool).alias("slave-lazy-flush"),
+    p("replica-lazy-flush", "no", Kind::Bool).alias("slave-lazy-flush").valkey_default("yes"),
     p("replica-priority", "100", Kind::Int(0, I32)).alias("slave-priority"),
     p("replica-read-only", "yes", Kind::Bool).alias("slave-read-only"),
     p("replica-serve-stale-data", "yes", Kind::Bool).alias("slave-serve-stale-data"),
@@ -328,14 +429,14 @@ static PARAMS: &[Param] = &[
     p("requirepass", "", Kind::Str),
     p("sanitize-dump-payload", "no", Kind::Enum(SANITIZE_DUMP_PAYLOAD)),
     p("save", "", Kind::Special),
-    fixed("server_cpulist", "", Kind::Str),
-    p("set-max-intset-entries", "512", Kind::Int(0, I64)),
+    fixed("server_cpulist", "", Kind::Str).alias_in("server-cpulist", FROM_7_2),
+    p("set-max-intset-entries", "512", Kind::Int(0, I64)).unsigned(),
     fixed("set-proc-title", "yes", Kind::Bool),
     p("shutdown-on-sigint", "default", Kind::Special),
     p("shutdown-on-sigterm", "default", Kind::Special),
     p("shutdown-timeout", "10", Kind::Int(0, I32)),
-    p("slowlog-log-slower-than", "10000", Kind::Int(-1, I64)),
-    p("slowlog-max-len", "128", Kind::Int(0, I64)),
+    p("slowlog-log-slower-than", "10000", Kind::Int(-1, I64)).alias_in("commandlog-execution-slower-than", VALKEY_8_1),
+    p("slowlog-max-len", "128", Kind::Int(0, I64)).alias_in("commandlog-slow-execution-max-len", VALKEY_8_1),
     fixed("socket-mark-id", "0", Kind::Int(0, 4294967295)),
     p("stop-writes-on-bgsave-error", "yes", Kind::Bool),
     p("stream-node-max-bytes", "4096", Kind::Mem(0, LL)),
@@ -343,7 +444,7 @@ static PARAMS: &[Param] = &[
     fixed("supervised", "no", Kind::Enum(SUPERVISED)),
     fixed("syslog-enabled", "no", Kind::Bool),
     fixed("syslog-facility", "local0", Kind::Enum(SYSLOG_FACILITY)),
-    fixed("syslog-ident", "redis", Kind::Str),
+    fixed("syslog-ident", "redis", Kind::Str).valkey_default("valkey"),
     fixed("tcp-backlog", "511", Kind::Int(0, I32)),
     p("tcp-keepalive", "300", Kind::Int(0, I32)),
     p("timeout", "0", Kind::Int(0, I32)),
@@ -367,16 +468,49 @@ static PARAMS: &[Param] = &[
     p("tls-session-cache-size", "20480", Kind::Int(0, I32)),
     p("tls-session-cache-timeout", "300", Kind::Int(0, I32)),
     p("tls-session-caching", "yes", Kind::Bool),
-    p("tracking-table-max-keys", "1000000", Kind::Int(0, I64)),
+    p("tracking-table-max-keys", "1000000", Kind::Int(0, I64)).unsigned(),
     fixed("unixsocket", "", Kind::Str),
     fixed("unixsocketperm", "0", Kind::Octal(0, 0o777)),
-    p("zset-max-listpack-entries", "128", Kind::Int(0, I64)).alias("zset-max-ziplist-entries"),
+    p("zset-max-listpack-entries", "128", Kind::Int(0, I64)).unsigned().alias("zset-max-ziplist-entries"),
     p("zset-max-listpack-value", "64", Kind::Mem(0, LL)).alias("zset-max-ziplist-value"),
     // rlockd's own parameters: settable at any time, and hidden as Redis's
     // debugging ones are (read and set by exact name only), so `CONFIG GET *`
     // lists exactly Redis 7.0's parameters.
     // The RLOCKD test-control namespace (`cmd/control.rs` acts on a change).
     hidden("test-control", "yes", Kind::Bool),
+    // Parameters of later versions (README: which each profile has).
+    p("active-defrag-cycle-us", "500", Kind::Int(0, 100000)).since(VALKEY_8_1),
+    p("availability-zone", "", Kind::Str).since(VALKEY_8_0),
+    p("cluster-announce-client-ipv4", "", Kind::Special).since(VALKEY_8_0),
+    p("cluster-announce-client-ipv6", "", Kind::Special).since(VALKEY_8_0),
+    p("cluster-announce-human-nodename", "", Kind::Str).since(FROM_7_2),
+    p("cluster-blacklist-ttl", "60", Kind::Int(i64::MIN, I64)).since(VALKEY_8_0),
+    p("cluster-compatibility-sample-ratio", "0", Kind::Int(0, 100)).since(REDIS_8_0),
+    p("cluster-manual-failover-timeout", "5000", Kind::Int(1, I32)).since(VALKEY_8_0),
+    p("cluster-slot-stats-enabled", "no", Kind::Bool).since(REDIS_8_2_VALKEY_8_0),
+    p("commandlog-large-reply-max-len", "128", Kind::Int(0, I64)).since(VALKEY_8_1),
+    p("commandlog-large-request-max-len", "128", Kind::Int(0, I64)).since(VALKEY_8_1),
+    p("commandlog-reply-larger-than", "1048576", Kind::Int(-1, I64)).since(VALKEY_8_1),
+    p("commandlog-request-larger-than", "1048576", Kind::Int(-1, I64)).since(VALKEY_8_1),
+    p("dual-channel-replication-enabled", "no", Kind::Bool).since(VALKEY_8_0),
+    p("extended-redis-compatibility", "no", Kind::Bool).since(VALKEY_8_0),
+    p("hide-user-data-from-log", "no", Kind::Bool).since(FROM_7_2).valkey_default("yes"),
+    p("import-mode", "no", Kind::Bool).since(VALKEY_8_1),
+    p("locale-collate", "", Kind::Special).since(FROM_7_2),
+    p("log-format", "legacy", Kind::Enum(LOG_FORMAT)).since(VALKEY_8_1),
+    p("log-timestamp-format", "legacy", Kind::Enum(LOG_TIMESTAMP_FORMAT)).since(VALKEY_8_1),
+    p("max-new-connections-per-cycle", "10", Kind::Int(1, 1000)).since(FROM_7_2).unsigned(),
+    p("max-new-tls-connections-per-cycle", "1", Kind::Int(1, 1000)).since(FROM_7_2).unsigned(),
+    p("prefetch-batch-max-size", "16", Kind::Int(0, 128)).since(VALKEY_8_0),
+    p("rdb-version-check", "strict", Kind::Enum(RDB_VERSION_CHECK)).since(VALKEY_8_1),
+    p("rdma-bind", "", Kind::Special).since(VALKEY_8_0),
+    fixed("rdma-completion-vector", "-1", Kind::Int(-1, I32)).since(VALKEY_8_0),
+    p("rdma-port", "0", Kind::Int(0, 65535)).since(VALKEY_8_0),
+    fixed("rdma-rx-size", "1048576", Kind::Int(0, I32)).since(VALKEY_8_0),
+    p("replica-full-sync-buffer-limit", "0", Kind::Mem(0, LL)).since(REDIS_8_0),
+    p("set-max-listpack-entries", "128", Kind::Int(0, I64)).since(FROM_7_2).unsigned(),
+    p("set-max-listpack-value", "64", Kind::Int(0, I64)).since(FROM_7_2).unsigned(),
+    fixed("unixsocketgroup", "", Kind::Str).since(VALKEY_8_0),
     // The server rlockd answers as (`version::Profile`): a Redis version,
     // or a Valkey version (which takes precedence while set).
     hidden("redis-version", crate::version::REDIS_VERSION, Kind::Special),
@@ -439,7 +573,16 @@ const EFFECTIVE: &[&str] = &[
     "valkey-version",
 ];
 
-fn find(name: &[u8]) -> Option<&'static Param> {
+/// The parameter `name` (or an alias) names under `profile`.
+fn find(profile: Profile, name: &[u8]) -> Option<&'static Param> {
+    PARAMS
+        .iter()
+        .filter(|p| p.in_profile(profile))
+        .find(|p| p.names(profile).any(|(n, _)| n.as_bytes().eq_ignore_ascii_case(name)))
+}
+
+/// The parameter `name` names under any profile.
+fn find_any(name: &[u8]) -> Option<&'static Param> {
     PARAMS.iter().find(|p| {
         p.name.as_bytes().eq_ignore_ascii_case(name) || p.alias.is_some_and(|a| a.as_bytes().eq_ignore_ascii_case(name))
     })
@@ -702,6 +845,12 @@ impl RuntimeConfig {
         for p in PARAMS {
             rc.typed(p.name, p.default);
         }
+        // The server it answers as first: which parameters exist and their
+        // defaults follow from it.
+        let version = |(k, _): &&(String, String)| ["redis-version", "valkey-version"].contains(&k.as_str());
+        for (k, v) in cfg.params.iter().filter(version) {
+            rc.load(k, v).map_err(|why| format!("'{k} {v}': {}", why.unwrap_or_default()))?;
+        }
         for (k, v) in &cfg.params {
             if ["port", "bind", "databases", "tcp-backlog"].iter().any(|f| f.eq_ignore_ascii_case(k)) {
                 return Err(format!("'{k}' is set by the Config field of that name, not in params"));
@@ -771,15 +920,17 @@ impl RuntimeConfig {
             "lfu-log-factor" => self.lfu.log_factor = num(v),
             "lfu-decay-time" => self.lfu.decay_time = num(v),
             "redis-version" if self.get_str("valkey-version").is_empty() => {
-                self.profile = parse_version(v).map_or_else(|_| Profile::default(), Profile::redis);
+                let profile = parse_version(v).map_or_else(|_| Profile::default(), Profile::redis);
+                self.answer_as(profile);
             }
             "valkey-version" => {
-                self.profile = match parse_version(v) {
+                let profile = match parse_version(v) {
                     Ok(valkey) => Profile::valkey(valkey),
                     Err(_) => {
                         parse_version(self.get_str("redis-version")).map_or_else(|_| Profile::default(), Profile::redis)
                     }
-                }
+                };
+                self.answer_as(profile);
             }
             "port" => self.port = num(v),
             "tcp-backlog" => self.tcp_backlog = num(v),
@@ -801,6 +952,22 @@ impl RuntimeConfig {
             "cluster-allow-pubsubshard-when-down" => self.cluster_allow_pubsubshard_when_down = yes,
             "test-control" => self.test_control = yes,
             _ => {}
+        }
+    }
+
+    /// Switches the profile; a parameter still at the old server's default
+    /// takes the new server's (Valkey's `lazyfree-*` are `yes`…).
+    fn answer_as(&mut self, profile: Profile) {
+        let old = std::mem::replace(&mut self.profile, profile);
+        if old.is_valkey() == profile.is_valkey() {
+            return;
+        }
+        for (i, p) in PARAMS.iter().enumerate() {
+            if p.valkey_default.is_some() && self.values[i] == p.default_in(old) {
+                let v = p.default_in(profile);
+                self.values[i] = v.to_string();
+                self.typed(p.name, v);
+            }
         }
     }
 
@@ -845,22 +1012,23 @@ impl RuntimeConfig {
             }
         };
         for arg in args {
+            let profile = self.profile;
+            let known = || PARAMS.iter().enumerate().filter(move |(_, p)| p.in_profile(profile));
             if !arg.iter().any(|c| matches!(c, b'*' | b'?' | b'[')) {
-                if let Some(i) = PARAMS.iter().position(|p| p.name.as_bytes().eq_ignore_ascii_case(arg)) {
-                    add((i, false), String::from_utf8_lossy(arg).into_owned(), &self.values[i]);
-                } else if let Some(i) =
-                    PARAMS.iter().position(|p| p.alias.is_some_and(|a| a.as_bytes().eq_ignore_ascii_case(arg)))
-                {
-                    add((i, true), String::from_utf8_lossy(arg).into_owned(), &self.values[i]);
+                let named = known().find_map(|(i, p)| {
+                    p.names(profile).find(|(n, _)| n.as_bytes().eq_ignore_ascii_case(arg)).map(|(_, a)| (i, a))
+                });
+                if let Some((i, is_alias)) = named {
+                    add((i, is_alias), String::from_utf8_lossy(arg).into_owned(), &self.values[i]);
                 }
                 continue;
             }
-            for (i, p) in PARAMS.iter().enumerate() {
-                if p.access == Access::Hidden {
+            for (i, p) in known() {
+                if p.access == Access::Hidden || profile.has(&p.hidden_since) {
                     continue;
                 }
-                for (name, is_alias) in [(Some(p.name), false), (p.alias, true)] {
-                    if let Some(name) = name.filter(|n| glob::matches(arg, n.as_bytes(), true)) {
+                for (name, is_alias) in p.names(profile) {
+                    if glob::matches(arg, name.as_bytes(), true) {
                         add((i, is_alias), name.to_string(), &self.values[i]);
                     }
                 }
@@ -890,7 +1058,7 @@ impl RuntimeConfig {
         };
         let mut params = Vec::with_capacity(pairs.len());
         for (i, (name, _)) in pairs.iter().enumerate() {
-            let Some(param) = find(name) else {
+            let Some(param) = find(self.profile, name) else {
                 return Err(CmdError::custom(format!(
                     "ERR Unknown option or number of arguments for CONFIG SET - '{}'",
                     String::from_utf8_lossy(name)
@@ -934,9 +1102,10 @@ impl RuntimeConfig {
         })
     }
 
-    /// True if `name` (or its alias) is a parameter rlockd knows.
+    /// True if `name` (or its alias) is a parameter rlockd knows under
+    /// some profile.
     pub fn knows(name: &str) -> bool {
-        find(name.as_bytes()).is_some()
+        find_any(name.as_bytes()).is_some()
     }
 
     /// Checks `value` for `param` and returns the value as `CONFIG GET`
@@ -951,12 +1120,15 @@ impl RuntimeConfig {
                 _ => return Err("argument must be 'yes' or 'no'".into()),
             },
             Kind::Int(min, max) => match crate::num::parse_i64_strict(v.as_bytes()) {
-                Some(n) if n >= min && n <= max => match param.name {
+                Some(n) if n < 0 && param.unsigned && self.profile.has(&REDIS_8_2) => {
+                    return Err("argument must be greater or equal to 0".into())
+                }
+                Some(n) if n >= min && n <= later_max(param.name, max, self.profile) => match param.name {
                     // Redis keeps hz within 1..=500 (CONFIG_MIN_HZ, CONFIG_MAX_HZ).
                     "hz" => n.clamp(1, 500).to_string(),
                     _ => n.to_string(),
                 },
-                Some(_) => return Err(range(&min, &max)),
+                Some(_) => return Err(range(&min, &later_max(param.name, max, self.profile))),
                 None => return Err("argument couldn't be parsed into an integer".into()),
             },
             Kind::Octal(min, max) => match i64::from_str_radix(v.strip_prefix('-').unwrap_or(v), 8) {
@@ -978,10 +1150,13 @@ impl RuntimeConfig {
                 Some(_) => return Err(range(&min, &max)),
                 None => return Err("argument must be a memory value".into()),
             },
-            Kind::Enum(opts) => match opts.iter().find(|o| o.eq_ignore_ascii_case(v)) {
-                Some(o) => o.to_string(),
-                None => return Err(format!("argument(s) must be one of the following: {}", opts.join(", "))),
-            },
+            Kind::Enum(opts) => {
+                let words: Vec<&str> = opts.iter().copied().chain(later_words(param.name, self.profile)).collect();
+                match words.iter().find(|o| o.eq_ignore_ascii_case(v)) {
+                    Some(o) => o.to_string(),
+                    None => return Err(format!("argument(s) must be one of the following: {}", words.join(", "))),
+                }
+            }
             Kind::Str => v.to_string(),
             Kind::Special => self.check_special(param.name, v, at_start)?,
         };
@@ -1133,6 +1308,27 @@ impl RuntimeConfig {
                     _ => return Err("wrong number of arguments".into()),
                 }
             }
+            "cluster-announce-client-ipv4" => {
+                if !v.is_empty() && v.parse::<std::net::Ipv4Addr>().is_err() {
+                    return Err("Invalid IPv4 address".into());
+                }
+                v.to_string()
+            }
+            "cluster-announce-client-ipv6" => {
+                if !v.is_empty() && v.parse::<std::net::Ipv6Addr>().is_err() {
+                    return Err("Invalid IPv6 address".into());
+                }
+                v.to_string()
+            }
+            // The locales every system has (Redis asks setlocale; rlockd
+            // always collates bytewise).
+            "locale-collate" => {
+                if !["", "C", "POSIX", "C.UTF-8", "C.utf8"].contains(&v) {
+                    return Err("Invalid locale name".into());
+                }
+                v.to_string()
+            }
+            "rdma-bind" => return Err("No RDMA building support.".into()),
             "redis-version" => parse_version(v)?.to_string(),
             "valkey-version" if v.is_empty() => String::new(),
             "valkey-version" => {
@@ -1147,7 +1343,7 @@ impl RuntimeConfig {
     }
 
     fn apply(&mut self, name: &[u8], value: &[u8], at_start: bool) -> Result<(), ApplyError> {
-        let Some(param) = find(name) else {
+        let Some(param) = find(self.profile, name) else {
             return Err(ApplyError::Unknown);
         };
         if param.access == Access::Immutable && !at_start {
@@ -1225,6 +1421,24 @@ fn refuse_what_rlockd_cannot_do(name: &str, v: String, at_start: bool) -> Result
         }
         _ => Ok(v),
     }
+}
+
+/// An integer parameter's maximum where a later version lowered it.
+fn later_max(name: &str, max: i64, profile: Profile) -> i64 {
+    match name {
+        "maxmemory-samples" if profile.has(&FROM_7_2) => 64,
+        _ => max,
+    }
+}
+
+/// The words a later version added to an enum parameter.
+fn later_words(name: &str, profile: Profile) -> impl Iterator<Item = &'static str> {
+    let word = match name {
+        "loglevel" if profile.has(&FROM_7_2) => Some("nothing"),
+        "repl-diskless-load" if profile.has(&VALKEY_8_0) => Some("flush-before-load"),
+        _ => None,
+    };
+    word.into_iter()
 }
 
 /// Redis's `adjustOpenFilesLimit`: `maxclients` needs 32 more descriptors
@@ -1314,6 +1528,38 @@ pub fn fmt_percentile(p: f64) -> String {
 mod tests {
     use super::*;
 
+    /// Which parameters answer, and their defaults, follow the profile;
+    /// a parameter still at one server's default takes the other's.
+    #[test]
+    fn parameters_follow_the_profile() {
+        let mut c = RuntimeConfig::new(&Config::default()).unwrap();
+        assert!(c.load("commandlog-request-larger-than", "5").is_err());
+        assert_eq!(c.get_str("lazyfree-lazy-expire"), "no");
+        c.set(b"repl-backlog-size", b"2mb").unwrap();
+        c.set(b"valkey-version", b"8.1.8").unwrap();
+        assert_eq!(c.get_str("lazyfree-lazy-expire"), "yes");
+        assert_eq!(c.repl_backlog_size, 2 << 20, "a value set is kept");
+        c.set(b"repl-backlog-size", b"10mb").unwrap();
+        c.set(b"commandlog-request-larger-than", b"5").unwrap();
+        c.set(b"primaryauth", b"pw").unwrap();
+        assert_eq!(c.get_str("masterauth"), "pw");
+        assert!(c.set(b"dynamic-hz", b"no").is_err());
+        c.set(b"valkey-version", b"").unwrap();
+        assert_eq!(c.get_str("lazyfree-lazy-expire"), "no");
+        assert_eq!(c.repl_backlog_size, 1 << 20, "Valkey's default becomes Redis's");
+        assert!(c.set(b"primaryauth", b"pw").is_err());
+        // At start, the version is applied first wherever it stands.
+        let cfg = Config {
+            params: vec![("import-mode".into(), "yes".into()), ("valkey-version".into(), "8.1.8".into())],
+            ..Config::default()
+        };
+        assert_eq!(RuntimeConfig::new(&cfg).unwrap().get_str("import-mode"), "yes");
+        // 8.2's unsigned parameters refuse a negative value in their words.
+        c.set(b"redis-version", b"8.2.3").unwrap();
+        let err = c.set(b"set-max-intset-entries", b"-1").unwrap_err().to_string();
+        assert!(err.ends_with("argument must be greater or equal to 0"), "{err}");
+    }
+
     /// The typed fields come from the table's defaults, and storing a
     /// value again (as CONFIG SET or a config line does) parses it to the
     /// same fields: the table and `typed` agree.
@@ -1332,7 +1578,7 @@ mod tests {
         for p in PARAMS {
             // Not stored again: the ones whose check acts on the process
             // (the open-files limit) or refuses their own default at start.
-            if ["maxclients", "replicaof", "dir"].contains(&p.name) {
+            if ["maxclients", "replicaof", "dir"].contains(&p.name) || !p.in_profile(c.profile) {
                 continue;
             }
             let v = c.get_str(p.name).to_string();

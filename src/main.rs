@@ -554,6 +554,11 @@ fn apply(directives: Vec<Directive>, read_file: &dyn Fn(&str) -> std::io::Result
     let mut no_effect: Vec<(Origin, Vec<String>)> = Vec::new();
     // `save` lines add up, as in redis-server (`save ""` clears them).
     let mut save_points = String::new();
+    // The server it answers as decides which parameters exist: its
+    // directives are checked first, wherever they stand.
+    for d in directives.iter().filter(|d| d.name == "redis-version" || d.name == "valkey-version") {
+        let _ = check.load(&d.name, &d.args.join(" "));
+    }
     let mut queue: std::collections::VecDeque<Directive> = directives.into();
     while let Some(d) = queue.pop_front() {
         let name = d.name.as_str();
@@ -783,12 +788,14 @@ where
 }
 
 /// The tracing level for a Redis log level: debug shows everything,
-/// verbose down to DEBUG, notice down to INFO, warning WARN and ERROR.
+/// verbose down to DEBUG, notice down to INFO, warning WARN and ERROR,
+/// nothing (7.2) none.
 fn tracing_level(loglevel: &str) -> &'static str {
     match loglevel {
         "debug" => "trace",
         "verbose" => "debug",
         "warning" => "warn",
+        "nothing" => "off",
         _ => "info",
     }
 }
