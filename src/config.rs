@@ -543,6 +543,10 @@ const EFFECTIVE: &[&str] = &[
     "stream-node-max-entries",
     "slowlog-log-slower-than",
     "slowlog-max-len",
+    "commandlog-request-larger-than",
+    "commandlog-large-request-max-len",
+    "commandlog-reply-larger-than",
+    "commandlog-large-reply-max-len",
     "latency-tracking",
     "latency-tracking-info-percentiles",
     "maxmemory",
@@ -761,6 +765,14 @@ pub struct RuntimeConfig {
     pub hz: u64,
     pub slowlog_slower_than: i64,
     pub slowlog_max_len: usize,
+    /// `commandlog-request-larger-than` (-1: off) and
+    /// `commandlog-large-request-max-len` (Valkey 8.1).
+    pub commandlog_request_larger_than: i64,
+    pub commandlog_request_max_len: usize,
+    /// `commandlog-reply-larger-than` (-1: off) and
+    /// `commandlog-large-reply-max-len` (Valkey 8.1).
+    pub commandlog_reply_larger_than: i64,
+    pub commandlog_reply_max_len: usize,
     /// `latency-tracking`: per-command latency histograms.
     pub latency_tracking: bool,
     /// `latency-tracking-info-percentiles`, as parsed.
@@ -898,6 +910,10 @@ impl RuntimeConfig {
             "hz" => self.hz = num::<u64>(v).clamp(1, 500),
             "slowlog-log-slower-than" => self.slowlog_slower_than = num(v),
             "slowlog-max-len" => self.slowlog_max_len = num(v),
+            "commandlog-request-larger-than" => self.commandlog_request_larger_than = num(v),
+            "commandlog-large-request-max-len" => self.commandlog_request_max_len = num(v),
+            "commandlog-reply-larger-than" => self.commandlog_reply_larger_than = num(v),
+            "commandlog-large-reply-max-len" => self.commandlog_reply_max_len = num(v),
             "latency-tracking" => self.latency_tracking = yes,
             "maxmemory" => self.maxmemory = num(v),
             "maxmemory-policy" => self.maxmemory_policy = crate::db::evict::Policy::parse(v),
@@ -1402,6 +1418,9 @@ impl RuntimeConfig {
 fn refuse_what_rlockd_cannot_do(name: &str, v: String, at_start: bool) -> Result<String, String> {
     match name {
         "activedefrag" if v == "yes" => Err("Active defragmentation cannot be enabled: it requires a Redis server compiled with a modified Jemalloc like the one shipped by default with the Redis source distribution".into()),
+        "import-mode" if v == "yes" => {
+            Err("rlockd has no import mode (keys that expire while importing would still expire)".into())
+        }
         "tls-port" if v != "0" => Err("Unable to update TLS configuration. Check server logs.".into()),
         "tls-replication" | "tls-cluster" if v == "yes" => {
             Err("Unable to update TLS configuration. Check server logs.".into())
@@ -1550,10 +1569,11 @@ mod tests {
         assert!(c.set(b"primaryauth", b"pw").is_err());
         // At start, the version is applied first wherever it stands.
         let cfg = Config {
-            params: vec![("import-mode".into(), "yes".into()), ("valkey-version".into(), "8.1.8".into())],
+            params: vec![("import-mode".into(), "no".into()), ("valkey-version".into(), "8.1.8".into())],
             ..Config::default()
         };
-        assert_eq!(RuntimeConfig::new(&cfg).unwrap().get_str("import-mode"), "yes");
+        assert_eq!(RuntimeConfig::new(&cfg).unwrap().get_str("import-mode"), "no");
+        assert!(c.set(b"import-mode", b"yes").is_err(), "rlockd has no import mode");
         // 8.2's unsigned parameters refuse a negative value in their words.
         c.set(b"redis-version", b"8.2.3").unwrap();
         let err = c.set(b"set-max-intset-entries", b"-1").unwrap_err().to_string();

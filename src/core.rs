@@ -71,15 +71,41 @@ impl CmdStat {
     }
 }
 
-/// One `SLOWLOG` entry.
+/// One `SLOWLOG` / `COMMANDLOG` entry.
 #[derive(Debug, Clone)]
 pub struct SlowEntry {
     pub id: u64,
     pub time_secs: u64,
-    pub duration_us: u64,
+    /// The duration in µs (slow), or the size in bytes (large request,
+    /// large reply).
+    pub value: u64,
     pub args: Vec<Bytes>,
     pub addr: String,
     pub name: Bytes,
+}
+
+/// Valkey 8.1's command log types, in its order (`SLOWLOG` is `Slow`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogKind {
+    Slow = 0,
+    LargeRequest = 1,
+    LargeReply = 2,
+}
+
+impl LogKind {
+    pub const NAMES: [&'static str; 3] = ["slow", "large-request", "large-reply"];
+}
+
+/// The profiles with `COMMANDLOG` (Valkey from 8.1), whose commands are
+/// measured for the large-request and large-reply logs.
+pub const COMMANDLOG: [crate::version::Version; 2] =
+    [crate::version::Version::NEVER, crate::version::Version::new(8, 1, 0)];
+
+/// One command log: newest entry first, and the next entry's id.
+#[derive(Debug, Default)]
+pub struct CommandLog {
+    pub entries: std::collections::VecDeque<SlowEntry>,
+    pub next_id: u64,
 }
 
 /// Server statistics.
@@ -101,8 +127,9 @@ pub struct Stats {
     /// counted (a script returning a `redis.call` error): count it once.
     pub error_already_counted: bool,
     pub pubsub_messages: u64,
-    pub slowlog: std::collections::VecDeque<SlowEntry>,
-    pub slowlog_next_id: u64,
+    /// The command logs: `SLOWLOG` is the first; Valkey 8.1's
+    /// `COMMANDLOG` has all three.
+    pub commandlog: [CommandLog; 3],
     /// Commands run inside another command (a script's `redis.call`, EXEC)
     /// and their total time: lets a script's time be split into Lua and
     /// command time.

@@ -38,7 +38,7 @@ use super::command::command_keys;
 use super::session::clear_caching;
 use super::spec::{flags, Command, Ctx};
 use crate::client::Caller;
-use crate::core::SlowEntry;
+use crate::core::{LogKind, SlowEntry, COMMANDLOG};
 use crate::error::CmdResult;
 use crate::protocol::Reply;
 use crate::replication::feed::{Called, Recording};
@@ -135,6 +135,9 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes]) -> Reply {
     if top {
         if !rerun && !blocked {
             slowlog_if_slow(ctx, cmd, argv, usec);
+            if ctx.core.config.profile.has(&COMMANDLOG) {
+                log_if_large(ctx, cmd, argv, &reply);
+            }
         }
         if ctx.core.repl.feeding() {
             ctx.core.repl.end_unit(ctx.client.id);
@@ -182,7 +185,32 @@ pub(crate) fn slowlog_unblocked(ctx: &mut Ctx<'_>, argv: &[Bytes], usec: u64) {
 fn slowlog_if_slow(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes], usec: u64) {
     let threshold = ctx.core.config.slowlog_slower_than;
     if threshold >= 0 && usec as i64 >= threshold && !cmd.has(flags::SKIP_SLOWLOG) {
-        record_slow(ctx, argv, usec);
+        record_slow(ctx, LogKind::Slow, argv, usec);
+    }
+}
+
+/// Valkey 8.1's large-request and large-reply logs: the request's size as
+/// a RESP array of bulk strings (what clients send; an inline command is
+/// counted so too) and the reply's as encoded for the client, each logged
+/// when it reaches its threshold.
+fn log_if_large(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes], reply: &Reply) {
+    if cmd.has(flags::SKIP_SLOWLOG) {
+        return;
+    }
+    let config = &ctx.core.config;
+    let (request, response) = (config.commandlog_request_larger_than, config.commandlog_reply_larger_than);
+    if request >= 0 {
+        let digits = |n: usize| n.checked_ilog10().unwrap_or(0) as usize + 1;
+        let size = 3 + digits(argv.len()) + argv.iter().map(|a| 5 + digits(a.len()) + a.len()).sum::<usize>();
+        if size as i64 >= request {
+            record_slow(ctx, LogKind::LargeRequest, argv, size as u64);
+        }
+    }
+    if response >= 0 {
+        let size = reply.to_bytes(ctx.client.shared.resp()).len();
+        if size as i64 >= response {
+            record_slow(ctx, LogKind::LargeReply, argv, size as u64);
+        }
     }
 }
 
@@ -231,9 +259,13 @@ fn feed_monitors(ctx: &mut Ctx<'_>, argv: &[Bytes]) {
     ctx.core.monitors.feed(ctx.shared.clock.now_us(), ctx.client.db(), &source, argv);
 }
 
-fn record_slow(ctx: &mut Ctx<'_>, argv: &[Bytes], usec: u64) {
-    let max = ctx.core.config.slowlog_max_len;
-    let stats = &mut ctx.core.stats;
+fn record_slow(ctx: &mut Ctx<'_>, kind: LogKind, argv: &[Bytes], value: u64) {
+    let config = &ctx.core.config;
+    let max = match kind {
+        LogKind::Slow => config.slowlog_max_len,
+        LogKind::LargeRequest => config.commandlog_request_max_len,
+        LogKind::LargeReply => config.commandlog_reply_max_len,
+    };
     let args = argv
         .iter()
         .take(32)
@@ -250,17 +282,19 @@ fn record_slow(ctx: &mut Ctx<'_>, argv: &[Bytes], usec: u64) {
             }
         })
         .collect();
+    let name = ctx.core.clients.get(&ctx.client.id).map(|r| r.name.clone()).unwrap_or_default();
+    let log = &mut ctx.core.stats.commandlog[kind as usize];
     let entry = SlowEntry {
-        id: stats.slowlog_next_id,
+        id: log.next_id,
         time_secs: ctx.core.ks.now / 1000,
-        duration_us: usec,
+        value,
         args,
         addr: ctx.client.shared.addr.to_string(),
-        name: ctx.core.clients.get(&ctx.client.id).map(|r| r.name.clone()).unwrap_or_default(),
+        name,
     };
-    stats.slowlog_next_id += 1;
-    stats.slowlog.push_front(entry);
-    while stats.slowlog.len() > max {
-        stats.slowlog.pop_back();
+    log.next_id += 1;
+    log.entries.push_front(entry);
+    while log.entries.len() > max {
+        log.entries.pop_back();
     }
 }

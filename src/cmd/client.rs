@@ -27,6 +27,8 @@ static CLIENT_SUBS: &[CommandSpec] = &[
         .doc("Show helpful text about the different subcommands", "5.0.0"),
     cmd("id", client_id, 2, "noscript loading stale", 0, 0, 0, "@slow @connection")
         .doc("Returns the client ID for the current connection", "5.0.0"),
+    cmd("import-source", client_import_source, 3, "noscript loading stale", 0, 0, 0, "@slow @connection")
+        .valkey_only("Mark this client as an import source when server is in import mode.", "8.1.0"),
     cmd("info", client_info, 2, "noscript loading stale", 0, 0, 0, "@slow @connection")
         .doc("Returns information about the current client connection.", "6.2.0"),
     cmd("kill", client_kill, -3, "admin noscript loading stale", 0, 0, 0, "@admin @slow @dangerous @connection")
@@ -390,6 +392,13 @@ fn client_no_evict(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 /// redirects, so nothing is kept.
 fn client_capa(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     Ok(Reply::ok())
+}
+
+/// Valkey 8.1's import source: only while `import-mode` is on, which
+/// rlockd refuses to turn on (it has no import mode), so this answers as
+/// Valkey does with import mode off.
+fn client_import_source(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    Err(CmdError::custom("ERR Server is not in import mode"))
 }
 
 fn client_no_touch(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {

@@ -1,10 +1,12 @@
-//! Diagnostics: DEBUG, MEMORY, LATENCY, SLOWLOG.
+//! Diagnostics: DEBUG, MEMORY, LATENCY, SLOWLOG, and Valkey 8.1's
+//! COMMANDLOG (the slow log and two more: large requests, large replies).
 
 use bytes::Bytes;
 
 use super::help::help_reply;
 use super::util::{eq, info_text, int};
 use super::{cmd, container, table, Command, CommandSpec, Ctx};
+use crate::core::LogKind;
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
 
@@ -21,6 +23,20 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd("slowlog", container, -2, "", 0, 0, 0, "@slow")
         .subs(SLOWLOG_SUBS)
         .doc("A container for slow log commands", "2.2.12"),
+    cmd("commandlog", container, -2, "", 0, 0, 0, "@slow")
+        .subs(COMMANDLOG_SUBS)
+        .valkey_only("A container for command log commands.", "8.1.0"),
+];
+
+static COMMANDLOG_SUBS: &[CommandSpec] = &[
+    cmd("get", commandlog_get, 4, "admin loading stale", 0, 0, 0, "@admin @slow @dangerous")
+        .valkey_only("Returns the specified command log's entries.", "8.1.0"),
+    cmd("help", commandlog_help, 2, "loading stale", 0, 0, 0, "@slow")
+        .valkey_only("Show helpful text about the different subcommands", "8.1.0"),
+    cmd("len", commandlog_len, 3, "admin loading stale", 0, 0, 0, "@admin @slow @dangerous")
+        .valkey_only("Returns the number of entries in the specified type of command log.", "8.1.0"),
+    cmd("reset", commandlog_reset, 3, "admin loading stale", 0, 0, 0, "@admin @slow @dangerous")
+        .valkey_only("Clears all entries from the specified type of command log.", "8.1.0"),
 ];
 
 static MEMORY_SUBS: &[CommandSpec] = &[
@@ -246,45 +262,79 @@ fn latency_help(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
 fn slowlog_get(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let count = match args.get(2) {
         None => 10,
-        Some(a) => {
-            let n = int(a).map_err(|_| CmdError::CountBelowMinusOne)?;
-            if n < -1 {
-                return Err(CmdError::CountBelowMinusOne);
-            }
-            if n == -1 {
-                usize::MAX
-            } else {
-                n as usize
-            }
-        }
+        Some(a) => log_count(a).ok_or(CmdError::CountBelowMinusOne)?,
     };
-    Ok(Reply::Array(
-        ctx.core
-            .stats
-            .slowlog
+    Ok(log_entries(ctx, LogKind::Slow, count))
+}
+
+/// A `GET` count: -1 for all.
+fn log_count(a: &Bytes) -> Option<usize> {
+    match int(a).ok()? {
+        -1 => Some(usize::MAX),
+        n if n >= 0 => Some(n as usize),
+        _ => None,
+    }
+}
+
+fn log_entries(ctx: &Ctx<'_>, kind: LogKind, count: usize) -> Reply {
+    Reply::Array(
+        ctx.core.stats.commandlog[kind as usize]
+            .entries
             .iter()
             .take(count)
             .map(|e| {
                 Reply::Array(vec![
                     Reply::Int(e.id as i64),
                     Reply::Int(e.time_secs as i64),
-                    Reply::Int(e.duration_us as i64),
+                    Reply::Int(e.value as i64),
                     Reply::bulks(e.args.iter().cloned()),
                     Reply::bulk_str(&e.addr),
                     Reply::Bulk(e.name.clone()),
                 ])
             })
             .collect(),
-    ))
+    )
 }
 
 fn slowlog_len(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    Ok(Reply::Int(ctx.core.stats.slowlog.len() as i64))
+    Ok(Reply::Int(ctx.core.stats.commandlog[LogKind::Slow as usize].entries.len() as i64))
 }
 
 fn slowlog_reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    ctx.core.stats.slowlog.clear();
+    ctx.core.stats.commandlog[LogKind::Slow as usize].entries.clear();
     Ok(Reply::ok())
+}
+
+/// A `COMMANDLOG` type (any case).
+fn log_kind(a: &Bytes) -> Result<LogKind, CmdError> {
+    const KINDS: [LogKind; 3] = [LogKind::Slow, LogKind::LargeRequest, LogKind::LargeReply];
+    LogKind::NAMES
+        .iter()
+        .position(|n| eq(a, n))
+        .map(|i| KINDS[i])
+        .ok_or_else(|| CmdError::custom("ERR type should be one of the following: slow, large-request, large-reply"))
+}
+
+fn commandlog_get(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let count =
+        log_count(&args[2]).ok_or_else(|| CmdError::custom("ERR count should be greater than or equal to -1"))?;
+    let kind = log_kind(&args[3])?;
+    Ok(log_entries(ctx, kind, count))
+}
+
+fn commandlog_len(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let kind = log_kind(&args[2])?;
+    Ok(Reply::Int(ctx.core.stats.commandlog[kind as usize].entries.len() as i64))
+}
+
+fn commandlog_reset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let kind = log_kind(&args[2])?;
+    ctx.core.stats.commandlog[kind as usize].entries.clear();
+    Ok(Reply::ok())
+}
+
+fn commandlog_help(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    Ok(help_reply(ctx.core.profile(), "COMMANDLOG", super::help::COMMANDLOG_HELP))
 }
 
 fn slowlog_help(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {

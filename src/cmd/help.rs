@@ -261,3 +261,18 @@ pub(crate) const SLOWLOG_HELP: &[&str] = &[
     "RESET",
     "    Reset the slowlog.",
 ];
+pub(crate) const COMMANDLOG_HELP: &[&str] = &[
+    "GET <count> <type>",
+    "    Return top <count> entries of the specified <type> from the commandlog (-1 mean all).",
+    "    Entries are made of:",
+    "    id, timestamp,",
+    "        time in microseconds for type of slow,",
+    "        or size in bytes for type of large-request,",
+    "        or size in bytes for type of large-reply",
+    "    arguments array, client IP and port,",
+    "    client name",
+    "LEN <type>",
+    "    Return the length of the specified type of commandlog.",
+    "RESET <type>",
+    "    Reset the specified type of commandlog.",
+];
