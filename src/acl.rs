@@ -133,6 +133,11 @@ pub struct Selector {
     /// `+cmd|arg` rules of commands without subcommands: allowed first
     /// arguments (lower-case), by command id.
     firstargs: BTreeMap<usize, Vec<String>>,
+    /// The command rules since the last `+@all`/`-@all`, as given
+    /// (lower-case; a rule replaces an earlier one of the same command or
+    /// category and its subcommands' rules): what Redis 7.2 and Valkey
+    /// print. Redis 7.0 prints a description computed from the bits.
+    rules: String,
     /// Key patterns with their `READ`/`WRITE` flags.
     keys: Vec<(u8, Bytes)>,
     allkeys: bool,
@@ -169,6 +174,7 @@ impl Selector {
             allowed: Bits::new(len, false),
             all_base: false,
             firstargs: BTreeMap::new(),
+            rules: String::new(),
             keys: Vec::new(),
             allkeys: false,
             channels: Vec::new(),
@@ -228,12 +234,14 @@ impl Selector {
                 self.allowed = Bits::new(cat.len, true);
                 self.all_base = true;
                 self.firstargs.clear();
+                self.rules.clear();
                 return Ok(());
             }
             "nocommands" | "-@all" => {
                 self.allowed = Bits::new(cat.len, false);
                 self.all_base = false;
                 self.firstargs.clear();
+                self.rules.clear();
                 return Ok(());
             }
             _ => {}
@@ -278,7 +286,11 @@ impl Selector {
                 }
                 Ok(())
             }
-            Some(&op @ (b'+' | b'-')) => self.apply_command(op == b'+', &lower[1..], cat),
+            Some(&op @ (b'+' | b'-')) => {
+                self.apply_command(op == b'+', &lower[1..], cat)?;
+                self.remember_rule(&lower);
+                Ok(())
+            }
             _ => Err(reason::SYNTAX),
         }
     }
@@ -331,46 +343,59 @@ impl Selector {
         Ok(())
     }
 
-    /// The rule string of the commands (`-@all +@hash -hdel +get`):
-    /// categories chosen greedily (the best-fitting first), then the single
-    /// commands still differing.
+    /// Keeps a command rule (`+get`, `-@hash`, `+config|get`) in the order
+    /// given: an earlier rule of the same name, or of one of its
+    /// subcommands (`name|…`), is dropped first.
+    fn remember_rule(&mut self, rule: &str) {
+        let name = &rule[1..];
+        let kept: Vec<&str> = self
+            .rules
+            .split(' ')
+            .filter(|r| {
+                let old = r.get(1..).unwrap_or("");
+                !r.is_empty() && old != name && !old.strip_prefix(name).is_some_and(|rest| rest.starts_with('|'))
+            })
+            .collect();
+        self.rules = kept.join(" ");
+        if !self.rules.is_empty() {
+            self.rules.push(' ');
+        }
+        self.rules.push_str(rule);
+    }
+
+    /// The rule string of the commands (`-@all +@hash -hdel +get`). From
+    /// Redis 7.2 (and in Valkey): `+@all` or `-@all`, then the rules as
+    /// given. Redis 7.0: categories chosen greedily (the best-fitting
+    /// first), then the single commands still differing.
     fn describe_commands(&self, cat: &Catalog) -> String {
-        let mut out = vec![if self.all_base { "+@all" } else { "-@all" }.to_string()];
+        let base = if self.all_base { "+@all" } else { "-@all" };
+        if cat.profile.at_least(7, 2, 0) {
+            return if self.rules.is_empty() { base.to_string() } else { format!("{base} {}", self.rules) };
+        }
+        let mut out = vec![base.to_string()];
         let mut fake = Selector::new(cat.len, false);
         fake.allowed = Bits::new(cat.len, self.all_base);
-        let target = !self.all_base;
-        let sign = if target { '+' } else { '-' };
-        let mut used = 0u32;
+        // Redis 7.0's fit: a copy of the user's bits where each chosen
+        // category is set back to the base; a category fits when more of
+        // its members still differ from the base there than not, the best
+        // one differing the least (then agreeing the most, then first).
+        let additive = !self.all_base;
+        let sign = if additive { '+' } else { '-' };
+        let mut temp = Selector::new(cat.len, false);
+        temp.allowed = self.allowed.clone();
         loop {
-            // (waste, -useful, index) of the best category.
-            let mut best: Option<(usize, i64, usize)> = None;
+            let mut best: Option<(usize, usize, usize)> = None;
             for (i, _) in CATEGORIES.iter().enumerate() {
-                let bit = 1u32 << i;
-                if used & bit != 0 {
-                    continue;
-                }
-                let (mut useful, mut harmful, mut already) = (0usize, 0usize, 0usize);
-                for_members(cat, bit, |id| {
-                    let (u, f) = (self.allowed.get(id), fake.allowed.get(id));
-                    if u == target && f != u {
-                        useful += 1;
-                    } else if u != target && f == u {
-                        harmful += 1;
-                    } else if u == target {
-                        already += 1;
-                    }
-                });
-                if useful <= harmful {
-                    continue;
-                }
-                let key = (harmful + already, -(useful as i64), i);
-                if best.is_none_or(|b| key < b) {
-                    best = Some(key);
+                let (mut on, mut off) = (0usize, 0usize);
+                for_members(cat, 1 << i, |id| if temp.allowed.get(id) { on += 1 } else { off += 1 });
+                let (diff, same) = if additive { (off, on) } else { (on, off) };
+                if same > diff && best.is_none_or(|(d, s, _)| diff < d || (diff == d && same > s)) {
+                    best = Some((diff, same, i));
                 }
             }
             let Some((_, _, i)) = best else { break };
-            used |= 1 << i;
-            fake.set_category(cat, 1 << i, target);
+            fake.set_category(cat, 1 << i, additive);
+            temp.set_category(cat, 1 << i, !additive);
             out.push(format!("{sign}@{}", CATEGORIES[i]));
         }
         for c in &cat.commands {

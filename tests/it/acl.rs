@@ -313,3 +313,31 @@ fn a_restricted_user_sees_only_the_locks_of_its_keys() {
     assert_eq!(keys(&mut admin, "EVENTS"), ["app:lock", "other:lock"]);
     assert_eq!(keys(&mut app, "EVENTS"), ["app:lock"]);
 }
+
+/// Redis 7.0 describes a user's commands from the permission bits: the
+/// categories that fit, then the single commands still differing, which it
+/// lists in the order of a hash table seeded per process. The categories
+/// must be Redis's, and the single commands the same set.
+#[test]
+fn acl_list_describes_the_bits_as_redis_7_0() {
+    let Some(oracle) = super::common::oracle::Oracle::start() else { return };
+    let srv = common::server();
+    let rules = ["+@all", "-@dangerous", "+@read", "-@hash", "+get", "-@keyspace"];
+    let describe = |port: u16| {
+        let mut c = RawConn::connect(port);
+        let mut setuser = vec!["ACL", "SETUSER", "tu", "reset"];
+        setuser.extend(rules);
+        assert_eq!(c.cmd(&setuser), ok());
+        let Value::Agg(b'*', Some(users)) = c.cmd(&["ACL", "LIST"]) else { panic!("ACL LIST is an array") };
+        let line = users.iter().map(text).find(|u| u.starts_with("user tu ")).expect("the user is listed");
+        let commands = line.split_once("resetchannels ").expect("the channels come first").1.to_string();
+        let (categories, singles): (Vec<&str>, Vec<&str>) = commands.split(' ').partition(|r| r[1..].starts_with('@'));
+        let mut singles: Vec<String> = singles.into_iter().map(str::to_string).collect();
+        singles.sort();
+        (categories.join(" "), singles)
+    };
+    let ours = describe(srv.port());
+    let redis = describe(oracle.port);
+    assert_eq!(ours, redis);
+    assert_eq!(ours.0, "+@all -@admin -@keyspace -@hash");
+}
