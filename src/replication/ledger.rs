@@ -26,6 +26,9 @@ pub struct LostGrant {
     /// The stream offsets the replica had and the primary had reached.
     pub replica_offset: u64,
     pub primary_offset: u64,
+    /// The partition of the cluster bus the failover happened in
+    /// (`RLOCKD CLUSTER PARTITION`), as [`Ledger::partition`] names it.
+    pub partition: Option<String>,
 }
 
 /// Lost grants and the violations found against them.
@@ -35,6 +38,9 @@ pub struct Ledger {
     pub violations: Vec<String>,
     /// Failovers so far, with how many grants each lost (for the log).
     pub failovers: Vec<String>,
+    /// The cluster bus's partition now, named by its sides (`a:p, b:q |
+    /// c:r`): a failover during it records it with its lost grants.
+    pub partition: Option<String>,
 }
 
 impl Ledger {
@@ -58,8 +64,13 @@ impl Ledger {
                 None => "it had no lease".to_string(),
             };
             let by = g.granted_by.as_deref().map(|b| format!(", granted by {b}")).unwrap_or_default();
+            let cut = g
+                .partition
+                .as_deref()
+                .map(|p| format!(" (on the minority side of the partition {p})"))
+                .unwrap_or_default();
             found.push(format!(
-                "lock '{}' (db {}): held by {} on the old primary {}{by}, a write the replica never received (it had offset {} of {}), and acquired by {} (client {client}, {command}) on the new primary {} after the failover while {lease}",
+                "lock '{}' (db {}): held by {} on the old primary {}{cut}{by}, a write the replica never received (it had offset {} of {}), and acquired by {} (client {client}, {command}) on the new primary {} after the failover while {lease}",
                 String::from_utf8_lossy(key),
                 db,
                 String::from_utf8_lossy(&g.holder),
