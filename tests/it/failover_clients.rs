@@ -10,7 +10,7 @@
 //! nothing waits on a timer to decide the outcome.
 //!
 //! Then the cluster twin (redis-py `RedisCluster` + `Lock`, ioredis
-//! `Cluster` + redlock): a partition of the cluster bus instead of a paused
+//! `Cluster` + redlock, Redisson `useClusterServers()` + RLock): a partition of the cluster bus instead of a paused
 //! stream, the majority's failover after `cluster-node-timeout` on the
 //! server clocks.
 
@@ -228,4 +228,41 @@ fn ioredis_cluster_partition_grants_a_second_holder() {
 fn ioredis_cluster_partition_after_wait_keeps_one_holder() {
     let Some((out, _cluster)) = run_ioredis_partition("waited") else { return };
     assert_eq!(out.trim_end(), "waited: WAIT=1 second-holder=false violations=0 a-holds-after-heal=true");
+}
+
+/// The same with Redisson's `useClusterServers()` and RLock
+/// (`ClusterPartitionMain.java`): its summary line.
+fn run_redisson_partition(mode: &str) -> Option<String> {
+    let has = |program: &str, arg: &str| {
+        std::process::Command::new(program)
+            .arg(arg)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if !has("java", "-version") || !has("mvn", "-v") {
+        crate::common::skip::skipped("a JDK (17+) and Maven are not installed, so the Redisson partition was not run");
+        return None;
+    }
+    let cluster = rlockd::Cluster::start(rlockd::ClusterConfig::new(3).with_replicas(1)).expect("cluster");
+    let build = Path::new(env!("CARGO_TARGET_TMPDIR")).join("examples").join(format!("java-cluster-partition-{mode}"));
+    let args = format!("redis://127.0.0.1:{} {mode}", cluster.addrs()[0].port());
+    let r = crate::examples::run_java_example(&build, Some("example.ClusterPartitionMain"), &args, LIMIT);
+    assert_eq!(r.code, Some(0), "ClusterPartitionMain {mode}:\nstdout:\n{}\nstderr:\n{}", r.stdout, r.stderr);
+    let out = r.stdout.replace("\u{1b}[0m", "");
+    Some(out)
+}
+
+#[test]
+fn redisson_cluster_partition_grants_a_second_holder() {
+    let Some(out) = run_redisson_partition("lossy") else { return };
+    assert!(out.lines().any(|l| l == "lossy: second-holder=true violations=1 first-holds-after-heal=false"), "{out}");
+    assert!(out.contains("lock 'order:42'") && out.contains("on the minority side of the partition"), "{out}");
+}
+
+#[test]
+fn redisson_cluster_partition_after_wait_keeps_one_holder() {
+    let Some(out) = run_redisson_partition("waited") else { return };
+    assert!(out.lines().any(|l| l == "waited: second-holder=false violations=0 first-holds-after-heal=true"), "{out}");
 }
