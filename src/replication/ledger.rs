@@ -44,9 +44,10 @@ pub struct Ledger {
 }
 
 impl Ledger {
-    /// True when a lock event can matter.
+    /// True when a lock event can matter (a grant lost already, or a
+    /// partition that may lose one).
     pub fn watching(&self) -> bool {
-        !self.lost.is_empty()
+        !self.lost.is_empty() || self.partition.is_some()
     }
 
     /// A lock was acquired on a primary at `now_ms` by `holder` (`client`,

@@ -209,7 +209,29 @@ impl Nodes {
                 }
             }
             if cut_off {
-                super::replication::promote_replica(&primary, Some(port), false).await?;
+                let acked = {
+                    let core = primary.core.lock().await;
+                    let link = core.repl.replicas.iter().find(|l| l.replica.port() == port).cloned();
+                    link.map_or(0, |l| l.acked.load(Ordering::Acquire))
+                };
+                let new_addr = super::replication::promote_replica(&primary, Some(port), false).await?;
+                // What the old primary grants from now on is lost too, and
+                // its replacement watches for a second holder.
+                {
+                    let mut core = primary.core.lock().await;
+                    let cursor = core.control.history.as_ref().map_or(0, |h| h.last_id());
+                    let from = primary.local_addr.lock().to_string();
+                    core.repl.cut_off = Some(crate::replication::CutOff {
+                        from,
+                        to: new_addr.to_string(),
+                        cursor,
+                        replica_offset: acked,
+                    });
+                }
+                let mut core = replica.core.lock().await;
+                if core.repl.ledger_cursor == u64::MAX {
+                    core.repl.ledger_cursor = core.control.history.as_ref().map_or(u64::MAX, |h| h.last_id());
+                }
                 return Ok(());
             }
             super::replication::failover(&primary, Some(port)).await?;

@@ -130,3 +130,33 @@ fn a_short_partition_changes_nothing() {
         Value::Error(b"ERR each side of a partition needs a node".to_vec())
     );
 }
+
+/// Each node counts its timeout on its own clock: the majority's clocks
+/// moved, node 5 is promoted while node 2 still grants; what node 2 grants
+/// then is lost as well, and a second holder on node 5 is reported.
+#[test]
+fn a_grant_after_the_majoritys_failover_is_lost_too() {
+    let cluster = rlockd::Cluster::start(rlockd::ClusterConfig::new(3).with_replicas(1)).expect("cluster");
+    let ports: Vec<u16> = cluster.addrs().iter().map(|a| a.port()).collect();
+    let mut conns: Vec<RawConn> = ports.iter().map(|&p| RawConn::connect(p)).collect();
+    let name = text(conns[0].cmd(&["RLOCKD", "CLUSTER", "PARTITION", "2"]));
+    for n in [0, 1, 3, 4, 5] {
+        assert!(matches!(conns[n].cmd(&["RLOCKD", "CLOCK", "ADVANCE", "15001"]), Value::Int(_)));
+    }
+    wait_until("the majority promotes node 5", || cluster.slot_owner(12182) == Some(5));
+    // Node 2's own timeout has not run out: it still grants.
+    assert!(text(conns[2].cmd(&["CLUSTER", "INFO"])).contains("cluster_state:ok"));
+    assert_eq!(conns[2].cmd(&["SET", "foo", "holder-1", "NX", "PX", "600000"]), ok());
+    assert_eq!(conns[0].cmd(&["RLOCKD", "CHECK"]), Value::Agg(b'*', Some(vec![])));
+    assert_eq!(conns[5].cmd(&["SET", "foo", "holder-2", "NX", "PX", "600000"]), ok());
+    let check = conns[0].cmd(&["RLOCKD", "CHECK"]).bulks();
+    assert_eq!(check.len(), 1, "one violation: {check:?}");
+    let v = String::from_utf8_lossy(&check[0]).into_owned();
+    for part in ["'foo'", "holder-1", "holder-2", "after the failover", &name] {
+        assert!(v.contains(part), "{part:?} in {v}");
+    }
+    assert!(matches!(conns[2].cmd(&["RLOCKD", "CLOCK", "ADVANCE", "15001"]), Value::Int(_)));
+    wait_until("node 2 refuses", || text(conns[2].cmd(&["CLUSTER", "INFO"])).contains("cluster_state:fail"));
+    assert_eq!(text(conns[0].cmd(&["RLOCKD", "CLUSTER", "PARTITION", "HEAL"])), format!("127.0.0.1:{}", ports[2]));
+    assert_eq!(cluster.primary_of(2), Some(5));
+}
