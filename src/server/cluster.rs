@@ -770,6 +770,31 @@ impl Cluster {
         rx.recv().map_err(|_| Error::Topology("the failover did not finish".into()))?.map_err(Error::Topology)
     }
 
+    /// Splits the cluster bus (as `RLOCKD CLUSTER PARTITION`): the nodes
+    /// `side` on one side, the others on the other. Returns the
+    /// partition's name (`ip:port, … | ip:port, …`).
+    pub fn partition(&self, side: &[usize]) -> Result<String, Error> {
+        if let Some(&i) = side.iter().find(|&&i| i >= self.len()) {
+            return Err(Error::Topology(format!("no node {i}")));
+        }
+        let mut side = side.to_vec();
+        side.sort_unstable();
+        side.dedup();
+        // On a thread of its own: the caller may be inside a runtime.
+        std::thread::scope(|s| s.spawn(|| self.nodes.split(&side)).join())
+            .map_err(|_| Error::Topology("the partition did not finish".into()))?
+            .map_err(Error::Topology)
+    }
+
+    /// Heals the cluster bus (as `RLOCKD CLUSTER PARTITION HEAL`): a
+    /// primary replaced meanwhile becomes its replacement's replica.
+    /// Returns those nodes (`ip:port, …`).
+    pub fn heal(&self) -> Result<String, Error> {
+        std::thread::scope(|s| s.spawn(|| self.nodes.heal()).join())
+            .map_err(|_| Error::Topology("the heal did not finish".into()))?
+            .map_err(Error::Topology)
+    }
+
     /// The index of the primary node `i` replicates (`None`: a primary),
     /// in its own view, between failovers.
     pub fn primary_of(&self, i: usize) -> Option<usize> {

@@ -125,6 +125,12 @@ fn a_short_partition_changes_nothing() {
     assert!(!text(n0.cmd(&["CLUSTER", "NODES"])).contains("fail"));
     assert_eq!(n0.cmd(&["RLOCKD", "CLUSTER", "PARTITION", "HEAL"]), Value::Bulk(Some(Vec::new())));
     assert_eq!(cluster.slot_owner(12182), Some(2));
+    // The same from Rust.
+    let name = cluster.partition(&[5, 2]).expect("partition");
+    assert!(name.starts_with(&format!("127.0.0.1:{}, 127.0.0.1:{} | ", ports[2], ports[5])), "{name}");
+    assert!(cluster.partition(&[0]).is_err(), "already partitioned");
+    assert_eq!(cluster.heal().expect("heal"), "");
+    assert!(cluster.heal().is_err(), "not partitioned");
     assert_eq!(
         n0.cmd(&["RLOCKD", "CLUSTER", "PARTITION", "0", "1", "2", "3", "4", "5"]),
         Value::Error(b"ERR each side of a partition needs a node".to_vec())
