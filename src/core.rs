@@ -314,7 +314,7 @@ impl Core {
             let lock = locks.iter().find(|l| l.db == e.db && l.key == e.key);
             let Some(h) = lock.and_then(|l| l.holders.iter().find(|h| h.id == e.holder)) else { continue };
             let lease = h.lease_ms.or(lock.and_then(|l| l.lease_ms));
-            ledger.lost.push(crate::replication::ledger::LostGrant {
+            ledger.cut_off_grant(crate::replication::ledger::LostGrant {
                 db: e.db,
                 key: e.key.clone(),
                 holder: e.holder.clone(),

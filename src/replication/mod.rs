@@ -700,8 +700,10 @@ impl ReplState {
         if self.ledger_cursor < last {
             let mut ledger = self.ledger.lock();
             for e in history.events(None, self.ledger_cursor) {
-                if e.event == "acquired" {
-                    ledger.acquired(e.db, &e.key, &e.holder, e.time_ms, e.client, &e.command);
+                match e.event {
+                    "acquired" => ledger.acquired(e.db, &e.key, &e.holder, e.time_ms, e.client, &e.command),
+                    "released" | "expired" => ledger.gone(e.db, &e.key, &e.holder),
+                    _ => {}
                 }
             }
         }

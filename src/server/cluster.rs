@@ -337,7 +337,11 @@ impl Nodes {
         let topo = self.topo.upgrade().ok_or("the cluster is stopping")?;
         let Some(cut) = self.cut.lock().take() else { return Err("the cluster is not partitioned".into()) };
         let _one = self.failing_over.lock();
-        self.ledger.lock().partition = None;
+        {
+            let mut ledger = self.ledger.lock();
+            ledger.partition = None;
+            ledger.held.clear();
+        }
         topo.heal();
         for l in &cut.held {
             l.paused.store(false, Ordering::Release);

@@ -166,3 +166,32 @@ fn a_grant_after_the_majoritys_failover_is_lost_too() {
     assert_eq!(text(conns[0].cmd(&["RLOCKD", "CLUSTER", "PARTITION", "HEAL"])), format!("127.0.0.1:{}", ports[2]));
     assert_eq!(cluster.primary_of(2), Some(5));
 }
+
+/// The other order: the lock taken on the promoted replica first, then on
+/// the cut-off primary, which still grants until its own timeout.
+#[test]
+fn a_grant_on_the_cut_off_primary_after_one_on_the_majority_is_reported() {
+    let cluster = rlockd::Cluster::start(rlockd::ClusterConfig::new(3).with_replicas(1)).expect("cluster");
+    let ports: Vec<u16> = cluster.addrs().iter().map(|a| a.port()).collect();
+    let mut conns: Vec<RawConn> = ports.iter().map(|&p| RawConn::connect(p)).collect();
+    let name = cluster.partition(&[2]).expect("partition");
+    for n in [0, 1, 3, 4, 5] {
+        assert!(matches!(conns[n].cmd(&["RLOCKD", "CLOCK", "ADVANCE", "15001"]), Value::Int(_)));
+    }
+    wait_until("the majority promotes node 5", || cluster.slot_owner(12182) == Some(5));
+    assert_eq!(conns[5].cmd(&["SET", "foo", "holder-2", "NX", "PX", "600000"]), ok());
+    // Released and taken again: only the holder now counts.
+    assert_eq!(conns[5].cmd(&["SET", "{foo}other", "gone", "NX", "PX", "600000"]), ok());
+    assert_eq!(conns[5].cmd(&["DEL", "{foo}other"]), Value::Int(1));
+    assert_eq!(conns[0].cmd(&["RLOCKD", "CHECK"]), Value::Agg(b'*', Some(vec![])));
+    assert_eq!(conns[2].cmd(&["SET", "{foo}other", "mine", "NX", "PX", "600000"]), ok());
+    assert_eq!(conns[0].cmd(&["RLOCKD", "CHECK"]), Value::Agg(b'*', Some(vec![])), "nobody holds it there");
+    assert_eq!(conns[2].cmd(&["SET", "foo", "holder-1", "NX", "PX", "600000"]), ok());
+    let check = conns[0].cmd(&["RLOCKD", "CHECK"]).bulks();
+    assert_eq!(check.len(), 1, "one violation: {check:?}");
+    let v = String::from_utf8_lossy(&check[0]).into_owned();
+    for part in ["'foo'", "holder-1", "holder-2", "it still granted the lock", &name] {
+        assert!(v.contains(part), "{part:?} in {v}");
+    }
+    assert_eq!(cluster.heal().expect("heal"), format!("127.0.0.1:{}", ports[2]));
+}
