@@ -16,6 +16,12 @@
 //! its importing node are broadcast at once ([`Topology::change_and_spread`]). A node
 //! going down or coming back is seen by every view at once (test control
 //! says so); a node coming back exchanges pings with every node at once.
+//! The bus can be partitioned ([`Topology::partition`]): no ping crosses
+//! the sides, and Redis's failure detector ([`Topology::detect`], driven
+//! by each node's clock from `server/cluster.rs`) marks the nodes a node
+//! cannot reach `fail?`, then `fail` on a side with a majority of the
+//! primaries; a node reaching fewer is `cluster_state:fail`
+//! ([`State::in_minority`]).
 //! What the cluster bus carries besides — `PUBLISH` to every node — goes
 //! through per-node mailboxes ([`Topology::connect_bus`]).
 //!
