@@ -303,6 +303,10 @@ impl Core {
             self.tracking.cursor = 0;
         }
         self.ks.sig.images.clear();
+        // A primary cut off and replaced: what it grants now is lost.
+        if self.repl.cut_off.is_some() {
+            self.record_cut_off_grants();
+        }
         // Replication: keys the server itself expired, lost lock grants.
         if self.repl.feeding() || self.ks.sig.repl_deletes.is_some() || self.repl.ledger_cursor != u64::MAX {
             self.repl.after_command(&mut self.ks.sig, self.control.history.as_ref());
@@ -311,6 +315,45 @@ impl Core {
         self.pubsub.flush(&mut self.ks.sig, self.config.pubsub_limit, self.ks.now);
         self.ks.sig.track_touches =
             self.watches.is_active() || self.blocking.is_active() || self.control.is_on() || self.tracking.active;
+    }
+
+    /// The locks this primary granted since it was replaced on the other
+    /// side of a partition ([`crate::replication::CutOff`]) go to the
+    /// ledger as lost grants, with their leases.
+    fn record_cut_off_grants(&mut self) {
+        let Some(history) = self.control.history.as_ref() else { return };
+        let Some(cut) = self.repl.cut_off.as_mut() else { return };
+        let last = history.last_id();
+        if cut.cursor >= last {
+            return;
+        }
+        let acquired: Vec<_> = history.events(None, cut.cursor).into_iter().filter(|e| e.event == "acquired").collect();
+        cut.cursor = last;
+        let cut = cut.clone();
+        if acquired.is_empty() {
+            return;
+        }
+        let now = self.ks.now;
+        let locks = self.control.locks(&self.ks, None, now);
+        let partition = self.repl.ledger.lock().partition.clone();
+        let mut ledger = self.repl.ledger.lock();
+        for e in acquired {
+            let lock = locks.iter().find(|l| l.db == e.db && l.key == e.key);
+            let Some(h) = lock.and_then(|l| l.holders.iter().find(|h| h.id == e.holder)) else { continue };
+            let lease = h.lease_ms.or(lock.and_then(|l| l.lease_ms));
+            ledger.cut_off_grant(crate::replication::ledger::LostGrant {
+                db: e.db,
+                key: e.key.clone(),
+                holder: e.holder.clone(),
+                until_ms: lease.map(|ms| now.saturating_add_signed(ms)),
+                from: cut.from.clone(),
+                to: cut.to.clone(),
+                granted_by: Some(format!("client {} ({}) after the failover", e.client, e.command)),
+                replica_offset: cut.replica_offset,
+                primary_offset: self.repl.offset,
+                partition: partition.clone(),
+            });
+        }
     }
 
     /// Sends the invalidations of the keys modified since the last call,

@@ -15,18 +15,21 @@ pub fn node_line(state: &State, me: usize, n: usize, now_ms: u64) -> String {
         flags.push("myself");
     }
     flags.push(if node.is_primary() { "master" } else { "slave" });
+    if node.pfail {
+        flags.push("fail?");
+    }
     if node.failed {
         flags.push("fail");
     }
     let primary = node.primary.map_or_else(|| "-".to_string(), |p| state.nodes[p].id.clone());
-    let (ping, pong) = if node.failed {
+    let (ping, pong) = if node.failed || node.pfail {
         (node.failed_ms, node.failed_ms)
     } else if n == me {
         (0, now_ms / 1000 * 1000)
     } else {
         (0, now_ms)
     };
-    let link = if node.failed && n != me { "disconnected" } else { "connected" };
+    let link = if (node.failed || node.pfail) && n != me { "disconnected" } else { "connected" };
     let mut line = format!(
         "{} {}:{}@{} {} {} {} {} {} {}",
         node.id,
@@ -167,13 +170,14 @@ pub fn shards(state: &State, offsets: &[u64]) -> Reply {
 pub fn info(state: &State, me: usize, full_coverage: bool) -> Reply {
     let failed = state.failed_slots();
     let text = format!(
-        "cluster_state:{}\r\ncluster_slots_assigned:{}\r\ncluster_slots_ok:{}\r\ncluster_slots_pfail:0\r\n\
+        "cluster_state:{}\r\ncluster_slots_assigned:{}\r\ncluster_slots_ok:{}\r\ncluster_slots_pfail:{}\r\n\
          cluster_slots_fail:{}\r\ncluster_known_nodes:{}\r\ncluster_size:{}\r\ncluster_current_epoch:{}\r\n\
          cluster_my_epoch:{}\r\ncluster_stats_messages_sent:0\r\ncluster_stats_messages_received:0\r\n\
          total_cluster_links_buffer_limit_exceeded:0\r\n",
         if state.healthy(full_coverage) { "ok" } else { "fail" },
         state.assigned(),
-        state.assigned() - failed,
+        state.assigned() - failed - state.pfail_slots(),
+        state.pfail_slots(),
         failed,
         state.nodes.len(),
         state.size(),
@@ -188,7 +192,7 @@ pub fn links(state: &State, me: usize, created_ms: u64) -> Reply {
     let s = Reply::bulk_str;
     let mut out = Vec::new();
     for (n, node) in state.nodes.iter().enumerate() {
-        if n == me || node.failed {
+        if n == me || node.failed || node.pfail {
             continue;
         }
         for direction in ["to", "from"] {

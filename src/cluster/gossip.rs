@@ -241,6 +241,46 @@ mod tests {
     }
 
     #[test]
+    fn a_partition_fails_the_cut_off_primary_on_the_majority_side_only() {
+        let addrs: Vec<(String, u16)> = (0..6).map(|i| ("127.0.0.1".to_string(), 7000 + i)).collect();
+        let t = Topology::new(&addrs, 3, 0);
+        // Node 2 alone; its replica, node 5, with the others.
+        t.partition(vec![0, 0, 1, 0, 0, 0]);
+        assert_eq!(t.detect(&[false; 6], 1), vec![], "no timeout ran out yet");
+        assert!(!t.view(0).nodes[2].pfail && t.view(2).healthy(true));
+        // Node 2's own timeout: it hears from nobody, a minority.
+        let mut expired = [false; 6];
+        expired[2] = true;
+        assert_eq!(t.detect(&expired, 2), vec![]);
+        let v2 = t.view(2);
+        assert!(v2.nodes[0].pfail && v2.nodes[1].pfail && !v2.nodes[0].failed);
+        assert!(v2.in_minority() && !v2.healthy(false));
+        drop(v2);
+        // The majority's: node 2 is fail there (two primaries of three
+        // report it), never on node 2's side.
+        let failed = t.detect(&[true; 6], 3);
+        assert_eq!(failed.len(), 1);
+        assert_eq!(failed[0].0, 2);
+        for n in [0, 1, 3, 4, 5] {
+            let v = t.view(n);
+            assert!(v.nodes[2].failed && !v.nodes[2].pfail, "node {n}");
+            assert!(!v.in_minority() && !v.healthy(true), "node {n}: its slots are down");
+        }
+        assert!(!t.view(2).nodes[0].failed);
+        // The replica's promotion reaches its side only.
+        assert_eq!(t.promote(5), Some(2));
+        assert_eq!(t.view(0).owner(12182), Some(5));
+        assert_eq!(t.view(2).owner(12182), Some(2));
+        assert!(t.view(0).healthy(true));
+        // Healed: node 2 follows node 5; nothing is failing any more.
+        t.heal();
+        let v2 = t.view(2);
+        assert_eq!(v2.nodes[2].primary, Some(5));
+        assert_eq!(v2.owner(12182), Some(5));
+        assert!(v2.healthy(true) && !v2.nodes.iter().any(|n| n.pfail || n.failed));
+    }
+
+    #[test]
     fn a_promotion_converges() {
         let addrs: Vec<(String, u16)> = (0..6).map(|i| ("127.0.0.1".to_string(), 7000 + i)).collect();
         let t = Topology::new(&addrs, 3, 0);

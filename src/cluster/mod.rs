@@ -16,6 +16,12 @@
 //! its importing node are broadcast at once ([`Topology::change_and_spread`]). A node
 //! going down or coming back is seen by every view at once (test control
 //! says so); a node coming back exchanges pings with every node at once.
+//! The bus can be partitioned ([`Topology::partition`]): no ping crosses
+//! the sides, and Redis's failure detector ([`Topology::detect`], driven
+//! by each node's clock from `server/cluster.rs`) marks the nodes a node
+//! cannot reach `fail?`, then `fail` on a side with a majority of the
+//! primaries; a node reaching fewer is `cluster_state:fail`
+//! ([`State::in_minority`]).
 //! What the cluster bus carries besides — `PUBLISH` to every node — goes
 //! through per-node mailboxes ([`Topology::connect_bus`]).
 //!
@@ -69,8 +75,12 @@ pub struct Node {
     /// The primary this node replicates, for a replica.
     pub primary: Option<usize>,
     pub config_epoch: u64,
-    /// Down (`fail` in `CLUSTER NODES`): taken down by test control.
+    /// Down (`fail` in `CLUSTER NODES`): taken down by test control, or
+    /// cut off by a partition and found failing by a majority of primaries.
     pub failed: bool,
+    /// Not heard from for `cluster-node-timeout` (`fail?`, Redis's PFAIL):
+    /// on the other side of a partition.
+    pub pfail: bool,
     /// Unix ms when it went down.
     pub failed_ms: u64,
     /// This node's slots in MIGRATING state, with their destination (in
@@ -170,11 +180,28 @@ impl State {
         self.owner.iter().filter(|&&o| o != NONE && self.nodes[usize::from(o)].failed).count()
     }
 
+    /// Slots served by a node not heard from (`cluster_slots_pfail`).
+    pub fn pfail_slots(&self) -> usize {
+        self.owner.iter().filter(|&&o| o != NONE && self.nodes[usize::from(o)].pfail).count()
+    }
+
     /// `cluster_state:ok`: with full coverage required, every slot served
     /// by a node that is up; else no slot served by a node that is down (a
     /// slot nobody owns then answers `CLUSTERDOWN Hash slot not served`).
+    /// And, as Redis's `clusterUpdateState`, a node that reaches fewer than
+    /// a majority of the primaries serving slots is in a minority
+    /// partition: `fail`.
     pub fn healthy(&self, full_coverage: bool) -> bool {
-        self.failed_slots() == 0 && (!full_coverage || self.assigned() == SLOTS)
+        self.failed_slots() == 0 && (!full_coverage || self.assigned() == SLOTS) && !self.in_minority()
+    }
+
+    /// Fewer than a majority of the primaries serving slots are reachable
+    /// (neither `fail` nor `fail?`).
+    pub fn in_minority(&self) -> bool {
+        let serving: Vec<usize> =
+            (0..self.nodes.len()).filter(|&i| self.nodes[i].is_primary() && self.slot_count(i) > 0).collect();
+        let reachable = serving.iter().filter(|&&i| !self.nodes[i].failed && !self.nodes[i].pfail).count();
+        reachable < serving.len() / 2 + 1
     }
 
     /// The epoch a node reports as its own (a replica: its primary's).
@@ -242,6 +269,12 @@ pub trait Control: Send + Sync {
     /// primary wrote, and gives up after 5 s as Redis's manual failover
     /// does; otherwise it is promoted with what it has received.
     fn failover(&self, node: usize, wait_sync: bool, done: Box<dyn FnOnce(Result<(), String>) + Send>);
+
+    /// Splits the cluster bus in two (`side`: the nodes of one side) or,
+    /// with `None`, heals it, on a thread of its own; `done` gets the
+    /// partition's name (`ip:port, … | ip:port, …`) or, healed, the nodes
+    /// that came back as replicas of their replacement.
+    fn partition(&self, side: Option<Vec<usize>>, done: Box<dyn FnOnce(Result<String, String>) + Send>);
 }
 
 /// The topology the nodes of one process share.
@@ -254,6 +287,8 @@ pub struct Topology {
     gossip: parking_lot::Mutex<Gossip>,
     /// Counts the changes made to the views (a round runs only after one).
     changes: AtomicU64,
+    /// `RLOCKD CLUSTER PARTITION`: each node's side (`None`: one bus).
+    sides: parking_lot::RwLock<Option<Vec<u8>>>,
     bus: parking_lot::Mutex<Vec<Option<tokio::sync::mpsc::UnboundedSender<BusMessage>>>>,
     control: parking_lot::Mutex<Option<Weak<dyn Control>>>,
     /// Each running node's server state, as the layers above know it (the
@@ -332,6 +367,7 @@ impl Topology {
                 primary: (i >= primaries).then(|| (i - primaries) % primaries.max(1)),
                 config_epoch: i as u64 + 1,
                 failed: false,
+                pfail: false,
                 failed_ms: 0,
                 migrating: BTreeMap::new(),
                 importing: BTreeMap::new(),
@@ -349,6 +385,7 @@ impl Topology {
             down: (0..addrs.len()).map(|_| AtomicBool::new(false)).collect(),
             gossip: parking_lot::Mutex::new(Gossip::default()),
             changes: AtomicU64::new(0),
+            sides: parking_lot::RwLock::new(None),
             bus: parking_lot::Mutex::new(vec![None; addrs.len()]),
             control: parking_lot::Mutex::new(None),
             peers: parking_lot::Mutex::new(vec![None; addrs.len()]),
@@ -469,7 +506,7 @@ impl Topology {
     /// reaches `from`): true if `to`'s view changed. The gossip lock is
     /// held.
     fn deliver(&self, from: usize, to: usize) -> bool {
-        if from == to || self.is_down(to) {
+        if from == to || self.is_down(to) || !self.reach(from, to) {
             return false;
         }
         let claim = self.views[from].read().claim(from);
@@ -519,6 +556,123 @@ impl Topology {
     /// tells every node at once; returns the old primary.
     pub fn promote(&self, r: usize) -> Option<usize> {
         self.change_and_spread(r, |v| v.promote(r))
+    }
+
+    /// Nodes `a` and `b` are on the same side of the cluster bus.
+    pub fn reach(&self, a: usize, b: usize) -> bool {
+        self.sides.read().as_ref().is_none_or(|s| s[a] == s[b])
+    }
+
+    /// `RLOCKD CLUSTER PARTITION`: the bus splits; no ping (nor `PUBLISH`)
+    /// crosses from one side to the other. The views change only when
+    /// each node's `cluster-node-timeout` runs out ([`Topology::detect`]).
+    pub fn partition(&self, sides: Vec<u8>) {
+        let _g = self.gossip.lock();
+        *self.sides.write() = Some(sides);
+        self.changes.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// `RLOCKD CLUSTER PARTITION HEAL`: one bus again. Each node hears from
+    /// the others at once: `fail?` goes; `fail` goes for a node that is up
+    /// (Redis clears it for a replica or a primary without slots, which a
+    /// replaced primary becomes from the newer claims it receives, and a
+    /// primary nobody replaced is failed over by nobody: test control
+    /// clears it too). Unless gossip is held, pings go round until the
+    /// views agree: a primary replaced on the other side follows its
+    /// replacement.
+    pub fn heal(&self) {
+        let held = {
+            let g = self.gossip.lock();
+            *self.sides.write() = None;
+            self.changes.fetch_add(1, Ordering::AcqRel);
+            for v in &self.views {
+                let mut v = v.write();
+                for (k, node) in v.nodes.iter_mut().enumerate() {
+                    node.pfail = false;
+                    if !self.is_down(k) {
+                        node.failed = false;
+                    }
+                }
+            }
+            g.held
+        };
+        if !held {
+            for _ in 0..16 {
+                if self.round() == 0 {
+                    break;
+                }
+            }
+        }
+    }
+
+    /// The failure detector's turn while the bus is partitioned: node `n`
+    /// whose `cluster-node-timeout` ran out since the partition
+    /// (`expired[n]`, on its own clock) marks every node it cannot reach
+    /// `fail?`; a node that a majority of the primaries serving slots on
+    /// one side see `fail?` becomes `fail` on that whole side (Redis's
+    /// failure reports and `FAIL` broadcast, at once here). Returns the
+    /// primaries that became `fail` now, each with a node of the side that
+    /// failed it.
+    pub fn detect(&self, expired: &[bool], now_ms: u64) -> Vec<(usize, usize)> {
+        let _g = self.gossip.lock();
+        let Some(sides) = self.sides.read().clone() else { return Vec::new() };
+        let count = self.views.len();
+        for n in (0..count).filter(|&n| expired[n] && !self.is_down(n)) {
+            let mut v = self.views[n].write();
+            for k in (0..count).filter(|&k| sides[k] != sides[n]) {
+                if !v.nodes[k].failed && !v.nodes[k].pfail {
+                    v.nodes[k].pfail = true;
+                    v.nodes[k].failed_ms = now_ms;
+                    self.changes.fetch_add(1, Ordering::AcqRel);
+                }
+            }
+        }
+        let mut failed = Vec::new();
+        for side in 0..=1u8 {
+            let members: Vec<usize> = (0..count).filter(|&n| sides[n] == side && !self.is_down(n)).collect();
+            let Some(&first) = members.first() else { continue };
+            let quorum = self.views[first].read().size() / 2 + 1;
+            let voters: Vec<usize> = members
+                .iter()
+                .copied()
+                .filter(|&v| {
+                    let s = self.views[v].read();
+                    s.nodes[v].is_primary() && s.slot_count(v) > 0
+                })
+                .collect();
+            for k in (0..count).filter(|&k| sides[k] != side) {
+                let reports = voters
+                    .iter()
+                    .filter(|&&v| {
+                        let s = self.views[v].read();
+                        s.nodes[k].pfail || s.nodes[k].failed
+                    })
+                    .count();
+                if reports < quorum {
+                    continue;
+                }
+                let mut newly = false;
+                for &m in &members {
+                    let mut v = self.views[m].write();
+                    if !v.nodes[k].failed {
+                        if !v.nodes[k].pfail {
+                            v.nodes[k].failed_ms = now_ms;
+                        }
+                        v.nodes[k].failed = true;
+                        v.nodes[k].pfail = false;
+                        newly = true;
+                    }
+                }
+                if newly {
+                    self.changes.fetch_add(1, Ordering::AcqRel);
+                    let primary = self.views[first].read().nodes[k].is_primary();
+                    if primary {
+                        failed.push((k, first));
+                    }
+                }
+            }
+        }
+        failed
     }
 
     /// `RLOCKD CLUSTER GOSSIP HOLD`: nothing spreads until `STEP` or `RUN`.
@@ -579,7 +733,7 @@ impl Topology {
     /// `PUBLISH`); a node that is down gets nothing.
     pub fn broadcast(&self, from: usize, msg: &BusMessage) {
         for (i, tx) in self.bus.lock().iter().enumerate() {
-            if i != from && !self.is_down(i) {
+            if i != from && !self.is_down(i) && self.reach(from, i) {
                 if let Some(tx) = tx {
                     let _ = tx.send(msg.clone());
                 }

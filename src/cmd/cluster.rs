@@ -896,11 +896,14 @@ pub(crate) fn each_primary<R: Send + 'static>(
     Some(finish(ctx.core, out))
 }
 
-/// A node named by index (0-based, in start order) or id.
+/// A node named by index (0-based, in start order), id or announced port.
 fn node_by_name(m: &Member, a: &[u8]) -> Result<usize, CmdError> {
     if let Some(i) = crate::num::parse_i64_strict(a) {
         if (0..m.topo.node_count() as i64).contains(&i) {
             return Ok(i as usize);
+        }
+        if let Some(n) = m.view().nodes.iter().position(|n| i64::from(n.port) == i) {
+            return Ok(n);
         }
     }
     lookup(m, a).ok_or_else(|| CmdError::custom(format!("ERR Unknown node {}", String::from_utf8_lossy(a))))
@@ -947,6 +950,21 @@ pub(crate) static CONTROL: OpTable = OpTable {
                 "    until the views agree, then on the timer again.",
             ],
         ),
+        op(
+            "partition",
+            NODE,
+            partition,
+            &[
+                "CLUSTER PARTITION <node> [<node> ...] | HEAL",
+                "    Split the cluster bus: the nodes named (ids, indexes from 0 or ports) on one side, the others on",
+                "    the other; no gossip, PUBLISH or replication crosses. After cluster-node-timeout on its own",
+                "    clock (RLOCKD CLOCK) a node marks those it cannot reach fail?; a minority side refuses keys",
+                "    (CLUSTERDOWN), the majority side marks a cut-off primary fail and promotes its replica there.",
+                "    Replies the partition's sides. HEAL: one bus again; a replaced primary becomes a replica of its",
+                "    replacement and loses what it took meanwhile (replies those nodes).",
+            ],
+        )
+        .counts_own(),
         op(
             "failover",
             NODE,
@@ -1080,6 +1098,46 @@ fn control_failover(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         Box::new(move |r| {
             let reply = match r {
                 Ok(()) => Reply::ok(),
+                Err(e) => Reply::error(format!("ERR {e}")),
+            };
+            me.core.blocking_lock().blocking.serve(waiter, reply);
+        }),
+    );
+    Ok(Reply::Nil)
+}
+
+/// `RLOCKD CLUSTER PARTITION <node> [<node> …] | HEAL`.
+fn partition(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let m = member(ctx)?;
+    let words = &args[3..];
+    let side = match words {
+        [] => return Err((CONTROL.unknown)(args)),
+        [w] if eq(w, "heal") => None,
+        _ => {
+            let mut side = Vec::new();
+            for w in words {
+                let n = node_by_name(&m, w)?;
+                if !side.contains(&n) {
+                    side.push(n);
+                }
+            }
+            Some(side)
+        }
+    };
+    let control = m.topo.control().ok_or_else(|| CmdError::custom("ERR the cluster is stopping"))?;
+    if !ctx.client.may_block() {
+        control.partition(side, Box::new(|_| {}));
+        return Ok(Reply::ok());
+    }
+    // The reply waits for the links to be held or resynchronised (on a
+    // thread of its own, which takes each node's state in turn).
+    let me = peer(&m, m.me)?;
+    let waiter = super::blocking::block_until_answered(ctx, "ERR the partition did not finish");
+    control.partition(
+        side,
+        Box::new(move |r| {
+            let reply = match r {
+                Ok(text) => Reply::bulk_str(&text),
                 Err(e) => Reply::error(format!("ERR {e}")),
             };
             me.core.blocking_lock().blocking.serve(waiter, reply);

@@ -17,14 +17,10 @@ pub struct Table {
 }
 
 /// When a row answers, per flavour (`Command::available`): from its
-/// `since` (its container's, if later), or always for an
-/// `every_version` row; in Valkey, what Redis had by the 7.2.4 Valkey
+/// `since` (its container's, if later); in Valkey, what Redis had by the 7.2.4 Valkey
 /// forked from, and the rows Valkey added (its own, or ones Redis added
 /// later too) from their Valkey version.
 fn availability(spec: &CommandSpec, container: Option<[Version; 2]>) -> [Version; 2] {
-    if spec.flag_bits & flags::EVERY_VERSION != 0 {
-        return container.unwrap_or([Version::new(0, 0, 0); 2]);
-    }
     let container_at = |flavor: Flavor, v: Version| container.map_or(v, |c| v.max(c[flavor as usize]));
     // A row only Valkey has carries no Redis `since`.
     let redis = if spec.since.is_empty() && !spec.valkey_since.is_empty() {

@@ -36,9 +36,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd("bgrewriteaof", bgrewriteaof, 1, "admin noscript no_async_loading", 0, 0, 0, "@admin @slow @dangerous")
         .doc("Asynchronously rewrite the append-only file", "1.0.0"),
     cmd("waitaof", waitaof, 4, "noscript", 0, 0, 0, "@slow @connection")
-        .doc("Blocks until all of the preceding write commands sent by the connection are written to the append-only file of the master and/or replicas.", "7.2.0")
-        // Answered before rlockd had profiles, and sent by clients on connect.
-        .hidden_flags("every_version"),
+        .doc("Blocks until all of the preceding write commands sent by the connection are written to the append-only file of the master and/or replicas.", "7.2.0"),
     cmd("monitor", monitor, 1, "admin noscript loading stale", 0, 0, 0, "@admin @slow @dangerous")
         .doc("Listen for all requests received by the server in real time", "1.0.0"),
 ];

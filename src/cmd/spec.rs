@@ -112,10 +112,6 @@ pub mod flags {
     /// Refused unless `enable-debug-command` allows the client (Redis's
     /// `CMD_PROTECTED`: `DEBUG`).
     pub const PROTECTED: u64 = 1 << 44;
-    /// Answered under every profile, older ones than its `since` too: the
-    /// 7.2 commands clients send on connect (`CLIENT SETINFO`) or that
-    /// rlockd answered before it had profiles.
-    pub const EVERY_VERSION: u64 = 1 << 45;
     /// Recorded for the replicas whenever it succeeds, changed data or not
     /// (Redis's `forceCommandPropagation`: `PUBLISH`, `SPUBLISH`, `FUNCTION
     /// LOAD`/`DELETE`/`FLUSH`/`RESTORE`).
@@ -145,7 +141,6 @@ pub mod flags {
         ("pattern_args", PATTERN_ARGS),
         ("test_control", TEST_CONTROL),
         ("protected", PROTECTED),
-        ("every_version", EVERY_VERSION),
         ("always_propagated", ALWAYS_PROPAGATED),
         ("scripts_from_7_2", SCRIPTS_FROM_7_2),
     ];

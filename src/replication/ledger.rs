@@ -26,6 +26,9 @@ pub struct LostGrant {
     /// The stream offsets the replica had and the primary had reached.
     pub replica_offset: u64,
     pub primary_offset: u64,
+    /// The partition of the cluster bus the failover happened in
+    /// (`RLOCKD CLUSTER PARTITION`), as [`Ledger::partition`] names it.
+    pub partition: Option<String>,
 }
 
 /// Lost grants and the violations found against them.
@@ -35,18 +38,34 @@ pub struct Ledger {
     pub violations: Vec<String>,
     /// Failovers so far, with how many grants each lost (for the log).
     pub failovers: Vec<String>,
+    /// The cluster bus's partition now, named by its sides (`a:p, b:q |
+    /// c:r`): a failover during it records it with its lost grants.
+    pub partition: Option<String>,
+    /// During a partition, the holders the watching primaries granted and
+    /// still have (db, key, holder, `client N (command)`): a grant the
+    /// cut-off primary makes afterwards is a second holder of theirs.
+    pub held: Vec<(usize, Bytes, Bytes, String)>,
 }
 
 impl Ledger {
-    /// True when a lock event can matter.
+    /// True when a lock event can matter (a grant lost already, or a
+    /// partition that may lose one).
     pub fn watching(&self) -> bool {
-        !self.lost.is_empty()
+        !self.lost.is_empty() || self.partition.is_some()
     }
 
     /// A lock was acquired on a primary at `now_ms` by `holder` (`client`,
     /// `command`): a violation if a lost grant of that lock was still within
     /// its lease.
     pub fn acquired(&mut self, db: usize, key: &[u8], holder: &[u8], now_ms: u64, client: u64, command: &str) {
+        if self.partition.is_some() {
+            self.held.push((
+                db,
+                Bytes::copy_from_slice(key),
+                Bytes::copy_from_slice(holder),
+                format!("client {client}, {command}"),
+            ));
+        }
         self.lost.retain(|g| g.until_ms.is_none_or(|t| t > now_ms));
         let mut found = Vec::new();
         for g in &self.lost {
@@ -58,8 +77,13 @@ impl Ledger {
                 None => "it had no lease".to_string(),
             };
             let by = g.granted_by.as_deref().map(|b| format!(", granted by {b}")).unwrap_or_default();
+            let cut = g
+                .partition
+                .as_deref()
+                .map(|p| format!(" (on the minority side of the partition {p})"))
+                .unwrap_or_default();
             found.push(format!(
-                "lock '{}' (db {}): held by {} on the old primary {}{by}, a write the replica never received (it had offset {} of {}), and acquired by {} (client {client}, {command}) on the new primary {} after the failover while {lease}",
+                "lock '{}' (db {}): held by {} on the old primary {}{cut}{by}, a write the replica never received (it had offset {} of {}), and acquired by {} (client {client}, {command}) on the new primary {} after the failover while {lease}",
                 String::from_utf8_lossy(key),
                 db,
                 String::from_utf8_lossy(&g.holder),
@@ -75,5 +99,43 @@ impl Ledger {
                 self.violations.push(v);
             }
         }
+    }
+
+    /// A watching primary's holder released the lock or lost it to expiry.
+    pub fn gone(&mut self, db: usize, key: &[u8], holder: &[u8]) {
+        self.held.retain(|(d, k, h, _)| !(*d == db && k == key && h == holder));
+    }
+
+    /// The cut-off primary granted `g` after its replacement: lost when
+    /// it rejoins, and a second holder now if the replacement's side holds
+    /// the lock already.
+    pub fn cut_off_grant(&mut self, g: LostGrant) {
+        let mut found = Vec::new();
+        for (db, key, holder, by) in &self.held {
+            if *db != g.db || *key != g.key || *holder == g.holder {
+                continue;
+            }
+            let cut = g
+                .partition
+                .as_deref()
+                .map(|p| format!(" (on the minority side of the partition {p})"))
+                .unwrap_or_default();
+            found.push(format!(
+                "lock '{}' (db {}): held by {} ({by}) on the new primary {}, and acquired by {} on the old primary {}{cut}, granted by {}: cut off and replaced, it still granted the lock",
+                String::from_utf8_lossy(key),
+                db,
+                String::from_utf8_lossy(holder),
+                g.to,
+                String::from_utf8_lossy(&g.holder),
+                g.from,
+                g.granted_by.as_deref().unwrap_or("an unknown client"),
+            ));
+        }
+        for v in found {
+            if !self.violations.contains(&v) {
+                self.violations.push(v);
+            }
+        }
+        self.lost.push(g);
     }
 }

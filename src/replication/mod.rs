@@ -58,6 +58,21 @@ use crate::protocol::Reply;
 pub use ledger::Ledger;
 pub use link::{Frame, Link, Op, TcpReplica};
 
+/// A primary whose replica took its place on the other side of a
+/// partition of the cluster bus: it still grants locks until its own
+/// `cluster-node-timeout`, and each grant is lost when it rejoins. The
+/// grants it made since [`CutOff::cursor`] go to the ledger as lost ones.
+#[derive(Debug, Clone)]
+pub struct CutOff {
+    /// Its address and its replacement's (`host:port`).
+    pub from: String,
+    pub to: String,
+    /// The last lock event already accounted for.
+    pub cursor: u64,
+    /// The offset its replica had acknowledged when it was promoted.
+    pub replica_offset: u64,
+}
+
 /// What a replica knows of its primary.
 #[derive(Debug)]
 pub struct Master {
@@ -207,6 +222,9 @@ pub struct ReplState {
     /// The last lock event the ledger was shown (`u64::MAX`: this node
     /// is not watching for second holders).
     pub ledger_cursor: u64,
+    /// Set on a primary replaced while a partition cut it off: what it
+    /// grants until it rejoins is lost (see [`CutOff`]).
+    pub cut_off: Option<CutOff>,
     /// The stream's last bytes (see [`ReplState::backlog_from`]).
     backlog_data: VecDeque<Bytes>,
     /// Bytes in `backlog_data`.
@@ -361,6 +379,7 @@ impl Default for ReplState {
             requests: Vec::new(),
             ledger: Default::default(),
             ledger_cursor: u64::MAX,
+            cut_off: None,
             backlog_data: VecDeque::new(),
             backlog_bytes: 0,
             backlog_size: 1 << 20,
@@ -681,8 +700,10 @@ impl ReplState {
         if self.ledger_cursor < last {
             let mut ledger = self.ledger.lock();
             for e in history.events(None, self.ledger_cursor) {
-                if e.event == "acquired" {
-                    ledger.acquired(e.db, &e.key, &e.holder, e.time_ms, e.client, &e.command);
+                match e.event {
+                    "acquired" => ledger.acquired(e.db, &e.key, &e.holder, e.time_ms, e.client, &e.command),
+                    "released" | "expired" => ledger.gone(e.db, &e.key, &e.holder),
+                    _ => {}
                 }
             }
         }
@@ -709,6 +730,7 @@ impl ReplState {
     /// attaches it. `client_id` is the pseudo-client that will apply the
     /// primary's stream.
     pub fn become_replica(&mut self, client_id: u64, host: String, port: u16) {
+        self.cut_off = None;
         if let Some(old) = self.master.take() {
             old.detach();
         }

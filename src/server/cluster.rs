@@ -97,6 +97,18 @@ struct Nodes {
     failing_over: parking_lot::Mutex<()>,
     /// The cluster's one ledger of lock grants lost in failovers.
     ledger: Arc<parking_lot::Mutex<crate::replication::Ledger>>,
+    /// The cluster bus's partition, while there is one.
+    cut: parking_lot::Mutex<Option<Cut>>,
+}
+
+/// The cluster bus while it is partitioned (`RLOCKD CLUSTER PARTITION`).
+struct Cut {
+    /// Each node's clock when the bus split: its failure detector counts
+    /// its `cluster-node-timeout` from there.
+    since_ms: Vec<u64>,
+    /// The replication links from one side to the other, held: nothing
+    /// crosses (what a cut-off primary writes never reaches its replica).
+    held: Vec<Arc<crate::replication::Link>>,
 }
 
 /// Stops `server` and keeps its state (its keyspace, history and links,
@@ -137,7 +149,9 @@ impl Nodes {
 
     /// Promotes replica `r` (see [`Control::failover`]); runs on a thread
     /// that holds no node's state.
-    fn promote(&self, r: usize, wait_sync: bool) -> Result<(), String> {
+    /// With `cut_off`, the primary is up on the other side of a partition:
+    /// it stays a primary there until the partition heals.
+    fn promote(&self, r: usize, wait_sync: bool, cut_off: bool) -> Result<(), String> {
         let _one = self.failing_over.lock();
         let topo = self.topo.upgrade().ok_or("the cluster is stopping")?;
         let (p, primary_down) = {
@@ -164,7 +178,8 @@ impl Nodes {
         // PAUSE WRITE`) while the replica catches up and takes over; they
         // then get MOVED to it.
         let now = primary.clock.now_ms();
-        let pause_writes = wait_sync && !primary_down && primary.pause.until_ms.load(Ordering::Acquire) <= now;
+        let pause_writes =
+            wait_sync && !primary_down && !cut_off && primary.pause.until_ms.load(Ordering::Acquire) <= now;
         if pause_writes {
             primary.pause.set(now + 10_000, true);
         }
@@ -192,6 +207,32 @@ impl Nodes {
                     }
                     tokio::time::sleep(std::time::Duration::from_millis(1)).await;
                 }
+            }
+            if cut_off {
+                let acked = {
+                    let core = primary.core.lock().await;
+                    let link = core.repl.replicas.iter().find(|l| l.replica.port() == port).cloned();
+                    link.map_or(0, |l| l.acked.load(Ordering::Acquire))
+                };
+                let new_addr = super::replication::promote_replica(&primary, Some(port), false).await?;
+                // What the old primary grants from now on is lost too, and
+                // its replacement watches for a second holder.
+                {
+                    let mut core = primary.core.lock().await;
+                    let cursor = core.control.history.as_ref().map_or(0, |h| h.last_id());
+                    let from = primary.local_addr.lock().to_string();
+                    core.repl.cut_off = Some(crate::replication::CutOff {
+                        from,
+                        to: new_addr.to_string(),
+                        cursor,
+                        replica_offset: acked,
+                    });
+                }
+                let mut core = replica.core.lock().await;
+                if core.repl.ledger_cursor == u64::MAX {
+                    core.repl.ledger_cursor = core.control.history.as_ref().map_or(u64::MAX, |h| h.last_id());
+                }
+                return Ok(());
             }
             super::replication::failover(&primary, Some(port)).await?;
             if primary_down {
@@ -239,11 +280,126 @@ impl Nodes {
                 return;
             }
             if let Some(r) = replica {
-                if let Err(e) = nodes.promote(r, false) {
+                if let Err(e) = nodes.promote(r, false, false) {
                     tracing::warn!("failover of node {n} to node {r}: {e}");
                 }
             }
         });
+    }
+}
+
+impl Nodes {
+    /// Each node's announced `ip:port`.
+    fn names(&self, topo: &Topology) -> Vec<String> {
+        let v = topo.view(0);
+        v.nodes.iter().map(|n| format!("{}:{}", n.ip, n.port)).collect()
+    }
+
+    /// Splits the bus: `side` on one side, the other nodes on the other.
+    fn split(&self, side: &[usize]) -> Result<String, String> {
+        let topo = self.topo.upgrade().ok_or("the cluster is stopping")?;
+        let count = topo.node_count();
+        if side.is_empty() || side.len() >= count {
+            return Err("each side of a partition needs a node".into());
+        }
+        let mut cut = self.cut.lock();
+        if cut.is_some() {
+            return Err("the cluster is already partitioned: HEAL first".into());
+        }
+        let sides: Vec<u8> = (0..count).map(|n| u8::from(side.contains(&n))).collect();
+        let names = self.names(&topo);
+        let list =
+            |s: u8| (0..count).filter(|&n| sides[n] == s).map(|n| names[n].clone()).collect::<Vec<_>>().join(", ");
+        let name = format!("{} | {}", list(1), list(0));
+        let addrs: Vec<SocketAddr> = self.slots.lock().iter().map(|s| s.addr).collect();
+        let (mut since_ms, mut held) = (vec![0; count], Vec::new());
+        for n in 0..count {
+            let Some(shared) = self.shared(n) else { continue };
+            since_ms[n] = shared.clock.now_ms();
+            let core = shared.core.blocking_lock();
+            for l in &core.repl.replicas {
+                let across = addrs.iter().position(|a| *a == l.replica).is_some_and(|r| sides[r] != sides[n]);
+                if across && !l.paused.swap(true, Ordering::AcqRel) {
+                    held.push(l.clone());
+                }
+            }
+        }
+        self.ledger.lock().partition = Some(name.clone());
+        topo.partition(sides);
+        tracing::warn!("cluster bus partitioned: {name}");
+        *cut = Some(Cut { since_ms, held });
+        Ok(name)
+    }
+
+    /// Heals the bus; returns the nodes that now replicate their
+    /// replacement (their keys replaced by its).
+    fn heal(&self) -> Result<String, String> {
+        let topo = self.topo.upgrade().ok_or("the cluster is stopping")?;
+        let Some(cut) = self.cut.lock().take() else { return Err("the cluster is not partitioned".into()) };
+        let _one = self.failing_over.lock();
+        {
+            let mut ledger = self.ledger.lock();
+            ledger.partition = None;
+            ledger.held.clear();
+        }
+        topo.heal();
+        for l in &cut.held {
+            l.paused.store(false, Ordering::Release);
+            l.to_replica.notify_one();
+            l.to_primary.notify_one();
+        }
+        // A node the views now show replicating another follows it (a
+        // primary replaced on the other side resynchronises from its
+        // replacement and loses what it took meanwhile).
+        let names = self.names(&topo);
+        let addrs: Vec<SocketAddr> = self.slots.lock().iter().map(|s| s.addr).collect();
+        let mut rejoined = Vec::new();
+        for (n, name) in names.iter().enumerate() {
+            let (Some(shared), Some(p)) = (self.shared(n), topo.primary_of(n)) else { continue };
+            let to = addrs[p];
+            let follows = {
+                let core = shared.core.blocking_lock();
+                core.repl.master.as_ref().is_some_and(|m| m.port == to.port() && m.host == to.ip().to_string())
+            };
+            if !follows {
+                block_on(super::replication::follow(&shared, to));
+                rejoined.push(name.clone());
+            }
+        }
+        tracing::warn!("cluster bus healed");
+        Ok(rejoined.join(", "))
+    }
+
+    /// The failure detector's turn (every gossip tick) while the bus is
+    /// partitioned: each node's `cluster-node-timeout` counted on its own
+    /// clock; a primary the majority side finds failing is replaced by a
+    /// replica of that side, as Redis's replica election would (at once
+    /// here, without the election's delay of 500 ms and more).
+    fn detect(&self) {
+        let Some(topo) = self.topo.upgrade() else { return };
+        let expired: Vec<bool> = {
+            let cut = self.cut.lock();
+            let Some(cut) = cut.as_ref() else { return };
+            (0..topo.node_count())
+                .map(|n| {
+                    self.shared(n).is_some_and(|s| {
+                        let Ok(core) = s.core.try_lock() else { return false };
+                        s.clock.now_ms().saturating_sub(cut.since_ms[n]) >= core.config.cluster_node_timeout_ms
+                    })
+                })
+                .collect()
+        };
+        for (k, witness) in topo.detect(&expired, crate::clock::Clock::new().now_ms()) {
+            let replica = topo.replicas_of(k).into_iter().find(|&r| !topo.is_down(r) && topo.reach(r, witness));
+            let Some(r) = replica else { continue };
+            let me = self.me.clone();
+            std::thread::spawn(move || {
+                let Some(nodes) = me.upgrade() else { return };
+                if let Err(e) = nodes.promote(r, false, true) {
+                    tracing::warn!("failover of node {k} to node {r} in the partition: {e}");
+                }
+            });
+        }
     }
 }
 
@@ -330,8 +486,20 @@ impl Control for Nodes {
         let me = self.me.clone();
         std::thread::spawn(move || {
             let result = match me.upgrade() {
-                Some(nodes) => nodes.promote(node, wait_sync),
+                Some(nodes) => nodes.promote(node, wait_sync, false),
                 None => Err("the cluster is stopping".into()),
+            };
+            done(result);
+        });
+    }
+
+    fn partition(&self, side: Option<Vec<usize>>, done: Box<dyn FnOnce(Result<String, String>) + Send>) {
+        let me = self.me.clone();
+        std::thread::spawn(move || {
+            let result = match (me.upgrade(), side) {
+                (Some(nodes), Some(side)) => nodes.split(&side),
+                (Some(nodes), None) => nodes.heal(),
+                (None, _) => Err("the cluster is stopping".into()),
             };
             done(result);
         });
@@ -494,12 +662,16 @@ impl Cluster {
             me: me.clone(),
             failing_over: parking_lot::Mutex::new(()),
             ledger,
+            cut: parking_lot::Mutex::new(None),
         });
         let control: Arc<dyn Control> = nodes.clone();
         topo.set_control(Arc::downgrade(&control));
         // Gossip: a round every 100 ms while the views differ (a ping
         // period of a small Redis cluster).
+        // The failure detector runs on the same timer while the bus is
+        // partitioned.
         let weak = Arc::downgrade(&topo);
+        let weak_nodes = Arc::downgrade(&nodes);
         std::thread::Builder::new()
             .name("rlockd-gossip".into())
             .spawn(move || loop {
@@ -507,6 +679,9 @@ impl Cluster {
                 match weak.upgrade() {
                     Some(t) if t.tick() => {}
                     _ => return,
+                }
+                if let Some(n) = weak_nodes.upgrade() {
+                    n.detect();
                 }
             })
             .map_err(Error::Runtime)?;
@@ -597,6 +772,31 @@ impl Cluster {
             }),
         );
         rx.recv().map_err(|_| Error::Topology("the failover did not finish".into()))?.map_err(Error::Topology)
+    }
+
+    /// Splits the cluster bus (as `RLOCKD CLUSTER PARTITION`): the nodes
+    /// `side` on one side, the others on the other. Returns the
+    /// partition's name (`ip:port, … | ip:port, …`).
+    pub fn partition(&self, side: &[usize]) -> Result<String, Error> {
+        if let Some(&i) = side.iter().find(|&&i| i >= self.len()) {
+            return Err(Error::Topology(format!("no node {i}")));
+        }
+        let mut side = side.to_vec();
+        side.sort_unstable();
+        side.dedup();
+        // On a thread of its own: the caller may be inside a runtime.
+        std::thread::scope(|s| s.spawn(|| self.nodes.split(&side)).join())
+            .map_err(|_| Error::Topology("the partition did not finish".into()))?
+            .map_err(Error::Topology)
+    }
+
+    /// Heals the cluster bus (as `RLOCKD CLUSTER PARTITION HEAL`): a
+    /// primary replaced meanwhile becomes its replacement's replica.
+    /// Returns those nodes (`ip:port, …`).
+    pub fn heal(&self) -> Result<String, Error> {
+        std::thread::scope(|s| s.spawn(|| self.nodes.heal()).join())
+            .map_err(|_| Error::Topology("the heal did not finish".into()))?
+            .map_err(Error::Topology)
     }
 
     /// The index of the primary node `i` replicates (`None`: a primary),

@@ -371,8 +371,9 @@ pub(crate) async fn promote_replica(
 ) -> Result<SocketAddr, String> {
     let old_addr = *primary.local_addr.lock();
     let now = primary.clock.now_ms();
-    let (link, old_locks, granted, others, primary_offset) = {
+    let (link, old_locks, granted, others, primary_offset, partition) = {
         let p = primary.core.lock().await;
+        let partition = p.repl.ledger.lock().partition.clone();
         if p.repl.is_replica() {
             return Err("this node is a replica".into());
         }
@@ -403,7 +404,7 @@ pub(crate) async fn promote_replica(
             })
             .unwrap_or_default();
         let others: Vec<Arc<Link>> = p.repl.replicas.iter().filter(|l| !Arc::ptr_eq(l, &link)).cloned().collect();
-        (link, old_locks, granted, others, p.repl.offset)
+        (link, old_locks, granted, others, p.repl.offset, partition)
     };
     let replica_offset = link.acked.load(Ordering::Acquire);
     let new_addr = link.replica;
@@ -443,6 +444,7 @@ pub(crate) async fn promote_replica(
                     granted_by,
                     replica_offset,
                     primary_offset,
+                    partition: partition.clone(),
                 });
             }
         }

@@ -183,6 +183,7 @@ pub(crate) fn node_work(what: &str) -> Option<PathBuf> {
         "cluster_example.js",
         "failover.js",
         "cluster_failover.js",
+        "cluster_partition.js",
         "field_ttl.js",
     ] {
         std::fs::copy(src.join(f), work.join(f)).unwrap_or_else(|e| panic!("copy {f}: {e}"));

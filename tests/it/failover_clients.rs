@@ -8,6 +8,11 @@
 //! follow `+switch-master` as in production. Deterministic: the failover
 //! answers once it is done (or the clients wait for `+switch-master`), and
 //! nothing waits on a timer to decide the outcome.
+//!
+//! Then the cluster twin (redis-py `RedisCluster` + `Lock`, ioredis
+//! `Cluster` + redlock, Redisson `useClusterServers()` + RLock): a partition of the cluster bus instead of a paused
+//! stream, the majority's failover after `cluster-node-timeout` on the
+//! server clocks.
 
 use std::path::Path;
 use std::time::Duration;
@@ -166,4 +171,98 @@ fn redisson_master_slave_reads_from_the_replica() {
         "replica-read: locked=true seen-on-replica=true fresh=true stale-while-paused=true caught-up=true gets-on-replica=3",
         "{out}"
     );
+}
+
+/// The cluster twin: a partition of the cluster bus (`RLOCKD CLUSTER
+/// PARTITION`) cuts the lock's primary off from the majority, which promotes
+/// its replica after `cluster-node-timeout` (passed with `RLOCKD CLOCK
+/// ADVANCE`); `clients/examples/python/cluster_partition.py` in `mode` with
+/// redis-py's `RedisCluster` and `Lock`.
+fn run_redis_py_partition(mode: &str) -> Option<(String, rlockd::Cluster)> {
+    let python = crate::examples::redis_py("the redis-py cluster partition")?;
+    let cluster = rlockd::Cluster::start(rlockd::ClusterConfig::new(3).with_replicas(1)).expect("cluster");
+    let seed = cluster.addrs()[0].port().to_string();
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("clients/examples/python");
+    let r = run_in(Some(&dir), python.to_str().expect("utf-8"), &["cluster_partition.py", &seed, mode], LIMIT);
+    assert_eq!(r.code, Some(0), "cluster_partition.py {mode}:\nstdout:\n{}\nstderr:\n{}", r.stdout, r.stderr);
+    Some((r.stdout, cluster))
+}
+
+#[test]
+fn redis_py_cluster_partition_grants_a_second_holder() {
+    let Some((out, cluster)) = run_redis_py_partition("lossy") else { return };
+    let first = out.lines().next().unwrap_or_default();
+    assert_eq!(first, "lossy: WAIT=0 second-holder=True violations=1 a-holds-after-heal=False", "{out}");
+    assert!(out.contains("lock 'order:42'") && out.contains("on the minority side of the partition"), "{out}");
+    // "order:42" is node 1's, replicated by node 4.
+    assert_eq!(cluster.primary_of(1), Some(4), "the old primary follows its replacement");
+}
+
+#[test]
+fn redis_py_cluster_partition_after_wait_keeps_one_holder() {
+    let Some((out, _cluster)) = run_redis_py_partition("waited") else { return };
+    assert_eq!(out.trim_end(), "waited: WAIT=1 second-holder=False violations=0 a-holds-after-heal=True");
+}
+
+/// The same with ioredis's `Cluster` and redlock
+/// (`clients/examples/node/cluster_partition.js`).
+fn run_ioredis_partition(mode: &str) -> Option<(String, rlockd::Cluster)> {
+    let work = crate::examples::node_work("the ioredis cluster partition")?;
+    let cluster = rlockd::Cluster::start(rlockd::ClusterConfig::new(3).with_replicas(1)).expect("cluster");
+    let seed = cluster.addrs()[0].port().to_string();
+    let r = run_in(Some(&work), "node", &["cluster_partition.js", &seed, mode], LIMIT);
+    assert_eq!(r.code, Some(0), "cluster_partition.js {mode}:\nstdout:\n{}\nstderr:\n{}", r.stdout, r.stderr);
+    Some((r.stdout, cluster))
+}
+
+#[test]
+fn ioredis_cluster_partition_grants_a_second_holder() {
+    let Some((out, cluster)) = run_ioredis_partition("lossy") else { return };
+    let first = out.lines().next().unwrap_or_default();
+    assert_eq!(first, "lossy: WAIT=0 second-holder=true violations=1 a-holds-after-heal=false", "{out}");
+    assert!(out.contains("lock 'order:42'") && out.contains("on the minority side of the partition"), "{out}");
+    assert_eq!(cluster.primary_of(1), Some(4), "the old primary follows its replacement");
+}
+
+#[test]
+fn ioredis_cluster_partition_after_wait_keeps_one_holder() {
+    let Some((out, _cluster)) = run_ioredis_partition("waited") else { return };
+    assert_eq!(out.trim_end(), "waited: WAIT=1 second-holder=false violations=0 a-holds-after-heal=true");
+}
+
+/// The same with Redisson's `useClusterServers()` and RLock
+/// (`ClusterPartitionMain.java`): its summary line.
+fn run_redisson_partition(mode: &str) -> Option<String> {
+    let has = |program: &str, arg: &str| {
+        std::process::Command::new(program)
+            .arg(arg)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if !has("java", "-version") || !has("mvn", "-v") {
+        crate::common::skip::skipped("a JDK (17+) and Maven are not installed, so the Redisson partition was not run");
+        return None;
+    }
+    let cluster = rlockd::Cluster::start(rlockd::ClusterConfig::new(3).with_replicas(1)).expect("cluster");
+    let build = Path::new(env!("CARGO_TARGET_TMPDIR")).join("examples").join(format!("java-cluster-partition-{mode}"));
+    let args = format!("redis://127.0.0.1:{} {mode}", cluster.addrs()[0].port());
+    let r = crate::examples::run_java_example(&build, Some("example.ClusterPartitionMain"), &args, LIMIT);
+    assert_eq!(r.code, Some(0), "ClusterPartitionMain {mode}:\nstdout:\n{}\nstderr:\n{}", r.stdout, r.stderr);
+    let out = r.stdout.replace("\u{1b}[0m", "");
+    Some(out)
+}
+
+#[test]
+fn redisson_cluster_partition_grants_a_second_holder() {
+    let Some(out) = run_redisson_partition("lossy") else { return };
+    assert!(out.lines().any(|l| l == "lossy: second-holder=true violations=1 first-holds-after-heal=false"), "{out}");
+    assert!(out.contains("lock 'order:42'") && out.contains("on the minority side of the partition"), "{out}");
+}
+
+#[test]
+fn redisson_cluster_partition_after_wait_keeps_one_holder() {
+    let Some(out) = run_redisson_partition("waited") else { return };
+    assert!(out.lines().any(|l| l == "waited: second-holder=false violations=0 first-holds-after-heal=true"), "{out}");
 }

@@ -8,6 +8,7 @@ mod bench_tool;
 mod binary;
 mod blocking;
 mod cluster;
+mod cluster_partition;
 mod command_meta;
 mod compat;
 mod config;
