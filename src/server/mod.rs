@@ -208,10 +208,47 @@ impl Server {
     /// nothing was unsafe. A test can end with `assert!(srv.check_locks().is_empty())`.
     pub fn check_locks(&self) -> Vec<String> {
         self.with_core(|core| {
-            let mut all = core.control.history.as_ref().map(|h| h.violations().to_vec()).unwrap_or_default();
+            let mut all = core.control.violations();
             all.extend(core.repl.violations());
             all
         })
+    }
+
+    /// The lock history as a timeline (as `RLOCKD TIMELINE`): this node's
+    /// locks, or every primary's of its cluster, with the topology's marks
+    /// (clock moves, faults, crashes, failovers, slot moves), claims and
+    /// violations. [`Timeline::to_html`](crate::control::timeline::Timeline::to_html)
+    /// draws it; `to_json` gives the data.
+    ///
+    /// ```no_run
+    /// let srv = rlockd::Server::start().unwrap();
+    /// std::fs::write("timeline.html", srv.timeline(Default::default()).to_html()).unwrap();
+    /// ```
+    pub fn timeline(&self, range: crate::control::timeline::Range) -> crate::control::timeline::Timeline {
+        let me = self.shared.clone();
+        let cluster = self.with_core(|core| core.cluster.clone());
+        let nodes: Vec<Arc<Shared>> = match &cluster {
+            Some(m) => m.topo.primaries_up().into_iter().filter_map(|n| crate::cmd::cluster::peer(m, n).ok()).collect(),
+            None => vec![me],
+        };
+        let pattern = range.pattern.clone();
+        let facts = nodes
+            .iter()
+            .map(|shared| {
+                let now = shared.clock.now_ms();
+                let p = pattern.clone();
+                std::thread::scope(|s| {
+                    s.spawn(|| {
+                        let core = shared.core.blocking_lock();
+                        core.control.timeline_facts(&core.ks, &core.clients, p.as_deref(), now)
+                    })
+                    .join()
+                    .expect("server state access")
+                })
+            })
+            .collect();
+        let topo = self.with_core(|core| core.repl.ledger.lock().timeline_facts());
+        crate::control::timeline::build(facts, topo, &range, self.shared.clock.now_ms())
     }
 
     /// Moves the clock by `ms` and expires every key now due at once (as
