@@ -704,7 +704,8 @@ impl Timeline {
             .filter(|s| span / s <= 10)
             .min()
             .unwrap_or(span);
-        let mut t = self.from_ms.div_ceil(step) * step;
+        // Offsets from the start, in round steps.
+        let mut t = self.from_ms;
         while t <= self.to_ms {
             let x = self.x(t);
             let _ = write!(
@@ -930,7 +931,10 @@ svg{border:1px solid #ccc;background:#fff}\
 
 /// Hover shows what is under the pointer in a line (the `<title>`s also
 /// show natively); the filter hides lanes by lock name; clicking a hold
-/// outlines every hold of the same holder. Sets `data-ready` when done.
+/// outlines every hold of the same holder. Sets `data-ready` when done,
+/// and `data-layout-ms`: the milliseconds from the start of navigation to
+/// the end of the document's first layout (forced here), as the page's
+/// clock (`performance.now()`) reads them.
 const SCRIPT: &str = r#"(function(){
 var info=document.getElementById('info'),svg=document.getElementById('timeline');
 svg.addEventListener('mousemove',function(e){var t=e.target.closest('[class]');var ti=t&&t.querySelector&&t.querySelector('title');info.textContent=ti?ti.textContent:'';});
@@ -941,6 +945,8 @@ document.querySelectorAll('.lane').forEach(function(l){l.classList.toggle('hidde
 var lanes=document.querySelectorAll('.lane').length,holds=document.querySelectorAll('.hold').length;
 document.body.setAttribute('data-lanes',lanes);document.body.setAttribute('data-holds',holds);
 document.body.setAttribute('data-violations',document.querySelectorAll('g.violation').length);
+document.body.offsetHeight;svg.getBoundingClientRect();
+document.body.setAttribute('data-layout-ms',Math.round(performance.now()));
 document.body.setAttribute('data-ready','1');})();"#;
 
 #[cfg(test)]

@@ -50,6 +50,7 @@ mod set;
 mod soak;
 mod stream;
 mod strings;
+mod timeline;
 mod tracking;
 mod tx;
 mod unix_socket;
