@@ -264,8 +264,23 @@ pub struct ClientInfo {
 #[derive(Debug, Default)]
 pub struct TopologyFacts {
     pub marks: Vec<Mark>,
-    pub lost: Vec<crate::replication::ledger::LostGrant>,
+    pub lost: Vec<LostHold>,
     pub violations: Vec<Violation>,
+}
+
+/// A grant a failover lost: held by its client on the old primary, the
+/// new primary never heard of it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LostHold {
+    pub db: usize,
+    pub key: Bytes,
+    pub holder: Bytes,
+    /// The client that acquired it on the old primary (0: unknown).
+    pub client: u64,
+    /// When it was granted (or, unknown, when it was lost), unix ms.
+    pub start_ms: u64,
+    /// When its lease ends (`None`: no lease).
+    pub until_ms: Option<u64>,
 }
 
 /// Which part of the history a timeline shows.
@@ -355,7 +370,7 @@ pub fn build(nodes: Vec<NodeFacts>, topo: TopologyFacts, range: &Range, now_ms: 
         .map(|e| e.time_ms)
         .chain(claims.iter().map(|c| c.enter_ms))
         .chain(topo.marks.iter().map(|m| m.time_ms))
-        .chain(topo.lost.iter().map(|g| g.granted_ms.unwrap_or(g.lost_ms)))
+        .chain(topo.lost.iter().map(|g| g.start_ms))
         .min()
         .unwrap_or(now_ms);
     let from_ms = range.from_ms.unwrap_or(first);
@@ -436,14 +451,7 @@ pub fn build(nodes: Vec<NodeFacts>, topo: TopologyFacts, range: &Range, now_ms: 
         if !wanted(&g.key) {
             continue;
         }
-        let start = g.granted_ms.unwrap_or(g.lost_ms);
-        let client = g
-            .granted_by
-            .as_deref()
-            .and_then(|b| b.strip_prefix("client "))
-            .and_then(|b| b.split(' ').next())
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(0);
+        let (start, client) = (g.start_ms, g.client);
         let l = lane(&mut lanes, g.db, &g.key, "");
         l.holds.push(Hold {
             holder: g.holder.clone(),

@@ -65,7 +65,25 @@ impl Ledger {
     pub fn timeline_facts(&self) -> crate::control::timeline::TopologyFacts {
         crate::control::timeline::TopologyFacts {
             marks: self.marks.iter().cloned().collect(),
-            lost: self.lost_log.clone(),
+            lost: self
+                .lost_log
+                .iter()
+                .map(|g| crate::control::timeline::LostHold {
+                    db: g.db,
+                    key: g.key.clone(),
+                    holder: g.holder.clone(),
+                    // `granted_by` reads `client <id> (<command>)`.
+                    client: g
+                        .granted_by
+                        .as_deref()
+                        .and_then(|b| b.strip_prefix("client "))
+                        .and_then(|b| b.split(' ').next())
+                        .and_then(|n| n.parse().ok())
+                        .unwrap_or(0),
+                    start_ms: g.granted_ms.unwrap_or(g.lost_ms),
+                    until_ms: g.until_ms,
+                })
+                .collect(),
             violations: self
                 .violation_at
                 .iter()
