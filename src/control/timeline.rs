@@ -483,7 +483,10 @@ pub fn build(nodes: Vec<NodeFacts>, topo: TopologyFacts, range: &Range, now_ms: 
             l.kind = "lock";
         }
     }
-    let marks: Vec<Mark> = topo.marks.into_iter().filter(|m| in_range(m.time_ms, m.time_ms)).collect();
+    let mut marks: Vec<Mark> = topo.marks.into_iter().filter(|m| in_range(m.time_ms, m.time_ms)).collect();
+    // The same move sent to each node of a topology (a front end moves
+    // every node's clock) is one mark.
+    marks.dedup();
     Timeline { from_ms, to_ms, lanes, marks, violations, clients: clients.into_values().collect(), events: n_events }
 }
 
