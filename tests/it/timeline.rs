@@ -288,3 +288,35 @@ fn a_timeline_of_10000_events_opens_in_the_browser() {
         browser.as_millis()
     );
 }
+
+/// A cluster slot moved under a held lock: the timeline of any node shows
+/// the lock's lane and the slot move's mark; a user who may read only
+/// other keys sees no lane.
+#[test]
+fn a_slot_move_under_a_held_lock_is_marked() {
+    use crate::common::resp::{RawConn, Value};
+    let cluster = rlockd::Server::start_cluster(3).expect("cluster");
+    let ports: Vec<u16> = cluster.addrs().iter().map(|a| a.port()).collect();
+    let mut n0 = RawConn::connect(ports[0]);
+    // Slot 3300 ("b") is node 0's.
+    assert_eq!(n0.cmd(&["SET", "b", "tok", "NX", "PX", "30000"]), Value::Simple(b"OK".to_vec()));
+    assert_eq!(n0.cmd(&["RLOCKD", "CLUSTER", "MOVESLOT", "3300", "1"]), Value::Int(1));
+    let mut n2 = RawConn::connect(ports[2]);
+    let Value::Bulk(Some(html)) = n2.cmd(&["RLOCKD", "TIMELINE"]) else { panic!("TIMELINE") };
+    let html = String::from_utf8(html).expect("utf-8");
+    let t = cluster.with_node(2, |s| s.timeline(Default::default())).expect("node 2");
+    assert_eq!(t.lanes.iter().map(|l| &l.key[..]).collect::<Vec<_>>(), [&b"b"[..]]);
+    assert!(t.marks.iter().any(|m| m.kind == "slot" && m.text.contains("slot 3300")), "{:?}", t.marks);
+    assert_eq!(
+        n2.cmd(&["ACL", "SETUSER", "other", "on", "nopass", "~other:*", "+@all"]),
+        Value::Simple(b"OK".to_vec())
+    );
+    let mut other = RawConn::connect(ports[2]);
+    assert_eq!(other.cmd(&["AUTH", "other", "x"]), Value::Simple(b"OK".to_vec()));
+    let Value::Bulk(Some(json)) = other.cmd(&["RLOCKD", "TIMELINE", "FORMAT", "json"]) else { panic!("TIMELINE") };
+    assert!(String::from_utf8_lossy(&json).contains("\"lanes\":[]"), "{}", String::from_utf8_lossy(&json));
+    let Some((dom, _)) = dump_dom(&html) else { return };
+    assert_eq!(body_attr(&dom, "data-ready"), Some("1"));
+    assert!(dom.contains("class=\"lane\" data-lock=\"b\""), "{dom}");
+    assert_eq!(count(&dom, "<g class=\"mark slot\""), 1, "{dom}");
+}
