@@ -272,6 +272,32 @@ test(
   }),
 );
 
+test(
+  "a redlock holder paused inside its claim while another holds the lock is a violation",
+  withClients(async (srv, open) => {
+    await srv.freezeClock();
+    const first = await new Redlock([open()], { retryCount: 0 }).acquire(["orders"], 30000);
+    const other = new Redlock([open()], { retryCount: 0 });
+    let second;
+    await srv.claim("orders", first.value, async () => {
+      await srv.advanceClock(31000); // paused past its lease
+      second = await other.acquire(["orders"], 30000);
+    });
+    const violations = (await srv.checkLocks()).join("\n");
+    assert.match(violations, new RegExp(`overlaps a grant to ${second.value}`));
+    assert.match(violations, /outlived its lease/);
+    const data = JSON.parse(await srv.timeline(null, { format: "json" }));
+    assert.deepEqual(
+      data.lanes[0].holds.map((h) => [h.holder, h.end]),
+      [
+        [first.value, "expired"],
+        [second.value, "held"],
+      ],
+    );
+    await second.release();
+  }),
+);
+
 test("a failed test's timeline is written and its path reported", async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rlockd-artifacts-"));
   const before = process.env.RLOCKD_ARTIFACTS;
