@@ -124,6 +124,28 @@ fn redis_py_example() {
     check_server_side(srv.port, "example:python");
 }
 
+/// The paused holder with redis-py's `Lock` (`clients/examples/python/paused_holder.py`):
+/// its claimed critical section outlives its lease and overlaps a second
+/// holder; CHECK says so and the timeline it writes draws the violation.
+#[test]
+fn redis_py_paused_holder_example() {
+    let Some(python) = redis_py("the redis-py paused-holder example") else { return };
+    let src = source("python");
+    let srv = Binary::start(&["--port", "0"]);
+    let file = work_dir("python").join(format!("paused-holder-{}.html", srv.port));
+    let args = ["paused_holder.py", &srv.port.to_string(), file.to_str().expect("utf-8 path")];
+    let r = ok_or_panic(
+        "the paused-holder example",
+        run_in(Some(&src), python.to_str().expect("utf-8 path"), &args, STEP_LIMIT),
+    );
+    assert_eq!(r.stdout.lines().next(), Some("paused holder: second-holder=True violations=3"), "{}", r.stdout);
+    assert!(r.stdout.contains("outlived its lease"), "{}", r.stdout);
+    let html = std::fs::read_to_string(&file).expect("the timeline");
+    assert!(html.contains("data-client-name=\"worker-a\" data-end=\"expired\""), "{html}");
+    assert!(html.contains("<g class=\"violation\""));
+    let _ = std::fs::remove_file(&file);
+}
+
 /// redis-py's `RedisCluster` and `Lock` on `rlockd --cluster 3`, the lock
 /// held while its slot moves (`clients/examples/python/cluster_example.py`).
 #[test]
