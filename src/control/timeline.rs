@@ -439,6 +439,8 @@ pub fn build(nodes: Vec<NodeFacts>, topo: TopologyFacts, range: &Range, now_ms: 
         match e.event {
             "reentered" => h.depth.push((e.time_ms, e.count)),
             "renewed" => h.renewals.push(e.time_ms),
+            // A reentrant lock released once of several: the depth falls.
+            "released" if e.count > 0 => h.depth.push((e.time_ms, e.count)),
             "released" | "expired" => {
                 h.end_ms = e.time_ms;
                 h.end = e.event;
@@ -536,15 +538,6 @@ fn json_opt(out: &mut String, v: Option<u64>) {
         }
         None => out.push_str("null"),
     }
-}
-
-/// A colour per client: its name if it has one, else the holder's owner.
-fn hue(s: &[u8]) -> u32 {
-    let mut h: u32 = 2_166_136_261;
-    for b in s {
-        h = (h ^ u32::from(*b)).wrapping_mul(16_777_619);
-    }
-    h % 360
 }
 
 /// The width of the plot, in SVG units.
@@ -728,6 +721,7 @@ impl Timeline {
             t += step;
         }
         o.push_str("</g>\n");
+        let mut colours: HashMap<Vec<u8>, u32> = HashMap::new();
         for (l, p) in self.lanes.iter().zip(&placed) {
             o.push_str("<g class=\"lane\" data-lock=\"");
             esc_b(&mut o, &l.key);
@@ -747,7 +741,7 @@ impl Timeline {
             let _ = write!(o, " ({})</title></text>", l.kind);
             let _ = write!(o, "<text class=\"kind\" x=\"4\" y=\"{:.1}\">{} · db{}</text>", p.y + 26.0, l.kind, l.db);
             for (h, &row) in l.holds.iter().zip(&p.rows) {
-                self.hold_svg(&mut o, h, p.y + 4.0 + row as f64 * ROW_H);
+                self.hold_svg(&mut o, h, p.y + 4.0 + row as f64 * ROW_H, &mut colours);
             }
             let mut row_y = p.y + 4.0 + p.n_rows as f64 * ROW_H;
             if !l.claims.is_empty() {
@@ -842,11 +836,21 @@ impl Timeline {
         o
     }
 
-    fn hold_svg(&self, o: &mut String, h: &Hold, y: f64) {
+    /// The colour of a hold: one per client name, or per holder for
+    /// unnamed clients, spread around the wheel in order of appearance.
+    fn colour_key<'a>(&'a self, h: &'a Hold) -> &'a [u8] {
+        match self.client(h.client) {
+            Some(c) if !c.name.is_empty() => c.name.as_bytes(),
+            _ => owner(&h.holder),
+        }
+    }
+
+    fn hold_svg(&self, o: &mut String, h: &Hold, y: f64, colours: &mut HashMap<Vec<u8>, u32>) {
         let (x1, x2) = (self.x(h.start_ms), self.x(h.end_ms));
         let c = self.client(h.client);
         let name = c.map_or("", |c| c.name.as_str());
-        let colour = if name.is_empty() { hue(owner(&h.holder)) } else { hue(name.as_bytes()) };
+        let n = colours.len() as u32;
+        let colour = *colours.entry(self.colour_key(h).to_vec()).or_insert((n * 137 + 210) % 360);
         let _ = write!(
             o,
             "<g class=\"hold-group\"><rect class=\"hold {}\" data-holder=\"{}\" data-client=\"{}\" data-client-name=\"{}\" data-end=\"{}\" data-start-ms=\"{}\" data-end-ms=\"{}\" x=\"{x1:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"{:.0}\" style=\"fill:hsl({colour},65%,62%)\"><title>{} held by client {}",
@@ -985,8 +989,9 @@ mod tests {
             ev(1, 100, "l", "acquired", "a:1", 1),
             ev(2, 110, "l", "reentered", "a:1", 2),
             ev(3, 120, "l", "renewed", "a:1", 2),
-            ev(4, 130, "l", "expired", "a:1", 0),
-            ev(5, 140, "l", "acquired", "b:1", 1),
+            ev(4, 125, "l", "released", "a:1", 1),
+            ev(5, 130, "l", "expired", "a:1", 0),
+            ev(6, 140, "l", "acquired", "b:1", 1),
         ];
         let node = NodeFacts { events, ..Default::default() };
         let t = build(vec![node], TopologyFacts::default(), &Range::default(), 200);
@@ -994,7 +999,7 @@ mod tests {
         let holds: Vec<(&[u8], u64, u64, &str)> =
             t.lanes[0].holds.iter().map(|h| (&h.holder[..], h.start_ms, h.end_ms, h.end)).collect();
         assert_eq!(holds, [(&b"a:1"[..], 100, 130, "expired"), (b"b:1", 140, 200, "held")]);
-        assert_eq!(t.lanes[0].holds[0].depth, [(100, 1), (110, 2)]);
+        assert_eq!(t.lanes[0].holds[0].depth, [(100, 1), (110, 2), (125, 1)]);
         assert_eq!(t.lanes[0].holds[0].renewals, [120]);
         let html = t.to_html();
         assert!(html.contains("class=\"lane\" data-lock=\"l\""));
