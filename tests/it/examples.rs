@@ -206,6 +206,7 @@ pub(crate) fn node_work(what: &str) -> Option<PathBuf> {
         "failover.js",
         "cluster_failover.js",
         "field_ttl.js",
+        "paused_holder.js",
     ] {
         std::fs::copy(src.join(f), work.join(f)).unwrap_or_else(|e| panic!("copy {f}: {e}"));
     }
@@ -217,6 +218,23 @@ pub(crate) fn node_work(what: &str) -> Option<PathBuf> {
         );
     });
     Some(work)
+}
+
+/// The paused holder with ioredis and redlock (`clients/examples/node/paused_holder.js`):
+/// its claimed critical section outlives its lease and overlaps a second
+/// holder; CHECK says so and the timeline it writes draws the violation.
+#[test]
+fn node_paused_holder_example() {
+    let Some(work) = node_work("the node paused-holder example") else { return };
+    let srv = Binary::start(&["--port", "0"]);
+    let file = work.join(format!("paused-holder-{}.html", srv.port));
+    let args = ["paused_holder.js", &srv.port.to_string(), file.to_str().expect("utf-8 path")];
+    let r = ok_or_panic("the node paused-holder example", run_in(Some(&work), "node", &args, STEP_LIMIT));
+    assert_eq!(r.stdout.lines().next(), Some("paused holder: second-holder=true violations=3"), "{}", r.stdout);
+    let html = std::fs::read_to_string(&file).expect("the timeline");
+    assert!(html.contains("data-client-name=\"worker-a\" data-end=\"expired\""), "{html}");
+    assert!(html.contains("<g class=\"violation\""));
+    let _ = std::fs::remove_file(&file);
 }
 
 #[test]
