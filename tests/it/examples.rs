@@ -220,6 +220,33 @@ pub(crate) fn node_work(what: &str) -> Option<PathBuf> {
     Some(work)
 }
 
+/// The paused holder with Redisson's watchdog lock, its renewals lost
+/// (`clients/examples/java/.../PausedHolderMain.java`): its claimed critical
+/// section outlives the lease and overlaps a second holder; CHECK says so
+/// and the timeline it writes draws the violation.
+#[test]
+fn redisson_paused_holder_example() {
+    if !runs("java", &["-version"]) || !runs("mvn", &["-v"]) {
+        skipped("a JDK (17+) and Maven are not installed, so the Redisson paused-holder example was not run");
+        return;
+    }
+    let srv = Binary::start(&["--port", "0"]);
+    let build = work_dir("java-paused-holder");
+    let file = build.join(format!("paused-holder-{}.html", srv.port));
+    let args = format!("redis://127.0.0.1:{} {}", srv.port, file.display());
+    let r = ok_or_panic(
+        "the Redisson paused-holder example",
+        run_java_example(&build, Some("example.PausedHolderMain"), &args, STEP_LIMIT),
+    );
+    assert!(r.stdout.contains("paused holder: second-holder=true violations=3"), "{}", r.stdout);
+    assert!(r.stdout.contains("outlived its lease"), "{}", r.stdout);
+    let html = std::fs::read_to_string(&file).expect("the timeline");
+    assert!(html.contains("data-end=\"expired\""), "{html}");
+    assert!(html.contains("<g class=\"violation\""));
+    assert!(html.contains("<g class=\"mark fault\""), "the lost renewals' fault is marked");
+    let _ = std::fs::remove_file(&file);
+}
+
 /// The paused holder with ioredis and redlock (`clients/examples/node/paused_holder.js`):
 /// its claimed critical section outlives its lease and overlaps a second
 /// holder; CHECK says so and the timeline it writes draws the violation.
