@@ -84,5 +84,5 @@ pub use script::ScriptProfile;
 pub use sentinel::Sentinel;
 pub use server::cluster::{Cluster, ClusterConfig};
 pub use server::replication::ReplicationControl;
-pub use server::Server;
+pub use server::{ClaimGuard, Server};
 pub use version::{set_allocator_name, REDIS_VERSION};

@@ -465,28 +465,15 @@ static CLAIM: OpTable = OpTable {
 };
 
 fn claim_enter(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let db = ctx.client.db();
-    let now = ctx.shared.clock.now_ms();
-    let control = &mut ctx.core.control;
-    let last = control.history.as_ref().map_or(0, |h| h.last_id());
-    let holders = ctx
-        .core
-        .ks
-        .dbs
-        .get(db)
-        .and_then(|d| crate::control::locks::view_key(d, db, &args[3], now))
-        .map(|l| l.holders.into_iter().map(|h| h.id).collect())
-        .unwrap_or_default();
-    control.claims.enter(db, args[3].clone(), args[4].clone(), ctx.client.id, now, last, holders);
+    let (db, now) = (ctx.client.db(), ctx.shared.clock.now_ms());
+    let core = &mut *ctx.core;
+    core.control.claim_enter(&core.ks, db, args[3].clone(), args[4].clone(), ctx.client.id, now);
     Ok(Reply::ok())
 }
 
 fn claim_leave(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let db = ctx.client.db();
-    let now = ctx.shared.clock.now_ms();
-    let control = &mut ctx.core.control;
-    let last = control.history.as_ref().map_or(0, |h| h.last_id());
-    if control.claims.leave(db, &args[3], &args[4], now, last) {
+    let (db, now) = (ctx.client.db(), ctx.shared.clock.now_ms());
+    if ctx.core.control.claim_leave(db, &args[3], &args[4], now) {
         Ok(Reply::ok())
     } else {
         Err(CmdError::custom("ERR no claimed critical section of this holder on this lock"))

@@ -104,6 +104,25 @@ impl Control {
         locks::scan(&ks.dbs, pattern, now_ms, |db, key| history.is_some_and(|h| h.is_counter(db, key)))
     }
 
+    /// `RLOCKD CLAIM ENTER`: `holder` (of client `client`) is inside the
+    /// critical section of lock `key` in database `db`, at `now_ms`.
+    pub fn claim_enter(&mut self, ks: &Keyspace, db: usize, key: Bytes, holder: Bytes, client: u64, now_ms: u64) {
+        let last = self.history.as_ref().map_or(0, LockHistory::last_id);
+        let holders = ks
+            .dbs
+            .get(db)
+            .and_then(|d| locks::view_key(d, db, &key, now_ms))
+            .map(|l| l.holders.into_iter().map(|h| h.id).collect())
+            .unwrap_or_default();
+        self.claims.enter(db, key, holder, client, now_ms, last, holders);
+    }
+
+    /// `RLOCKD CLAIM LEAVE`; false if `holder` claimed no section of that lock.
+    pub fn claim_leave(&mut self, db: usize, key: &[u8], holder: &[u8], now_ms: u64) -> bool {
+        let last = self.history.as_ref().map_or(0, LockHistory::last_id);
+        self.claims.leave(db, key, holder, now_ms, last)
+    }
+
     /// Every violation: the history's, then the claims' (`RLOCKD CHECK`).
     pub fn violations(&self) -> Vec<String> {
         let Some(h) = self.history.as_ref() else { return Vec::new() };

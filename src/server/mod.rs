@@ -214,6 +214,27 @@ impl Server {
         })
     }
 
+    /// Marks the application's code as inside the critical section of lock
+    /// `key` (database 0) held as `holder` (as `RLOCKD CLAIM ENTER`); the
+    /// section ends when the returned guard drops (`RLOCKD CLAIM LEAVE`).
+    /// [`check_locks`](Self::check_locks) then flags a section that
+    /// overlapped another holder's grant or outlived its own lease.
+    ///
+    /// ```no_run
+    /// let srv = rlockd::Server::start().unwrap();
+    /// {
+    ///     let _inside = srv.claim("orders", "token-a");
+    ///     // the critical section
+    /// }
+    /// assert!(srv.check_locks().is_empty());
+    /// ```
+    pub fn claim(&self, key: &str, holder: &str) -> ClaimGuard<'_> {
+        let (k, h) = (bytes::Bytes::copy_from_slice(key.as_bytes()), bytes::Bytes::copy_from_slice(holder.as_bytes()));
+        let now = self.shared.clock.now_ms();
+        self.with_core(|core| core.control.claim_enter(&core.ks, 0, k.clone(), h.clone(), 0, now));
+        ClaimGuard { server: self, key: k, holder: h }
+    }
+
     /// The lock history as a timeline (as `RLOCKD TIMELINE`): this node's
     /// locks, or every primary's of its cluster, with the topology's marks
     /// (clock moves, faults, crashes, failovers, slot moves), claims and
@@ -354,6 +375,22 @@ impl Server {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+    }
+}
+
+/// A claimed critical section ([`Server::claim`]); dropping it leaves.
+#[must_use = "the section ends when the guard drops"]
+pub struct ClaimGuard<'a> {
+    server: &'a Server,
+    key: bytes::Bytes,
+    holder: bytes::Bytes,
+}
+
+impl Drop for ClaimGuard<'_> {
+    fn drop(&mut self) {
+        let now = self.server.shared.clock.now_ms();
+        let (key, holder) = (&self.key, &self.holder);
+        self.server.with_core(|core| core.control.claim_leave(0, key, holder, now));
     }
 }
 

@@ -187,6 +187,37 @@ fn a_paused_holder_overlapping_a_claim_is_drawn_in_the_browser() {
     assert!(count(&dom, "<g class=\"mark clock\"") >= 3);
 }
 
+/// The Rust API's claim: a guard that leaves when dropped; the same
+/// checks as over TCP.
+#[test]
+fn the_rust_claim_guard_marks_a_section() {
+    let srv = common::server();
+    let mut c = common::conn(&srv);
+    srv.clock().freeze(true);
+    let ok: Option<String> =
+        redis::cmd("SET").arg("job").arg("tok-a").arg("NX").arg("PX").arg(10_000).query(&mut c).unwrap();
+    assert_eq!(ok.as_deref(), Some("OK"));
+    {
+        let _inside = srv.claim("job", "tok-a");
+    }
+    assert!(srv.check_locks().is_empty(), "{:?}", srv.check_locks());
+    {
+        let _inside = srv.claim("job", "tok-a");
+        srv.advance_clock(11_000);
+        let ok: Option<String> =
+            redis::cmd("SET").arg("job").arg("tok-b").arg("NX").arg("PX").arg(10_000).query(&mut c).unwrap();
+        assert_eq!(ok.as_deref(), Some("OK"));
+    }
+    let v = srv.check_locks();
+    assert!(
+        v.iter().any(|v| v.contains("tok-a's claimed critical section") && v.contains("outlived its lease")),
+        "{v:?}"
+    );
+    let t = srv.timeline(Default::default());
+    assert_eq!(t.lanes[0].claims.len(), 2);
+    assert!(t.lanes[0].claims.iter().all(|c| c.leave_ms.is_some()));
+}
+
 /// A clean history draws no violation.
 #[test]
 fn two_clients_taking_turns_draw_no_violation() {
