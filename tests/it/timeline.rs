@@ -138,6 +138,7 @@ fn a_paused_holder_overlapping_a_claim_is_drawn_in_the_browser() {
     let renewed: i64 = renew.key("orders").arg(30_000).arg(ha).invoke(&mut a).unwrap();
     assert_eq!(renewed, 1);
     assert_eq!(text(&mut a, &["CLAIM", "ENTER", "orders", ha]), "OK");
+    assert!(rlockd(&mut admin, &["FAULT", "LATENCY", "1", "CLIENT", "worker-b", "TIMES", "1"]).is_ok());
     assert!(acquire(&mut b, hb).is_some(), "B waits: the lock is held");
     // A pauses (its connection frozen) past its lease.
     assert!(matches!(
@@ -183,7 +184,8 @@ fn a_paused_holder_overlapping_a_claim_is_drawn_in_the_browser() {
     assert_eq!(count(&dom, "class=\"renewal\""), 1);
     assert!(count(&dom, "<g class=\"violation\"") >= 2, "{dom}");
     assert!(dom.contains("overlaps a grant to bbbb-2222:7"));
-    assert_eq!(count(&dom, "<g class=\"mark fault\""), 2, "the freeze and its clearing");
+    assert_eq!(count(&dom, "<g class=\"mark fault\""), 4, "the latency set and hit, the freeze and its clearing");
+    assert!(dom.contains("hit: latency on evalsha (client "), "{dom}");
     assert!(count(&dom, "<g class=\"mark clock\"") >= 3);
 }
 
