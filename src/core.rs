@@ -349,6 +349,8 @@ impl Core {
                 from: cut.from.clone(),
                 to: cut.to.clone(),
                 granted_by: Some(format!("client {} ({}) after the failover", e.client, e.command)),
+                granted_ms: Some(e.time_ms),
+                lost_ms: now,
                 replica_offset: cut.replica_offset,
                 primary_offset: self.repl.offset,
                 partition: partition.clone(),

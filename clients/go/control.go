@@ -2,9 +2,12 @@ package rlockd
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"testing"
 	"time"
 )
 
@@ -195,6 +198,81 @@ func (s *Server) AssertLocksSafe() {
 	if v := s.CheckLocks(); len(v) > 0 {
 		s.fail("saw %d lock safety violation(s):\n  - %s", len(v), strings.Join(v, "\n  - "))
 	}
+}
+
+// ---------------------------------------------------------------- timeline and claims
+
+// Timeline is the lock history as one self-contained HTML document (RLOCKD TIMELINE), also
+// written to path unless path is empty.
+func (s *Server) Timeline(path string) string {
+	if s.tb != nil {
+		s.tb.Helper()
+	}
+	doc := asString(s.rlockd("TIMELINE"))
+	if path != "" {
+		if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+			s.fail("writing the timeline: %v", err)
+		}
+	}
+	return doc
+}
+
+// TimelineJSON is the same data as JSON (RLOCKD TIMELINE FORMAT json), of the locks whose
+// keys match the glob pattern key (all with "").
+func (s *Server) TimelineJSON(key string) string {
+	if s.tb != nil {
+		s.tb.Helper()
+	}
+	args := []any{"TIMELINE", "FORMAT", "json"}
+	if key != "" {
+		args = append(args, "KEY", key)
+	}
+	return asString(s.rlockd(args...))
+}
+
+// Claim marks the application's code as inside the critical section of lock, held as holder
+// (RLOCKD CLAIM ENTER; holder as the lock's script writes it: redsync's mutex.Value(), the
+// token of SET key token NX PX), and returns the function that leaves it (RLOCKD CLAIM
+// LEAVE): defer srv.Claim("orders", mutex.Value())(). CheckLocks then flags a section that
+// overlapped another holder's grant or outlived its own lease.
+func (s *Server) Claim(lock, holder string) (leave func()) {
+	if s.tb != nil {
+		s.tb.Helper()
+	}
+	s.rlockd("CLAIM", "ENTER", lock, holder)
+	return func() { s.rlockd("CLAIM", "LEAVE", lock, holder) }
+}
+
+// writeTimeline writes the timeline of a failed test under RLOCKD_ARTIFACTS (default
+// rlockd-artifacts in the test's working directory) and logs its path; a server that cannot
+// answer is skipped silently (its log says why).
+func (s *Server) writeTimeline(tb testing.TB) {
+	doc, err := s.Do("RLOCKD", "TIMELINE")
+	if err != nil {
+		return
+	}
+	dir := os.Getenv("RLOCKD_ARTIFACTS")
+	if dir == "" {
+		dir = "rlockd-artifacts"
+	}
+	name := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.' {
+			return r
+		}
+		return '_'
+	}, tb.Name())
+	path, err := filepath.Abs(filepath.Join(dir, fmt.Sprintf("%s-%d-timeline.html", name, s.port)))
+	if err == nil {
+		err = os.MkdirAll(filepath.Dir(path), 0o755)
+	}
+	if err == nil {
+		err = os.WriteFile(path, []byte(asString(doc)), 0o644)
+	}
+	if err != nil {
+		tb.Logf("rlockd timeline not written: %v", err)
+		return
+	}
+	tb.Logf("rlockd timeline (port %d): %s", s.port, path)
 }
 
 // ---------------------------------------------------------------- snapshots

@@ -131,6 +131,7 @@ func (r *recorder) runCleanups() {
 }
 
 func TestAFailedTestGetsTheServerLog(t *testing.T) {
+	t.Setenv("RLOCKD_ARTIFACTS", t.TempDir()) // the failures are on purpose
 	for _, fail := range []bool{false, true} {
 		rec := &recorder{TB: t}
 		srv := Start(rec)
@@ -151,6 +152,7 @@ func TestAFailedTestGetsTheServerLog(t *testing.T) {
 }
 
 func TestControlErrorsFailTheTest(t *testing.T) {
+	t.Setenv("RLOCKD_ARTIFACTS", t.TempDir()) // the failures are on purpose
 	rec := &recorder{TB: t}
 	srv := Start(rec)
 	defer rec.runCleanups()
@@ -352,5 +354,62 @@ func TestAReplicatedNodeTakenDownAndBroughtUp(t *testing.T) {
 	r.BringUp(1)
 	if !r.Replicas()[0].Ping() {
 		t.Fatal("the replica did not come back")
+	}
+}
+
+func TestAClaimPastItsLeaseIsAViolationAndDrawn(t *testing.T) {
+	srv := Start(t)
+	srv.FreezeClock()
+	if r, err := srv.Do("SET", "orders", "tok-a", "NX", "PX", 30000); err != nil || r != "OK" {
+		t.Fatalf("SET: %v %v", r, err)
+	}
+	leave := srv.Claim("orders", "tok-a")
+	srv.AdvanceClock(31 * time.Second) // paused past its lease
+	if r, err := srv.Do("SET", "orders", "tok-b", "NX", "PX", 30000); err != nil || r != "OK" {
+		t.Fatalf("second SET: %v %v", r, err)
+	}
+	leave()
+	joined := strings.Join(srv.CheckLocks(), "\n")
+	for _, want := range []string{"outlived its lease", "overlaps a grant to tok-b"} {
+		if !strings.Contains(joined, want) {
+			t.Fatalf("no %q in %q", want, joined)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "t.html")
+	doc := srv.Timeline(path)
+	if b, err := os.ReadFile(path); err != nil || string(b) != doc {
+		t.Fatalf("written: %v", err)
+	}
+	for _, want := range []string{`class="lane" data-lock="orders"`, `data-end="expired"`, `<rect class="claim"`, `<g class="violation"`} {
+		if !strings.Contains(doc, want) {
+			t.Fatalf("no %s in the timeline", want)
+		}
+	}
+	if j := srv.TimelineJSON("ord*"); !strings.Contains(j, `"end":"expired"`) {
+		t.Fatalf("json: %s", j)
+	}
+}
+
+func TestAFailedTestLeavesItsTimeline(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("RLOCKD_ARTIFACTS", dir)
+	for _, fail := range []bool{false, true} {
+		rec := &recorder{TB: t}
+		srv := Start(rec)
+		srv.Do("SET", "orders", "tok", "NX", "PX", 30000)
+		rec.failed = fail
+		rec.runCleanups()
+		joined := strings.Join(rec.logs, "\n")
+		if fail != strings.Contains(joined, "rlockd timeline (port "+itoa(srv.Port())+"): "+dir) {
+			t.Fatalf("failed=%v, logs: %q", fail, joined)
+		}
+	}
+	files, _ := os.ReadDir(dir)
+	if len(files) != 1 {
+		t.Fatalf("%d files: only the failed test writes one", len(files))
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, files[0].Name()))
+	if !strings.Contains(string(b), `data-lock="orders"`) {
+		t.Fatal("not the server's timeline")
 	}
 }

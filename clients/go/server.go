@@ -112,7 +112,9 @@ func (s *Server) node(port int) *Server {
 }
 
 // Start starts a server for test tb and registers its stop with tb.Cleanup; when the test
-// has failed by then, the server's log goes into the test's output. A server that cannot be
+// has failed by then, the server's log goes into the test's output and its lock timeline
+// (RLOCKD TIMELINE) is written under RLOCKD_ARTIFACTS (default rlockd-artifacts), its path
+// logged. A server that cannot be
 // started fails the test at once (t.Fatal). The typed test-control methods fail the test on
 // an error reply.
 func Start(tb testing.TB, opts ...Option) *Server {
@@ -125,6 +127,7 @@ func Start(tb testing.TB, opts ...Option) *Server {
 	tb.Cleanup(func() {
 		if tb.Failed() {
 			tb.Logf("rlockd log (port %d):\n%s", s.port, strings.TrimRight(s.Logs(), "\n"))
+			s.writeTimeline(tb)
 		}
 		s.Close()
 	})

@@ -93,6 +93,7 @@ func start(tb testing.TB, nodes, sentinels int, topology []string, opts []Option
 	tb.Cleanup(func() {
 		if tb.Failed() {
 			tb.Logf("rlockd log (ports %v, sentinels %v):\n%s", s.ports, s.sentinels, strings.TrimRight(s.Logs(), "\n"))
+			s.writeTimeline(tb)
 		}
 		s.Close()
 	})

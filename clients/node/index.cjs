@@ -445,9 +445,49 @@ class RlockdServer {
     return (await this._rlockd("CHECK")).map(text);
   }
 
-  /** Forgets the lock events and violations seen so far. */
+  /** Forgets the lock events and violations seen so far (and the claims). */
   async resetLockChecks() {
     await this._rlockd("CHECK", "RESET");
+  }
+
+  /**
+   * RLOCKD TIMELINE: the lock history as one self-contained HTML document (or JSON with
+   * `format: "json"`), also written to `file` when one is given. `key` is a glob pattern;
+   * `fromMs` / `toMs` bound the time shown (server time, unix ms).
+   */
+  async timeline(file, { key, fromMs, toMs, format = "html" } = {}) {
+    const args = ["TIMELINE"];
+    if (key !== undefined) args.push("KEY", key);
+    if (fromMs !== undefined) args.push("FROM", Math.trunc(fromMs));
+    if (toMs !== undefined) args.push("TO", Math.trunc(toMs));
+    args.push("FORMAT", format);
+    const doc = text(await this._rlockd(...args));
+    if (file !== undefined && file !== null) fs.writeFileSync(file, doc);
+    return doc;
+  }
+
+  /** RLOCKD CLAIM ENTER: the application's code is now inside the critical section of `lock` as `holder`. */
+  async claimEnter(lock, holder) {
+    await this._rlockd("CLAIM", "ENTER", lock, holder);
+  }
+
+  /** RLOCKD CLAIM LEAVE: it left it. */
+  async claimLeave(lock, holder) {
+    await this._rlockd("CLAIM", "LEAVE", lock, holder);
+  }
+
+  /**
+   * Runs `fn` as a claimed critical section of `lock` held as `holder` (redlock's `lock.value`,
+   * Redisson's `uuid:threadId`): checkLocks() then flags it if it overlapped another holder's
+   * grant or outlived its own lease. Resolves with what `fn` resolves with.
+   */
+  async claim(lock, holder, fn) {
+    await this.claimEnter(lock, holder);
+    try {
+      return await fn();
+    } finally {
+      await this.claimLeave(lock, holder);
+    }
   }
 
   /** Rejects with a LocksUnsafeError (an AssertionError) listing the violations, if any. */
@@ -1046,6 +1086,25 @@ class RlockdReplicated extends RlockdTopology {
  * `fn`, stops it afterwards, and when `fn` throws appends the server's log to
  * the error. `test("x", withServer(async (srv) => { ... }))`
  */
+/**
+ * Writes `srv`'s timeline for a failed test under RLOCKD_ARTIFACTS (default: rlockd-artifacts
+ * in the working directory) and, given node:test's context `t`, reports its path as the test's
+ * diagnostic. Resolves with the path, or undefined if the server could not answer.
+ */
+async function writeTimeline(srv, t) {
+  try {
+    const dir = process.env.RLOCKD_ARTIFACTS || "rlockd-artifacts";
+    fs.mkdirSync(dir, { recursive: true });
+    const name = (t && typeof t.name === "string" ? t.name : "test").replace(/[^A-Za-z0-9_.-]+/g, "_");
+    const file = path.resolve(dir, `${name}-${srv.port}-timeline.html`);
+    await srv.timeline(file);
+    if (t && typeof t.diagnostic === "function") t.diagnostic(`rlockd timeline: ${file}`);
+    return file;
+  } catch {
+    return undefined;
+  }
+}
+
 function withServer(fn, options) {
   return async (...ctx) => {
     const srv = await RlockdServer.start(options);
@@ -1053,9 +1112,11 @@ function withServer(fn, options) {
       return await fn(srv, ...ctx);
     } catch (e) {
       const log = `--- rlockd log (port ${srv.port}) ---\n${srv.logs()}`;
+      const timeline = await writeTimeline(srv, ctx[0]);
       if (e instanceof Error) {
-        e.message = `${e.message}\n${log}`;
+        e.message = `${e.message}\n${log}` + (timeline ? `\n--- rlockd timeline: ${timeline}` : "");
         e.rlockdLogs = srv.logs();
+        e.rlockdTimeline = timeline;
       }
       throw e;
     } finally {
@@ -1078,6 +1139,7 @@ module.exports = {
   LocksUnsafeError,
   binaryPath,
   withServer,
+  writeTimeline,
 };
 // Not API: the tables test/schema.test.mjs compares with the server's RLOCKD SCHEMA.
 Object.defineProperty(module.exports, "_tables", {

@@ -183,6 +183,17 @@ export declare class RlockdServer {
   resetLockChecks(): Promise<void>;
   /** Rejects with a {@link LocksUnsafeError} listing the violations, if any. */
   assertLocksSafe(): Promise<void>;
+  /** RLOCKD TIMELINE: the lock history as one self-contained HTML document (or JSON), also written to `file` when given. */
+  timeline(
+    file?: string | null,
+    options?: { key?: string; fromMs?: number; toMs?: number; format?: "html" | "json" },
+  ): Promise<string>;
+  /** RLOCKD CLAIM ENTER: the application's code is inside the critical section of `lock` as `holder`. */
+  claimEnter(lock: string, holder: string): Promise<void>;
+  /** RLOCKD CLAIM LEAVE. */
+  claimLeave(lock: string, holder: string): Promise<void>;
+  /** Runs `fn` as a claimed critical section of `lock` held as `holder`; resolves with its result. */
+  claim<R>(lock: string, holder: string, fn: () => R | Promise<R>): Promise<R>;
   /** Captures every database, TTLs included, under `name`. */
   snapshot(name: string): Promise<void>;
   /** Replaces every database with snapshot `name` (as after a failover). */
@@ -339,12 +350,24 @@ export declare function binaryPath(explicit?: string): string;
 
 /**
  * Wraps a test body: starts a server, passes it and the runner's arguments to `fn`,
- * stops it afterwards; when `fn` throws, the server's log is appended to the error.
+ * stops it afterwards; when `fn` throws, the server's log is appended to the error, and its
+ * timeline is written by {@link writeTimeline} (path in the error and, under node:test, the
+ * test's diagnostic).
  */
 export declare function withServer<A extends unknown[], R>(
   fn: (server: RlockdServer, ...context: A) => R | Promise<R>,
   options?: RlockdOptions,
 ): (...context: A) => Promise<R>;
+
+/**
+ * Writes `server`'s timeline for a failed test under RLOCKD_ARTIFACTS (default:
+ * rlockd-artifacts in the working directory); given node:test's context, reports the path
+ * as its diagnostic. Resolves with the path (undefined if the server could not answer).
+ */
+export declare function writeTimeline(
+  server: RlockdServer,
+  context?: { name?: string; diagnostic?(message: string): void },
+): Promise<string | undefined>;
 
 declare const _default: {
   RlockdServer: typeof RlockdServer;
@@ -355,5 +378,6 @@ declare const _default: {
   LocksUnsafeError: typeof LocksUnsafeError;
   binaryPath: typeof binaryPath;
   withServer: typeof withServer;
+  writeTimeline: typeof writeTimeline;
 };
 export default _default;

@@ -9,4 +9,5 @@ export const RlockdError = cjs.RlockdError;
 export const LocksUnsafeError = cjs.LocksUnsafeError;
 export const binaryPath = cjs.binaryPath;
 export const withServer = cjs.withServer;
+export const writeTimeline = cjs.writeTimeline;
 export default cjs;

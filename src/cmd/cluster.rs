@@ -773,7 +773,7 @@ fn reset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 /// Node `n`'s running server state.
-fn peer(m: &Member, n: usize) -> Result<Arc<Shared>, CmdError> {
+pub(crate) fn peer(m: &Member, n: usize) -> Result<Arc<Shared>, CmdError> {
     m.topo
         .peer(n)
         .and_then(|p| p.downcast::<Shared>().ok())
@@ -1013,6 +1013,8 @@ fn moveslot(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if m.topo.primary_of(to).is_some() {
         return Err(CmdError::custom("ERR Target node is not a master"));
     }
+    let what = format!("slot {slot} moves from node {from} to node {to}");
+    ctx.core.repl.ledger.lock().marks.push(ctx.shared.clock.now_ms(), "slot", what);
     // As `redis-cli --cluster reshard`: SETSLOT MIGRATING on the source,
     // IMPORTING on the destination, each in its own view.
     m.topo.view_mut(from).nodes[from].migrating.insert(slot, to);

@@ -107,6 +107,14 @@ static RLOCKD_SUBS: &[CommandSpec] = &[
         .hidden_flags(TEST_CONTROL)
         .doc("Pause, lag, drop or break replication; fail over; crash a node", "7.0.0")
         .ops(&super::replication::CONTROL),
+    cmd("timeline", rlockd_timeline, -2, ACTS, 0, 0, 0, ACTS_ACL)
+        .hidden_flags(TEST_CONTROL)
+        .doc("The lock history as a timeline: one self-contained HTML document, or JSON", "7.0.0")
+        .ops(&TIMELINE),
+    cmd("claim", run_ops, 5, ACTS, 0, 0, 0, ACTS_ACL)
+        .hidden_flags(TEST_CONTROL)
+        .doc("Mark the application's critical section under a lock: enter, leave", "7.0.0")
+        .ops(&CLAIM),
     cmd("schema", rlockd_schema, -2, ACTS, 0, 0, 0, ACTS_ACL)
         .hidden_flags(TEST_CONTROL)
         .doc("Every subcommand's arguments or operations, as data", "7.0.0")
@@ -343,10 +351,10 @@ fn rlockd_events(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     show(ctx.core, events, &reader)
 }
 
-/// `RLOCKD CHECK`: this node's lock history's violations, then the
-/// holders lost by a failover of its primary/replica group.
+/// `RLOCKD CHECK`: this node's lock history's violations and its claims',
+/// then the holders lost by a failover of its primary/replica group.
 fn check_list(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    let of = |core: &mut Core, _| core.control.history.as_ref().map(|h| h.violations().to_vec()).unwrap_or_default();
+    let of = |core: &mut Core, _| core.control.violations();
     // A cluster node: every primary's, then the cluster's ledger.
     let show = |core: &mut Core, mut all: Vec<String>| {
         all.extend(core.repl.violations());
@@ -365,9 +373,10 @@ fn check_reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
         if let Some(history) = core.control.history.as_mut() {
             history.reset();
         }
+        core.control.claims.clear();
     };
     let done = |core: &mut Core| {
-        core.repl.ledger.lock().violations.clear();
+        core.repl.ledger.lock().reset_violations();
         Ok(Reply::ok())
     };
     if let Some(result) = super::cluster::each_primary(ctx, reset, move |core, _| done(core)) {
@@ -375,6 +384,100 @@ fn check_reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     }
     reset(ctx.core, 0);
     done(ctx.core)
+}
+
+/// `RLOCKD TIMELINE [KEY <pattern>] [FROM <ms>] [TO <ms>] [FORMAT html|json]`.
+static TIMELINE: OpTable = no_ops(
+    &[
+        arg("pattern", "pattern").opt().token("KEY"),
+        arg("from-ms", "integer").opt().token("FROM"),
+        arg("to-ms", "integer").opt().token("TO"),
+        arg("format", "text").opt().token("FORMAT").choice(&["html", "json"]),
+    ],
+    &[
+        "TIMELINE [KEY <pattern>] [FROM <ms>] [TO <ms>] [FORMAT HTML|JSON]",
+        "    The lock history as one self-contained HTML document (or JSON): a lane per lock, holds,",
+        "    claims, waiters, faults, clock moves, crashes, failovers, slot moves and violations.",
+    ],
+);
+
+fn rlockd_timeline(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    use crate::control::timeline::{self, Range};
+    let mut range = Range::default();
+    let mut json = false;
+    let ms = |a: &Bytes| u64::try_from(int(a)?).map_err(|_| CmdError::custom("ERR FROM and TO must be positive"));
+    for pair in args[2..].chunks(2) {
+        let [o, v] = pair else { return Err(CmdError::Syntax) };
+        if eq(o, "key") {
+            range.pattern = Some(v.clone());
+        } else if eq(o, "from") {
+            range.from_ms = Some(ms(v)?);
+        } else if eq(o, "to") {
+            range.to_ms = Some(ms(v)?);
+        } else if eq(o, "format") && (eq(v, "html") || eq(v, "json")) {
+            json = eq(v, "json");
+        } else {
+            return Err(CmdError::Syntax);
+        }
+    }
+    let reader = Reader::of(ctx, args);
+    let pattern = range.pattern.clone();
+    let of = move |core: &mut Core, now| core.control.timeline_facts(&core.ks, &core.clients, pattern.as_deref(), now);
+    let finish = move |core: &mut Core, nodes: Vec<timeline::NodeFacts>, now: u64| {
+        let topo = core.repl.ledger.lock().timeline_facts();
+        let mut t = timeline::build(nodes, topo, &range, now);
+        t.lanes.retain(|l| reader.may_read(core, &l.key));
+        t.violations.retain(|v| reader.may_read(core, &v.key));
+        Ok(Reply::Bulk(Bytes::from(if json { t.to_json() } else { t.to_html() })))
+    };
+    let now = ctx.shared.clock.now_ms();
+    let of2 = of.clone();
+    let finish2 = finish.clone();
+    if let Some(result) = super::cluster::each_primary(ctx, of2, move |core, all| finish2(core, all, now)) {
+        return result;
+    }
+    let mine = of(ctx.core, now);
+    finish(ctx.core, vec![mine], now)
+}
+
+/// `RLOCKD CLAIM ENTER | LEAVE <lock> <holder>`.
+static CLAIM: OpTable = OpTable {
+    args: &[],
+    help: &[],
+    ops: &[
+        op(
+            "enter",
+            &[arg("lock", "key"), arg("holder", "text")],
+            claim_enter,
+            &[
+                "CLAIM ENTER | LEAVE <lock> <holder>",
+                "    The application enters / leaves its critical section under <lock> as <holder> (the",
+                "    holder the lock's script writes): CHECK flags a section that overlaps another holder's",
+                "    grant or outlives its own lease.",
+            ],
+        ),
+        op("leave", &[arg("lock", "key"), arg("holder", "text")], claim_leave, &[]),
+    ],
+    fields: &[],
+    unknown: super::help::subcommand_syntax,
+    check: None,
+    default: None,
+};
+
+fn claim_enter(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let (db, now) = (ctx.client.db(), ctx.shared.clock.now_ms());
+    let core = &mut *ctx.core;
+    core.control.claim_enter(&core.ks, db, args[3].clone(), args[4].clone(), ctx.client.id, now);
+    Ok(Reply::ok())
+}
+
+fn claim_leave(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let (db, now) = (ctx.client.db(), ctx.shared.clock.now_ms());
+    if ctx.core.control.claim_leave(db, &args[3], &args[4], now) {
+        Ok(Reply::ok())
+    } else {
+        Err(CmdError::custom("ERR no claimed critical section of this holder on this lock"))
+    }
 }
 
 fn rlockd_snapshot(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
@@ -587,9 +690,21 @@ fn fault_list(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     Ok(Reply::Array(ctx.shared.faults.list().iter().map(fault_reply).collect()))
 }
 
+/// The command line `args` without `RLOCKD`, for a timeline's mark.
+fn command_text(args: &[Bytes]) -> String {
+    args[1..].iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect::<Vec<_>>().join(" ")
+}
+
+/// Leaves a mark of `kind` for the timeline: the command, at the server's time.
+fn mark(ctx: &mut Ctx<'_>, kind: &'static str, args: &[Bytes]) {
+    let now = ctx.shared.clock.now_ms();
+    ctx.core.repl.ledger.lock().marks.push(now, kind, command_text(args));
+}
+
 /// `RLOCKD FAULT CLEAR [<id>]`.
 fn fault_clear(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let id = args.get(3).map(|a| uint(a)).transpose()?;
+    mark(ctx, "fault", args);
     Ok(Reply::Int(ctx.shared.faults.clear(id) as i64))
 }
 
@@ -623,7 +738,9 @@ fn set_fault(ctx: &mut Ctx<'_>, args: &[Bytes], parse: FaultParse) -> CmdResult 
         if !f.scope.clients_only() || f.times.is_some() {
             return Err(CmdError::custom("ERR FAULT KILL takes only CLIENT and ID"));
         }
-        return Ok(Reply::Int(crate::control::kill_clients(clients, &f.scope, ctx.client.id) as i64));
+        let n = crate::control::kill_clients(clients, &f.scope, ctx.client.id);
+        mark(ctx, "fault", args);
+        return Ok(Reply::Int(n as i64));
     }
     let message_fault = matches!(f.kind, FaultKind::DropMessages | FaultKind::DelayMessages { .. });
     let s = &f.scope;
@@ -634,7 +751,9 @@ fn set_fault(ctx: &mut Ctx<'_>, args: &[Bytes], parse: FaultParse) -> CmdResult 
     if !message_fault && s.channel.is_some() {
         return Err(CmdError::custom("ERR CHANNEL goes with DROPMSG and DELAYMSG only"));
     }
-    Ok(Reply::Int(crate::control::add_fault(clients, &ctx.shared.faults, f, ctx.client.id) as i64))
+    let id = crate::control::add_fault(clients, &ctx.shared.faults, f, ctx.client.id);
+    mark(ctx, "fault", args);
+    Ok(Reply::Int(id as i64))
 }
 
 /// A map of `fields` (a reply's, as `RLOCKD SCHEMA` names them) and values
@@ -795,8 +914,11 @@ fn clock_moved(
     f: fn(&crate::clock::Clock, i64) -> Result<(), CmdError>,
 ) -> CmdResult {
     let ms = args.get(3).map(|a| int(a)).transpose()?.unwrap_or(0);
+    let before = ctx.shared.clock.now_ms();
     f(&ctx.shared.clock, ms)?;
     let now = ctx.shared.clock.now_ms();
+    let text = format!("{} (now {now})", command_text(args));
+    ctx.core.repl.ledger.lock().marks.push(before, "clock", text);
     crate::control::expire_now(&mut ctx.core.ks, now);
     Ok(Reply::Int(now as i64))
 }

@@ -70,6 +70,8 @@ fn run(ctx: &mut Ctx<'_>, args: &[Bytes], crashing: bool) -> CmdResult {
     let waiter = (ctx.client.may_block() && caller.is_some())
         .then(|| super::blocking::block_until_answered(ctx, "ERR the crash did not finish"));
     let change = if crashing { Change::Crash { at_once } } else { Change::Revive };
+    let what = format!("{} {target_addr}", if crashing { "crash" } else { "revive" });
+    ctx.core.repl.ledger.lock().marks.push(ctx.shared.clock.now_ms(), "crash", what);
     io.change_node(target, change, waiter);
     Ok(if waiter.is_some() { Reply::Nil } else { Reply::ok() })
 }

@@ -119,7 +119,15 @@ pub fn process(ctx: &mut Ctx<'_>, argv: &mut Vec<Bytes>) -> Reply {
     if ctx.shared.faults.active() && !cmd.has(flags::TEST_CONTROL) {
         let faults = &ctx.shared.faults;
         if let Some(text) = with_probe(ctx.core, ctx.client.id, cmd, argv, |p| faults.injected_error(p)) {
-            return reject(ctx, Some(cmd), CmdError::custom(String::from_utf8_lossy(&text).into_owned()));
+            let text = String::from_utf8_lossy(&text).into_owned();
+            // The timeline marks the faults that hit.
+            let what = format!(
+                "hit: error '{text}' on {} (client {})",
+                String::from_utf8_lossy(&argv[0].to_ascii_lowercase()),
+                ctx.client.id
+            );
+            ctx.core.repl.ledger.lock().marks.push(ctx.shared.clock.now_ms(), "fault", what);
+            return reject(ctx, Some(cmd), CmdError::custom(text));
         }
     }
     if let Some(err) = limits::check(ctx, cmd, argv) {

@@ -223,6 +223,19 @@ impl ConnFaults {
     pub fn is_none(&self) -> bool {
         *self == ConnFaults::default()
     }
+
+    /// The kinds that apply, by name (`latency+freeze`), for the
+    /// timeline's mark of a fault that hit.
+    pub fn names(&self) -> String {
+        let kinds = [
+            (self.delay.is_some(), "latency"),
+            (self.close_before || self.close_after, "close"),
+            (self.frozen_until.is_some(), "freeze"),
+            (self.slow_write.is_some(), "slowwrite"),
+            (self.cut_write.is_some(), "cutwrite"),
+        ];
+        kinds.iter().filter(|k| k.0).map(|k| k.1).collect::<Vec<_>>().join("+")
+    }
 }
 
 /// What happens to one published message.

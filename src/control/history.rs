@@ -419,6 +419,11 @@ struct Log {
     /// The newest events, compactly.
     events: EventRing,
     violations: Vec<String>,
+    /// Where and when each of `violations` was found (same order), for the
+    /// timeline.
+    violation_at: Vec<(u64, usize, Bytes)>,
+    /// The time of the command being compared.
+    now_ms: u64,
 }
 
 /// The lock a key belongs to: itself, or the lock named inside the braces of
@@ -440,7 +445,7 @@ fn lock_key(key: &[u8]) -> &[u8] {
 }
 
 /// The owner part of a Redisson holder id (`uuid:thread[:write]` → `uuid:thread`).
-fn owner(id: &[u8]) -> &[u8] {
+pub(crate) fn owner(id: &[u8]) -> &[u8] {
     id.strip_suffix(b":write").unwrap_or(id)
 }
 
@@ -465,6 +470,7 @@ impl LockHistory {
     /// see [`pre_image`]) with what they are now.
     pub fn observe(&mut self, touched: &[(usize, crate::db::Key)], ks: &Keyspace, now_ms: u64, actor: &Actor) {
         let LockHistory { counters, stale, scratch, log } = self;
+        log.now_ms = now_ms;
         let images = &ks.sig.images;
         // Only a command that touched several keys needs to skip repeats.
         let mut done = (touched.len() > 1).then(|| Done { inline: [Id(0, b""); 8], len: 0, more: None });
@@ -548,10 +554,17 @@ impl LockHistory {
         &self.log.violations
     }
 
+    /// Every violation with the time it was found and its lock (db, key),
+    /// for the timeline.
+    pub fn violations_at(&self) -> impl Iterator<Item = (u64, usize, &Bytes, &str)> {
+        self.log.violation_at.iter().zip(&self.log.violations).map(|((t, db, key), v)| (*t, *db, key, v.as_str()))
+    }
+
     /// Forgets events and violations (`RLOCKD CHECK RESET`).
     pub fn reset(&mut self) {
         self.log.events.clear();
         self.log.violations.clear();
+        self.log.violation_at.clear();
         self.log.expired_held.clear();
     }
 }
@@ -597,7 +610,7 @@ impl Log {
                         if self.expired_held.is_empty() { None } else { self.expired_held.remove(&id).map(|e| e.1) };
                     if let Some(previous) = previous {
                         if !previous.iter().any(|p| owner(p) == owner(hid)) {
-                            self.violate(format!(
+                            self.violate(id, format!(
                                 "db{} {}: acquired by {} after its lease expired while held by {} (two holders at once)",
                                 id.0,
                                 String::from_utf8_lossy(id.1),
@@ -609,12 +622,15 @@ impl Log {
                     if let Some(queue) = if self.queues.is_empty() { None } else { self.queues.get(&id) } {
                         if queue.iter().position(|w| w == hid).is_some_and(|pos| pos > 0) {
                             let first = String::from_utf8_lossy(&queue[0]).into_owned();
-                            self.violate(format!(
-                                "db{} {}: fair lock served {} before {first}, who was first in the queue",
-                                id.0,
-                                String::from_utf8_lossy(id.1),
-                                String::from_utf8_lossy(hid),
-                            ));
+                            self.violate(
+                                id,
+                                format!(
+                                    "db{} {}: fair lock served {} before {first}, who was first in the queue",
+                                    id.0,
+                                    String::from_utf8_lossy(id.1),
+                                    String::from_utf8_lossy(hid),
+                                ),
+                            );
                         }
                     }
                 }
@@ -670,12 +686,15 @@ impl Log {
             self.queues.remove(&id);
         }
         if a.value.is_some_and(|v| v < 0) {
-            self.violate(format!(
-                "db{} {}: counter below zero ({}): more permits taken than the semaphore has",
-                id.0,
-                String::from_utf8_lossy(id.1),
-                a.value.unwrap_or(0)
-            ));
+            self.violate(
+                id,
+                format!(
+                    "db{} {}: counter below zero ({}): more permits taken than the semaphore has",
+                    id.0,
+                    String::from_utf8_lossy(id.1),
+                    a.value.unwrap_or(0)
+                ),
+            );
         }
         if a.kind() == "read-write" {
             let writers: Vec<&[u8]> =
@@ -685,11 +704,14 @@ impl Log {
                 .filter(|(h, _)| !h.ends_with(b":write"))
                 .any(|(r, _)| writers.iter().any(|w| *w != owner(r)));
             if !writers.is_empty() && (foreign_reader || writers.len() > 1) {
-                self.violate(format!(
-                    "db{} {}: a writer holds the read-write lock beside other owners",
-                    id.0,
-                    String::from_utf8_lossy(id.1)
-                ));
+                self.violate(
+                    id,
+                    format!(
+                        "db{} {}: a writer holds the read-write lock beside other owners",
+                        id.0,
+                        String::from_utf8_lossy(id.1)
+                    ),
+                );
             }
         }
     }
@@ -726,9 +748,10 @@ impl Log {
         self.expired_held.retain(|_, e| e.0 > cut);
     }
 
-    fn violate(&mut self, what: String) {
+    fn violate(&mut self, id: Id<'_>, what: String) {
         if !self.violations.contains(&what) {
             self.violations.push(what);
+            self.violation_at.push((self.now_ms, id.0, Bytes::copy_from_slice(id.1)));
         }
     }
 }

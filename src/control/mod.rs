@@ -7,6 +7,8 @@
 //!   command (the keyspace's before-images): events (`RLOCKD EVENTS`, the
 //!   `__rlockd__:lockevents` channel) and safety violations (`RLOCKD CHECK`).
 //! * [`ring`] keeps the history's events compactly.
+//! * [`timeline`] draws the history as a timeline (`RLOCKD TIMELINE`) and
+//!   keeps the application's claimed critical sections (`RLOCKD CLAIM`).
 //! * [`faults`] holds injected faults (`RLOCKD FAULT`), read by dispatch,
 //!   the connections and pub/sub delivery.
 //! * [`Control`] (one field of the core) keeps the history, the snapshots
@@ -23,6 +25,7 @@ pub mod faults;
 pub mod history;
 pub mod locks;
 pub mod ring;
+pub mod timeline;
 
 use std::collections::HashMap;
 
@@ -60,6 +63,8 @@ pub struct Control {
     pub actor: Actor,
     /// `RLOCKD SNAPSHOT`s: whole keyspaces by name.
     snapshots: HashMap<Bytes, Vec<Db>>,
+    /// `RLOCKD CLAIM`: the application's claimed critical sections.
+    pub claims: timeline::Claims,
 }
 
 impl Control {
@@ -97,6 +102,76 @@ impl Control {
     pub fn locks(&self, ks: &Keyspace, pattern: Option<&[u8]>, now_ms: u64) -> Vec<locks::LockView> {
         let history = self.history.as_ref();
         locks::scan(&ks.dbs, pattern, now_ms, |db, key| history.is_some_and(|h| h.is_counter(db, key)))
+    }
+
+    /// `RLOCKD CLAIM ENTER`: `holder` (of client `client`) is inside the
+    /// critical section of lock `key` in database `db`, at `now_ms`.
+    pub fn claim_enter(&mut self, ks: &Keyspace, db: usize, key: Bytes, holder: Bytes, client: u64, now_ms: u64) {
+        let last = self.history.as_ref().map_or(0, LockHistory::last_id);
+        let holders = ks
+            .dbs
+            .get(db)
+            .and_then(|d| locks::view_key(d, db, &key, now_ms))
+            .map(|l| l.holders.into_iter().map(|h| h.id).collect())
+            .unwrap_or_default();
+        self.claims.enter(db, key, holder, client, now_ms, last, holders);
+    }
+
+    /// `RLOCKD CLAIM LEAVE`; false if `holder` claimed no section of that lock.
+    pub fn claim_leave(&mut self, db: usize, key: &[u8], holder: &[u8], now_ms: u64) -> bool {
+        let last = self.history.as_ref().map_or(0, LockHistory::last_id);
+        self.claims.leave(db, key, holder, now_ms, last)
+    }
+
+    /// Every violation: the history's, then the claims' (`RLOCKD CHECK`).
+    pub fn violations(&self) -> Vec<String> {
+        let Some(h) = self.history.as_ref() else { return Vec::new() };
+        let mut all = h.violations().to_vec();
+        if !self.claims.is_empty() {
+            all.extend(self.claims.violations(&h.events(None, 0)).into_iter().map(|v| v.text));
+        }
+        all
+    }
+
+    /// What this node knows for a timeline, at `now_ms`.
+    pub fn timeline_facts(
+        &self,
+        ks: &Keyspace,
+        clients: &Map<u64, ClientRecord>,
+        pattern: Option<&[u8]>,
+        now_ms: u64,
+    ) -> timeline::NodeFacts {
+        let Some(h) = self.history.as_ref() else { return timeline::NodeFacts::default() };
+        let events = h.events(None, 0);
+        let mut violations: Vec<timeline::Violation> = h
+            .violations_at()
+            .map(|(time_ms, db, key, text)| timeline::Violation {
+                time_ms,
+                db,
+                key: key.clone(),
+                text: text.to_string(),
+            })
+            .collect();
+        violations.extend(self.claims.violations(&events));
+        let lossy = |b: &Bytes| String::from_utf8_lossy(b).into_owned();
+        timeline::NodeFacts {
+            events,
+            violations,
+            claims: self.claims.iter().cloned().collect(),
+            locks: self.locks(ks, pattern, now_ms),
+            clients: clients
+                .values()
+                .map(|r| timeline::ClientInfo {
+                    id: r.shared.id,
+                    name: lossy(&r.name),
+                    lib: if r.lib_name.is_empty() {
+                        String::new()
+                    } else {
+                        format!("{} {}", lossy(&r.lib_name), lossy(&r.lib_ver)).trim_end().to_string()
+                    },
+                })
+                .collect(),
+        }
     }
 
     /// Captures every database under `name` (replacing an older snapshot).

@@ -23,6 +23,10 @@ pub struct LostGrant {
     pub to: String,
     /// Who acquired it on the old primary (`client N, command`), if known.
     pub granted_by: Option<String>,
+    /// When it was acquired there (unix ms), if known.
+    pub granted_ms: Option<u64>,
+    /// When the failover lost it (unix ms).
+    pub lost_ms: u64,
     /// The stream offsets the replica had and the primary had reached.
     pub replica_offset: u64,
     pub primary_offset: u64,
@@ -36,6 +40,9 @@ pub struct LostGrant {
 pub struct Ledger {
     pub lost: Vec<LostGrant>,
     pub violations: Vec<String>,
+    /// Where and when each of `violations` was found (same order), for the
+    /// timeline: (unix ms, db, key).
+    pub violation_at: Vec<(u64, usize, Bytes)>,
     /// Failovers so far, with how many grants each lost (for the log).
     pub failovers: Vec<String>,
     /// The cluster bus's partition now, named by its sides (`a:p, b:q |
@@ -45,9 +52,68 @@ pub struct Ledger {
     /// still have (db, key, holder, `client N (command)`): a grant the
     /// cut-off primary makes afterwards is a second holder of theirs.
     pub held: Vec<(usize, Bytes, Bytes, String)>,
+    /// What test control did to the topology, for the timeline: clock
+    /// moves, faults, crashes, failovers, slot moves (shared by its nodes
+    /// as the ledger is).
+    pub marks: crate::control::timeline::Marks,
+    /// Every grant lost so far (kept after its lease ends, unlike `lost`),
+    /// for the timeline; bounded as the marks are.
+    pub lost_log: Vec<LostGrant>,
 }
 
 impl Ledger {
+    /// Keeps `lost` for the timeline (the newest [`crate::control::timeline::MAX_MARKS`]).
+    pub fn log_lost(&mut self, lost: &[LostGrant]) {
+        self.lost_log.extend(lost.iter().cloned());
+        let max = crate::control::timeline::MAX_MARKS;
+        if self.lost_log.len() > max {
+            self.lost_log.drain(..self.lost_log.len() - max);
+        }
+    }
+
+    /// What the topology contributes to a timeline.
+    pub fn timeline_facts(&self) -> crate::control::timeline::TopologyFacts {
+        crate::control::timeline::TopologyFacts {
+            marks: self.marks.iter().cloned().collect(),
+            lost: self
+                .lost_log
+                .iter()
+                .map(|g| crate::control::timeline::LostHold {
+                    db: g.db,
+                    key: g.key.clone(),
+                    holder: g.holder.clone(),
+                    // `granted_by` reads `client <id> (<command>)`.
+                    client: g
+                        .granted_by
+                        .as_deref()
+                        .and_then(|b| b.strip_prefix("client "))
+                        .and_then(|b| b.split(' ').next())
+                        .and_then(|n| n.parse().ok())
+                        .unwrap_or(0),
+                    start_ms: g.granted_ms.unwrap_or(g.lost_ms),
+                    until_ms: g.until_ms,
+                })
+                .collect(),
+            violations: self
+                .violation_at
+                .iter()
+                .zip(&self.violations)
+                .map(|((t, db, key), text)| crate::control::timeline::Violation {
+                    time_ms: *t,
+                    db: *db,
+                    key: key.clone(),
+                    text: text.clone(),
+                })
+                .collect(),
+        }
+    }
+
+    /// Forgets the violations (`RLOCKD CHECK RESET`).
+    pub fn reset_violations(&mut self) {
+        self.violations.clear();
+        self.violation_at.clear();
+    }
+
     /// True when a lock event can matter (a grant lost already, or a
     /// partition that may lose one).
     pub fn watching(&self) -> bool {
@@ -97,6 +163,7 @@ impl Ledger {
         for v in found {
             if !self.violations.contains(&v) {
                 self.violations.push(v);
+                self.violation_at.push((now_ms, db, Bytes::copy_from_slice(key)));
             }
         }
     }
@@ -131,11 +198,14 @@ impl Ledger {
                 g.granted_by.as_deref().unwrap_or("an unknown client"),
             ));
         }
+        let at = g.granted_ms.unwrap_or(g.lost_ms);
         for v in found {
             if !self.violations.contains(&v) {
                 self.violations.push(v);
+                self.violation_at.push((at, g.db, g.key.clone()));
             }
         }
+        self.log_lost(std::slice::from_ref(&g));
         self.lost.push(g);
     }
 }

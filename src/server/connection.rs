@@ -1003,10 +1003,20 @@ fn command_faults(shared: &Shared, core: &Core, client_id: u64, argv: &[Bytes]) 
     if argv[0].eq_ignore_ascii_case(b"rlockd") {
         return ConnFaults::default();
     }
-    match cmd::table().lookup(argv) {
+    let cf = match cmd::table().lookup(argv) {
         Lookup::Found(c) => cmd::dispatch::with_probe(core, client_id, c, argv, |p| shared.faults.on_command(p)),
         _ => ConnFaults::default(),
+    };
+    if !cf.is_none() {
+        // The timeline marks the faults that hit.
+        let what = format!(
+            "hit: {} on {} (client {client_id})",
+            cf.names(),
+            String::from_utf8_lossy(&argv[0].to_ascii_lowercase())
+        );
+        core.repl.ledger.lock().marks.push(shared.clock.now_ms(), "fault", what);
     }
+    cf
 }
 
 /// The first word of an HTTP request (`POST /...`, `Host: ...`).

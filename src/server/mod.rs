@@ -208,10 +208,68 @@ impl Server {
     /// nothing was unsafe. A test can end with `assert!(srv.check_locks().is_empty())`.
     pub fn check_locks(&self) -> Vec<String> {
         self.with_core(|core| {
-            let mut all = core.control.history.as_ref().map(|h| h.violations().to_vec()).unwrap_or_default();
+            let mut all = core.control.violations();
             all.extend(core.repl.violations());
             all
         })
+    }
+
+    /// Marks the application's code as inside the critical section of lock
+    /// `key` (database 0) held as `holder` (as `RLOCKD CLAIM ENTER`); the
+    /// section ends when the returned guard drops (`RLOCKD CLAIM LEAVE`).
+    /// [`check_locks`](Self::check_locks) then flags a section that
+    /// overlapped another holder's grant or outlived its own lease.
+    ///
+    /// ```no_run
+    /// let srv = rlockd::Server::start().unwrap();
+    /// {
+    ///     let _inside = srv.claim("orders", "token-a");
+    ///     // the critical section
+    /// }
+    /// assert!(srv.check_locks().is_empty());
+    /// ```
+    pub fn claim(&self, key: &str, holder: &str) -> ClaimGuard<'_> {
+        let (k, h) = (bytes::Bytes::copy_from_slice(key.as_bytes()), bytes::Bytes::copy_from_slice(holder.as_bytes()));
+        let now = self.shared.clock.now_ms();
+        self.with_core(|core| core.control.claim_enter(&core.ks, 0, k.clone(), h.clone(), 0, now));
+        ClaimGuard { server: self, key: k, holder: h }
+    }
+
+    /// The lock history as a timeline (as `RLOCKD TIMELINE`): this node's
+    /// locks, or every primary's of its cluster, with the topology's marks
+    /// (clock moves, faults, crashes, failovers, slot moves), claims and
+    /// violations. [`Timeline::to_html`](crate::control::timeline::Timeline::to_html)
+    /// draws it; `to_json` gives the data.
+    ///
+    /// ```no_run
+    /// let srv = rlockd::Server::start().unwrap();
+    /// std::fs::write("timeline.html", srv.timeline(Default::default()).to_html()).unwrap();
+    /// ```
+    pub fn timeline(&self, range: crate::control::timeline::Range) -> crate::control::timeline::Timeline {
+        let me = self.shared.clone();
+        let cluster = self.with_core(|core| core.cluster.clone());
+        let nodes: Vec<Arc<Shared>> = match &cluster {
+            Some(m) => m.topo.primaries_up().into_iter().filter_map(|n| crate::cmd::cluster::peer(m, n).ok()).collect(),
+            None => vec![me],
+        };
+        let pattern = range.pattern.clone();
+        let facts = nodes
+            .iter()
+            .map(|shared| {
+                let now = shared.clock.now_ms();
+                let p = pattern.clone();
+                std::thread::scope(|s| {
+                    s.spawn(|| {
+                        let core = shared.core.blocking_lock();
+                        core.control.timeline_facts(&core.ks, &core.clients, p.as_deref(), now)
+                    })
+                    .join()
+                    .expect("server state access")
+                })
+            })
+            .collect();
+        let topo = self.with_core(|core| core.repl.ledger.lock().timeline_facts());
+        crate::control::timeline::build(facts, topo, &range, self.shared.clock.now_ms())
     }
 
     /// Moves the clock by `ms` and expires every key now due at once (as
@@ -317,6 +375,22 @@ impl Server {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+    }
+}
+
+/// A claimed critical section ([`Server::claim`]); dropping it leaves.
+#[must_use = "the section ends when the guard drops"]
+pub struct ClaimGuard<'a> {
+    server: &'a Server,
+    key: bytes::Bytes,
+    holder: bytes::Bytes,
+}
+
+impl Drop for ClaimGuard<'_> {
+    fn drop(&mut self) {
+        let now = self.server.shared.clock.now_ms();
+        let (key, holder) = (&self.key, &self.holder);
+        self.server.with_core(|core| core.control.claim_leave(0, key, holder, now));
     }
 }
 

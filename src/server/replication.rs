@@ -391,7 +391,7 @@ pub(crate) async fn promote_replica(
             return Err("no online replica to promote".into());
         };
         let old_locks = p.control.locks(&p.ks, None, now);
-        let granted: Vec<(usize, bytes::Bytes, bytes::Bytes, String)> = p
+        let granted: Vec<(usize, bytes::Bytes, bytes::Bytes, String, u64)> = p
             .control
             .history
             .as_ref()
@@ -399,7 +399,7 @@ pub(crate) async fn promote_replica(
                 h.events(None, 0)
                     .into_iter()
                     .filter(|e| e.event == "acquired")
-                    .map(|e| (e.db, e.key, e.holder, format!("client {} ({})", e.client, e.command)))
+                    .map(|e| (e.db, e.key, e.holder, format!("client {} ({})", e.client, e.command), e.time_ms))
                     .collect()
             })
             .unwrap_or_default();
@@ -429,11 +429,10 @@ pub(crate) async fn promote_replica(
                     continue;
                 }
                 let lease = h.lease_ms.or(l.lease_ms);
-                let granted_by = granted
+                let grant = granted
                     .iter()
                     .rev()
-                    .find(|(db, key, holder, _)| *db == l.db && *key == l.key && *holder == h.id)
-                    .map(|g| g.3.clone());
+                    .find(|(db, key, holder, _, _)| *db == l.db && *key == l.key && *holder == h.id);
                 lost.push(LostGrant {
                     db: l.db,
                     key: l.key.clone(),
@@ -441,7 +440,9 @@ pub(crate) async fn promote_replica(
                     until_ms: lease.map(|ms| now.saturating_add_signed(ms)),
                     from: old_addr.to_string(),
                     to: new_addr.to_string(),
-                    granted_by,
+                    granted_by: grant.map(|g| g.3.clone()),
+                    granted_ms: grant.map(|g| g.4),
+                    lost_ms: now,
                     replica_offset,
                     primary_offset,
                     partition: partition.clone(),
@@ -450,8 +451,11 @@ pub(crate) async fn promote_replica(
         }
         {
             let mut ledger = n.repl.ledger.lock();
-            ledger.failovers.push(format!("{old_addr} -> {new_addr}: {} lock grant(s) lost", lost.len()));
+            let what = format!("{old_addr} -> {new_addr}: {} lock grant(s) lost", lost.len());
+            ledger.marks.push(now, "failover", what.clone());
+            ledger.failovers.push(what);
             ledger.lost.extend(lost.iter().cloned());
+            ledger.log_lost(&lost);
         }
         if !lost.is_empty() {
             n.repl.ledger_cursor = n.control.history.as_ref().map_or(u64::MAX, |h| h.last_id());

@@ -189,6 +189,7 @@ fn acl_log_records_denials_and_failed_logins_with_redis_fields() {
 /// check comes after the arity check, as in Redis).
 const RLOCKD_CALLS: &[(&str, &[&str])] = &[
     ("check", &[]),
+    ("claim", &["ENTER", "k", "h"]),
     ("clock", &["GET"]),
     ("cluster", &["DOWN", "0"]),
     ("events", &[]),
@@ -201,6 +202,7 @@ const RLOCKD_CALLS: &[(&str, &[&str])] = &[
     ("scripts", &[]),
     ("snapshot", &["before"]),
     ("snapshots", &[]),
+    ("timeline", &[]),
 ];
 
 fn rlockd_call(sub: &str) -> Vec<&str> {

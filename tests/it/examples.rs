@@ -124,6 +124,28 @@ fn redis_py_example() {
     check_server_side(srv.port, "example:python");
 }
 
+/// The paused holder with redis-py's `Lock` (`clients/examples/python/paused_holder.py`):
+/// its claimed critical section outlives its lease and overlaps a second
+/// holder; CHECK says so and the timeline it writes draws the violation.
+#[test]
+fn redis_py_paused_holder_example() {
+    let Some(python) = redis_py("the redis-py paused-holder example") else { return };
+    let src = source("python");
+    let srv = Binary::start(&["--port", "0"]);
+    let file = work_dir("python").join(format!("paused-holder-{}.html", srv.port));
+    let args = ["paused_holder.py", &srv.port.to_string(), file.to_str().expect("utf-8 path")];
+    let r = ok_or_panic(
+        "the paused-holder example",
+        run_in(Some(&src), python.to_str().expect("utf-8 path"), &args, STEP_LIMIT),
+    );
+    assert_eq!(r.stdout.lines().next(), Some("paused holder: second-holder=True violations=3"), "{}", r.stdout);
+    assert!(r.stdout.contains("outlived its lease"), "{}", r.stdout);
+    let html = std::fs::read_to_string(&file).expect("the timeline");
+    assert!(html.contains("data-client-name=\"worker-a\" data-end=\"expired\""), "{html}");
+    assert!(html.contains("<g class=\"violation\""));
+    let _ = std::fs::remove_file(&file);
+}
+
 /// redis-py's `RedisCluster` and `Lock` on `rlockd --cluster 3`, the lock
 /// held while its slot moves (`clients/examples/python/cluster_example.py`).
 #[test]
@@ -185,6 +207,7 @@ pub(crate) fn node_work(what: &str) -> Option<PathBuf> {
         "cluster_failover.js",
         "cluster_partition.js",
         "field_ttl.js",
+        "paused_holder.js",
     ] {
         std::fs::copy(src.join(f), work.join(f)).unwrap_or_else(|e| panic!("copy {f}: {e}"));
     }
@@ -196,6 +219,50 @@ pub(crate) fn node_work(what: &str) -> Option<PathBuf> {
         );
     });
     Some(work)
+}
+
+/// The paused holder with Redisson's watchdog lock, its renewals lost
+/// (`clients/examples/java/.../PausedHolderMain.java`): its claimed critical
+/// section outlives the lease and overlaps a second holder; CHECK says so
+/// and the timeline it writes draws the violation.
+#[test]
+fn redisson_paused_holder_example() {
+    if !runs("java", &["-version"]) || !runs("mvn", &["-v"]) {
+        skipped("a JDK (17+) and Maven are not installed, so the Redisson paused-holder example was not run");
+        return;
+    }
+    let srv = Binary::start(&["--port", "0"]);
+    let build = work_dir("java-paused-holder");
+    let file = build.join(format!("paused-holder-{}.html", srv.port));
+    let args = format!("redis://127.0.0.1:{} {}", srv.port, file.display());
+    let r = ok_or_panic(
+        "the Redisson paused-holder example",
+        run_java_example(&build, Some("example.PausedHolderMain"), &args, STEP_LIMIT),
+    );
+    assert!(r.stdout.contains("paused holder: second-holder=true violations=3"), "{}", r.stdout);
+    assert!(r.stdout.contains("outlived its lease"), "{}", r.stdout);
+    let html = std::fs::read_to_string(&file).expect("the timeline");
+    assert!(html.contains("data-end=\"expired\""), "{html}");
+    assert!(html.contains("<g class=\"violation\""));
+    assert!(html.contains("<g class=\"mark fault\""), "the lost renewals' fault is marked");
+    let _ = std::fs::remove_file(&file);
+}
+
+/// The paused holder with ioredis and redlock (`clients/examples/node/paused_holder.js`):
+/// its claimed critical section outlives its lease and overlaps a second
+/// holder; CHECK says so and the timeline it writes draws the violation.
+#[test]
+fn node_paused_holder_example() {
+    let Some(work) = node_work("the node paused-holder example") else { return };
+    let srv = Binary::start(&["--port", "0"]);
+    let file = work.join(format!("paused-holder-{}.html", srv.port));
+    let args = ["paused_holder.js", &srv.port.to_string(), file.to_str().expect("utf-8 path")];
+    let r = ok_or_panic("the node paused-holder example", run_in(Some(&work), "node", &args, STEP_LIMIT));
+    assert_eq!(r.stdout.lines().next(), Some("paused holder: second-holder=true violations=3"), "{}", r.stdout);
+    let html = std::fs::read_to_string(&file).expect("the timeline");
+    assert!(html.contains("data-client-name=\"worker-a\" data-end=\"expired\""), "{html}");
+    assert!(html.contains("<g class=\"violation\""));
+    let _ = std::fs::remove_file(&file);
 }
 
 #[test]

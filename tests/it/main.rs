@@ -51,6 +51,7 @@ mod set;
 mod soak;
 mod stream;
 mod strings;
+mod timeline;
 mod tracking;
 mod tx;
 mod unix_socket;

@@ -3,6 +3,9 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import Redis from "ioredis";
 import Redlock from "redlock";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { LocksUnsafeError, RlockdError, withServer } from "rlockd";
 
 const connect = (srv, options = {}) => new Redis(srv.url, { maxRetriesPerRequest: 1, ...options });
@@ -242,3 +245,80 @@ test(
     assert.equal(await srv.killClients({ id }), 1);
   }),
 );
+
+test(
+  "a claim outliving its lease is a violation, and the timeline draws it",
+  withClients(async (srv, open) => {
+    await srv.freezeClock();
+    const a = open({ connectionName: "worker-a" });
+    const b = open();
+    assert.equal(await a.set("orders", "tok-a", "PX", 30_000, "NX"), "OK");
+    await srv.claim("orders", "tok-a", async () => {
+      await srv.advanceClock(31_000); // paused past its lease
+      assert.equal(await b.set("orders", "tok-b", "PX", 30_000, "NX"), "OK");
+    });
+    const violations = await srv.checkLocks();
+    assert.ok(violations.some((v) => v.includes("outlived its lease")), violations.join("\n"));
+    assert.ok(violations.some((v) => v.includes("overlaps a grant to tok-b")), violations.join("\n"));
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "rlockd-tl-")), "t.html");
+    const html = await srv.timeline(file);
+    assert.equal(fs.readFileSync(file, "utf8"), html);
+    assert.match(html, /class="lane" data-lock="orders"/);
+    assert.match(html, /data-client-name="worker-a" data-end="expired"/);
+    assert.match(html, /<rect class="claim"/);
+    const data = JSON.parse(await srv.timeline(null, { key: "ord*", format: "json" }));
+    assert.deepEqual(data.lanes[0].holds.map((h) => h.end), ["expired", "held"]);
+    await assert.rejects(srv.claimLeave("orders", "nobody"), RlockdError);
+  }),
+);
+
+test(
+  "a redlock holder paused inside its claim while another holds the lock is a violation",
+  withClients(async (srv, open) => {
+    await srv.freezeClock();
+    const first = await new Redlock([open()], { retryCount: 0 }).acquire(["orders"], 30000);
+    const other = new Redlock([open()], { retryCount: 0 });
+    let second;
+    await srv.claim("orders", first.value, async () => {
+      await srv.advanceClock(31000); // paused past its lease
+      second = await other.acquire(["orders"], 30000);
+    });
+    const violations = (await srv.checkLocks()).join("\n");
+    assert.match(violations, new RegExp(`overlaps a grant to ${second.value}`));
+    assert.match(violations, /outlived its lease/);
+    const data = JSON.parse(await srv.timeline(null, { format: "json" }));
+    assert.deepEqual(
+      data.lanes[0].holds.map((h) => [h.holder, h.end]),
+      [
+        [first.value, "expired"],
+        [second.value, "held"],
+      ],
+    );
+    await second.release();
+  }),
+);
+
+test("a failed test's timeline is written and its path reported", async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rlockd-artifacts-"));
+  const before = process.env.RLOCKD_ARTIFACTS;
+  process.env.RLOCKD_ARTIFACTS = dir;
+  const said = [];
+  const context = { name: "fails on purpose", diagnostic: (m) => said.push(m) };
+  try {
+    const body = withServer(async (srv) => {
+      await srv.command("SET", "orders", "tok", "NX", "PX", 30_000);
+      throw new Error("on purpose");
+    });
+    const e = await body(context).then(
+      () => assert.fail("the body threw"),
+      (err) => err,
+    );
+    assert.match(e.message, /rlockd timeline: .*fails_on_purpose-\d+-timeline\.html/);
+    assert.equal(said.length, 1);
+    const [file] = fs.readdirSync(dir);
+    assert.match(fs.readFileSync(path.join(dir, file), "utf8"), /data-lock="orders"/);
+  } finally {
+    if (before === undefined) delete process.env.RLOCKD_ARTIFACTS;
+    else process.env.RLOCKD_ARTIFACTS = before;
+  }
+});

@@ -1,5 +1,6 @@
 """The test-control methods (clock, locks, events, checks, snapshots, faults) with redis-py."""
 
+import json
 import time
 
 import pytest
@@ -243,3 +244,43 @@ def test_url_fixture_resets_test_control_again(rlockd_url, rlockd_session_server
     test_url_fixture_resets_test_control(rlockd_url, rlockd_session_server)
     rlockd_session_server.skew_clock(0)
     rlockd_session_server.clear_faults()
+
+
+def test_a_claim_past_the_lease_is_a_violation_and_the_timeline_shows_it(rlockd_server, tmp_path):
+    srv = rlockd_server
+    srv.freeze_clock()
+    r = redis.Redis.from_url(srv.url, client_name="worker-a")
+    lock = r.lock("orders", timeout=30)
+    assert lock.acquire(blocking=False)
+    with srv.claim(lock):                         # the critical section, as the test sees it
+        srv.advance_clock(31_000)                 # ...paused past its lease
+        other = redis.Redis.from_url(srv.url).lock("orders", timeout=30)
+        assert other.acquire(blocking=False)
+    violations = srv.check_locks()
+    assert any("outlived its lease" in v for v in violations), violations
+    assert any("overlaps a grant to " + token(other) in v for v in violations), violations
+    doc = srv.timeline(tmp_path / "t.html")
+    assert (tmp_path / "t.html").read_text() == doc
+    assert 'class="lane" data-lock="orders"' in doc
+    assert 'data-client-name="worker-a" data-end="expired"' in doc
+    assert '<rect class="claim"' in doc
+    assert '<g class="violation"' in doc
+    data = json.loads(srv.timeline(format="json", key="ord*"))
+    [lane] = data["lanes"]
+    assert [h["end"] for h in lane["holds"]] == ["expired", "held"]
+    assert lane["claims"][0]["holder"] == token(lock)
+    with pytest.raises(rlockd.ResponseError):
+        srv.claim_leave("orders", "nobody")
+    srv.reset_lock_checks()
+    assert srv.check_locks() == []
+
+
+def test_a_claim_inside_the_lease_is_safe(rlockd_server):
+    srv = rlockd_server
+    lock = redis.Redis.from_url(srv.url).lock("job", timeout=30)
+    with lock, srv.claim(lock):
+        pass
+    with lock, srv.claim("job", lock.local.token):
+        pass
+    srv.assert_locks_safe()
+    assert json.loads(srv.timeline(format="json"))["violations"] == []

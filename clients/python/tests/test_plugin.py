@@ -63,3 +63,24 @@ def test_binary_ini_option_is_named_in_its_error(pytester, tmp_path):
     result = pytester.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*rlockd binary not found*(from the rlockd_binary ini option)*"])
+
+
+def test_a_failed_test_leaves_its_timeline(pytester, tmp_path):
+    pytester.makepyfile("""
+        import redis
+
+        def test_fails(rlockd_server):
+            lock = redis.Redis.from_url(rlockd_server.url).lock("orders", timeout=30)
+            assert lock.acquire(blocking=False)
+            assert False, "on purpose"
+
+        def test_passes(rlockd_server):
+            assert rlockd_server.ping()
+    """)
+    out = tmp_path / "artifacts"
+    result = pytester.runpytest("-p", "no:cacheprovider", "--rlockd-artifacts", str(out))
+    result.assert_outcomes(failed=1, passed=1)
+    result.stdout.fnmatch_lines(["*rlockd timeline (port *)*", f"*{out}*timeline.html*"])
+    [written] = list(out.iterdir())
+    assert "test_fails" in written.name
+    assert 'data-lock="orders"' in written.read_text()

@@ -1,5 +1,6 @@
 """Cluster and Sentinel topologies, through redis-py's RedisCluster and Sentinel."""
 
+import json
 import time
 
 import pytest
@@ -81,9 +82,17 @@ def test_sentinel_failover_with_redis_py_loses_the_lock(rlockd_sentinel):
     assert (new.host, new.port) == (r.replicas[0].host, r.replicas[0].port)
     assert s.discover_master(r.master_name) == (new.host, new.port)
     b = s.master_for(r.master_name)
-    assert b.lock("order:42", timeout=30).acquire(blocking=False)  # a second holder
+    lock_b = b.lock("order:42", timeout=30)
+    assert lock_b.acquire(blocking=False)  # a second holder
     with pytest.raises(rlockd.LocksUnsafe, match="order:42"):
         r.assert_locks_safe()
+    # The timeline shows both holders (A's as the grant the failover lost) and the failover.
+    data = json.loads(r.timeline(format="json"))
+    [lane] = data["lanes"]
+    assert [h["end"] for h in lane["holds"]] == ["lost", "held"]
+    assert lane["holds"][1]["holder"] == lock_b.local.token.decode()
+    assert [m["kind"] for m in data["marks"]].count("failover") == 1
+    assert len(lane["violations"]) == 1
 
 
 def test_replication_lag_break_restore_drop(rlockd_sentinel):

@@ -5,8 +5,10 @@ They are mixed into :class:`rlockd.Server` and go through its
 strings as ``bytes``).
 """
 
+import contextlib
+import os
 from dataclasses import dataclass
-from typing import Any, Dict, List, Literal, Optional, Tuple, Union
+from typing import Any, Dict, Iterator, List, Literal, Optional, Tuple, Union
 
 from ._options import checked
 
@@ -257,6 +259,57 @@ class TestControl:
         violations = self.check_locks()
         if violations:
             raise LocksUnsafe(violations)
+
+    # -- timeline and claims -----------------------------------------------
+
+    def timeline(self, path: Union[str, "os.PathLike[str]", None] = None, *,
+                 key: Optional[str] = None, from_ms: Optional[int] = None,
+                 to_ms: Optional[int] = None, format: Literal["html", "json"] = "html") -> str:
+        """``RLOCKD TIMELINE``: the lock history as one self-contained HTML document (or JSON
+        with ``format="json"``); written to ``path`` too when one is given. ``key`` is a glob
+        pattern; ``from_ms`` / ``to_ms`` bound the time shown (server time, unix ms)."""
+        args: List[Any] = ["TIMELINE"]
+        if key is not None:
+            args += ["KEY", key]
+        if from_ms is not None:
+            args += ["FROM", int(from_ms)]
+        if to_ms is not None:
+            args += ["TO", int(to_ms)]
+        args += ["FORMAT", format]
+        doc = _text(self._rlockd(*args))
+        if path is not None:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(doc)
+        return doc
+
+    def claim_enter(self, lock: str, holder: Union[str, bytes]) -> None:
+        """``RLOCKD CLAIM ENTER``: the application's code is now inside the critical section
+        guarded by ``lock``, as ``holder`` (the holder the lock's script writes: redis-py
+        ``Lock``'s ``lock.local.token``, Redisson's ``uuid:threadId``)."""
+        self._rlockd("CLAIM", "ENTER", lock, holder)
+
+    def claim_leave(self, lock: str, holder: Union[str, bytes]) -> None:
+        """``RLOCKD CLAIM LEAVE``: it left that section."""
+        self._rlockd("CLAIM", "LEAVE", lock, holder)
+
+    @contextlib.contextmanager
+    def claim(self, lock: Any, holder: Union[str, bytes, None] = None) -> Iterator[None]:
+        """The body of the ``with`` block is a claimed critical section: ``check_locks()``
+        then flags it if it overlapped another holder's grant or outlived its own lease.
+        ``lock`` is a lock name with its ``holder``, or a redis-py ``Lock`` (its name and
+        token)::
+
+            with lock, srv.claim(lock):
+                ...  # the critical section
+        """
+        if holder is None:
+            holder = lock.local.token
+            lock = lock.name
+        self.claim_enter(lock, holder)
+        try:
+            yield
+        finally:
+            self.claim_leave(lock, holder)
 
     # -- snapshots ---------------------------------------------------------
 

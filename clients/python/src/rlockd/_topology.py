@@ -418,5 +418,15 @@ class Replicated(_Topology):
         """The lock events the current primary recorded."""
         return self.current_primary().lock_events(key, since)
 
+    def timeline(self, path=None, **kwargs) -> str:
+        """The current primary's timeline (with the grants failovers lost and their marks)."""
+        return self.current_primary().timeline(path, **kwargs)
+
+    def claim_enter(self, lock: str, holder) -> None:
+        self.current_primary().claim_enter(lock, holder)
+
+    def claim_leave(self, lock: str, holder) -> None:
+        self.current_primary().claim_leave(lock, holder)
+
 
 __all__ = ["Cluster", "Replicated", "ReplicationLink", "ResponseError"]

@@ -6,8 +6,13 @@ test control reset before each test), ``rlockd_cluster`` (a fresh
 :class:`rlockd.Cluster` of 3 primaries per test), ``rlockd_sentinel`` (a fresh
 :class:`rlockd.Replicated`: a primary, one replica, three Sentinels) and
 ``rlockd_server_factory`` (more servers, or other sizes, in one test). When a test that used any of them fails, each server's log is
-attached to the report.
+attached to the report, and its lock timeline (``RLOCKD TIMELINE``) is written under
+``--rlockd-artifacts DIR`` (default ``rlockd-artifacts`` in the rootdir) with its path in the
+report. Passing tests write nothing.
 """
+
+import os
+import re
 
 import pytest
 
@@ -23,6 +28,9 @@ def pytest_addoption(parser):
     group.addoption("--rlockd-binary", dest="rlockd_binary", default=None,
                     help="rlockd executable to run (default: RLOCKD_BINARY, then the bundled one)")
     parser.addini("rlockd_binary", "rlockd executable to run", default=None)
+    group.addoption("--rlockd-artifacts", dest="rlockd_artifacts", default=None,
+                    help="directory for the lock timelines of failed tests "
+                         "(default: rlockd-artifacts in the rootdir)")
 
 
 def _binary(config):
@@ -109,6 +117,28 @@ def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
     if report.failed:
-        for srv in getattr(item, _SERVERS, ()):
+        for i, srv in enumerate(getattr(item, _SERVERS, ())):
             where = f"port {srv._port}" if srv._port else "not started"
             report.sections.append((f"rlockd log ({where})", srv.logs or "(empty)\n"))
+            path = _write_timeline(item, srv, i, report.when)
+            if path:
+                report.sections.append((f"rlockd timeline ({where})", path + "\n"))
+
+
+def _write_timeline(item, srv, index, when):
+    """Writes ``srv``'s timeline for the failed ``item``; its path, or None if the server
+    cannot say (not started, stopped, test control off)."""
+    if not srv._port:
+        return None
+    try:
+        doc = srv.timeline()
+    except Exception:  # the server is gone or refuses: the log says why
+        return None
+    opt = item.config.getoption("rlockd_artifacts")
+    base = opt if opt else os.path.join(str(item.config.rootpath), "rlockd-artifacts")
+    os.makedirs(base, exist_ok=True)
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", item.nodeid).strip("_")
+    path = os.path.join(base, f"{name}-{when}-{index}-timeline.html")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(doc)
+    return os.path.abspath(path)

@@ -31,7 +31,9 @@ import org.junit.jupiter.api.extension.TestExecutionExceptionHandler;
  * {@link RlockdUrl}, are injected. A parameter of type {@link RlockdCluster} (3 primaries) or
  * {@link RlockdReplicated} (a primary, one replica, three Sentinels) gets a fresh topology
  * for that test (for the class, as a {@code @BeforeAll} parameter), closed after it. When a test fails, the server's log is attached to
- * the failure as a suppressed exception.
+ * the failure as a suppressed exception, and the server's lock timeline ({@code RLOCKD TIMELINE}) is
+ * written under {@code target/rlockd/} (system property {@code rlockd.artifacts}) with its path
+ * published as the report entry {@code rlockd-timeline}; passing tests write nothing.
  *
  * <p>Each registered instance has its own server: two {@code perTest()} fields in one
  * class give each test two servers, reached through each field's {@link #server()}
@@ -199,6 +201,7 @@ public class RlockdExtension
         Holder h = owner.getStore(NS).get(key, Holder.class);
         if (h != null) {
             failure.addSuppressed(new ServerLog(h.server));
+            writeTimeline(ctx, h.server);
         }
         for (Class<?> type : TOPOLOGIES) {
             for (ExtensionContext c = ctx; c != null; c = c.getParent().orElse(null)) {
@@ -210,6 +213,25 @@ public class RlockdExtension
             }
         }
         throw failure;
+    }
+
+    /**
+     * Writes the failed test's timeline under {@code target/rlockd/} (the system property
+     * {@code rlockd.artifacts} names another directory) and publishes its path as the report
+     * entry {@code rlockd-timeline}. A server that cannot answer is skipped (its log says why).
+     */
+    private static void writeTimeline(ExtensionContext ctx, RlockdServer server) {
+        try {
+            java.nio.file.Path dir = java.nio.file.Path.of(System.getProperty("rlockd.artifacts", "target/rlockd"));
+            java.nio.file.Files.createDirectories(dir);
+            String name = (ctx.getRequiredTestClass().getSimpleName() + "-" + ctx.getDisplayName())
+                    .replaceAll("[^A-Za-z0-9_.-]+", "_");
+            java.nio.file.Path file = dir.resolve(name + "-" + server.port() + "-timeline.html").toAbsolutePath();
+            server.timeline(file);
+            ctx.publishReportEntry("rlockd-timeline", file.toString());
+        } catch (RuntimeException | java.io.IOException e) {
+            // nothing to attach
+        }
     }
 
     /** Carries the server's log into a failing test's report. */

@@ -481,6 +481,60 @@ public final class RlockdServer implements AutoCloseable {
         }
     }
 
+    /**
+     * The lock history as one self-contained HTML document ({@code RLOCKD TIMELINE}): a lane per
+     * lock, holders as bars, claims, faults, clock moves, failovers and violations.
+     */
+    public String timeline() {
+        return Control.text(rlockd("TIMELINE"));
+    }
+
+    /** The timeline, also written to {@code file}; returns the document. */
+    public String timeline(Path file) {
+        String doc = timeline();
+        try {
+            java.nio.file.Files.writeString(file, doc);
+        } catch (IOException e) {
+            throw new RlockdException("writing the timeline to " + file + ": " + e.getMessage());
+        }
+        return doc;
+    }
+
+    /** The timeline's data as JSON ({@code FORMAT json}), of the locks whose keys match {@code keyPattern} (all if null). */
+    public String timelineJson(String keyPattern) {
+        return keyPattern == null
+                ? Control.text(rlockd("TIMELINE", "FORMAT", "json"))
+                : Control.text(rlockd("TIMELINE", "FORMAT", "json", "KEY", keyPattern));
+    }
+
+    /** {@code RLOCKD CLAIM ENTER}: the application's code is inside the critical section of {@code lock} as {@code holder}. */
+    public void claimEnter(String lock, String holder) {
+        rlockd("CLAIM", "ENTER", lock, holder);
+    }
+
+    /** {@code RLOCKD CLAIM LEAVE}: it left it. */
+    public void claimLeave(String lock, String holder) {
+        rlockd("CLAIM", "LEAVE", lock, holder);
+    }
+
+    /**
+     * A claimed critical section for try-with-resources: {@code try (var c = srv.claim("orders",
+     * holder)) { ... }}. {@code holder} is the lock's holder as its script writes it (Redisson:
+     * {@code <connection manager id>:<thread id>}); {@link #checkLocks()} then flags a section that
+     * overlapped another holder's grant or outlived its own lease.
+     */
+    public Claim claim(String lock, String holder) {
+        claimEnter(lock, holder);
+        return () -> claimLeave(lock, holder);
+    }
+
+    /** A claimed critical section; {@link #close()} leaves it. */
+    @FunctionalInterface
+    public interface Claim extends AutoCloseable {
+        @Override
+        void close();
+    }
+
     /** Captures every database, TTLs included, under {@code name}. */
     public void snapshot(String name) {
         rlockd("SNAPSHOT", name);

@@ -21,6 +21,26 @@ class ControlTest {
     final RlockdExtension rlockd = RlockdExtension.perTest();
 
     @Test
+    void aClaimOutlivingItsLeaseIsAViolationAndTheTimelineDrawsIt(RlockdServer srv) throws Exception {
+        srv.freezeClock();
+        assertEquals("OK", srv.commandString("SET", "orders", "tok-a", "NX", "PX", "30000"));
+        try (RlockdServer.Claim c = srv.claim("orders", "tok-a")) {
+            srv.advanceClock(31_000); // paused past its lease
+            assertEquals("OK", srv.commandString("SET", "orders", "tok-b", "NX", "PX", "30000"));
+        }
+        String violations = String.join("\n", srv.checkLocks());
+        assertTrue(violations.contains("outlived its lease"), violations);
+        assertTrue(violations.contains("overlaps a grant to tok-b"), violations);
+        java.nio.file.Path file = java.nio.file.Files.createTempFile("timeline", ".html");
+        String html = srv.timeline(file);
+        assertEquals(html, java.nio.file.Files.readString(file));
+        assertTrue(html.contains("class=\"lane\" data-lock=\"orders\""), html);
+        assertTrue(html.contains("<rect class=\"claim\""), html);
+        assertTrue(srv.timelineJson("ord*").contains("\"end\":\"expired\""));
+        assertThrows(RlockdException.class, () -> srv.claimLeave("orders", "nobody"));
+    }
+
+    @Test
     void clock(RlockdServer srv) throws Exception {
         srv.freezeClock();
         ClockInfo info = srv.clockInfo();

@@ -132,6 +132,35 @@ class ExtensionTest {
         assertTrue(log.contains("ready to accept connections"), log);
     }
 
+    @Test
+    void aFailingTestLeavesItsTimelineAsAReportEntry() throws Exception {
+        java.nio.file.Path dir = java.nio.file.Files.createTempDirectory("rlockd-artifacts");
+        String before = System.getProperty("rlockd.artifacts");
+        System.setProperty("rlockd.artifacts", dir.toString());
+        try {
+            org.junit.platform.testkit.engine.EngineExecutionResults results = EngineTestKit.engine("junit-jupiter")
+                    .selectors(selectClass(FailingExample.class))
+                    .execute();
+            Events all = results.testEvents();
+            assertEquals(1, all.failed().count(), results.allEvents().list().toString());
+            String entry = all.reportingEntryPublished().stream()
+                    .map(e -> e.getPayload(org.junit.platform.engine.reporting.ReportEntry.class).orElseThrow())
+                    .map(r -> r.getKeyValuePairs().get("rlockd-timeline"))
+                    .filter(java.util.Objects::nonNull)
+                    .findFirst()
+                    .orElseThrow();
+            java.nio.file.Path file = java.nio.file.Path.of(entry);
+            assertTrue(file.startsWith(dir), entry);
+            assertTrue(java.nio.file.Files.readString(file).contains("<h1>Lock timeline</h1>"), entry);
+        } finally {
+            if (before == null) {
+                System.clearProperty("rlockd.artifacts");
+            } else {
+                System.setProperty("rlockd.artifacts", before);
+            }
+        }
+    }
+
     @Nested
     @ExtendWith(RlockdExtension.class)
     @TestMethodOrder(MethodOrderer.OrderAnnotation.class)

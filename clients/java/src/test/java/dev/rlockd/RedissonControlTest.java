@@ -89,6 +89,26 @@ class RedissonControlTest {
         other.unlock();
     }
 
+    @Test
+    void aPausedHolderStillInsideItsClaimIsAViolation(RlockdServer srv) throws Exception {
+        srv.freezeClock();
+        RLock lock = a.getLock("orders");
+        lock.lock(30, TimeUnit.SECONDS);
+        String holder = a.getId() + ":" + Thread.currentThread().getId();
+        try (RlockdServer.Claim inside = srv.claim("orders", holder)) {
+            srv.advanceClock(31_000); // paused past its lease
+            assertTrue(pool.submit(() -> b.getLock("orders").tryLock(0, 30, TimeUnit.SECONDS)).get());
+        }
+        String violations = String.join("\n", srv.checkLocks());
+        assertTrue(violations.contains(holder + "'s claimed critical section"), violations);
+        assertTrue(violations.contains("outlived its lease"), violations);
+        assertTrue(violations.contains("overlaps a grant to " + b.getId() + ":"), violations);
+        String html = srv.timeline();
+        assertTrue(html.contains("data-holder=\"" + holder + "\""), html);
+        assertTrue(html.contains("data-end=\"expired\""), html);
+        assertTrue(html.contains("<g class=\"violation\""), html);
+    }
+
     /**
      * {@code a} holds {@code name} with a lease of {@code leaseMs}, {@code b} waits for it in
      * {@code tryLock}, {@code a} unlocks. Returns when {@code b} got it, in ms after {@code a} locked.
