@@ -263,7 +263,7 @@ fn points_in_shape(z: &ZSet, shape: &Shape, limit: usize) -> Vec<Point> {
         for (m, s) in z.iter_from(lo).take(hi - lo) {
             let [lon, lat] = geohash::decode_score(s);
             if let Some(dist) = shape.contains(lon, lat) {
-                out.push(Point { lon, lat, dist, score: s, member: m.clone() });
+                out.push(Point { lon, lat, dist, score: s, member: Bytes::copy_from_slice(m) });
                 if limit != 0 && out.len() >= limit {
                     break;
                 }

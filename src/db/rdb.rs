@@ -585,7 +585,7 @@ fn dump_value(out: &mut Vec<u8>, entry: &Entry, list_fill: i64) {
             } else {
                 out.push(T_ZSET_2);
                 save_len(out, z.len() as u64);
-                let all: Vec<(&Bytes, f64)> = z.iter().collect();
+                let all: Vec<(&[u8], f64)> = z.iter().collect();
                 for (m, s) in all.into_iter().rev() {
                     save_string(out, m);
                     out.extend_from_slice(&s.to_le_bytes());
