@@ -305,7 +305,7 @@ fn search_generic(ctx: &mut Ctx<'_>, args: &[Bytes], src: usize, flags: u8) -> C
             let score = if storedist { p.dist / conversion } else { p.score };
             out.insert(own(&p.member), score);
         }
-        db.set(&dst, Value::ZSet(Box::new(out)), false);
+        db.set(&dst, Value::ZSet(out), false);
         db.notify(notify::ZSET, if search { "geosearchstore" } else { "georadiusstore" }, &dst);
     } else if db.remove(&dst).is_some() {
         db.notify(notify::GENERIC, "del", &dst);

@@ -296,7 +296,7 @@ pub(crate) fn zadd_generic(ctx: &mut Ctx<'_>, args: &[Bytes], mut flags: u8) -> 
     let mut outgrown = false;
     if exists || !xx {
         if !exists {
-            db.insert_new(key, Value::ZSet(Box::default()));
+            db.insert_new(key, Value::ZSet(ZSet::new()));
         }
         let (z, mut listpack) = get_zset_listpack(&mut db, key)?.expect("exists");
         for (j, &score0) in scores.iter().enumerate() {
@@ -607,7 +607,7 @@ fn zrange_generic(
                 let s = stored_score(&z, &m, s, &limits);
                 z.insert(own(&m), s);
             }
-            db.set(dst, Value::ZSet(Box::new(z)), false);
+            db.set(dst, Value::ZSet(z), false);
             db.notify(notify::ZSET, "zrangestore", dst);
             Ok(Reply::Int(n as i64))
         }
@@ -1115,7 +1115,7 @@ fn setop_generic(
     }
     let limits = *db.limits();
     normalize_built(&mut result, &limits);
-    db.set(dst, Value::ZSet(Box::new(result)), false);
+    db.set(dst, Value::ZSet(result), false);
     let ev = match op {
         Op::Union => "zunionstore",
         Op::Inter => "zinterstore",

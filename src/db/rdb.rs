@@ -1242,7 +1242,7 @@ fn load_value(r: &mut Reader<'_>, t: u8) -> Result<Value, RdbError> {
             if z.is_empty() {
                 return Err(RdbError::Format);
             }
-            Value::ZSet(Box::new(z))
+            Value::ZSet(z)
         }
         T_ZSET_LISTPACK => {
             let blob = r.string()?;
@@ -1260,7 +1260,7 @@ fn load_value(r: &mut Reader<'_>, t: u8) -> Result<Value, RdbError> {
                 };
                 zset_insert(&mut z, p[0].to_bytes(), s)?;
             }
-            Value::ZSet(Box::new(z))
+            Value::ZSet(z)
         }
         T_STREAM_LISTPACKS_2 => Value::Stream(Box::new(load_stream(r, true)?)),
         T_STREAM_LISTPACKS => Value::Stream(Box::new(load_stream(r, false)?)),
@@ -1655,7 +1655,7 @@ mod tests {
             for i in 0..n {
                 z.insert(b(format!("m{i}")), f64::from(i) / 3.0);
             }
-            vals.push(Value::ZSet(Box::new(z)));
+            vals.push(Value::ZSet(z));
         }
         let mut st = Stream::default();
         for i in 1..150u64 {
