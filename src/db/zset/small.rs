@@ -256,10 +256,39 @@ impl Small {
         self.insert_new(&member, score);
     }
 
-    /// Removes entries `[lo, hi)`.
+    /// Removes entries `[lo, hi)`, in place: every section moves left (or
+    /// stays), so one pass from the left never overwrites bytes not yet
+    /// read.
     pub fn remove_range(&mut self, lo: usize, hi: usize) {
-        if lo < hi {
-            self.rebuild(lo, None, hi);
+        let n = self.len();
+        if lo >= hi {
+            return;
+        }
+        if hi - lo == n {
+            self.buf = Vec::new();
+            return;
+        }
+        let m = n - (hi - lo);
+        let start = if lo == 0 { 0 } else { self.end(n, lo - 1) };
+        let (gap_end, all) = (self.end(n, hi - 1), self.end(n, n - 1));
+        let gone = gap_end - start;
+        self.buf[0] = m as u8;
+        self.buf.copy_within(Self::tags_at(n) + hi..Self::tags_at(n) + n, Self::tags_at(m) + lo);
+        for j in 0..m {
+            let (from, shift) = if j < lo { (j, 0) } else { (j + hi - lo, gone) };
+            let e = (self.end(n, from) - shift) as u16;
+            let at = Self::ends_at(m) + 2 * j;
+            self.buf[at..at + 2].copy_from_slice(&e.to_le_bytes());
+        }
+        let (os, ns) = (Self::scores_at(n), Self::scores_at(m));
+        self.buf.copy_within(os..os + 8 * lo, ns);
+        self.buf.copy_within(os + 8 * hi..os + 8 * n, ns + 8 * lo);
+        let (om, nm) = (Self::members_at(n), Self::members_at(m));
+        self.buf.copy_within(om..om + start, nm);
+        self.buf.copy_within(om + gap_end..om + all, nm + start);
+        self.buf.truncate(nm + all - gone);
+        if self.buf.capacity() > 2 * self.buf.len() + 64 {
+            self.buf.shrink_to_fit();
         }
     }
 
