@@ -122,7 +122,10 @@ class LocksUnsafeError extends AssertionError {
   }
 }
 
-// Fault kinds and their parameters, in RLOCKD FAULT order.
+// Fault kinds and their required parameters, in RLOCKD FAULT order; then the optional ones,
+// each with the word the server takes before its value ("" for none); then the scope every
+// kind may take (which of it a kind takes: RLOCKD SCHEMA FAULT; the server refuses a wrong
+// one). test/schema.test.mjs checks these tables against the server's RLOCKD SCHEMA.
 const FAULT_PARAMS = {
   error: ["message"],
   latency: ["ms"],
@@ -132,6 +135,10 @@ const FAULT_PARAMS = {
   cutwrite: ["bytes"],
   dropmsg: [],
   delaymsg: ["ms"],
+};
+const FAULT_OPTIONAL = {
+  latency: { jitterMs: "JITTER" },
+  close: { when: "" },
 };
 const FAULT_SCOPE = [
   ["command", "COMMAND"],
@@ -473,17 +480,16 @@ class RlockdServer {
     if (!params) {
       throw new TypeError(`unknown fault kind ${spec && spec.kind}; one of ${Object.keys(FAULT_PARAMS).join(", ")}`);
     }
-    const accepted = ["kind", ...params, ...(kind === "close" ? ["when"] : []), ...(kind === "latency" ? ["jitterMs"] : [])];
+    const optional = Object.entries(FAULT_OPTIONAL[kind] || {});
+    const accepted = ["kind", ...params, ...optional.map(([field]) => field)];
     checkKeys(`addFault({ kind: "${kind}" })`, spec, [...accepted, ...FAULT_SCOPE.map(([field]) => field)]);
     const args = ["FAULT", kind.toUpperCase()];
     for (const p of params) {
       if (spec[p] === undefined || spec[p] === null) throw new TypeError(`fault ${kind} needs ${p}`);
       args.push(spec[p]);
     }
-    if (kind === "close" && spec.when !== undefined) args.push(spec.when);
-    if (spec.jitterMs !== undefined) {
-      if (kind !== "latency") throw new TypeError("jitterMs goes with latency only");
-      args.push("JITTER", spec.jitterMs);
+    for (const [field, word] of optional) {
+      if (spec[field] !== undefined && spec[field] !== null) args.push(...(word ? [word] : []), spec[field]);
     }
     for (const [field, word] of FAULT_SCOPE) {
       if (spec[field] !== undefined && spec[field] !== null) args.push(word, spec[field]);
@@ -1073,3 +1079,8 @@ module.exports = {
   binaryPath,
   withServer,
 };
+// Not API: the tables test/schema.test.mjs compares with the server's RLOCKD SCHEMA.
+Object.defineProperty(module.exports, "_tables", {
+  value: Object.freeze({ FAULT_PARAMS, FAULT_OPTIONAL, FAULT_SCOPE }),
+  enumerable: false,
+});

@@ -2,33 +2,48 @@
 //! share, and the decisions Redis Cluster makes from it.
 //!
 //! A cluster of rlockd nodes is N ordinary servers (own event loop, own
-//! keyspace, own clock) that hold the same [`Topology`]: node ids and
-//! announced addresses, the owner of each of the 16384 slots, each node's
-//! MIGRATING/IMPORTING slots, epochs, and which nodes are down. A real
-//! cluster converges on one view by gossip; here there is one view, so every
-//! node agrees at once (a change made through one node is seen by all the
-//! others before its reply is sent). What the cluster bus carries besides
-//! the view — `PUBLISH` to every node — goes through per-node mailboxes
-//! ([`Topology::connect_bus`]).
+//! keyspace, own clock) that hold the same [`Topology`]: one view
+//! ([`State`]) per node — node ids and announced addresses (the same in
+//! every view), the owner of each of the 16384 slots, epochs, who
+//! replicates whom, which nodes are down, and the node's own
+//! MIGRATING/IMPORTING slots. A command changes the view of the node that
+//! received it; the change reaches the others as Redis's gossip carries it
+//! ([`gossip`]: each node's ping tells the others what it serves, with its
+//! configuration epoch): [`Topology::round`] delivers every node's ping to
+//! every other node that is up, on a timer (every 100 ms while something
+//! changed, `server/cluster.rs`) or under test control (`RLOCKD CLUSTER
+//! GOSSIP HOLD | STEP | RUN`). As in Redis, a promotion and a slot closed on
+//! its importing node are broadcast at once ([`Topology::change_and_spread`]). A node
+//! going down or coming back is seen by every view at once (test control
+//! says so); a node coming back exchanges pings with every node at once.
+//! What the cluster bus carries besides — `PUBLISH` to every node — goes
+//! through per-node mailboxes ([`Topology::connect_bus`]).
+//!
+//! Lock order: a node's core, then the gossip lock, then one view at a
+//! time (no code holds two views, or takes the gossip lock holding one).
 //!
 //! * [`slot`]: CRC16 and hash tags (`CLUSTER KEYSLOT`).
 //! * [`route`]: Redis's `getNodeByQuery`, the one decision between serving
 //!   a command and `MOVED`, `ASK`, `CROSSSLOT`, `TRYAGAIN`, `CLUSTERDOWN`.
 //! * [`describe`]: the `CLUSTER NODES`/`SLOTS`/`SHARDS`/`INFO`/`LINKS` replies.
 //!
-//! A replica is a node with a `primary`; a failover changes the view in one
-//! step ([`State::promote`]: the slots, the epochs, who follows whom) at the
-//! moment the replica stops listening to its primary.
+//! A replica is a node with a `primary`; a failover changes the promoted
+//! replica's view in one step ([`State::promote`]: the slots, a new epoch)
+//! at the moment it stops listening to its primary, and its ping, broadcast
+//! at once, makes the others move the slots and its old primary and
+//! siblings follow it.
 //!
 //! The cluster knows the servers only through [`Control`] (taking a node
 //! down and bringing it back, promoting a replica), which the server layer
 //! implements.
 
 pub mod describe;
+pub mod gossip;
 pub mod route;
 pub mod slot;
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
 use bytes::Bytes;
@@ -58,14 +73,12 @@ pub struct Node {
     pub failed: bool,
     /// Unix ms when it went down.
     pub failed_ms: u64,
-    /// This node's slots in MIGRATING state, with their destination.
+    /// This node's slots in MIGRATING state, with their destination (in
+    /// its own view only).
     pub migrating: BTreeMap<u16, usize>,
-    /// This node's slots in IMPORTING state, with their source.
+    /// This node's slots in IMPORTING state, with their source (in its
+    /// own view only).
     pub importing: BTreeMap<u16, usize>,
-    /// A primary replaced by its replica while it was down: the node it
-    /// replicates once it is back (until then it shows as a failed master
-    /// without slots, as other Redis nodes see it).
-    pub rejoins_as_replica_of: Option<usize>,
 }
 
 impl Node {
@@ -74,11 +87,15 @@ impl Node {
     }
 }
 
-/// The cluster's one view.
+/// One node's view of the cluster.
 #[derive(Debug, Clone)]
 pub struct State {
     pub nodes: Vec<Node>,
     owner: Vec<u16>,
+    /// Slots whose owner here no longer claims them (Redis's
+    /// `owner_not_claiming_slot`): still redirected to it, given to any
+    /// node that claims them.
+    unclaimed: Vec<bool>,
     pub current_epoch: u64,
 }
 
@@ -93,6 +110,7 @@ impl State {
 
     pub fn set_owner(&mut self, slot: u16, node: Option<usize>) {
         self.owner[usize::from(slot)] = node.map_or(NONE, |n| n as u16);
+        self.unclaimed[usize::from(slot)] = false;
     }
 
     /// `node`'s slots as inclusive ranges, in order.
@@ -182,11 +200,11 @@ impl State {
 }
 
 impl State {
-    /// Replica `r` takes its primary's place (a failover, Redis's
-    /// `clusterFailoverReplaceYourMaster`): it serves the primary's slots
-    /// with a new configuration epoch, the primary's other replicas follow
-    /// it, and so does the primary itself — at once when it is up, when it
-    /// comes back when it is down. Returns the old primary.
+    /// Replica `r`, in its own view, takes its primary's place (a
+    /// failover, Redis's `clusterFailoverReplaceYourMaster`): it serves the
+    /// primary's slots with a new configuration epoch. The others learn it
+    /// from its ping (the old primary and its other replicas then follow
+    /// it). Returns the old primary.
     pub fn promote(&mut self, r: usize) -> Option<usize> {
         let p = self.nodes[r].primary?;
         for s in 0..SLOTS as u16 {
@@ -195,29 +213,9 @@ impl State {
             }
         }
         self.nodes[r].primary = None;
-        self.nodes[r].rejoins_as_replica_of = None;
         self.current_epoch += 1;
         self.nodes[r].config_epoch = self.current_epoch;
-        for o in self.replicas(p) {
-            self.nodes[o].primary = Some(r);
-        }
-        if self.nodes[p].failed {
-            self.nodes[p].rejoins_as_replica_of = Some(r);
-        } else {
-            self.nodes[p].primary = Some(r);
-        }
-        self.nodes[p].migrating.clear();
-        self.nodes[p].importing.clear();
         Some(p)
-    }
-
-    /// A node that was down is back: one replaced while down becomes the
-    /// replica of the node that took its place.
-    pub fn returned(&mut self, n: usize) {
-        self.nodes[n].failed = false;
-        if let Some(r) = self.nodes[n].rejoins_as_replica_of.take() {
-            self.nodes[n].primary = Some(r);
-        }
     }
 }
 
@@ -248,7 +246,14 @@ pub trait Control: Send + Sync {
 
 /// The topology the nodes of one process share.
 pub struct Topology {
-    state: parking_lot::RwLock<State>,
+    /// Each node's view.
+    views: Vec<parking_lot::RwLock<State>>,
+    /// Which nodes are down (the fact every view shows as `failed`).
+    down: Vec<AtomicBool>,
+    /// Held while pings are delivered; what test control set.
+    gossip: parking_lot::Mutex<Gossip>,
+    /// Counts the changes made to the views (a round runs only after one).
+    changes: AtomicU64,
     bus: parking_lot::Mutex<Vec<Option<tokio::sync::mpsc::UnboundedSender<BusMessage>>>>,
     control: parking_lot::Mutex<Option<Weak<dyn Control>>>,
     /// Each running node's server state, as the layers above know it (the
@@ -261,9 +266,20 @@ pub struct Topology {
     pub offsets: parking_lot::Mutex<Vec<u64>>,
 }
 
+/// Gossip as test control set it.
+#[derive(Debug, Default)]
+struct Gossip {
+    /// `RLOCKD CLUSTER GOSSIP HOLD`: nothing spreads but by `STEP`.
+    held: bool,
+    /// [`Topology::changes`] when a round last changed nothing.
+    quiet: u64,
+    /// The cluster stopped: the timer ends.
+    stopped: bool,
+}
+
 impl std::fmt::Debug for Topology {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Topology").field("nodes", &self.state.read().nodes.len()).finish_non_exhaustive()
+        f.debug_struct("Topology").field("nodes", &self.views.len()).finish_non_exhaustive()
     }
 }
 
@@ -319,17 +335,20 @@ impl Topology {
                 failed_ms: 0,
                 migrating: BTreeMap::new(),
                 importing: BTreeMap::new(),
-                rejoins_as_replica_of: None,
             })
             .collect();
-        let mut state = State { nodes, owner: vec![NONE; SLOTS], current_epoch: addrs.len() as u64 };
+        let mut state =
+            State { nodes, owner: vec![NONE; SLOTS], unclaimed: vec![false; SLOTS], current_epoch: addrs.len() as u64 };
         for (i, (first, last)) in create_split(primaries).into_iter().enumerate() {
             for s in first..=last {
                 state.set_owner(s, Some(i));
             }
         }
         Topology {
-            state: parking_lot::RwLock::new(state),
+            views: (0..addrs.len()).map(|_| parking_lot::RwLock::new(state.clone())).collect(),
+            down: (0..addrs.len()).map(|_| AtomicBool::new(false)).collect(),
+            gossip: parking_lot::Mutex::new(Gossip::default()),
+            changes: AtomicU64::new(0),
             bus: parking_lot::Mutex::new(vec![None; addrs.len()]),
             control: parking_lot::Mutex::new(None),
             peers: parking_lot::Mutex::new(vec![None; addrs.len()]),
@@ -338,19 +357,215 @@ impl Topology {
         }
     }
 
-    /// Reads the view.
-    pub fn read(&self) -> parking_lot::RwLockReadGuard<'_, State> {
-        self.state.read()
+    /// Node `n`'s view.
+    pub fn view(&self, n: usize) -> parking_lot::RwLockReadGuard<'_, State> {
+        self.views[n].read()
     }
 
-    /// Changes the view (every node sees the change at once).
-    pub fn write(&self) -> parking_lot::RwLockWriteGuard<'_, State> {
-        self.state.write()
+    /// Changes node `n`'s view (the others learn it by gossip; never
+    /// held across another call of the topology).
+    pub fn view_mut(&self, n: usize) -> parking_lot::RwLockWriteGuard<'_, State> {
+        self.changes.fetch_add(1, Ordering::AcqRel);
+        self.views[n].write()
     }
 
     /// The number of nodes.
     pub fn node_count(&self) -> usize {
-        self.state.read().nodes.len()
+        self.views.len()
+    }
+
+    /// Each node's id, in start order.
+    pub fn ids(&self) -> Vec<String> {
+        self.views[0].read().nodes.iter().map(|n| n.id.clone()).collect()
+    }
+
+    /// Node `n` is down.
+    pub fn is_down(&self, n: usize) -> bool {
+        self.down[n].load(Ordering::Acquire)
+    }
+
+    /// The node serving `slot` now: of the primaries that own it in their
+    /// own view, the one with the newest configuration epoch.
+    pub fn owner(&self, slot: u16) -> Option<usize> {
+        let _g = self.gossip.lock();
+        (0..self.views.len())
+            .filter_map(|n| {
+                let v = self.views[n].read();
+                (v.nodes[n].is_primary() && v.owner(slot) == Some(n)).then(|| (v.nodes[n].config_epoch, n))
+            })
+            .max()
+            .map(|(_, n)| n)
+    }
+
+    /// The primary node `n` replicates, in its own view.
+    pub fn primary_of(&self, n: usize) -> Option<usize> {
+        let _g = self.gossip.lock();
+        self.views[n].read().nodes[n].primary
+    }
+
+    /// The nodes replicating `n`, each in its own view.
+    pub fn replicas_of(&self, n: usize) -> Vec<usize> {
+        let _g = self.gossip.lock();
+        (0..self.views.len()).filter(|&r| self.views[r].read().nodes[r].primary == Some(n)).collect()
+    }
+
+    /// The nodes that are up and primaries in their own view.
+    pub fn primaries_up(&self) -> Vec<usize> {
+        let _g = self.gossip.lock();
+        (0..self.views.len()).filter(|&n| !self.is_down(n) && self.views[n].read().nodes[n].is_primary()).collect()
+    }
+
+    /// Node `n` goes down (`down`) or comes back: every other view shows
+    /// it at once; back, it exchanges pings with every node that is up.
+    pub fn set_down(&self, n: usize, down: bool, now_ms: u64) {
+        let _g = self.gossip.lock();
+        self.down[n].store(down, Ordering::Release);
+        self.changes.fetch_add(1, Ordering::AcqRel);
+        for (i, v) in self.views.iter().enumerate() {
+            let mut v = v.write();
+            if i == n {
+                if !down {
+                    // Back: what it missed meanwhile.
+                    for (k, node) in v.nodes.iter_mut().enumerate() {
+                        if k != n {
+                            node.failed = self.is_down(k);
+                        }
+                    }
+                }
+                continue;
+            }
+            v.nodes[n].failed = down;
+            if down {
+                v.nodes[n].failed_ms = now_ms;
+            }
+        }
+        if !down {
+            for k in self.by_epoch() {
+                if k != n {
+                    self.deliver(k, n);
+                }
+            }
+            for k in 0..self.views.len() {
+                if k != n && !self.is_down(k) {
+                    self.deliver(n, k);
+                }
+            }
+        }
+    }
+
+    /// The nodes that are up, the newest configuration epoch first (a
+    /// round's order: a new claim reaches a node before the ping of the
+    /// primary it replaced).
+    fn by_epoch(&self) -> Vec<usize> {
+        let mut up: Vec<(u64, usize)> = (0..self.views.len())
+            .filter(|&n| !self.is_down(n))
+            .map(|n| (self.views[n].read().node_epoch(n), n))
+            .collect();
+        up.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        up.into_iter().map(|(_, n)| n).collect()
+    }
+
+    /// Node `from`'s ping reaches node `to` (and `to`'s UPDATE, if any,
+    /// reaches `from`): true if `to`'s view changed. The gossip lock is
+    /// held.
+    fn deliver(&self, from: usize, to: usize) -> bool {
+        if from == to || self.is_down(to) {
+            return false;
+        }
+        let claim = self.views[from].read().claim(from);
+        let (changed, update) = self.views[to].write().receive(to, &claim);
+        if changed {
+            self.changes.fetch_add(1, Ordering::AcqRel);
+        }
+        if let Some(u) = update {
+            if self.views[from].write().receive_update(from, &u) {
+                self.changes.fetch_add(1, Ordering::AcqRel);
+            }
+        }
+        changed
+    }
+
+    /// One round of gossip: every node that is up pings every other one.
+    /// Returns how many views it changed.
+    pub fn round(&self) -> usize {
+        let _g = self.gossip.lock();
+        let order = self.by_epoch();
+        let mut changed = vec![false; self.views.len()];
+        for &from in &order {
+            for &to in &order {
+                if self.deliver(from, to) {
+                    changed[to] = true;
+                }
+            }
+        }
+        changed.into_iter().filter(|&c| c).count()
+    }
+
+    /// Changes node `n`'s view with `f`, then its ping reaches every node
+    /// that is up, in one step (Redis's `clusterBroadcastPong` after a
+    /// promotion or a slot imported), unless gossip is held.
+    pub fn change_and_spread<R>(&self, n: usize, f: impl FnOnce(&mut State) -> R) -> R {
+        let g = self.gossip.lock();
+        let r = f(&mut self.view_mut(n));
+        if !g.held {
+            for to in 0..self.views.len() {
+                self.deliver(n, to);
+            }
+        }
+        r
+    }
+
+    /// Replica `r` takes its primary's place ([`State::promote`]) and
+    /// tells every node at once; returns the old primary.
+    pub fn promote(&self, r: usize) -> Option<usize> {
+        self.change_and_spread(r, |v| v.promote(r))
+    }
+
+    /// `RLOCKD CLUSTER GOSSIP HOLD`: nothing spreads until `STEP` or `RUN`.
+    pub fn hold(&self) {
+        self.gossip.lock().held = true;
+    }
+
+    /// `RLOCKD CLUSTER GOSSIP STEP`: one round, held or not; how many
+    /// views changed.
+    pub fn step(&self) -> usize {
+        self.round()
+    }
+
+    /// `RLOCKD CLUSTER GOSSIP RUN`: rounds until the views agree (at most
+    /// 16), then on the timer again.
+    pub fn run(&self) {
+        self.gossip.lock().held = false;
+        for _ in 0..16 {
+            if self.round() == 0 {
+                break;
+            }
+        }
+    }
+
+    /// The timer's turn (every 100 ms): a round if something changed since
+    /// the last quiet one and gossip is not held. False once the cluster
+    /// stopped.
+    pub fn tick(&self) -> bool {
+        let seen = self.changes.load(Ordering::Acquire);
+        {
+            let g = self.gossip.lock();
+            if g.stopped {
+                return false;
+            }
+            if g.held || g.quiet == seen {
+                return true;
+            }
+        }
+        if self.round() == 0 && self.changes.load(Ordering::Acquire) == seen {
+            self.gossip.lock().quiet = seen;
+        }
+        true
+    }
+
+    /// Ends the timer.
+    pub fn stop_gossip(&self) {
+        self.gossip.lock().stopped = true;
     }
 
     /// Opens `node`'s mailbox: what other nodes publish arrives there.
@@ -363,9 +578,8 @@ impl Topology {
     /// Sends `msg` to every node but `from` (as the cluster bus propagates
     /// `PUBLISH`); a node that is down gets nothing.
     pub fn broadcast(&self, from: usize, msg: &BusMessage) {
-        let failed: Vec<bool> = self.state.read().nodes.iter().map(|n| n.failed).collect();
         for (i, tx) in self.bus.lock().iter().enumerate() {
-            if i != from && !failed[i] {
+            if i != from && !self.is_down(i) {
                 if let Some(tx) = tx {
                     let _ = tx.send(msg.clone());
                 }
@@ -398,8 +612,20 @@ impl Topology {
 #[derive(Debug, Clone)]
 pub struct Member {
     pub topo: Arc<Topology>,
-    /// This node's index in the view.
+    /// This node's index in the views.
     pub me: usize,
+}
+
+impl Member {
+    /// This node's view.
+    pub fn view(&self) -> parking_lot::RwLockReadGuard<'_, State> {
+        self.topo.view(self.me)
+    }
+
+    /// Changes this node's view.
+    pub fn view_mut(&self) -> parking_lot::RwLockWriteGuard<'_, State> {
+        self.topo.view_mut(self.me)
+    }
 }
 
 #[cfg(test)]

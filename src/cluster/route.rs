@@ -153,7 +153,7 @@ mod tests {
     #[test]
     fn moved_crossslot_and_tags() {
         let t = three();
-        let s = t.read();
+        let s = t.view(0);
         let foo = [Bytes::from("foo")]; // slot 12182
         assert_eq!(route(&s, 0, &q(&foo), |_| true), Err(Redirect::Moved(12182, 2)));
         assert_eq!(route(&s, 2, &q(&foo), |_| true), Ok(()));
@@ -169,11 +169,11 @@ mod tests {
     fn migrating_and_importing() {
         let t = three();
         {
-            let mut w = t.write();
+            let mut w = t.view_mut(0);
             w.nodes[0].migrating.insert(3300, 1);
             w.nodes[1].importing.insert(3300, 0);
         }
-        let s = t.read();
+        let s = t.view(0);
         let b = [Bytes::from("b")]; // slot 3300
         assert_eq!(route(&s, 0, &q(&b), |_| true), Ok(()));
         assert_eq!(route(&s, 0, &q(&b), |_| false), Err(Redirect::Ask(3300, 1)));

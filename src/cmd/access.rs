@@ -52,10 +52,10 @@ fn build_catalog(profile: Profile) -> Catalog {
                 .subcommands
                 .values()
                 .filter(|s| s.answers_in(&profile))
-                .map(|s| (s.id, s.spec.name.to_string(), cats(s.spec.acl)))
+                .map(|s| (s.id, s.spec.name.to_string(), cats(s.spec.acl_in(profile))))
                 .collect();
             subs.sort_by_key(|s| s.0);
-            CatalogCommand { id: c.id, name: c.spec.name.to_string(), categories: cats(c.spec.acl), subs }
+            CatalogCommand { id: c.id, name: c.spec.name.to_string(), categories: cats(c.spec.acl_in(profile)), subs }
         })
         .collect();
     commands.sort_by_key(|c| c.id);

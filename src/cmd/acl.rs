@@ -143,7 +143,7 @@ fn acl_cat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             let profile = ctx.core.profile();
             for c in t.listed(profile) {
                 for c in std::iter::once(c).chain(c.subcommands.values()) {
-                    if c.answers_in(&profile) && c.spec.acl.split_whitespace().any(|a| a == tag) {
+                    if c.answers_in(&profile) && c.spec.acl_in(profile).split_whitespace().any(|a| a == tag) {
                         out.push(Reply::Bulk(Bytes::from(c.fullname.clone())));
                     }
                 }

@@ -9,6 +9,7 @@ use super::{cmd, CommandSpec, Ctx};
 use crate::db::{notify, StrEnc, Value};
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
+use crate::version::Version;
 
 pub static COMMANDS: &[CommandSpec] = &[
     cmd("setbit", setbit, 4, "write denyoom", 1, 1, 1, "@write @bitmap @slow")
@@ -149,21 +150,45 @@ fn popcount(b: &[u8]) -> i64 {
     b.iter().map(|x| i64::from(x.count_ones())).sum()
 }
 
-fn bitcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    // Redis 7.0 looks the key up before parsing the range.
-    let Some(s) = read_string(ctx, &args[1])? else { return Ok(Reply::Int(0)) };
-    let len = s.len() as i64;
-    let r = match args.len() {
-        2 => Range { start: 0, end: len - 1, first_mask: 0, last_mask: 0 },
+/// A `BITCOUNT`/`BITPOS` range as given: start, end (`None`: the end of
+/// the string), and whether it counts bits.
+type GivenRange = Option<(i64, Option<i64>, bool)>;
+
+/// `BITCOUNT`'s range arguments. Redis 7.0 looks the key up first (a
+/// missing key answers 0 whatever follows); from 7.2 the arguments are
+/// checked first. Valkey 8 takes a start without an end.
+fn bitcount_range(ctx: &Ctx<'_>, args: &[Bytes]) -> Result<GivenRange, CmdError> {
+    Ok(match args.len() {
+        2 => None,
+        3 if ctx.core.profile().is_valkey() && ctx.core.profile().version() >= Version::new(8, 0, 0) => {
+            Some((int(&args[2])?, None, false))
+        }
         4 | 5 => {
             let (start, end) = (int(&args[2])?, int(&args[3])?);
-            let is_bit = if args.len() == 5 { unit(&args[4])? } else { false };
+            Some((start, Some(end), args.len() == 5 && unit(&args[4])?))
+        }
+        _ => return Err(CmdError::Syntax),
+    })
+}
+
+fn bitcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let checked_first = ctx.core.profile().at_least(7, 2, 0);
+    let given = if checked_first { Some(bitcount_range(ctx, args)?) } else { None };
+    let Some(s) = read_string(ctx, &args[1])? else { return Ok(Reply::Int(0)) };
+    let given = match given {
+        Some(g) => g,
+        None => bitcount_range(ctx, args)?,
+    };
+    let len = s.len() as i64;
+    let r = match given {
+        None => Range { start: 0, end: len - 1, first_mask: 0, last_mask: 0 },
+        Some((start, end, is_bit)) => {
+            let end = end.unwrap_or(if is_bit { (len << 3) - 1 } else { len - 1 });
             if start < 0 && end < 0 && start > end {
                 return Ok(Reply::Int(0));
             }
             resolve(len, start, end, is_bit)
         }
-        _ => return Err(CmdError::Syntax),
     };
     if r.start > r.end {
         return Ok(Reply::Int(0));
@@ -197,25 +222,35 @@ fn bitpos(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         1 => true,
         _ => return Err(CmdError::custom("ERR The bit argument must be 1 or 0.")),
     };
+    // Redis 7.0 looks the key up before the range; from 7.2 the range is
+    // checked first.
+    let range = |args: &[Bytes]| -> Result<GivenRange, CmdError> {
+        Ok(match args.len() {
+            3 => None,
+            4..=6 => {
+                let start = int(&args[3])?;
+                let is_bit = args.len() == 6 && unit(&args[5])?;
+                let end = if args.len() >= 5 { Some(int(&args[4])?) } else { None };
+                Some((start, end, is_bit))
+            }
+            _ => return Err(CmdError::Syntax),
+        })
+    };
+    let given = if ctx.core.profile().at_least(7, 2, 0) { Some(range(args)?) } else { None };
     let Some(s) = read_string(ctx, &args[1])? else { return Ok(Reply::Int(if bit { -1 } else { 0 })) };
+    let given = match given {
+        Some(g) => g,
+        None => range(args)?,
+    };
     let len = s.len() as i64;
     let mut end_given = false;
-    let r = match args.len() {
-        3 => Range { start: 0, end: len - 1, first_mask: 0, last_mask: 0 },
-        4..=6 => {
-            let start = int(&args[3])?;
-            let is_bit = if args.len() == 6 { unit(&args[5])? } else { false };
-            let end = if args.len() >= 5 {
-                end_given = true;
-                int(&args[4])?
-            } else if is_bit {
-                (len << 3) + 7
-            } else {
-                len - 1
-            };
+    let r = match given {
+        None => Range { start: 0, end: len - 1, first_mask: 0, last_mask: 0 },
+        Some((start, end, is_bit)) => {
+            end_given = end.is_some();
+            let end = end.unwrap_or(if is_bit { (len << 3) + 7 } else { len - 1 });
             resolve(len, start, end, is_bit)
         }
-        _ => return Err(CmdError::Syntax),
     };
     if r.start > r.end {
         return Ok(Reply::Int(-1));

@@ -21,28 +21,44 @@ use crate::protocol::Reply;
 /// The blocking list commands (`COMMAND DOCS` group `list`).
 pub static LIST_COMMANDS: &[CommandSpec] = &[
     cmd("blpop", blpop, -3, "write noscript blocking", 1, -2, 1, "@write @list @slow @blocking")
+        .hidden_flags("scripts_from_7_2")
+        .in_7_2("write blocking", "@write @list @slow @blocking")
         .doc("Remove and get the first element in a list, or block until one is available", "2.0.0"),
     cmd("brpop", brpop, -3, "write noscript blocking", 1, -2, 1, "@write @list @slow @blocking")
+        .hidden_flags("scripts_from_7_2")
+        .in_7_2("write blocking", "@write @list @slow @blocking")
         .doc("Remove and get the last element in a list, or block until one is available", "2.0.0"),
-    cmd("blmove", blmove, 6, "write denyoom noscript blocking", 1, 2, 1, "@write @list @slow @blocking").doc(
-        "Pop an element from a list, push it to another list and return it; or block until one is available",
-        "6.2.0",
-    ),
-    cmd("brpoplpush", brpoplpush, 4, "write denyoom noscript blocking", 1, 2, 1, "@write @list @slow @blocking").doc(
-        "Pop an element from a list, push it to another list and return it; or block until one is available",
-        "2.2.0",
-    ),
+    cmd("blmove", blmove, 6, "write denyoom noscript blocking", 1, 2, 1, "@write @list @slow @blocking")
+        .hidden_flags("scripts_from_7_2")
+        .in_7_2("write denyoom blocking", "@write @list @slow @blocking")
+        .doc(
+            "Pop an element from a list, push it to another list and return it; or block until one is available",
+            "6.2.0",
+        ),
+    cmd("brpoplpush", brpoplpush, 4, "write denyoom noscript blocking", 1, 2, 1, "@write @list @slow @blocking")
+        .hidden_flags("scripts_from_7_2")
+        .in_7_2("write denyoom blocking", "@write @list @slow @blocking")
+        .doc(
+            "Pop an element from a list, push it to another list and return it; or block until one is available",
+            "2.2.0",
+        ),
     cmd("blmpop", blmpop, -5, "write blocking movablekeys", 0, 0, 0, "@write @list @slow @blocking")
         .doc("Pop elements from a list, or block until one is available", "7.0.0"),
 ];
 
 /// The blocking sorted-set commands (`COMMAND DOCS` group `sorted-set`).
 pub static ZSET_COMMANDS: &[CommandSpec] = &[
-    cmd("bzpopmin", bzpopmin, -3, "write noscript blocking fast", 1, -2, 1, "@write @sortedset @fast @blocking").doc(
+    cmd("bzpopmin", bzpopmin, -3, "write noscript blocking fast", 1, -2, 1, "@write @sortedset @fast @blocking")
+        .hidden_flags("scripts_from_7_2")
+        .in_7_2("write blocking fast", "@write @sortedset @fast @blocking")
+        .doc(
         "Remove and return the member with the lowest score from one or more sorted sets, or block until one is available",
         "5.0.0",
     ),
-    cmd("bzpopmax", bzpopmax, -3, "write noscript blocking fast", 1, -2, 1, "@write @sortedset @fast @blocking").doc(
+    cmd("bzpopmax", bzpopmax, -3, "write noscript blocking fast", 1, -2, 1, "@write @sortedset @fast @blocking")
+        .hidden_flags("scripts_from_7_2")
+        .in_7_2("write blocking fast", "@write @sortedset @fast @blocking")
+        .doc(
         "Remove and return the member with the highest score from one or more sorted sets, or block until one is available",
         "5.0.0",
     ),

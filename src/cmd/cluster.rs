@@ -14,7 +14,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use super::util::{eq, int};
-use super::{cmd, container, table, Command, CommandSpec, Ctx, Lookup};
+use super::{arg, cmd, container, op, table, Arg, Command, CommandSpec, Ctx, Lookup, OpTable};
 use crate::cluster::route::{route, Query, Redirect};
 use crate::cluster::{describe, key_slot, Member, SLOTS};
 use crate::core::{Core, Shared};
@@ -248,7 +248,7 @@ fn redirect(
         reads_when_down: core.config.cluster_allow_reads_when_down,
         pubsubshard_when_down: core.config.cluster_allow_pubsubshard_when_down,
     };
-    let state = member.topo.read();
+    let state = member.view();
     match route(&state, member.me, &q, |k| key_here(core, k, now)) {
         Ok(()) => None,
         Err(r) => Some(r.message(&state)),
@@ -277,7 +277,7 @@ pub(crate) fn script_check(ctx: &Ctx<'_>, cmd: &Command, argv: &[Bytes]) -> Opti
         reads_when_down: core.config.cluster_allow_reads_when_down,
         pubsubshard_when_down: core.config.cluster_allow_pubsubshard_when_down,
     };
-    let state = member.topo.read();
+    let state = member.view();
     route(&state, member.me, &q, |k| key_here(core, k, now)).err().map(|r: Redirect| r.script_message())
 }
 
@@ -302,21 +302,21 @@ fn help(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
 fn info(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     let m = member(ctx)?;
     let full = ctx.core.config.cluster_require_full_coverage;
-    let state = m.topo.read();
+    let state = m.view();
     Ok(describe::info(&state, m.me, full))
 }
 
 fn nodes(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     let m = member(ctx)?;
     let now = ctx.shared.clock.now_ms();
-    let state = m.topo.read();
+    let state = m.view();
     Ok(describe::nodes(&state, m.me, now))
 }
 
 fn slots(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     let m = member(ctx)?;
     let offsets = offsets(ctx, &m);
-    let state = m.topo.read();
+    let state = m.view();
     Ok(describe::slots(&state, &offsets))
 }
 
@@ -337,25 +337,25 @@ fn offsets(ctx: &Ctx<'_>, m: &Member) -> Vec<u64> {
 fn shards(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     let m = member(ctx)?;
     let offsets = offsets(ctx, &m);
-    let state = m.topo.read();
+    let state = m.view();
     Ok(describe::shards(&state, &offsets))
 }
 
 fn links(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     let m = member(ctx)?;
-    let state = m.topo.read();
+    let state = m.view();
     Ok(describe::links(&state, m.me, m.topo.created_ms))
 }
 
 fn myid(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     let m = member(ctx)?;
-    let state = m.topo.read();
+    let state = m.view();
     Ok(Reply::bulk_str(&state.nodes[m.me].id))
 }
 
 fn myshardid(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     let m = member(ctx)?;
-    let state = m.topo.read();
+    let state = m.view();
     Ok(Reply::bulk_str(&state.nodes[m.me].shard_id))
 }
 
@@ -373,7 +373,7 @@ fn slot_stats(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             .ok_or_else(|| CmdError::custom("ERR Invalid or out of range slot"))
     };
     let mine: Vec<bool> = {
-        let state = m.topo.read();
+        let state = m.view();
         let shard = state.nodes[m.me].primary.unwrap_or(m.me);
         (0..SLOTS as u16).map(|s| state.owner(s) == Some(shard)).collect()
     };
@@ -485,7 +485,7 @@ fn slot_arg(a: &[u8]) -> Result<u16, CmdError> {
 
 /// A node named by its id (any letter case), as `clusterLookupNode`.
 fn lookup(m: &Member, id: &[u8]) -> Option<usize> {
-    m.topo.read().find(id)
+    m.view().find(id)
 }
 
 fn replicas(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
@@ -493,7 +493,7 @@ fn replicas(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let Some(n) = lookup(&m, &args[2]) else {
         return Err(CmdError::custom(format!("ERR Unknown node {}", String::from_utf8_lossy(&args[2]))));
     };
-    let state = m.topo.read();
+    let state = m.view();
     if !state.nodes[n].is_primary() {
         return Err(CmdError::custom("ERR The specified node is not a master"));
     }
@@ -506,7 +506,7 @@ fn count_failure_reports(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Err(CmdError::custom(format!("ERR Unknown node {}", String::from_utf8_lossy(&args[2]))));
     };
     // Every other node that is up reports a node that is down.
-    let state = m.topo.read();
+    let state = m.view();
     let reports = if state.nodes[n].failed {
         state.nodes.iter().enumerate().filter(|(i, o)| *i != n && *i != m.me && !o.failed && o.is_primary()).count()
     } else {
@@ -522,7 +522,7 @@ fn saveconfig(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
 
 fn bumpepoch(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     let m = member(ctx)?;
-    let mut state = m.topo.write();
+    let mut state = m.view_mut();
     let bumped = state.bump_epoch(m.me);
     let epoch = state.nodes[m.me].config_epoch;
     Ok(Reply::Status(Bytes::from(format!("{} {epoch}", if bumped { "BUMPED" } else { "STILL" }))))
@@ -567,7 +567,7 @@ fn addslots(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
         wanted = args[2..].iter().map(|a| slot_arg(a).map(|s| (s, s))).collect::<Result<_, _>>()?;
     }
-    let mut state = m.topo.write();
+    let mut state = m.view_mut();
     let mut seen = vec![false; SLOTS];
     for &(a, b) in &wanted {
         for s in a..=b {
@@ -594,7 +594,7 @@ fn flushslots(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     if !ctx.core.ks.dbs[0].is_empty() {
         return Err(CmdError::custom("ERR DB must be empty to perform CLUSTER FLUSHSLOTS."));
     }
-    let mut state = m.topo.write();
+    let mut state = m.view_mut();
     for s in 0..SLOTS as u16 {
         if state.owner(s) == Some(m.me) {
             state.set_owner(s, None);
@@ -605,7 +605,7 @@ fn flushslots(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
 
 fn setslot(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let m = member(ctx)?;
-    if !m.topo.read().nodes[m.me].is_primary() {
+    if !m.view().nodes[m.me].is_primary() {
         return Err(CmdError::custom("ERR Please use SETSLOT only with masters."));
     }
     let slot = slot_arg(&args[2])?;
@@ -615,42 +615,50 @@ fn setslot(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         let Some(t) = lookup(&m, &args[4]) else {
             return Err(CmdError::custom(format!("ERR {unknown} {}", String::from_utf8_lossy(&args[4]))));
         };
-        if !m.topo.read().nodes[t].is_primary() {
+        if !m.view().nodes[t].is_primary() {
             return Err(CmdError::custom("ERR Target node is not a master"));
         }
         Ok(t)
     };
     if eq(action, "migrating") && n == 5 {
-        if m.topo.read().owner(slot) != Some(m.me) {
+        if m.view().owner(slot) != Some(m.me) {
             return Err(CmdError::custom(format!("ERR I'm not the owner of hash slot {slot}")));
         }
         let t = node_arg("I don't know about node")?;
-        m.topo.write().nodes[m.me].migrating.insert(slot, t);
+        m.view_mut().nodes[m.me].migrating.insert(slot, t);
     } else if eq(action, "importing") && n == 5 {
-        if m.topo.read().owner(slot) == Some(m.me) {
+        if m.view().owner(slot) == Some(m.me) {
             return Err(CmdError::custom(format!("ERR I'm already the owner of hash slot {slot}")));
         }
         let t = node_arg("I don't know about node")?;
-        m.topo.write().nodes[m.me].importing.insert(slot, t);
+        m.view_mut().nodes[m.me].importing.insert(slot, t);
     } else if eq(action, "stable") && n == 4 {
-        let mut state = m.topo.write();
+        let mut state = m.view_mut();
         state.nodes[m.me].importing.remove(&slot);
         state.nodes[m.me].migrating.remove(&slot);
     } else if eq(action, "node") && n == 5 {
         let t = node_arg("Unknown node")?;
         let here = ctx.core.ks.dbs[0].keys().filter(|k| key_slot(k.as_bytes()) == slot).count();
-        let mut state = m.topo.write();
-        if state.owner(slot) == Some(m.me) && t != m.me && here != 0 {
+        if m.view().owner(slot) == Some(m.me) && t != m.me && here != 0 {
             return Err(CmdError::custom(format!(
                 "ERR Can't assign hashslot {slot} to a different node while I still hold keys for this hash slot."
             )));
         }
-        if here == 0 {
-            state.nodes[m.me].migrating.remove(&slot);
-        }
-        state.set_owner(slot, Some(t));
-        if t == m.me && state.nodes[m.me].importing.remove(&slot).is_some() {
-            state.bump_epoch(m.me);
+        let me = m.me;
+        let set = move |state: &mut crate::cluster::State| {
+            if here == 0 {
+                state.nodes[me].migrating.remove(&slot);
+            }
+            state.set_owner(slot, Some(t));
+            if t == me && state.nodes[me].importing.remove(&slot).is_some() {
+                state.bump_epoch(me);
+            }
+        };
+        if t == m.me && m.view().nodes[m.me].importing.contains_key(&slot) {
+            // The slot imported: a new epoch, and the others know at once.
+            m.topo.change_and_spread(m.me, set);
+        } else {
+            set(&mut m.view_mut());
         }
     } else {
         return Err(CmdError::custom("ERR Invalid CLUSTER SETSLOT action or number of arguments. Try CLUSTER HELP"));
@@ -671,7 +679,7 @@ fn meet(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             String::from_utf8_lossy(&args[3])
         )));
     };
-    let state = m.topo.read();
+    let state = m.view();
     if state.nodes.iter().any(|n| n.ip == ip && i64::from(n.port) == port) {
         return Ok(Reply::ok());
     }
@@ -688,7 +696,7 @@ fn forget(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if n == m.me {
         return Err(CmdError::custom("ERR I tried hard but I can't forget myself..."));
     }
-    if m.topo.read().nodes[m.me].primary == Some(n) {
+    if m.view().nodes[m.me].primary == Some(n) {
         return Err(CmdError::custom("ERR Can't forget my master!"));
     }
     Err(CmdError::custom(
@@ -704,10 +712,10 @@ fn replicate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if n == m.me {
         return Err(CmdError::custom("ERR Can't replicate myself"));
     }
-    if !m.topo.read().nodes[n].is_primary() {
+    if !m.view().nodes[n].is_primary() {
         return Err(CmdError::custom("ERR I can only replicate a master, not a replica."));
     }
-    if m.topo.read().nodes[m.me].primary == Some(n) {
+    if m.view().nodes[m.me].primary == Some(n) {
         return Ok(Reply::ok());
     }
     Err(CmdError::custom(
@@ -728,7 +736,7 @@ fn failover(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     let (force, takeover) = (args.len() == 3 && eq(&args[2], "force"), args.len() == 3 && eq(&args[2], "takeover"));
     {
-        let state = m.topo.read();
+        let state = m.view();
         let Some(p) = state.nodes[m.me].primary else {
             return Err(CmdError::custom("ERR You should send CLUSTER FAILOVER to a replica"));
         };
@@ -853,10 +861,7 @@ pub(crate) fn each_primary<R: Send + 'static>(
     finish: impl FnOnce(&mut Core, Vec<R>) -> CmdResult + Send + 'static,
 ) -> Option<CmdResult> {
     let m = ctx.core.cluster.clone()?;
-    let primaries: Vec<usize> = {
-        let state = m.topo.read();
-        (0..state.nodes.len()).filter(|&n| state.nodes[n].is_primary() && !state.nodes[n].failed).collect()
-    };
+    let primaries = m.topo.primaries_up();
     if ctx.client.may_block() && tokio::runtime::Handle::try_current().is_ok() {
         let nodes: Vec<Arc<Shared>> = primaries.iter().filter_map(|&n| peer(&m, n).ok()).collect();
         let caller = match peer(&m, m.me) {
@@ -901,132 +906,200 @@ fn node_by_name(m: &Member, a: &[u8]) -> Result<usize, CmdError> {
     lookup(m, a).ok_or_else(|| CmdError::custom(format!("ERR Unknown node {}", String::from_utf8_lossy(a))))
 }
 
-/// `RLOCKD CLUSTER …`: slot moves and node outages for tests (see the
-/// `RLOCKD HELP` lines).
-pub(crate) fn control(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+/// `RLOCKD CLUSTER …`: slot moves and node outages for tests (a row of
+/// `cmd/control.rs`'s tree).
+pub(crate) static CONTROL: OpTable = OpTable {
+    args: &[],
+    help: &[],
+    ops: &[
+        op(
+            "moveslot",
+            &[arg("slot", "integer"), arg("node", "node"), arg("n", "integer").opt().token("KEYS")],
+            moveslot,
+            &[
+                "CLUSTER MOVESLOT <slot> <node> [KEYS <n>]",
+                "    Move a slot to <node> (its id, or its index from 0 in start order) with its keys; with KEYS,",
+                "    move only <n> more of its keys and leave it MIGRATING/IMPORTING (clients get ASK); returns",
+                "    how many keys moved.",
+            ],
+        ),
+        op(
+            "down",
+            NODE,
+            |ctx, a| set_down(ctx, a, true),
+            &[
+                "CLUSTER DOWN <node> | UP <node>",
+                "    Stop a node (its clients are cut, its port refuses; the others answer CLUSTERDOWN) / start it",
+                "    again on its port with its keys. A primary with a replica is replaced by it after",
+                "    cluster-node-timeout; it comes back as its replica.",
+            ],
+        ),
+        op("up", NODE, |ctx, a| set_down(ctx, a, false), &[]),
+        op(
+            "gossip",
+            &[arg("action", "choice").choice(&["hold", "step", "run"])],
+            gossip,
+            &[
+                "CLUSTER GOSSIP HOLD | STEP | RUN",
+                "    Each node has its own view, which the others learn by gossip (every 100 ms while they differ).",
+                "    HOLD: nothing spreads (a promotion or a slot imported included); STEP: one round, every node",
+                "    that is up pinging every other, held or not (returns how many views changed); RUN: rounds",
+                "    until the views agree, then on the timer again.",
+            ],
+        ),
+        op(
+            "failover",
+            NODE,
+            control_failover,
+            &[
+                "CLUSTER FAILOVER <node>",
+                "    Promote a replica (or a primary's first replica) at once with what it has received: it takes",
+                "    the slots, the primary becomes its replica. Replies once done.",
+            ],
+        ),
+    ],
+    fields: &[],
+    unknown: |a| {
+        CmdError::custom(format!(
+            "ERR unknown subcommand or wrong number of arguments for 'cluster {}'. Try RLOCKD HELP.",
+            String::from_utf8_lossy(&a[2])
+        ))
+    },
+    check: Some(|ctx| member(ctx).map(|_| ())),
+    default: None,
+};
+
+/// The argument of an operation on one node.
+const NODE: &[Arg] = &[arg("node", "node")];
+
+/// `RLOCKD CLUSTER MOVESLOT <slot> <node> [KEYS <n>]`.
+fn moveslot(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let m = member(ctx)?;
-    let sub = &args[0];
-    if eq(sub, "moveslot") && (args.len() == 3 || args.len() == 5) {
-        let slot = slot_arg(&args[1])?;
-        let to = node_by_name(&m, &args[2])?;
-        let limit = if args.len() == 5 {
-            if !eq(&args[3], "keys") {
-                return Err(CmdError::Syntax);
-            }
-            Some(usize::try_from(int(&args[4])?).map_err(|_| CmdError::custom("ERR KEYS must be >= 0"))?)
-        } else {
-            None
-        };
-        let Some(from) = m.topo.read().owner(slot) else {
-            return Err(CmdError::custom(format!("ERR Slot {slot} is not served by any node")));
-        };
-        if from == to {
-            return Ok(Reply::Int(0));
+    let args = &args[2..];
+    let slot = slot_arg(&args[1])?;
+    let to = node_by_name(&m, &args[2])?;
+    let limit = if args.len() == 5 {
+        if !eq(&args[3], "keys") {
+            return Err(CmdError::Syntax);
         }
-        if !m.topo.read().nodes[to].is_primary() {
-            return Err(CmdError::custom("ERR Target node is not a master"));
-        }
-        {
-            let mut state = m.topo.write();
-            state.nodes[from].migrating.insert(slot, to);
-            state.nodes[to].importing.insert(slot, from);
-        }
-        let max = limit.unwrap_or(usize::MAX);
-        // The slot is handed over once all its keys moved.
-        let hand_over = move |m: &Member| {
-            if limit.is_none() {
-                let mut state = m.topo.write();
+        Some(usize::try_from(int(&args[4])?).map_err(|_| CmdError::custom("ERR KEYS must be >= 0"))?)
+    } else {
+        None
+    };
+    let Some(from) = m.topo.owner(slot) else {
+        return Err(CmdError::custom(format!("ERR Slot {slot} is not served by any node")));
+    };
+    if from == to {
+        return Ok(Reply::Int(0));
+    }
+    if m.topo.primary_of(to).is_some() {
+        return Err(CmdError::custom("ERR Target node is not a master"));
+    }
+    // As `redis-cli --cluster reshard`: SETSLOT MIGRATING on the source,
+    // IMPORTING on the destination, each in its own view.
+    m.topo.view_mut(from).nodes[from].migrating.insert(slot, to);
+    m.topo.view_mut(to).nodes[to].importing.insert(slot, from);
+    let max = limit.unwrap_or(usize::MAX);
+    // The slot is handed over once all its keys moved: SETSLOT NODE on the
+    // source, then on the destination (a new epoch, told to every node).
+    let hand_over = move |m: &Member| {
+        if limit.is_none() {
+            {
+                let mut state = m.topo.view_mut(from);
                 state.nodes[from].migrating.remove(&slot);
+                state.set_owner(slot, Some(to));
+            }
+            m.topo.change_and_spread(to, |state| {
                 state.nodes[to].importing.remove(&slot);
                 state.set_owner(slot, Some(to));
                 state.bump_epoch(to);
-            }
-        };
-        if ctx.client.may_block() && tokio::runtime::Handle::try_current().is_ok() {
-            // The keys move in a task of this event loop, which waits for
-            // the other nodes' state; the client waits for the count.
-            let (src, dst, caller) = (peer(&m, from)?, peer(&m, to)?, peer(&m, m.me)?);
-            let waiter = super::blocking::block_until_answered(ctx, "ERR the slot move did not finish");
-            tokio::spawn(async move {
-                let moved = move_keys_later(&src, &dst, from, to, slot, max).await;
-                hand_over(&m);
-                caller.core.lock().await.blocking.serve(waiter, Reply::Int(moved as i64));
             });
-            return Ok(Reply::Nil);
         }
-        let moved = move_keys_now(ctx, &m, slot, from, to, max)?;
-        hand_over(&m);
-        return Ok(Reply::Int(moved as i64));
-    }
-    if eq(sub, "failover") && args.len() == 2 {
-        let n = node_by_name(&m, &args[1])?;
-        let replica = {
-            let state = m.topo.read();
-            if state.nodes[n].is_primary() {
-                state
-                    .replicas(n)
-                    .into_iter()
-                    .find(|&r| !state.nodes[r].failed)
-                    .ok_or_else(|| CmdError::custom(format!("ERR node {n} has no replica that is up")))?
-            } else if state.nodes[n].failed {
-                return Err(CmdError::custom(format!("ERR node {n} is down")));
-            } else {
-                n
-            }
-        };
-        let control = m.topo.control().ok_or_else(|| CmdError::custom("ERR the cluster is stopping"))?;
-        if !ctx.client.may_block() {
-            control.failover(replica, false, Box::new(|_| {}));
-            return Ok(Reply::ok());
-        }
-        // The reply waits for the promotion (the caller's connection is
-        // blocked; the promotion runs on a thread of its own).
-        let me = peer(&m, m.me)?;
-        let waiter = super::blocking::block_until_answered(ctx, "ERR the failover did not finish");
-        control.failover(
-            replica,
-            false,
-            Box::new(move |r| {
-                let reply = match r {
-                    Ok(()) => Reply::ok(),
-                    Err(e) => Reply::error(format!("ERR {e}")),
-                };
-                me.core.blocking_lock().blocking.serve(waiter, reply);
-            }),
-        );
+    };
+    if ctx.client.may_block() && tokio::runtime::Handle::try_current().is_ok() {
+        // The keys move in a task of this event loop, which waits for
+        // the other nodes' state; the client waits for the count.
+        let (src, dst, caller) = (peer(&m, from)?, peer(&m, to)?, peer(&m, m.me)?);
+        let waiter = super::blocking::block_until_answered(ctx, "ERR the slot move did not finish");
+        tokio::spawn(async move {
+            let moved = move_keys_later(&src, &dst, from, to, slot, max).await;
+            hand_over(&m);
+            caller.core.lock().await.blocking.serve(waiter, Reply::Int(moved as i64));
+        });
         return Ok(Reply::Nil);
     }
-    if (eq(sub, "down") || eq(sub, "up")) && args.len() == 2 {
-        let n = node_by_name(&m, &args[1])?;
-        let control = m.topo.control().ok_or_else(|| CmdError::custom("ERR the cluster is stopping"))?;
-        let down = eq(sub, "down");
-        // A node taken down from its own connection goes once this reply
-        // is sent: the connection closes after it (as Redis closes a client
-        // after its reply), so the node's shutdown, which may begin before
-        // this handler returns, does not swallow it.
-        control.set_down(n, down, n == m.me).map_err(|e| CmdError::custom(format!("ERR {e}")))?;
-        if down && n == m.me {
-            ctx.client.close = true;
-        }
-        return Ok(Reply::ok());
-    }
-    Err(CmdError::custom(format!(
-        "ERR unknown subcommand or wrong number of arguments for 'cluster {}'. Try RLOCKD HELP.",
-        String::from_utf8_lossy(sub)
-    )))
+    let moved = move_keys_now(ctx, &m, slot, from, to, max)?;
+    hand_over(&m);
+    Ok(Reply::Int(moved as i64))
 }
 
-/// `RLOCKD HELP` lines of the cluster subcommands.
-pub(crate) const CONTROL_HELP: &[&str] = &[
-    "CLUSTER MOVESLOT <slot> <node> [KEYS <n>]",
-    "    Move a slot to <node> (its id, or its index from 0 in start order) with its keys; with KEYS,",
-    "    move only <n> more of its keys and leave it MIGRATING/IMPORTING (clients get ASK); returns",
-    "    how many keys moved.",
-    "CLUSTER DOWN <node> | UP <node>",
-    "    Stop a node (its clients are cut, its port refuses; the others answer CLUSTERDOWN) / start it",
-    "    again on its port with its keys. A primary with a replica is replaced by it after",
-    "    cluster-node-timeout; it comes back as its replica.",
-    "CLUSTER FAILOVER <node>",
-    "    Promote a replica (or a primary's first replica) at once with what it has received: it takes",
-    "    the slots, the primary becomes its replica. Replies once done.",
-];
+/// `RLOCKD CLUSTER GOSSIP HOLD | STEP | RUN`.
+fn gossip(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let m = member(ctx)?;
+    let a = &args[3];
+    if eq(a, "hold") {
+        m.topo.hold();
+        Ok(Reply::ok())
+    } else if eq(a, "step") {
+        Ok(Reply::Int(m.topo.step() as i64))
+    } else if eq(a, "run") {
+        m.topo.run();
+        Ok(Reply::ok())
+    } else {
+        Err(CmdError::Syntax)
+    }
+}
+
+/// `RLOCKD CLUSTER FAILOVER <node>`.
+fn control_failover(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let m = member(ctx)?;
+    let n = node_by_name(&m, &args[3])?;
+    let replica = if m.topo.primary_of(n).is_none() {
+        m.topo
+            .replicas_of(n)
+            .into_iter()
+            .find(|&r| !m.topo.is_down(r))
+            .ok_or_else(|| CmdError::custom(format!("ERR node {n} has no replica that is up")))?
+    } else if m.topo.is_down(n) {
+        return Err(CmdError::custom(format!("ERR node {n} is down")));
+    } else {
+        n
+    };
+    let control = m.topo.control().ok_or_else(|| CmdError::custom("ERR the cluster is stopping"))?;
+    if !ctx.client.may_block() {
+        control.failover(replica, false, Box::new(|_| {}));
+        return Ok(Reply::ok());
+    }
+    // The reply waits for the promotion (the caller's connection is
+    // blocked; the promotion runs on a thread of its own).
+    let me = peer(&m, m.me)?;
+    let waiter = super::blocking::block_until_answered(ctx, "ERR the failover did not finish");
+    control.failover(
+        replica,
+        false,
+        Box::new(move |r| {
+            let reply = match r {
+                Ok(()) => Reply::ok(),
+                Err(e) => Reply::error(format!("ERR {e}")),
+            };
+            me.core.blocking_lock().blocking.serve(waiter, reply);
+        }),
+    );
+    Ok(Reply::Nil)
+}
+
+/// `RLOCKD CLUSTER DOWN <node>` / `UP <node>`.
+fn set_down(ctx: &mut Ctx<'_>, args: &[Bytes], down: bool) -> CmdResult {
+    let m = member(ctx)?;
+    let n = node_by_name(&m, &args[3])?;
+    let control = m.topo.control().ok_or_else(|| CmdError::custom("ERR the cluster is stopping"))?;
+    // A node taken down from its own connection goes once this reply
+    // is sent: the connection closes after it (as Redis closes a client
+    // after its reply), so the node's shutdown, which may begin before
+    // this handler returns, does not swallow it.
+    control.set_down(n, down, n == m.me).map_err(|e| CmdError::custom(format!("ERR {e}")))?;
+    if down && n == m.me {
+        ctx.client.close = true;
+    }
+    Ok(Reply::ok())
+}

@@ -20,9 +20,11 @@ static COMMAND_SUBS: &[CommandSpec] = &[
         .doc("Get total number of Redis commands", "2.8.13"),
     cmd("docs", command_docs, -2, "loading stale", 0, 0, 0, "@slow @connection")
         .doc("Get array of specific Redis command documentation", "7.0.0"),
-    cmd("getkeys", command_getkeys, -4, "loading stale", 0, 0, 0, "@slow @connection")
+    cmd("getkeys", command_getkeys, -3, "loading stale", 0, 0, 0, "@slow @connection")
+        .arity_7_0(-4)
         .doc("Extract keys given a full Redis command", "2.8.13"),
-    cmd("getkeysandflags", command_getkeysandflags, -4, "loading stale", 0, 0, 0, "@slow @connection")
+    cmd("getkeysandflags", command_getkeysandflags, -3, "loading stale", 0, 0, 0, "@slow @connection")
+        .arity_7_0(-4)
         .doc("Extract keys and access flags given a full Redis command", "7.0.0"),
     cmd("help", command_help, 2, "loading stale", 0, 0, 0, "@slow @connection")
         .doc("Show helpful text about the different subcommands", "5.0.0"),
@@ -33,15 +35,16 @@ static COMMAND_SUBS: &[CommandSpec] = &[
 ];
 
 fn command_info_reply(c: &Command, profile: Profile) -> Reply {
+    let arity = if !profile.at_least(7, 2, 0) && c.spec.arity_7_0 != 0 { c.spec.arity_7_0 } else { c.spec.arity };
     let flag_names: Vec<Reply> =
-        c.spec.flags.split_whitespace().map(|f| Reply::Status(Bytes::from_static(f.as_bytes()))).collect();
+        c.spec.flags_in(profile).split_whitespace().map(|f| Reply::Status(Bytes::from_static(f.as_bytes()))).collect();
     let acl: Vec<Reply> =
-        c.spec.acl.split_whitespace().map(|a| Reply::Status(Bytes::from_static(a.as_bytes()))).collect();
+        c.spec.acl_in(profile).split_whitespace().map(|a| Reply::Status(Bytes::from_static(a.as_bytes()))).collect();
     let subs = subcommands_in(c, profile);
     let meta = super::meta::for_profile(&c.fullname, profile);
     Reply::Array(vec![
         Reply::bulk_str(&c.fullname),
-        Reply::Int(i64::from(c.spec.arity)),
+        Reply::Int(i64::from(arity)),
         Reply::Set(flag_names),
         Reply::Int(i64::from(c.spec.first_key)),
         Reply::Int(i64::from(c.spec.last_key)),
@@ -147,7 +150,7 @@ fn command_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
                 b"module" => false,
                 b"aclcat" => {
                     let want = format!("@{}", String::from_utf8_lossy(v).to_ascii_lowercase());
-                    c.spec.acl.split_whitespace().any(|a| a == want)
+                    c.spec.acl_in(profile).split_whitespace().any(|a| a == want)
                 }
                 b"pattern" => crate::glob::matches(v, c.fullname.as_bytes(), true),
                 _ => false,
@@ -163,26 +166,34 @@ fn command_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     Ok(Reply::Array(out))
 }
 
-fn command_getkeys(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+fn command_getkeys(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let argv = &args[2..];
-    let keys = getkeys_checked(argv)?;
+    let keys = getkeys_checked(ctx, args)?;
     Ok(Reply::bulks(keys.into_iter().map(|(i, _)| argv[i].clone())))
 }
 
 /// `COMMAND GETKEYSANDFLAGS`: each key with its key-spec flags.
-fn command_getkeysandflags(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+fn command_getkeysandflags(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let argv = &args[2..];
-    let keys = getkeys_checked(argv)?;
+    let keys = getkeys_checked(ctx, args)?;
     Ok(Reply::Array(
         keys.into_iter().map(|(pos, flags)| Reply::Array(vec![Reply::Bulk(argv[pos].clone()), flags])).collect(),
     ))
 }
 
-/// Redis's `getKeysSubcommandImpl` checks, in its order: unknown command,
-/// a command without keys, arity, then no keys found (an empty list for
-/// commands whose keys are optional, like EVAL).
-fn getkeys_checked(argv: &[Bytes]) -> Result<Vec<(usize, Reply)>, CmdError> {
-    let c = match table().lookup(argv) {
+/// Redis's `getKeysSubcommandImpl` checks, in its order: unknown command
+/// (in the version served), a command without keys, arity, then no keys
+/// found (an empty list for commands whose keys are optional, like EVAL).
+/// `args` is the whole `COMMAND GETKEYS cmd …` line: Redis 7.0 wants a
+/// command with at least one argument (the subcommands' arity -4), 7.2 a
+/// command alone (-3), which then fails the command's own arity check.
+fn getkeys_checked(ctx: &Ctx<'_>, args: &[Bytes]) -> Result<Vec<(usize, Reply)>, CmdError> {
+    if !super::arity_ok(-4, args.len()) && !ctx.core.profile().at_least(7, 2, 0) {
+        let sub = String::from_utf8_lossy(&args[1]).to_ascii_lowercase();
+        return Err(CmdError::WrongArity(format!("command|{sub}")));
+    }
+    let argv = &args[2..];
+    let c = match super::lookup(ctx.core, argv) {
         super::Lookup::Found(c) => c,
         _ => return Err(CmdError::custom("ERR Invalid command specified")),
     };
@@ -233,13 +244,41 @@ fn key_flags(names: &[&str]) -> Reply {
 }
 
 /// Key positions with their flags: Redis's own key-getting procedures for
-/// SET, BITFIELD and SORT (whose key specs cannot say), the key specs
+/// SET, DELEX, BITFIELD and SORT (whose key specs cannot say), the key specs
 /// (`cmd::meta`) otherwise.
 fn keys_and_flags(c: &Command, argv: &[Bytes]) -> Vec<(usize, Reply)> {
     match c.fullname.as_str() {
         "set" => {
-            let get = argv[3..].iter().any(|a| eq(a, "get"));
-            return vec![(1, if get { key_flags(&["RW", "access", "update"]) } else { key_flags(&["OW", "update"]) })];
+            // Redis 8.4's `setGetKeys` (key spec flags `VARIABLE_FLAGS`):
+            // GET reads the value back; a condition (`IFEQ`…, Valkey's
+            // `IFEQ`) reads it without returning it. Its exact flags are not
+            // documented: RW without `access` is rlockd's reading.
+            let (mut get, mut cond) = (false, false);
+            let mut i = 3;
+            while i < argv.len() {
+                let a = &argv[i];
+                if eq(a, "get") {
+                    get = true;
+                } else if ["ifeq", "ifne", "ifdeq", "ifdne"].iter().any(|c| eq(a, c)) {
+                    cond = true;
+                    i += 1;
+                } else if ["ex", "px", "exat", "pxat"].iter().any(|c| eq(a, c)) {
+                    i += 1;
+                }
+                i += 1;
+            }
+            let flags = match (get, cond) {
+                (true, _) => key_flags(&["RW", "access", "update"]),
+                (false, true) => key_flags(&["RW", "update"]),
+                _ => key_flags(&["OW", "update"]),
+            };
+            return vec![(1, flags)];
+        }
+        "delex" => {
+            // Redis 8.4's `delexGetKeys`, likewise undocumented: DEL's
+            // `RM delete` alone, `RW delete` when a condition reads the value.
+            let flags = if argv.len() > 2 { key_flags(&["RW", "delete"]) } else { key_flags(&["RM", "delete"]) };
+            return vec![(1, flags)];
         }
         "bitfield" => {
             let mut readonly = true;
@@ -353,7 +392,9 @@ fn spec_keys(spec: &KeySpec, argv: &[Bytes]) -> Option<Vec<usize>> {
             }
             let n = crate::num::parse_i64_strict(&argv[(first + keynumidx) as usize]).filter(|n| *n >= 0)?;
             first += firstkey;
-            (first + n - 1, keystep)
+            // `n` keys, `keystep` apart (every keynum spec of 7.0 and 8.2
+            // steps by 1; 8.4's MSETEX steps over its values by 2).
+            (first + (n - 1) * keystep.max(1), keystep)
         }
         FindKeys::Unknown => return None,
     };

@@ -23,7 +23,7 @@
 use bytes::Bytes;
 
 use super::util::{eq, int};
-use super::{cmd, container, CommandSpec, Ctx};
+use super::{arg, cmd, container, flag, no_ops, op, Arg, CommandSpec, Ctx, Op, OpTable};
 use crate::control::faults::{Fault, FaultInfo, FaultKind};
 use crate::control::locks::LockView;
 use crate::core::Core;
@@ -44,69 +44,198 @@ pub static COMMANDS: &[CommandSpec] = &[cmd("rlockd", container, -2, "", 0, 0, 0
     .hidden_flags(TEST_CONTROL)
     .doc("A container for rlockd's test-control commands", "7.0.0")];
 
+/// The `RLOCKD` tree: each subcommand is a row (name, handler, arity, flags
+/// and ACL categories, as any command's), and its [`OpTable`] holds its
+/// arguments or operations, each with its handler and its `RLOCKD HELP`
+/// lines. `RLOCKD HELP` and `RLOCKD SCHEMA` are written from it, in this
+/// order; a subcommand with operations has [`run_ops`] as its handler.
 static RLOCKD_SUBS: &[CommandSpec] = &[
-    cmd("check", rlockd_check, -2, ACTS, 0, 0, 0, ACTS_ACL)
+    cmd("clock", run_ops, -3, ACTS, 0, 0, 0, ACTS_ACL)
         .hidden_flags(TEST_CONTROL)
-        .doc("Every lock-safety violation seen; RESET forgets them", "7.0.0"),
-    cmd("cluster", rlockd_cluster, -3, ACTS, 0, 0, 0, ACTS_ACL)
-        .hidden_flags(TEST_CONTROL)
-        .doc("Move a cluster slot, take a node down or bring it up", "7.0.0"),
-    cmd("clock", rlockd_clock, -3, ACTS, 0, 0, 0, ACTS_ACL)
-        .hidden_flags(TEST_CONTROL)
-        .doc("Read, freeze, move or skew the server's clock", "7.0.0"),
-    cmd("events", rlockd_events, -2, ACTS, 0, 0, 0, ACTS_ACL)
-        .hidden_flags(TEST_CONTROL)
-        .doc("What happened to the locks, oldest first", "7.0.0"),
-    cmd("fault", rlockd_fault, -3, ACTS, 0, 0, 0, ACTS_ACL)
-        .hidden_flags(TEST_CONTROL)
-        .doc("Inject, list, clear faults; close connections", "7.0.0"),
-    cmd("help", rlockd_help, 2, "loading stale", 0, 0, 0, "@slow")
-        .hidden_flags(TEST_CONTROL)
-        .doc("Show helpful text about the different subcommands", "7.0.0"),
+        .doc("Read, freeze, move or skew the server's clock", "7.0.0")
+        .ops(&CLOCK),
     cmd("locks", rlockd_locks, -2, ACTS, 0, 0, 0, ACTS_ACL)
         .hidden_flags(TEST_CONTROL)
-        .doc("The locks in the keyspace: kind, holders, leases, waiters", "7.0.0"),
-    cmd("repl", rlockd_repl, -3, ACTS, 0, 0, 0, ACTS_ACL)
+        .doc("The locks in the keyspace: kind, holders, leases, waiters", "7.0.0")
+        .ops(&LOCKS),
+    cmd("events", rlockd_events, -2, ACTS, 0, 0, 0, ACTS_ACL)
         .hidden_flags(TEST_CONTROL)
-        .doc("Pause, lag, drop or break replication; fail over; crash a node", "7.0.0"),
-    cmd("restore", rlockd_restore, 3, ACTS, 0, 0, 0, ACTS_ACL)
+        .doc("What happened to the locks, oldest first", "7.0.0")
+        .ops(&EVENTS),
+    cmd("check", run_ops, -2, ACTS, 0, 0, 0, ACTS_ACL)
         .hidden_flags(TEST_CONTROL)
-        .doc("Replace every database with a snapshot", "7.0.0"),
-    cmd("scripts", rlockd_scripts, -2, ACTS, 0, 0, 0, ACTS_ACL)
-        .hidden_flags(TEST_CONTROL)
-        .doc("Each cached script's machine-independent cost", "7.0.0"),
+        .doc("Every lock-safety violation seen; RESET forgets them", "7.0.0")
+        .ops(&CHECK),
     cmd("snapshot", rlockd_snapshot, 3, ACTS, 0, 0, 0, ACTS_ACL)
         .hidden_flags(TEST_CONTROL)
-        .doc("Capture every database with its TTLs under a name", "7.0.0"),
+        .doc("Capture every database with its TTLs under a name", "7.0.0")
+        .ops(&no_ops(
+            &[arg("name", "text")],
+            &["SNAPSHOT <name>", "    Capture every database with its TTLs under that name."],
+        )),
+    cmd("restore", rlockd_restore, 3, ACTS, 0, 0, 0, ACTS_ACL)
+        .hidden_flags(TEST_CONTROL)
+        .doc("Replace every database with a snapshot", "7.0.0")
+        .ops(&no_ops(
+            &[arg("name", "text")],
+            &["RESTORE <name>", "    Replace every database with a snapshot (as after a failover)."],
+        )),
     cmd("snapshots", rlockd_snapshots, 2, ACTS, 0, 0, 0, ACTS_ACL)
         .hidden_flags(TEST_CONTROL)
-        .doc("The snapshot names", "7.0.0"),
+        .doc("The snapshot names", "7.0.0")
+        .ops(&no_ops(&[], &["SNAPSHOTS", "    The snapshot names."])),
+    cmd("fault", run_ops, -3, ACTS, 0, 0, 0, ACTS_ACL)
+        .hidden_flags(TEST_CONTROL)
+        .doc("Inject, list, clear faults; close connections", "7.0.0")
+        .ops(&FAULT),
+    cmd("scripts", rlockd_scripts, -2, ACTS, 0, 0, 0, ACTS_ACL)
+        .hidden_flags(TEST_CONTROL)
+        .doc("Each cached script's machine-independent cost", "7.0.0")
+        .ops(&no_ops(
+            &[arg("sha", "text").opt()],
+            &[
+                "SCRIPTS [<sha>]",
+                "    Each cached script's cost in machine-independent figures: Lua instructions, commands by",
+                "    name, keys read and written (totals and per call), beside its calls, errors and time.",
+            ],
+        )),
+    cmd("cluster", run_ops, -3, ACTS, 0, 0, 0, ACTS_ACL)
+        .hidden_flags(TEST_CONTROL)
+        .doc("Move a cluster slot, take a node down or bring it up", "7.0.0")
+        .ops(&super::cluster::CONTROL),
+    cmd("repl", run_ops, -3, ACTS, 0, 0, 0, ACTS_ACL)
+        .hidden_flags(TEST_CONTROL)
+        .doc("Pause, lag, drop or break replication; fail over; crash a node", "7.0.0")
+        .ops(&super::replication::CONTROL),
+    cmd("schema", rlockd_schema, -2, ACTS, 0, 0, 0, ACTS_ACL)
+        .hidden_flags(TEST_CONTROL)
+        .doc("Every subcommand's arguments or operations, as data", "7.0.0")
+        .ops(&no_ops(
+            &[arg("subcommand", "text").opt()],
+            &[
+                "SCHEMA [<subcommand>]",
+                "    Each subcommand (or that one) as data: its arguments, or its operations with theirs, the",
+                "    options that may follow (FAULT's kinds: their scope) and the fields of the maps they reply.",
+            ],
+        )),
+    cmd("help", rlockd_help, 2, "loading stale", 0, 0, 0, "@slow")
+        .hidden_flags(TEST_CONTROL)
+        .doc("Show helpful text about the different subcommands", "7.0.0")
+        .ops(&no_ops(&[], &["HELP", "    Print this help."])),
 ];
 
+/// The first line of `RLOCKD HELP`.
+const HELP_HEAD: &str = "RLOCKD <subcommand> [<arg> [value] [opt] ...]. Subcommands are:";
+
+/// `RLOCKD HELP`: the rows' lines, in the rows' order.
 fn rlockd_help(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    // The cluster's lines go before the closing HELP entry.
-    let (body, help) = HELP.split_at(HELP.len() - 2);
-    let lines = body
-        .iter()
-        .chain(super::cluster::CONTROL_HELP)
-        .chain(super::replication::HELP)
-        .chain(super::crash::HELP)
-        .chain(help);
-    Ok(Reply::Array(lines.map(|l| Reply::status(l)).collect()))
+    Ok(Reply::Array(help_lines().map(Reply::status).collect()))
 }
 
-/// `RLOCKD REPL …`: replication's test control (`cmd/replication.rs`).
-fn rlockd_repl(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    if let Some(r) = super::crash::control(ctx, &args[2..]) {
-        return r;
+fn help_lines() -> impl Iterator<Item = &'static str> {
+    let tables = RLOCKD_SUBS.iter().filter_map(|s| s.ops);
+    std::iter::once(HELP_HEAD)
+        .chain(tables.flat_map(|t| t.help.iter().chain(t.ops.iter().flat_map(|o| o.help)).copied()))
+}
+
+/// The handler of a subcommand with operations: its table's check, then the
+/// operation named (or the table's default when none is), if the count of
+/// its arguments fits, else the table's `unknown` error.
+fn run_ops(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let Some(t) = RLOCKD_SUBS.iter().find(|s| eq(&args[1], s.name)).and_then(|s| s.ops) else {
+        return Err(CmdError::Syntax);
+    };
+    if let Some(check) = t.check {
+        check(ctx)?;
     }
-    super::replication::control(ctx, &args[2..])
+    let Some(name) = args.get(2) else {
+        return t.default.map_or(Err(CmdError::Syntax), |run| run(ctx, args));
+    };
+    match t.ops.iter().find(|o| eq(name, o.name)) {
+        Some(o) if o.counts_own || o.count_fits(args.len() - 3) => (o.handler)(ctx, args),
+        _ => Err((t.unknown)(args)),
+    }
 }
 
-/// `RLOCKD CLUSTER …`: the cluster's test control (`cmd/cluster.rs`).
-fn rlockd_cluster(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    super::cluster::control(ctx, &args[2..])
+/// `RLOCKD SCHEMA [<subcommand>]`: the tree as data (RESP3 maps; flat
+/// arrays in RESP2). A subcommand: `name`, `args`, `ops`, `fields`; an
+/// operation: `name`, `args`, `options`, `fields`, `group` (`kind`: a
+/// fault kind; nil); an argument: `name`,
+/// `type`, `token` (nil when none), `optional`, `choices`.
+fn rlockd_schema(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    fn words(w: &[&str]) -> Reply {
+        Reply::Array(w.iter().map(|w| Reply::bulk_str(w)).collect())
+    }
+    fn arg_reply(a: &Arg) -> Reply {
+        Reply::Map(vec![
+            (Reply::bulk_str("name"), Reply::bulk_str(a.name)),
+            (Reply::bulk_str("type"), Reply::bulk_str(a.kind)),
+            (Reply::bulk_str("token"), if a.token.is_empty() { Reply::Nil } else { Reply::bulk_str(a.token) }),
+            (Reply::bulk_str("optional"), Reply::Bool(a.optional)),
+            (Reply::bulk_str("choices"), words(a.choices)),
+        ])
+    }
+    let op_reply = |o: &Op| {
+        Reply::Map(vec![
+            (Reply::bulk_str("name"), Reply::bulk_str(o.name)),
+            (Reply::bulk_str("args"), Reply::Array(o.args.iter().map(arg_reply).collect())),
+            (Reply::bulk_str("options"), words(o.options)),
+            (Reply::bulk_str("fields"), words(o.fields)),
+            (Reply::bulk_str("group"), if o.group.is_empty() { Reply::Nil } else { Reply::bulk_str(o.group) }),
+        ])
+    };
+    let sub_reply = |s: &CommandSpec, t: &OpTable| {
+        Reply::Map(vec![
+            (Reply::bulk_str("name"), Reply::bulk_str(s.name)),
+            (Reply::bulk_str("args"), Reply::Array(t.args.iter().map(arg_reply).collect())),
+            (Reply::bulk_str("ops"), Reply::Array(t.ops.iter().map(op_reply).collect())),
+            (Reply::bulk_str("fields"), words(t.fields)),
+        ])
+    };
+    let subs = RLOCKD_SUBS.iter().filter_map(|s| Some((s, s.ops?)));
+    match args.get(2) {
+        None => Ok(Reply::Array(subs.map(|(s, t)| sub_reply(s, t)).collect())),
+        Some(name) if args.len() == 3 => match subs.clone().find(|(s, _)| eq(name, s.name)) {
+            Some((s, t)) => Ok(sub_reply(s, t)),
+            None => Err(CmdError::custom(format!(
+                "ERR unknown subcommand '{}'. Try RLOCKD HELP.",
+                String::from_utf8_lossy(name)
+            ))),
+        },
+        Some(_) => Err(CmdError::Syntax),
+    }
 }
+
+/// `RLOCKD CHECK [RESET]`. (`REPL`'s operations are in `cmd/replication.rs`,
+/// with `CRASH`/`REVIVE` from `cmd/crash.rs`; `CLUSTER`'s in `cmd/cluster.rs`.)
+static CHECK: OpTable = OpTable {
+    args: &[],
+    ops: &[op("reset", &[], check_reset, &[])],
+    help: &["CHECK [RESET]", "    Every safety violation seen (empty: nothing was unsafe); RESET forgets them."],
+    fields: &[],
+    unknown: |_| CmdError::Syntax,
+    check: None,
+    default: Some(check_list),
+};
+
+static LOCKS: OpTable = OpTable {
+    fields: LOCK_FIELDS,
+    ..no_ops(
+        &[arg("pattern", "pattern").opt(), flag("text", "TEXT")],
+        &["LOCKS [<pattern>] [TEXT]", "    The locks in the keyspace: kind, holders, leases, waiters."],
+    )
+};
+
+static EVENTS: OpTable = OpTable {
+    fields: EVENT_FIELDS,
+    ..no_ops(
+        &[arg("key", "key").opt(), arg("id", "integer").opt().token("SINCE")],
+        &[
+            "EVENTS [<key>] [SINCE <id>]",
+            "    What happened to the locks: acquired, reentered, renewed, released, expired.",
+        ],
+    )
+};
 
 /// The caller's user may read `key` with the subcommand `args` runs (a
 /// selector grants commands and keys together); always while `default` is
@@ -214,42 +343,38 @@ fn rlockd_events(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     show(ctx.core, events, &reader)
 }
 
-/// `RLOCKD CHECK [RESET]`: this node's lock history's violations, then the
+/// `RLOCKD CHECK`: this node's lock history's violations, then the
 /// holders lost by a failover of its primary/replica group.
-fn rlockd_check(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    match args.get(2) {
-        None => {
-            let of =
-                |core: &mut Core, _| core.control.history.as_ref().map(|h| h.violations().to_vec()).unwrap_or_default();
-            // A cluster node: every primary's, then the cluster's ledger.
-            let show = |core: &mut Core, mut all: Vec<String>| {
-                all.extend(core.repl.violations());
-                Ok(Reply::Array(all.iter().map(|v| Reply::bulk_str(v)).collect()))
-            };
-            if let Some(result) = super::cluster::each_primary(ctx, of, move |core, all| show(core, all.concat())) {
-                return result;
-            }
-            let all = of(ctx.core, 0);
-            show(ctx.core, all)
-        }
-        Some(a) if args.len() == 3 && eq(a, "reset") => {
-            let reset = |core: &mut Core, _| {
-                if let Some(history) = core.control.history.as_mut() {
-                    history.reset();
-                }
-            };
-            let done = |core: &mut Core| {
-                core.repl.ledger.lock().violations.clear();
-                Ok(Reply::ok())
-            };
-            if let Some(result) = super::cluster::each_primary(ctx, reset, move |core, _| done(core)) {
-                return result;
-            }
-            reset(ctx.core, 0);
-            done(ctx.core)
-        }
-        Some(_) => Err(CmdError::Syntax),
+fn check_list(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    let of = |core: &mut Core, _| core.control.history.as_ref().map(|h| h.violations().to_vec()).unwrap_or_default();
+    // A cluster node: every primary's, then the cluster's ledger.
+    let show = |core: &mut Core, mut all: Vec<String>| {
+        all.extend(core.repl.violations());
+        Ok(Reply::Array(all.iter().map(|v| Reply::bulk_str(v)).collect()))
+    };
+    if let Some(result) = super::cluster::each_primary(ctx, of, move |core, all| show(core, all.concat())) {
+        return result;
     }
+    let all = of(ctx.core, 0);
+    show(ctx.core, all)
+}
+
+/// `RLOCKD CHECK RESET`: forgets them.
+fn check_reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    let reset = |core: &mut Core, _| {
+        if let Some(history) = core.control.history.as_mut() {
+            history.reset();
+        }
+    };
+    let done = |core: &mut Core| {
+        core.repl.ledger.lock().violations.clear();
+        Ok(Reply::ok())
+    };
+    if let Some(result) = super::cluster::each_primary(ctx, reset, move |core, _| done(core)) {
+        return result;
+    }
+    reset(ctx.core, 0);
+    done(ctx.core)
 }
 
 fn rlockd_snapshot(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
@@ -304,67 +429,174 @@ fn uint(a: &[u8]) -> Result<u64, CmdError> {
     u64::try_from(int(a)?).map_err(|_| CmdError::custom("ERR value is out of range, must be positive"))
 }
 
-/// What an `RLOCKD FAULT` operation does: the kind it sets (`None`: it
-/// acts at once, as `KILL`) and the options left after its own arguments.
+/// What an `RLOCKD FAULT` kind's arguments make: the kind it sets (`None`:
+/// it acts at once, as `KILL`) and the options left after its own
+/// arguments.
 type FaultParse = fn(&[Bytes]) -> Result<(Option<FaultKind>, &[Bytes]), CmdError>;
 
-/// `RLOCKD FAULT <op> …`: the operations that act on the store, then the
-/// kinds, each with the parser of its own arguments.
-static FAULT_OPS: &[(&str, FaultParse)] = &[
-    ("error", |a| {
-        let text: Vec<u8> = a
-            .first()
-            .ok_or(CmdError::Syntax)?
-            .iter()
-            .map(|&c| if c == b'\r' || c == b'\n' { b' ' } else { c })
-            .collect();
-        if text.is_empty() {
-            return Err(CmdError::custom("ERR the error message must not be empty"));
-        }
-        Ok((Some(FaultKind::Error(Bytes::from(text))), &a[1..]))
-    }),
-    ("latency", |a| {
-        let ms = uint(a.first().ok_or(CmdError::Syntax)?)?;
-        if a.len() > 2 && eq(&a[1], "jitter") {
-            return Ok((Some(FaultKind::Latency { ms, jitter_ms: uint(&a[2])? }), &a[3..]));
-        }
-        Ok((Some(FaultKind::Latency { ms, jitter_ms: 0 }), &a[1..]))
-    }),
-    ("close", |a| match a.first() {
+/// The scope a command fault takes, and a message fault's.
+const COMMAND_SCOPE: &[&str] = &["command", "key", "client", "id", "times"];
+const CHANNEL_SCOPE: &[&str] = &["channel", "times"];
+
+/// `RLOCKD FAULT …`: the kinds, each with the parser of its own arguments,
+/// then the operations that act on the store.
+static FAULT: OpTable = OpTable {
+    args: &[],
+    help: &[
+        "FAULT <kind> [<args>] [COMMAND <pattern>] [KEY <pattern>] [CLIENT <name-pattern>] [ID <client-id>]",
+        "      [CHANNEL <pattern>] [TIMES <n>]",
+        "    Inject a fault for matching commands, clients or channels (every condition given must hold;",
+        "    TIMES: only that many times). Returns the fault's id. Kinds:",
+    ],
+    ops: &[
+        op(
+            "error",
+            &[arg("message", "text")],
+            |ctx, a| set_fault(ctx, a, parse_error),
+            &["    ERROR <message>           answer with this error instead of running the command"],
+        )
+        .options(COMMAND_SCOPE)
+        .group("kind"),
+        op(
+            "latency",
+            &[arg("ms", "integer"), arg("jitter", "integer").opt().token("JITTER")],
+            |ctx, a| set_fault(ctx, a, parse_latency),
+            &["    LATENCY <ms> [JITTER <ms>] hold the reply back"],
+        )
+        .options(COMMAND_SCOPE)
+        .group("kind"),
+        op(
+            "close",
+            &[arg("when", "choice").choice(&["before", "after"]).opt()],
+            |ctx, a| set_fault(ctx, a, parse_close),
+            &["    CLOSE [BEFORE|AFTER]      close the connection before the command runs, or after it ran unanswered"],
+        )
+        .options(COMMAND_SCOPE)
+        .group("kind"),
+        op(
+            "freeze",
+            &[arg("ms", "integer")],
+            |ctx, a| set_fault(ctx, a, parse_freeze),
+            &["    FREEZE <ms>               answer nothing for that long (the clock runs on)"],
+        )
+        .options(COMMAND_SCOPE)
+        .group("kind"),
+        op(
+            "slowwrite",
+            &[arg("bytes", "integer"), arg("ms", "integer")],
+            |ctx, a| set_fault(ctx, a, parse_slowwrite),
+            &["    SLOWWRITE <bytes> <ms>    write the reply that many bytes at a time, that far apart"],
+        )
+        .options(COMMAND_SCOPE)
+        .group("kind"),
+        op(
+            "cutwrite",
+            &[arg("bytes", "integer")],
+            |ctx, a| set_fault(ctx, a, parse_cutwrite),
+            &["    CUTWRITE <bytes>          write only that much of the reply, then close"],
+        )
+        .options(COMMAND_SCOPE)
+        .group("kind"),
+        op(
+            "dropmsg",
+            &[],
+            |ctx, a| set_fault(ctx, a, |a| Ok((Some(FaultKind::DropMessages), a))),
+            &["    DROPMSG                   lose messages published on matching channels"],
+        )
+        .options(CHANNEL_SCOPE)
+        .group("kind"),
+        op(
+            "delaymsg",
+            &[arg("ms", "integer")],
+            |ctx, a| set_fault(ctx, a, parse_delaymsg),
+            &["    DELAYMSG <ms>             deliver them that much later"],
+        )
+        .options(CHANNEL_SCOPE)
+        .group("kind"),
+        op(
+            "kill",
+            &[],
+            |ctx, a| set_fault(ctx, a, |a| Ok((None, a))),
+            &[
+                "FAULT KILL [CLIENT <name-pattern>] [ID <client-id>]",
+                "    Close matching connections now (not this one); returns how many.",
+            ],
+        )
+        .options(&["client", "id"]),
+        op("list", &[], fault_list, &["FAULT LIST", "    The faults set, with their hits."]).fields(FAULT_FIELDS),
+        op(
+            "clear",
+            &[arg("id", "integer").opt()],
+            fault_clear,
+            &["FAULT CLEAR [<id>]", "    Remove one fault, or all; returns how many."],
+        ),
+    ],
+    fields: &[],
+    unknown: |a| CmdError::custom(format!("ERR unknown fault '{}'. Try RLOCKD HELP.", String::from_utf8_lossy(&a[2]))),
+    check: None,
+    default: None,
+};
+
+fn parse_error(a: &[Bytes]) -> Result<(Option<FaultKind>, &[Bytes]), CmdError> {
+    let text: Vec<u8> =
+        a.first().ok_or(CmdError::Syntax)?.iter().map(|&c| if c == b'\r' || c == b'\n' { b' ' } else { c }).collect();
+    if text.is_empty() {
+        return Err(CmdError::custom("ERR the error message must not be empty"));
+    }
+    Ok((Some(FaultKind::Error(Bytes::from(text))), &a[1..]))
+}
+
+fn parse_latency(a: &[Bytes]) -> Result<(Option<FaultKind>, &[Bytes]), CmdError> {
+    let ms = uint(a.first().ok_or(CmdError::Syntax)?)?;
+    if a.len() > 2 && eq(&a[1], "jitter") {
+        return Ok((Some(FaultKind::Latency { ms, jitter_ms: uint(&a[2])? }), &a[3..]));
+    }
+    Ok((Some(FaultKind::Latency { ms, jitter_ms: 0 }), &a[1..]))
+}
+
+fn parse_close(a: &[Bytes]) -> Result<(Option<FaultKind>, &[Bytes]), CmdError> {
+    match a.first() {
         Some(w) if eq(w, "before") || eq(w, "after") => Ok((Some(FaultKind::Close { after: eq(w, "after") }), &a[1..])),
         _ => Ok((Some(FaultKind::Close { after: false }), a)),
-    }),
-    ("freeze", |a| Ok((Some(FaultKind::Freeze { ms: uint(a.first().ok_or(CmdError::Syntax)?)? }), &a[1..]))),
-    ("slowwrite", |a| {
-        if a.len() < 2 {
-            return Err(CmdError::Syntax);
-        }
-        let chunk = usize::try_from(uint(&a[0])?.max(1)).unwrap_or(usize::MAX);
-        Ok((Some(FaultKind::SlowWrite { chunk, delay_ms: uint(&a[1])? }), &a[2..]))
-    }),
-    ("cutwrite", |a| {
-        let bytes = usize::try_from(uint(a.first().ok_or(CmdError::Syntax)?)?).unwrap_or(usize::MAX);
-        Ok((Some(FaultKind::CutWrite { bytes }), &a[1..]))
-    }),
-    ("dropmsg", |a| Ok((Some(FaultKind::DropMessages), a))),
-    ("delaymsg", |a| Ok((Some(FaultKind::DelayMessages { ms: uint(a.first().ok_or(CmdError::Syntax)?)? }), &a[1..]))),
-    ("kill", |a| Ok((None, a))),
-];
+    }
+}
 
-/// `RLOCKD FAULT …`.
-fn rlockd_fault(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let (op, rest) = (&args[2], &args[3..]);
-    if eq(op, "list") && rest.is_empty() {
-        return Ok(Reply::Array(ctx.shared.faults.list().iter().map(fault_reply).collect()));
+fn parse_freeze(a: &[Bytes]) -> Result<(Option<FaultKind>, &[Bytes]), CmdError> {
+    Ok((Some(FaultKind::Freeze { ms: uint(a.first().ok_or(CmdError::Syntax)?)? }), &a[1..]))
+}
+
+fn parse_slowwrite(a: &[Bytes]) -> Result<(Option<FaultKind>, &[Bytes]), CmdError> {
+    if a.len() < 2 {
+        return Err(CmdError::Syntax);
     }
-    if eq(op, "clear") && rest.len() <= 1 {
-        let id = rest.first().map(|a| uint(a)).transpose()?;
-        return Ok(Reply::Int(ctx.shared.faults.clear(id) as i64));
-    }
-    let Some((_, parse)) = FAULT_OPS.iter().find(|(name, _)| eq(op, name)) else {
-        return Err(CmdError::custom(format!("ERR unknown fault '{}'. Try RLOCKD HELP.", String::from_utf8_lossy(op))));
-    };
-    let (kind, rest) = parse(rest)?;
+    let chunk = usize::try_from(uint(&a[0])?.max(1)).unwrap_or(usize::MAX);
+    Ok((Some(FaultKind::SlowWrite { chunk, delay_ms: uint(&a[1])? }), &a[2..]))
+}
+
+fn parse_cutwrite(a: &[Bytes]) -> Result<(Option<FaultKind>, &[Bytes]), CmdError> {
+    let bytes = usize::try_from(uint(a.first().ok_or(CmdError::Syntax)?)?).unwrap_or(usize::MAX);
+    Ok((Some(FaultKind::CutWrite { bytes }), &a[1..]))
+}
+
+fn parse_delaymsg(a: &[Bytes]) -> Result<(Option<FaultKind>, &[Bytes]), CmdError> {
+    Ok((Some(FaultKind::DelayMessages { ms: uint(a.first().ok_or(CmdError::Syntax)?)? }), &a[1..]))
+}
+
+/// `RLOCKD FAULT LIST`.
+fn fault_list(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    Ok(Reply::Array(ctx.shared.faults.list().iter().map(fault_reply).collect()))
+}
+
+/// `RLOCKD FAULT CLEAR [<id>]`.
+fn fault_clear(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let id = args.get(3).map(|a| uint(a)).transpose()?;
+    Ok(Reply::Int(ctx.shared.faults.clear(id) as i64))
+}
+
+/// `RLOCKD FAULT <kind> …` and `FAULT KILL …`: the kind's arguments
+/// (`parse`), then the scope.
+fn set_fault(ctx: &mut Ctx<'_>, args: &[Bytes], parse: FaultParse) -> CmdResult {
+    let (kind, rest) = parse(&args[3..])?;
     let is_kill = kind.is_none();
     let mut f = Fault::new(kind.unwrap_or(FaultKind::DropMessages));
     for pair in rest.chunks(2) {
@@ -405,56 +637,12 @@ fn rlockd_fault(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     Ok(Reply::Int(crate::control::add_fault(clients, &ctx.shared.faults, f, ctx.client.id) as i64))
 }
 
-const HELP: &[&str] = &[
-    "RLOCKD <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-    "CLOCK GET",
-    "    The server's time in unix milliseconds.",
-    "CLOCK ADVANCE <ms>",
-    "    Move time forward (or back, if negative): keys expire, timeouts fire.",
-    "CLOCK SET <unix-ms>",
-    "    Jump to that time.",
-    "CLOCK FREEZE | RESUME",
-    "    Stop time / let it run again as if it had never stopped (moves made meanwhile stay).",
-    "CLOCK SKEW <ms>",
-    "    Run that far ahead of (or behind) the system clock.",
-    "CLOCK INFO",
-    "    Time, offset from the system clock, frozen or not.",
-    "LOCKS [<pattern>] [TEXT]",
-    "    The locks in the keyspace: kind, holders, leases, waiters.",
-    "EVENTS [<key>] [SINCE <id>]",
-    "    What happened to the locks: acquired, reentered, renewed, released, expired.",
-    "CHECK [RESET]",
-    "    Every safety violation seen (empty: nothing was unsafe); RESET forgets them.",
-    "SNAPSHOT <name>",
-    "    Capture every database with its TTLs under that name.",
-    "RESTORE <name>",
-    "    Replace every database with a snapshot (as after a failover).",
-    "SNAPSHOTS",
-    "    The snapshot names.",
-    "FAULT <kind> [<args>] [COMMAND <pattern>] [KEY <pattern>] [CLIENT <name-pattern>] [ID <client-id>]",
-    "      [CHANNEL <pattern>] [TIMES <n>]",
-    "    Inject a fault for matching commands, clients or channels (every condition given must hold;",
-    "    TIMES: only that many times). Returns the fault's id. Kinds:",
-    "    ERROR <message>           answer with this error instead of running the command",
-    "    LATENCY <ms> [JITTER <ms>] hold the reply back",
-    "    CLOSE [BEFORE|AFTER]      close the connection before the command runs, or after it ran unanswered",
-    "    FREEZE <ms>               answer nothing for that long (the clock runs on)",
-    "    SLOWWRITE <bytes> <ms>    write the reply that many bytes at a time, that far apart",
-    "    CUTWRITE <bytes>          write only that much of the reply, then close",
-    "    DROPMSG                   lose messages published on matching channels",
-    "    DELAYMSG <ms>             deliver them that much later",
-    "SCRIPTS [<sha>]",
-    "    Each cached script's cost in machine-independent figures: Lua instructions, commands by",
-    "    name, keys read and written (totals and per call), beside its calls, errors and time.",
-    "FAULT KILL [CLIENT <name-pattern>] [ID <client-id>]",
-    "    Close matching connections now (not this one); returns how many.",
-    "FAULT LIST",
-    "    The faults set, with their hits.",
-    "FAULT CLEAR [<id>]",
-    "    Remove one fault, or all; returns how many.",
-    "HELP",
-    "    Print this help.",
-];
+/// A map of `fields` (a reply's, as `RLOCKD SCHEMA` names them) and values
+/// in the same order.
+fn fields_map<const N: usize>(fields: &'static [&'static str], values: [Reply; N]) -> Reply {
+    debug_assert_eq!(fields.len(), N);
+    Reply::Map(fields.iter().map(|f| Reply::bulk_str(f)).zip(values).collect())
+}
 
 fn script_reply(sha: &str, st: &crate::script::ScriptStats, p: &crate::script::ScriptProfile) -> Reply {
     let per_call = |v: u64| Reply::Double(if st.calls == 0 { 0.0 } else { v as f64 / st.calls as f64 });
@@ -486,88 +674,153 @@ fn fault_reply(info: &FaultInfo) -> Reply {
         FaultKind::DropMessages => Reply::bulk_str(""),
     };
     let opt = |b: &Option<Bytes>| b.clone().map_or(Reply::Nil, Reply::Bulk);
-    Reply::Map(vec![
-        (Reply::bulk_str("id"), Reply::Int(info.id as i64)),
-        (Reply::bulk_str("kind"), Reply::bulk_str(f.kind.name())),
-        (Reply::bulk_str("params"), params),
-        (Reply::bulk_str("command"), opt(&f.scope.command)),
-        (Reply::bulk_str("key"), opt(&f.scope.key)),
-        (Reply::bulk_str("client"), opt(&f.scope.client_name)),
-        (Reply::bulk_str("client_id"), f.scope.client_id.map_or(Reply::Nil, |i| Reply::Int(i as i64))),
-        (Reply::bulk_str("channel"), opt(&f.scope.channel)),
-        (Reply::bulk_str("times_left"), f.times.map_or(Reply::Nil, |t| Reply::Int(t as i64))),
-        (Reply::bulk_str("hits"), Reply::Int(info.hits as i64)),
-    ])
+    fields_map(
+        FAULT_FIELDS,
+        [
+            Reply::Int(info.id as i64),
+            Reply::bulk_str(f.kind.name()),
+            params,
+            opt(&f.scope.command),
+            opt(&f.scope.key),
+            opt(&f.scope.client_name),
+            f.scope.client_id.map_or(Reply::Nil, |i| Reply::Int(i as i64)),
+            opt(&f.scope.channel),
+            f.times.map_or(Reply::Nil, |t| Reply::Int(t as i64)),
+            Reply::Int(info.hits as i64),
+        ],
+    )
 }
 
-/// A `RLOCKD CLOCK` operation: its name, its number of arguments, and
-/// what it does; `Some(reply)` answers at once, `None` means the clock
-/// moved (due keys expire, the reply is the new time).
-type ClockOp = fn(&crate::clock::Clock, Option<i64>) -> Result<Option<Reply>, CmdError>;
-
-static CLOCK_OPS: &[(&str, usize, ClockOp)] = &[
-    ("get", 0, |c, _| Ok(Some(Reply::Int(c.now_ms() as i64)))),
-    ("info", 0, |c, _| {
-        Ok(Some(Reply::Map(vec![
-            (Reply::bulk_str("now_ms"), Reply::Int(c.now_ms() as i64)),
-            (Reply::bulk_str("offset_ms"), Reply::Int(c.offset_ms())),
-            (Reply::bulk_str("frozen"), Reply::Int(i64::from(c.is_frozen()))),
-        ])))
-    }),
-    ("freeze", 0, |c, _| {
-        c.freeze(true);
-        Ok(None)
-    }),
-    ("resume", 0, |c, _| {
-        c.freeze(false);
-        Ok(None)
-    }),
-    ("advance", 1, |c, ms| {
-        c.advance_ms(ms.unwrap_or(0));
-        Ok(None)
-    }),
-    ("set", 1, |c, ms| match ms {
-        Some(ms) if ms >= 0 => {
-            c.set_ms(ms as u64);
-            Ok(None)
-        }
-        _ => Err(CmdError::custom("ERR the time must be positive")),
-    }),
-    ("skew", 1, |c, ms| {
-        c.skew_ms(ms.unwrap_or(0));
-        Ok(None)
-    }),
-];
+/// The fields of a fault (`FAULT LIST`).
+const FAULT_FIELDS: &[&str] =
+    &["id", "kind", "params", "command", "key", "client", "client_id", "channel", "times_left", "hits"];
 
 /// `RLOCKD CLOCK …`.
-fn rlockd_clock(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let (op, rest) = (&args[2], &args[3..]);
-    let Some((_, _, run)) = CLOCK_OPS.iter().find(|(name, n, _)| eq(op, name) && *n == rest.len()) else {
-        return Err(super::help::subcommand_syntax(args));
-    };
-    let arg = rest.first().map(|a| int(a)).transpose()?;
-    if let Some(reply) = run(&ctx.shared.clock, arg)? {
-        return Ok(reply);
-    }
+static CLOCK: OpTable = OpTable {
+    args: &[],
+    help: &[],
+    ops: &[
+        op(
+            "get",
+            &[],
+            |ctx, _| Ok(Reply::Int(ctx.shared.clock.now_ms() as i64)),
+            &["CLOCK GET", "    The server's time in unix milliseconds."],
+        ),
+        op(
+            "advance",
+            &[arg("ms", "integer")],
+            |ctx, a| {
+                clock_moved(ctx, a, |c, ms| {
+                    c.advance_ms(ms);
+                    Ok(())
+                })
+            },
+            &["CLOCK ADVANCE <ms>", "    Move time forward (or back, if negative): keys expire, timeouts fire."],
+        ),
+        op(
+            "set",
+            &[arg("unix-ms", "integer")],
+            |ctx, a| {
+                clock_moved(ctx, a, |c, ms| match u64::try_from(ms) {
+                    Ok(ms) => {
+                        c.set_ms(ms);
+                        Ok(())
+                    }
+                    Err(_) => Err(CmdError::custom("ERR the time must be positive")),
+                })
+            },
+            &["CLOCK SET <unix-ms>", "    Jump to that time."],
+        ),
+        op(
+            "freeze",
+            &[],
+            |ctx, a| {
+                clock_moved(ctx, a, |c, _| {
+                    c.freeze(true);
+                    Ok(())
+                })
+            },
+            &[
+                "CLOCK FREEZE | RESUME",
+                "    Stop time / let it run again as if it had never stopped (moves made meanwhile stay).",
+            ],
+        ),
+        op(
+            "resume",
+            &[],
+            |ctx, a| {
+                clock_moved(ctx, a, |c, _| {
+                    c.freeze(false);
+                    Ok(())
+                })
+            },
+            &[],
+        ),
+        op(
+            "skew",
+            &[arg("ms", "integer")],
+            |ctx, a| {
+                clock_moved(ctx, a, |c, ms| {
+                    c.skew_ms(ms);
+                    Ok(())
+                })
+            },
+            &["CLOCK SKEW <ms>", "    Run that far ahead of (or behind) the system clock."],
+        ),
+        op("info", &[], clock_info, &["CLOCK INFO", "    Time, offset from the system clock, frozen or not."])
+            .fields(CLOCK_FIELDS),
+    ],
+    fields: &[],
+    unknown: super::help::subcommand_syntax,
+    check: None,
+    default: None,
+};
+
+/// The fields of `CLOCK INFO`.
+const CLOCK_FIELDS: &[&str] = &["now_ms", "offset_ms", "frozen"];
+
+fn clock_info(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    let c = &ctx.shared.clock;
+    Ok(fields_map(
+        CLOCK_FIELDS,
+        [Reply::Int(c.now_ms() as i64), Reply::Int(c.offset_ms()), Reply::Int(i64::from(c.is_frozen()))],
+    ))
+}
+
+/// A `CLOCK` operation that moves the clock with its argument (0 if none):
+/// due keys expire, the reply is the new time.
+fn clock_moved(
+    ctx: &mut Ctx<'_>,
+    args: &[Bytes],
+    f: fn(&crate::clock::Clock, i64) -> Result<(), CmdError>,
+) -> CmdResult {
+    let ms = args.get(3).map(|a| int(a)).transpose()?.unwrap_or(0);
+    f(&ctx.shared.clock, ms)?;
     let now = ctx.shared.clock.now_ms();
     crate::control::expire_now(&mut ctx.core.ks, now);
     Ok(Reply::Int(now as i64))
 }
 
 fn event_reply(e: &crate::control::history::LockEvent) -> Reply {
-    Reply::Map(vec![
-        (Reply::bulk_str("id"), Reply::Int(e.id as i64)),
-        (Reply::bulk_str("time_ms"), Reply::Int(e.time_ms as i64)),
-        (Reply::bulk_str("db"), Reply::Int(e.db as i64)),
-        (Reply::bulk_str("key"), Reply::Bulk(e.key.clone())),
-        (Reply::bulk_str("kind"), Reply::bulk_str(e.kind)),
-        (Reply::bulk_str("event"), Reply::bulk_str(e.event)),
-        (Reply::bulk_str("holder"), Reply::Bulk(e.holder.clone())),
-        (Reply::bulk_str("count"), Reply::Int(e.count)),
-        (Reply::bulk_str("client"), Reply::Int(e.client as i64)),
-        (Reply::bulk_str("command"), Reply::bulk_str(&e.command)),
-    ])
+    fields_map(
+        EVENT_FIELDS,
+        [
+            Reply::Int(e.id as i64),
+            Reply::Int(e.time_ms as i64),
+            Reply::Int(e.db as i64),
+            Reply::Bulk(e.key.clone()),
+            Reply::bulk_str(e.kind),
+            Reply::bulk_str(e.event),
+            Reply::Bulk(e.holder.clone()),
+            Reply::Int(e.count),
+            Reply::Int(e.client as i64),
+            Reply::bulk_str(&e.command),
+        ],
+    )
 }
+
+/// The fields of a lock event (`EVENTS`).
+const EVENT_FIELDS: &[&str] = &["id", "time_ms", "db", "key", "kind", "event", "holder", "count", "client", "command"];
 
 fn opt_int(v: Option<i64>) -> Reply {
     v.map_or(Reply::Nil, Reply::Int)
@@ -596,17 +849,23 @@ fn lock_reply(l: &LockView) -> Reply {
             ])
         })
         .collect();
-    Reply::Map(vec![
-        (Reply::bulk_str("key"), Reply::Bulk(l.key.clone())),
-        (Reply::bulk_str("db"), Reply::Int(l.db as i64)),
-        (Reply::bulk_str("kind"), Reply::bulk_str(l.kind)),
-        (Reply::bulk_str("mode"), l.mode.clone().map_or(Reply::Nil, Reply::Bulk)),
-        (Reply::bulk_str("lease_ms"), opt_int(l.lease_ms)),
-        (Reply::bulk_str("value"), opt_int(l.value)),
-        (Reply::bulk_str("holders"), Reply::Array(holders)),
-        (Reply::bulk_str("waiters"), Reply::Array(waiters)),
-    ])
+    fields_map(
+        LOCK_FIELDS,
+        [
+            Reply::Bulk(l.key.clone()),
+            Reply::Int(l.db as i64),
+            Reply::bulk_str(l.kind),
+            l.mode.clone().map_or(Reply::Nil, Reply::Bulk),
+            opt_int(l.lease_ms),
+            opt_int(l.value),
+            Reply::Array(holders),
+            Reply::Array(waiters),
+        ],
+    )
 }
+
+/// The fields of a lock (`LOCKS`).
+const LOCK_FIELDS: &[&str] = &["key", "db", "kind", "mode", "lease_ms", "value", "holders", "waiters"];
 
 /// The readable form: one line per lock, then one per holder and waiter.
 pub fn locks_text(found: &[LockView]) -> Reply {
@@ -641,4 +900,65 @@ pub fn locks_text(found: &[LockView]) -> Reply {
         }
     }
     Reply::Verbatim("txt", Bytes::from(s))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every subcommand is in the tree with its lines, and a subcommand has
+    /// operations exactly when the table's runner is its handler.
+    #[test]
+    fn every_subcommand_has_its_table_and_help() {
+        for s in RLOCKD_SUBS {
+            let t = s.ops.unwrap_or_else(|| panic!("rlockd|{} has no OpTable", s.name));
+            assert!(!t.help.is_empty() || !t.ops.is_empty(), "rlockd|{} has no HELP lines", s.name);
+            let runs_ops = std::ptr::fn_addr_eq(s.handler, run_ops as super::super::spec::Handler);
+            assert_eq!(runs_ops, !t.ops.is_empty() || t.default.is_some(), "rlockd|{}", s.name);
+            if let Some(first) = t.ops.first() {
+                assert!(!first.help.is_empty() || !t.help.is_empty(), "rlockd|{} {}: no HELP line", s.name, first.name);
+            }
+            for o in t.ops {
+                assert_eq!(o.name, o.name.to_ascii_lowercase());
+                assert!(
+                    o.counts_own || o.options.is_empty(),
+                    "{} {}: options are counted by the handler",
+                    s.name,
+                    o.name
+                );
+            }
+        }
+        let lines: Vec<&str> = help_lines().collect();
+        assert_eq!(lines.first(), Some(&HELP_HEAD));
+        assert_eq!(&lines[lines.len() - 2..], ["HELP", "    Print this help."]);
+    }
+
+    #[test]
+    fn a_count_fits_the_required_arguments_and_any_choice_of_the_optional_ones() {
+        let moveslot = super::super::cluster::CONTROL.ops.iter().find(|o| o.name == "moveslot").unwrap();
+        let fits: Vec<usize> = (0..7).filter(|&n| moveslot.count_fits(n)).collect();
+        assert_eq!(fits, [2, 4]);
+        let lag = super::super::replication::CONTROL.ops.iter().find(|o| o.name == "lag").unwrap();
+        assert_eq!((0..5).filter(|&n| lag.count_fits(n)).collect::<Vec<_>>(), [1, 2]);
+        let crash = super::super::replication::CONTROL.ops.iter().find(|o| o.name == "crash").unwrap();
+        assert_eq!((0..5).filter(|&n| crash.count_fits(n)).collect::<Vec<_>>(), [0, 1, 2]);
+    }
+
+    /// Every `FaultKind` is a row of `FAULT` (`tests/it/rlockd_tree.rs`
+    /// checks that each takes the options its row names).
+    #[test]
+    fn every_fault_kind_is_a_row() {
+        let kinds = [
+            FaultKind::Error(Bytes::new()),
+            FaultKind::Latency { ms: 0, jitter_ms: 0 },
+            FaultKind::Close { after: false },
+            FaultKind::Freeze { ms: 0 },
+            FaultKind::SlowWrite { chunk: 0, delay_ms: 0 },
+            FaultKind::CutWrite { bytes: 0 },
+            FaultKind::DropMessages,
+            FaultKind::DelayMessages { ms: 0 },
+        ];
+        let rows: Vec<&str> = FAULT.ops.iter().filter(|o| o.group == "kind").map(|o| o.name).collect();
+        assert_eq!(rows, kinds.iter().map(FaultKind::name).collect::<Vec<_>>());
+    }
 }

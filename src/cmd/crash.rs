@@ -10,29 +10,32 @@ use std::net::SocketAddr;
 use bytes::Bytes;
 
 use super::util::eq;
-use super::Ctx;
+use super::{arg, flag, Arg, Ctx};
 use crate::core::Shared;
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
 use crate::replication::down::{self, Change};
 
-/// Help lines (appended to `RLOCKD HELP` with the other `REPL` lines).
-pub(crate) const HELP: &[&str] = &[
+/// `REPL CRASH`'s arguments and help lines (a row of `RLOCKD REPL`'s
+/// table, `cmd/replication.rs`).
+pub(crate) const CRASH_ARGS: &[Arg] = &[arg("port", "port").opt(), flag("now", "NOW")];
+pub(crate) const CRASH_HELP: &[&str] = &[
     "REPL CRASH [<port>] [NOW]",
     "    Crash the node on <port> of this process (default: this one): port closed, clients cut, unreplicated writes lost. NOW: the Sentinels notice at once.",
-    "REPL REVIVE <port>",
-    "    Bring a crashed node of this process back on its address.",
 ];
+/// `REPL REVIVE`'s.
+pub(crate) const REVIVE_ARGS: &[Arg] = &[arg("port", "port")];
+pub(crate) const REVIVE_HELP: &[&str] =
+    &["REPL REVIVE <port>", "    Bring a crashed node of this process back on its address."];
 
-/// `RLOCKD REPL CRASH|REVIVE …` (`args` after `REPL`); `None` for another
-/// subcommand.
-pub(crate) fn control(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Option<CmdResult> {
-    let op = args.first()?;
-    let crashing = eq(op, "crash");
-    if !crashing && !eq(op, "revive") {
-        return None;
-    }
-    Some(run(ctx, args, crashing))
+/// `RLOCKD REPL CRASH [<port>] [NOW]`.
+pub(crate) fn crash(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    run(ctx, &args[2..], true)
+}
+
+/// `RLOCKD REPL REVIVE <port>`.
+pub(crate) fn revive(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    run(ctx, &args[2..], false)
 }
 
 fn run(ctx: &mut Ctx<'_>, args: &[Bytes], crashing: bool) -> CmdResult {

@@ -85,7 +85,9 @@ fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             // either way.
             const LRU_CLOCK_MAX: u32 = (1 << 24) - 1;
             let clock = crate::db::lru_stamp(ctx.now_ms()) & LRU_CLOCK_MAX;
+            let profile = ctx.core.profile();
             let mut db = ctx.db();
+            let limits = *db.limits();
             let Some(e) = db.entry_notouch(&args[2]) else {
                 return Err(CmdError::NoSuchKey);
             };
@@ -93,7 +95,7 @@ fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             let idle = if clock >= lru { clock - lru } else { clock + (LRU_CLOCK_MAX - lru) };
             Ok(Reply::Status(Bytes::from(format!(
                 "Value at:0x0 refcount:1 encoding:{} serializedlength:{} lru:{lru} lru_seconds_idle:{idle}",
-                e.encoding(),
+                super::generic::encoding_in(e, profile, &limits),
                 e.value.approx_size()
             ))))
         }

@@ -5,7 +5,8 @@ use bytes::Bytes;
 
 use super::util::{cursor, eq, int, scan_opts};
 use super::{cmd, container, CommandSpec, Ctx};
-use crate::db::notify;
+use crate::db::value::ListValue;
+use crate::db::{notify, EncLimits, Value};
 use crate::error::{CmdError, CmdResult};
 use crate::glob;
 use crate::protocol::Reply;
@@ -278,7 +279,77 @@ fn move_(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 // OBJECT's lookups are not accesses (Redis's `LOOKUP_NOTOUCH`).
 
 fn object_encoding(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    Ok(ctx.db().entry_notouch(&args[2]).map_or(Reply::Nil, |e| Reply::bulk_str(e.encoding())))
+    let profile = ctx.core.profile();
+    let mut db = ctx.db();
+    let limits = *db.limits();
+    Ok(db.entry_notouch(&args[2]).map_or(Reply::Nil, |e| Reply::bulk_str(encoding_in(e, profile, &limits))))
+}
+
+/// What `OBJECT ENCODING` and `DEBUG OBJECT` say for `e` under `profile`:
+/// the entry's own encoding (Redis 7.0's), except that from 7.2 a small
+/// list, and a small set that is not an intset, is a listpack.
+pub(crate) fn encoding_in(e: &crate::db::Entry, profile: crate::version::Profile, limits: &EncLimits) -> &'static str {
+    let since_7_2 = profile.at_least(7, 2, 0);
+    match &e.value {
+        Value::List(l) if since_7_2 && list_fits_listpack(l, limits) => "listpack",
+        Value::Set(set) if since_7_2 && set_is_listpack(set, limits) => "listpack",
+        _ => e.encoding(),
+    }
+}
+
+/// Whether a set is a listpack under Redis 7.2 and later, which keep a
+/// small set that is not all integers (or too long for an intset) in one
+/// (`set-max-listpack-entries` 128, `set-max-listpack-value` 64, Redis's
+/// defaults: rlockd's parameters are 7.0's). By content: a set that grew
+/// past the limits and shrank stays a hashtable on Redis.
+fn set_is_listpack(set: &crate::db::value::SetValue, limits: &EncLimits) -> bool {
+    let ints = set.iter().all(|m| crate::num::parse_i64_strict(m).is_some());
+    let intset = ints && set.len() <= limits.intset_entries();
+    !intset && set.len() <= 128 && set.iter().all(|m| m.len() <= 64)
+}
+
+/// Whether a list is one listpack under Redis 7.2 and later (which keep a
+/// small list as a listpack, where 7.0 always has a quicklist): its
+/// listpack's bytes within `list-max-listpack-size`'s size class, or its
+/// entries within the count (and 8 kB) when the setting is positive. By
+/// content: Redis converts a shrinking quicklist back only below half the
+/// limit, so a list that grew past it and shrank to just under it is a
+/// quicklist there and a listpack here.
+fn list_fits_listpack(list: &ListValue, limits: &EncLimits) -> bool {
+    let max_bytes = limits.list_node_bytes();
+    let max_count =
+        if limits.list_fill < 0 { usize::MAX } else { usize::try_from(limits.list_fill).unwrap_or(usize::MAX) };
+    if list.len() > max_count {
+        return false;
+    }
+    // A listpack: a 6-byte header, each entry's encoding, data and
+    // back-length, and the end byte.
+    let mut bytes = 7usize;
+    for v in list {
+        let body = match crate::num::parse_i64_strict(v).filter(|_| v.len() <= 20) {
+            Some(n) if (0..128).contains(&n) => 1,
+            Some(n) if (-4096..4096).contains(&n) => 2,
+            Some(n) if i16::try_from(n).is_ok() => 3,
+            Some(n) if (-(1 << 23)..(1 << 23)).contains(&n) => 4,
+            Some(n) if i32::try_from(n).is_ok() => 5,
+            Some(_) => 9,
+            None if v.len() < 64 => 1 + v.len(),
+            None if v.len() < 4096 => 2 + v.len(),
+            None => 5 + v.len(),
+        };
+        let back = match body {
+            0..=127 => 1,
+            128..=16383 => 2,
+            16384..=2097151 => 3,
+            2097152..=268435455 => 4,
+            _ => 5,
+        };
+        bytes += body + back;
+        if bytes > max_bytes {
+            return false;
+        }
+    }
+    true
 }
 
 /// The access counter, decayed to now (not stored back).

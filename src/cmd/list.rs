@@ -295,8 +295,20 @@ fn linsert(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     Ok(Reply::Int(len as i64))
 }
 
+/// An integer argument whose negation must exist: from Redis 7.2 (LREM's
+/// count, LPOS's RANK) the smallest `long long` is refused; 7.0 takes it.
+fn negatable(ctx: &Ctx<'_>, arg: &[u8]) -> Result<i64, CmdError> {
+    let n = int(arg)?;
+    if n == i64::MIN && ctx.core.profile().at_least(7, 2, 0) {
+        return Err(CmdError::custom(
+            "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807",
+        ));
+    }
+    Ok(n)
+}
+
 fn lrem(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let count = int(&args[2])?;
+    let count = negatable(ctx, &args[2])?;
     let key = &args[1];
     let elem = &args[3];
     let mut db = ctx.db();
@@ -368,7 +380,7 @@ fn lpos(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     while j < args.len() {
         let more = j + 1 < args.len();
         if eq(&args[j], "rank") && more {
-            rank = int(&args[j + 1])?;
+            rank = negatable(ctx, &args[j + 1])?;
             if rank == 0 {
                 return Err(CmdError::custom(
                     "ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list",

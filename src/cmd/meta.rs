@@ -9,6 +9,12 @@
 //! what rlockd implements: subcommand lists are built from the table, and a
 //! command without an entry here (the 7.2 commands rlockd adds) falls back
 //! to what the table knows.
+//!
+//! Redis 8.4 has no oracle here (no 8.4 server can be installed where
+//! rlockd is tested): under a profile of 8.4 or later, `COMMAND INFO`/`DOCS`
+//! print Redis 8.2.3's metadata plus [`redis_8_4`]'s, written here from
+//! Redis 8.4's command JSON files (`DIGEST`, `DELEX`, `MSETEX`, and `SET`
+//! with its 8.4 conditions and history line).
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -38,32 +44,220 @@ static DATA_VALKEY_8_1: &[u8] = include_bytes!("meta-valkey-8.1.8.resp3");
 
 type Set = HashMap<String, Meta>;
 
-fn sets() -> &'static [Set; 3] {
-    static SETS: OnceLock<[Set; 3]> = OnceLock::new();
-    SETS.get_or_init(|| [load(DATA), load(DATA_REDIS_8_2), load(DATA_VALKEY_8_1)])
+fn sets() -> &'static [Set; 4] {
+    static SETS: OnceLock<[Set; 4]> = OnceLock::new();
+    SETS.get_or_init(|| {
+        let r82 = load(DATA_REDIS_8_2);
+        let r84 = redis_8_4(&r82);
+        [load(DATA), r82, load(DATA_VALKEY_8_1), r84]
+    })
 }
 
 /// The metadata of `fullname` for finding its keys: Redis 7.0's, or for a
-/// command 7.0 does not have, Redis 8.2's (key positions do not change
-/// between versions).
+/// command 7.0 does not have, Redis 8.2's, then 8.4's (key positions do not
+/// change between versions).
 pub fn get(fullname: &str) -> Option<&'static Meta> {
-    let [r70, r82, _] = sets();
-    r70.get(fullname).or_else(|| r82.get(fullname))
+    let [r70, r82, _, r84] = sets();
+    r70.get(fullname).or_else(|| r82.get(fullname)).or_else(|| r84.get(fullname))
 }
 
 /// The metadata `COMMAND INFO` and `COMMAND DOCS` print under `profile`:
 /// the oracle's of that server (Redis 8.2 from 8.2, Valkey's for Valkey,
-/// 7.0's below 8.2), else the nearest one that has the command.
+/// 7.0's below 8.2; from 8.4, 8.4's own rows first, then 8.2's), else the
+/// nearest one that has the command.
 pub fn for_profile(fullname: &str, profile: crate::version::Profile) -> Option<&'static Meta> {
-    let [r70, r82, valkey] = sets();
-    let order: [&Set; 3] = if profile.is_valkey() {
-        [valkey, r70, r82]
+    let [r70, r82, valkey, r84] = sets();
+    let order: [&Set; 4] = if profile.is_valkey() {
+        [valkey, r70, r82, r84]
+    } else if profile.at_least(8, 4, 0) {
+        [r84, r82, r70, valkey]
     } else if profile.at_least(8, 2, 0) {
-        [r82, r70, valkey]
+        [r82, r70, valkey, r84]
     } else {
-        [r70, r82, valkey]
+        [r70, r82, valkey, r84]
     };
     order.iter().find_map(|set| set.get(fullname))
+}
+
+/// Redis 8.4's metadata for what 8.4 added to the string family, written
+/// from its `src/commands/{digest,delex,msetex,set}.json` (there is no 8.4
+/// server here to generate it from). Maps keep the order the oracles'
+/// files show for the same kinds of entries. Choices: `DELEX`'s digest
+/// arguments are `integer` as 8.4's JSON says (a later Redis calls them
+/// `string`); `SET`'s conditions are named like `DELEX`'s and carry `since`
+/// 8.4.0 inside its `condition` block.
+fn redis_8_4(r82: &Set) -> Set {
+    fn bulk(s: &str) -> Reply {
+        Reply::Bulk(Bytes::copy_from_slice(s.as_bytes()))
+    }
+    fn map(pairs: Vec<(&str, Reply)>) -> Reply {
+        Reply::Map(pairs.into_iter().map(|(k, v)| (bulk(k), v)).collect())
+    }
+    fn flags(names: &[&str]) -> Reply {
+        Reply::Set(names.iter().map(|n| Reply::Status(Bytes::copy_from_slice(n.as_bytes()))).collect())
+    }
+    /// One argument: name, type, display text, then the given fields.
+    fn arg(name: &str, ty: &str, more: Vec<(&str, Reply)>) -> Reply {
+        let mut pairs = vec![("name", bulk(name)), ("type", bulk(ty)), ("display_text", bulk(name))];
+        pairs.extend(more);
+        map(pairs)
+    }
+    fn token(name: &str, ty: &str, token: &str) -> Reply {
+        arg(name, ty, vec![("token", bulk(token))])
+    }
+    fn key_arg() -> Reply {
+        arg("key", "key", vec![("key_spec_index", Reply::Int(0))])
+    }
+    fn spec(key_flags: &[&str], find: Reply) -> Reply {
+        map(vec![
+            ("flags", flags(key_flags)),
+            ("begin_search", map(vec![("type", bulk("index")), ("spec", map(vec![("index", Reply::Int(1))]))])),
+            ("find_keys", find),
+        ])
+    }
+    fn one_key() -> Reply {
+        let range = vec![("lastkey", Reply::Int(0)), ("keystep", Reply::Int(1)), ("limit", Reply::Int(0))];
+        map(vec![("type", bulk("range")), ("spec", map(range))])
+    }
+    fn docs(summary: &str, complexity: &str, arguments: Vec<Reply>) -> Vec<(Reply, Reply)> {
+        let Reply::Map(m) = map(vec![
+            ("summary", bulk(summary)),
+            ("since", bulk("8.4.0")),
+            ("group", bulk("string")),
+            ("complexity", bulk(complexity)),
+            ("arguments", Reply::Array(arguments)),
+        ]) else {
+            unreachable!("a map")
+        };
+        m
+    }
+    fn entry(tips: &[&str], key_specs: Vec<Reply>, docs: Vec<(Reply, Reply)>) -> Meta {
+        let keys = key_specs.iter().map(KeySpec::parse).collect();
+        Meta { tips: Reply::Set(tips.iter().map(|t| bulk(t)).collect()), key_specs: Reply::Set(key_specs), keys, docs }
+    }
+    let conditions = |digest_type: &str, since: Option<&str>| -> Vec<Reply> {
+        let with = |r: Reply| match (r, since) {
+            (Reply::Map(mut m), Some(v)) => {
+                m.push((bulk("since"), bulk(v)));
+                Reply::Map(m)
+            }
+            (r, _) => r,
+        };
+        vec![
+            with(token("ifeq-value", "string", "IFEQ")),
+            with(token("ifne-value", "string", "IFNE")),
+            with(token("ifdeq-digest", digest_type, "IFDEQ")),
+            with(token("ifdne-digest", digest_type, "IFDNE")),
+        ]
+    };
+
+    let mut out = Set::new();
+    out.insert(
+        "digest".into(),
+        entry(
+            &[],
+            vec![spec(&["RO", "access"], one_key())],
+            docs(
+                "Returns the XXH3 hash of a string value.",
+                "O(N) where N is the length of the string value.",
+                vec![key_arg()],
+            ),
+        ),
+    );
+    out.insert(
+        "delex".into(),
+        entry(
+            &[],
+            vec![spec(&["RW", "delete", "variable_flags"], one_key())],
+            docs(
+                "Conditionally removes the specified key based on value or digest comparison.",
+                "O(1) for IFEQ/IFNE, O(N) for IFDEQ/IFDNE where N is the length of the string value.",
+                vec![
+                    key_arg(),
+                    map(vec![
+                        ("name", bulk("condition")),
+                        ("type", bulk("oneof")),
+                        ("flags", flags(&["optional"])),
+                        ("arguments", Reply::Array(conditions("integer", None))),
+                    ]),
+                ],
+            ),
+        ),
+    );
+    let keynum = map(vec![
+        ("type", bulk("keynum")),
+        ("spec", map(vec![("keynumidx", Reply::Int(0)), ("firstkey", Reply::Int(1)), ("keystep", Reply::Int(2))])),
+    ]);
+    let optional = |name: &str, arguments: Vec<Reply>| {
+        map(vec![
+            ("name", bulk(name)),
+            ("type", bulk("oneof")),
+            ("flags", flags(&["optional"])),
+            ("arguments", Reply::Array(arguments)),
+        ])
+    };
+    out.insert(
+        "msetex".into(),
+        entry(
+            &["request_policy:multi_shard", "response_policy:all_succeeded"],
+            vec![spec(&["OW", "update"], keynum)],
+            docs(
+                "Atomically sets multiple string keys with a shared expiration in a single operation. Supports flexible argument parsing where condition and expiration flags can appear in any order.",
+                "O(N) where N is the number of keys to set.",
+                vec![
+                    arg("numkeys", "integer", vec![]),
+                    map(vec![
+                        ("name", bulk("data")),
+                        ("type", bulk("block")),
+                        ("flags", flags(&["multiple"])),
+                        ("arguments", Reply::Array(vec![key_arg(), arg("value", "string", vec![])])),
+                    ]),
+                    optional("condition", vec![token("nx", "pure-token", "NX"), token("xx", "pure-token", "XX")]),
+                    optional(
+                        "expiration",
+                        vec![
+                            token("seconds", "integer", "EX"),
+                            token("milliseconds", "integer", "PX"),
+                            token("unix-time-seconds", "unix-time", "EXAT"),
+                            token("unix-time-milliseconds", "unix-time", "PXAT"),
+                            token("keepttl", "pure-token", "KEEPTTL"),
+                        ],
+                    ),
+                ],
+            ),
+        ),
+    );
+    // SET: 8.2's, with 8.4's history line and conditions.
+    let set = r82.get("set").expect("Redis 8.2 has SET");
+    let mut set_docs = set.docs.clone();
+    for (k, v) in &mut set_docs {
+        match (k, v) {
+            (Reply::Bulk(k), Reply::Set(history)) if &k[..] == b"history" => {
+                history.push(Reply::Array(vec![bulk("8.4.0"), bulk("Added 'IFEQ', 'IFNE', 'IFDEQ', 'IFDNE' options.")]))
+            }
+            (Reply::Bulk(k), Reply::Array(args)) if &k[..] == b"arguments" => {
+                for a in args.iter_mut() {
+                    let Reply::Map(fields) = a else { continue };
+                    let is_condition = fields.iter().any(|(k, v)| {
+                        matches!((k, v), (Reply::Bulk(k), Reply::Bulk(v)) if &k[..] == b"name" && &v[..] == b"condition")
+                    });
+                    for (k, v) in fields.iter_mut() {
+                        if let (true, Reply::Bulk(k), Reply::Array(options)) = (is_condition, &*k, v) {
+                            if &k[..] == b"arguments" {
+                                options.extend(conditions("integer", Some("8.4.0")));
+                            }
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out.insert(
+        "set".into(),
+        Meta { tips: set.tips.clone(), key_specs: set.key_specs.clone(), keys: set.keys.clone(), docs: set_docs },
+    );
+    out
 }
 
 fn load(data: &[u8]) -> Set {
@@ -201,5 +395,27 @@ mod tests {
             })
         };
         assert_ne!(since(r70), since(r82), "XADD's history grew after 7.0");
+    }
+
+    #[test]
+    fn redis_8_4_metadata_is_written_here() {
+        let r82 = crate::version::Profile::redis(crate::version::Version::new(8, 2, 3));
+        let r84 = crate::version::Profile::redis(crate::version::Version::new(8, 4, 0));
+        for name in ["digest", "delex", "msetex"] {
+            let m = super::for_profile(name, r84).expect("8.4's own row");
+            assert_eq!(m.keys.len(), 1, "{name}: one key spec, parsed");
+            assert!(super::get(name).is_some(), "{name}: keys found under any profile");
+        }
+        let keys = &super::get("msetex").expect("msetex").keys[0];
+        assert_eq!(keys.find, super::FindKeys::Keynum { keynumidx: 0, firstkey: 1, keystep: 2 });
+        let history = |p| {
+            super::for_profile("set", p)
+                .and_then(|m| m.docs.iter().find(|(k, _)| matches!(k, Reply::Bulk(b) if &b[..] == b"history")))
+                .map(|(_, v)| match v {
+                    Reply::Set(h) => h.len(),
+                    _ => 0,
+                })
+        };
+        assert_eq!(history(r84), history(r82).map(|n| n + 1), "SET's 8.4 history line");
     }
 }

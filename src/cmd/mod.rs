@@ -67,7 +67,7 @@ use std::sync::OnceLock;
 // The types and the lookup every family uses, at the room's door.
 pub(crate) use registry::c_str_prefix;
 pub use registry::{arity_ok, lookup, unknown_command_error, unknown_subcommand_error, Lookup, Table};
-pub use spec::{cmd, container, flags, Command, CommandSpec, Ctx};
+pub use spec::{arg, cmd, container, flag, flags, no_ops, op, Arg, Command, CommandSpec, Ctx, Op, OpTable};
 
 /// Families and their `COMMAND DOCS` group names.
 pub fn families() -> [(&'static str, &'static [CommandSpec]); 29] {

@@ -11,13 +11,14 @@ use std::sync::atomic::Ordering;
 use bytes::Bytes;
 
 use super::util::{eq, int};
-use super::{cmd, CommandSpec, Ctx};
+use super::{arg, cmd, op, Arg, CommandSpec, Ctx, OpTable};
 use crate::client::BlockRequest;
 use crate::core::Core;
+use crate::db::snapshot::Snapshot;
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
 use crate::replication::info::InfoSettings;
-use crate::replication::{Link, Master, Request, TcpReplica, TcpState, WaitReq};
+use crate::replication::{FullSync, Link, Master, Request, TcpReplica, TcpState, WaitReq};
 use std::sync::Arc;
 
 /// Redis's `shared.roslaveerr`.
@@ -57,7 +58,10 @@ pub static COMMANDS: &[CommandSpec] = &[
         .doc("Internal command used for replication", "2.8.0"),
     cmd("replconf", replconf, -1, "admin noscript loading stale allow_busy", 0, 0, 0, "@admin @slow @dangerous")
         .doc("An internal command for configuring the replication stream", "3.0.0"),
-    cmd("wait", wait, 3, "noscript", 0, 0, 0, "@slow @connection").doc(
+    cmd("wait", wait, 3, "noscript", 0, 0, 0, "@slow @connection")
+        .hidden_flags("scripts_from_7_2")
+        .in_7_2("blocking", "@slow @blocking @connection")
+        .doc(
         "Wait for the synchronous replication of all the write commands sent in the context of the current connection",
         "3.0.0",
     ),
@@ -70,11 +74,14 @@ pub static COMMANDS: &[CommandSpec] = &[
 /// `SYNC` / `PSYNC replid offset`: the calling connection becomes a
 /// replica, as Redis 7.0's `syncCommand`. A `PSYNC` whose history the
 /// backlog still holds is answered `+CONTINUE` and sent the stream from its
-/// offset; otherwise `+FULLRESYNC <replid> <offset>` (`PSYNC` only), then
-/// `$<len>` and an RDB file of the keyspace made now (under the core lock:
-/// the file and the stream that follows it meet exactly at `offset`), then
-/// the live stream. Everything goes out through the connection's push
-/// queue, in that order; the command's own reply is suppressed.
+/// offset; otherwise `+FULLRESYNC <replid> <offset>` at once (`PSYNC`
+/// only), then, once the file is made, `$<len>` and an RDB file of the
+/// keyspace as of `offset` (made a slice at a time on the event loop while
+/// other clients run: `db::snapshot`, [`full_sync_step`]; a newline each
+/// second meanwhile), then the stream from `offset` on. A full
+/// resynchronisation asked for while a file is being made joins it.
+/// Everything goes out through the connection's push queue, in that order;
+/// the command's own reply is suppressed.
 fn sync(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let id = ctx.client.id;
     let from_primary = ctx.core.repl.master.as_ref().is_some_and(|m| m.client_id == id);
@@ -127,27 +134,44 @@ fn sync(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             tracing::info!("Partial resynchronization not accepted for {name}: full resync");
         }
     }
-    repl.attach(link);
-    let (replid, offset) = (repl.replid.clone(), repl.offset);
+    repl.attach(link.clone());
+    let (replid, offset) = match &repl.full_sync {
+        Some(fs) => (fs.replid.clone(), fs.offset),
+        None => (repl.replid.clone(), repl.offset),
+    };
+    if psync {
+        let line = Reply::Status(Bytes::from(format!("FULLRESYNC {replid} {offset}")));
+        ctx.client.shared.push_encoded(line.to_bytes(crate::protocol::Resp::V2));
+    }
+    if let Some(fs) = repl.full_sync.as_mut() {
+        tracing::info!("Waiting for end of BGSAVE for SYNC (replica {name} joins the file being made)");
+        fs.join(link);
+        return Ok(Reply::ok());
+    }
     tracing::info!(
         "Starting BGSAVE for SYNC with target: replicas sockets (in memory, replid {replid} offset {offset})"
     );
-    let rdb = rdb_file(ctx.core, ctx.shared.clock.now_ms());
-    let mut out = bytes::BytesMut::with_capacity(rdb.len() + 80);
-    if psync {
-        Reply::Status(Bytes::from(format!("FULLRESYNC {replid} {offset}"))).encode(crate::protocol::Resp::V2, &mut out);
+    let mut fs = FullSync::new(replid, offset);
+    fs.join(link);
+    repl.full_sync = Some(fs);
+    start_snapshot(ctx.core, ctx.shared.clock.now_ms());
+    if ctx.shared.io.get().is_some() {
+        // The server's task makes the file a slice at a time.
+        ctx.core.repl.sync_wake.notify_one();
+    } else {
+        // No event loop (the socket-less harness): made at once.
+        full_sync_step(ctx.core, None);
     }
-    crate::protocol::payload_header(&mut out, rdb.len());
-    out.extend_from_slice(&rdb);
-    ctx.client.shared.push_encoded(out.freeze());
-    tracing::info!("Synchronization with replica {name} succeeded");
     Ok(Reply::ok())
 }
 
-/// The keyspace and the function libraries as an RDB file, with the aux
-/// fields Redis 7.0 writes for a replica (`repl-id`, `repl-offset`…).
-fn rdb_file(core: &Core, now_ms: u64) -> Vec<u8> {
+/// Begins the RDB file of a full resynchronisation: the head as Redis 7.0
+/// writes it for a replica (aux fields `repl-id`, `repl-offset`…, the
+/// function libraries), then the keyspace as it is now, written a slice at
+/// a time by [`full_sync_step`] (`db::snapshot`).
+fn start_snapshot(core: &mut Core, now_ms: u64) {
     use crate::db::rdb::FileWriter;
+    let Some(fs) = core.repl.full_sync.as_ref() else { return };
     let fill = core.config.enc_limits.list_fill;
     let mut w = FileWriter::new(fill);
     w.aux("redis-ver", core.config.get_str("redis-version").as_bytes());
@@ -155,16 +179,55 @@ fn rdb_file(core: &Core, now_ms: u64) -> Vec<u8> {
     w.aux("ctime", (now_ms / 1000).to_string().as_bytes());
     w.aux("used-mem", crate::memory::used_memory().to_string().as_bytes());
     w.aux("repl-stream-db", b"0");
-    w.aux("repl-id", core.repl.replid.as_bytes());
-    w.aux("repl-offset", core.repl.offset.to_string().as_bytes());
+    w.aux("repl-id", fs.replid.as_bytes());
+    w.aux("repl-offset", fs.offset.to_string().as_bytes());
     w.aux("aof-base", b"0");
     if let Some(s) = core.scripting.as_ref() {
         w.functions(&s.function_dump());
     }
-    for (i, db) in core.ks.dbs.iter().enumerate() {
-        w.db(i, db);
+    let snapshot = Snapshot::start(&mut core.ks.dbs, w, fill);
+    core.ks.sig.images.set_snapshot(Some(Box::new(snapshot)));
+}
+
+/// One slice of the running full resynchronisation's file, until
+/// `deadline` (`None`: to the end); when the file is done, the replicas
+/// waiting for it are sent it and the stream since. True while more is
+/// to do. A full resynchronisation that no replica waits for any more is
+/// dropped.
+pub(crate) fn full_sync_step(core: &mut Core, deadline: Option<std::time::Instant>) -> bool {
+    let waiting = core.repl.full_sync.as_mut().is_some_and(|fs| fs.tend());
+    if !waiting || !core.ks.sig.images.has_snapshot() {
+        if core.repl.full_sync.is_some() {
+            tracing::info!("Full resynchronisation dropped: no replica waits for it");
+        }
+        abort_full_sync(core);
+        return false;
     }
-    w.finish()
+    let ks = &mut core.ks;
+    let Some(s) = ks.sig.images.snapshot_mut() else { return false };
+    if !s.step(&mut ks.dbs, deadline) {
+        return true;
+    }
+    let pieces = ks.sig.images.set_snapshot(None).map(|s| s.finish()).unwrap_or_default();
+    if let Some(fs) = core.repl.full_sync.take() {
+        fs.deliver(&pieces);
+    }
+    false
+}
+
+/// Drops the full resynchronisation in progress, if any (this node is
+/// about to load another keyspace: its replicas resynchronise anyway);
+/// the replicas still waiting for its file are disconnected.
+pub(crate) fn abort_full_sync(core: &mut Core) {
+    core.ks.sig.images.set_snapshot(None);
+    if let Some(fs) = core.repl.full_sync.take() {
+        for l in &fs.links {
+            if let Some(t) = &l.tcp {
+                t.client.kill();
+            }
+            l.close();
+        }
+    }
 }
 
 /// `REPLCONF option value …`: a replica's handshake (`listening-port`,
@@ -357,119 +420,159 @@ pub(crate) fn info(ctx: &Ctx<'_>) -> String {
 
 // ---- test control: RLOCKD REPL … ----
 
-/// Help lines of `RLOCKD REPL` (appended to `RLOCKD HELP`).
-pub(crate) const HELP: &[&str] = &[
-    "REPL PAUSE | RESUME [<replica-port>]",
-    "    (primary) Hold the stream on the links to its replicas (writes pile up unacknowledged) / let it flow.",
-    "REPL LAG <ms> [<replica-port>]",
-    "    (primary) Deliver each write that long after it was made (0: at once).",
-    "REPL DROP [<replica-port>]",
-    "    (primary) Lose what the replicas have not received yet, as a crash would.",
-    "REPL BREAK | RESTORE [<replica-port>]",
-    "    Take the link down (master_link_status:down) / bring it back (it catches up).",
-    "REPL STATUS",
-    "    Each link: replica, acknowledged offset, pending writes and bytes, paused, lag, broken.",
-    "REPL FAILOVER [<replica-port>]",
-    "    (primary) Promote a replica with what it has received now; this node becomes its replica.",
-];
+/// `RLOCKD REPL …`: its operations (a row of `cmd/control.rs`'s tree);
+/// `CRASH` and `REVIVE` are `cmd/crash.rs`'s.
+pub(crate) static CONTROL: OpTable = OpTable {
+    args: &[],
+    help: &[],
+    ops: &[
+        op("pause", PORT, |ctx, a| set_links(ctx, a, Switch::Paused(true)), &[
+            "REPL PAUSE | RESUME [<replica-port>]",
+            "    (primary) Hold the stream on the links to its replicas (writes pile up unacknowledged) / let it flow.",
+        ])
+        .counts_own(),
+        op("resume", PORT, |ctx, a| set_links(ctx, a, Switch::Paused(false)), &[]).counts_own(),
+        op("lag", &[arg("ms", "integer"), arg("replica-port", "port").opt()], lag, &[
+            "REPL LAG <ms> [<replica-port>]",
+            "    (primary) Deliver each write that long after it was made (0: at once).",
+        ]),
+        op("drop", PORT, drop_pending, &[
+            "REPL DROP [<replica-port>]",
+            "    (primary) Lose what the replicas have not received yet, as a crash would.",
+        ]),
+        op("break", PORT, |ctx, a| set_links(ctx, a, Switch::Broken(true)), &[
+            "REPL BREAK | RESTORE [<replica-port>]",
+            "    Take the link down (master_link_status:down) / bring it back (it catches up).",
+        ])
+        .counts_own(),
+        op("restore", PORT, |ctx, a| set_links(ctx, a, Switch::Broken(false)), &[]).counts_own(),
+        op("status", &[], status, &[
+            "REPL STATUS",
+            "    Each link: replica, acknowledged offset, pending writes and bytes, paused, lag, broken.",
+        ])
+        .fields(STATUS_FIELDS),
+        op("failover", PORT, failover, &[
+            "REPL FAILOVER [<replica-port>]",
+            "    (primary) Promote a replica with what it has received now; this node becomes its replica.",
+        ]),
+        op("crash", super::crash::CRASH_ARGS, super::crash::crash, super::crash::CRASH_HELP).counts_own(),
+        op("revive", super::crash::REVIVE_ARGS, super::crash::revive, super::crash::REVIVE_HELP).counts_own(),
+    ],
+    fields: &[],
+    unknown: |a| {
+        CmdError::custom(format!(
+            "ERR unknown subcommand or wrong number of arguments for 'REPL {}'. Try RLOCKD HELP.",
+            String::from_utf8_lossy(&a[2])
+        ))
+    },
+    check: None,
+    default: None,
+};
 
-/// `RLOCKD REPL …` (`args` after `REPL`).
-pub(crate) fn control(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let Some(op) = args.first() else { return Err(CmdError::Syntax) };
-    let port_arg = |i: usize| -> Result<Option<u16>, CmdError> {
-        match args.get(i) {
-            None => Ok(None),
-            Some(a) => match crate::num::parse_i64_strict(a) {
-                Some(p) if (1..=65535).contains(&p) => Ok(Some(p as u16)),
-                _ => Err(CmdError::custom("ERR invalid replica port")),
-            },
-        }
-    };
-    let need = |v: &Vec<std::sync::Arc<crate::replication::Link>>| {
-        if v.is_empty() {
-            Err(CmdError::custom("ERR no replication link here (or no replica on that port)"))
-        } else {
-            Ok(())
-        }
-    };
-    if eq(op, "status") && args.len() == 1 {
-        let all = ctx.core.repl.links(None);
-        return Ok(Reply::Array(
-            all.iter()
-                .map(|l| {
-                    let (frames, bytes) = l.pending();
-                    Reply::Map(vec![
-                        (Reply::bulk_str("primary"), Reply::bulk_str(&l.primary.to_string())),
-                        (Reply::bulk_str("replica"), Reply::bulk_str(&l.replica.to_string())),
-                        (Reply::bulk_str("acked"), Reply::Int(l.acked.load(Ordering::Acquire) as i64)),
-                        (Reply::bulk_str("pending_writes"), Reply::Int(frames as i64)),
-                        (Reply::bulk_str("pending_bytes"), Reply::Int(bytes as i64)),
-                        (Reply::bulk_str("paused"), Reply::Bool(l.paused.load(Ordering::Acquire))),
-                        (Reply::bulk_str("lag_ms"), Reply::Int(l.lag_ms.load(Ordering::Acquire) as i64)),
-                        (Reply::bulk_str("broken"), Reply::Bool(l.broken.load(Ordering::Acquire))),
-                    ])
-                })
-                .collect(),
-        ));
+/// The arguments of an operation on the links: which replica's (all).
+const PORT: &[Arg] = &[arg("replica-port", "port").opt()];
+
+/// The fields of a link (`REPL STATUS`).
+const STATUS_FIELDS: &[&str] =
+    &["primary", "replica", "acked", "pending_writes", "pending_bytes", "paused", "lag_ms", "broken"];
+
+/// The replica port at `args[i]` (none: every link).
+fn port_arg(args: &[Bytes], i: usize) -> Result<Option<u16>, CmdError> {
+    match args.get(i) {
+        None => Ok(None),
+        Some(a) => match crate::num::parse_i64_strict(a) {
+            Some(p) if (1..=65535).contains(&p) => Ok(Some(p as u16)),
+            _ => Err(CmdError::custom("ERR invalid replica port")),
+        },
     }
-    let (flag, value, port_at): (Option<&str>, bool, usize) = if eq(op, "pause") {
-        (Some("paused"), true, 1)
-    } else if eq(op, "resume") {
-        (Some("paused"), false, 1)
-    } else if eq(op, "break") {
-        (Some("broken"), true, 1)
-    } else if eq(op, "restore") {
-        (Some("broken"), false, 1)
-    } else {
-        (None, false, 0)
-    };
-    if let Some(flag) = flag {
-        if args.len() > 2 {
-            return Err(CmdError::Syntax);
-        }
-        let ls = ctx.core.repl.links(port_arg(port_at)?);
-        need(&ls)?;
-        for l in &ls {
-            let a = if flag == "paused" { &l.paused } else { &l.broken };
-            a.store(value, Ordering::Release);
-            l.to_replica.notify_one();
-            l.to_primary.notify_one();
-        }
-        return Ok(Reply::Int(ls.len() as i64));
+}
+
+/// The links named, or an error when there is none.
+fn links_of(ctx: &Ctx<'_>, port: Option<u16>) -> Result<Vec<Arc<Link>>, CmdError> {
+    let ls = ctx.core.repl.links(port);
+    if ls.is_empty() {
+        return Err(CmdError::custom("ERR no replication link here (or no replica on that port)"));
     }
-    if eq(op, "lag") && (2..=3).contains(&args.len()) {
-        let ms = u64::try_from(int(&args[1])?).map_err(|_| CmdError::custom("ERR the lag must be positive"))?;
-        let ls = ctx.core.repl.links(port_arg(2)?);
-        need(&ls)?;
-        for l in &ls {
-            l.lag_ms.store(ms, Ordering::Release);
-            l.to_replica.notify_one();
-        }
-        return Ok(Reply::Int(ls.len() as i64));
+    Ok(ls)
+}
+
+/// `REPL STATUS`.
+fn status(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    let all = ctx.core.repl.links(None);
+    Ok(Reply::Array(
+        all.iter()
+            .map(|l| {
+                let (frames, bytes) = l.pending();
+                let values = [
+                    Reply::bulk_str(&l.primary.to_string()),
+                    Reply::bulk_str(&l.replica.to_string()),
+                    Reply::Int(l.acked.load(Ordering::Acquire) as i64),
+                    Reply::Int(frames as i64),
+                    Reply::Int(bytes as i64),
+                    Reply::Bool(l.paused.load(Ordering::Acquire)),
+                    Reply::Int(l.lag_ms.load(Ordering::Acquire) as i64),
+                    Reply::Bool(l.broken.load(Ordering::Acquire)),
+                ];
+                Reply::Map(STATUS_FIELDS.iter().map(|f| Reply::bulk_str(f)).zip(values).collect())
+            })
+            .collect(),
+    ))
+}
+
+/// What `PAUSE`/`RESUME` and `BREAK`/`RESTORE` set on the links.
+enum Switch {
+    Paused(bool),
+    Broken(bool),
+}
+
+/// `REPL PAUSE | RESUME | BREAK | RESTORE [<replica-port>]`.
+fn set_links(ctx: &mut Ctx<'_>, args: &[Bytes], switch: Switch) -> CmdResult {
+    if args.len() > 4 {
+        return Err(CmdError::Syntax);
     }
-    if eq(op, "drop") && args.len() <= 2 {
-        let ls = ctx.core.repl.links(port_arg(1)?);
-        need(&ls)?;
-        return Ok(Reply::Int(ls.iter().map(|l| l.drop_pending() as i64).sum()));
+    let ls = links_of(ctx, port_arg(args, 3)?)?;
+    for l in &ls {
+        match switch {
+            Switch::Paused(v) => l.paused.store(v, Ordering::Release),
+            Switch::Broken(v) => l.broken.store(v, Ordering::Release),
+        }
+        l.to_replica.notify_one();
+        l.to_primary.notify_one();
     }
-    if eq(op, "failover") && args.len() <= 2 {
-        if ctx.core.repl.is_replica() {
-            return Err(CmdError::custom("ERR REPL FAILOVER is sent to the primary"));
-        }
-        let replica = port_arg(1)?;
-        need(&ctx.core.repl.links(replica))?;
-        if !ctx.client.may_block() {
-            ctx.core.repl.requests.push(Request::Failover { waiter: None, replica });
-            ctx.core.repl.wake.notify_one();
-            return Ok(Reply::ok());
-        }
-        let waiter = super::blocking::block_until_answered(ctx, "ERR the failover did not finish");
-        ctx.core.repl.requests.push(Request::Failover { waiter: Some(waiter), replica });
+    Ok(Reply::Int(ls.len() as i64))
+}
+
+/// `REPL LAG <ms> [<replica-port>]`.
+fn lag(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let ms = u64::try_from(int(&args[3])?).map_err(|_| CmdError::custom("ERR the lag must be positive"))?;
+    let ls = links_of(ctx, port_arg(args, 4)?)?;
+    for l in &ls {
+        l.lag_ms.store(ms, Ordering::Release);
+        l.to_replica.notify_one();
+    }
+    Ok(Reply::Int(ls.len() as i64))
+}
+
+/// `REPL DROP [<replica-port>]`.
+fn drop_pending(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let ls = links_of(ctx, port_arg(args, 3)?)?;
+    Ok(Reply::Int(ls.iter().map(|l| l.drop_pending() as i64).sum()))
+}
+
+/// `REPL FAILOVER [<replica-port>]`.
+fn failover(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    if ctx.core.repl.is_replica() {
+        return Err(CmdError::custom("ERR REPL FAILOVER is sent to the primary"));
+    }
+    let replica = port_arg(args, 3)?;
+    links_of(ctx, replica)?;
+    if !ctx.client.may_block() {
+        ctx.core.repl.requests.push(Request::Failover { waiter: None, replica });
         ctx.core.repl.wake.notify_one();
-        return Ok(Reply::Nil);
+        return Ok(Reply::ok());
     }
-    Err(CmdError::custom(format!(
-        "ERR unknown subcommand or wrong number of arguments for 'REPL {}'. Try RLOCKD HELP.",
-        String::from_utf8_lossy(op)
-    )))
+    let waiter = super::blocking::block_until_answered(ctx, "ERR the failover did not finish");
+    ctx.core.repl.requests.push(Request::Failover { waiter: Some(waiter), replica });
+    ctx.core.repl.wake.notify_one();
+    Ok(Reply::Nil)
 }

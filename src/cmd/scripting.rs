@@ -238,7 +238,8 @@ impl ScriptHost for ScriptRun<'_, '_> {
         if !super::arity_ok(cmd.spec.arity, argv.len()) {
             return Err(self.refuse(Some(cmd.id), ScriptErr::WrongArity));
         }
-        if cmd.has(flags::NOSCRIPT) {
+        if cmd.has(flags::NOSCRIPT) && !(cmd.has(flags::SCRIPTS_FROM_7_2) && self.ctx.core.profile().at_least(7, 2, 0))
+        {
             return Err(self.refuse(Some(cmd.id), ScriptErr::NotAllowed));
         }
         if !self.ctx.core.acl.open {

@@ -120,6 +120,9 @@ pub mod flags {
     /// (Redis's `forceCommandPropagation`: `PUBLISH`, `SPUBLISH`, `FUNCTION
     /// LOAD`/`DELETE`/`FLUSH`/`RESTORE`).
     pub const ALWAYS_PROPAGATED: u64 = 1 << 46;
+    /// `noscript` up to Redis 7.0 only: from 7.2 a script may call it and it
+    /// does not block there (the blocking pops and moves, `WAIT`).
+    pub const SCRIPTS_FROM_7_2: u64 = 1 << 47;
     /// Runs other commands, which the replicas receive instead of it (a
     /// script, `EXEC`'s queue).
     pub const RUNS_OTHERS: u64 = RUNS_SCRIPT | RUNS_QUEUE;
@@ -144,6 +147,7 @@ pub mod flags {
         ("protected", PROTECTED),
         ("every_version", EVERY_VERSION),
         ("always_propagated", ALWAYS_PROPAGATED),
+        ("scripts_from_7_2", SCRIPTS_FROM_7_2),
     ];
 
     pub const NAMES: &[(&str, u64)] = &[
@@ -252,6 +256,17 @@ pub struct CommandSpec {
     /// (`since` empty), or one Valkey added apart from Redis (empty: in
     /// Valkey while Redis had it by 7.2.4).
     pub valkey_since: &'static str,
+    /// A test-control subcommand's arguments, operations and `RLOCKD HELP`
+    /// lines (`cmd/control.rs`).
+    pub ops: Option<&'static OpTable>,
+    /// The arity Redis 7.0 had where 7.2 changed it (0: the same), which
+    /// `COMMAND INFO` prints and the handler enforces under 7.0.
+    pub arity_7_0: i32,
+    /// The flags and ACL categories Redis 7.2 and later print where they
+    /// changed (empty: the same as `flags` / `acl`); behaviour that changed
+    /// with them is a hidden flag (`scripts_from_7_2`).
+    pub flags_7_2: &'static str,
+    pub acl_7_2: &'static str,
 }
 
 /// Builds a table row.
@@ -280,6 +295,10 @@ pub const fn cmd(
         summary: "",
         since: "",
         valkey_since: "",
+        ops: None,
+        arity_7_0: 0,
+        flags_7_2: "",
+        acl_7_2: "",
     }
 }
 
@@ -310,12 +329,200 @@ impl CommandSpec {
         self.valkey_since = since;
         self
     }
+    /// What Redis 7.2 and later print as the row's flags and ACL categories
+    /// (`WAIT` became `blocking`, `@blocking`; the blocking pops lost
+    /// `noscript`).
+    pub const fn in_7_2(mut self, flags: &'static str, acl: &'static str) -> Self {
+        self.flags_7_2 = flags;
+        self.acl_7_2 = acl;
+        self
+    }
+    /// The flags `COMMAND INFO` prints under `profile`.
+    pub fn flags_in(&self, profile: crate::version::Profile) -> &'static str {
+        if !self.flags_7_2.is_empty() && profile.at_least(7, 2, 0) {
+            self.flags_7_2
+        } else {
+            self.flags
+        }
+    }
+    /// The ACL categories under `profile`.
+    pub fn acl_in(&self, profile: crate::version::Profile) -> &'static str {
+        if !self.acl_7_2.is_empty() && profile.at_least(7, 2, 0) {
+            self.acl_7_2
+        } else {
+            self.acl
+        }
+    }
+    /// Redis 7.0's arity, where 7.2 changed it (`COMMAND GETKEYS`).
+    pub const fn arity_7_0(mut self, arity: i32) -> Self {
+        self.arity_7_0 = arity;
+        self
+    }
+    /// Adds a test-control subcommand's operations (`cmd/control.rs`).
+    pub const fn ops(mut self, ops: &'static OpTable) -> Self {
+        self.ops = Some(ops);
+        self
+    }
     /// Makes it a command only Valkey has, from Valkey `since`.
     pub const fn valkey_only(mut self, summary: &'static str, since: &'static str) -> Self {
         self.summary = summary;
         self.valkey_since = since;
         self
     }
+}
+
+/// One argument of a test-control operation (or of a subcommand without
+/// operations), as `RLOCKD HELP` writes it and `RLOCKD SCHEMA` describes it.
+#[derive(Debug)]
+pub struct Arg {
+    /// Its name (`ms`, `replica-port`; for a word alone, as `NOW`, the word).
+    pub name: &'static str,
+    /// What it is: `integer`, `text`, `key`, `pattern`, `port`, `node`, `choice`
+    /// (one of `choices`) or `flag` (the word `token` alone).
+    pub kind: &'static str,
+    /// The word before its value (`JITTER <ms>`, `KEYS <n>`), or `""`.
+    pub token: &'static str,
+    pub optional: bool,
+    pub choices: &'static [&'static str],
+}
+
+/// A required argument of that kind.
+pub const fn arg(name: &'static str, kind: &'static str) -> Arg {
+    Arg { name, kind, token: "", optional: false, choices: &[] }
+}
+
+impl Arg {
+    /// Makes it optional.
+    pub const fn opt(mut self) -> Arg {
+        self.optional = true;
+        self
+    }
+    /// Puts a word before its value.
+    pub const fn token(mut self, token: &'static str) -> Arg {
+        self.token = token;
+        self
+    }
+    /// Makes it one of `choices` (lower case; sent in any case).
+    pub const fn choice(mut self, choices: &'static [&'static str]) -> Arg {
+        self.kind = "choice";
+        self.choices = choices;
+        self
+    }
+    /// How many words of the command line it takes.
+    pub const fn width(&self) -> usize {
+        let token = if self.token.is_empty() { 0 } else { 1 };
+        let value = if matches!(self.kind.as_bytes(), b"flag") { 0 } else { 1 };
+        token + value
+    }
+}
+
+/// An optional word alone (`NOW`, `TEXT`): its name and the word.
+pub const fn flag(name: &'static str, word: &'static str) -> Arg {
+    Arg { name, kind: "flag", token: word, optional: true, choices: &[] }
+}
+
+/// One operation of a test-control subcommand (`RLOCKD CLOCK ADVANCE`,
+/// `RLOCKD FAULT LATENCY`): a row of its subcommand's [`OpTable`].
+#[derive(Debug)]
+pub struct Op {
+    /// Lower-case name.
+    pub name: &'static str,
+    pub args: &'static [Arg],
+    /// Words that may follow the arguments, each with a value, in any
+    /// order (`FAULT`'s scope: `command`, `key`, `client`…).
+    pub options: &'static [&'static str],
+    /// The handler counts its own arguments (options follow them, or a
+    /// wrong count has an error of its own); otherwise the runner checks
+    /// the count against `args` and answers the table's `unknown` error.
+    pub counts_own: bool,
+    /// The fields of the map it replies (of each map, for an array of
+    /// them), in their order.
+    pub fields: &'static [&'static str],
+    /// The group it belongs to among its subcommand's operations (`kind`:
+    /// a fault kind of `FAULT`), or `""`.
+    pub group: &'static str,
+    /// Gets the whole command line (`RLOCKD <sub> <op> …`).
+    pub handler: Handler,
+    /// Its `RLOCKD HELP` lines (empty: described by the lines of the
+    /// operation before it, as `CLOCK FREEZE | RESUME`).
+    pub help: &'static [&'static str],
+}
+
+/// An operation whose count of arguments the runner checks.
+pub const fn op(name: &'static str, args: &'static [Arg], handler: Handler, help: &'static [&'static str]) -> Op {
+    Op { name, args, options: &[], counts_own: false, fields: &[], group: "", handler, help }
+}
+
+impl Op {
+    /// Its handler counts its arguments itself.
+    pub const fn counts_own(mut self) -> Op {
+        self.counts_own = true;
+        self
+    }
+    /// Words with a value that may follow its arguments.
+    pub const fn options(mut self, options: &'static [&'static str]) -> Op {
+        self.options = options;
+        self.counts_own = true;
+        self
+    }
+    /// The fields of the map(s) it replies.
+    pub const fn fields(mut self, fields: &'static [&'static str]) -> Op {
+        self.fields = fields;
+        self
+    }
+    /// Puts it in a group (`kind`).
+    pub const fn group(mut self, group: &'static str) -> Op {
+        self.group = group;
+        self
+    }
+    /// Whether `n` words fit its arguments: the required ones and any
+    /// choice of the optional ones.
+    pub fn count_fits(&self, n: usize) -> bool {
+        // The sums the optional arguments can add, as bits (they are few).
+        let mut sums: u64 = 1;
+        let mut need = 0;
+        for a in self.args {
+            if a.optional {
+                sums |= sums << a.width();
+            } else {
+                need += a.width();
+            }
+        }
+        n >= need && n - need < 64 && sums & (1 << (n - need)) != 0
+    }
+}
+
+/// A check an [`OpTable`] makes before it looks its operation up.
+pub type OpCheck = fn(&Ctx<'_>) -> Result<(), CmdError>;
+
+/// What a test-control subcommand takes: its own arguments or its
+/// operations, its `RLOCKD HELP` lines and how it answers what it does not
+/// know. The row's handler is `cmd::control::run_ops` when it has
+/// operations.
+#[derive(Debug)]
+pub struct OpTable {
+    /// The subcommand's own arguments (a subcommand without operations:
+    /// `LOCKS [<pattern>] [TEXT]`).
+    pub args: &'static [Arg],
+    pub ops: &'static [Op],
+    /// Its `RLOCKD HELP` lines, before its operations'.
+    pub help: &'static [&'static str],
+    /// The fields of the map(s) it replies (a subcommand without
+    /// operations).
+    pub fields: &'static [&'static str],
+    /// The error for an unknown operation or a wrong count (gets the whole
+    /// command line).
+    pub unknown: fn(&[Bytes]) -> CmdError,
+    /// A check made before the operation is looked up (the cluster's: is
+    /// this node one).
+    pub check: Option<OpCheck>,
+    /// Runs when no operation is named (`CHECK`).
+    pub default: Option<Handler>,
+}
+
+/// A subcommand's table with no operations.
+pub const fn no_ops(args: &'static [Arg], help: &'static [&'static str]) -> OpTable {
+    OpTable { args, ops: &[], help, fields: &[], unknown: |_| CmdError::Syntax, check: None, default: None }
 }
 
 /// Handler of a container row: never called (dispatch picks a subcommand).

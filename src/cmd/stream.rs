@@ -690,7 +690,9 @@ fn read_generic(ctx: &mut Ctx<'_>, args: &[Bytes], group_cmd: bool) -> CmdResult
         let more = args.len() - 1 - i;
         let o = &args[i];
         if eq(o, "block") && more > 0 {
-            if ctx.client.is_script() {
+            // Redis 7.0 refuses BLOCK in a script; from 7.2 it reads without
+            // blocking there.
+            if ctx.client.is_script() && !ctx.core.profile().at_least(7, 2, 0) {
                 return Err(CmdError::echo("ERR ", &args[0], " command is not allowed with BLOCK option from scripts"));
             }
             i += 1;
@@ -789,6 +791,7 @@ fn read_generic(ctx: &mut Ctx<'_>, args: &[Bytes], group_cmd: bool) -> CmdResult
     let now = ctx.now_ms();
     let resp3 = ctx.client.resp == Resp::V3;
     let rules = lag_rules(ctx);
+    let consumer_on_ask = ctx.core.profile().at_least(7, 2, 0);
     let limit = if count == 0 { usize::MAX } else { count as usize };
     let mut out: Vec<(Reply, Reply)> = Vec::new();
     let mut db = ctx.db();
@@ -823,6 +826,12 @@ fn read_generic(ctx: &mut Ctx<'_>, args: &[Bytes], group_cmd: bool) -> CmdResult
                 let last = s.groups[g].last_id;
                 let top = if rerun { s.last_id } else { s.last_entry_id() };
                 if top <= last || (!rerun && s.is_empty()) {
+                    // From Redis 7.2 the consumer is there once it asked,
+                    // served or not; 7.0 makes it only when it is served.
+                    if consumer_on_ask && touch_consumer(s, g, c, now) {
+                        wrote = true;
+                        created.push(key.clone());
+                    }
                     continue;
                 }
                 wrote = true;

@@ -1,4 +1,15 @@
 //! String commands. `SET key token NX PX 30000` is the most common lock of all.
+//!
+//! Redis 8.4's compare-and-set family (rows with `since` 8.4.0, so unknown
+//! under older profiles): `DIGEST`, `DELEX`, `MSETEX` and `SET`'s
+//! `IFEQ`/`IFNE`/`IFDEQ`/`IFDNE`. No 8.4 server can be installed where rlockd
+//! is tested, so these follow Redis 8.4's documentation and command JSON
+//! files (`src/commands/{digest,delex,msetex,set}.json`), and what its source
+//! and issues say (#14496, #14502: the digest is always 16 lower-case hex
+//! digits, a digest argument must be 16 characters and compares without
+//! regard to case); where they are silent the choice is written at the
+//! handler. Valkey 8.1's `SET … IFEQ` (its own semantics, checked against
+//! valkey-server 8.1.8) is a separate option bit.
 
 use bytes::{Bytes, BytesMut};
 
@@ -51,6 +62,12 @@ pub static COMMANDS: &[CommandSpec] = &[
         .doc("Overwrite part of a string at key starting at the specified offset", "2.2.0"),
     cmd("substr", substr, 4, "readonly", 1, 1, 1, "@read @string @slow")
         .doc("Get a substring of the string stored at a key", "1.0.0"),
+    cmd("digest", digest, 2, "readonly fast", 1, 1, 1, "@read @string @fast")
+        .doc("Returns the XXH3 hash of a string value.", "8.4.0"),
+    cmd("delex", delex, -2, "write fast", 1, 1, 1, "@write @string @fast")
+        .doc("Conditionally removes the specified key based on value or digest comparison.", "8.4.0"),
+    cmd("msetex", msetex, -4, "write denyoom movablekeys", 0, 0, 0, "@write @string @slow")
+        .doc("Atomically sets multiple string keys with a shared expiration in a single operation.", "8.4.0"),
 ];
 
 fn get(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
@@ -69,14 +86,53 @@ const SET_PXAT: u32 = 256;
 const ANY_EXPIRE: u32 = SET_EX | SET_PX | SET_EXAT | SET_PXAT;
 /// Valkey 8.1's `IFEQ comparison-value`: set only over that value.
 const SET_IFEQ: u32 = 512;
+/// Redis 8.4's conditions: `IFEQ value`, `IFNE value`, `IFDEQ digest`,
+/// `IFDNE digest` (one of them; not after `NX`/`XX`).
+const SET_IF_EQ: u32 = 1024;
+const SET_IF_NE: u32 = 2048;
+const SET_IF_DEQ: u32 = 4096;
+const SET_IF_DNE: u32 = 8192;
+const ANY_IF: u32 = SET_IF_EQ | SET_IF_NE | SET_IF_DEQ | SET_IF_DNE;
+/// What `MSETEX` takes of the options (Redis's `COMMAND_MSETEX`): `NX`,
+/// `XX`, `KEEPTTL` and the expiries, not `GET` nor the conditions.
+const MSETEX_OPTS: u8 = 2;
 
-/// SET / GETEX options: the flags, the expiry argument, and `IFEQ`'s value.
+/// SET / GETEX / MSETEX options: the flags, the expiry argument, and the
+/// condition's value (`IFEQ`…).
 type StringOpts<'a> = (u32, Option<&'a Bytes>, Option<&'a Bytes>);
 
-/// Parses SET / GETEX options exactly as Redis's
-/// `parseExtendedStringArgumentsOrReply` (same precedence, same errors);
-/// `ifeq_ok`: Valkey 8.1's `IFEQ` is an option (exclusive with NX and XX).
-fn parse_string_opts(args: &[Bytes], is_set: bool, ifeq_ok: bool) -> Result<StringOpts<'_>, CmdError> {
+/// The condition bit `o` names under `profile`, if it is one: Redis 8.4's
+/// four, or Valkey 8.1's `IFEQ` (its own bit). Only reached by a token no
+/// other option matched, so a plain `SET` never asks the profile.
+#[cold]
+fn condition_bit(o: &[u8], profile: &crate::version::Profile) -> Option<u32> {
+    if profile.is_valkey() {
+        let valkey_81 = profile.version() >= crate::version::Version::new(8, 1, 0);
+        return (valkey_81 && eq(o, "ifeq")).then_some(SET_IFEQ);
+    }
+    if !profile.at_least(8, 4, 0) {
+        return None;
+    }
+    [("ifeq", SET_IF_EQ), ("ifne", SET_IF_NE), ("ifdeq", SET_IF_DEQ), ("ifdne", SET_IF_DNE)]
+        .into_iter()
+        .find(|(name, _)| eq(o, name))
+        .map(|(_, bit)| bit)
+}
+
+/// Parses SET / GETEX / MSETEX options exactly as Redis's
+/// `parseExtendedStringArgumentsOrReply` (same precedence, same errors).
+/// `kind`: 0 GETEX, 1 SET, [`MSETEX_OPTS`]. SET's conditions come from
+/// `profile` ([`condition_bit`]): Valkey 8.1's `IFEQ` is exclusive with NX
+/// and XX both ways; Redis 8.4's refuse any condition or NX/XX before them
+/// (a repeated same one replaces its value), while its NX and XX check only
+/// each other, as Redis 8.4's parser does.
+fn parse_string_opts<'a>(
+    args: &'a [Bytes],
+    kind: u8,
+    profile: &crate::version::Profile,
+) -> Result<StringOpts<'a>, CmdError> {
+    let is_set = kind == 1;
+    let set_or_msetex = kind != 0;
     let mut f = 0u32;
     let mut expire = None;
     let mut ifeq = None;
@@ -84,19 +140,15 @@ fn parse_string_opts(args: &[Bytes], is_set: bool, ifeq_ok: bool) -> Result<Stri
     while j < args.len() {
         let o = &args[j];
         let has_next = j + 1 < args.len();
-        if is_set && eq(o, "nx") && f & (SET_XX | SET_IFEQ) == 0 {
+        if set_or_msetex && eq(o, "nx") && f & (SET_XX | SET_IFEQ) == 0 {
             f |= SET_NX;
-        } else if is_set && eq(o, "xx") && f & (SET_NX | SET_IFEQ) == 0 {
+        } else if set_or_msetex && eq(o, "xx") && f & (SET_NX | SET_IFEQ) == 0 {
             f |= SET_XX;
-        } else if ifeq_ok && is_set && eq(o, "ifeq") && f & (SET_NX | SET_XX | SET_IFEQ) == 0 && has_next {
-            f |= SET_IFEQ;
-            ifeq = Some(&args[j + 1]);
-            j += 1;
         } else if is_set && eq(o, "get") {
             f |= SET_GET;
-        } else if is_set && eq(o, "keepttl") && f & (SET_PERSIST | ANY_EXPIRE) == 0 {
+        } else if set_or_msetex && eq(o, "keepttl") && f & (SET_PERSIST | ANY_EXPIRE) == 0 {
             f |= SET_KEEPTTL;
-        } else if !is_set && eq(o, "persist") && f & (ANY_EXPIRE | SET_KEEPTTL) == 0 {
+        } else if kind == 0 && eq(o, "persist") && f & (ANY_EXPIRE | SET_KEEPTTL) == 0 {
             f |= SET_PERSIST;
         } else if eq(o, "ex") && f & (SET_KEEPTTL | SET_PERSIST | SET_EXAT | SET_PX | SET_PXAT) == 0 && has_next {
             f |= SET_EX;
@@ -115,7 +167,15 @@ fn parse_string_opts(args: &[Bytes], is_set: bool, ifeq_ok: bool) -> Result<Stri
             expire = Some(&args[j + 1]);
             j += 1;
         } else {
-            return Err(CmdError::Syntax);
+            let bit = if is_set && has_next { condition_bit(o, profile) } else { None };
+            let Some(bit) = bit else { return Err(CmdError::Syntax) };
+            let excluded = if bit == SET_IFEQ { SET_NX | SET_XX | SET_IFEQ } else { (SET_NX | SET_XX | ANY_IF) & !bit };
+            if f & excluded != 0 {
+                return Err(CmdError::Syntax);
+            }
+            f |= bit;
+            ifeq = Some(&args[j + 1]);
+            j += 1;
         }
         j += 1;
     }
@@ -165,8 +225,13 @@ fn set_generic(
         get_reply = Some(Reply::from(read_counted(ctx, key)?));
     }
     if let Some(want) = ifeq {
-        // Only over a string holding exactly `want` (another type: WRONGTYPE).
-        if ctx.db().get_str(key)? != Some(want) {
+        if f & SET_IFEQ != 0 {
+            // Valkey: only over a string holding exactly `want` (another
+            // type: WRONGTYPE).
+            if ctx.db().get_str(key)? != Some(want) {
+                return Ok(get_reply.unwrap_or(abort));
+            }
+        } else if !condition_holds(ctx, key, f, want)? {
             return Ok(get_reply.unwrap_or(abort));
         }
     }
@@ -184,10 +249,54 @@ fn set_generic(
     Ok(get_reply.unwrap_or(ok))
 }
 
+/// Redis 8.4's `SET` condition over the key's current value, in
+/// `setGenericCommand`'s order: a missing key fails `IFEQ`/`IFDEQ` (and `NX`
+/// is checked before the value is read, so `SET k v IFEQ x NX` over an
+/// existing key aborts without a type check); a present one must be a
+/// string (WRONGTYPE), and a digest must be 16 characters.
+#[cold]
+fn condition_holds(ctx: &mut Ctx<'_>, key: &Bytes, f: u32, want: &Bytes) -> Result<bool, CmdError> {
+    let found = ctx.db().exists(key);
+    if (f & SET_NX != 0 && found) || (f & (SET_XX | SET_IF_EQ | SET_IF_DEQ) != 0 && !found) {
+        return Ok(false);
+    }
+    if !found {
+        return Ok(true);
+    }
+    let cur = read_counted(ctx, key)?.unwrap_or_default();
+    Ok(match f & ANY_IF {
+        SET_IF_EQ => cur == want,
+        SET_IF_NE => cur != want,
+        SET_IF_DEQ => digest_matches(&cur, want)?,
+        _ => !digest_matches(&cur, want)?,
+    })
+}
+
+/// The digest of a string value as `DIGEST` prints it: XXH3 64-bit (seed
+/// 0) of its bytes, 16 lower-case hex digits with leading zeros (Redis
+/// 8.4's `stringDigest`, `%016llx` since #14502).
+pub(crate) fn value_digest(v: &[u8]) -> [u8; 16] {
+    let h = xxhash_rust::xxh3::xxh3_64(v);
+    let mut out = [0u8; 16];
+    for (i, d) in out.iter_mut().enumerate() {
+        *d = b"0123456789abcdef"[((h >> (60 - 4 * i)) & 0xf) as usize];
+    }
+    out
+}
+
+/// Whether `digest` (an `IFDEQ`/`IFDNE` argument) names `value`'s digest:
+/// exactly 16 characters or an error (Redis 8.4's `validateHexDigest`,
+/// which checks only the length), compared without regard to case.
+fn digest_matches(value: &[u8], digest: &[u8]) -> Result<bool, CmdError> {
+    if digest.len() != 16 {
+        return Err(CmdError::custom("ERR must be exactly 16 hexadecimal characters"));
+    }
+    Ok(value_digest(value).eq_ignore_ascii_case(digest))
+}
+
 fn set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let profile = ctx.core.profile();
-    let ifeq_ok = profile.is_valkey() && profile.version() >= crate::version::Version::new(8, 1, 0);
-    let (f, exp, ifeq) = parse_string_opts(&args[3..], true, ifeq_ok)?;
+    let (f, exp, ifeq) = parse_string_opts(&args[3..], 1, &profile)?;
     let expire = match exp {
         Some(e) => Some(expire_ms(ctx, "set", e, f)?),
         None => None,
@@ -228,7 +337,7 @@ fn getdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn getex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let (f, exp, _) = parse_string_opts(&args[2..], false, false)?;
+    let (f, exp, _) = parse_string_opts(&args[2..], 0, &ctx.core.profile())?;
     let key = &args[1];
     let Some(val) = read_counted(ctx, key)? else {
         return Ok(Reply::Nil);
@@ -293,6 +402,108 @@ fn mset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn msetnx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     mset_generic(ctx, args, true)
+}
+
+/// `DIGEST key`: [`value_digest`] of a string, nil for a missing key,
+/// WRONGTYPE for another type.
+fn digest(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    Ok(match ctx.db().get_str(&args[1])? {
+        Some(v) => Reply::Bulk(Bytes::copy_from_slice(&value_digest(v))),
+        None => Reply::Nil,
+    })
+}
+
+/// `DELEX key [IFEQ value | IFNE value | IFDEQ digest | IFDNE digest]`:
+/// 1 if it deleted the key, else 0; replicated as `DEL key`.
+///
+/// Without a condition it deletes a key of any type. With one, the key
+/// must hold a string (WRONGTYPE), and a digest must be 16 characters
+/// (compared without regard to case). Redis's JSON gives arity -2 and one
+/// optional condition; what it answers to `DELEX k IFEQ` or to more
+/// arguments is not documented: rlockd answers the wrong-number-of-
+/// arguments error, as Redis does for the arities a handler checks itself
+/// (`MSET`'s odd count). The order of the rest follows the shape of Redis
+/// 8.4's `delexCommand` as its fixes show it (the value is looked up, then
+/// the condition's name read): a missing key answers 0 whatever the
+/// condition, the type is checked next, and an unknown condition is a
+/// syntax error.
+fn delex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = &args[1];
+    if args.len() != 2 && args.len() != 4 {
+        return Err(CmdError::WrongArity("delex".into()));
+    }
+    if args.len() == 2 {
+        let mut db = ctx.db();
+        if db.remove(key).is_none() {
+            return Ok(Reply::Int(0));
+        }
+        db.notify(notify::GENERIC, "del", key);
+        return Ok(Reply::Int(1));
+    }
+    let Some(cur) = read_counted(ctx, key)? else {
+        return Ok(Reply::Int(0));
+    };
+    let (cond, arg) = (&args[2], &args[3]);
+    let matched = if eq(cond, "ifeq") {
+        cur == arg
+    } else if eq(cond, "ifne") {
+        cur != arg
+    } else if eq(cond, "ifdeq") {
+        digest_matches(&cur, arg)?
+    } else if eq(cond, "ifdne") {
+        !digest_matches(&cur, arg)?
+    } else {
+        return Err(CmdError::Syntax);
+    };
+    if !matched {
+        return Ok(Reply::Int(0));
+    }
+    let mut db = ctx.db();
+    db.remove(key);
+    db.notify(notify::GENERIC, "del", key);
+    Ok(Reply::Int(1))
+}
+
+/// `MSETEX numkeys key value [key value …] [NX | XX] [EX s | PX ms | EXAT
+/// s | PXAT ms | KEEPTTL]` (Redis 8.4's `msetexCommand`): 1 when every key
+/// was set, 0 when `NX` found one present or `XX` one missing (nothing is
+/// set then). Checks in Redis's order: `numkeys` (1 to `INT_MAX`), that
+/// the pairs are there, the options (`GET` and the conditions are syntax
+/// errors here), the expiry, then the condition over all keys. Each key
+/// gets its value (a previous TTL is dropped unless `KEEPTTL`), then its
+/// deadline with an `expire` event, then the `set` event. Replicated as it
+/// came but with `EX`/`PX` turned into `PXAT` (`replication/rewrite.rs`).
+fn msetex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let numkeys = match crate::num::parse_int(&args[1]) {
+        Ok(n) if (1..=i32::MAX as i64).contains(&n) => n as usize,
+        _ => return Err(CmdError::custom("ERR invalid numkeys value")),
+    };
+    let end = numkeys.checked_mul(2).and_then(|n| n.checked_add(2)).filter(|&e| e <= args.len());
+    let Some(end) = end else {
+        return Err(CmdError::custom("ERR wrong number of key-value pairs"));
+    };
+    let (f, exp, _) = parse_string_opts(&args[end..], MSETEX_OPTS, &ctx.core.profile())?;
+    let expire = match exp {
+        Some(e) => Some(expire_ms(ctx, "msetex", e, f)?),
+        None => None,
+    };
+    let pairs = &args[2..end];
+    let mut db = ctx.db();
+    if f & (SET_NX | SET_XX) != 0 {
+        let nx = f & SET_NX != 0;
+        if pairs.chunks(2).any(|kv| db.exists(&kv[0]) == nx) {
+            return Ok(Reply::Int(0));
+        }
+    }
+    for kv in pairs.chunks(2) {
+        db.set(&kv[0], Value::Str(Bytes::copy_from_slice(&kv[1])), f & SET_KEEPTTL != 0);
+        if let Some(at) = expire {
+            db.set_expire(&kv[0], at);
+            db.notify(notify::GENERIC, "expire", &kv[0]);
+        }
+        db.notify(notify::STRING, "set", &kv[0]);
+    }
+    Ok(Reply::Int(1))
 }
 
 fn incr_by(ctx: &mut Ctx<'_>, key: &Bytes, incr: i64) -> CmdResult {
@@ -580,4 +791,37 @@ fn lcs(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     } else {
         Reply::Bulk(Bytes::from(result))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::value_digest;
+
+    #[test]
+    fn digests_are_xxh3_in_sixteen_lower_case_hex_digits() {
+        // XXH3-64 (seed 0) vectors from public documentation: the empty
+        // input (xxHash's own), Redis 8.4's DIGEST page ("Hello world"),
+        // Dragonfly's DIGEST page ("hello", "test"), Tenzir's hash_xxh3
+        // ("foo"), and redis/redis#14496's value whose digest starts with
+        // zeros (printed with them since #14502).
+        let cases: &[(&[u8], &str)] = &[
+            (b"", "2d06800538d394c2"),
+            (b"Hello world", "b6acb9d84a38ff74"),
+            (b"hello", "9555e8555c62dcfd"),
+            (b"test", "9ec9f7918d7dfc40"),
+            (b"foo", "ab6e5f64077e7d8a"),
+            (
+                b"v8lf0c11xh8ymlqztfd3eeq16kfn4sspw7fqmnuuq3k3t75em5wdizgcdw7uc26nnf961u2jkfzkjytls2kwlj7626sd",
+                "00006c38adf31777",
+            ),
+        ];
+        for (input, want) in cases {
+            assert_eq!(
+                std::str::from_utf8(&value_digest(input)).unwrap(),
+                *want,
+                "{:?}",
+                String::from_utf8_lossy(input)
+            );
+        }
+    }
 }

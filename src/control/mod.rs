@@ -87,7 +87,7 @@ impl Control {
     /// Makes `ks` take the before-images the history compares (or stop).
     pub fn attach(on: bool, ks: &mut Keyspace) {
         ks.sig.images.clear();
-        ks.sig.images.hook = if on { Some(history::pre_image) } else { None };
+        ks.sig.images.set_hook(if on { Some(history::pre_image) } else { None });
     }
 
     /// Every lock in `ks` whose key matches `pattern` (`RLOCKD LOCKS`,

@@ -21,7 +21,9 @@
 //! clients, client-side caching and keyspace events (`notify`). An
 //! [`Entry`] is 56 bytes (its deadline an `Option<NonZeroU64>`); values:
 //! [`hash_value`], [`zset`], [`stream`], [`hll`], [`geohash`]; one value in
-//! RDB format for `DUMP`/`RESTORE`: [`rdb`].
+//! RDB format for `DUMP`/`RESTORE`: [`rdb`]; a point-in-time RDB file of
+//! every database made a slice at a time for a full resynchronisation
+//! (each entry's two-byte snapshot mark, each map's generation): [`snapshot`].
 //!
 //! `OBJECT ENCODING` (and `DUMP`'s layout) comes from `Entry::encoding`: a
 //! string's from how it was last written, a set's, hash's or sorted set's
@@ -56,6 +58,7 @@ pub mod hll;
 pub mod key;
 pub mod preimage;
 pub mod rdb;
+pub mod snapshot;
 pub mod stream;
 pub mod value;
 pub mod zset;
@@ -102,6 +105,12 @@ pub struct Entry {
     /// either, as in Redis: after a switch of policy the old data reads as
     /// the other kind until keys are accessed again.
     pub lru: u32,
+    /// The full-sync snapshot generation this entry was last seen by
+    /// ([`snapshot`]): equal to its map's generation once the running
+    /// snapshot has written it (or it was stored after the snapshot
+    /// began); never above it. Lives in what was padding: the entry stays
+    /// 56 bytes.
+    mark: u16,
 }
 
 /// A string's encoding as far as history decides it.
@@ -126,7 +135,7 @@ pub enum StrEnc {
 
 impl Entry {
     pub fn new(value: Value) -> Entry {
-        Entry { value, deadline: None, str_enc: StrEnc::Auto, lru: 0 }
+        Entry { value, deadline: None, str_enc: StrEnc::Auto, lru: 0, mark: 0 }
     }
 
     /// Absolute deadline in unix milliseconds, if the key has one.
@@ -199,10 +208,14 @@ mod entries {
     /// below, every one of which adds or takes away a key's count with the
     /// key (by construction, whatever path stores or deletes the key: a
     /// command, expiry, eviction, a load, a swap or move of whole databases).
+    ///
+    /// **Invariant:** no entry's `mark` is above `gen`; every entry stored
+    /// ([`Entries::insert`]) gets `gen` (see `db::snapshot`).
     #[derive(Debug, Default, Clone)]
     pub struct Entries {
         map: Map<Key, Entry>,
         queues: usize,
+        gen: u16,
     }
 
     impl std::ops::Deref for Entries {
@@ -227,10 +240,14 @@ mod entries {
             self.queues
         }
 
-        /// `IndexMap::insert` (a key already there keeps its place and count).
+        /// `IndexMap::insert` (a key already there keeps its place and
+        /// count). The entry is marked with the current generation: a
+        /// snapshot running now does not write it (it was written before,
+        /// or did not exist when the snapshot began).
         #[inline]
-        pub fn insert(&mut self, key: Key, entry: Entry) -> Option<Entry> {
+        pub fn insert(&mut self, key: Key, mut entry: Entry) -> Option<Entry> {
             let add = counted(&key);
+            entry.mark = self.gen;
             let old = self.map.insert(key, entry);
             if old.is_none() {
                 self.queues += add;
@@ -276,6 +293,38 @@ mod entries {
         #[inline]
         pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut Entry> {
             self.map.get_mut(key)
+        }
+
+        /// The snapshot generation (see `db::snapshot`).
+        #[inline]
+        pub fn gen(&self) -> u16 {
+            self.gen
+        }
+
+        /// Starts a snapshot generation: every entry is unmarked. When the
+        /// counter wraps, every mark goes back to 0 first (once in 65,535
+        /// snapshots of this database), so no mark is ever above `gen`.
+        pub fn new_generation(&mut self) {
+            if self.gen == u16::MAX {
+                for e in self.map.values_mut() {
+                    e.mark = 0;
+                }
+                self.gen = 0;
+            }
+            self.gen += 1;
+        }
+
+        /// The entry at `idx` unless it is marked with the current
+        /// generation; marks it (a snapshot writes it now).
+        #[inline]
+        pub fn claim_index(&mut self, idx: usize) -> Option<(&Key, &Entry)> {
+            let gen = self.gen;
+            let (k, e) = self.map.get_index_mut(idx)?;
+            if e.mark == gen {
+                return None;
+            }
+            e.mark = gen;
+            Some((k, e))
         }
 
         /// Moves every entry into a new map of `capacity` with the same
@@ -466,8 +515,8 @@ impl DbView<'_> {
         match self.db.map.get_index(idx).and_then(|(_, e)| e.expire()) {
             Some(at) if at <= self.now => {
                 if self.sig.images.active() {
-                    let k = self.db.map.get_index(idx).expect("index in range").0;
-                    self.sig.images.take(self.db, self.index, k.as_bytes());
+                    let k = self.db.map.get_index(idx).expect("index in range").0.clone();
+                    self.sig.images.take_found(self.db, self.index, &k, Some(Some(idx)));
                 }
                 let (k, _) = self.db.map.swap_remove_index(idx).expect("index in range");
                 self.db.expires.remove(at, self.db.hash(&k));
@@ -493,8 +542,7 @@ impl DbView<'_> {
         let idx = self.db.map.get_index_of(key);
         if !self.sig.read_lookups && self.sig.images.active() {
             // A write command's lookup: what it finds may be changed next.
-            let found = idx.map(|i| &self.db.map[i]);
-            self.sig.images.take_found(self.db, self.index, key, Some(found));
+            self.sig.images.take_found(self.db, self.index, key, Some(idx));
         }
         let idx = idx.filter(|&i| !self.expire_index_if_due(i));
         if self.sig.read_lookups {
@@ -647,8 +695,7 @@ impl DbView<'_> {
     pub fn set(&mut self, key: &Bytes, value: Value, keep_ttl: bool) {
         let mut idx = self.db.map.get_index_of(&key[..]);
         if self.sig.images.active() {
-            let found = idx.map(|i| &self.db.map[i]);
-            self.sig.images.take_found(self.db, self.index, key, Some(found));
+            self.sig.images.take_found(self.db, self.index, key, Some(idx));
         }
         if idx.is_some_and(|i| self.expire_index_if_due(i)) {
             idx = None;

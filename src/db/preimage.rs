@@ -1,22 +1,26 @@
-//! Before-images of what a command changes, for a floor above that must
-//! compare a key's state before and after a command without keeping a copy
-//! of every key between commands (test control's lock history,
-//! `control::history`).
+//! Before-images of what a command changes, for the consumers that must
+//! see a key's state just before it changes: a floor above that compares a
+//! key's state before and after a command without keeping a copy of every
+//! key between commands (test control's lock history, `control::history`),
+//! and a full-sync snapshot being written ([`super::snapshot`]), which
+//! copies a key it has not written yet before its first change.
 //!
-//! While a [`PreImageFn`] is installed, the keyspace calls it with the
-//! database as it still is just before the first change of a key in a
-//! command: every [`super::DbView`] write (and a write command's first
+//! While a consumer is installed ([`PreImages::active`]: one flag, the one
+//! branch the write path pays), the keyspace calls [`PreImages::take_found`]
+//! with the database as it still is just before the first change of a key
+//! in a command: every [`super::DbView`] write (and a write command's first
 //! lookup of a key, before its lazy expiry), active expiry, and the bulk
 //! changes (`FLUSHDB`, `SWAPDB`, a full resynchronisation, a snapshot's
-//! restore: [`PreImages::all`]). The function decides what the image is
-//! (maybe of another key: an auxiliary key maps to its lock) and records it
-//! here once per command; the owner reads the images after the command
-//! ([`PreImages::get`]) and clears them.
+//! restore: [`PreImages::all`]). The history's [`PreImageFn`] decides what
+//! the image is (maybe of another key: an auxiliary key maps to its lock)
+//! and records it here once per command; the owner reads the images after
+//! the command ([`PreImages::get`]) and clears them.
 
 use std::hash::BuildHasher;
 
 use hashbrown::HashTable;
 
+use super::snapshot::Snapshot;
 use super::{Db, Entry};
 
 /// Records the image of `key` of database `index` (`db`, before the
@@ -30,7 +34,11 @@ pub type PreImageFn = fn(db: &Db, index: usize, key: &[u8], found: Option<Option
 #[derive(Debug, Default)]
 pub struct PreImages {
     /// Installed by the floor that reads the images (`None`: none taken).
-    pub hook: Option<PreImageFn>,
+    hook: Option<PreImageFn>,
+    /// The full-sync snapshot being written, if one is.
+    snapshot: Option<Box<Snapshot>>,
+    /// `hook` or `snapshot` is set.
+    on: bool,
     /// The records, one after the other: database and name lengths as
     /// 4-byte words, the name, the image.
     buf: Vec<u8>,
@@ -45,24 +53,55 @@ impl PreImages {
     /// Records scanned before an index is built (a command touches a few keys).
     const SCAN_MAX: usize = 16;
 
-    /// Whether an image is being taken (a hook is installed).
+    /// Whether an image is being taken (a consumer is installed).
     #[inline]
     pub fn active(&self) -> bool {
-        self.hook.is_some()
+        self.on
     }
 
-    /// Runs the hook for `key` of `db`, unless the last record is of
-    /// this very key (a command changes one key several times in a row).
-    #[inline]
-    pub fn take(&mut self, db: &Db, index: usize, key: &[u8]) {
+    /// Installs (or removes) the floor above's hook.
+    pub fn set_hook(&mut self, hook: Option<PreImageFn>) {
+        self.hook = hook;
+        self.on = self.hook.is_some() || self.snapshot.is_some();
+    }
+
+    /// Installs (or removes) the running snapshot; the one there was.
+    pub fn set_snapshot(&mut self, snapshot: Option<Box<Snapshot>>) -> Option<Box<Snapshot>> {
+        let old = std::mem::replace(&mut self.snapshot, snapshot);
+        self.on = self.hook.is_some() || self.snapshot.is_some();
+        old
+    }
+
+    /// The running snapshot.
+    pub fn snapshot_mut(&mut self) -> Option<&mut Snapshot> {
+        self.snapshot.as_deref_mut()
+    }
+
+    /// True while a snapshot runs.
+    pub fn has_snapshot(&self) -> bool {
+        self.snapshot.is_some()
+    }
+
+    /// Runs the consumers for `key` of `db`: see
+    /// [`take_found`](Self::take_found).
+    #[inline(always)]
+    pub fn take(&mut self, db: &mut Db, index: usize, key: &[u8]) {
         self.take_found(db, index, key, None);
     }
 
-    /// [`take`](Self::take), `key`'s entry `found` already looked up.
-    #[inline]
-    pub fn take_found(&mut self, db: &Db, index: usize, key: &[u8], found: Option<Option<&Entry>>) {
+    /// Before the first change of `key` of `db` (at index `found` in its
+    /// map when the caller looked it up already, `Some(None)`: absent):
+    /// the snapshot copies it if it has not written it; the hook records
+    /// its image unless the last record is of this very key (a command
+    /// changes one key several times in a row).
+    #[inline(always)]
+    pub fn take_found(&mut self, db: &mut Db, index: usize, key: &[u8], found: Option<Option<usize>>) {
+        if self.snapshot.is_some() {
+            self.snapshot_take(db, index, key, found);
+        }
         if let Some(hook) = self.hook {
             if !self.is_last(index, key) {
+                let found = found.map(|f| f.and_then(|i| db.get_index(i)).map(|(_, e)| e));
                 hook(db, index, key, found, self);
             }
         }
@@ -79,8 +118,22 @@ impl PreImages {
             && &b[8..8 + name.len()] == name
     }
 
-    /// Runs the hook for every key of `db` (before a bulk change).
+    /// The snapshot's part of [`take_found`](Self::take_found), out of
+    /// the way of the hook's.
+    #[cold]
+    #[inline(never)]
+    fn snapshot_take(&mut self, db: &mut Db, index: usize, key: &[u8], found: Option<Option<usize>>) {
+        if let Some(s) = self.snapshot.as_deref_mut() {
+            s.before_change(db, index, key, found);
+        }
+    }
+
+    /// Runs the consumers for every key of `db` (before a bulk change):
+    /// the snapshot writes the rest of it at once.
     pub fn all(&mut self, db: &Db, index: usize) {
+        if let Some(s) = self.snapshot.as_deref_mut() {
+            s.complete_db(db, index);
+        }
         if let Some(hook) = self.hook {
             for (k, e) in db.iter() {
                 hook(db, index, k.as_bytes(), Some(Some(e)), self);

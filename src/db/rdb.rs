@@ -473,14 +473,9 @@ fn encode_backlen(b: &mut Vec<u8>, l: usize) {
 /// `list-max-listpack-size` bounds a node's size (-1: 4 kB … -5: 64 kB), a
 /// positive one its entries (within 8 kB; 0 makes one-entry nodes).
 fn quicklist_allows(node_bytes: usize, node_count: usize, elem_len: usize, fill: i64) -> bool {
-    const LEVELS: [usize; 5] = [4096, 8192, 16384, 32768, 65536];
     let new_size = node_bytes + elem_len + 8;
-    if fill < 0 {
-        let level = usize::try_from(-fill - 1).unwrap_or(usize::MAX).min(LEVELS.len() - 1);
-        new_size <= LEVELS[level]
-    } else {
-        new_size <= 8192 && i64::try_from(node_count).unwrap_or(i64::MAX) < fill
-    }
+    let max = EncLimits { list_fill: fill, ..EncLimits::default() }.list_node_bytes();
+    new_size <= max && (fill < 0 || i64::try_from(node_count).unwrap_or(i64::MAX) < fill)
 }
 
 /// The score as Redis 7.0's `d2string` prints it into a listpack.
@@ -1307,17 +1302,25 @@ const OP_EOF: u8 = 0xff;
 /// `REDIS0010` header, the aux fields, the functions, then per non-empty
 /// database `SELECTDB`, `RESIZEDB` and each key (its `EXPIRETIME_MS` first),
 /// and `EOF` with the CRC-64 of everything before.
+///
+/// A file can also be written in pieces ([`FileWriter::take`] hands over
+/// the bytes so far, the CRC carried on), so that a snapshot made over many
+/// turns never holds or checksums the whole file at once.
 #[derive(Debug)]
 pub struct FileWriter {
     out: Vec<u8>,
     list_fill: i64,
+    /// CRC-64 of the bytes already taken.
+    crc: u64,
+    /// One value's bytes, reused from key to key.
+    scratch: Vec<u8>,
 }
 
 impl FileWriter {
     pub fn new(list_fill: i64) -> FileWriter {
         let mut out = Vec::with_capacity(4096);
         out.extend_from_slice(format!("REDIS{RDB_VERSION:04}").as_bytes());
-        FileWriter { out, list_fill }
+        FileWriter { out, list_fill, crc: 0, scratch: Vec::new() }
     }
 
     /// An aux field (`redis-ver`, `ctime`, `repl-id`…): integers are
@@ -1337,36 +1340,70 @@ impl FileWriter {
     }
 
     /// One database: skipped when empty, as Redis skips it.
+    #[cfg(test)]
     pub fn db(&mut self, index: usize, db: &super::Db) {
         if db.is_empty() {
             return;
         }
-        self.out.push(OP_SELECTDB);
-        save_len(&mut self.out, index as u64);
-        self.out.push(OP_RESIZEDB);
-        save_len(&mut self.out, db.len() as u64);
-        save_len(&mut self.out, db.expires_len() as u64);
-        let mut value = Vec::new();
+        self.select_db(index, db.len(), db.expires_len());
         for (key, entry) in db.iter() {
-            if let Some(at) = entry.expire() {
-                self.out.push(OP_EXPIRETIME_MS);
-                self.out.extend_from_slice(&at.to_le_bytes());
-            }
-            value.clear();
-            dump_value(&mut value, entry, self.list_fill);
-            self.out.push(value[0]);
-            save_string(&mut self.out, &key.to_bytes());
-            self.out.extend_from_slice(&value[1..]);
+            self.key(key, entry);
         }
     }
 
-    /// `EOF` and the checksum: the file.
+    /// A database's `SELECTDB` and `RESIZEDB` (its keys and keys with a
+    /// deadline: sizing hints for the reader).
+    pub fn select_db(&mut self, index: usize, keys: usize, expires: usize) {
+        self.out.push(OP_SELECTDB);
+        save_len(&mut self.out, index as u64);
+        self.out.push(OP_RESIZEDB);
+        save_len(&mut self.out, keys as u64);
+        save_len(&mut self.out, expires as u64);
+    }
+
+    /// One key of the selected database, its deadline first.
+    pub fn key(&mut self, key: &[u8], entry: &Entry) {
+        key_record(&mut self.out, &mut self.scratch, key, entry, self.list_fill);
+    }
+
+    /// Key records made apart ([`key_record`]), appended as they are.
+    pub fn records(&mut self, bytes: &[u8]) {
+        self.out.extend_from_slice(bytes);
+    }
+
+    /// Bytes written and not taken yet.
+    pub fn pending(&self) -> usize {
+        self.out.len()
+    }
+
+    /// The bytes written since the last call (the file goes on after them).
+    pub fn take(&mut self) -> Vec<u8> {
+        self.crc = crc64(self.crc, &self.out);
+        std::mem::replace(&mut self.out, Vec::with_capacity(4096))
+    }
+
+    /// `EOF` and the checksum: the file (its rest, after what was taken).
     pub fn finish(mut self) -> Vec<u8> {
         self.out.push(OP_EOF);
-        let crc = crc64(0, &self.out);
+        let crc = crc64(self.crc, &self.out);
         self.out.extend_from_slice(&crc.to_le_bytes());
         self.out
     }
+}
+
+/// One key's record of an RDB file (`EXPIRETIME_MS` when it has a
+/// deadline, the type, the name, the value) appended to `out`; `scratch`
+/// holds the value on the way.
+pub fn key_record(out: &mut Vec<u8>, scratch: &mut Vec<u8>, key: &[u8], entry: &Entry, list_fill: i64) {
+    if let Some(at) = entry.expire() {
+        out.push(OP_EXPIRETIME_MS);
+        out.extend_from_slice(&at.to_le_bytes());
+    }
+    scratch.clear();
+    dump_value(scratch, entry, list_fill);
+    out.push(scratch[0]);
+    save_string(out, key);
+    out.extend_from_slice(&scratch[1..]);
 }
 
 /// One key of an RDB file.

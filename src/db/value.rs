@@ -53,6 +53,18 @@ impl EncLimits {
     pub fn intset_entries(&self) -> usize {
         self.set_intset_entries.min(1 << 30)
     }
+
+    /// The most bytes one listpack of a list holds: a negative
+    /// `list-max-listpack-size`'s size class (-1: 4 kB … -5: 64 kB), or
+    /// Redis's 8 kB safety limit when it counts entries.
+    pub fn list_node_bytes(&self) -> usize {
+        const LEVELS: [usize; 5] = [4096, 8192, 16384, 32768, 65536];
+        if self.list_fill < 0 {
+            LEVELS[usize::try_from(-self.list_fill - 1).unwrap_or(usize::MAX).min(LEVELS.len() - 1)]
+        } else {
+            8192
+        }
+    }
 }
 
 /// A value of one of the Redis types.

@@ -82,9 +82,10 @@ impl ReplState {
         }
         for (i, link) in online.iter().enumerate() {
             l(format!(
-                "slave{i}:ip={},port={},state=online,offset={},lag={}",
+                "slave{i}:ip={},port={},state={},offset={},lag={}",
                 link.replica.ip(),
                 link.replica.port(),
+                if link.holding.load(Ordering::Relaxed) { "wait_bgsave" } else { "online" },
                 link.acked.load(Ordering::Acquire),
                 link.lag_secs()
             ));

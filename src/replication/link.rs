@@ -88,11 +88,17 @@ impl TcpReplica {
 
     /// Queues `wire` on the connection; false when the output is over the
     /// limits (the caller closes the link).
-    fn send(&self, wire: &Bytes) -> bool {
+    pub fn send(&self, wire: &Bytes) -> bool {
         if wire.is_empty() {
             return true;
         }
         let pending = self.client.push_encoded(wire.clone()) as u64;
+        self.within_limits(pending)
+    }
+
+    /// Whether `pending` bytes of output are within the limits (over the
+    /// soft one for less than its seconds).
+    pub fn within_limits(&self, pending: u64) -> bool {
         let (hard, soft, secs) = self.limit;
         if hard > 0 && pending >= hard {
             return false;
@@ -133,6 +139,10 @@ pub struct Link {
     pub to_primary: Arc<Notify>,
     /// Set for a replica over TCP.
     pub tcp: Option<TcpReplica>,
+    /// A TCP replica waiting for its RDB file (a snapshot is being made):
+    /// the stream is kept for it by the full sync (`ReplState::full_sync`),
+    /// not sent yet.
+    pub holding: AtomicBool,
 }
 
 impl Link {
@@ -152,6 +162,7 @@ impl Link {
             to_replica,
             to_primary,
             tcp: None,
+            holding: AtomicBool::new(false),
         }
     }
 
@@ -173,6 +184,9 @@ impl Link {
             return;
         }
         if let Some(t) = &self.tcp {
+            if self.holding.load(Ordering::Relaxed) {
+                return;
+            }
             if !t.send(&frame.wire) {
                 tracing::warn!(
                     "Client id={} addr={} scheduled to be closed ASAP for overcoming of output buffer limits.",

@@ -25,6 +25,11 @@
 //! `PSYNC` continues with `+CONTINUE`). `handshakes` holds what a
 //! connection declared with `REPLCONF` before its `PSYNC`.
 //!
+//! A full resynchronisation over TCP ([`FullSync`]) sends an RDB file of
+//! the keyspace as of the offset it starts at, made a slice at a time while
+//! the server goes on (`db::snapshot`); its replicas' links hold the stream
+//! ([`Link::holding`]), kept here from that offset and sent after the file.
+//!
 //! This module is data: it knows neither the command table nor the server.
 //! The commands (`REPLICAOF`, `SYNC`/`PSYNC`/`REPLCONF`, `ROLE`, `WAIT`,
 //! `INFO replication`) are in `cmd/replication.rs`; the task that syncs,
@@ -215,6 +220,112 @@ pub struct ReplState {
     pub sync_full: u64,
     pub sync_partial_ok: u64,
     pub sync_partial_err: u64,
+    /// The full resynchronisation whose RDB file is being made, if one is.
+    pub full_sync: Option<FullSync>,
+    /// Wakes the task that makes the file (`server/replication.rs`).
+    pub sync_wake: Arc<Notify>,
+}
+
+/// A full resynchronisation in progress: the RDB file of the keyspace as
+/// of `offset` is being made a piece at a time (`db::snapshot`, held in
+/// the keyspace's before-image consumers); the replicas waiting for it
+/// hold their stream ([`Link::holding`]), which is kept here from `offset`
+/// on and sent after the file. A replica asking for a full
+/// resynchronisation meanwhile joins this one (the same file, the stream
+/// from the same offset), as Redis shares one `BGSAVE`.
+#[derive(Debug)]
+pub struct FullSync {
+    /// The history and offset the file is of (`+FULLRESYNC <replid> <offset>`).
+    pub replid: String,
+    pub offset: u64,
+    /// The replicas waiting for the file.
+    pub links: Vec<Arc<Link>>,
+    /// The stream since `offset`.
+    since: Vec<Bytes>,
+    since_bytes: u64,
+    /// When the last keep-alive newline went out.
+    newline: std::time::Instant,
+}
+
+impl FullSync {
+    pub fn new(replid: String, offset: u64) -> FullSync {
+        FullSync {
+            replid,
+            offset,
+            links: Vec::new(),
+            since: Vec::new(),
+            since_bytes: 0,
+            newline: std::time::Instant::now(),
+        }
+    }
+
+    /// Adds a replica that waits for this file.
+    pub fn join(&mut self, link: Arc<Link>) {
+        link.holding.store(true, Ordering::Relaxed);
+        self.links.push(link);
+    }
+
+    /// Between two slices of the file: drops the replicas gone or over
+    /// their output limits (the stream kept for them counts, as Redis
+    /// counts a replica's buffer during its `BGSAVE`), and sends each a
+    /// newline every second, as Redis does while it prepares the file (a
+    /// replica reads it as a keep-alive). False once none waits.
+    pub fn tend(&mut self) -> bool {
+        let newline = self.newline.elapsed() >= std::time::Duration::from_secs(1);
+        if newline {
+            self.newline = std::time::Instant::now();
+        }
+        let kept = self.since_bytes;
+        self.links.retain(|l| {
+            let Some(t) = &l.tcp else { return false };
+            if !l.is_online() {
+                return false;
+            }
+            if !t.within_limits(kept) {
+                tracing::warn!(
+                    "Client id={} addr={} scheduled to be closed ASAP for overcoming of output buffer limits.",
+                    t.client.id,
+                    t.client.addr
+                );
+                t.client.kill();
+                l.close();
+                return false;
+            }
+            if newline {
+                t.client.push_encoded(Bytes::from_static(b"\n"));
+            }
+            true
+        });
+        !self.links.is_empty()
+    }
+
+    /// The file is made (`pieces`): each waiting replica is sent it
+    /// (`$<len>` first), then the stream since `offset`, and follows the
+    /// stream from then on.
+    pub fn deliver(self, pieces: &[Bytes]) {
+        let len: usize = pieces.iter().map(Bytes::len).sum();
+        let mut header = BytesMut::new();
+        crate::protocol::payload_header(&mut header, len);
+        let header = header.freeze();
+        for l in &self.links {
+            let Some(t) = l.tcp.as_ref().filter(|_| l.is_online()) else { continue };
+            t.client.push_encoded(header.clone());
+            for p in pieces {
+                t.client.push_encoded(p.clone());
+            }
+            l.holding.store(false, Ordering::Relaxed);
+            let mut ok = true;
+            for w in &self.since {
+                ok = ok && t.send(w);
+            }
+            if !ok {
+                t.client.kill();
+                l.close();
+                continue;
+            }
+            tracing::info!("Synchronization with replica {} succeeded", l.replica);
+        }
+    }
 }
 
 /// What a connection declared with `REPLCONF` before `SYNC`/`PSYNC`.
@@ -257,6 +368,8 @@ impl Default for ReplState {
             sync_full: 0,
             sync_partial_ok: 0,
             sync_partial_err: 0,
+            full_sync: None,
+            sync_wake: Arc::new(Notify::new()),
         }
     }
 }
@@ -399,6 +512,12 @@ impl ReplState {
     pub fn forward(&mut self, frame: &Arc<Frame>) {
         self.offset = frame.end;
         self.keep(&frame.wire);
+        if let Some(fs) = self.full_sync.as_mut() {
+            if !frame.wire.is_empty() {
+                fs.since_bytes += frame.wire.len() as u64;
+                fs.since.push(frame.wire.clone());
+            }
+        }
         for link in &self.replicas {
             link.push(frame.clone());
         }

@@ -8,6 +8,8 @@
 //! | `EXPIRE`/`PEXPIRE`/`EXPIREAT` | `PEXPIREAT key ms [flag]` (`DEL key` if the time had passed) |
 //! | `SET … EX/PX/EXAT`, `SETEX`, `PSETEX` | `SET key value PXAT ms` |
 //! | `SET … GET` | without `GET` |
+//! | `DELEX` (8.4) | `DEL key` |
+//! | `MSETEX … EX/PX` (8.4) | the same with `PXAT ms` in their place |
 //! | `GETEX … EX/PX/EXAT/PXAT`, `GETEX … PERSIST` | `PEXPIREAT key ms`, `PERSIST key` |
 //! | `GETDEL` | `DEL key` |
 //! | `INCRBYFLOAT` | `SET key value KEEPTTL` |
@@ -76,7 +78,8 @@ pub fn replicated(name: &str, argv: &[Bytes], reply: &Reply, key: Lookup<'_>, no
                 if eq(a, "ex") || eq(a, "px") || eq(a, "exat") {
                     relative = true;
                     i += 1;
-                } else if eq(a, "pxat") {
+                } else if eq(a, "pxat") || ["ifeq", "ifne", "ifdeq", "ifdne"].iter().any(|c| eq(a, c)) {
+                    // A condition's value is not an option (`SET k v IFEQ ex`).
                     i += 1;
                 } else if eq(a, "get") {
                     get = Some(i);
@@ -101,7 +104,8 @@ pub fn replicated(name: &str, argv: &[Bytes], reply: &Reply, key: Lookup<'_>, no
             Some(Some(d)) => one(vec![b("PEXPIREAT"), k(), ms(d)]),
             Some(None) => Vec::new(),
         },
-        "getdel" => one(del()),
+        "getdel" | "delex" => one(del()),
+        "msetex" => one(msetex(argv, key)),
         "incrbyfloat" => match bulk(reply) {
             Some(v) => one(vec![b("SET"), k(), v, b("KEEPTTL")]),
             None => one(argv.to_vec()),
@@ -153,6 +157,25 @@ pub fn replicated(name: &str, argv: &[Bytes], reply: &Reply, key: Lookup<'_>, no
         }
         _ => one(argv.to_vec()),
     }
+}
+
+/// `MSETEX` as Redis 8.4 rewrites it: a relative `EX`/`PX` becomes `PXAT`
+/// and the deadline the keys got, in place; the rest as it came.
+fn msetex(argv: &[Bytes], key: Lookup<'_>) -> Vec<Bytes> {
+    let mut v = argv.to_vec();
+    let numkeys = std::str::from_utf8(&argv[1]).ok().and_then(|n| n.parse::<usize>().ok()).unwrap_or(0);
+    let mut i = 2 + 2 * numkeys;
+    while i + 1 < v.len() {
+        if eq(&v[i], "ex") || eq(&v[i], "px") {
+            if let Some(Some(d)) = key(&argv[2]) {
+                v[i] = b("PXAT");
+                v[i + 1] = ms(d);
+            }
+            break;
+        }
+        i += 1;
+    }
+    v
 }
 
 /// `XREADGROUP GROUP g c … STREAMS k… >…` as Redis's `streamPropagateXCLAIM`
@@ -334,6 +357,36 @@ mod tests {
             replicated("set", &v(&["set", "k", "x", "GET"]), &Reply::Nil, &plain, 0),
             vec![v(&["set", "k", "x"])]
         );
+    }
+
+    #[test]
+    fn redis_8_4_compare_and_set_family() {
+        let at = |_: &[u8]| Some(Some(5000));
+        let plain = |_: &[u8]| Some(None);
+        let gone = |_: &[u8]| None;
+        assert_eq!(
+            replicated("delex", &v(&["delex", "k", "IFEQ", "t"]), &Reply::Int(1), &gone, 0),
+            vec![v(&["DEL", "k"])]
+        );
+        // A condition's value is not read as an option.
+        assert_eq!(
+            replicated("set", &v(&["set", "k", "x", "IFEQ", "ex"]), &Reply::ok(), &plain, 0),
+            vec![v(&["set", "k", "x", "IFEQ", "ex"])]
+        );
+        assert_eq!(
+            replicated("set", &v(&["set", "k", "x", "IFDNE", "get", "GET"]), &Reply::Nil, &plain, 0),
+            vec![v(&["set", "k", "x", "IFDNE", "get"])]
+        );
+        assert_eq!(
+            replicated("set", &v(&["set", "k", "x", "IFNE", "y", "EX", "5"]), &Reply::ok(), &at, 0),
+            vec![v(&["SET", "k", "x", "PXAT", "5000"])]
+        );
+        assert_eq!(
+            replicated("msetex", &v(&["msetex", "2", "a", "px", "b", "2", "NX", "px", "10"]), &Reply::Int(1), &at, 0),
+            vec![v(&["msetex", "2", "a", "px", "b", "2", "NX", "PXAT", "5000"])]
+        );
+        let absolute = v(&["MSETEX", "1", "a", "1", "EXAT", "10", "XX"]);
+        assert_eq!(replicated("msetex", &absolute, &Reply::Int(1), &at, 0), vec![absolute.clone()]);
     }
 
     /// Field expiry commands go with absolute times and only the fields

@@ -141,12 +141,11 @@ impl Nodes {
         let _one = self.failing_over.lock();
         let topo = self.topo.upgrade().ok_or("the cluster is stopping")?;
         let (p, primary_down) = {
-            let state = topo.read();
-            let Some(p) = state.nodes[r].primary else { return Err(format!("node {r} is not a replica")) };
-            if state.nodes[r].failed {
+            let Some(p) = topo.primary_of(r) else { return Err(format!("node {r} is not a replica")) };
+            if topo.is_down(r) {
                 return Err(format!("node {r} is down"));
             }
-            (p, state.nodes[p].failed)
+            (p, topo.is_down(p))
         };
         let (primary, replica, port) = {
             let slots = self.slots.lock();
@@ -219,7 +218,7 @@ impl Nodes {
             let timeout_ms = {
                 let Some(nodes) = me.upgrade() else { return };
                 let Some(topo) = nodes.topo.upgrade() else { return };
-                let first = topo.read().replicas(n).first().copied();
+                let first = topo.replicas_of(n).first().copied();
                 first
                     .and_then(|r| nodes.shared(r))
                     .map_or(15000, |s| s.core.blocking_lock().config.cluster_node_timeout_ms)
@@ -230,14 +229,15 @@ impl Nodes {
             if nodes.slots.lock()[n].outages != outage {
                 return;
             }
-            let replica = {
-                let state = topo.read();
-                let node = &state.nodes[n];
-                if !node.failed || !node.is_primary() || state.slot_count(n) == 0 {
-                    return;
-                }
-                state.replicas(n).into_iter().find(|&r| !state.nodes[r].failed)
-            };
+            // Still down, and still serving slots as its replicas see it.
+            let replica = topo.replicas_of(n).into_iter().find(|&r| !topo.is_down(r));
+            let replaced = replica.is_none_or(|r| {
+                let view = topo.view(r);
+                !view.nodes[n].is_primary() || view.slot_count(n) == 0
+            });
+            if !topo.is_down(n) || replaced {
+                return;
+            }
             if let Some(r) = replica {
                 if let Err(e) = nodes.promote(r, false) {
                     tracing::warn!("failover of node {n} to node {r}: {e}");
@@ -251,14 +251,10 @@ impl Control for Nodes {
     fn set_down(&self, n: usize, down: bool, from_itself: bool) -> Result<(), String> {
         let topo = self.topo.upgrade().ok_or("the cluster is stopping")?;
         if down {
-            {
-                let mut state = topo.write();
-                if state.nodes[n].failed {
-                    return Err(format!("node {n} is already down"));
-                }
-                state.nodes[n].failed = true;
-                state.nodes[n].failed_ms = crate::clock::Clock::new().now_ms();
+            if topo.is_down(n) {
+                return Err(format!("node {n} is already down"));
             }
+            topo.set_down(n, true, crate::clock::Clock::new().now_ms());
             let mut slots = self.slots.lock();
             slots[n].outages += 1;
             let outage = slots[n].outages;
@@ -275,16 +271,13 @@ impl Control for Nodes {
                 let state = stop_keeping_state(server, &config);
                 self.slots.lock()[n].stopped = Some(state);
             }
-            let has_replica = {
-                let state = topo.read();
-                state.nodes[n].is_primary() && state.replicas(n).iter().any(|&r| !state.nodes[r].failed)
-            };
+            let has_replica = topo.primary_of(n).is_none() && topo.replicas_of(n).iter().any(|&r| !topo.is_down(r));
             if has_replica {
                 self.promote_later(n, outage);
             }
             return Ok(());
         }
-        if !topo.read().nodes[n].failed {
+        if !topo.is_down(n) {
             return Err(format!("node {n} is not down"));
         }
         let stopping = self.slots.lock()[n].stopping.take();
@@ -312,12 +305,11 @@ impl Control for Nodes {
             }
             core.repl.ledger = ledger;
         });
-        let (primary, replicas) = {
-            let mut state = topo.write();
-            state.returned(n);
-            let replicas: Vec<usize> = state.replicas(n).into_iter().filter(|&r| !state.nodes[r].failed).collect();
-            (state.nodes[n].primary, replicas)
-        };
+        // Back, it exchanges pings with every node: one replaced while
+        // down learns it, and follows the node that took its place.
+        topo.set_down(n, false, 0);
+        let primary = topo.primary_of(n);
+        let replicas: Vec<usize> = topo.replicas_of(n).into_iter().filter(|&r| !topo.is_down(r)).collect();
         // Replication starts again: a replica resynchronises from its
         // primary, a primary's replicas from it.
         if let Some(p) = primary.and_then(|p| self.slots.lock()[p].server.as_ref().map(|s| s.shared.clone())) {
@@ -472,10 +464,9 @@ impl Cluster {
             // out (on one helper runtime: the caller may be inside one).
             let pairs: Vec<(Arc<Shared>, SocketAddr)> = {
                 let slots = slots.lock();
-                let state = topo.read();
                 (primaries..n)
                     .filter_map(|r| {
-                        let p = state.nodes[r].primary?;
+                        let p = topo.primary_of(r)?;
                         let replica = slots[r].server.as_ref()?.shared.clone();
                         Some((replica, slots[p].addr))
                     })
@@ -506,6 +497,19 @@ impl Cluster {
         });
         let control: Arc<dyn Control> = nodes.clone();
         topo.set_control(Arc::downgrade(&control));
+        // Gossip: a round every 100 ms while the views differ (a ping
+        // period of a small Redis cluster).
+        let weak = Arc::downgrade(&topo);
+        std::thread::Builder::new()
+            .name("rlockd-gossip".into())
+            .spawn(move || loop {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+                match weak.upgrade() {
+                    Some(t) if t.tick() => {}
+                    _ => return,
+                }
+            })
+            .map_err(Error::Runtime)?;
         Ok(Cluster { topo, nodes })
     }
 
@@ -531,12 +535,15 @@ impl Cluster {
 
     /// Each node's id (`CLUSTER MYID`), in start order.
     pub fn node_ids(&self) -> Vec<String> {
-        self.topo.read().nodes.iter().map(|n| n.id.clone()).collect()
+        self.topo.ids()
     }
 
-    /// The index of the node serving `slot` now.
+    /// The index of the node serving `slot` now (of the primaries that
+    /// serve it in their own view, the one with the newest epoch; the
+    /// other nodes may not know yet), between failovers.
     pub fn slot_owner(&self, slot: u16) -> Option<usize> {
-        self.topo.read().owner(slot)
+        let _between = self.nodes.failing_over.lock();
+        self.topo.owner(slot)
     }
 
     /// Runs `f` on node `i`'s server; `None` while it is down.
@@ -572,17 +579,14 @@ impl Cluster {
         if i >= self.len() {
             return Err(Error::Topology(format!("no node {i}")));
         }
-        let i = {
-            let state = self.topo.read();
-            if state.nodes[i].is_primary() {
-                state
-                    .replicas(i)
-                    .into_iter()
-                    .find(|&r| !state.nodes[r].failed)
-                    .ok_or_else(|| Error::Topology(format!("node {i} has no replica that is up")))?
-            } else {
-                i
-            }
+        let i = if self.topo.primary_of(i).is_none() {
+            self.topo
+                .replicas_of(i)
+                .into_iter()
+                .find(|&r| !self.topo.is_down(r))
+                .ok_or_else(|| Error::Topology(format!("node {i} has no replica that is up")))?
+        } else {
+            i
         };
         let (tx, rx) = std::sync::mpsc::channel();
         self.nodes.failover(
@@ -595,9 +599,11 @@ impl Cluster {
         rx.recv().map_err(|_| Error::Topology("the failover did not finish".into()))?.map_err(Error::Topology)
     }
 
-    /// The index of the primary node `i` replicates (`None`: a primary).
+    /// The index of the primary node `i` replicates (`None`: a primary),
+    /// in its own view, between failovers.
     pub fn primary_of(&self, i: usize) -> Option<usize> {
-        self.topo.read().nodes.get(i)?.primary
+        let _between = self.nodes.failing_over.lock();
+        (i < self.len()).then(|| self.topo.primary_of(i))?
     }
 
     /// True once every running node was asked to shut down (`SHUTDOWN`).
@@ -613,6 +619,7 @@ impl Cluster {
 
 impl Drop for Cluster {
     fn drop(&mut self) {
+        self.topo.stop_gossip();
         let (servers, stopping): (Vec<_>, Vec<_>) = {
             let mut slots = self.nodes.slots.lock();
             slots.iter_mut().map(|s| (s.server.take(), s.stopping.take())).unzip()

@@ -203,6 +203,10 @@ async fn wait_writable(socket: &Stream) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Bytes of pushed messages moved into the output per turn when nothing
+/// else is to be written with them ([`ConnState::drain_some_outbound`]).
+const DRAIN_MAX: usize = 1 << 20;
+
 impl ConnState {
     fn queue_outbound(&mut self, msg: Outbound) {
         match msg {
@@ -244,6 +248,20 @@ impl ConnState {
     fn drain_outbound(&mut self, rx: &mut mpsc::UnboundedReceiver<Outbound>) {
         while let Ok(msg) = rx.try_recv() {
             self.queue_outbound(msg);
+        }
+    }
+
+    /// [`drain_outbound`](Self::drain_outbound), up to about
+    /// [`DRAIN_MAX`] bytes: the rest is taken after these are written (a
+    /// replica's RDB file, queued in pieces, is never copied whole in one
+    /// turn of the event loop).
+    fn drain_some_outbound(&mut self, rx: &mut mpsc::UnboundedReceiver<Outbound>) {
+        while let Ok(msg) = rx.try_recv() {
+            self.queue_outbound(msg);
+            if self.out.len() >= DRAIN_MAX {
+                self.client.shared.outbound.notify();
+                break;
+            }
         }
     }
 
@@ -468,7 +486,7 @@ impl Conn {
                 // Written at the top of the loop, where a subscriber that
                 // does not read can still be cut off by the output buffer
                 // limit (the flush waits on the kill switch).
-                Some(Event::Message) => slot.st.lock().drain_outbound(&mut self.rx),
+                Some(Event::Message) => slot.st.lock().drain_some_outbound(&mut self.rx),
                 Some(Event::Read(read)) => {
                     match read {
                         Ok(0) => return,

@@ -407,6 +407,7 @@ async fn run(listeners: Vec<socket::Listener>, shared: Arc<Shared>) {
     let _ = shared.io.set(io.clone() as Arc<dyn crate::core::ServerIo>);
     tokio::spawn(active_expire(shared.clone()));
     tokio::spawn(replication::run(shared.clone()));
+    tokio::spawn(replication::full_syncs(shared.clone()));
     let accept = tokio::spawn(accept_loop(io.clone(), shared.clone()));
     crate::core::shutdown_requested(&mut shutdown).await;
     accept.abort();

@@ -4,7 +4,9 @@
 //! acknowledges them, answers `WAIT`s when its replicas acknowledge, sends
 //! the heartbeat `PING`, and carries out failovers (test control, the
 //! Sentinels, [`super::Server::failover`]). A primary that is no node of
-//! this process is followed over TCP by a task of its own ([`tcp`]).
+//! this process is followed over TCP by a task of its own ([`tcp`]). A
+//! second task ([`full_syncs`]) makes the RDB files of full
+//! resynchronisations asked for over TCP, a slice of the core lock at a time.
 //!
 //! **Invariant:** the task never holds two servers' core locks at once, so
 //! nodes that replicate from each other in any shape cannot deadlock.
@@ -216,6 +218,34 @@ async fn turn(
     next
 }
 
+/// Makes the RDB files of full resynchronisations (`PSYNC`/`SYNC` over
+/// TCP, `cmd::replication::full_sync_step`): a slice of at most
+/// [`SYNC_SLICE`] of core-lock time per turn of the event loop, so that
+/// other clients are served between slices. Runs until shutdown.
+pub(crate) async fn full_syncs(shared: Arc<Shared>) {
+    let wake = shared.core.lock().await.repl.sync_wake.clone();
+    let mut shutdown = shared.shutdown_receiver();
+    loop {
+        loop {
+            let more = {
+                let mut core = shared.core.lock().await;
+                cmd::replication::full_sync_step(&mut core, Some(Instant::now() + SYNC_SLICE))
+            };
+            if !more || shared.stopping() {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        tokio::select! {
+            _ = crate::core::shutdown_requested(&mut shutdown) => return,
+            _ = wake.notified() => {}
+        }
+    }
+}
+
+/// Core-lock time per slice of a full resynchronisation's file.
+const SYNC_SLICE: Duration = Duration::from_millis(1);
+
 /// Attaches this replica to its primary at `host port` (a full
 /// resynchronisation).
 pub(crate) async fn attach(me: &Arc<Shared>, host: &str, port: u16) {
@@ -299,6 +329,9 @@ pub(crate) async fn attach(me: &Arc<Shared>, host: &str, port: u16) {
 /// The keyspace becomes `dbs` (what a full resynchronisation loads); every
 /// key of before and after counts as touched (WATCH, lock history).
 fn replace_keyspace(core: &mut Core, mut dbs: Vec<crate::db::Db>) {
+    // A file being made for this node's own replicas is of the keyspace
+    // about to go: they resynchronise anyway.
+    cmd::replication::abort_full_sync(core);
     let ks = &mut core.ks;
     dbs.truncate(ks.dbs.len());
     for (i, db) in ks.dbs.iter().enumerate() {
@@ -384,7 +417,7 @@ pub(crate) async fn promote_replica(
         n.repl.promote();
         if let Some(m) = &n.cluster {
             // A cluster node takes its primary's slots in the same step.
-            m.topo.write().promote(m.me);
+            m.topo.promote(m.me);
         }
         let new_locks = n.control.locks(&n.ks, None, now);
         let mut lost = Vec::new();

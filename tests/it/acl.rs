@@ -197,6 +197,7 @@ const RLOCKD_CALLS: &[(&str, &[&str])] = &[
     ("locks", &[]),
     ("repl", &["STATUS"]),
     ("restore", &["before"]),
+    ("schema", &[]),
     ("scripts", &[]),
     ("snapshot", &["before"]),
     ("snapshots", &[]),

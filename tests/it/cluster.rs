@@ -1057,3 +1057,138 @@ fn manual_failover_waits_for_the_replica_force_does_not() {
     assert_eq!(n0.cmd(&["GET", "{b}lock2"]), Value::Bulk(None), "FORCE promoted without the paused write");
     assert_eq!(n0.cmd(&["GET", "{b}lock"]), Value::Bulk(Some(b"a".to_vec())));
 }
+
+/// Every node's view of the cluster, and what it answers for slot 12182
+/// ("foo"), node by node.
+fn each_node_view(n: usize) -> Vec<(usize, &'static [&'static str])> {
+    let mut steps: Vec<(usize, &'static [&'static str])> = Vec::new();
+    for node in 0..n {
+        steps.extend_from_slice(&[
+            (node, &["CLUSTER", "INFO"][..]),
+            (node, &["CLUSTER", "SLOTS"][..]),
+            (node, &["CLUSTER", "SHARDS"][..]),
+            (node, &["CLUSTER", "NODES"][..]),
+            (node, &["GET", "foo"][..]),
+            (node, &["SET", "foo", "1"][..]),
+            (node, &["GET", "b"][..]),
+        ]);
+    }
+    steps
+}
+
+/// `CLUSTER DELSLOTS` on a slot's owner (redis-py's
+/// `test_not_require_full_coverage_cluster_down_error`): only that node
+/// forgets the slot (`CLUSTERDOWN Hash slot not served`, `cluster_state:fail`
+/// there); the others keep redirecting to it, before gossip and after. A
+/// node that then claims the slot (`DELSLOTS` + `ADDSLOTS` on node 1, with
+/// an older epoch than the old owner's) wins it on every node, the old
+/// owner included, once gossip has carried its claim.
+#[test]
+fn delslots_is_one_nodes_view_as_in_redis() {
+    let Some(rc) = RedisCluster::start(&[]) else { return };
+    let cluster = rlockd::Server::start_cluster(3).expect("cluster");
+    let ports: Vec<u16> = cluster.addrs().iter().map(|a| a.port()).collect();
+    let mut ours = Side::new(&ports);
+    let mut redis = Side::new(&rc.ports);
+    compare(&mut ours, &mut redis, &[(2, &["CLUSTER", "DELSLOTS", "12182"]), (2, &["CLUSTER", "DELSLOTS", "12182"])]);
+    // At once, then after gossip (a few ping periods).
+    compare(&mut ours, &mut redis, &each_node_view(3));
+    std::thread::sleep(Duration::from_millis(1500));
+    compare(&mut ours, &mut redis, &each_node_view(3));
+    compare(
+        &mut ours,
+        &mut redis,
+        &[
+            (1, &["CLUSTER", "ADDSLOTS", "12182"]),
+            (0, &["CLUSTER", "ADDSLOTS", "12182"]),
+            (1, &["CLUSTER", "DELSLOTS", "12182"]),
+            (1, &["CLUSTER", "ADDSLOTS", "12182"]),
+            (1, &["GET", "foo"]),
+        ],
+    );
+    for side in [&mut ours, &mut redis] {
+        let (id1, ports) = (side.ids[1].clone(), side.ports.clone());
+        wait_until("node 1's claim of slot 12182 to reach every node", || {
+            ports.iter().all(|p| {
+                let Ok(mut c) = RawConn::try_connect(*p) else { return false };
+                let nodes = text(c.cmd(&["CLUSTER", "NODES"]));
+                nodes.lines().any(|l| l.starts_with(&id1) && l.ends_with(" 5461-10922 12182"))
+                    && text(c.cmd(&["CLUSTER", "INFO"])).contains("cluster_state:ok")
+            })
+        });
+    }
+    compare(&mut ours, &mut redis, &each_node_view(3));
+}
+
+/// With gossip held (`RLOCKD CLUSTER GOSSIP HOLD`), a slot moved from node 0
+/// to node 1 is known to those two only: node 2 still redirects to node 0
+/// (which redirects to node 1) until a round (`STEP`) carries node 1's
+/// claim; `RUN` lets gossip go on by itself.
+#[test]
+fn held_gossip_keeps_the_old_owner_elsewhere() {
+    let cluster = rlockd::Server::start_cluster(3).expect("cluster");
+    let ports: Vec<u16> = cluster.addrs().iter().map(|a| a.port()).collect();
+    let ids = cluster.node_ids();
+    let mut n: Vec<RawConn> = ports.iter().map(|p| RawConn::connect(*p)).collect();
+    let ok = Value::Simple(b"OK".to_vec());
+    let moved = |to: usize| Value::Error(format!("MOVED 3300 127.0.0.1:{}", ports[to]).into());
+    assert_eq!(n[0].cmd(&["SET", "b", "1"]), ok);
+    assert_eq!(n[2].cmd(&["RLOCKD", "CLUSTER", "GOSSIP", "HOLD"]), ok);
+    assert_eq!(n[2].cmd(&["RLOCKD", "CLUSTER", "GOSSIP", "STEP"]), Value::Int(0), "the views agree");
+    assert_eq!(n[0].cmd(&["RLOCKD", "CLUSTER", "MOVESLOT", "3300", "1"]), Value::Int(1));
+    assert_eq!(cluster.slot_owner(3300), Some(1));
+    assert_eq!(n[0].cmd(&["GET", "b"]), moved(1));
+    assert_eq!(n[1].cmd(&["GET", "b"]), Value::Bulk(Some(b"1".to_vec())));
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(n[2].cmd(&["GET", "b"]), moved(0), "node 2 has not heard of the move");
+    let nodes = text(n[2].cmd(&["CLUSTER", "NODES"]));
+    assert!(nodes.lines().any(|l| l.starts_with(&ids[0]) && l.ends_with(" 0-5460")), "{nodes}");
+    assert!(text(n[2].cmd(&["CLUSTER", "INFO"])).contains("cluster_current_epoch:3"));
+    assert!(text(n[1].cmd(&["CLUSTER", "INFO"])).contains("cluster_my_epoch:4"));
+    // One round: node 1's claim, with its new epoch, reaches node 2.
+    assert_eq!(n[2].cmd(&["RLOCKD", "CLUSTER", "GOSSIP", "STEP"]), Value::Int(2));
+    assert_eq!(n[2].cmd(&["GET", "b"]), moved(1));
+    let nodes = text(n[2].cmd(&["CLUSTER", "NODES"]));
+    assert!(nodes.lines().any(|l| l.starts_with(&ids[0]) && l.ends_with(" 0-3299 3301-5460")), "{nodes}");
+    assert!(text(n[2].cmd(&["CLUSTER", "INFO"])).contains("cluster_current_epoch:4"));
+    assert_eq!(n[2].cmd(&["RLOCKD", "CLUSTER", "GOSSIP", "STEP"]), Value::Int(0));
+    // Held, a node's own DELSLOTS + ADDSLOTS stays its own; RUN spreads it.
+    assert_eq!(n[0].cmd(&["CLUSTER", "DELSLOTS", "12182"]), ok);
+    assert_eq!(n[0].cmd(&["CLUSTER", "ADDSLOTS", "12182"]), ok);
+    assert_eq!(n[0].cmd(&["GET", "foo"]), Value::Bulk(None));
+    assert_eq!(n[1].cmd(&["GET", "foo"]), Value::Error(format!("MOVED 12182 127.0.0.1:{}", ports[2]).into()));
+    assert_eq!(n[1].cmd(&["RLOCKD", "CLUSTER", "GOSSIP", "RUN"]), ok);
+    // Node 0's epoch (1) is older than node 2's (3), which still claims it.
+    for (i, c) in n.iter_mut().enumerate() {
+        let want =
+            if i == 2 { Value::Bulk(None) } else { Value::Error(format!("MOVED 12182 127.0.0.1:{}", ports[2]).into()) };
+        assert_eq!(c.cmd(&["GET", "foo"]), want, "node {i}");
+    }
+    assert_eq!(n[0].cmd(&["RLOCKD", "CLUSTER", "GOSSIP", "BOGUS"]), Value::Error(b"ERR syntax error".to_vec()));
+}
+
+/// A failover with gossip held: the promoted replica serves the slots at
+/// once; the other nodes redirect to the old primary until a round carries
+/// the new claim, then the old primary follows the new one everywhere.
+#[test]
+fn held_gossip_delays_a_promotion_elsewhere() {
+    let cluster = rlockd::Cluster::start(rlockd::ClusterConfig::new(3).with_replicas(1)).expect("cluster");
+    let ports: Vec<u16> = cluster.addrs().iter().map(|a| a.port()).collect();
+    let ids = cluster.node_ids();
+    let (mut n0, mut n1) = (RawConn::connect(ports[0]), RawConn::connect(ports[1]));
+    let ok = Value::Simple(b"OK".to_vec());
+    assert_eq!(n0.cmd(&["SET", "b", "1"]), ok);
+    assert_eq!(n0.cmd(&["WAIT", "1", "5000"]), Value::Int(1));
+    assert_eq!(n1.cmd(&["RLOCKD", "CLUSTER", "GOSSIP", "HOLD"]), ok);
+    assert_eq!(n1.cmd(&["RLOCKD", "CLUSTER", "FAILOVER", "3"]), ok);
+    assert_eq!(cluster.slot_owner(3300), Some(3));
+    let mut n3 = RawConn::connect(ports[3]);
+    assert_eq!(n3.cmd(&["GET", "b"]), Value::Bulk(Some(b"1".to_vec())));
+    assert_eq!(n1.cmd(&["GET", "b"]), Value::Error(format!("MOVED 3300 127.0.0.1:{}", ports[0]).into()));
+    assert_eq!(n1.cmd(&["RLOCKD", "CLUSTER", "GOSSIP", "RUN"]), ok);
+    assert_eq!(n1.cmd(&["GET", "b"]), Value::Error(format!("MOVED 3300 127.0.0.1:{}", ports[3]).into()));
+    assert_eq!(cluster.primary_of(0), Some(3));
+    let nodes = text(n1.cmd(&["CLUSTER", "NODES"]));
+    assert!(nodes.lines().any(|l| l.starts_with(&ids[0]) && l.contains(&format!(" slave {} ", ids[3]))), "{nodes}");
+    assert!(text(n1.cmd(&["CLUSTER", "INFO"])).contains("cluster_current_epoch:7"));
+}

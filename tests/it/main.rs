@@ -38,9 +38,11 @@ mod pubsub;
 mod readme;
 #[rustfmt::skip] // the README's lines, as written there
 mod readme_rust;
+mod redis84;
 mod replication;
 mod replication_diff;
 mod replication_tcp;
+mod rlockd_tree;
 mod scripting;
 mod sentinel_crash;
 mod server_cmds;

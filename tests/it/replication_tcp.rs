@@ -577,3 +577,172 @@ fn a_large_diskless_transfer_from_redis_server_loads_whole() {
         assert_eq!(ours_r.cmd(&["GET", k]), redis_p.cmd(&["GET", k]), "{k}");
     }
 }
+
+/// Every key of the current database as `key|type|content|pexpiretime`,
+/// sorted, made by the server itself (one script: 200k keys would take
+/// minutes of round trips).
+const DUMP_KEYSPACE: &str = "
+local keys = redis.call('KEYS', '*')
+table.sort(keys)
+local out = {}
+for i, k in ipairs(keys) do
+  local t = redis.call('TYPE', k)['ok']
+  local v = t
+  if t == 'string' then
+    v = redis.call('GET', k)
+  elseif t == 'hash' then
+    local h = redis.call('HGETALL', k)
+    local p = {}
+    for j = 1, #h, 2 do p[#p + 1] = h[j] .. '=' .. h[j + 1] end
+    table.sort(p)
+    v = table.concat(p, ',')
+  end
+  out[i] = k .. '|' .. t .. '|' .. v .. '|' .. redis.call('PEXPIRETIME', k)
+end
+return out";
+
+fn dump_keyspace(c: &mut RawConn) -> Vec<String> {
+    // A debug build on a loaded machine takes its time over 200k keys.
+    c.set_read_timeout(Duration::from_secs(300));
+    let v = c.cmd(&["EVAL_RO", DUMP_KEYSPACE, "0"]);
+    v.bulks().into_iter().map(|b| String::from_utf8(b).expect("utf-8")).collect()
+}
+
+/// Loads `n` strings `k:<i>` and `n` small hashes `h:<i>` (one script),
+/// and 2,000 keys `t:<i>` that expire within 1.5 s.
+fn load_keys(c: &mut RawConn, n: usize) {
+    c.set_read_timeout(Duration::from_secs(300));
+    let script = "for i = 1, tonumber(ARGV[1]) do
+        redis.call('SET', 'k:' .. i, i)
+        redis.call('HSET', 'h:' .. i, 'a', i, 'b', 'x')
+      end
+      for i = 1, 2000 do redis.call('SET', 't:' .. i, i, 'PX', 500 + i % 1000) end
+      return 1";
+    assert_eq!(c.cmd(&["EVAL", script, "0", &n.to_string()]), Value::Int(1));
+}
+
+/// Writes all over the keyspace until `stop`: INCRs of counters (their
+/// expected values returned), DELs, SETs with an expiry, HSETs, new keys.
+fn spawn_writer(
+    port: u16,
+    n: usize,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<(u64, std::collections::BTreeMap<String, i64>)> {
+    std::thread::spawn(move || {
+        let mut c = RawConn::connect(port);
+        let mut counts = std::collections::BTreeMap::new();
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut ops = 0u64;
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let i = (seed >> 8) as usize % n + 1;
+            match seed % 6 {
+                0 | 1 => {
+                    let key = format!("k:{i}");
+                    // A key deleted or set to a word is no counter: start it over.
+                    let v = c.cmd(&["INCR", &key]);
+                    match v {
+                        Value::Int(x) => {
+                            counts.insert(key, x);
+                        }
+                        _ => {
+                            c.cmd(&["DEL", &key]);
+                            counts.remove(&key);
+                        }
+                    }
+                }
+                2 => {
+                    let key = format!("k:{}", (i * 7) % n + 1);
+                    c.cmd(&["DEL", &key]);
+                    counts.remove(&key);
+                }
+                3 => {
+                    let key = format!("k:{}", (i * 13) % n + 1);
+                    ok(c.cmd(&["SET", &key, "word", "EX", "1000"]));
+                    counts.remove(&key);
+                }
+                4 => {
+                    c.cmd(&["HSET", &format!("h:{i}"), "a", &ops.to_string(), "c", "new"]);
+                }
+                _ => {
+                    ok(c.cmd(&["SET", &format!("n:{ops}"), "fresh"]));
+                }
+            }
+            ops += 1;
+        }
+        (ops, counts)
+    })
+}
+
+/// A full resynchronisation while a client writes all over a keyspace of
+/// 200k keys (and keys expire): two redis-server replicas (the second
+/// joins the file being made) and an rlockd process end with exactly the
+/// primary's keyspace, each counter INCRed as many times as the client saw
+/// (none applied twice, none lost), deadlines to the millisecond. A
+/// replica that goes away in the middle of its file is dropped, and the
+/// next full sync starts a file of its own.
+#[test]
+fn a_full_sync_under_writes_is_a_point_in_time_copy() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let Some((_r1o, mut r1)) = replica_oracle() else { return };
+    let Some((_r2o, mut r2)) = replica_oracle() else { return };
+    let (ours, mut p) = rlockd_primary();
+    let n = 100_000;
+    load_keys(&mut p, n);
+    // (Some t: keys may be gone already.)
+    assert!(p.cmd(&["DBSIZE"]).as_int().is_some_and(|k| k >= 2 * n as i64), "loaded");
+
+    // A replica that leaves in the middle of its file.
+    let mut gone = TcpStream::connect(("127.0.0.1", ours.port())).expect("connect");
+    gone.write_all(b"SYNC\r\n").expect("write");
+    until("the leaving replica attached", || text(p.cmd(&["INFO", "replication"])).contains("state=wait_bgsave"));
+    drop(gone);
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = spawn_writer(ours.port(), n, stop.clone());
+    std::thread::sleep(Duration::from_millis(100));
+    let port = ours.port().to_string();
+    ok(r1.cmd(&["REPLICAOF", "127.0.0.1", &port]));
+    ok(r2.cmd(&["REPLICAOF", "127.0.0.1", &port]));
+    let ours_r = crate::common::binary::Binary::start(&["--port", "0", "--replicaof", "127.0.0.1", &port]);
+    let mut r3 = RawConn::connect(ours_r.port);
+    for (what, c) in [("r1", &mut r1), ("r2", &mut r2), ("r3", &mut r3)] {
+        until(&format!("{what} in sync"), || info_field(c, "master_link_status").as_deref() == Some("up"));
+    }
+    // The writes go on a little after the files.
+    std::thread::sleep(Duration::from_millis(300));
+    stop.store(true, Ordering::Relaxed);
+    let (ops, counts) = writer.join().expect("writer");
+    assert!(ops > 100, "the writer hardly ran: {ops} writes");
+    // The short deadlines have passed and the primary expired them all.
+    until("the t: keys expired", || p.cmd(&["EXISTS", "t:1", "t:1000", "t:2000"]) == Value::Int(0));
+    until("every t: key deleted", || p.cmd(&["EVAL_RO", "return #redis.call('KEYS', 't:*')", "0"]) == Value::Int(0));
+    assert_eq!(p.cmd(&["WAIT", "3", "5000"]), Value::Int(3));
+    let offset = info_field(&mut p, "master_repl_offset");
+    for (what, c) in [("r1", &mut r1), ("r2", &mut r2), ("r3", &mut r3)] {
+        until(&format!("{what} caught up"), || info_field(c, "slave_repl_offset") == offset);
+    }
+    let primary = dump_keyspace(&mut p);
+    for (key, count) in &counts {
+        assert!(primary.contains(&format!("{key}|string|{count}|-1")), "{key} should be {count}");
+    }
+    for (what, c) in [("r1", &mut r1), ("r2", &mut r2), ("r3", &mut r3)] {
+        let theirs = dump_keyspace(c);
+        for (a, b) in primary.iter().zip(&theirs) {
+            assert_eq!(a, b, "{what}");
+        }
+        assert_eq!(primary.len(), theirs.len(), "{what}");
+    }
+
+    // No file is being made any more: a full sync now is of now.
+    ok(p.cmd(&["SET", "after", "1"]));
+    let mut s = TcpStream::connect(("127.0.0.1", ours.port())).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
+    let now: u64 = info_field(&mut p, "master_repl_offset").expect("offset").parse().expect("offset");
+    s.write_all(b"PSYNC ? -1\r\n").expect("write");
+    let full = read_line(&mut s);
+    assert!(full.ends_with(&format!(" {now}")), "{full} (offset now {now})");
+}

@@ -587,6 +587,9 @@ fn load(core: &mut crate::core::Core, file: rdb::File) -> Result<()> {
     scripting
         .function_restore(&file.functions, crate::script::functions::RestorePolicy::Flush)
         .map_err(|e| format!("loading the MASTER's functions: {e}"))?;
+    // A file being made for this node's own replicas is of the keyspace
+    // about to go: they resynchronise anyway.
+    crate::cmd::replication::abort_full_sync(core);
     let ks = &mut core.ks;
     let n = ks.dbs.len();
     for (i, db) in ks.dbs.iter().enumerate() {

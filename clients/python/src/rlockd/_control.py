@@ -24,6 +24,13 @@ _FAULT_ARITY = {
     "dropmsg": (0, 0),
     "delaymsg": (1, 1),    # ms
 }
+# The keyword arguments of a kind that the server takes after a word (RLOCKD FAULT LATENCY <ms>
+# JITTER <ms>), and the scope every kind may take (which of them a kind takes: RLOCKD SCHEMA
+# FAULT; the server refuses a wrong one). tests/test_schema.py checks these tables against the
+# server's own description.
+_FAULT_TOKENS = {"latency": {"jitter": "JITTER"}}
+_FAULT_SCOPE = {"command": "COMMAND", "key": "KEY", "client": "CLIENT", "id": "ID",
+                "channel": "CHANNEL", "times": "TIMES"}
 
 
 class LocksUnsafe(AssertionError):
@@ -293,13 +300,14 @@ class TestControl:
             raise TypeError(f"fault {k!r} takes {want} parameter(s), got {len(params)}")
         args: List[Any] = ["FAULT", k.upper(), *params]
         if jitter is not None:
-            if k != "latency":
+            if "jitter" not in _FAULT_TOKENS.get(k, {}):
                 raise TypeError("jitter= goes with 'latency' only")
-            args += ["JITTER", int(jitter)]
-        for name, value in (("COMMAND", command), ("KEY", key), ("CLIENT", client), ("ID", id),
-                            ("CHANNEL", channel), ("TIMES", times)):
-            if value is not None:
-                args += [name, value]
+            args += [_FAULT_TOKENS[k]["jitter"], int(jitter)]
+        scope = {"command": command, "key": key, "client": client, "id": id, "channel": channel,
+                 "times": times}
+        for name, word in _FAULT_SCOPE.items():
+            if scope[name] is not None:
+                args += [word, scope[name]]
         return int(self._rlockd(*args))
 
     def faults(self) -> List[FaultInfo]:
