@@ -1,8 +1,8 @@
 //! Sorted set storage, in two forms behind one [`ZSet`]: a small set is one
-//! sorted buffer ([`small`]: up to 128 members of up to 64 bytes, where a
-//! Redis 7.0 sorted set is a listpack); past either limit, for good, an
-//! arena skip list with spans (Redis's `zskiplist`) plus a member → node
-//! map ([`SkipList`]).
+//! sorted buffer ([`small`]: up to 32 members of up to 64 bytes, measured
+//! as where the buffer stops winning; a Redis 7.0 sorted set is a listpack
+//! up to 128); past either limit, for good, an arena skip list with spans
+//! (Redis's `zskiplist`) plus a member → node map ([`SkipList`]).
 //!
 //! Order is `(score, member)` with scores compared as doubles (`<`, `==`,
 //! so `-0` equals `0`) and members compared bytewise (`memcmp`, shorter
@@ -536,8 +536,8 @@ impl<'a> Iterator for SkipIter<'a> {
 /// The form is this value's own business: what `OBJECT ENCODING` answers,
 /// and what follows from it (`ZSCAN` in one call, `-0` stored as `0`),
 /// comes from the key's encoding mark (`db::StrEnc`), which follows the
-/// configured thresholds; with the default thresholds both agree. Replies
-/// never depend on the form.
+/// configured thresholds (Redis's: 128 members by default, where this form
+/// stops at 32). Replies never depend on the form.
 #[derive(Debug, Clone)]
 pub struct ZSet {
     repr: Repr,
@@ -695,7 +695,7 @@ impl ZSet {
     /// Elements in ascending order from rank `start` (inclusive).
     pub fn iter_from(&self, start: usize) -> Iter<'_> {
         Iter(match &self.repr {
-            Repr::Small(s) => Walk::Small { s, next: start, rev: false },
+            Repr::Small(s) => Walk::small(s, start, false),
             Repr::Big(z) => Walk::Big(z.iter_from(start)),
         })
     }
@@ -704,7 +704,7 @@ impl ZSet {
     /// ascending rank) down to the lowest.
     pub fn iter_rev_from(&self, start: usize) -> Iter<'_> {
         Iter(match &self.repr {
-            Repr::Small(s) => Walk::Small { s, next: if start < s.len() { start + 1 } else { 0 }, rev: true },
+            Repr::Small(s) => Walk::small(s, if start < s.len() { start + 1 } else { 0 }, true),
             Repr::Big(z) => Walk::Big(z.iter_rev_from(start)),
         })
     }
@@ -881,13 +881,27 @@ impl ZSet {
 pub struct Iter<'a>(Walk<'a>);
 
 enum Walk<'a> {
-    /// `next`: the next index forward; backward, one past it (0: done).
+    /// The small form's sections ([`Small::sections`]); `next`: the next
+    /// index forward, or one past it backward (0: done); `at`: where the
+    /// member of the entry before `next` ends, forward (a running offset).
     Small {
-        s: &'a Small,
+        ends: &'a [u8],
+        scores: &'a [u8],
+        members: &'a [u8],
         next: usize,
+        at: usize,
         rev: bool,
     },
     Big(SkipIter<'a>),
+}
+
+impl<'a> Walk<'a> {
+    fn small(s: &'a Small, next: usize, rev: bool) -> Walk<'a> {
+        let (ends, scores, members) = s.sections();
+        let end = |j: usize| usize::from(u16::from_le_bytes([ends[2 * j], ends[2 * j + 1]]));
+        let at = if rev || next == 0 || next > s.len() { 0 } else { end(next - 1) };
+        Walk::Small { ends, scores, members, next, at, rev }
+    }
 }
 
 impl<'a> Iterator for Iter<'a> {
@@ -896,17 +910,24 @@ impl<'a> Iterator for Iter<'a> {
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         match &mut self.0 {
-            Walk::Small { s, next, rev: false } => {
-                let i = *next;
-                (i < s.len()).then(|| {
+            Walk::Small { ends, scores, members, next, at, rev } => {
+                let end = |j: usize| usize::from(u16::from_le_bytes([ends[2 * j], ends[2 * j + 1]]));
+                let score = |j: usize| f64::from_le_bytes(scores[8 * j..8 * j + 8].try_into().expect("8 bytes"));
+                if *rev {
+                    let i = next.checked_sub(1)?;
+                    *next = i;
+                    let start = if i == 0 { 0 } else { end(i - 1) };
+                    Some((&members[start..end(i)], score(i)))
+                } else {
+                    let i = *next;
+                    if 2 * i >= ends.len() {
+                        return None;
+                    }
                     *next += 1;
-                    s.at(i)
-                })
-            }
-            Walk::Small { s, next, rev: true } => {
-                let i = next.checked_sub(1)?;
-                *next = i;
-                Some(s.at(i))
+                    let (start, stop) = (*at, end(i));
+                    *at = stop;
+                    Some((&members[start..stop], score(i)))
+                }
             }
             Walk::Big(it) => it.next().map(|(m, sc)| (&m[..], sc)),
         }

@@ -1,8 +1,11 @@
-//! A small sorted set in one allocation: the compact form a sorted set has
-//! while it is within Redis's default listpack limits (128 members of at
-//! most 64 bytes), where one buffer scanned linearly beats a skip list and
-//! a hash index on memory (a 1-member set: about 30 bytes instead of a
-//! kilobyte) and keeps pace on speed.
+//! A small sorted set in one allocation: the form a sorted set has while
+//! it holds at most [`MAX_ENTRIES`] (32) members of at most [`MAX_MEMBER`]
+//! (64) bytes, where one buffer beats a skip list and a hash index on
+//! memory (a 1-member set: about 30 bytes instead of a kilobyte) and on
+//! speed. Past 32 members the skip list is as fast or faster for writes
+//! and walks (`benches/zset.rs`, BENCHMARKS.md), so the form stops there,
+//! short of Redis's listpack limit (128): `OBJECT ENCODING` is not this
+//! form's business but the key's encoding mark's (`db::StrEnc`).
 //!
 //! Layout of `buf` (empty for an empty set, no allocation), `n` entries
 //! sorted by `(score, member)`:
@@ -12,7 +15,7 @@
 //! ```
 //!
 //! `tag[i]` is one byte of a hash of member `i`: a lookup by member scans
-//! the tags (`memchr`, 16 or 32 at a time) and compares only the members
+//! the tags (eight at a time in a `u64`) and compares only the members
 //! whose tag matches. `end[i]` is
 //! where member `i` ends in the member area (it starts where `i - 1` ends),
 //! so entry `i` is reached in O(1) and positions by score or member are a
@@ -25,18 +28,36 @@
 //! `tag[i] == tag_of(member i)`.
 
 use std::cmp::Ordering;
-use std::hash::BuildHasher;
 
-/// Most entries a small set holds (Redis's `zset-max-listpack-entries`
-/// default); the owner converts to the skip list beyond.
-pub const MAX_ENTRIES: usize = 128;
+/// Most entries a small set holds; the owner converts to the skip list
+/// beyond. Measured, not Redis's `zset-max-listpack-entries` (128): up to
+/// 32 members the buffer is not slower than the skip list on any
+/// operation of `benches/zset.rs`, at 64 and 128 its writes are.
+pub const MAX_ENTRIES: usize = 32;
 /// Longest member a small set holds (`zset-max-listpack-value` default).
 pub const MAX_MEMBER: usize = 64;
 
-/// One byte of a fixed hash of `m`.
+/// One byte of a cheap hash of `m`: one multiply per eight bytes, the top
+/// byte kept. Members sharing a tag cost a comparison each, never a wrong
+/// answer; a general-purpose hash of the member cost more than the whole
+/// lookup in the skip list.
 #[inline]
 fn tag_of(m: &[u8]) -> u8 {
-    let h = foldhash::fast::FixedState::with_seed(0x5eed).hash_one(m);
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+    let n = m.len();
+    let mut h = (n as u64).wrapping_mul(K);
+    let mut mix = |w: u64| h = (h ^ w).wrapping_mul(K) ^ (h >> 32);
+    let words = m.chunks_exact(8);
+    let rest = words.remainder();
+    for w in words {
+        mix(u64::from_le_bytes(w.try_into().expect("8 bytes")));
+    }
+    if n >= 8 && !rest.is_empty() {
+        // The last eight bytes, overlapping the words already mixed.
+        mix(u64::from_le_bytes(m[n - 8..].try_into().expect("8 bytes")));
+    } else if !rest.is_empty() {
+        mix(rest.iter().fold(0, |w, &b| (w << 8) | u64::from(b)));
+    }
     (h >> 56) as u8
 }
 
@@ -120,6 +141,21 @@ impl Small {
         (&self.buf[base + start..base + stop], score)
     }
 
+    /// The sections an iteration reads: ends, scores, members.
+    #[inline]
+    pub fn sections(&self) -> (&[u8], &[u8], &[u8]) {
+        let n = self.len();
+        if n == 0 {
+            return (&[], &[], &[]);
+        }
+        let b = &self.buf[..];
+        (
+            &b[Self::ends_at(n)..Self::scores_at(n)],
+            &b[Self::scores_at(n)..Self::members_at(n)],
+            &b[Self::members_at(n)..],
+        )
+    }
+
     /// Index of `member`.
     pub fn find(&self, member: &[u8]) -> Option<usize> {
         let n = self.len();
@@ -127,8 +163,38 @@ impl Small {
             return None;
         }
         let tag = tag_of(member);
-        let tags = &self.buf[Self::tags_at(n)..Self::tags_at(n) + n];
-        memchr::memchr_iter(tag, tags).find(|&i| self.member_at(i) == member)
+        let b = &self.buf[..];
+        let tags = &b[Self::tags_at(n)..Self::ends_at(n)];
+        let ends = &b[Self::ends_at(n)..Self::scores_at(n)];
+        let members = &b[Self::members_at(n)..];
+        let end = |j: usize| usize::from(u16::from_le_bytes([ends[2 * j], ends[2 * j + 1]]));
+        // Lengths first: most members sharing a tag differ in length.
+        let is = |i: usize| {
+            let stop = end(i);
+            let start = if i == 0 { 0 } else { end(i - 1) };
+            stop - start == member.len() && &members[start..stop] == member
+        };
+        // Eight tags at a time: a byte of `x` is zero where the tag
+        // matches; the bit trick flags every such byte (and, rarely, a
+        // byte above one after a borrow), each checked against the member.
+        const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+        const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+        let wanted = ONES * u64::from(tag);
+        let words = tags.chunks_exact(8);
+        let rest = words.remainder();
+        for (k, w) in words.enumerate() {
+            let x = u64::from_le_bytes(w.try_into().expect("8 bytes")) ^ wanted;
+            let mut hits = x.wrapping_sub(ONES) & !x & HIGHS;
+            while hits != 0 {
+                let i = 8 * k + (hits.trailing_zeros() / 8) as usize;
+                if is(i) {
+                    return Some(i);
+                }
+                hits &= hits - 1;
+            }
+        }
+        let base = n - rest.len();
+        rest.iter().enumerate().find(|&(j, &t)| t == tag && is(base + j)).map(|(j, _)| base + j)
     }
 
     /// Number of leading entries for which `pred` holds (`pred` true then
@@ -164,70 +230,15 @@ impl Small {
         self.buf.capacity()
     }
 
-    /// Rebuilds the buffer: entries `[0, cut)` of the old one, then
-    /// `insert` if any, then entries `[resume, n)`.
-    fn rebuild(&mut self, cut: usize, insert: Option<(&[u8], f64)>, resume: usize) {
-        let n = self.len();
-        let kept = cut + (n - resume);
-        let new_n = kept + usize::from(insert.is_some());
-        if new_n == 0 {
-            self.buf = Vec::new();
-            return;
-        }
-        if n == 0 {
-            let (m, s) = insert.expect("one entry");
-            let mut out = Vec::with_capacity(Self::members_at(1) + m.len());
-            out.push(1);
-            out.push(tag_of(m));
-            out.extend_from_slice(&(m.len() as u16).to_le_bytes());
-            out.extend_from_slice(&s.to_le_bytes());
-            out.extend_from_slice(m);
-            self.buf = out;
-            return;
-        }
-        let old_members = |a: usize, b: usize| -> (usize, usize) {
-            // Byte range in the old member area of entries [a, b).
-            let s = if a == 0 { 0 } else { self.end(n, a - 1) };
-            let e = if b == 0 { 0 } else { self.end(n, b - 1) };
-            (s, e)
-        };
-        let (h0, h1) = old_members(0, cut);
-        let (t0, t1) = old_members(resume, n);
-        let ins_len = insert.map_or(0, |(m, _)| m.len());
-        let total = Self::members_at(new_n) + (h1 - h0) + ins_len + (t1 - t0);
-        let mut out = Vec::with_capacity(total);
-        out.push(new_n as u8);
-        let otags = Self::tags_at(n);
-        out.extend_from_slice(&self.buf[otags..otags + cut]);
-        if let Some((m, _)) = insert {
-            out.push(tag_of(m));
-        }
-        out.extend_from_slice(&self.buf[otags + resume..otags + n]);
-        for i in 0..cut {
-            out.extend_from_slice(&(self.end(n, i) as u16).to_le_bytes());
-        }
-        let after = h1 + ins_len;
-        if insert.is_some() {
-            out.extend_from_slice(&(after as u16).to_le_bytes());
-        }
-        for i in resume..n {
-            let e = self.end(n, i) - t0 + after;
-            out.extend_from_slice(&(e as u16).to_le_bytes());
-        }
-        let osc = Self::scores_at(n);
-        out.extend_from_slice(&self.buf[osc..osc + 8 * cut]);
-        if let Some((_, s)) = insert {
-            out.extend_from_slice(&s.to_le_bytes());
-        }
-        out.extend_from_slice(&self.buf[osc + 8 * resume..osc + 8 * n]);
-        let om = Self::members_at(n);
-        out.extend_from_slice(&self.buf[om + h0..om + h1]);
-        if let Some((m, _)) = insert {
-            out.extend_from_slice(m);
-        }
-        out.extend_from_slice(&self.buf[om + t0..om + t1]);
-        debug_assert_eq!(out.len(), total);
-        self.buf = out;
+    /// The buffer of a set holding one entry.
+    fn single(member: &[u8], score: f64) -> Vec<u8> {
+        let mut out = Vec::with_capacity(Self::members_at(1) + member.len());
+        out.push(1);
+        out.push(tag_of(member));
+        out.extend_from_slice(&(member.len() as u16).to_le_bytes());
+        out.extend_from_slice(&score.to_le_bytes());
+        out.extend_from_slice(member);
+        out
     }
 
     /// Inserts a member known absent at its place; the caller keeps the
@@ -236,7 +247,47 @@ impl Small {
     pub fn insert_new(&mut self, member: &[u8], score: f64) {
         debug_assert!(self.len() < MAX_ENTRIES && member.len() <= MAX_MEMBER && !score.is_nan());
         let at = self.partition_point(|s, m| cmp_entry(s, m, score, member) == Ordering::Less);
-        self.rebuild(at, Some((member, score)), at);
+        if self.buf.is_empty() {
+            self.buf = Self::single(member, score);
+        } else {
+            self.insert_at(at, member, score);
+        }
+    }
+
+    /// Inserts entry `i` in place (`0 < len`, order and limits kept by the
+    /// caller): the buffer grows by one entry and every section moves
+    /// right, the highest first, so no byte is overwritten before it is
+    /// read.
+    fn insert_at(&mut self, i: usize, member: &[u8], score: f64) {
+        let n = self.len();
+        let len = member.len();
+        let total = self.end(n, n - 1);
+        let p = if i == 0 { 0 } else { self.end(n, i - 1) };
+        let (om, nm) = (Self::members_at(n), Self::members_at(n + 1));
+        let (os, ns) = (Self::scores_at(n), Self::scores_at(n + 1));
+        let (oe, ne) = (Self::ends_at(n), Self::ends_at(n + 1));
+        // Exactly one entry more: a small set's memory is its length.
+        self.buf.reserve_exact(nm + total + len - self.buf.len());
+        self.buf.resize(nm + total + len, 0);
+        let b = &mut self.buf;
+        b.copy_within(om + p..om + total, nm + p + len);
+        b.copy_within(om..om + p, nm);
+        b[nm + p..nm + p + len].copy_from_slice(member);
+        b.copy_within(os + 8 * i..os + 8 * n, ns + 8 * (i + 1));
+        b.copy_within(os..os + 8 * i, ns);
+        b[ns + 8 * i..ns + 8 * i + 8].copy_from_slice(&score.to_le_bytes());
+        b.copy_within(oe + 2 * i..oe + 2 * n, ne + 2 * (i + 1));
+        b.copy_within(oe..oe + 2 * i, ne);
+        b[ne + 2 * i..ne + 2 * i + 2].copy_from_slice(&((p + len) as u16).to_le_bytes());
+        for j in i + 1..=n {
+            let at = ne + 2 * j;
+            let e = u16::from_le_bytes([b[at], b[at + 1]]) + len as u16;
+            b[at..at + 2].copy_from_slice(&e.to_le_bytes());
+        }
+        let ot = Self::tags_at(n);
+        b.copy_within(ot + i..ot + n, ot + i + 1);
+        b[ot + i] = tag_of(member);
+        b[0] = (n + 1) as u8;
     }
 
     /// Gives entry `i` a new score, moving it where the order wants it.
@@ -371,5 +422,18 @@ mod tests {
         assert_eq!(s.max_member_len(), MAX_MEMBER);
         let first = s.partition_point(|sc, _| sc < 3.0);
         assert!(s.score_at(first) == 3.0 && s.score_at(first - 1) == 2.0);
+    }
+
+    #[test]
+    fn tags_spread_over_members_alike() {
+        for shape in [
+            |i: usize| format!("req:{i:012}"),
+            |i: usize| format!("{i}"),
+            |i: usize| format!("6f1c2a9e-1b2c-4d3e-8f90-{i:04}ab12cd34:1"),
+            |i: usize| format!("lock-owner-{i:03}-of-the-queue-with-a-long-name"),
+        ] {
+            let tags: std::collections::HashSet<u8> = (0..64).map(|i| tag_of(shape(i).as_bytes())).collect();
+            assert!(tags.len() >= 40, "{} distinct tags of 64 for {}", tags.len(), shape(0));
+        }
     }
 }
