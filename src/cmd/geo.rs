@@ -263,7 +263,7 @@ fn points_in_shape(z: &ZSet, shape: &Shape, limit: usize) -> Vec<Point> {
         for (m, s) in z.iter_from(lo).take(hi - lo) {
             let [lon, lat] = geohash::decode_score(s);
             if let Some(dist) = shape.contains(lon, lat) {
-                out.push(Point { lon, lat, dist, score: s, member: m.clone() });
+                out.push(Point { lon, lat, dist, score: s, member: Bytes::copy_from_slice(m) });
                 if limit != 0 && out.len() >= limit {
                     break;
                 }
@@ -305,7 +305,7 @@ fn search_generic(ctx: &mut Ctx<'_>, args: &[Bytes], src: usize, flags: u8) -> C
             let score = if storedist { p.dist / conversion } else { p.score };
             out.insert(own(&p.member), score);
         }
-        db.set(&dst, Value::ZSet(Box::new(out)), false);
+        db.set(&dst, Value::ZSet(out), false);
         db.notify(notify::ZSET, if search { "geosearchstore" } else { "georadiusstore" }, &dst);
     } else if db.remove(&dst).is_some() {
         db.notify(notify::GENERIC, "del", &dst);

@@ -141,7 +141,7 @@ fn normalize_built(z: &mut ZSet, limits: &EncLimits) {
         return;
     }
     let negz: Vec<Bytes> =
-        z.iter().filter(|(_, s)| *s == 0.0 && s.is_sign_negative()).map(|(m, _)| m.clone()).collect();
+        z.iter().filter(|(_, s)| *s == 0.0 && s.is_sign_negative()).map(|(m, _)| Bytes::copy_from_slice(m)).collect();
     for m in negz {
         z.remove(&m);
         z.insert(m, 0.0);
@@ -296,7 +296,7 @@ pub(crate) fn zadd_generic(ctx: &mut Ctx<'_>, args: &[Bytes], mut flags: u8) -> 
     let mut outgrown = false;
     if exists || !xx {
         if !exists {
-            db.insert_new(key, Value::ZSet(Box::default()));
+            db.insert_new(key, Value::ZSet(ZSet::new()));
         }
         let (z, mut listpack) = get_zset_listpack(&mut db, key)?.expect("exists");
         for (j, &score0) in scores.iter().enumerate() {
@@ -335,6 +335,7 @@ pub(crate) fn zadd_generic(ctx: &mut Ctx<'_>, args: &[Bytes], mut flags: u8) -> 
                     if member.len() > limits.zset_value || z.len() + 1 > limits.zset_entries {
                         outgrown = true;
                         listpack = false;
+                        z.to_skiplist();
                     }
                     let s = if listpack { listpack_score(score) } else { score };
                     z.insert(own(member), s);
@@ -474,7 +475,8 @@ struct RangeSpec {
 /// Elements of `z` for a range query, in reply order.
 fn range_items(z: &ZSet, q: &RangeSpec) -> Vec<(Bytes, f64)> {
     let RangeSpec { kind, reverse, ranks: (start, end), scores, ref lex, offset, limit } = *q;
-    let collect = |it: crate::db::zset::Iter<'_>, n: usize| it.take(n).map(|(m, s)| (m.clone(), s)).collect();
+    let collect =
+        |it: crate::db::zset::Iter<'_>, n: usize| it.take(n).map(|(m, s)| (Bytes::copy_from_slice(m), s)).collect();
     match kind {
         Kind::Rank => {
             let Some((s, e)) = rank_range(start, end, z.len()) else {
@@ -605,7 +607,7 @@ fn zrange_generic(
                 let s = stored_score(&z, &m, s, &limits);
                 z.insert(own(&m), s);
             }
-            db.set(dst, Value::ZSet(Box::new(z)), false);
+            db.set(dst, Value::ZSet(z), false);
             db.notify(notify::ZSET, "zrangestore", dst);
             Ok(Reply::Int(n as i64))
         }
@@ -817,7 +819,7 @@ fn zrandmember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
         let pick = |i: usize| {
             let (m, s) = z.entry_at(i).expect("index");
-            (m.clone(), s)
+            (Bytes::copy_from_slice(m), s)
         };
         let items: Vec<(Bytes, f64)> = if l < 0 {
             let n = l.unsigned_abs();
@@ -827,7 +829,7 @@ fn zrandmember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             let mut rng = rand::rng();
             (0..n).map(|_| pick(rng.random_range(0..size))).collect()
         } else if l as u64 >= size as u64 {
-            let mut v: Vec<(Bytes, f64)> = z.iter().map(|(m, s)| (m.clone(), s)).collect();
+            let mut v: Vec<(Bytes, f64)> = z.iter().map(|(m, s)| (Bytes::copy_from_slice(m), s)).collect();
             v.reverse();
             v
         } else {
@@ -840,7 +842,7 @@ fn zrandmember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Ok(Reply::Nil);
     };
     let i = rand::rng().random_range(0..z.len());
-    Ok(Reply::Bulk(z.entry_at(i).expect("index").0.clone()))
+    Ok(Reply::Bulk(Bytes::copy_from_slice(z.entry_at(i).expect("index").0)))
 }
 
 fn zscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
@@ -851,7 +853,7 @@ fn zscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Ok(empty_scan());
     };
     let (next, items): (u64, Vec<(Bytes, f64)>) = if listpack {
-        (0, z.iter().map(|(m, s)| (m.clone(), s)).collect())
+        (0, z.iter().map(|(m, s)| (Bytes::copy_from_slice(m), s)).collect())
     } else {
         let (next, range) = scan_step(z.len(), cur, opts.count);
         (
@@ -860,7 +862,7 @@ fn zscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
                 .rev()
                 .map(|i| {
                     let (m, s) = z.entry_at(i).expect("index");
-                    (m.clone(), s)
+                    (Bytes::copy_from_slice(m), s)
                 })
                 .collect(),
         )
@@ -939,15 +941,15 @@ impl Src<'_> {
         }
     }
     /// Elements in Redis's iteration order (sorted sets from the highest).
-    fn elements(&self) -> Vec<(&Bytes, f64)> {
+    fn elements(&self) -> Vec<(&[u8], f64)> {
         match self {
             Src::Missing => Vec::new(),
             Src::Z(z) => {
-                let mut v: Vec<(&Bytes, f64)> = z.iter().collect();
+                let mut v: Vec<(&[u8], f64)> = z.iter().collect();
                 v.reverse();
                 v
             }
-            Src::S(s) => s.iter().map(|m| (m, 1.0)).collect(),
+            Src::S(s) => s.iter().map(|m| (&m[..], 1.0)).collect(),
         }
     }
 }
@@ -1060,7 +1062,7 @@ fn setop_generic(
                                 break;
                             }
                         } else {
-                            result.insert(m.clone(), score);
+                            result.insert(Bytes::copy_from_slice(m), score);
                         }
                     }
                 }
@@ -1075,10 +1077,10 @@ fn setop_generic(
                     if score.is_nan() {
                         score = 0.0;
                     }
-                    match acc.get_mut(&m[..]) {
+                    match acc.get_mut(m) {
                         Some(t) => aggregate(t, score, aggr),
                         None => {
-                            acc.insert(m.clone(), score);
+                            acc.insert(Bytes::copy_from_slice(m), score);
                         }
                     }
                 }
@@ -1091,7 +1093,7 @@ fn setop_generic(
             if src[0].1.len() > 0 && !src[1..].iter().any(|s| same(s.0, src[0].0)) {
                 for (m, sc) in src[0].1.elements() {
                     if !src[1..].iter().any(|s| s.1.find(m).is_some()) {
-                        result.insert(m.clone(), sc);
+                        result.insert(Bytes::copy_from_slice(m), sc);
                     }
                 }
             }
@@ -1101,7 +1103,7 @@ fn setop_generic(
         return Ok(Reply::Int(cardinality as i64));
     }
     let Some(dst) = dst else {
-        let items: Vec<(Bytes, f64)> = result.iter().map(|(m, s)| (m.clone(), s)).collect();
+        let items: Vec<(Bytes, f64)> = result.iter().map(|(m, s)| (Bytes::copy_from_slice(m), s)).collect();
         return Ok(pairs_reply(items, withscores, resp));
     };
     let n = result.len();
@@ -1113,7 +1115,7 @@ fn setop_generic(
     }
     let limits = *db.limits();
     normalize_built(&mut result, &limits);
-    db.set(dst, Value::ZSet(Box::new(result)), false);
+    db.set(dst, Value::ZSet(result), false);
     let ev = match op {
         Op::Union => "zunionstore",
         Op::Inter => "zinterstore",

@@ -342,7 +342,7 @@ pub fn view_key(db: &Db, index: usize, key: &Bytes, now_ms: u64) -> Option<LockV
     } else if view.kind == "fair" {
         let timeout_key = [&b"redisson_lock_timeout:{"[..], key, b"}"].concat();
         let timeouts = live(db, &timeout_key, now_ms).and_then(|e| match &e.value {
-            Value::ZSet(z) => Some(&**z),
+            Value::ZSet(z) => Some(z),
             _ => None,
         });
         for id in lock.waiters() {

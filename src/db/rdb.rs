@@ -580,7 +580,7 @@ fn dump_value(out: &mut Vec<u8>, entry: &Entry, list_fill: i64) {
             } else {
                 out.push(T_ZSET_2);
                 save_len(out, z.len() as u64);
-                let all: Vec<(&Bytes, f64)> = z.iter().collect();
+                let all: Vec<(&[u8], f64)> = z.iter().collect();
                 for (m, s) in all.into_iter().rev() {
                     save_string(out, m);
                     out.extend_from_slice(&s.to_le_bytes());
@@ -1237,7 +1237,7 @@ fn load_value(r: &mut Reader<'_>, t: u8) -> Result<Value, RdbError> {
             if z.is_empty() {
                 return Err(RdbError::Format);
             }
-            Value::ZSet(Box::new(z))
+            Value::ZSet(z)
         }
         T_ZSET_LISTPACK => {
             let blob = r.string()?;
@@ -1255,7 +1255,7 @@ fn load_value(r: &mut Reader<'_>, t: u8) -> Result<Value, RdbError> {
                 };
                 zset_insert(&mut z, p[0].to_bytes(), s)?;
             }
-            Value::ZSet(Box::new(z))
+            Value::ZSet(z)
         }
         T_STREAM_LISTPACKS_2 => Value::Stream(Box::new(load_stream(r, true)?)),
         T_STREAM_LISTPACKS => Value::Stream(Box::new(load_stream(r, false)?)),
@@ -1692,7 +1692,7 @@ mod tests {
             for i in 0..n {
                 z.insert(b(format!("m{i}")), f64::from(i) / 3.0);
             }
-            vals.push(Value::ZSet(Box::new(z)));
+            vals.push(Value::ZSet(z));
         }
         let mut st = Stream::default();
         for i in 1..150u64 {

@@ -74,7 +74,9 @@ pub enum Value {
     Hash(HashValue),
     List(ListValue),
     Set(Box<SetValue>),
-    ZSet(Box<ZSet>),
+    /// Inline: a [`ZSet`] is three words (a small set's buffer, or a
+    /// boxed skip list), no larger than a `Bytes`.
+    ZSet(ZSet),
     Stream(Box<Stream>),
 }
 

@@ -1,5 +1,8 @@
-//! Sorted set storage: an arena skip list with spans (Redis's `zskiplist`)
-//! plus a member → node map.
+//! Sorted set storage, in two forms behind one [`ZSet`]: a small set is one
+//! sorted buffer ([`small`]: up to 32 members of up to 64 bytes, measured
+//! as where the buffer stops winning; a Redis 7.0 sorted set is a listpack
+//! up to 128); past either limit, for good, an arena skip list with spans
+//! (Redis's `zskiplist`) plus a member → node map ([`SkipList`]).
 //!
 //! Order is `(score, member)` with scores compared as doubles (`<`, `==`,
 //! so `-0` equals `0`) and members compared bytewise (`memcmp`, shorter
@@ -25,6 +28,10 @@ use std::cmp::Ordering;
 use bytes::Bytes;
 
 use super::Map;
+
+mod small;
+
+use small::{cmp_entry, Small};
 
 const MAX_LEVEL: usize = 32;
 const NIL: u32 = u32::MAX;
@@ -83,9 +90,9 @@ impl Node {
     }
 }
 
-/// A sorted set.
+/// The skip list form of a sorted set.
 #[derive(Debug, Clone)]
-pub struct ZSet {
+pub struct SkipList {
     dict: Map<Bytes, u32>,
     nodes: Vec<Node>,
     free: Vec<u32>,
@@ -94,12 +101,6 @@ pub struct ZSet {
     /// Nodes linked in the skip list.
     length: usize,
     rng: u64,
-}
-
-impl Default for ZSet {
-    fn default() -> Self {
-        ZSet::new()
-    }
 }
 
 /// One end of a score range (`ZRANGEBYSCORE`): value and exclusivity.
@@ -122,22 +123,11 @@ pub enum LexBound {
     Value(Bytes, bool),
 }
 
-#[inline]
-fn cmp_entry(s1: f64, m1: &[u8], s2: f64, m2: &[u8]) -> Ordering {
-    if s1 < s2 {
-        Ordering::Less
-    } else if s1 > s2 {
-        Ordering::Greater
-    } else {
-        m1.cmp(m2)
-    }
-}
-
-impl ZSet {
-    /// An empty sorted set.
-    pub fn new() -> ZSet {
+impl SkipList {
+    /// An empty skip list.
+    pub fn new() -> SkipList {
         let head = Node::new(Bytes::new(), 0.0, MAX_LEVEL);
-        ZSet {
+        SkipList {
             dict: Map::default(),
             nodes: vec![head],
             free: Vec::new(),
@@ -151,11 +141,6 @@ impl ZSet {
     /// Number of members.
     pub fn len(&self) -> usize {
         self.dict.len()
-    }
-
-    /// True without members.
-    pub fn is_empty(&self) -> bool {
-        self.dict.is_empty()
     }
 
     /// Length of the longest member (`OBJECT ENCODING` thresholds).
@@ -443,40 +428,308 @@ impl ZSet {
         })
     }
 
-    /// Lowest element.
-    pub fn first(&self) -> Option<(&Bytes, f64)> {
-        let f = self.link(HEAD, 0).forward;
-        (f != NIL).then(|| (&self.node(f).member, self.node(f).score))
-    }
-
     /// Highest element.
     pub fn last(&self) -> Option<(&Bytes, f64)> {
         (self.tail != NIL).then(|| (&self.node(self.tail).member, self.node(self.tail).score))
     }
 
     /// Elements in ascending order from rank `start` (inclusive).
+    pub fn iter_from(&self, start: usize) -> SkipIter<'_> {
+        SkipIter { z: self, cur: self.node_at(start).unwrap_or(NIL), rev: false }
+    }
+
+    /// Elements in descending order from rank `start` (inclusive, an
+    /// ascending rank) down to the lowest.
+    pub fn iter_rev_from(&self, start: usize) -> SkipIter<'_> {
+        SkipIter { z: self, cur: self.node_at(start).unwrap_or(NIL), rev: true }
+    }
+
+    /// Removes the elements with ranks in `[start, end)`; returns them in
+    /// ascending order.
+    pub fn remove_rank_range(&mut self, start: usize, end: usize) -> Vec<(Bytes, f64)> {
+        let end = end.min(self.len());
+        if start >= end {
+            return Vec::new();
+        }
+        let out: Vec<(Bytes, f64)> = self.iter_from(start).take(end - start).map(|(m, s)| (m.clone(), s)).collect();
+        for (m, _) in &out {
+            self.remove(m);
+        }
+        out
+    }
+
+    /// Member at position `i` of the member map (random sampling, ZSCAN).
+    pub fn entry_at(&self, i: usize) -> Option<(&Bytes, f64)> {
+        self.dict.get_index(i).map(|(m, &n)| (m, self.node(n).score))
+    }
+
+    /// Checks every structural invariant (tests).
+    #[cfg(test)]
+    fn check(&self) {
+        let mut count = 0usize;
+        let mut x = self.link(HEAD, 0).forward;
+        let mut prev = NIL;
+        while x != NIL {
+            let n = self.node(x);
+            assert_eq!(n.backward, prev);
+            if prev != NIL {
+                let p = self.node(prev);
+                assert_eq!(cmp_entry(p.score, &p.member, n.score, &n.member), Ordering::Less);
+            }
+            assert_eq!(self.dict.get(&n.member[..]), Some(&x));
+            count += 1;
+            prev = x;
+            x = self.link(x, 0).forward;
+        }
+        assert_eq!(self.tail, prev);
+        assert_eq!(count, self.dict.len());
+        // Spans: positions by level-0 walk.
+        let mut pos = std::collections::HashMap::new();
+        pos.insert(HEAD, 0usize);
+        let mut x = self.link(HEAD, 0).forward;
+        let mut p = 1;
+        while x != NIL {
+            pos.insert(x, p);
+            p += 1;
+            x = self.link(x, 0).forward;
+        }
+        for l in 0..self.level {
+            let mut x = HEAD;
+            loop {
+                let lk = self.link(x, l);
+                if lk.forward == NIL {
+                    break;
+                }
+                assert_eq!(pos[&x] + lk.span as usize, pos[&lk.forward], "span at level {l}");
+                x = lk.forward;
+            }
+        }
+    }
+}
+
+/// Iterator over `(member, score)` along level 0.
+pub struct SkipIter<'a> {
+    z: &'a SkipList,
+    cur: u32,
+    rev: bool,
+}
+
+impl<'a> Iterator for SkipIter<'a> {
+    type Item = (&'a Bytes, f64);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.cur == NIL {
+            return None;
+        }
+        let n = self.z.node(self.cur);
+        self.cur = if self.rev { n.backward } else { n.inline[0].forward };
+        Some((&n.member, n.score))
+    }
+}
+
+/// A sorted set: the small form ([`small`]) while it holds at most
+/// [`small::MAX_ENTRIES`] members of at most [`small::MAX_MEMBER`] bytes,
+/// the skip list from the first write that would cross either, for good
+/// (as a Redis 7.0 listpack becomes a skip list and never goes back). A set
+/// built anew (a `*STORE` result, `RESTORE`) starts small again.
+///
+/// The form is this value's own business: what `OBJECT ENCODING` answers,
+/// and what follows from it (`ZSCAN` in one call, `-0` stored as `0`),
+/// comes from the key's encoding mark (`db::StrEnc`), which follows the
+/// configured thresholds (Redis's: 128 members by default, where this form
+/// stops at 32). Replies never depend on the form.
+#[derive(Debug, Clone)]
+pub struct ZSet {
+    repr: Repr,
+}
+
+#[derive(Debug, Clone)]
+enum Repr {
+    Small(Small),
+    Big(Box<SkipList>),
+}
+
+impl Default for ZSet {
+    fn default() -> Self {
+        ZSet::new()
+    }
+}
+
+impl ZSet {
+    /// An empty sorted set (small, nothing allocated).
+    pub fn new() -> ZSet {
+        ZSet { repr: Repr::Small(Small::default()) }
+    }
+
+    /// True while in the small form (tests, benches).
+    pub fn is_small(&self) -> bool {
+        matches!(self.repr, Repr::Small(_))
+    }
+
+    /// Number of members.
+    #[inline]
+    pub fn len(&self) -> usize {
+        match &self.repr {
+            Repr::Small(s) => s.len(),
+            Repr::Big(z) => z.len(),
+        }
+    }
+
+    /// True without members.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Length of the longest member (`OBJECT ENCODING` thresholds).
+    pub fn max_member_len(&self) -> usize {
+        match &self.repr {
+            Repr::Small(s) => s.max_member_len(),
+            Repr::Big(z) => z.max_member_len(),
+        }
+    }
+
+    /// Rough heap size in bytes.
+    pub fn approx_size(&self) -> usize {
+        match &self.repr {
+            Repr::Small(s) => s.heap_size(),
+            Repr::Big(z) => z.approx_size(),
+        }
+    }
+
+    /// Score of `member`.
+    #[inline]
+    pub fn score(&self, member: &[u8]) -> Option<f64> {
+        match &self.repr {
+            Repr::Small(s) => s.find(member).map(|i| s.score_at(i)),
+            Repr::Big(z) => z.score(member),
+        }
+    }
+
+    /// True if `member` is in the set.
+    pub fn contains(&self, member: &[u8]) -> bool {
+        match &self.repr {
+            Repr::Small(s) => s.find(member).is_some(),
+            Repr::Big(z) => z.contains(member),
+        }
+    }
+
+    /// Converts to the skip list (past a threshold; `zset-max-listpack-*`
+    /// lowered below the small form's limits).
+    pub fn to_skiplist(&mut self) {
+        if let Repr::Small(s) = &self.repr {
+            let mut z = SkipList::new();
+            for i in 0..s.len() {
+                let (m, sc) = s.at(i);
+                z.insert(Bytes::copy_from_slice(m), sc);
+            }
+            self.repr = Repr::Big(Box::new(z));
+        }
+    }
+
+    /// Sets `member`'s score, adding it if needed. Returns true if added.
+    /// The caller guarantees `score` is not NaN.
+    pub fn insert(&mut self, member: Bytes, score: f64) -> bool {
+        debug_assert!(!score.is_nan());
+        if let Repr::Small(s) = &mut self.repr {
+            if let Some(i) = s.find(&member) {
+                if s.score_at(i) != score {
+                    s.set_score(i, score);
+                }
+                return false;
+            }
+            if s.len() < small::MAX_ENTRIES && member.len() <= small::MAX_MEMBER {
+                s.insert_new(&member, score);
+                return true;
+            }
+            self.to_skiplist();
+        }
+        match &mut self.repr {
+            Repr::Big(z) => z.insert(member, score),
+            Repr::Small(_) => unreachable!("converted above"),
+        }
+    }
+
+    /// Removes `member`; returns its score.
+    pub fn remove(&mut self, member: &[u8]) -> Option<f64> {
+        match &mut self.repr {
+            Repr::Small(s) => {
+                let i = s.find(member)?;
+                let score = s.score_at(i);
+                s.remove_range(i, i + 1);
+                Some(score)
+            }
+            Repr::Big(z) => z.remove(member),
+        }
+    }
+
+    /// 0-based rank of `member` in ascending order.
+    #[inline]
+    pub fn rank(&self, member: &[u8]) -> Option<usize> {
+        match &self.repr {
+            Repr::Small(s) => s.find(member),
+            Repr::Big(z) => z.rank(member),
+        }
+    }
+
+    /// Element at 0-based ascending `rank`.
+    pub fn get_by_rank(&self, rank: usize) -> Option<(&[u8], f64)> {
+        match &self.repr {
+            Repr::Small(s) => (rank < s.len()).then(|| s.at(rank)),
+            Repr::Big(z) => z.get_by_rank(rank).map(|(m, sc)| (&m[..], sc)),
+        }
+    }
+
+    /// Lowest element.
+    pub fn first(&self) -> Option<(&[u8], f64)> {
+        self.get_by_rank(0)
+    }
+
+    /// Highest element.
+    pub fn last(&self) -> Option<(&[u8], f64)> {
+        match &self.repr {
+            Repr::Small(s) => s.len().checked_sub(1).map(|i| s.at(i)),
+            Repr::Big(z) => z.last().map(|(m, sc)| (&m[..], sc)),
+        }
+    }
+
+    /// Elements in ascending order from rank `start` (inclusive).
     pub fn iter_from(&self, start: usize) -> Iter<'_> {
-        Iter { z: self, cur: self.node_at(start).unwrap_or(NIL), rev: false }
+        Iter(match &self.repr {
+            Repr::Small(s) => Walk::small(s, start, false),
+            Repr::Big(z) => Walk::Big(z.iter_from(start)),
+        })
     }
 
     /// Elements in descending order from rank `start` (inclusive, an
     /// ascending rank) down to the lowest.
     pub fn iter_rev_from(&self, start: usize) -> Iter<'_> {
-        Iter { z: self, cur: self.node_at(start).unwrap_or(NIL), rev: true }
+        Iter(match &self.repr {
+            Repr::Small(s) => Walk::small(s, if start < s.len() { start + 1 } else { 0 }, true),
+            Repr::Big(z) => Walk::Big(z.iter_rev_from(start)),
+        })
     }
 
     /// All elements in ascending order.
     pub fn iter(&self) -> Iter<'_> {
-        Iter { z: self, cur: self.link(HEAD, 0).forward, rev: false }
+        self.iter_from(0)
+    }
+
+    /// Number of leading elements for which `pred(score, member)` holds
+    /// (`pred` true then false along the order).
+    fn count_while(&self, pred: impl Fn(f64, &[u8]) -> bool) -> usize {
+        match &self.repr {
+            Repr::Small(s) => s.partition_point(pred),
+            Repr::Big(z) => z.count_while(|n| pred(n.score, &n.member)),
+        }
     }
 
     /// Number of elements below `min` (the rank of the first element in a
     /// range starting at `min`).
     pub fn score_lower(&self, min: ScoreBound) -> usize {
         if min.exclusive {
-            self.count_while(|n| n.score <= min.value)
+            self.count_while(|s, _| s <= min.value)
         } else {
-            self.count_while(|n| n.score < min.value)
+            self.count_while(|s, _| s < min.value)
         }
     }
 
@@ -484,9 +737,9 @@ impl ZSet {
     /// element in a range ending at `max`).
     pub fn score_upper(&self, max: ScoreBound) -> usize {
         if max.exclusive {
-            self.count_while(|n| n.score < max.value)
+            self.count_while(|s, _| s < max.value)
         } else {
-            self.count_while(|n| n.score <= max.value)
+            self.count_while(|s, _| s <= max.value)
         }
     }
 
@@ -536,7 +789,7 @@ impl ZSet {
             LexBound::PosInf => true,
             LexBound::Value(v, excl) => m < &v[..] || (!*excl && m == &v[..]),
         };
-        let members: Vec<&Bytes> = self.iter().map(|(m, _)| m).collect();
+        let members: Vec<&[u8]> = self.iter().map(|(m, _)| m).collect();
         let empty_range = match (min, max) {
             (LexBound::PosInf, _) | (_, LexBound::NegInf) => true,
             (LexBound::Value(a, ax), LexBound::Value(b, bx)) => a > b || (a == b && (*ax || *bx)),
@@ -564,19 +817,20 @@ impl ZSet {
         }
     }
 
-    /// The skip list's descent (`zslFirstInLexRange`…), O(log n).
+    /// The descent (`zslFirstInLexRange`…): O(log n) on the skip list, a
+    /// binary search on the small form.
     fn lex_descend(&self, min: &LexBound, max: &LexBound) -> (usize, usize) {
         let lo = match min {
             LexBound::NegInf => 0,
             LexBound::PosInf => self.len(),
-            LexBound::Value(v, true) => self.count_while(|n| n.member[..] <= v[..]),
-            LexBound::Value(v, false) => self.count_while(|n| n.member[..] < v[..]),
+            LexBound::Value(v, true) => self.count_while(|_, m| m <= &v[..]),
+            LexBound::Value(v, false) => self.count_while(|_, m| m < &v[..]),
         };
         let hi = match max {
             LexBound::NegInf => 0,
             LexBound::PosInf => self.len(),
-            LexBound::Value(v, true) => self.count_while(|n| n.member[..] < v[..]),
-            LexBound::Value(v, false) => self.count_while(|n| n.member[..] <= v[..]),
+            LexBound::Value(v, true) => self.count_while(|_, m| m < &v[..]),
+            LexBound::Value(v, false) => self.count_while(|_, m| m <= &v[..]),
         };
         (lo, hi.max(lo))
     }
@@ -584,88 +838,99 @@ impl ZSet {
     /// Removes the elements with ranks in `[start, end)`; returns them in
     /// ascending order.
     pub fn remove_rank_range(&mut self, start: usize, end: usize) -> Vec<(Bytes, f64)> {
-        let end = end.min(self.len());
-        if start >= end {
-            return Vec::new();
+        match &mut self.repr {
+            Repr::Small(s) => {
+                let end = end.min(s.len());
+                if start >= end {
+                    return Vec::new();
+                }
+                let out = (start..end)
+                    .map(|i| {
+                        let (m, sc) = s.at(i);
+                        (Bytes::copy_from_slice(m), sc)
+                    })
+                    .collect();
+                s.remove_range(start, end);
+                out
+            }
+            Repr::Big(z) => z.remove_rank_range(start, end),
         }
-        let out: Vec<(Bytes, f64)> = self.iter_from(start).take(end - start).map(|(m, s)| (m.clone(), s)).collect();
-        for (m, _) in &out {
-            self.remove(m);
-        }
-        out
     }
 
-    /// Member at position `i` of the member map (random sampling, ZSCAN).
-    pub fn entry_at(&self, i: usize) -> Option<(&Bytes, f64)> {
-        self.dict.get_index(i).map(|(m, &n)| (m, self.node(n).score))
-    }
-
-    /// Members and scores in member-map order (not sorted).
-    pub fn unordered(&self) -> impl Iterator<Item = (&Bytes, f64)> + '_ {
-        self.dict.iter().map(|(m, &n)| (m, self.node(n).score))
+    /// Member at position `i` of the set's stable order: its rank in the
+    /// small form, its place in the member map in the skip list's (random
+    /// sampling, ZSCAN's cursor).
+    pub fn entry_at(&self, i: usize) -> Option<(&[u8], f64)> {
+        match &self.repr {
+            Repr::Small(s) => (i < s.len()).then(|| s.at(i)),
+            Repr::Big(z) => z.entry_at(i).map(|(m, sc)| (&m[..], sc)),
+        }
     }
 
     /// Checks every structural invariant (tests).
     #[cfg(test)]
     fn check(&self) {
-        let mut count = 0usize;
-        let mut x = self.link(HEAD, 0).forward;
-        let mut prev = NIL;
-        while x != NIL {
-            let n = self.node(x);
-            assert_eq!(n.backward, prev);
-            if prev != NIL {
-                let p = self.node(prev);
-                assert_eq!(cmp_entry(p.score, &p.member, n.score, &n.member), Ordering::Less);
-            }
-            assert_eq!(self.dict.get(&n.member[..]), Some(&x));
-            count += 1;
-            prev = x;
-            x = self.link(x, 0).forward;
-        }
-        assert_eq!(self.tail, prev);
-        assert_eq!(count, self.dict.len());
-        // Spans: positions by level-0 walk.
-        let mut pos = std::collections::HashMap::new();
-        pos.insert(HEAD, 0usize);
-        let mut x = self.link(HEAD, 0).forward;
-        let mut p = 1;
-        while x != NIL {
-            pos.insert(x, p);
-            p += 1;
-            x = self.link(x, 0).forward;
-        }
-        for l in 0..self.level {
-            let mut x = HEAD;
-            loop {
-                let lk = self.link(x, l);
-                if lk.forward == NIL {
-                    break;
-                }
-                assert_eq!(pos[&x] + lk.span as usize, pos[&lk.forward], "span at level {l}");
-                x = lk.forward;
-            }
+        match &self.repr {
+            Repr::Small(s) => s.check(),
+            Repr::Big(z) => z.check(),
         }
     }
 }
 
-/// Iterator over `(member, score)` along level 0.
-pub struct Iter<'a> {
-    z: &'a ZSet,
-    cur: u32,
-    rev: bool,
+/// Iterator over `(member, score)` in order (or reverse order).
+pub struct Iter<'a>(Walk<'a>);
+
+enum Walk<'a> {
+    /// The small form's sections ([`Small::sections`]); `next`: the next
+    /// index forward, or one past it backward (0: done); `at`: where the
+    /// member of the entry before `next` ends, forward (a running offset).
+    Small {
+        ends: &'a [u8],
+        scores: &'a [u8],
+        members: &'a [u8],
+        next: usize,
+        at: usize,
+        rev: bool,
+    },
+    Big(SkipIter<'a>),
+}
+
+impl<'a> Walk<'a> {
+    fn small(s: &'a Small, next: usize, rev: bool) -> Walk<'a> {
+        let (ends, scores, members) = s.sections();
+        let end = |j: usize| usize::from(u16::from_le_bytes([ends[2 * j], ends[2 * j + 1]]));
+        let at = if rev || next == 0 || next > s.len() { 0 } else { end(next - 1) };
+        Walk::Small { ends, scores, members, next, at, rev }
+    }
 }
 
 impl<'a> Iterator for Iter<'a> {
-    type Item = (&'a Bytes, f64);
+    type Item = (&'a [u8], f64);
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
-        if self.cur == NIL {
-            return None;
+        match &mut self.0 {
+            Walk::Small { ends, scores, members, next, at, rev } => {
+                let end = |j: usize| usize::from(u16::from_le_bytes([ends[2 * j], ends[2 * j + 1]]));
+                let score = |j: usize| f64::from_le_bytes(scores[8 * j..8 * j + 8].try_into().expect("8 bytes"));
+                if *rev {
+                    let i = next.checked_sub(1)?;
+                    *next = i;
+                    let start = if i == 0 { 0 } else { end(i - 1) };
+                    Some((&members[start..end(i)], score(i)))
+                } else {
+                    let i = *next;
+                    if 2 * i >= ends.len() {
+                        return None;
+                    }
+                    *next += 1;
+                    let (start, stop) = (*at, end(i));
+                    *at = stop;
+                    Some((&members[start..stop], score(i)))
+                }
+            }
+            Walk::Big(it) => it.next().map(|(m, sc)| (&m[..], sc)),
         }
-        let n = self.z.node(self.cur);
-        self.cur = if self.rev { n.backward } else { n.inline[0].forward };
-        Some((&n.member, n.score))
     }
 }
 
@@ -709,10 +974,10 @@ mod tests {
         assert!(z.insert(b("a"), 1.0));
         assert!(z.insert(b("c"), 0.5));
         assert!(!z.insert(b("c"), 2.0));
-        let v: Vec<_> = z.iter().map(|(m, s)| (m.clone(), s)).collect();
-        assert_eq!(v, vec![(b("a"), 1.0), (b("b"), 1.0), (b("c"), 2.0)]);
+        let v: Vec<_> = z.iter().map(|(m, s)| (m.to_vec(), s)).collect();
+        assert_eq!(v, vec![(b"a".to_vec(), 1.0), (b"b".to_vec(), 1.0), (b"c".to_vec(), 2.0)]);
         assert_eq!(z.rank(b"c"), Some(2));
-        assert_eq!(z.get_by_rank(1).map(|(m, _)| m.clone()), Some(b("b")));
+        assert_eq!(z.get_by_rank(1).map(|(m, _)| m.to_vec()), Some(b"b".to_vec()));
         assert_eq!(z.remove(b"a"), Some(1.0));
         assert_eq!(z.rank(b"b"), Some(0));
         z.check();
@@ -750,6 +1015,123 @@ mod tests {
         }
     }
 
+    /// Every read of `a` and `b` (same content, any forms) answers alike.
+    fn same_answers(a: &ZSet, b: &ZSet, rng: &mut rand::rngs::SmallRng) {
+        assert_eq!(a.len(), b.len());
+        let all: Vec<(Vec<u8>, f64)> = a.iter().map(|(m, s)| (m.to_vec(), s)).collect();
+        assert_eq!(all, b.iter().map(|(m, s)| (m.to_vec(), s)).collect::<Vec<_>>());
+        let rev: Vec<(Vec<u8>, f64)> =
+            b.iter_rev_from(b.len().saturating_sub(1)).map(|(m, s)| (m.to_vec(), s)).collect();
+        assert_eq!(rev, all.iter().rev().cloned().collect::<Vec<_>>());
+        for (i, (m, s)) in all.iter().enumerate() {
+            assert_eq!((a.rank(m), b.rank(m)), (Some(i), Some(i)));
+            assert_eq!((a.score(m), b.score(m)), (Some(*s), Some(*s)));
+            assert_eq!(a.get_by_rank(i), b.get_by_rank(i));
+        }
+        assert_eq!((a.first(), a.last()), (b.first(), b.last()));
+        assert_eq!(a.max_member_len(), b.max_member_len());
+        for _ in 0..20 {
+            let bound = |rng: &mut rand::rngs::SmallRng| ScoreBound {
+                value: match rng.random_range(0..8) {
+                    0 => f64::NEG_INFINITY,
+                    1 => f64::INFINITY,
+                    _ => f64::from(rng.random_range(-12..12)) / 2.0,
+                },
+                exclusive: rng.random_bool(0.5),
+            };
+            let (min, max) = (bound(rng), bound(rng));
+            assert_eq!(a.score_range(min, max), b.score_range(min, max));
+            let lex = |rng: &mut rand::rngs::SmallRng| match rng.random_range(0..5) {
+                0 => LexBound::NegInf,
+                1 => LexBound::PosInf,
+                _ => LexBound::Value(Bytes::from(format!("m{}", rng.random_range(0..160))), rng.random_bool(0.5)),
+            };
+            let (min, max) = (lex(rng), lex(rng));
+            assert_eq!(a.lex_range(&min, &max), b.lex_range(&min, &max));
+            assert_eq!(a.lex_range_rev(&min, &max), b.lex_range_rev(&min, &max));
+        }
+    }
+
+    #[test]
+    fn small_and_skiplist_forms_agree() {
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(40);
+        for round in 0..40 {
+            let (mut a, mut b) = (ZSet::new(), ZSet::new());
+            b.to_skiplist();
+            let members = if round % 2 == 0 { 100 } else { 160 };
+            for _ in 0..400 {
+                let m = Bytes::from(format!("m{}", rng.random_range(0..members)));
+                match rng.random_range(0..10) {
+                    0..=5 => {
+                        let s = f64::from(rng.random_range(-8..8)) / 2.0;
+                        assert_eq!(a.insert(m.clone(), s), b.insert(m, s));
+                    }
+                    6..=7 => assert_eq!(a.remove(&m), b.remove(&m)),
+                    8 => {
+                        let n = a.len();
+                        let lo = rng.random_range(0..=n);
+                        let hi = (lo + rng.random_range(0..4)).min(n);
+                        assert_eq!(a.remove_rank_range(lo, hi), b.remove_rank_range(lo, hi));
+                    }
+                    _ => same_answers(&a, &b, &mut rng),
+                }
+                a.check();
+                b.check();
+                assert!(!b.is_small());
+            }
+            same_answers(&a, &b, &mut rng);
+        }
+    }
+
+    #[test]
+    fn converts_past_either_limit_and_never_back() {
+        let mut z = ZSet::new();
+        for i in 0..small::MAX_ENTRIES {
+            z.insert(Bytes::from(format!("{i}")), i as f64);
+        }
+        assert!(z.is_small());
+        assert!(!z.insert(b("0"), -1.0), "an update");
+        assert!(z.is_small());
+        z.insert(b("one more"), 0.5);
+        assert!(!z.is_small());
+        z.check();
+        while z.len() > 1 {
+            let (m, _) = z.first().expect("not empty");
+            let m = m.to_vec();
+            z.remove(&m);
+        }
+        assert!(!z.is_small(), "a skip list never goes back");
+        let mut z = ZSet::new();
+        z.insert(Bytes::from(vec![b'x'; small::MAX_MEMBER]), 1.0);
+        assert!(z.is_small());
+        z.insert(Bytes::from(vec![b'y'; small::MAX_MEMBER + 1]), 1.0);
+        assert!(!z.is_small());
+        assert_eq!(z.max_member_len(), small::MAX_MEMBER + 1);
+    }
+
+    #[test]
+    fn infinities_and_equal_scores_order_in_both_forms() {
+        for big in [false, true] {
+            let mut z = ZSet::new();
+            if big {
+                z.to_skiplist();
+            }
+            for (m, s) in [("b", f64::INFINITY), ("a", f64::INFINITY), ("z", f64::NEG_INFINITY), ("c", 0.0), ("", -0.0)]
+            {
+                z.insert(b(m), s);
+            }
+            let order: Vec<Vec<u8>> = z.iter().map(|(m, _)| m.to_vec()).collect();
+            assert_eq!(order, [&b"z"[..], b"", b"c", b"a", b"b"].map(|m| m.to_vec()));
+            let all = ScoreBound { value: f64::NEG_INFINITY, exclusive: false };
+            let top = ScoreBound { value: f64::INFINITY, exclusive: false };
+            assert_eq!(z.score_range(all, top), (0, 5));
+            let open_top = ScoreBound { value: f64::INFINITY, exclusive: true };
+            assert_eq!(z.score_range(all, open_top), (0, 3));
+            let zero = ScoreBound { value: 0.0, exclusive: false };
+            assert_eq!(z.score_range(zero, zero), (1, 3), "-0 and 0 compare equal");
+        }
+    }
+
     #[test]
     fn random_operations_match_a_btreeset_model() {
         let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
@@ -784,7 +1166,7 @@ mod tests {
                     if !sorted.is_empty() {
                         let r = rng.random_range(0..sorted.len());
                         let (gm, gs) = z.get_by_rank(r).expect("rank in range");
-                        assert_eq!((&gm[..], gs), (&sorted[r].0[..], sorted[r].1));
+                        assert_eq!((gm, gs), (&sorted[r].0[..], sorted[r].1));
                     }
                 }
                 _ => {

@@ -1,0 +1,439 @@
+//! A small sorted set in one allocation: the form a sorted set has while
+//! it holds at most [`MAX_ENTRIES`] (32) members of at most [`MAX_MEMBER`]
+//! (64) bytes, where one buffer beats a skip list and a hash index on
+//! memory (a 1-member set: about 30 bytes instead of a kilobyte) and on
+//! speed. Past 32 members the skip list is as fast or faster for writes
+//! and walks (`benches/zset.rs`, BENCHMARKS.md), so the form stops there,
+//! short of Redis's listpack limit (128): `OBJECT ENCODING` is not this
+//! form's business but the key's encoding mark's (`db::StrEnc`).
+//!
+//! Layout of `buf` (empty for an empty set, no allocation), `n` entries
+//! sorted by `(score, member)`:
+//!
+//! ```text
+//! [n: u8] [tag: u8; n] [end: u16 LE; n] [score: f64 LE; n] [member bytes …]
+//! ```
+//!
+//! `tag[i]` is one byte of a hash of member `i`: a lookup by member scans
+//! the tags (eight at a time in a `u64`) and compares only the members
+//! whose tag matches. `end[i]` is
+//! where member `i` ends in the member area (it starts where `i - 1` ends),
+//! so entry `i` is reached in O(1) and positions by score or member are a
+//! binary search.
+//!
+//! **Invariants:** entries are strictly increasing by `(score, member)`
+//! (scores compared as doubles, members bytewise); no score is NaN;
+//! `n <= MAX_ENTRIES` and every member is at most `MAX_MEMBER` bytes (so
+//! ends fit in a `u16`); `buf` is empty exactly when `n == 0`;
+//! `tag[i] == tag_of(member i)`.
+
+use std::cmp::Ordering;
+
+/// Most entries a small set holds; the owner converts to the skip list
+/// beyond. Measured, not Redis's `zset-max-listpack-entries` (128): up to
+/// 32 members the buffer is not slower than the skip list on any
+/// operation of `benches/zset.rs`, at 64 and 128 its writes are.
+pub const MAX_ENTRIES: usize = 32;
+/// Longest member a small set holds (`zset-max-listpack-value` default).
+pub const MAX_MEMBER: usize = 64;
+
+/// One byte of a cheap hash of `m`: one multiply per eight bytes, the top
+/// byte kept. Members sharing a tag cost a comparison each, never a wrong
+/// answer; a general-purpose hash of the member cost more than the whole
+/// lookup in the skip list.
+#[inline]
+fn tag_of(m: &[u8]) -> u8 {
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+    let n = m.len();
+    let mut h = (n as u64).wrapping_mul(K);
+    let mut mix = |w: u64| h = (h ^ w).wrapping_mul(K) ^ (h >> 32);
+    let words = m.chunks_exact(8);
+    let rest = words.remainder();
+    for w in words {
+        mix(u64::from_le_bytes(w.try_into().expect("8 bytes")));
+    }
+    if n >= 8 && !rest.is_empty() {
+        // The last eight bytes, overlapping the words already mixed.
+        mix(u64::from_le_bytes(m[n - 8..].try_into().expect("8 bytes")));
+    } else if !rest.is_empty() {
+        mix(rest.iter().fold(0, |w, &b| (w << 8) | u64::from(b)));
+    }
+    (h >> 56) as u8
+}
+
+/// `(s1, m1)` against `(s2, m2)` in sorted set order.
+#[inline]
+pub fn cmp_entry(s1: f64, m1: &[u8], s2: f64, m2: &[u8]) -> Ordering {
+    if s1 < s2 {
+        Ordering::Less
+    } else if s1 > s2 {
+        Ordering::Greater
+    } else {
+        m1.cmp(m2)
+    }
+}
+
+/// A small sorted set (see the module docs).
+#[derive(Debug, Clone, Default)]
+pub struct Small {
+    buf: Vec<u8>,
+}
+
+impl Small {
+    /// Number of entries.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.buf.first().map_or(0, |&n| usize::from(n))
+    }
+
+    #[inline]
+    fn tags_at(_n: usize) -> usize {
+        1
+    }
+
+    #[inline]
+    fn ends_at(n: usize) -> usize {
+        1 + n
+    }
+
+    #[inline]
+    fn scores_at(n: usize) -> usize {
+        1 + 3 * n
+    }
+
+    #[inline]
+    fn members_at(n: usize) -> usize {
+        1 + 11 * n
+    }
+
+    #[inline]
+    fn end(&self, n: usize, i: usize) -> usize {
+        let p = Self::ends_at(n) + 2 * i;
+        usize::from(u16::from_le_bytes([self.buf[p], self.buf[p + 1]]))
+    }
+
+    /// Score of entry `i` (`i < len`).
+    #[inline]
+    pub fn score_at(&self, i: usize) -> f64 {
+        let p = Self::scores_at(self.len()) + 8 * i;
+        f64::from_le_bytes(self.buf[p..p + 8].try_into().expect("8 bytes"))
+    }
+
+    /// Member of entry `i` (`i < len`).
+    #[inline]
+    pub fn member_at(&self, i: usize) -> &[u8] {
+        let n = self.len();
+        let start = if i == 0 { 0 } else { self.end(n, i - 1) };
+        let base = Self::members_at(n);
+        &self.buf[base + start..base + self.end(n, i)]
+    }
+
+    /// Entry `i` (`i < len`).
+    #[inline]
+    pub fn at(&self, i: usize) -> (&[u8], f64) {
+        let n = self.len();
+        let ends = &self.buf[Self::ends_at(n)..Self::scores_at(n)];
+        let end = |j: usize| usize::from(u16::from_le_bytes([ends[2 * j], ends[2 * j + 1]]));
+        let (start, stop) = (if i == 0 { 0 } else { end(i - 1) }, end(i));
+        let sp = Self::scores_at(n) + 8 * i;
+        let score = f64::from_le_bytes(self.buf[sp..sp + 8].try_into().expect("8 bytes"));
+        let base = Self::members_at(n);
+        (&self.buf[base + start..base + stop], score)
+    }
+
+    /// The sections an iteration reads: ends, scores, members.
+    #[inline]
+    pub fn sections(&self) -> (&[u8], &[u8], &[u8]) {
+        let n = self.len();
+        if n == 0 {
+            return (&[], &[], &[]);
+        }
+        let b = &self.buf[..];
+        (
+            &b[Self::ends_at(n)..Self::scores_at(n)],
+            &b[Self::scores_at(n)..Self::members_at(n)],
+            &b[Self::members_at(n)..],
+        )
+    }
+
+    /// Index of `member`.
+    pub fn find(&self, member: &[u8]) -> Option<usize> {
+        let n = self.len();
+        if n == 0 {
+            return None;
+        }
+        let tag = tag_of(member);
+        let b = &self.buf[..];
+        let tags = &b[Self::tags_at(n)..Self::ends_at(n)];
+        let ends = &b[Self::ends_at(n)..Self::scores_at(n)];
+        let members = &b[Self::members_at(n)..];
+        let end = |j: usize| usize::from(u16::from_le_bytes([ends[2 * j], ends[2 * j + 1]]));
+        // Lengths first: most members sharing a tag differ in length.
+        let is = |i: usize| {
+            let stop = end(i);
+            let start = if i == 0 { 0 } else { end(i - 1) };
+            stop - start == member.len() && &members[start..stop] == member
+        };
+        // Eight tags at a time: a byte of `x` is zero where the tag
+        // matches; the bit trick flags every such byte (and, rarely, a
+        // byte above one after a borrow), each checked against the member.
+        const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+        const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+        let wanted = ONES * u64::from(tag);
+        let words = tags.chunks_exact(8);
+        let rest = words.remainder();
+        for (k, w) in words.enumerate() {
+            let x = u64::from_le_bytes(w.try_into().expect("8 bytes")) ^ wanted;
+            let mut hits = x.wrapping_sub(ONES) & !x & HIGHS;
+            while hits != 0 {
+                let i = 8 * k + (hits.trailing_zeros() / 8) as usize;
+                if is(i) {
+                    return Some(i);
+                }
+                hits &= hits - 1;
+            }
+        }
+        let base = n - rest.len();
+        rest.iter().enumerate().find(|&(j, &t)| t == tag && is(base + j)).map(|(j, _)| base + j)
+    }
+
+    /// Number of leading entries for which `pred` holds (`pred` true then
+    /// false along the order): a binary search.
+    pub fn partition_point(&self, pred: impl Fn(f64, &[u8]) -> bool) -> usize {
+        let (mut lo, mut hi) = (0, self.len());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if pred(self.score_at(mid), self.member_at(mid)) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
+    /// Length of the longest member.
+    pub fn max_member_len(&self) -> usize {
+        let n = self.len();
+        let mut prev = 0;
+        let mut max = 0;
+        for i in 0..n {
+            let e = self.end(n, i);
+            max = max.max(e - prev);
+            prev = e;
+        }
+        max
+    }
+
+    /// Bytes allocated.
+    pub fn heap_size(&self) -> usize {
+        self.buf.capacity()
+    }
+
+    /// The buffer of a set holding one entry.
+    fn single(member: &[u8], score: f64) -> Vec<u8> {
+        let mut out = Vec::with_capacity(Self::members_at(1) + member.len());
+        out.push(1);
+        out.push(tag_of(member));
+        out.extend_from_slice(&(member.len() as u16).to_le_bytes());
+        out.extend_from_slice(&score.to_le_bytes());
+        out.extend_from_slice(member);
+        out
+    }
+
+    /// Inserts a member known absent at its place; the caller keeps the
+    /// limits (`len < MAX_ENTRIES`, `member.len() <= MAX_MEMBER`) and never
+    /// passes NaN.
+    pub fn insert_new(&mut self, member: &[u8], score: f64) {
+        debug_assert!(self.len() < MAX_ENTRIES && member.len() <= MAX_MEMBER && !score.is_nan());
+        let at = self.partition_point(|s, m| cmp_entry(s, m, score, member) == Ordering::Less);
+        if self.buf.is_empty() {
+            self.buf = Self::single(member, score);
+        } else {
+            self.insert_at(at, member, score);
+        }
+    }
+
+    /// Inserts entry `i` in place (`0 < len`, order and limits kept by the
+    /// caller): the buffer grows by one entry and every section moves
+    /// right, the highest first, so no byte is overwritten before it is
+    /// read.
+    fn insert_at(&mut self, i: usize, member: &[u8], score: f64) {
+        let n = self.len();
+        let len = member.len();
+        let total = self.end(n, n - 1);
+        let p = if i == 0 { 0 } else { self.end(n, i - 1) };
+        let (om, nm) = (Self::members_at(n), Self::members_at(n + 1));
+        let (os, ns) = (Self::scores_at(n), Self::scores_at(n + 1));
+        let (oe, ne) = (Self::ends_at(n), Self::ends_at(n + 1));
+        // Exactly one entry more: a small set's memory is its length.
+        self.buf.reserve_exact(nm + total + len - self.buf.len());
+        self.buf.resize(nm + total + len, 0);
+        let b = &mut self.buf;
+        b.copy_within(om + p..om + total, nm + p + len);
+        b.copy_within(om..om + p, nm);
+        b[nm + p..nm + p + len].copy_from_slice(member);
+        b.copy_within(os + 8 * i..os + 8 * n, ns + 8 * (i + 1));
+        b.copy_within(os..os + 8 * i, ns);
+        b[ns + 8 * i..ns + 8 * i + 8].copy_from_slice(&score.to_le_bytes());
+        b.copy_within(oe + 2 * i..oe + 2 * n, ne + 2 * (i + 1));
+        b.copy_within(oe..oe + 2 * i, ne);
+        b[ne + 2 * i..ne + 2 * i + 2].copy_from_slice(&((p + len) as u16).to_le_bytes());
+        for j in i + 1..=n {
+            let at = ne + 2 * j;
+            let e = u16::from_le_bytes([b[at], b[at + 1]]) + len as u16;
+            b[at..at + 2].copy_from_slice(&e.to_le_bytes());
+        }
+        let ot = Self::tags_at(n);
+        b.copy_within(ot + i..ot + n, ot + i + 1);
+        b[ot + i] = tag_of(member);
+        b[0] = (n + 1) as u8;
+    }
+
+    /// Gives entry `i` a new score, moving it where the order wants it.
+    pub fn set_score(&mut self, i: usize, score: f64) {
+        let n = self.len();
+        let m = self.member_at(i);
+        let after_prev = i == 0 || cmp_entry(self.score_at(i - 1), self.member_at(i - 1), score, m) == Ordering::Less;
+        let before_next =
+            i + 1 == n || cmp_entry(score, m, self.score_at(i + 1), self.member_at(i + 1)) == Ordering::Less;
+        if after_prev && before_next {
+            let p = Self::scores_at(n) + 8 * i;
+            self.buf[p..p + 8].copy_from_slice(&score.to_le_bytes());
+            return;
+        }
+        let member = m.to_vec();
+        self.remove_range(i, i + 1);
+        self.insert_new(&member, score);
+    }
+
+    /// Removes entries `[lo, hi)`, in place: every section moves left (or
+    /// stays), so one pass from the left never overwrites bytes not yet
+    /// read.
+    pub fn remove_range(&mut self, lo: usize, hi: usize) {
+        let n = self.len();
+        if lo >= hi {
+            return;
+        }
+        if hi - lo == n {
+            self.buf = Vec::new();
+            return;
+        }
+        let m = n - (hi - lo);
+        let start = if lo == 0 { 0 } else { self.end(n, lo - 1) };
+        let (gap_end, all) = (self.end(n, hi - 1), self.end(n, n - 1));
+        let gone = gap_end - start;
+        self.buf[0] = m as u8;
+        self.buf.copy_within(Self::tags_at(n) + hi..Self::tags_at(n) + n, Self::tags_at(m) + lo);
+        for j in 0..m {
+            let (from, shift) = if j < lo { (j, 0) } else { (j + hi - lo, gone) };
+            let e = (self.end(n, from) - shift) as u16;
+            let at = Self::ends_at(m) + 2 * j;
+            self.buf[at..at + 2].copy_from_slice(&e.to_le_bytes());
+        }
+        let (os, ns) = (Self::scores_at(n), Self::scores_at(m));
+        self.buf.copy_within(os..os + 8 * lo, ns);
+        self.buf.copy_within(os + 8 * hi..os + 8 * n, ns + 8 * lo);
+        let (om, nm) = (Self::members_at(n), Self::members_at(m));
+        self.buf.copy_within(om..om + start, nm);
+        self.buf.copy_within(om + gap_end..om + all, nm + start);
+        self.buf.truncate(nm + all - gone);
+        if self.buf.capacity() > 2 * self.buf.len() + 64 {
+            self.buf.shrink_to_fit();
+        }
+    }
+
+    /// Checks the invariants (tests).
+    #[cfg(test)]
+    pub fn check(&self) {
+        let n = self.len();
+        assert_eq!(self.buf.is_empty(), n == 0);
+        if n == 0 {
+            return;
+        }
+        assert!(n <= MAX_ENTRIES);
+        assert_eq!(self.buf.len(), Self::members_at(n) + self.end(n, n - 1));
+        for i in 0..n {
+            assert!(!self.score_at(i).is_nan());
+            assert!(self.member_at(i).len() <= MAX_MEMBER);
+            assert_eq!(self.buf[Self::tags_at(n) + i], tag_of(self.member_at(i)));
+            if i > 0 {
+                let (a, b) = (self.at(i - 1), self.at(i));
+                assert_eq!(cmp_entry(a.1, a.0, b.1, b.0), Ordering::Less);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keeps_entries_sorted_with_equal_scores_by_member() {
+        let mut s = Small::default();
+        assert_eq!(s.heap_size(), 0, "an empty set allocates nothing");
+        s.insert_new(b"b", 1.0);
+        s.insert_new(b"a", 1.0);
+        s.insert_new(b"", 1.0);
+        s.insert_new(b"z", f64::NEG_INFINITY);
+        s.insert_new(b"y", f64::INFINITY);
+        s.insert_new(b"ab", 1.0);
+        s.check();
+        let all: Vec<(&[u8], f64)> = (0..s.len()).map(|i| s.at(i)).collect();
+        assert_eq!(
+            all,
+            vec![
+                (&b"z"[..], f64::NEG_INFINITY),
+                (&b""[..], 1.0),
+                (&b"a"[..], 1.0),
+                (&b"ab"[..], 1.0),
+                (&b"b"[..], 1.0),
+                (&b"y"[..], f64::INFINITY)
+            ]
+        );
+        assert_eq!(s.find(b"ab"), Some(3));
+        assert_eq!(s.find(b""), Some(1));
+        assert_eq!(s.find(b"c"), None);
+        s.set_score(1, 2.0);
+        s.check();
+        assert_eq!(s.find(b""), Some(4));
+        s.set_score(4, 1.5);
+        assert_eq!(s.find(b""), Some(4), "an update keeping the order stays in place");
+        s.remove_range(0, 2);
+        s.check();
+        assert_eq!(s.len(), 4);
+        assert_eq!(s.member_at(0), b"ab");
+        s.remove_range(0, 4);
+        assert_eq!((s.len(), s.heap_size()), (0, 0));
+    }
+
+    #[test]
+    fn holds_the_limits() {
+        let mut s = Small::default();
+        let long = vec![b'x'; MAX_MEMBER];
+        for i in 0..MAX_ENTRIES {
+            let mut m = long.clone();
+            m[..3].copy_from_slice(format!("{i:03}").as_bytes());
+            s.insert_new(&m, (i % 7) as f64);
+        }
+        s.check();
+        assert_eq!(s.len(), MAX_ENTRIES);
+        assert_eq!(s.max_member_len(), MAX_MEMBER);
+        let first = s.partition_point(|sc, _| sc < 3.0);
+        assert!(s.score_at(first) == 3.0 && s.score_at(first - 1) == 2.0);
+    }
+
+    #[test]
+    fn tags_spread_over_members_alike() {
+        for shape in [
+            |i: usize| format!("req:{i:012}"),
+            |i: usize| format!("{i}"),
+            |i: usize| format!("6f1c2a9e-1b2c-4d3e-8f90-{i:04}ab12cd34:1"),
+            |i: usize| format!("lock-owner-{i:03}-of-the-queue-with-a-long-name"),
+        ] {
+            let tags: std::collections::HashSet<u8> = (0..64).map(|i| tag_of(shape(i).as_bytes())).collect();
+            assert!(tags.len() >= 40, "{} distinct tags of 64 for {}", tags.len(), shape(0));
+        }
+    }
+}
