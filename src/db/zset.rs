@@ -1,5 +1,5 @@
 //! Sorted set storage, in two forms behind one [`ZSet`]: a small set is one
-//! sorted buffer ([`small`]: up to 32 members of up to 64 bytes, measured
+//! sorted buffer ([`small`]: up to 16 members of up to 64 bytes, measured
 //! as where the buffer stops winning; a Redis 7.0 sorted set is a listpack
 //! up to 128); past either limit, for good, an arena skip list with spans
 //! (Redis's `zskiplist`) plus a member → node map ([`SkipList`]).
@@ -600,7 +600,7 @@ impl ZSet {
     #[inline]
     pub fn score(&self, member: &[u8]) -> Option<f64> {
         match &self.repr {
-            Repr::Small(s) => s.find(member).map(|i| s.score_at(i)),
+            Repr::Small(s) => s.score_of(member),
             Repr::Big(z) => z.score(member),
         }
     }
@@ -727,9 +727,17 @@ impl ZSet {
     /// range starting at `min`).
     pub fn score_lower(&self, min: ScoreBound) -> usize {
         if min.exclusive {
-            self.count_while(|s, _| s <= min.value)
+            self.count_while_score(|s| s <= min.value)
         } else {
-            self.count_while(|s, _| s < min.value)
+            self.count_while_score(|s| s < min.value)
+        }
+    }
+
+    /// [`count_while`](Self::count_while) of a predicate on the score.
+    fn count_while_score(&self, pred: impl Fn(f64) -> bool) -> usize {
+        match &self.repr {
+            Repr::Small(s) => s.partition_point_score(pred),
+            Repr::Big(z) => z.count_while(|n| pred(n.score)),
         }
     }
 
@@ -737,9 +745,9 @@ impl ZSet {
     /// element in a range ending at `max`).
     pub fn score_upper(&self, max: ScoreBound) -> usize {
         if max.exclusive {
-            self.count_while(|s, _| s < max.value)
+            self.count_while_score(|s| s < max.value)
         } else {
-            self.count_while(|s, _| s <= max.value)
+            self.count_while_score(|s| s <= max.value)
         }
     }
 

@@ -1,9 +1,9 @@
 //! A small sorted set in one allocation: the form a sorted set has while
-//! it holds at most [`MAX_ENTRIES`] (32) members of at most [`MAX_MEMBER`]
+//! it holds at most [`MAX_ENTRIES`] (16) members of at most [`MAX_MEMBER`]
 //! (64) bytes, where one buffer beats a skip list and a hash index on
 //! memory (a 1-member set: about 30 bytes instead of a kilobyte) and on
-//! speed. Past 32 members the skip list is as fast or faster for writes
-//! and walks (`benches/zset.rs`, BENCHMARKS.md), so the form stops there,
+//! speed. Past 16 members the skip list is as fast or faster for lookups
+//! (`ZSCORE`; `benches/zset_small.rs`, BENCHMARKS.md), so the form stops there,
 //! short of Redis's listpack limit (128): `OBJECT ENCODING` is not this
 //! form's business but the key's encoding mark's (`db::StrEnc`).
 //!
@@ -31,9 +31,13 @@ use std::cmp::Ordering;
 
 /// Most entries a small set holds; the owner converts to the skip list
 /// beyond. Measured, not Redis's `zset-max-listpack-entries` (128): up to
-/// 32 members the buffer is not slower than the skip list on any
-/// operation of `benches/zset.rs`, at 64 and 128 its writes are.
-pub const MAX_ENTRIES: usize = 32;
+/// 16 members the buffer is not slower than the skip list on any
+/// operation of `benches/zset_small.rs`; at 24 and 32 its `ZSCORE` is
+/// (1.3-1.5x, a walk or a tag scan against one hash probe), at 64 and 128
+/// its writes are.
+pub const MAX_ENTRIES: usize = 16;
+/// Up to this many entries a lookup compares members without their tags.
+const DIRECT_SCAN: usize = 4;
 /// Longest member a small set holds (`zset-max-listpack-value` default).
 pub const MAX_MEMBER: usize = 64;
 
@@ -156,13 +160,35 @@ impl Small {
         )
     }
 
+    /// Score of `member` (`ZSCORE`, the hottest lookup): the entries are
+    /// walked once, ends, scores and members side by side, which beats
+    /// hashing the member for the tags at every size this form has.
+    #[inline]
+    pub fn score_of(&self, member: &[u8]) -> Option<f64> {
+        let n = self.len();
+        let Some(&last) = member.last() else {
+            return self.find(member).map(|i| self.score_at(i));
+        };
+        let (ends, scores, members) = self.sections();
+        let mut start = 0;
+        for i in 0..n {
+            let stop = usize::from(u16::from_le_bytes([ends[2 * i], ends[2 * i + 1]]));
+            // Length, then the last byte (where names like `req:<n>`
+            // differ), then the whole member.
+            if stop - start == member.len() && members[stop - 1] == last && members[start..stop] == *member {
+                return Some(f64::from_le_bytes(scores[8 * i..8 * i + 8].try_into().expect("8 bytes")));
+            }
+            start = stop;
+        }
+        None
+    }
+
     /// Index of `member`.
     pub fn find(&self, member: &[u8]) -> Option<usize> {
         let n = self.len();
         if n == 0 {
             return None;
         }
-        let tag = tag_of(member);
         let b = &self.buf[..];
         let tags = &b[Self::tags_at(n)..Self::ends_at(n)];
         let ends = &b[Self::ends_at(n)..Self::scores_at(n)];
@@ -174,6 +200,12 @@ impl Small {
             let start = if i == 0 { 0 } else { end(i - 1) };
             stop - start == member.len() && &members[start..stop] == member
         };
+        // A few members are compared directly: cheaper than hashing the
+        // one asked for.
+        if n <= DIRECT_SCAN {
+            return (0..n).find(|&i| is(i));
+        }
+        let tag = tag_of(member);
         // Eight tags at a time: a byte of `x` is zero where the tag
         // matches; the bit trick flags every such byte (and, rarely, a
         // byte above one after a borrow), each checked against the member.
@@ -204,6 +236,24 @@ impl Small {
         while lo < hi {
             let mid = (lo + hi) / 2;
             if pred(self.score_at(mid), self.member_at(mid)) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
+    /// [`partition_point`](Self::partition_point) of a predicate on the
+    /// score alone (score ranges): the members are not read.
+    #[inline]
+    pub fn partition_point_score(&self, pred: impl Fn(f64) -> bool) -> usize {
+        let (_, scores, _) = self.sections();
+        let score = |j: usize| f64::from_le_bytes(scores[8 * j..8 * j + 8].try_into().expect("8 bytes"));
+        let (mut lo, mut hi) = (0, self.len());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if pred(score(mid)) {
                 lo = mid + 1;
             } else {
                 hi = mid;
