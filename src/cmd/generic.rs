@@ -299,13 +299,12 @@ pub(crate) fn encoding_in(e: &crate::db::Entry, profile: crate::version::Profile
 
 /// Whether a set is a listpack under Redis 7.2 and later, which keep a
 /// small set that is not all integers (or too long for an intset) in one
-/// (`set-max-listpack-entries` 128, `set-max-listpack-value` 64, Redis's
-/// defaults: rlockd's parameters are 7.0's). By content: a set that grew
-/// past the limits and shrank stays a hashtable on Redis.
+/// (`set-max-listpack-entries`, `set-max-listpack-value`). By content: a
+/// set that grew past the limits and shrank stays a hashtable on Redis.
 fn set_is_listpack(set: &crate::db::value::SetValue, limits: &EncLimits) -> bool {
     let ints = set.iter().all(|m| crate::num::parse_i64_strict(m).is_some());
     let intset = ints && set.len() <= limits.intset_entries();
-    !intset && set.len() <= 128 && set.iter().all(|m| m.len() <= 64)
+    !intset && set.len() <= limits.set_listpack_entries && set.iter().all(|m| m.len() <= limits.set_listpack_value)
 }
 
 /// Whether a list is one listpack under Redis 7.2 and later (which keep a

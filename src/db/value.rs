@@ -26,6 +26,9 @@ pub struct EncLimits {
     pub hash_entries: usize,
     pub hash_value: usize,
     pub set_intset_entries: usize,
+    /// `set-max-listpack-entries` and `-value` (Redis 7.2 and later).
+    pub set_listpack_entries: usize,
+    pub set_listpack_value: usize,
     pub zset_entries: usize,
     pub zset_value: usize,
     /// `list-max-listpack-size`: entries per quicklist node when positive,
@@ -41,6 +44,8 @@ impl Default for EncLimits {
             hash_entries: 512,
             hash_value: 64,
             set_intset_entries: 512,
+            set_listpack_entries: 128,
+            set_listpack_value: 64,
             zset_entries: 128,
             zset_value: 64,
             list_fill: -2,
