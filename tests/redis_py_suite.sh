@@ -5,7 +5,11 @@
 # redis-server 8.2.3 and against rlockd started with --redis-version 8.2.3,
 # and compares the outcome of every test.
 #
-#   tests/redis_py_suite.sh
+#   tests/redis_py_suite.sh            the 7.4-8.2 features, standalone
+#   tests/redis_py_suite.sh cluster    redis-py's cluster suite (test_cluster.py, sync and
+#                                      async) against a 3-node redis-server 7.0.15 cluster
+#                                      (Debian's, made with redis-cli --cluster create) and
+#                                      against rlockd --cluster 3, on the same ports
 #
 # The tests are not part of this repository: redis-py's source distribution
 # is downloaded from PyPI at run time into a virtual environment under
@@ -81,13 +85,56 @@ run() {
     say "$label: $(grep -c '^PASSED' "$work/$label.txt") passed, $(grep -vc '^PASSED' "$work/$label.txt") failed or errors"
 }
 
-run redis-8.2.3 "$oracle"
-run rlockd "$bin" --redis-version 8.2.3
+# cluster_run <label> <rlockd|redis>: a 3-node cluster on ports 16379-16381
+# (the ports redis-py's own CI uses, which some of its tests name), the
+# cluster suite against its first node.
+cluster_run() {
+    local label=$1 kind=$2 pids=() dir
+    dir=$(mktemp -d)
+    if [ "$kind" = rlockd ]; then
+        "$bin" --cluster 3 --port 16379 >"$dir/server.log" 2>&1 &
+        pids+=($!)
+    else
+        for p in 16379 16380 16381; do
+            mkdir -p "$dir/$p"
+            (cd "$dir/$p" && exec redis-server --port "$p" --cluster-enabled yes --save "" >server.log 2>&1) &
+            pids+=($!)
+        done
+        sleep 1
+        echo yes | redis-cli --cluster create 127.0.0.1:16379 127.0.0.1:16380 127.0.0.1:16381 >"$dir/create.log" 2>&1
+    fi
+    for _ in $(seq 100); do
+        [ "$(redis-cli -p 16379 cluster info 2>/dev/null | tr -d '\r' | grep -c 'cluster_state:ok')" = 1 ] && break
+        sleep 0.1
+    done
+    (
+        cd "$src" || exit 1
+        "$venv/bin/python" -m pytest tests/test_cluster.py tests/test_asyncio/test_cluster.py \
+            --redis-url=redis://127.0.0.1:16379 --redis-cluster-nodes 3 -q -p no:cacheprovider --timeout 60 -rA
+    ) >"$work/$label.log" 2>&1
+    kill "${pids[@]}" 2>/dev/null
+    wait "${pids[@]}" 2>/dev/null
+    rm -rf "$dir"
+    grep -E '^(PASSED|FAILED|ERROR) ' "$work/$label.log" | awk '{print $1, $2}' | sort -k2 >"$work/$label.txt"
+    say "$label: $(grep -c '^PASSED' "$work/$label.txt") passed, $(grep -vc '^PASSED' "$work/$label.txt") failed or errors"
+}
 
-missing=$(join -1 2 -2 2 <(grep '^PASSED' "$work/redis-8.2.3.txt") <(grep -v '^PASSED' "$work/rlockd.txt") | awk '{print $1}')
+if [ "${1:-}" = cluster ]; then
+    oracle_label=redis-7.0.15-cluster
+    cluster_run "$oracle_label" redis
+    cluster_run rlockd-cluster rlockd
+    mine=rlockd-cluster
+else
+    oracle_label=redis-8.2.3
+    run "$oracle_label" "$oracle"
+    run rlockd "$bin" --redis-version 8.2.3
+    mine=rlockd
+fi
+
+missing=$(join -1 2 -2 2 <(grep '^PASSED' "$work/$oracle_label.txt") <(grep -v '^PASSED' "$work/$mine.txt") | awk '{print $1}')
 if [ -n "$missing" ]; then
-    say "pass against redis-server 8.2.3 but not against rlockd:"
+    say "pass against $oracle_label but not against rlockd:"
     echo "$missing" | sed 's/^/  /'
     exit 1
 fi
-say "every test that passes against redis-server 8.2.3 passes against rlockd"
+say "every test that passes against $oracle_label passes against rlockd"
