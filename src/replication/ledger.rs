@@ -35,6 +35,14 @@ pub struct LostGrant {
     pub partition: Option<String>,
 }
 
+impl LostGrant {
+    /// ` (on the minority side of the partition …)` when it was lost to a
+    /// partition, else nothing: how a violation names it.
+    fn minority_note(&self) -> String {
+        self.partition.as_deref().map(|p| format!(" (on the minority side of the partition {p})")).unwrap_or_default()
+    }
+}
+
 /// Lost grants and the violations found against them.
 #[derive(Debug, Default)]
 pub struct Ledger {
@@ -143,11 +151,7 @@ impl Ledger {
                 None => "it had no lease".to_string(),
             };
             let by = g.granted_by.as_deref().map(|b| format!(", granted by {b}")).unwrap_or_default();
-            let cut = g
-                .partition
-                .as_deref()
-                .map(|p| format!(" (on the minority side of the partition {p})"))
-                .unwrap_or_default();
+            let cut = g.minority_note();
             found.push(format!(
                 "lock '{}' (db {}): held by {} on the old primary {}{cut}{by}, a write the replica never received (it had offset {} of {}), and acquired by {} (client {client}, {command}) on the new primary {} after the failover while {lease}",
                 String::from_utf8_lossy(key),
@@ -160,11 +164,17 @@ impl Ledger {
                 g.to,
             ));
         }
+        let key = Bytes::copy_from_slice(key);
         for v in found {
-            if !self.violations.contains(&v) {
-                self.violations.push(v);
-                self.violation_at.push((now_ms, db, Bytes::copy_from_slice(key)));
-            }
+            self.violation(v, now_ms, db, &key);
+        }
+    }
+
+    /// Records a violation once, with where and when it was found.
+    fn violation(&mut self, text: String, at_ms: u64, db: usize, key: &Bytes) {
+        if !self.violations.contains(&text) {
+            self.violations.push(text);
+            self.violation_at.push((at_ms, db, key.clone()));
         }
     }
 
@@ -182,11 +192,7 @@ impl Ledger {
             if *db != g.db || *key != g.key || *holder == g.holder {
                 continue;
             }
-            let cut = g
-                .partition
-                .as_deref()
-                .map(|p| format!(" (on the minority side of the partition {p})"))
-                .unwrap_or_default();
+            let cut = g.minority_note();
             found.push(format!(
                 "lock '{}' (db {}): held by {} ({by}) on the new primary {}, and acquired by {} on the old primary {}{cut}, granted by {}: cut off and replaced, it still granted the lock",
                 String::from_utf8_lossy(key),
@@ -200,10 +206,7 @@ impl Ledger {
         }
         let at = g.granted_ms.unwrap_or(g.lost_ms);
         for v in found {
-            if !self.violations.contains(&v) {
-                self.violations.push(v);
-                self.violation_at.push((at, g.db, g.key.clone()));
-            }
+            self.violation(v, at, g.db, &g.key);
         }
         self.log_lost(std::slice::from_ref(&g));
         self.lost.push(g);
