@@ -1,6 +1,7 @@
 // Compiled with tsc --noEmit by clients/test.sh: the declarations in index.d.ts
 // describe the ESM entry as it is used.
 import { RlockdCluster, RlockdReplicated, RlockdServer, RlockdError, LocksUnsafeError, binaryPath, withServer } from "rlockd";
+import { RedisContainer, StartedRedisContainer } from "rlockd/testcontainers";
 import type { RlockdOptions, RespReply, LockInfo, LockEvent, FaultInfo, FaultSpec, ClockInfo } from "rlockd";
 
 const options: RlockdOptions = { port: 0, password: "pw", args: ["--loglevel", "verbose"], startupTimeoutMs: 5000 };
@@ -108,4 +109,16 @@ export async function topologies(): Promise<void> {
   void [seeds, moved, lag, paused, primary, name];
   await c.stop();
   await r.stop();
+}
+
+// rlockd/testcontainers, as @testcontainers/redis is used.
+export async function container(): Promise<string> {
+  const c: StartedRedisContainer = await new RedisContainer("redis:7.2").withPassword("pw").start();
+  const host: string = c.getHost();
+  const port: number = c.getMappedPort(6379);
+  const server: RlockdServer = c.server;
+  await c.stop();
+  // @ts-expect-error the mapped port is a number
+  const wrong: string = c.getPort();
+  return `${host}:${port}:${server.port}:${wrong}:${await c.executeCliCmd("ping")}`;
 }
