@@ -5,7 +5,8 @@
 #   node:   `npm pack` of the package and its linux-x64 binary package, both
 #           installed into a scratch project, node --test;
 #   java:   `mvn verify` (the binary packed into the jar, Surefire), then the
-#           Redisson tests again against an older Redisson line;
+#           Redisson tests again against an older Redisson line; then a Spring
+#           Boot 3 project's tests with rlockd-spring-boot-test (clients/java-spring);
 #   go:     the module's own tests, then its go-redis and redsync tests in a
 #           scratch module that points at clients/go as a user's would.
 # Then each language's section of the README, as written there, in a scratch
@@ -184,6 +185,22 @@ java_readme() {
     return $rc
 }
 
+# rlockd for Spring Boot tests (clients/java-spring, installed beside dev.rlockd:rlockd, which
+# java_readme installs) and a Spring Boot 3 application's tests with it and no Redis property,
+# in a scratch project (clients/java-spring/scratch copied outside the checkout): Spring Data
+# Redis, Redisson's starter, the three topologies, the context cache, and testcontainers-redis's
+# example with dev.rlockd.testcontainers.RedisContainer.
+java_spring() {
+    say "java: mvn install of rlockd-spring-boot-test"
+    mvn -q -B -Dstyle.color=never -f clients/java-spring/pom.xml -Drlockd.spring.build.dir="$scratch/java-spring-build" install \
+        2>&1 | plain || return 1
+    local proj=$scratch/java-spring
+    cp -r clients/java-spring/scratch "$proj"
+    say "java: a Spring Boot 3 project's tests in $proj"
+    (cd "$proj" && env -u RLOCKD_BINARY mvn -B -Dstyle.color=never test 2>&1 | plain |
+        grep -E "Tests run:|BUILD|ERROR|FAIL" | head -30; exit "${PIPESTATUS[0]}")
+}
+
 # Maven's quiet mode still writes colour resets; pipefail keeps its exit status.
 plain() { sed 's/\x1b\[[0-9;]*m//g'; }
 old_redisson=3.17.7
@@ -283,10 +300,11 @@ run_java() {
     fi
     java_tests; local rc=$?
     java_readme || rc=1
+    java_spring || rc=1
     blocks_java || true
     shopt -s nullglob
     local reports=(clients/java/target/surefire-reports/TEST-*.xml "$scratch"/java-old/surefire-reports/TEST-*.xml
-        "$scratch"/java-readme-*/target/surefire-reports/TEST-*.xml)
+        "$scratch"/java-readme-*/target/surefire-reports/TEST-*.xml "$scratch"/java-spring/target/surefire-reports/TEST-*.xml)
     shopt -u nullglob
     if [ "${#reports[@]}" -gt 0 ]; then
         read -r p f s < <(xml_counts "${reports[@]}")
