@@ -44,6 +44,7 @@ type config struct {
 	password string
 	args     []string
 	binary   string
+	confFile string
 	timeout  time.Duration
 	err      error // the first option given a value it does not take
 
@@ -60,6 +61,10 @@ func Password(pw string) Option { return func(c *config) { c.password = pw } }
 
 // Args adds command-line options, e.g. Args("--notify-keyspace-events", "KEA").
 func Args(a ...string) Option { return func(c *config) { c.args = append(c.args, a...) } }
+
+// ConfigFile reads this redis.conf first, as redis-server's first argument; the port, bind
+// address and password options given here (or the free port by default) win over the file's.
+func ConfigFile(path string) Option { return func(c *config) { c.confFile = path } }
 
 // Binary runs this rlockd executable (default: see BinaryPath).
 func Binary(path string) Option { return func(c *config) { c.binary = path } }
@@ -156,6 +161,9 @@ func run(nodes, sentinels int, topology []string, opts []Option) (*Server, error
 		return nil, err
 	}
 	args := []string{"--port", strconv.Itoa(c.port), "--bind", c.host}
+	if c.confFile != "" {
+		args = append([]string{c.confFile}, args...)
+	}
 	if c.password != "" {
 		args = append(args, "--requirepass", c.password)
 	}
