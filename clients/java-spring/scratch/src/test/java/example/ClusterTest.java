@@ -13,9 +13,9 @@ import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.data.redis.core.StringRedisTemplate;
 
-/** The context asks for a Cluster: both clients follow its slots. */
+/** The context asks for a Cluster with a password: both clients follow its slots. */
 @SpringBootTest
-@AutoConfigureRlockd(topology = Topology.CLUSTER, primaries = 3)
+@AutoConfigureRlockd(topology = Topology.CLUSTER, primaries = 3, password = "pw")
 class ClusterTest {
 
     @Autowired

@@ -13,9 +13,9 @@ import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.data.redis.core.StringRedisTemplate;
 
-/** The context asks for Sentinel: both clients find the primary through the Sentinels. */
+/** The context asks for Sentinel (data nodes with a password, the Sentinels without, as rlockd has them): both clients find the primary through the Sentinels. */
 @SpringBootTest
-@AutoConfigureRlockd(topology = Topology.SENTINEL, replicas = 1, sentinels = 3)
+@AutoConfigureRlockd(topology = Topology.SENTINEL, replicas = 1, sentinels = 3, password = "pw")
 class SentinelTest {
 
     @Autowired
