@@ -16,7 +16,19 @@ final class RlockdConnectionDetails {
     private RlockdConnectionDetails() {}
 
     static RedisConnectionDetails standalone(RlockdServer server) {
-        Standalone where = Standalone.of(server.host(), server.port());
+        String host = server.host();
+        int port = server.port();
+        Standalone where = new Standalone() { // not Standalone.of: the interface as Boot 3.1 has it
+            @Override
+            public String getHost() {
+                return host;
+            }
+
+            @Override
+            public int getPort() {
+                return port;
+            }
+        };
         String password = server.password();
         return new RedisConnectionDetails() {
             @Override
