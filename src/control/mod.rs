@@ -9,6 +9,8 @@
 //! * [`ring`] keeps the history's events compactly.
 //! * [`timeline`] draws the history as a timeline (`RLOCKD TIMELINE`) and
 //!   keeps the application's claimed critical sections (`RLOCKD CLAIM`).
+//! * [`jepsen`] writes the history as Jepsen-style operations for checkers
+//!   (`RLOCKD HISTORY`).
 //! * [`faults`] holds injected faults (`RLOCKD FAULT`), read by dispatch,
 //!   the connections and pub/sub delivery.
 //! * [`Control`] (one field of the core) keeps the history, the snapshots
@@ -23,6 +25,7 @@
 
 pub mod faults;
 pub mod history;
+pub mod jepsen;
 pub mod locks;
 pub mod ring;
 pub mod timeline;
@@ -131,6 +134,17 @@ impl Control {
             all.extend(self.claims.violations(&h.events(None, 0)).into_iter().map(|v| v.text));
         }
         all
+    }
+
+    /// What this node knows for a lock history (`RLOCKD HISTORY`): its
+    /// events and claims.
+    pub fn history_facts(&self) -> timeline::NodeFacts {
+        let Some(h) = self.history.as_ref() else { return timeline::NodeFacts::default() };
+        timeline::NodeFacts {
+            events: h.events(None, 0),
+            claims: self.claims.iter().cloned().collect(),
+            ..Default::default()
+        }
     }
 
     /// What this node knows for a timeline, at `now_ms`.
