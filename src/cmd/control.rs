@@ -378,6 +378,7 @@ fn check_reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
             history.reset();
         }
         core.control.claims.clear();
+        core.control.replica_runs = Default::default();
     };
     let done = |core: &mut Core| {
         core.repl.ledger.lock().reset_violations();
@@ -475,14 +476,15 @@ fn rlockd_history(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     let reader = Reader::of(ctx, args);
     let of = |core: &mut Core, _| core.control.history_facts();
-    let finish = move |core: &mut Core, nodes: Vec<crate::control::timeline::NodeFacts>| {
+    let finish = move |core: &mut Core, nodes: Vec<jepsen::NodeHistory>| {
         let lost = core.repl.ledger.lock().timeline_facts().lost;
         let mut ops = jepsen::operations(&nodes, &lost, pattern.as_deref());
         ops.retain(|op| reader.may_read(core, &op.key));
         Ok(Reply::Bulk(Bytes::from(jepsen::write(&ops, format))))
     };
     let finish2 = finish.clone();
-    if let Some(result) = super::cluster::each_primary(ctx, of, move |core, all| finish2(core, all)) {
+    // A cluster node: every node's, each counting what it made as a primary.
+    if let Some(result) = super::cluster::each_node(ctx, of, move |core, all| finish2(core, all)) {
         return result;
     }
     let mine = of(ctx.core, 0);

@@ -43,7 +43,45 @@ use std::fmt::Write;
 use bytes::Bytes;
 
 use super::history::LockEvent;
-use super::timeline::{LostHold, NodeFacts};
+use super::timeline::{Claim, LostHold};
+
+/// The most runs of events made as a replica kept; past it the oldest go
+/// (a node changes role rarely: runs of one role are contiguous ids).
+const MAX_RUNS: usize = 1_000;
+
+/// The ids of the events a node made as a replica, as runs `(first, last)`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Runs(Vec<(u64, u64)>);
+
+impl Runs {
+    /// Events `first..=last` were made as a replica.
+    pub fn note(&mut self, first: u64, last: u64) {
+        match self.0.last_mut() {
+            Some(run) if run.1 + 1 == first => run.1 = last,
+            _ => {
+                if self.0.len() >= MAX_RUNS {
+                    self.0.remove(0);
+                }
+                self.0.push((first, last));
+            }
+        }
+    }
+
+    /// True if event `id` was made as a replica.
+    pub fn contains(&self, id: u64) -> bool {
+        let i = self.0.partition_point(|r| r.1 < id);
+        self.0.get(i).is_some_and(|r| r.0 <= id)
+    }
+}
+
+/// What one node contributes to a history.
+#[derive(Debug, Default)]
+pub struct NodeHistory {
+    pub events: Vec<LockEvent>,
+    pub claims: Vec<Claim>,
+    /// The events it made as a replica: applied from its primary.
+    pub replica_runs: Runs,
+}
 
 /// How `RLOCKD HISTORY` writes the operations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,16 +139,19 @@ fn from_event(e: &LockEvent) -> Option<Op> {
 }
 
 /// The operations of `nodes` and of the `lost` grants, on the locks whose
-/// key matches `pattern`, in order (see the module docs).
-pub fn operations(nodes: &[NodeFacts], lost: &[LostHold], pattern: Option<&[u8]>) -> Vec<Op> {
+/// key matches `pattern`, in order (see the module docs). Of several
+/// nodes (a cluster's), the events one made as a replica are left out: the
+/// node that made them as a primary has them.
+pub fn operations(nodes: &[NodeHistory], lost: &[LostHold], pattern: Option<&[u8]>) -> Vec<Op> {
     let wanted = |key: &[u8]| pattern.is_none_or(|p| crate::glob::matches(p, key, false));
     let mut placed: Vec<(Place, Op)> = Vec::new();
+    let several = nodes.len() > 1;
     for (n, node) in nodes.iter().enumerate() {
         // A node's own order: event `id` at 2·id, a claim just after the
         // newest event it saw. Its times follow that order unless the
         // clock was moved back; the merge below keeps the node's order.
         let mut mine: Vec<(u64, Op)> = Vec::new();
-        for e in node.events.iter().filter(|e| wanted(&e.key)) {
+        for e in node.events.iter().filter(|e| wanted(&e.key) && !(several && node.replica_runs.contains(e.id))) {
             if let Some(op) = from_event(e) {
                 mine.push((2 * e.id, op));
             }
@@ -146,13 +187,14 @@ pub fn operations(nodes: &[NodeFacts], lost: &[LostHold], pattern: Option<&[u8]>
         }
     }
     for (i, g) in lost.iter().enumerate().filter(|(_, g)| wanted(&g.key)) {
-        let granted_here = nodes.iter().flat_map(|n| &n.events).any(|e| {
-            matches!(e.event, "acquired" | "reentered")
-                && e.db == g.db
-                && e.key == g.key
-                && e.holder == g.holder
-                && e.time_ms == g.start_ms
+        // Its acquire, if a node recorded it, carries its lease's end.
+        let recorded = placed.iter_mut().find(|(_, o)| {
+            o.f == "acquire" && o.db == g.db && o.key == g.key && o.holder == g.holder && o.time_ms == g.start_ms
         });
+        let granted_here = recorded.is_some();
+        if let Some((_, o)) = recorded {
+            o.deadline_ms = o.deadline_ms.or(g.until_ms);
+        }
         let op = |f, nemesis, time_ms| Op {
             f,
             nemesis,
@@ -315,7 +357,7 @@ mod tests {
 
     #[test]
     fn events_become_invocations_and_completions() {
-        let node = NodeFacts {
+        let node = NodeHistory {
             events: vec![
                 event(1, 1_000, "acquired", "a", 1),
                 event(2, 1_001, "reentered", "a", 2),
@@ -365,7 +407,7 @@ mod tests {
 
     #[test]
     fn a_lost_grant_is_an_acquire_then_a_loss_merged_by_time() {
-        let node = NodeFacts { events: vec![event(1, 5_000, "acquired", "b", 1)], ..Default::default() };
+        let node = NodeHistory { events: vec![event(1, 5_000, "acquired", "b", 1)], ..Default::default() };
         let lost = LostHold {
             db: 0,
             key: Bytes::from_static(b"lock"),
@@ -382,11 +424,33 @@ mod tests {
         let json = write(&ops, Format::Json);
         assert!(json.contains(r#""deadline":30000000000"#), "{json}");
         // Its acquire is not repeated when the node recorded it.
-        let node = NodeFacts { events: vec![event(1, 1_000, "acquired", "a", 1)], ..Default::default() };
+        let node = NodeHistory { events: vec![event(1, 1_000, "acquired", "a", 1)], ..Default::default() };
         let ops = operations(&[node], &[lost], None);
         assert_eq!(ops.iter().map(|o| o.f).collect::<Vec<_>>(), ["acquire", "lose"]);
+        assert_eq!(ops[0].deadline_ms, Some(31_000));
         // A pattern keeps only its locks.
         assert!(operations(&[], &[], Some(b"other*")).is_empty());
+    }
+
+    /// Of several nodes, what one applied from its primary is the primary's
+    /// (once); a lone node's history keeps it.
+    #[test]
+    fn events_made_as_a_replica_count_once() {
+        let mut runs = Runs::default();
+        runs.note(2, 2);
+        runs.note(3, 4);
+        runs.note(7, 7);
+        assert_eq!(runs, Runs(vec![(2, 4), (7, 7)]));
+        assert_eq!((0..9).filter(|&i| runs.contains(i)).collect::<Vec<_>>(), [2, 3, 4, 7]);
+        let primary = NodeHistory { events: vec![event(1, 1_000, "acquired", "a", 1)], ..Default::default() };
+        let replica = || NodeHistory {
+            events: vec![event(1, 1_000, "acquired", "a", 1), event(2, 2_000, "acquired", "b", 1)],
+            replica_runs: Runs(vec![(1, 1)]),
+            ..Default::default()
+        };
+        let holders = |ops: Vec<Op>| ops.into_iter().map(|o| o.holder).collect::<Vec<_>>();
+        assert_eq!(holders(operations(&[primary, replica()], &[], None)), ["a", "b"]);
+        assert_eq!(holders(operations(&[replica()], &[], None)), ["a", "b"]);
     }
 
     #[test]

@@ -68,6 +68,9 @@ pub struct Control {
     snapshots: HashMap<Bytes, Vec<Db>>,
     /// `RLOCKD CLAIM`: the application's claimed critical sections.
     pub claims: timeline::Claims,
+    /// The events this node made as a replica (`RLOCKD HISTORY` leaves them
+    /// to the primary that made them).
+    pub replica_runs: jepsen::Runs,
 }
 
 impl Control {
@@ -137,13 +140,13 @@ impl Control {
     }
 
     /// What this node knows for a lock history (`RLOCKD HISTORY`): its
-    /// events and claims.
-    pub fn history_facts(&self) -> timeline::NodeFacts {
-        let Some(h) = self.history.as_ref() else { return timeline::NodeFacts::default() };
-        timeline::NodeFacts {
+    /// events and claims, and which events it made as a replica.
+    pub fn history_facts(&self) -> jepsen::NodeHistory {
+        let Some(h) = self.history.as_ref() else { return jepsen::NodeHistory::default() };
+        jepsen::NodeHistory {
             events: h.events(None, 0),
             claims: self.claims.iter().cloned().collect(),
-            ..Default::default()
+            replica_runs: self.replica_runs.clone(),
         }
     }
 

@@ -236,8 +236,9 @@ impl Server {
     }
 
     /// The lock history as Jepsen-style operations, a JSON array (as
-    /// `RLOCKD HISTORY [KEY pattern]`): this node's, or every primary's of
-    /// its cluster, with the grants a failover lost. Checkers read it, such
+    /// `RLOCKD HISTORY [KEY pattern]`): this node's, or every node's of its
+    /// cluster (each with what it did as a primary), with the grants a
+    /// failover lost. Checkers read it, such
     /// as the Porcupine check of the Go module (`clients/go/check`).
     ///
     /// ```no_run
@@ -247,7 +248,7 @@ impl Server {
     pub fn history(&self, pattern: Option<&str>) -> String {
         let cluster = self.with_core(|core| core.cluster.clone());
         let nodes: Vec<Arc<Shared>> = match &cluster {
-            Some(m) => m.topo.primaries_up().into_iter().filter_map(|n| crate::cmd::cluster::peer(m, n).ok()).collect(),
+            Some(m) => (0..m.topo.node_count()).filter_map(|n| crate::cmd::cluster::peer(m, n).ok()).collect(),
             None => vec![self.shared.clone()],
         };
         let facts: Vec<_> = nodes
