@@ -379,6 +379,7 @@ fn check_reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
         }
         core.control.claims.clear();
         core.control.replica_runs = Default::default();
+        core.control.refusals.clear();
     };
     let done = |core: &mut Core| {
         core.repl.ledger.lock().reset_violations();

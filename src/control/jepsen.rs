@@ -11,7 +11,7 @@
 //! |---|---|
 //! | `index` | the entry's position, from 0 |
 //! | `time` | nanoseconds since the history's first entry (server time, so whole milliseconds) |
-//! | `type` | `invoke`, then `ok` (`info` for both entries of a `nemesis` operation) |
+//! | `type` | `invoke`, then `ok` (`fail`: a refused acquire; `info` for both entries of a `nemesis` operation) |
 //! | `process` | one integer per holder (owner token), by first appearance; `nemesis` for what the server or a failover did |
 //! | `f` | `acquire`, `renew`, `release`, `enter`, `leave`; `expire`, `lose` (nemesis) |
 //! | `value` | `key`, `db`, `holder`, `kind`, `count` (hold depth after the operation), `deadline` (lease end, same scale as `time`; `null` when unknown) |
@@ -28,10 +28,18 @@
 //! client still believes it holds the lock until that deadline. `RLOCKD
 //! CLAIM ENTER`/`LEAVE` → `enter`/`leave`: the holder says it is inside its
 //! critical section, and it must hold the lock at both ends. A counter's
-//! value (semaphores, latches) is no operation. Acquires the server refused
-//! are not recorded (a refused `SET NX` or lock script changes nothing the
-//! history compares); a client's own history may add them as `acquire`
-//! completed by `fail`.
+//! value (semaphores, latches) is no operation.
+//!
+//! A refused acquire changes no lock, so the history's comparison never
+//! sees it; it is caught from the command's reply ([`refused_acquire`]) and
+//! written as an `acquire` completed by `fail`: a `SET key token NX …`
+//! answered nil while another token holds `key` (redis-py's `Lock`,
+//! redsync, node-redlock's single-instance lock), or a script whose first
+//! key is a lock held by others, answered the lock's remaining lease in
+//! milliseconds exactly (Redisson's lock, fair lock and read-write lock
+//! return `pttl` when taken), the holder being the script's first argument
+//! that is not an integer. Other refusals (a script answering 0) are not
+//! recognised. The newest [`MAX_REFUSALS`] are kept.
 //!
 //! Order: each node's events and claims in the order they happened there
 //! (a claim sits after the last event before it), the nodes and the lost
@@ -42,8 +50,78 @@ use std::fmt::Write;
 
 use bytes::Bytes;
 
+use std::collections::VecDeque;
+
 use super::history::LockEvent;
 use super::timeline::{Claim, LostHold};
+use crate::protocol::Reply;
+
+/// The most refused acquires kept; past it the oldest go.
+pub const MAX_REFUSALS: usize = 10_000;
+
+/// An acquire the server refused (see the module docs).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Refusal {
+    /// The history's newest event id when it was refused: where it falls.
+    pub after_id: u64,
+    pub time_ms: u64,
+    pub db: usize,
+    pub key: Bytes,
+    /// Who asked.
+    pub holder: Bytes,
+    /// The lock's kind.
+    pub kind: &'static str,
+    pub client: u64,
+    pub command: String,
+}
+
+/// The newest [`MAX_REFUSALS`] refused acquires.
+#[derive(Debug, Default, Clone)]
+pub struct Refusals(VecDeque<Refusal>);
+
+impl Refusals {
+    pub fn push(&mut self, r: Refusal) {
+        if self.0.len() >= MAX_REFUSALS {
+            self.0.pop_front();
+        }
+        self.0.push_back(r);
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Refusal> {
+        self.0.iter()
+    }
+
+    pub fn clear(&mut self) {
+        self.0.clear();
+    }
+}
+
+/// The acquire a command asked for, if its reply refused it: the lock's
+/// key, who asked, and for a script the lease it answered (ms), which must
+/// be the lock's. `command` is the command's name as the history's actor
+/// has it. Only the shapes of the module docs.
+pub fn refused_acquire<'a>(
+    command: &str,
+    is_script: bool,
+    argv: &'a [Bytes],
+    reply: &Reply,
+) -> Option<(&'a Bytes, &'a [u8], Option<i64>)> {
+    let integer = |a: &[u8]| !a.is_empty() && std::str::from_utf8(a).is_ok_and(|t| t.parse::<i64>().is_ok());
+    match reply {
+        Reply::Nil if command == "set" && argv.len() >= 4 => {
+            argv[3..].iter().any(|a| a.eq_ignore_ascii_case(b"nx")).then(|| (&argv[1], &argv[2][..], None))
+        }
+        Reply::Int(ttl) if is_script && *ttl > 0 && argv.len() >= 4 => {
+            let numkeys = std::str::from_utf8(&argv[2]).ok()?.parse::<usize>().ok()?;
+            if numkeys == 0 || argv.len() < 3 + numkeys {
+                return None;
+            }
+            let holder = argv[3 + numkeys..].iter().find(|a| !integer(a))?;
+            Some((&argv[3], &holder[..], Some(*ttl)))
+        }
+        _ => None,
+    }
+}
 
 /// The most runs of events made as a replica kept; past it the oldest go
 /// (a node changes role rarely: runs of one role are contiguous ids).
@@ -81,6 +159,7 @@ pub struct NodeHistory {
     pub claims: Vec<Claim>,
     /// The events it made as a replica: applied from its primary.
     pub replica_runs: Runs,
+    pub refusals: Vec<Refusal>,
 }
 
 /// How `RLOCKD HISTORY` writes the operations.
@@ -97,6 +176,8 @@ pub enum Format {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Op {
     pub f: &'static str,
+    /// Completed by `fail` (a refused acquire).
+    pub fail: bool,
     /// Done by the server or a failover (`process` `nemesis`).
     pub nemesis: bool,
     pub time_ms: u64,
@@ -125,6 +206,7 @@ fn from_event(e: &LockEvent) -> Option<Op> {
     };
     Some(Op {
         f,
+        fail: false,
         nemesis,
         time_ms: e.time_ms,
         db: e.db,
@@ -161,6 +243,7 @@ pub fn operations(nodes: &[NodeHistory], lost: &[LostHold], pattern: Option<&[u8
             let (enter_id, leave_id) = c.event_ids();
             let claim = |f, time_ms| Op {
                 f,
+                fail: false,
                 nemesis: false,
                 time_ms,
                 db: c.db,
@@ -176,6 +259,23 @@ pub fn operations(nodes: &[NodeHistory], lost: &[LostHold], pattern: Option<&[u8
             if let (Some(t), Some(id)) = (c.leave_ms, leave_id) {
                 mine.push((2 * id + 1, claim("leave", t)));
             }
+        }
+        for r in node.refusals.iter().filter(|r| wanted(&r.key)) {
+            let op = Op {
+                f: "acquire",
+                fail: true,
+                nemesis: false,
+                time_ms: r.time_ms,
+                db: r.db,
+                key: r.key.clone(),
+                holder: r.holder.clone(),
+                kind: r.kind,
+                count: 0,
+                deadline_ms: None,
+                client: r.client,
+                command: r.command.clone(),
+            };
+            mine.push((2 * r.after_id + 1, op));
         }
         mine.sort_by_key(|(seq, _)| *seq);
         // Times made non-decreasing along the node's order for the merge
@@ -197,6 +297,7 @@ pub fn operations(nodes: &[NodeHistory], lost: &[LostHold], pattern: Option<&[u8
         }
         let op = |f, nemesis, time_ms| Op {
             f,
+            fail: false,
             nemesis,
             time_ms,
             db: g.db,
@@ -271,7 +372,12 @@ pub fn write(ops: &[Op], format: Format) -> String {
                 processes.len() - 1
             }))
         };
-        for type_ in [if op.nemesis { "info" } else { "invoke" }, if op.nemesis { "info" } else { "ok" }] {
+        let completion = match (op.nemesis, op.fail) {
+            (true, _) => "info",
+            (false, true) => "fail",
+            (false, false) => "ok",
+        };
+        for type_ in [if op.nemesis { "info" } else { "invoke" }, completion] {
             if index > 0 {
                 out.push_str(if edn { "\n" } else { ",\n" });
             }
@@ -451,6 +557,51 @@ mod tests {
         let holders = |ops: Vec<Op>| ops.into_iter().map(|o| o.holder).collect::<Vec<_>>();
         assert_eq!(holders(operations(&[primary, replica()], &[], None)), ["a", "b"]);
         assert_eq!(holders(operations(&[replica()], &[], None)), ["a", "b"]);
+    }
+
+    #[test]
+    fn refused_acquires_are_told_by_their_reply() {
+        let argv = |a: &[&str]| a.iter().map(|s| Bytes::copy_from_slice(s.as_bytes())).collect::<Vec<_>>();
+        let set = argv(&["SET", "lock", "tok", "NX", "PX", "30000"]);
+        assert_eq!(refused_acquire("set", false, &set, &Reply::Nil), Some((&set[1], &b"tok"[..], None)));
+        assert_eq!(refused_acquire("set", false, &set, &Reply::ok()), None);
+        let plain = argv(&["SET", "lock", "tok", "PX", "30000"]);
+        assert_eq!(refused_acquire("set", false, &plain, &Reply::Nil), None);
+        // Redisson's tryLock: KEYS[1], ARGV = lease, holder.
+        let eval = argv(&["EVALSHA", "sha", "1", "lock", "30000", "uuid:1"]);
+        assert_eq!(
+            refused_acquire("evalsha", true, &eval, &Reply::Int(2500)),
+            Some((&eval[3], &b"uuid:1"[..], Some(2500)))
+        );
+        assert_eq!(refused_acquire("evalsha", true, &eval, &Reply::Nil), None);
+        assert_eq!(refused_acquire("evalsha", true, &eval, &Reply::Int(0)), None);
+        assert_eq!(refused_acquire("evalsha", true, &argv(&["EVALSHA", "sha", "0", "1"]), &Reply::Int(5)), None);
+        assert_eq!(
+            refused_acquire("evalsha", true, &argv(&["EVALSHA", "sha", "1", "lock", "30000"]), &Reply::Int(5)),
+            None
+        );
+        assert_eq!(
+            refused_acquire("evalsha", true, &argv(&["EVALSHA", "sha", "x", "lock", "u"]), &Reply::Int(5)),
+            None
+        );
+        let node = NodeHistory {
+            events: vec![event(1, 1_000, "acquired", "a", 1)],
+            refusals: vec![Refusal {
+                after_id: 1,
+                time_ms: 1_000,
+                db: 0,
+                key: Bytes::from_static(b"lock"),
+                holder: Bytes::from_static(b"b"),
+                kind: "token",
+                client: 8,
+                command: "set".into(),
+            }],
+            ..Default::default()
+        };
+        let ops = operations(&[node], &[], None);
+        assert_eq!(ops.iter().map(|o| (o.f, o.fail)).collect::<Vec<_>>(), [("acquire", false), ("acquire", true)]);
+        let json = write(&ops, Format::Json);
+        assert!(json.contains(r#""index":3, "time":0, "type":"fail", "process":1, "f":"acquire""#), "{json}");
     }
 
     #[test]

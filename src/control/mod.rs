@@ -71,6 +71,8 @@ pub struct Control {
     /// The events this node made as a replica (`RLOCKD HISTORY` leaves them
     /// to the primary that made them).
     pub replica_runs: jepsen::Runs,
+    /// Acquires the server refused (`RLOCKD HISTORY`).
+    pub refusals: jepsen::Refusals,
 }
 
 impl Control {
@@ -147,7 +149,46 @@ impl Control {
             events: h.events(None, 0),
             claims: self.claims.iter().cloned().collect(),
             replica_runs: self.replica_runs.clone(),
+            refusals: self.refusals.iter().cloned().collect(),
         }
+    }
+
+    /// After a top-level command answered `reply`: notes it if it refused
+    /// an acquire ([`jepsen::refused_acquire`]) of a lock held by others.
+    pub fn after_reply(
+        &mut self,
+        ks: &Keyspace,
+        db: usize,
+        argv: &[Bytes],
+        reply: &crate::protocol::Reply,
+        now_ms: u64,
+    ) {
+        let Some(h) = self.history.as_ref() else { return };
+        let actor = &self.actor;
+        let Some((key, holder, ttl)) = jepsen::refused_acquire(actor.command, actor.is_script(), argv, reply) else {
+            return;
+        };
+        let Some(lock) = ks.dbs.get(db).and_then(|d| locks::view_key(d, db, key, now_ms)) else { return };
+        if lock.holders.is_empty()
+            || lock.holders.iter().any(|x| x.id == holder)
+            || ttl.is_some_and(|t| lock.lease_ms != Some(t))
+        {
+            return;
+        }
+        let command = match actor.detail() {
+            Some(d) => format!("{} {}", actor.command, String::from_utf8_lossy(d)),
+            None => actor.command.to_string(),
+        };
+        self.refusals.push(jepsen::Refusal {
+            after_id: h.last_id(),
+            time_ms: now_ms,
+            db,
+            key: key.clone(),
+            holder: Bytes::copy_from_slice(holder),
+            kind: lock.kind,
+            client: actor.client,
+            command,
+        });
     }
 
     /// What this node knows for a timeline, at `now_ms`.

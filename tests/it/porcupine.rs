@@ -96,7 +96,9 @@ fn porcupine_agrees_on_the_failover_after_wait() {
     let Some((out, nodes)) = crate::failover_clients::run_redis_py("replicated") else { return };
     assert_eq!(out.trim_end(), "replicated: WAIT=1 second-holder=False violations=0");
     let history = nodes[1].history(None);
-    assert!(history.contains(r#""f":"acquire""#), "{history}");
+    // A's acquire, applied from the old primary; B's, refused.
+    assert!(history.contains(r#""type":"ok", "process":0, "f":"acquire""#), "{history}");
+    assert!(history.contains(r#""type":"fail", "process":1, "f":"acquire""#), "{history}");
     let (code, said) = porcupine(&bin, "sentinel-wait", &history);
     assert_eq!(code, expected(nodes[1].check_locks().len()), "{said}\n{history}");
     assert_eq!(code, 0, "{said}");
@@ -184,4 +186,37 @@ fn porcupine_reports_a_wrong_time_and_an_impossible_order() {
     let (code, said) = porcupine(&bin, "swapped", &swapped.join("\n"));
     assert_eq!(code, 2, "{said}");
     assert!(said.contains("malformed history"), "{said}");
+}
+
+/// A refused acquire is in the history as an `acquire` completed by
+/// `fail` (a `SET NX` answered nil, a Redisson-style script answered the
+/// lock's lease), and nowhere else: EVENTS and CHECK are as before. No Go
+/// needed.
+#[test]
+fn refused_acquires_are_failed_operations() {
+    const REENTRANT_LOCK: &str = include_str!("../../lua/reentrant_lock.lua");
+    let srv = Binary::start(&["--port", "0"]);
+    let mut c = RawConn::connect(srv.port);
+    c.cmd(&["RLOCKD", "CLOCK", "FREEZE"]);
+    assert_eq!(c.cmd(&["SET", "job", "tok-a", "NX", "PX", "5000"]), Value::Simple(b"OK".to_vec()));
+    assert_eq!(c.cmd(&["SET", "job", "tok-b", "NX", "PX", "5000"]), Value::Bulk(None));
+    assert_eq!(c.cmd(&["EVAL", REENTRANT_LOCK, "1", "rl", "30000", "u1:1"]), Value::Bulk(None));
+    assert_eq!(c.cmd(&["EVAL", REENTRANT_LOCK, "1", "rl", "30000", "u2:1"]), Value::Int(30000));
+    // Not refusals: its own holder again (re-entered), a SET without NX, a free key.
+    assert_eq!(c.cmd(&["EVAL", REENTRANT_LOCK, "1", "rl", "30000", "u1:1"]), Value::Bulk(None));
+    assert_eq!(c.cmd(&["GET", "nothing"]), Value::Bulk(None));
+    let history = history(srv.port);
+    let failed: Vec<&str> = history.lines().filter(|l| l.contains(r#""type":"fail""#)).collect();
+    assert_eq!(failed.len(), 2, "{history}");
+    assert!(
+        failed[0].contains(r#""f":"acquire", "value":{"key":"job", "db":0, "holder":"tok-b", "kind":"token""#),
+        "{history}"
+    );
+    assert!(failed[1].contains(r#""key":"rl", "db":0, "holder":"u2:1", "kind":"reentrant""#), "{history}");
+    assert!(failed[1].contains(r#""command":"eval""#), "{history}");
+    let Value::Agg(_, Some(events)) = c.cmd(&["RLOCKD", "EVENTS"]) else { panic!("EVENTS") };
+    assert_eq!(events.len(), 3, "acquired, acquired, reentered: {events:?}");
+    assert_eq!(check_len(srv.port), 0);
+    assert_eq!(c.cmd(&["RLOCKD", "CHECK", "RESET"]), Value::Simple(b"OK".to_vec()));
+    assert_eq!(self::history(srv.port), "[\n]\n");
 }
