@@ -277,7 +277,8 @@ pub fn operations(nodes: &[NodeHistory], lost: &[LostHold], pattern: Option<&[u8
             };
             mine.push((2 * r.after_id + 1, op));
         }
-        mine.sort_by_key(|(seq, _)| *seq);
+        // Claims and refusals after the same event: by time.
+        mine.sort_by_key(|(seq, op)| (*seq, op.time_ms));
         // Times made non-decreasing along the node's order for the merge
         // only; each operation keeps its own.
         let mut latest = 0;

@@ -168,7 +168,13 @@ impl Control {
         let Some((key, holder, ttl)) = jepsen::refused_acquire(actor.command, actor.is_script(), argv, reply) else {
             return;
         };
-        let Some(lock) = ks.dbs.get(db).and_then(|d| locks::view_key(d, db, key, now_ms)) else { return };
+        let Some(d) = ks.dbs.get(db) else { return };
+        // A script's integer (a renewal's 1, a count) is a refusal only if it is the lock's
+        // remaining lease: looked at before the lock is read.
+        if ttl.is_some_and(|t| d.peek(key).and_then(|e| e.expire()).map(|at| at as i64 - now_ms as i64) != Some(t)) {
+            return;
+        }
+        let Some(lock) = locks::view_key(d, db, key, now_ms) else { return };
         if lock.holders.is_empty()
             || lock.holders.iter().any(|x| x.id == holder)
             || ttl.is_some_and(|t| lock.lease_ms != Some(t))
