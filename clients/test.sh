@@ -209,6 +209,8 @@ old_redisson=3.17.7
 go_tests() {
     say "go: the module's own tests"
     (cd clients/go && RLOCKD_BINARY=$staged go test -count=1 -v ./... 2>&1) | tee "$scratch/go.log" | go_show || return 1
+    say "go: the Porcupine check (clients/go/check, a module of its own)"
+    (cd clients/go/check && go test -count=1 -v ./... 2>&1) | tee -a "$scratch/go.log" | go_show || return 1
     local mod=$scratch/go-module
     cp -r clients/go/test "$mod"
     say "go: go-redis and redsync tests in $mod"

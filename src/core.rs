@@ -283,7 +283,12 @@ impl Core {
             let touched = std::mem::take(&mut sig.touched);
             let control = &mut self.control;
             if let Some(history) = control.history.as_mut() {
+                let before = history.last_id();
                 history.observe(&touched, &self.ks, self.ks.now, &control.actor);
+                if self.repl.master.is_some() && history.last_id() > before {
+                    // Applied from its primary's stream or file (`RLOCKD HISTORY`).
+                    control.replica_runs.note(before + 1, history.last_id());
+                }
                 let since = std::mem::replace(&mut control.events_published, history.last_id());
                 let channel = crate::control::history::LOCK_EVENTS_CHANNEL.as_bytes();
                 if since < history.last_id() && self.pubsub.has_reserved_listeners(channel) {

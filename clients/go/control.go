@@ -230,6 +230,27 @@ func (s *Server) TimelineJSON(key string) string {
 	return asString(s.rlockd(args...))
 }
 
+// History is the lock history as Jepsen-style operations (RLOCKD HISTORY): a JSON array of
+// invocations and completions (index, time, type, process, f, value), of the locks whose keys
+// match the glob pattern key (all with ""), also written to path unless path is empty. The
+// module rlockd.dev/rlockd/check checks it with Porcupine: go run ./cmd/check history.json.
+func (s *Server) History(path, key string) string {
+	if s.tb != nil {
+		s.tb.Helper()
+	}
+	args := []any{"HISTORY"}
+	if key != "" {
+		args = append(args, "KEY", key)
+	}
+	doc := asString(s.rlockd(args...))
+	if path != "" {
+		if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+			s.fail("writing the history: %v", err)
+		}
+	}
+	return doc
+}
+
 // Claim marks the application's code as inside the critical section of lock, held as holder
 // (RLOCKD CLAIM ENTER; holder as the lock's script writes it: redsync's mutex.Value(), the
 // token of SET key token NX PX), and returns the function that leaves it (RLOCKD CLAIM

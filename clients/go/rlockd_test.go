@@ -1,10 +1,12 @@
 package rlockd
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -387,6 +389,62 @@ func TestAClaimPastItsLeaseIsAViolationAndDrawn(t *testing.T) {
 	}
 	if j := srv.TimelineJSON("ord*"); !strings.Contains(j, `"end":"expired"`) {
 		t.Fatalf("json: %s", j)
+	}
+}
+
+// The history's operations have Jepsen's keys and rlockd's mapping: each an invocation and its
+// completion, the expiry the nemesis's, a refused acquire failed.
+func TestTheHistoryIsJepsenOperations(t *testing.T) {
+	srv := Start(t)
+	srv.FreezeClock()
+	srv.Do("SET", "orders", "tok-a", "NX", "PX", 30000)
+	leave := srv.Claim("orders", "tok-a")
+	srv.Do("SET", "orders", "tok-b", "NX", "PX", 30000) // refused
+	srv.AdvanceClock(31 * time.Second)
+	srv.Do("SET", "orders", "tok-b", "NX", "PX", 30000)
+	leave()
+	srv.Do("SET", "other", "x", "NX")
+	path := filepath.Join(t.TempDir(), "history.json")
+	doc := srv.History(path, "ord*")
+	if b, err := os.ReadFile(path); err != nil || string(b) != doc {
+		t.Fatalf("written: %v", err)
+	}
+	type value struct {
+		Key, Holder, Kind string
+		DB, Count         int64
+		Deadline          *int64
+	}
+	var ops []struct {
+		Index   int64
+		Time    int64
+		Type    string
+		Process any
+		F       string
+		Value   value
+		UnixMs  int64 `json:"unix_ms"`
+		Client  int64
+		Command string
+	}
+	if err := json.Unmarshal([]byte(doc), &ops); err != nil {
+		t.Fatalf("%v\n%s", err, doc)
+	}
+	var got []string
+	for i, o := range ops {
+		if o.Index != int64(i) || o.Value.Key != "orders" || o.UnixMs == 0 {
+			t.Fatalf("entry %d: %+v", i, o)
+		}
+		got = append(got, fmt.Sprintf("%s %v %s %s %d", o.Type, o.Process, o.F, o.Value.Holder, o.Time/1e9))
+	}
+	want := []string{
+		"invoke 0 acquire tok-a 0", "ok 0 acquire tok-a 0",
+		"invoke 0 enter tok-a 0", "ok 0 enter tok-a 0",
+		"invoke 1 acquire tok-b 0", "fail 1 acquire tok-b 0",
+		"info nemesis expire tok-a 31", "info nemesis expire tok-a 31",
+		"invoke 1 acquire tok-b 31", "ok 1 acquire tok-b 31",
+		"invoke 0 leave tok-a 31", "ok 0 leave tok-a 31",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 

@@ -466,6 +466,20 @@ class RlockdServer {
     return doc;
   }
 
+  /**
+   * RLOCKD HISTORY: the lock history as Jepsen-style operations (index, time, type, process, f,
+   * value), a JSON array (or Jepsen's EDN with `format: "jepsen"`), also written to `file` when
+   * one is given. `key` is a glob pattern. The Go module's Porcupine check reads it.
+   */
+  async history(file, { key, format = "json" } = {}) {
+    const args = ["HISTORY"];
+    if (key !== undefined) args.push("KEY", key);
+    args.push("FORMAT", format);
+    const doc = text(await this._rlockd(...args));
+    if (file !== undefined && file !== null) fs.writeFileSync(file, doc);
+    return doc;
+  }
+
   /** RLOCKD CLAIM ENTER: the application's code is now inside the critical section of `lock` as `holder`. */
   async claimEnter(lock, holder) {
     await this._rlockd("CLAIM", "ENTER", lock, holder);

@@ -188,6 +188,8 @@ export declare class RlockdServer {
     file?: string | null,
     options?: { key?: string; fromMs?: number; toMs?: number; format?: "html" | "json" },
   ): Promise<string>;
+  /** RLOCKD HISTORY: the lock history as Jepsen-style operations, a JSON array (or Jepsen's EDN), also written to `file` when given. */
+  history(file?: string | null, options?: { key?: string; format?: "json" | "jepsen" }): Promise<string>;
   /** RLOCKD CLAIM ENTER: the application's code is inside the critical section of `lock` as `holder`. */
   claimEnter(lock: string, holder: string): Promise<void>;
   /** RLOCKD CLAIM LEAVE. */

@@ -133,6 +133,12 @@ pub fn call(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes]) -> Reply {
         feed_monitors(ctx, argv);
     }
     if top {
+        // A refused acquire, for the lock history (`RLOCKD HISTORY`).
+        if matches!(reply, Reply::Nil | Reply::Int(_)) && ctx.core.control.is_on() {
+            let (db, core) = (ctx.client.db(), &mut *ctx.core);
+            let now = core.ks.now;
+            core.control.after_reply(&core.ks, db, argv, &reply, now);
+        }
         if !rerun && !blocked {
             slowlog_if_slow(ctx, cmd, argv, usec);
             if ctx.core.config.profile.has(&COMMANDLOG) {

@@ -862,6 +862,28 @@ pub(crate) fn each_primary<R: Send + 'static>(
 ) -> Option<CmdResult> {
     let m = ctx.core.cluster.clone()?;
     let primaries = m.topo.primaries_up();
+    each_of(ctx, m, primaries, f, finish)
+}
+
+/// [`each_primary`] over every node of the cluster, replicas and nodes
+/// down included (`RLOCKD HISTORY`: what each made as a primary).
+pub(crate) fn each_node<R: Send + 'static>(
+    ctx: &mut Ctx<'_>,
+    f: impl Fn(&mut Core, u64) -> R + Send + 'static,
+    finish: impl FnOnce(&mut Core, Vec<R>) -> CmdResult + Send + 'static,
+) -> Option<CmdResult> {
+    let m = ctx.core.cluster.clone()?;
+    let all = (0..m.topo.node_count()).collect();
+    each_of(ctx, m, all, f, finish)
+}
+
+fn each_of<R: Send + 'static>(
+    ctx: &mut Ctx<'_>,
+    m: Member,
+    primaries: Vec<usize>,
+    f: impl Fn(&mut Core, u64) -> R + Send + 'static,
+    finish: impl FnOnce(&mut Core, Vec<R>) -> CmdResult + Send + 'static,
+) -> Option<CmdResult> {
     if ctx.client.may_block() && tokio::runtime::Handle::try_current().is_ok() {
         let nodes: Vec<Arc<Shared>> = primaries.iter().filter_map(|&n| peer(&m, n).ok()).collect();
         let caller = match peer(&m, m.me) {

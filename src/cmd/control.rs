@@ -111,6 +111,10 @@ static RLOCKD_SUBS: &[CommandSpec] = &[
         .hidden_flags(TEST_CONTROL)
         .doc("The lock history as a timeline: one self-contained HTML document, or JSON", "7.0.0")
         .ops(&TIMELINE),
+    cmd("history", rlockd_history, -2, ACTS, 0, 0, 0, ACTS_ACL)
+        .hidden_flags(TEST_CONTROL)
+        .doc("The lock history as Jepsen-style operations, for checkers", "7.0.0")
+        .ops(&HISTORY),
     cmd("claim", run_ops, 5, ACTS, 0, 0, 0, ACTS_ACL)
         .hidden_flags(TEST_CONTROL)
         .doc("Mark the application's critical section under a lock: enter, leave", "7.0.0")
@@ -374,6 +378,8 @@ fn check_reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
             history.reset();
         }
         core.control.claims.clear();
+        core.control.replica_runs = Default::default();
+        core.control.refusals.clear();
     };
     let done = |core: &mut Core| {
         core.repl.ledger.lock().reset_violations();
@@ -438,6 +444,52 @@ fn rlockd_timeline(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     let mine = of(ctx.core, now);
     finish(ctx.core, vec![mine], now)
+}
+
+/// `RLOCKD HISTORY [KEY <pattern>] [FORMAT json|jepsen]`.
+static HISTORY: OpTable = no_ops(
+    &[
+        arg("pattern", "pattern").opt().token("KEY"),
+        arg("format", "text").opt().token("FORMAT").choice(&["json", "jepsen"]),
+    ],
+    &[
+        "HISTORY [KEY <pattern>] [FORMAT JSON|JEPSEN]",
+        "    The lock history as Jepsen-style operations (index, time, type, process, f, value): acquire,",
+        "    renew, release, expire, grants lost in a failover, claims; a JSON array or Jepsen's EDN.",
+    ],
+);
+
+fn rlockd_history(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    use crate::control::jepsen::{self, Format};
+    let mut pattern = None;
+    let mut format = Format::Json;
+    for pair in args[2..].chunks(2) {
+        let [o, v] = pair else { return Err(CmdError::Syntax) };
+        if eq(o, "key") {
+            pattern = Some(v.clone());
+        } else if eq(o, "format") && eq(v, "json") {
+            format = Format::Json;
+        } else if eq(o, "format") && eq(v, "jepsen") {
+            format = Format::Edn;
+        } else {
+            return Err(CmdError::Syntax);
+        }
+    }
+    let reader = Reader::of(ctx, args);
+    let of = |core: &mut Core, _| core.control.history_facts();
+    let finish = move |core: &mut Core, nodes: Vec<jepsen::NodeHistory>| {
+        let lost = core.repl.ledger.lock().timeline_facts().lost;
+        let mut ops = jepsen::operations(&nodes, &lost, pattern.as_deref());
+        ops.retain(|op| reader.may_read(core, &op.key));
+        Ok(Reply::Bulk(Bytes::from(jepsen::write(&ops, format))))
+    };
+    let finish2 = finish.clone();
+    // A cluster node: every node's, each counting what it made as a primary.
+    if let Some(result) = super::cluster::each_node(ctx, of, move |core, all| finish2(core, all)) {
+        return result;
+    }
+    let mine = of(ctx.core, 0);
+    finish(ctx.core, vec![mine])
 }
 
 /// `RLOCKD CLAIM ENTER | LEAVE <lock> <holder>`.

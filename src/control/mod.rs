@@ -9,6 +9,8 @@
 //! * [`ring`] keeps the history's events compactly.
 //! * [`timeline`] draws the history as a timeline (`RLOCKD TIMELINE`) and
 //!   keeps the application's claimed critical sections (`RLOCKD CLAIM`).
+//! * [`jepsen`] writes the history as Jepsen-style operations for checkers
+//!   (`RLOCKD HISTORY`).
 //! * [`faults`] holds injected faults (`RLOCKD FAULT`), read by dispatch,
 //!   the connections and pub/sub delivery.
 //! * [`Control`] (one field of the core) keeps the history, the snapshots
@@ -23,6 +25,7 @@
 
 pub mod faults;
 pub mod history;
+pub mod jepsen;
 pub mod locks;
 pub mod ring;
 pub mod timeline;
@@ -65,6 +68,11 @@ pub struct Control {
     snapshots: HashMap<Bytes, Vec<Db>>,
     /// `RLOCKD CLAIM`: the application's claimed critical sections.
     pub claims: timeline::Claims,
+    /// The events this node made as a replica (`RLOCKD HISTORY` leaves them
+    /// to the primary that made them).
+    pub replica_runs: jepsen::Runs,
+    /// Acquires the server refused (`RLOCKD HISTORY`).
+    pub refusals: jepsen::Refusals,
 }
 
 impl Control {
@@ -131,6 +139,62 @@ impl Control {
             all.extend(self.claims.violations(&h.events(None, 0)).into_iter().map(|v| v.text));
         }
         all
+    }
+
+    /// What this node knows for a lock history (`RLOCKD HISTORY`): its
+    /// events and claims, and which events it made as a replica.
+    pub fn history_facts(&self) -> jepsen::NodeHistory {
+        let Some(h) = self.history.as_ref() else { return jepsen::NodeHistory::default() };
+        jepsen::NodeHistory {
+            events: h.events(None, 0),
+            claims: self.claims.iter().cloned().collect(),
+            replica_runs: self.replica_runs.clone(),
+            refusals: self.refusals.iter().cloned().collect(),
+        }
+    }
+
+    /// After a top-level command answered `reply`: notes it if it refused
+    /// an acquire ([`jepsen::refused_acquire`]) of a lock held by others.
+    pub fn after_reply(
+        &mut self,
+        ks: &Keyspace,
+        db: usize,
+        argv: &[Bytes],
+        reply: &crate::protocol::Reply,
+        now_ms: u64,
+    ) {
+        let Some(h) = self.history.as_ref() else { return };
+        let actor = &self.actor;
+        let Some((key, holder, ttl)) = jepsen::refused_acquire(actor.command, actor.is_script(), argv, reply) else {
+            return;
+        };
+        let Some(d) = ks.dbs.get(db) else { return };
+        // A script's integer (a renewal's 1, a count) is a refusal only if it is the lock's
+        // remaining lease: looked at before the lock is read.
+        if ttl.is_some_and(|t| d.peek(key).and_then(|e| e.expire()).map(|at| at as i64 - now_ms as i64) != Some(t)) {
+            return;
+        }
+        let Some(lock) = locks::view_key(d, db, key, now_ms) else { return };
+        if lock.holders.is_empty()
+            || lock.holders.iter().any(|x| x.id == holder)
+            || ttl.is_some_and(|t| lock.lease_ms != Some(t))
+        {
+            return;
+        }
+        let command = match actor.detail() {
+            Some(d) => format!("{} {}", actor.command, String::from_utf8_lossy(d)),
+            None => actor.command.to_string(),
+        };
+        self.refusals.push(jepsen::Refusal {
+            after_id: h.last_id(),
+            time_ms: now_ms,
+            db,
+            key: key.clone(),
+            holder: Bytes::copy_from_slice(holder),
+            kind: lock.kind,
+            client: actor.client,
+            command,
+        });
     }
 
     /// What this node knows for a timeline, at `now_ms`.

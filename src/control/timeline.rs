@@ -87,6 +87,14 @@ pub struct Claim {
     holders_at_enter: Vec<Bytes>,
 }
 
+impl Claim {
+    /// The history's newest event id when it entered and when it left:
+    /// where the claim falls among the node's events.
+    pub fn event_ids(&self) -> (u64, Option<u64>) {
+        (self.enter_id, self.leave_id)
+    }
+}
+
 /// A violation placed on the timeline.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Violation {
@@ -281,6 +289,8 @@ pub struct LostHold {
     pub start_ms: u64,
     /// When its lease ends (`None`: no lease).
     pub until_ms: Option<u64>,
+    /// When the failover lost it, unix ms.
+    pub lost_ms: u64,
 }
 
 /// Which part of the history a timeline shows.

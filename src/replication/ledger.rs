@@ -100,6 +100,7 @@ impl Ledger {
                         .unwrap_or(0),
                     start_ms: g.granted_ms.unwrap_or(g.lost_ms),
                     until_ms: g.until_ms,
+                    lost_ms: g.lost_ms,
                 })
                 .collect(),
             violations: self

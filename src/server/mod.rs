@@ -235,6 +235,35 @@ impl Server {
         ClaimGuard { server: self, key: k, holder: h }
     }
 
+    /// The lock history as Jepsen-style operations, a JSON array (as
+    /// `RLOCKD HISTORY [KEY pattern]`): this node's, or every node's of its
+    /// cluster (each with what it did as a primary), with the grants a
+    /// failover lost. Checkers read it, such
+    /// as the Porcupine check of the Go module (`clients/go/check`).
+    ///
+    /// ```no_run
+    /// let srv = rlockd::Server::start().unwrap();
+    /// std::fs::write("history.json", srv.history(None)).unwrap();
+    /// ```
+    pub fn history(&self, pattern: Option<&str>) -> String {
+        let cluster = self.with_core(|core| core.cluster.clone());
+        let nodes: Vec<Arc<Shared>> = match &cluster {
+            Some(m) => (0..m.topo.node_count()).filter_map(|n| crate::cmd::cluster::peer(m, n).ok()).collect(),
+            None => vec![self.shared.clone()],
+        };
+        let facts: Vec<_> = nodes
+            .iter()
+            .map(|shared| {
+                std::thread::scope(|s| {
+                    s.spawn(|| shared.core.blocking_lock().control.history_facts()).join().expect("server state access")
+                })
+            })
+            .collect();
+        let lost = self.with_core(|core| core.repl.ledger.lock().timeline_facts().lost);
+        let ops = crate::control::jepsen::operations(&facts, &lost, pattern.map(str::as_bytes));
+        crate::control::jepsen::write(&ops, crate::control::jepsen::Format::Json)
+    }
+
     /// The lock history as a timeline (as `RLOCKD TIMELINE`): this node's
     /// locks, or every primary's of its cluster, with the topology's marks
     /// (clock moves, faults, crashes, failovers, slot moves), claims and

@@ -35,7 +35,7 @@ fn ports(sentinels: &[rlockd::Sentinel]) -> String {
     sentinels.iter().map(|s| s.port().to_string()).collect::<Vec<_>>().join(",")
 }
 
-fn run_redis_py(mode: &str) -> Option<(String, Vec<rlockd::Server>)> {
+pub(crate) fn run_redis_py(mode: &str) -> Option<(String, Vec<rlockd::Server>)> {
     let python = crate::examples::redis_py("the redis-py Sentinel failover")?;
     let (nodes, sentinels) = topology();
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("clients/examples/python");

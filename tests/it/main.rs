@@ -34,6 +34,7 @@ mod locks;
 mod lua_lib_cves;
 mod lua_vm_cves;
 mod ordering;
+mod porcupine;
 mod protocol;
 mod pubsub;
 mod readme;

@@ -273,6 +273,38 @@ test(
 );
 
 test(
+  "the history is Jepsen-style operations: a refused acquire failed, the expiry the nemesis's",
+  withClients(async (srv, open) => {
+    await srv.freezeClock();
+    const c = open();
+    assert.equal(await c.set("orders", "tok-a", "PX", 30_000, "NX"), "OK");
+    assert.equal(await c.set("orders", "tok-b", "PX", 30_000, "NX"), null);
+    await srv.advanceClock(31_000);
+    assert.equal(await c.set("orders", "tok-b", "PX", 30_000, "NX"), "OK");
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "rlockd-h-")), "h.json");
+    const doc = await srv.history(file, { key: "ord*" });
+    assert.equal(fs.readFileSync(file, "utf8"), doc);
+    const ops = JSON.parse(doc);
+    assert.deepEqual(
+      ops.map((o) => [o.index, o.type, o.process, o.f, o.value.holder, o.time / 1e9]),
+      [
+        [0, "invoke", 0, "acquire", "tok-a", 0],
+        [1, "ok", 0, "acquire", "tok-a", 0],
+        [2, "invoke", 1, "acquire", "tok-b", 0],
+        [3, "fail", 1, "acquire", "tok-b", 0],
+        [4, "info", "nemesis", "expire", "tok-a", 31],
+        [5, "info", "nemesis", "expire", "tok-a", 31],
+        [6, "invoke", 1, "acquire", "tok-b", 31],
+        [7, "ok", 1, "acquire", "tok-b", 31],
+      ],
+    );
+    const edn = (await srv.history(null, { format: "jepsen" })).trim().split("\n");
+    assert.equal(edn.length, ops.length);
+    assert.match(edn[3], /^\{:index 3, :time 0, :type :fail, :process 1, :f :acquire/);
+  }),
+);
+
+test(
   "a redlock holder paused inside its claim while another holds the lock is a violation",
   withClients(async (srv, open) => {
     await srv.freezeClock();

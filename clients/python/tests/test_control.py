@@ -275,6 +275,32 @@ def test_a_claim_past_the_lease_is_a_violation_and_the_timeline_shows_it(rlockd_
     assert srv.check_locks() == []
 
 
+def test_the_history_is_jepsen_operations(rlockd_server, tmp_path):
+    srv = rlockd_server
+    srv.freeze_clock()
+    a = redis.Redis.from_url(srv.url).lock("orders", timeout=30)
+    assert a.acquire(blocking=False)
+    b = redis.Redis.from_url(srv.url).lock("orders", timeout=30)
+    assert not b.acquire(blocking=False)          # refused: a failed acquire
+    srv.advance_clock(31_000)                     # a's lease ends: the nemesis's expire
+    assert b.acquire(blocking=False)
+    doc = srv.history(tmp_path / "h.json", key="ord*")
+    assert (tmp_path / "h.json").read_text() == doc
+    ops = json.loads(doc)
+    assert [o["index"] for o in ops] == list(range(len(ops)))
+    refused = ops[2]["value"]["holder"]           # redis-py draws a token per attempt
+    assert refused not in (token(a), token(b))
+    assert [(o["type"], o["process"], o["f"], o["value"]["holder"], o["time"] // 10**9) for o in ops] == [
+        ("invoke", 0, "acquire", token(a), 0), ("ok", 0, "acquire", token(a), 0),
+        ("invoke", 1, "acquire", refused, 0), ("fail", 1, "acquire", refused, 0),
+        ("info", "nemesis", "expire", token(a), 31), ("info", "nemesis", "expire", token(a), 31),
+        ("invoke", 2, "acquire", token(b), 31), ("ok", 2, "acquire", token(b), 31),
+    ]
+    assert {o["value"]["key"] for o in ops} == {"orders"}
+    edn = srv.history(format="jepsen").splitlines()
+    assert len(edn) == len(ops) and edn[0].startswith("{:index 0, :time 0, :type :invoke, :process 0, :f :acquire")
+
+
 def test_a_claim_inside_the_lease_is_safe(rlockd_server):
     srv = rlockd_server
     lock = redis.Redis.from_url(srv.url).lock("job", timeout=30)

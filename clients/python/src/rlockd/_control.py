@@ -282,6 +282,22 @@ class TestControl:
                 f.write(doc)
         return doc
 
+    def history(self, path: Union[str, "os.PathLike[str]", None] = None, *,
+                key: Optional[str] = None, format: Literal["json", "jepsen"] = "json") -> str:
+        """``RLOCKD HISTORY``: the lock history as Jepsen-style operations (``index``, ``time``,
+        ``type``, ``process``, ``f``, ``value``), a JSON array (or Jepsen's EDN with
+        ``format="jepsen"``); written to ``path`` too when one is given. ``key`` is a glob
+        pattern. The Go module's ``check`` command checks it with Porcupine."""
+        args: List[Any] = ["HISTORY"]
+        if key is not None:
+            args += ["KEY", key]
+        args += ["FORMAT", format]
+        doc = _text(self._rlockd(*args))
+        if path is not None:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(doc)
+        return doc
+
     def claim_enter(self, lock: str, holder: Union[str, bytes]) -> None:
         """``RLOCKD CLAIM ENTER``: the application's code is now inside the critical section
         guarded by ``lock``, as ``holder`` (the holder the lock's script writes: redis-py

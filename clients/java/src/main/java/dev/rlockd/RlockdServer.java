@@ -507,6 +507,28 @@ public final class RlockdServer implements AutoCloseable {
                 : Control.text(rlockd("TIMELINE", "FORMAT", "json", "KEY", keyPattern));
     }
 
+    /**
+     * {@code RLOCKD HISTORY}: the lock history as Jepsen-style operations (index, time, type,
+     * process, f, value), a JSON array, of the locks whose keys match {@code keyPattern} (all if
+     * null). The Go module's Porcupine check reads it.
+     */
+    public String history(String keyPattern) {
+        return keyPattern == null
+                ? Control.text(rlockd("HISTORY"))
+                : Control.text(rlockd("HISTORY", "KEY", keyPattern));
+    }
+
+    /** The history, also written to {@code file}; returns it. */
+    public String history(Path file, String keyPattern) {
+        String doc = history(keyPattern);
+        try {
+            java.nio.file.Files.writeString(file, doc);
+        } catch (IOException e) {
+            throw new RlockdException("writing the history to " + file + ": " + e.getMessage());
+        }
+        return doc;
+    }
+
     /** {@code RLOCKD CLAIM ENTER}: the application's code is inside the critical section of {@code lock} as {@code holder}. */
     public void claimEnter(String lock, String holder) {
         rlockd("CLAIM", "ENTER", lock, holder);

@@ -41,6 +41,31 @@ class ControlTest {
     }
 
     @Test
+    void theHistoryIsJepsenOperations(RlockdServer srv) throws Exception {
+        srv.freezeClock();
+        assertEquals("OK", srv.commandString("SET", "orders", "tok-a", "NX", "PX", "30000"));
+        assertEquals(null, srv.command("SET", "orders", "tok-b", "NX", "PX", "30000")); // refused
+        srv.advanceClock(31_000);
+        assertEquals("OK", srv.commandString("SET", "orders", "tok-b", "NX", "PX", "30000"));
+        java.nio.file.Path file = java.nio.file.Files.createTempFile("history", ".json");
+        String doc = srv.history(file, "ord*");
+        assertEquals(doc, java.nio.file.Files.readString(file));
+        List<String> lines = doc.lines().filter(l -> l.startsWith("{")).collect(Collectors.toList());
+        assertEquals(8, lines.size(), doc);
+        String[] want = {
+            "{\"index\":0, \"time\":0, \"type\":\"invoke\", \"process\":0, \"f\":\"acquire\", \"value\":{\"key\":\"orders\", \"db\":0, \"holder\":\"tok-a\"",
+            "{\"index\":3, \"time\":0, \"type\":\"fail\", \"process\":1, \"f\":\"acquire\", \"value\":{\"key\":\"orders\", \"db\":0, \"holder\":\"tok-b\"",
+            "{\"index\":4, \"time\":31000000000, \"type\":\"info\", \"process\":\"nemesis\", \"f\":\"expire\"",
+            "{\"index\":7, \"time\":31000000000, \"type\":\"ok\", \"process\":1, \"f\":\"acquire\"",
+        };
+        int[] at = {0, 3, 4, 7};
+        for (int i = 0; i < at.length; i++) {
+            assertTrue(lines.get(at[i]).startsWith(want[i]), lines.get(at[i]));
+        }
+        assertEquals("[\n]\n", srv.history("nothing*"));
+    }
+
+    @Test
     void clock(RlockdServer srv) throws Exception {
         srv.freezeClock();
         ClockInfo info = srv.clockInfo();
