@@ -37,6 +37,9 @@ pub enum CmdError {
     NegativeTimeout,
     #[error("ERR timeout is not an integer or out of range")]
     TimeoutNotInteger,
+    /// Redis 7.2+: a timeout whose deadline would overflow.
+    #[error("ERR timeout is out of range")]
+    TimeoutOutOfRange,
     #[error("ERR timeout is not a float or out of range")]
     TimeoutNotFloat,
     #[error("ERR source and destination objects are the same")]

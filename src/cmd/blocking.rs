@@ -72,35 +72,55 @@ pub static ZSET_COMMANDS: &[CommandSpec] = &[
 /// never" without overflowing deadline arithmetic.
 const MAX_WAIT_SECS: f64 = 1e10;
 
-/// Redis 7.0 `getTimeoutFromObjectOrReply(.., UNIT_SECONDS)`: a long double
-/// number of seconds truncated to whole milliseconds (so `0.0001` means
-/// "forever", like `0`); values whose millisecond count does not fit a
-/// `long long` (including `inf`) come out negative in C.
-pub(crate) fn timeout_arg(arg: &[u8]) -> Result<f64, CmdError> {
-    let negative = || CmdError::NegativeTimeout;
-    let secs = match num::parse_double(arg) {
-        Some(v) => v,
-        None => match num::normalize_long_double(arg).as_deref() {
-            None => return Err(CmdError::TimeoutNotFloat),
-            // Beyond double range: tiny ones truncate to 0 ms, huge ones overflow.
-            Some("0" | "-0") => 0.0,
-            Some(_) => return Err(negative()),
-        },
-    };
-    let ms = secs * 1000.0;
-    // 2^63 ms and beyond: the C cast yields LLONG_MIN.
-    if !ms.is_finite() || ms.abs() >= i64::MAX as f64 {
-        return Err(negative());
-    }
-    let ms = ms.trunc();
-    if ms < 0.0 {
-        return Err(negative());
-    }
+/// Redis's `getTimeoutFromObjectOrReply(.., UNIT_SECONDS)`: a long double
+/// number of seconds rounded up to whole milliseconds (so `0.0001` waits
+/// 1 ms, and `-0.0001` rounds to 0: for ever). A millisecond count that
+/// does not fit a `long long` (`inf`, `1e20`) comes out negative in Redis
+/// 7.0's C cast; from 7.2 it is out of range, as is any deadline past
+/// `LLONG_MAX` ([`check_deadline`]).
+pub(crate) fn timeout_arg(ctx: &Ctx<'_>, arg: &[u8]) -> Result<f64, CmdError> {
+    let ms = timeout_ms(arg, ctx.core.profile().at_least(7, 2, 0))?;
+    check_deadline(ctx, ms as i64)?;
     Ok((ms / 1000.0).min(MAX_WAIT_SECS))
 }
 
+/// [`timeout_arg`]'s parse: whole milliseconds, `later` for Redis 7.2+.
+fn timeout_ms(arg: &[u8], later: bool) -> Result<f64, CmdError> {
+    let too_big = || if later { CmdError::TimeoutOutOfRange } else { CmdError::NegativeTimeout };
+    let ms = match num::parse_double(arg) {
+        Some(v) => v * 1000.0,
+        None => match num::normalize_long_double(arg).as_deref() {
+            None => return Err(CmdError::TimeoutNotFloat),
+            // Beyond double range: tiny ones round to 1 ms (or 0 below
+            // zero), huge ones overflow.
+            Some("0" | "-0") if arg.starts_with(b"-") => 0.0,
+            Some("0" | "-0") => f64::MIN_POSITIVE,
+            Some(s) if s.starts_with('-') => return Err(CmdError::NegativeTimeout),
+            Some(_) => return Err(too_big()),
+        },
+    };
+    // 2^63 ms and beyond: past `LLONG_MAX` (7.2), or the C cast's LLONG_MIN.
+    if ms >= i64::MAX as f64 {
+        return Err(too_big());
+    }
+    let ms = ms.ceil();
+    if ms < 0.0 {
+        return Err(CmdError::NegativeTimeout);
+    }
+    Ok(ms)
+}
+
+/// Redis 7.2+'s check on a positive timeout in milliseconds: its deadline
+/// (now + timeout) must fit a `long long`. Redis 7.0 has no such check.
+pub(crate) fn check_deadline(ctx: &Ctx<'_>, ms: i64) -> Result<(), CmdError> {
+    if ms > 0 && ctx.core.profile().at_least(7, 2, 0) && ms > i64::MAX - ctx.shared.clock.now_ms() as i64 {
+        return Err(CmdError::TimeoutOutOfRange);
+    }
+    Ok(())
+}
+
 fn bpop(ctx: &mut Ctx<'_>, args: &[Bytes], end: End) -> CmdResult {
-    let timeout = timeout_arg(&args[args.len() - 1])?;
+    let timeout = timeout_arg(ctx, &args[args.len() - 1])?;
     let keys = &args[1..args.len() - 1];
     if let Some((k, mut v)) = list::pop_first(ctx, keys, end, 1)? {
         let e = v.pop().expect("one element");
@@ -134,18 +154,18 @@ fn bmove(ctx: &mut Ctx<'_>, args: &[Bytes], from: End, to: End, timeout: f64) ->
 fn blmove(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let from = parse_end(&args[3])?;
     let to = parse_end(&args[4])?;
-    let timeout = timeout_arg(&args[5])?;
+    let timeout = timeout_arg(ctx, &args[5])?;
     bmove(ctx, args, from, to, timeout)
 }
 
 fn brpoplpush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let timeout = timeout_arg(&args[3])?;
+    let timeout = timeout_arg(ctx, &args[3])?;
     bmove(ctx, args, End::Right, End::Left, timeout)
 }
 
 fn blmpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let p = parse_mpop(args, 2, parse_lr)?;
-    let timeout = timeout_arg(&args[1])?;
+    let timeout = timeout_arg(ctx, &args[1])?;
     if let Some((k, elems)) = list::pop_first(ctx, &p.keys, p.where_, p.count)? {
         return Ok(key_and_elements(k, elems));
     }
@@ -156,7 +176,7 @@ fn blmpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn bzpop(ctx: &mut Ctx<'_>, args: &[Bytes], max: bool) -> CmdResult {
-    let timeout = timeout_arg(&args[args.len() - 1])?;
+    let timeout = timeout_arg(ctx, &args[args.len() - 1])?;
     let keys = &args[1..args.len() - 1];
     if let Some((k, mut items)) = zpop_first(ctx, keys, max, 1)? {
         let (m, s) = items.pop().expect("one member");
@@ -178,7 +198,7 @@ fn bzpopmax(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn bzmpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let p = parse_mpop(args, 2, parse_minmax)?;
-    let timeout = timeout_arg(&args[1])?;
+    let timeout = timeout_arg(ctx, &args[1])?;
     if let Some((k, items)) = zpop_first(ctx, &p.keys, p.where_, p.count as u64)? {
         return Ok(zmpop_reply(k, items));
     }
@@ -421,17 +441,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn timeouts_follow_redis_7_0() {
-        assert_eq!(timeout_arg(b"0").unwrap(), 0.0);
-        assert_eq!(timeout_arg(b"1.5").unwrap(), 1.5);
-        assert_eq!(timeout_arg(b"0.0001").unwrap(), 0.0);
-        assert_eq!(timeout_arg(b"-0.0001").unwrap(), 0.0);
-        assert_eq!(timeout_arg(b"1e-400").unwrap(), 0.0);
-        let neg = CmdError::NegativeTimeout;
-        assert_eq!(timeout_arg(b"-1").unwrap_err(), neg);
-        assert_eq!(timeout_arg(b"inf").unwrap_err(), neg);
-        assert_eq!(timeout_arg(b"1e20").unwrap_err(), neg);
-        assert_eq!(timeout_arg(b"1e400").unwrap_err(), neg);
-        assert_eq!(timeout_arg(b"abc").unwrap_err(), CmdError::TimeoutNotFloat);
+    fn timeouts_round_up_to_milliseconds() {
+        for later in [false, true] {
+            assert_eq!(timeout_ms(b"0", later).unwrap(), 0.0);
+            assert_eq!(timeout_ms(b"1.5", later).unwrap(), 1500.0);
+            assert_eq!(timeout_ms(b"0.0001", later).unwrap(), 1.0);
+            assert_eq!(timeout_ms(b"-0.0001", later).unwrap(), 0.0);
+            assert_eq!(timeout_ms(b"1e-400", later).unwrap(), 1.0);
+            assert_eq!(timeout_ms(b"-1e-400", later).unwrap(), 0.0);
+            assert_eq!(timeout_ms(b"-1", later).unwrap_err(), CmdError::NegativeTimeout);
+            assert_eq!(timeout_ms(b"-inf", later).unwrap_err(), CmdError::NegativeTimeout);
+            assert_eq!(timeout_ms(b"-1e400", later).unwrap_err(), CmdError::NegativeTimeout);
+            assert_eq!(timeout_ms(b"abc", later).unwrap_err(), CmdError::TimeoutNotFloat);
+        }
+        // Too large for a `long long` of milliseconds: 7.0's cast makes it
+        // negative, 7.2 says so.
+        for big in [&b"inf"[..], b"1e20", b"1e400"] {
+            assert_eq!(timeout_ms(big, false).unwrap_err(), CmdError::NegativeTimeout);
+            assert_eq!(timeout_ms(big, true).unwrap_err(), CmdError::TimeoutOutOfRange);
+        }
     }
 }

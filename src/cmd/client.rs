@@ -348,6 +348,7 @@ fn client_pause(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if ms < 0 {
         return Err(CmdError::NegativeTimeout);
     }
+    super::blocking::check_deadline(ctx, ms)?;
     let writes_only = match args.get(3) {
         None => false,
         Some(a) if eq(a, "write") => true,

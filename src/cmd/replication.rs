@@ -384,6 +384,7 @@ fn wait(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if timeout < 0 {
         return Err(CmdError::NegativeTimeout);
     }
+    super::blocking::check_deadline(ctx, timeout)?;
     let offset = ctx.core.repl.client_offset(ctx.client.id);
     let acked = ctx.core.repl.acked(offset);
     if acked as i64 >= numreplicas || !ctx.client.may_block() {

@@ -241,6 +241,7 @@ fn waitaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if t < 0 {
         return Err(CmdError::NegativeTimeout);
     }
+    super::blocking::check_deadline(ctx, t)?;
     if numlocal > 0 && !ctx.core.config.appendonly {
         return Err(CmdError::custom("ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled."));
     }

@@ -630,10 +630,15 @@ fn xsetid(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         i += 2;
     }
     let key = &args[1];
+    let later = ctx.core.profile().at_least(7, 2, 0);
     let mut db = ctx.db();
     let Some(s) = get_stream(&mut db, key)? else {
         return Err(CmdError::NoSuchKey);
     };
+    // Redis 7.2 keeps the last id at or above the largest id deleted.
+    if later && id < s.max_deleted_id {
+        return Err(CmdError::custom("ERR The ID specified in XSETID is smaller than current max_deleted_entry_id"));
+    }
     if !s.is_empty() {
         if id < s.last_entry_id() {
             return Err(CmdError::custom("ERR The ID specified in XSETID is smaller than the target stream top item"));
@@ -700,6 +705,7 @@ fn read_generic(ctx: &mut Ctx<'_>, args: &[Bytes], group_cmd: bool) -> CmdResult
             if t < 0 {
                 return Err(CmdError::NegativeTimeout);
             }
+            super::blocking::check_deadline(ctx, t)?;
             timeout_ms = Some(t);
         } else if eq(o, "count") && more > 0 {
             i += 1;
@@ -708,10 +714,7 @@ fn read_generic(ctx: &mut Ctx<'_>, args: &[Bytes], group_cmd: bool) -> CmdResult
             streams_arg = i + 1;
             let n = args.len() - streams_arg;
             if !n.is_multiple_of(2) {
-                // Redis names XREAD here for XREADGROUP too.
-                return Err(CmdError::custom(
-                    "ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.",
-                ));
+                return Err(CmdError::custom(unbalanced_text(ctx.core.profile(), group_cmd)));
             }
             nkeys = n / 2;
             break;
@@ -933,7 +936,9 @@ fn read_new(
                 }
             }
             grp.pel.insert(id, PendingEntry { consumer: own(c), delivery_time: now, delivery_count: 1 });
-            grp.consumers.get_mut(c).expect("consumer exists").pel.insert(id);
+            let consumer = grp.consumers.get_mut(c).expect("consumer exists");
+            consumer.pel.insert(id);
+            consumer.active_time = Some(now);
         }
         out.push(reply);
     }
@@ -1204,12 +1209,25 @@ fn xpending(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     Ok(Reply::Array(out))
 }
 
+/// Redis 7.2's XCLAIM and XAUTOCLAIM create their consumer before claiming
+/// (Redis 7.0 only when it claims something): true if `later` and created.
+fn eager_consumer(later: bool, s: &mut Stream, group: &[u8], name: &Bytes, now: u64) -> bool {
+    let g = s.groups.get_mut(group).expect("checked");
+    if !later || g.consumers.contains_key(name) {
+        return false;
+    }
+    g.consumers.insert(own(name), crate::db::stream::Consumer { seen_time: now, ..Default::default() });
+    true
+}
+
 /// Moves pending entry `id` of group `g` to consumer `name` (created if
 /// needed; returns true if created), with a new delivery time.
 /// `owned` is false for an entry FORCE just added to the PEL.
 fn claim_to(g: &mut Group, id: StreamId, name: &Bytes, now: u64, owned: bool) -> bool {
     let created = !g.consumers.contains_key(name);
-    g.consumers.entry(own(name)).or_default().seen_time = now;
+    let consumer = g.consumers.entry(own(name)).or_default();
+    consumer.seen_time = now;
+    consumer.active_time = Some(now);
     let p = g.pel.get_mut(&id).expect("pending");
     if !owned || p.consumer != *name {
         let old = std::mem::replace(&mut p.consumer, own(name));
@@ -1281,10 +1299,11 @@ fn xclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         Some(t) if t >= 0 && t <= now as i64 => t as u64,
         _ => now,
     };
+    let later = ctx.core.profile().at_least(7, 2, 0);
     let mut db = ctx.db();
     let s = get_stream(&mut db, key)?.expect("checked");
     let mut changed = false;
-    let mut created = false;
+    let mut created = eager_consumer(later, s, gname, cname, now);
     let mut out = Vec::new();
     {
         let g = s.groups.get_mut(gname).expect("checked");
@@ -1322,7 +1341,7 @@ fn xclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         changed = true;
         out.push(if justid { id_reply(&id) } else { entry_reply(&id, s.get(&id).expect("exists")) });
     }
-    if changed {
+    if changed || created {
         db.sig.dirty += 1;
     }
     if created {
@@ -1366,6 +1385,7 @@ fn xautoclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             return Err(nogroup(key, gname));
         }
     }
+    let later = ctx.core.profile().at_least(7, 2, 0);
     let mut db = ctx.db();
     let s = get_stream(&mut db, key)?.expect("checked");
     let mut attempts = count.saturating_mul(10);
@@ -1373,7 +1393,7 @@ fn xautoclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let mut out = Vec::new();
     let mut deleted = Vec::new();
     let mut changed = false;
-    let mut created = false;
+    let mut created = eager_consumer(later, s, gname, cname, now);
     let mut cursor = start;
     let mut last_seen: Option<StreamId> = None;
     loop {
@@ -1419,7 +1439,7 @@ fn xautoclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         None => None,
     }
     .unwrap_or(StreamId::MIN);
-    if changed {
+    if changed || created {
         db.sig.dirty += 1;
     }
     if created {
@@ -1445,6 +1465,7 @@ fn opt_int(v: Option<u64>) -> Reply {
 
 fn xinfo_consumers(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let now = ctx.now_ms() as i64;
+    let later = ctx.core.profile().at_least(7, 2, 0);
     let mut db = ctx.db();
     let s = info_stream_of(&mut db, &args[2])?;
     let Some(g) = s.groups.get(&args[3]) else {
@@ -1454,11 +1475,16 @@ fn xinfo_consumers(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         g.consumers
             .iter()
             .map(|(n, c)| {
-                map_reply(vec![
+                let mut fields = vec![
                     ("name", Reply::Bulk(n.clone())),
                     ("pending", Reply::Int(c.pel.len() as i64)),
                     ("idle", Reply::Int((now - c.seen_time as i64).max(0))),
-                ])
+                ];
+                // Redis 7.2: time since the consumer was last given entries.
+                if later {
+                    fields.push(("inactive", Reply::Int(c.active_time.map_or(-1, |t| now - t as i64))));
+                }
+                map_reply(fields)
             })
             .collect(),
     ))
@@ -1494,6 +1520,7 @@ fn xinfo_stream(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         6 if eq(&args[3], "full") && eq(&args[4], "count") => int(&args[5]).map(|n| Some(n.max(0))),
         _ => Err(subcommand_syntax(args)),
     };
+    let later = ctx.core.profile().at_least(7, 2, 0);
     let mut db = ctx.db();
     let s = info_stream_of(&mut db, &args[2])?;
     let full = full?;
@@ -1551,12 +1578,14 @@ fn xinfo_stream(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
                             ])
                         })
                         .collect();
-                    map_reply(vec![
-                        ("name", Reply::Bulk(cn.clone())),
-                        ("seen-time", Reply::Int(c.seen_time as i64)),
-                        ("pel-count", Reply::Int(c.pel.len() as i64)),
-                        ("pending", Reply::Array(pel)),
-                    ])
+                    let mut fields =
+                        vec![("name", Reply::Bulk(cn.clone())), ("seen-time", Reply::Int(c.seen_time as i64))];
+                    if later {
+                        fields.push(("active-time", Reply::Int(c.active_time.map_or(-1, |t| t as i64))));
+                    }
+                    fields.push(("pel-count", Reply::Int(c.pel.len() as i64)));
+                    fields.push(("pending", Reply::Array(pel)));
+                    map_reply(fields)
                 })
                 .collect();
             map_reply(vec![
@@ -1572,6 +1601,21 @@ fn xinfo_stream(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         .collect();
     out.push(("groups", Reply::Array(groups)));
     Ok(map_reply(out))
+}
+
+/// The error of a `STREAMS` list with a key or id too many: Redis 7.0
+/// names XREAD for XREADGROUP too; 7.2 names the command and its own id
+/// (`>`); 7.4 adds XREAD's `+` (Valkey 8.1 reads `+` but kept 7.2's text).
+fn unbalanced_text(profile: crate::version::Profile, group_cmd: bool) -> &'static str {
+    if !profile.at_least(7, 2, 0) {
+        "ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified."
+    } else if group_cmd {
+        "ERR Unbalanced 'xreadgroup' list of streams: for each stream key an ID or '>' must be specified."
+    } else if profile.at_least(7, 4, 0) {
+        "ERR Unbalanced 'xread' list of streams: for each stream key an ID, '+', or '$' must be specified."
+    } else {
+        "ERR Unbalanced 'xread' list of streams: for each stream key an ID or '$' must be specified."
+    }
 }
 
 #[cfg(test)]

@@ -32,9 +32,11 @@ pub static COMMANDS: &[CommandSpec] = &[
         .doc("Count the members in a sorted set with scores within the given values", "2.0.0"),
     cmd("zlexcount", zlexcount, 4, "readonly fast", 1, 1, 1, "@read @sortedset @fast")
         .doc("Count the number of members in a sorted set between a given lexicographical range", "2.8.9"),
-    cmd("zrank", zrank, 3, "readonly fast", 1, 1, 1, "@read @sortedset @fast")
+    cmd("zrank", zrank, -3, "readonly fast", 1, 1, 1, "@read @sortedset @fast")
+        .arity_7_0(3)
         .doc("Determine the index of a member in a sorted set", "2.0.0"),
-    cmd("zrevrank", zrevrank, 3, "readonly fast", 1, 1, 1, "@read @sortedset @fast")
+    cmd("zrevrank", zrevrank, -3, "readonly fast", 1, 1, 1, "@read @sortedset @fast")
+        .arity_7_0(3)
         .doc("Determine the index of a member in a sorted set, with scores ordered from high to low", "2.0.0"),
     cmd("zrange", zrange, -4, "readonly", 1, 1, 1, "@read @sortedset @slow")
         .doc("Return a range of members in a sorted set", "1.2.0"),
@@ -432,15 +434,32 @@ fn zlexcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     })))
 }
 
+/// `ZRANK key member`, and from Redis 7.2 `[WITHSCORE]`: the rank and the
+/// score, a null array when there is none.
 fn zrank_generic(ctx: &mut Ctx<'_>, args: &[Bytes], reverse: bool) -> CmdResult {
+    let max_args = if ctx.core.profile().at_least(7, 2, 0) { 4 } else { 3 };
+    if args.len() > max_args {
+        return Err(CmdError::WrongArity(if reverse { "zrevrank" } else { "zrank" }.into()));
+    }
+    let with_score = match args.get(3) {
+        Some(a) if a.eq_ignore_ascii_case(b"withscore") => true,
+        Some(_) => return Err(CmdError::Syntax),
+        None => false,
+    };
+    let none = if with_score { Reply::NilArray } else { Reply::Nil };
     let mut db = ctx.db();
     let Some(z) = get_zset(&mut db, &args[1])? else {
-        return Ok(Reply::Nil);
+        return Ok(none);
     };
-    Ok(match z.rank(&args[2]) {
-        Some(r) => Reply::Int(if reverse { (z.len() - 1 - r) as i64 } else { r as i64 }),
-        None => Reply::Nil,
-    })
+    let Some(r) = z.rank(&args[2]) else {
+        return Ok(none);
+    };
+    let rank = Reply::Int(if reverse { (z.len() - 1 - r) as i64 } else { r as i64 });
+    if !with_score {
+        return Ok(rank);
+    }
+    let score = z.score(&args[2]).expect("a ranked member has a score");
+    Ok(Reply::Array(vec![rank, Reply::Double(score)]))
 }
 
 fn zrank(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {

@@ -49,6 +49,8 @@ const T_HASH_LISTPACK_EX: u8 = 25;
 const NO_FIELD_EXPIRE: u64 = 1 << 48;
 const T_STREAM_LISTPACKS: u8 = 15;
 const T_STREAM_LISTPACKS_2: u8 = 19;
+/// Redis 7.2's streams: each consumer also has its active time.
+const T_STREAM_LISTPACKS_3: u8 = 21;
 
 const QUICKLIST_PLAIN: u64 = 1;
 const QUICKLIST_PACKED: u64 = 2;
@@ -488,7 +490,7 @@ fn score_text(d: f64) -> String {
 /// writes are the same in each).
 pub fn dump(entry: &Entry, list_fill: i64, version: u16) -> Vec<u8> {
     let mut out = Vec::new();
-    dump_value(&mut out, entry, list_fill);
+    dump_value(&mut out, entry, list_fill, version);
     out.extend_from_slice(&version.to_le_bytes());
     let crc = crc64(0, &out);
     out.extend_from_slice(&crc.to_le_bytes());
@@ -496,8 +498,9 @@ pub fn dump(entry: &Entry, list_fill: i64, version: u16) -> Vec<u8> {
 }
 
 /// The type byte and the value of `entry`, as both DUMP and an RDB file
-/// write them.
-fn dump_value(out: &mut Vec<u8>, entry: &Entry, list_fill: i64) {
+/// write them, in RDB format `version` (a stream's type follows it: 7.2's
+/// from 11).
+fn dump_value(out: &mut Vec<u8>, entry: &Entry, list_fill: i64, version: u16) {
     match &entry.value {
         Value::Str(s) => {
             out.push(T_STRING);
@@ -588,8 +591,9 @@ fn dump_value(out: &mut Vec<u8>, entry: &Entry, list_fill: i64) {
             }
         }
         Value::Stream(st) => {
-            out.push(T_STREAM_LISTPACKS_2);
-            dump_stream(out, st);
+            let v3 = version >= 11;
+            out.push(if v3 { T_STREAM_LISTPACKS_3 } else { T_STREAM_LISTPACKS_2 });
+            dump_stream(out, st, v3);
         }
     }
 }
@@ -646,8 +650,9 @@ fn dump_hash_ttl(out: &mut Vec<u8>, h: &HashValue, listpack: bool) {
 }
 
 /// `RDB_TYPE_STREAM_LISTPACKS_2`: the nodes (master id key, listpack),
-/// the counters, then each group with its PEL and consumers.
-fn dump_stream(out: &mut Vec<u8>, st: &Stream) {
+/// the counters, then each group with its PEL and consumers (`v3`, 7.2's
+/// `_3`: with each consumer's active time, -1 for never).
+fn dump_stream(out: &mut Vec<u8>, st: &Stream, v3: bool) {
     let nodes = st.dump_nodes();
     save_len(out, nodes.len() as u64);
     for (master, mfields, entries) in nodes {
@@ -701,6 +706,10 @@ fn dump_stream(out: &mut Vec<u8>, st: &Stream) {
         for (cname, c) in &g.consumers {
             save_string(out, cname);
             out.extend_from_slice(&c.seen_time.to_le_bytes());
+            if v3 {
+                let active = c.active_time.map_or(-1, |t| t as i64);
+                out.extend_from_slice(&active.to_le_bytes());
+            }
             save_len(out, c.pel.len() as u64);
             for id in &c.pel {
                 out.extend_from_slice(&id_key(*id));
@@ -998,8 +1007,9 @@ fn load_stream_node(st: &mut Stream, master: StreamId, blob: &[u8]) -> R<()> {
 }
 
 /// A stream, `RDB_TYPE_STREAM_LISTPACKS_2` or (`v2` false) the older
-/// `RDB_TYPE_STREAM_LISTPACKS` without the 7.0 counters.
-fn load_stream(r: &mut Reader<'_>, v2: bool) -> R<Stream> {
+/// `RDB_TYPE_STREAM_LISTPACKS` without the 7.0 counters, or (`v3`) 7.2's
+/// `_3` with the consumers' active times.
+fn load_stream(r: &mut Reader<'_>, v2: bool, v3: bool) -> R<Stream> {
     let bad = RdbError::Format;
     let mut st = Stream::default();
     let nodes = r.count(17)?;
@@ -1055,7 +1065,14 @@ fn load_stream(r: &mut Reader<'_>, v2: bool) -> R<Stream> {
         for _ in 0..nconsumers {
             let cname = Bytes::from(r.string()?);
             let seen_time = r.ms_time()?;
-            let mut c = Consumer { seen_time, ..Consumer::default() };
+            // Before 7.2's active time, Redis takes the seen time for it.
+            let active_time = if v3 {
+                let t = r.ms_time()? as i64;
+                (t >= 0).then_some(t as u64)
+            } else {
+                Some(seen_time)
+            };
+            let mut c = Consumer { seen_time, active_time, ..Consumer::default() };
             let n = r.count(16)?;
             for _ in 0..n {
                 let id = r.stream_id_raw()?;
@@ -1257,8 +1274,9 @@ fn load_value(r: &mut Reader<'_>, t: u8) -> Result<Value, RdbError> {
             }
             Value::ZSet(z)
         }
-        T_STREAM_LISTPACKS_2 => Value::Stream(Box::new(load_stream(r, true)?)),
-        T_STREAM_LISTPACKS => Value::Stream(Box::new(load_stream(r, false)?)),
+        T_STREAM_LISTPACKS_3 => Value::Stream(Box::new(load_stream(r, true, true)?)),
+        T_STREAM_LISTPACKS_2 => Value::Stream(Box::new(load_stream(r, true, false)?)),
+        T_STREAM_LISTPACKS => Value::Stream(Box::new(load_stream(r, false, false)?)),
         _ => return Err(RdbError::Format),
     };
     Ok(v)
@@ -1400,7 +1418,7 @@ pub fn key_record(out: &mut Vec<u8>, scratch: &mut Vec<u8>, key: &[u8], entry: &
         out.extend_from_slice(&at.to_le_bytes());
     }
     scratch.clear();
-    dump_value(scratch, entry, list_fill);
+    dump_value(scratch, entry, list_fill, RDB_VERSION);
     out.push(scratch[0]);
     save_string(out, key);
     out.extend_from_slice(&scratch[1..]);

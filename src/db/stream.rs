@@ -101,6 +101,9 @@ pub struct PendingEntry {
 pub struct Consumer {
     /// Last time the consumer was seen (read or claimed), unix ms.
     pub seen_time: u64,
+    /// Last time it was given entries (read new ones or claimed some), unix
+    /// ms; None if never (Redis 7.2's `active_time`, -1).
+    pub active_time: Option<u64>,
     /// Its own pending entries (details in the group's PEL).
     pub pel: std::collections::BTreeSet<StreamId>,
 }
