@@ -42,6 +42,10 @@ pub struct Library {
 struct LoadCtx {
     started: Instant,
     functions: Vec<FunctionInfo>,
+    /// Valkey 8.1: `server.register_function` in the errors, and a bad or
+    /// repeated function name refused after the load, unwrapped.
+    valkey: bool,
+    late_error: Option<&'static str>,
 }
 
 thread_local! {
@@ -162,7 +166,8 @@ type CreateError = (String, Option<Library>);
 /// Runs a library's code in load mode and collects what it registers.
 fn create(vm: &Vm, body: &[u8]) -> Result<Vec<FunctionInfo>, CreateError> {
     let l = vm.l;
-    let mut ctx = LoadCtx { started: Instant::now(), functions: Vec::new() };
+    let valkey = vm.valkey.get();
+    let mut ctx = LoadCtx { started: Instant::now(), functions: Vec::new(), valkey, late_error: None };
     vm.set_load_mode(true);
     // SAFETY: raw calls on our own VM; `ctx` outlives the load.
     let res = unsafe {
@@ -178,7 +183,15 @@ fn create(vm: &Vm, body: &[u8]) -> Result<Vec<FunctionInfo>, CreateError> {
                     let info = error_info(l);
                     ffi::lua_pop(l, 1);
                     let msg = info.msg.unwrap_or_default();
-                    Err(format!("Error registering functions: {}", String::from_utf8_lossy(&msg)))
+                    let msg = String::from_utf8_lossy(&msg);
+                    let msg = if valkey {
+                        msg.replace("redis.register_function", "server.register_function")
+                    } else {
+                        msg.into_owned()
+                    };
+                    Err(format!("Error registering functions: {msg}"))
+                } else if let Some(late) = ctx.late_error {
+                    Err(late.to_string())
                 } else {
                     Ok(())
                 }
@@ -372,14 +385,26 @@ unsafe fn register(l: State, ctx: &mut LoadCtx) -> Result<(), &'static str> {
     }
     let r = if argc == 1 { read_named(l)? } else { read_positional(l)? };
     let fref = r.fref.unwrap_or(ffi::LUA_NOREF);
-    if !valid_name(&r.name) {
-        ffi::luaL_unref(l, ffi::LUA_REGISTRYINDEX, fref);
-        return Err("Library names can only contain letters, numbers, or underscores(_) and must be at least one character long");
-    }
     let name = String::from_utf8_lossy(&r.name).into_owned();
-    if ctx.functions.iter().any(|f| f.name == name) {
+    let refused = if !valid_name(&r.name) {
+        // Redis 7.0's text names libraries here; Valkey's names functions.
+        Some(if ctx.valkey {
+            "Function names can only contain letters, numbers, or underscores(_) and must be at least one character long"
+        } else {
+            "Library names can only contain letters, numbers, or underscores(_) and must be at least one character long"
+        })
+    } else if ctx.functions.iter().any(|f| f.name == name) {
+        Some("Function already exists in the library")
+    } else {
+        None
+    };
+    if let Some(msg) = refused {
         ffi::luaL_unref(l, ffi::LUA_REGISTRYINDEX, fref);
-        return Err("Function already exists in the library");
+        if ctx.valkey {
+            ctx.late_error.get_or_insert(msg);
+            return Ok(());
+        }
+        return Err(msg);
     }
     ctx.functions.push(FunctionInfo { name, desc: r.desc.map(Bytes::from), flags: r.flags, fref });
     Ok(())

@@ -35,12 +35,12 @@ pub enum ScriptErr {
 impl ScriptErr {
     /// Redis's error text (raised as `ERR <text>`, or with the code a
     /// leading `-` gives).
-    /// (Valkey leaves out the word "Redis".)
+    /// (Valkey 8.1 leaves out the word "Redis", but in the refusal of a
+    /// `noscript` command.)
     pub fn message(&self, valkey: bool) -> &str {
         match self {
             ScriptErr::UnknownCommand if valkey => "Unknown command called from script",
             ScriptErr::WrongArity if valkey => "Wrong number of args calling command from script",
-            ScriptErr::NotAllowed if valkey => "This command is not allowed from script",
             ScriptErr::UnknownCommand => "Unknown Redis command called from script",
             ScriptErr::WrongArity => "Wrong number of args calling Redis command from script",
             ScriptErr::NotAllowed => "This Redis command is not allowed from script",

@@ -274,7 +274,7 @@ impl Scripting {
         if let Some(&i) = self.by_sha.get(&key) {
             return Ok((i, sha));
         }
-        let (flags, shebang_len) = parse_shebang(body)?;
+        let (flags, shebang_len) = parse_shebang(body, self.profile.is_valkey())?;
         let l = self.eval.l;
         // SAFETY: raw operations on our own VM.
         unsafe {
@@ -366,7 +366,7 @@ impl Scripting {
         match command {
             "eval" | "eval_ro" => match self.by_sha.get(&sha_key(sha1_hex(body).as_bytes())?) {
                 Some(&i) => Some(self.scripts[i].flags),
-                None => parse_shebang(body).ok().map(|(f, _)| f),
+                None => parse_shebang(body, self.profile.is_valkey()).ok().map(|(f, _)| f),
             },
             "evalsha" | "evalsha_ro" => self.by_sha.get(&sha_key(body)?).map(|&i| self.scripts[i].flags),
             "fcall" | "fcall_ro" => self.libraries.find(body).map(|f| f.flags),
@@ -635,7 +635,8 @@ fn c_prefix(b: &[u8]) -> &[u8] {
 
 /// `evalExtractShebangFlags`: the script's flags and the length of its
 /// shebang line (without the newline, which stays to keep line numbers).
-fn parse_shebang(body: &[u8]) -> Result<(ScriptFlags, usize), CmdError> {
+/// `valkey`: Valkey 8.1 names an unknown engine as its engine registry does.
+fn parse_shebang(body: &[u8], valkey: bool) -> Result<(ScriptFlags, usize), CmdError> {
     if !body.starts_with(b"#!") {
         return Ok((ScriptFlags(ScriptFlags::EVAL_COMPAT), 0));
     }
@@ -647,6 +648,9 @@ fn parse_shebang(body: &[u8]) -> Result<(ScriptFlags, usize), CmdError> {
         _ => return Err(CmdError::custom("ERR Invalid engine in script shebang")),
     };
     if &parts[0][..] != b"#!lua" {
+        if valkey {
+            return Err(CmdError::echo("ERR Could not find scripting engine '", &parts[0][2..], "'"));
+        }
         return Err(CmdError::echo("ERR Unexpected engine in script shebang: ", &parts[0], ""));
     }
     let mut flags = ScriptFlags::default();
@@ -683,20 +687,27 @@ mod tests {
 
     #[test]
     fn shebang_parsing() {
-        assert_eq!(parse_shebang(b"return 1").unwrap(), (ScriptFlags(ScriptFlags::EVAL_COMPAT), 0));
-        assert_eq!(parse_shebang(b"#!lua\nreturn 1").unwrap(), (ScriptFlags(0), 5));
-        let (f, _) = parse_shebang(b"#!lua flags=no-writes,allow-oom\nreturn 1").unwrap();
+        assert_eq!(parse_shebang(b"return 1", false).unwrap(), (ScriptFlags(ScriptFlags::EVAL_COMPAT), 0));
+        assert_eq!(parse_shebang(b"#!lua\nreturn 1", false).unwrap(), (ScriptFlags(0), 5));
+        let (f, _) = parse_shebang(b"#!lua flags=no-writes,allow-oom\nreturn 1", false).unwrap();
         assert!(f.has(ScriptFlags::NO_WRITES) && f.has(ScriptFlags::ALLOW_OOM));
-        assert_eq!(parse_shebang(b"#!lua").unwrap_err().to_string(), "ERR Invalid script shebang");
+        assert_eq!(parse_shebang(b"#!lua", false).unwrap_err().to_string(), "ERR Invalid script shebang");
         assert_eq!(
-            parse_shebang(b"#!foo\nx").unwrap_err().to_string(),
+            parse_shebang(b"#!foo\nx", false).unwrap_err().to_string(),
             "ERR Unexpected engine in script shebang: #!foo"
         );
         assert_eq!(
-            parse_shebang(b"#!lua flags=bad\nx").unwrap_err().to_string(),
+            parse_shebang(b"#!lua flags=bad\nx", false).unwrap_err().to_string(),
             "ERR Unexpected flag in script shebang: bad"
         );
-        assert_eq!(parse_shebang(b"#!lua x=1\nx").unwrap_err().to_string(), "ERR Unknown lua shebang option: x=1");
+        assert_eq!(
+            parse_shebang(b"#!lua x=1\nx", false).unwrap_err().to_string(),
+            "ERR Unknown lua shebang option: x=1"
+        );
+        assert_eq!(
+            parse_shebang(b"#!foo\nx", true).unwrap_err().to_string(),
+            "ERR Could not find scripting engine 'foo'"
+        );
     }
 
     /// A host that records what the engine asks and answers every command

@@ -589,6 +589,25 @@ pub(crate) unsafe fn set_profile(l: State, globals: c_int, profile: crate::versi
         ffi::lua_pushnil(l);
     }
     set_field_raw(l, globals, "server");
+    // Valkey's error handler has its own name beside Redis's (EVAL's VM).
+    if get_field_raw(l, globals, "__redis__err__handler") != ffi::LUA_TNIL && profile.is_valkey() {
+        set_field_raw(l, globals, "__server__err__handler");
+    } else {
+        ffi::lua_pop(l, 1);
+        ffi::lua_pushnil(l);
+        set_field_raw(l, globals, "__server__err__handler");
+    }
+    // cmsgpack's copyright line names the project's owner of the day.
+    if get_field_raw(l, globals, "cmsgpack") == ffi::LUA_TTABLE {
+        let owner: &[u8] = if profile.is_valkey() {
+            b"Copyright (C) 2012, Redis Ltd."
+        } else {
+            b"Copyright (C) 2012, Salvatore Sanfilippo"
+        };
+        push_bytes(l, owner);
+        set_field_raw(l, ffi::lua_gettop(l) - 1, "_COPYRIGHT");
+    }
+    ffi::lua_pop(l, 1);
 }
 
 /// Pushes the full `redis` table of a script engine. `eval` adds the

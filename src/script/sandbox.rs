@@ -137,6 +137,8 @@ pub(crate) struct Vm {
     /// What every run reaches, held in the registry's array part
     /// (`luaL_ref`): pushed by index, without hashing a name each time.
     refs: Refs,
+    /// The profile is Valkey's (words of `FUNCTION LOAD`'s errors).
+    pub(crate) valkey: std::cell::Cell<bool>,
 }
 
 /// Registry references of a VM (see [`Vm::refs`]).
@@ -219,7 +221,7 @@ impl Vm {
                 ffi::lua_pop(l, 1);
             }
         }
-        Vm { _lua: lua, l, kind, refs }
+        Vm { _lua: lua, l, kind, refs, valkey: std::cell::Cell::new(false) }
     }
 
     /// Gives the `EVAL` script function on top the real globals as its
@@ -313,6 +315,7 @@ impl Vm {
     /// Sets what the scripts of this VM read as the server's version
     /// (`redis.REDIS_VERSION`…, and Valkey's `server` table).
     pub(crate) fn set_profile(&self, profile: crate::version::Profile) {
+        self.valkey.set(profile.is_valkey());
         // SAFETY: the state is ours and idle (no script runs while the
         // engine is reached through `&self` outside a run).
         unsafe {
