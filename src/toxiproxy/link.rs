@@ -90,16 +90,22 @@ async fn connection(client: TcpStream, upstream: String, chain: watch::Receiver<
     let (mut sr, mut sw) = server.into_split();
     let (up_tx, up_rx) = mpsc::channel(1024);
     let (down_tx, down_rx) = mpsc::channel(1024);
-    let up = direction(read(&mut cr, up_tx), Writer::new(Stream::Upstream, chain.clone()).run(up_rx, &mut sw));
-    let down = direction(read(&mut sr, down_tx), Writer::new(Stream::Downstream, chain).run(down_rx, &mut cw));
-    let close = tokio::select! {
-        c = up => c,
-        c = down => c,
+    let close = {
+        let up = direction(read(&mut cr, up_tx), Writer::new(Stream::Upstream, chain.clone()).run(up_rx, &mut sw));
+        let down = direction(read(&mut sr, down_tx), Writer::new(Stream::Downstream, chain).run(down_rx, &mut cw));
+        tokio::select! {
+            c = up => c,
+            c = down => c,
+        }
     };
     if close == Close::Reset {
+        // No FIN first (a write half shuts down when dropped): the sockets
+        // close with linger 0, which sends an RST.
         for s in [cw.as_ref(), sw.as_ref()] {
             let _ = socket2::SockRef::from(s).set_linger(Some(Duration::ZERO));
         }
+        cw.forget();
+        sw.forget();
     }
 }
 
@@ -300,10 +306,16 @@ impl Writer {
             Some((avg, var, _)) => slices(&data, avg, var),
             None => vec![data],
         };
+        // The slicer's pieces are `delay` µs apart on average: the timer
+        // counts milliseconds, so a piece due within one goes at once.
+        let mut due = Instant::now();
         for (i, piece) in pieces.iter().enumerate() {
             if i > 0 {
                 if let Some((_, _, delay)) = slicer {
-                    sleep(Duration::from_micros(delay.max(0) as u64)).await;
+                    due += Duration::from_micros(delay.max(0) as u64);
+                    if due > Instant::now() + Duration::from_millis(1) {
+                        sleep_until(due).await;
+                    }
                 }
             }
             if write(dest, piece, rate).await.is_err() {

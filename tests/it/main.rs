@@ -52,6 +52,7 @@ mod soak;
 mod stream;
 mod strings;
 mod timeline;
+mod toxiproxy;
 mod tracking;
 mod tx;
 mod unix_socket;
