@@ -86,6 +86,7 @@ impl Conn {
         let mut chunked = false;
         let mut keep_alive = version == "HTTP/1.1";
         let mut user_agent = String::new();
+        let mut continue_first = false;
         for line in lines {
             let Some((name, value)) = line.split_once(':') else { continue };
             let value = value.trim();
@@ -104,8 +105,13 @@ impl Conn {
                     }
                 }
                 "user-agent" => user_agent = value.to_string(),
+                "expect" => continue_first = value.eq_ignore_ascii_case("100-continue"),
                 _ => {}
             }
+        }
+        // curl asks before sending a body over 1 KiB, as Go's server answers.
+        if continue_first && (chunked || length > 0) && self.buf.is_empty() {
+            let _ = self.stream.write_all(b"HTTP/1.1 100 Continue\r\n\r\n").await;
         }
         let body = if chunked { self.chunked_body().await? } else { self.exact(length).await? };
         let path = target.split('?').next().unwrap_or_default();

@@ -64,7 +64,11 @@ pub fn start(listener: TcpListener, upstream: String, chain: watch::Receiver<Cha
                 _ = &mut stopped => break,
                 Some(_) = conns.join_next(), if !conns.is_empty() => {}
                 accepted = listener.accept() => {
-                    let Ok((client, _)) = accepted else { continue };
+                    let Ok((client, _)) = accepted else {
+                        // Out of descriptors, most likely: wait before trying again.
+                        sleep(Duration::from_millis(10)).await;
+                        continue;
+                    };
                     conns.spawn(connection(client, upstream.clone(), chain.clone()));
                 }
             }

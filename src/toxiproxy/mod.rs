@@ -83,7 +83,10 @@ impl ToxiproxyApi {
                 let _ = ready_tx.send(first_error);
                 let accept = async {
                     loop {
-                        let Ok((stream, _)) = listener.accept().await else { continue };
+                        let Ok((stream, _)) = listener.accept().await else {
+                            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                            continue;
+                        };
                         tokio::spawn(serve(http::Conn::new(stream), state.clone()));
                     }
                 };

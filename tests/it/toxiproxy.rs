@@ -129,6 +129,18 @@ fn api_answers_as_toxiproxy() {
     let n = c.read(&mut buf).unwrap();
     assert_eq!(&buf[..n], b"+PONG\r\n");
 
+    // slow_close: the server closes after QUIT; the client hears it 300 ms later.
+    http(api, "POST", "/proxies/r/toxics", "{\"type\":\"slow_close\",\"attributes\":{\"delay\":300}}", "");
+    let mut c = TcpStream::connect(("127.0.0.1", listen)).expect("connect to the proxy");
+    c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let start = Instant::now();
+    c.write_all(b"QUIT\r\n").unwrap();
+    let n = c.read(&mut buf).unwrap();
+    assert_eq!(&buf[..n], b"+OK\r\n");
+    assert_eq!(c.read(&mut buf).ok(), Some(0));
+    assert!(start.elapsed() >= Duration::from_millis(300), "closed after {:?}", start.elapsed());
+    assert_eq!(http(api, "DELETE", "/proxies/r/toxics/slow_close_downstream", "", "").0, 204);
+
     // /populate: an identical proxy kept, a new one created; then deletes.
     let pop = format!(
         "[{{\"name\":\"r\",\"listen\":\"127.0.0.1:{listen}\",\"upstream\":\"127.0.0.1:{node}\"}},\
