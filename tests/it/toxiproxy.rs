@@ -7,7 +7,7 @@
 //! (redis-py's `Lock`, ioredis + redlock, go-redis + redsync) goes through
 //! the proxy and sees each fault (`tests/toxiproxy/`). Their packages are
 //! installed once into the target directory; a missing toolchain skips
-//! visibly (`common::skip`).
+//! visibly (`common::skip`), and fails under `RLOCKD_REQUIRE_REDIS=1` (CI).
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -170,6 +170,14 @@ fn source() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/toxiproxy")
 }
 
+/// A toolchain is missing: a failure in CI, a visible skip elsewhere.
+fn missing(reason: &str) {
+    if std::env::var("RLOCKD_REQUIRE_REDIS").is_ok_and(|v| v == "1") {
+        panic!("{reason} (RLOCKD_REQUIRE_REDIS=1)");
+    }
+    skipped(reason);
+}
+
 fn runs(program: &str, args: &[&str]) -> bool {
     std::process::Command::new(program)
         .args(args)
@@ -204,7 +212,7 @@ fn assert_lines(out: &str, want: &[&str]) {
 #[test]
 fn toxiproxy_python_drives_faults_seen_by_redis_py() {
     if !runs("python3", &["-c", "import venv, ensurepip, sys; sys.exit(sys.version_info < (3, 8))"]) {
-        skipped("Python 3.8+ with venv is not installed, so toxiproxy-python was not run");
+        missing("Python 3.8+ with venv is not installed, so toxiproxy-python was not run");
         return;
     }
     let work = work_dir("python");
@@ -242,7 +250,7 @@ fn toxiproxy_python_drives_faults_seen_by_redis_py() {
 #[test]
 fn toxiproxy_node_client_drives_faults_seen_by_redlock() {
     if !runs("node", &["--version"]) || !runs("npm", &["--version"]) {
-        skipped("Node.js and npm are not installed, so toxiproxy-node-client was not run");
+        missing("Node.js and npm are not installed, so toxiproxy-node-client was not run");
         return;
     }
     let work = work_dir("node");
@@ -276,7 +284,7 @@ fn toxiproxy_node_client_drives_faults_seen_by_redlock() {
 #[test]
 fn toxiproxy_go_client_drives_faults_seen_by_redsync() {
     if !runs("go", &["version"]) {
-        skipped("Go is not installed, so Shopify's Toxiproxy Go client was not run");
+        missing("Go is not installed, so Shopify's Toxiproxy Go client was not run");
         return;
     }
     let work = work_dir("go");
