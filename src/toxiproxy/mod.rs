@@ -68,7 +68,7 @@ impl ToxiproxyApi {
                     for node in nodes {
                         let name = format!("rlockd-{}", node.port());
                         let listen = SocketAddr::new(proxy_ip, 0).to_string();
-                        if let Err(e) = st.add(&name, &listen, &node.to_string(), true).await {
+                        if let Err(e) = st.add(&name, &listen, &node.to_string(), true) {
                             first_error.get_or_insert(e.message);
                         }
                     }
@@ -261,7 +261,7 @@ impl State {
     }
 
     /// `ProxyCollection.Add`.
-    async fn add(&mut self, name: &str, listen: &str, upstream: &str, enabled: bool) -> Result<&Proxy, ApiError> {
+    fn add(&mut self, name: &str, listen: &str, upstream: &str, enabled: bool) -> Result<&Proxy, ApiError> {
         if self.proxies.contains_key(name) {
             return Err(ApiError::new("proxy already exists", 409));
         }
@@ -422,7 +422,7 @@ async fn create_proxy(st: &mut State, body: &[u8]) -> Result<Response, ApiError>
     if upstream.is_empty() {
         return Err(ApiError::new("missing required field: upstream", 400));
     }
-    let p = st.add(&name, &listen.unwrap_or_default(), &upstream, enabled.unwrap_or(true)).await?;
+    let p = st.add(&name, &listen.unwrap_or_default(), &upstream, enabled.unwrap_or(true))?;
     Ok(Response::json(201, p.json()))
 }
 
@@ -500,7 +500,7 @@ async fn populate(st: &mut State, body: &[u8]) -> Response {
             }
             st.proxies.remove(&name);
         }
-        match st.add(&name, &listen, &upstream, enabled.unwrap_or(true)).await {
+        match st.add(&name, &listen, &upstream, enabled.unwrap_or(true)) {
             Ok(p) => done.push(p.json()),
             Err(e) => return reply(Some(done), Some(e)),
         }
