@@ -1170,6 +1170,14 @@ mod tests {
     }
 
     #[test]
+    fn toxiproxy_port() {
+        assert_eq!(settings(&[], "").toxiproxy, None);
+        assert_eq!(settings(&["--toxiproxy", "8474"], "").toxiproxy, Some(8474));
+        assert_eq!(settings(&["redis.conf"], "toxiproxy 0\n").toxiproxy, Some(0));
+        assert!(failure(&["--toxiproxy", "http"], "").ends_with("argument must be a port (0 to 65535)\n"));
+    }
+
+    #[test]
     fn version_and_help() {
         let Action::Print(v) = parse_with_file(&["-v"], "") else { panic!() };
         assert!(v.starts_with(&format!("rlockd {VERSION}, compatible with Redis server v={REDIS_VERSION} ")), "{v}");
