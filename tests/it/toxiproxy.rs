@@ -2,9 +2,11 @@
 //! over plain HTTP (the JSON, status codes and error bodies Toxiproxy 2.12
 //! sends), then the real clients — toxiproxy-python from PyPI,
 //! toxiproxy-node-client from npm, Shopify's Go client from the Go module
-//! proxy — each driving latency, timeout, reset_peer, slicer and a proxy
-//! down (Python also bandwidth and limit_data) while a real lock client
-//! (redis-py's `Lock`, ioredis + redlock, go-redis + redsync) goes through
+//! proxy, toxiproxy-java (what Testcontainers' `ToxiproxyContainer` hands
+//! out) from Maven Central — each driving latency, timeout, reset_peer,
+//! slicer and a proxy down (Python also bandwidth and limit_data) while a
+//! real lock client (redis-py's `Lock`, ioredis + redlock, go-redis +
+//! redsync, Redisson's `RLock`) goes through
 //! the proxy and sees each fault (`tests/toxiproxy/`). Their packages are
 //! installed once into the target directory; a missing toolchain skips
 //! visibly (`common::skip`), and fails under `RLOCKD_REQUIRE_REDIS=1` (CI).
@@ -308,6 +310,41 @@ fn toxiproxy_go_client_drives_faults_seen_by_redsync() {
             "down: the lock call failed; enabled again, it works",
             "reset: every toxic removed",
             "toxiproxy Go client: ok",
+        ],
+    );
+}
+
+#[test]
+fn toxiproxy_java_drives_faults_seen_by_redisson() {
+    if !runs("java", &["-version"]) || !runs("mvn", &["-v"]) {
+        missing("a JDK (17+) and Maven are not installed, so toxiproxy-java was not run");
+        return;
+    }
+    let work = work_dir("java");
+    let pom = source().join("java/pom.xml");
+    let pins = std::fs::read_to_string(&pom).expect("pom.xml");
+    std::fs::copy(&pom, work.join("pom.xml")).expect("copy pom.xml");
+    let classpath = work.join("classpath.txt");
+    install_once(&work.join("installed"), &pins, || {
+        let out = format!("-Dmdep.outputFile={}", classpath.display());
+        let args = ["-B", "-q", "-Dstyle.color=never", "dependency:build-classpath", &out];
+        ok_or_panic("mvn dependency:build-classpath", run_in(Some(&work), "mvn", &args, STEP_LIMIT));
+    });
+    let cp = std::fs::read_to_string(&classpath).expect("the classpath");
+    let (srv, api) = start();
+    let drive = source().join("java/Drive.java");
+    let args = ["-cp", cp.trim(), drive.to_str().expect("utf-8 path"), &api.to_string(), &srv.port.to_string()];
+    let r = ok_or_panic("Drive.java", run_in(Some(&work), "java", &args, STEP_LIMIT));
+    assert_lines(
+        &r.stdout,
+        &[
+            "latency: the lock and unlock replies held back 300 ms each",
+            "timeout: the lock call failed (a timeout)",
+            "reset_peer: the lock call failed",
+            "slicer: a 2000-byte reply arrived in pieces and read whole; the lock works",
+            "down: the lock call failed; enabled again, it works",
+            "reset: every toxic removed",
+            "toxiproxy-java: ok",
         ],
     );
 }
