@@ -311,13 +311,14 @@ impl Writer {
             None => vec![data],
         };
         // The slicer's pieces are `delay` µs apart on average: the timer
-        // counts milliseconds, so a piece due within one goes at once.
+        // counts milliseconds, so the pieces due by the time a sleep ends
+        // go together.
         let mut due = Instant::now();
         for (i, piece) in pieces.iter().enumerate() {
             if i > 0 {
                 if let Some((_, _, delay)) = slicer {
                     due += Duration::from_micros(delay.max(0) as u64);
-                    if due > Instant::now() + Duration::from_millis(1) {
+                    if due > Instant::now() {
                         sleep_until(due).await;
                     }
                 }

@@ -143,6 +143,62 @@ fn api_answers_as_toxiproxy() {
     assert!(start.elapsed() >= Duration::from_millis(300), "closed after {:?}", start.elapsed());
     assert_eq!(http(api, "DELETE", "/proxies/r/toxics/slow_close_downstream", "", "").0, 204);
 
+    // The other toxics over a plain socket, each on a new connection.
+    let through = |toxic: &str| {
+        let (st, _, body) = http(api, "POST", "/proxies/r/toxics", toxic, "");
+        assert_eq!(st, 200, "{body}");
+        let c = TcpStream::connect(("127.0.0.1", listen)).expect("connect to the proxy");
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        c
+    };
+    let clear = || assert_eq!(http(api, "POST", "/reset", "", "").0, 204);
+    // latency: the reply 200 ms after the request.
+    let mut c = through("{\"type\":\"latency\",\"attributes\":{\"latency\":200}}");
+    let start = Instant::now();
+    c.write_all(b"PING\r\n").unwrap();
+    let n = c.read(&mut buf).unwrap();
+    assert_eq!(&buf[..n], b"+PONG\r\n");
+    assert!(start.elapsed() >= Duration::from_millis(200), "{:?}", start.elapsed());
+    clear();
+    // reset_peer: an RST instead of the reply.
+    let mut c = through("{\"type\":\"reset_peer\"}");
+    c.write_all(b"PING\r\n").unwrap();
+    let e = c.read(&mut buf).expect_err("a reply passed reset_peer");
+    assert_eq!(e.kind(), std::io::ErrorKind::ConnectionReset);
+    clear();
+    // slicer: the reply in 2-byte pieces 1 ms apart (so 10 pieces take 9 ms
+    // at least), read whole.
+    let mut c = through("{\"type\":\"slicer\",\"attributes\":{\"average_size\":2,\"delay\":1000}}");
+    let start = Instant::now();
+    c.write_all(b"ECHO 01234567890\r\n").unwrap();
+    let mut got = Vec::new();
+    while got.len() < b"$11\r\n01234567890\r\n".len() {
+        let n = c.read(&mut buf).unwrap();
+        assert!(n > 0, "closed");
+        got.extend_from_slice(&buf[..n]);
+    }
+    assert_eq!(got, b"$11\r\n01234567890\r\n");
+    assert!(start.elapsed() >= Duration::from_millis(9), "{:?}", start.elapsed());
+    clear();
+    // limit_data upstream: 6 bytes reach the server, then the connection
+    // closes (the reply may be lost with it, as behind Toxiproxy).
+    let pings = || {
+        let Value::Bulk(Some(stats)) = RawConn::connect(node).cmd(&["INFO", "commandstats"]) else { panic!("INFO") };
+        let stats = String::from_utf8_lossy(&stats).into_owned();
+        stats.lines().find_map(|l| l.strip_prefix("cmdstat_ping:calls=")?.split(',').next()?.parse::<u64>().ok())
+    };
+    let before = pings().unwrap_or(0);
+    let mut c = through("{\"type\":\"limit_data\",\"stream\":\"upstream\",\"attributes\":{\"bytes\":6}}");
+    c.write_all(b"PING\r\nPING\r\n").unwrap();
+    while matches!(c.read(&mut buf), Ok(n) if n > 0) {}
+    // The server may serve this INFO before the proxied PING: wait for it.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while pings() < Some(before + 1) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(pings(), Some(before + 1), "one PING reached the server, not two");
+    clear();
+
     // /populate: an identical proxy kept, a new one created; then deletes.
     let pop = format!(
         "[{{\"name\":\"r\",\"listen\":\"127.0.0.1:{listen}\",\"upstream\":\"127.0.0.1:{node}\"}},\
