@@ -10,6 +10,7 @@ use std::io::{IsTerminal, Read};
 use std::net::{IpAddr, SocketAddr};
 use std::process::ExitCode;
 
+mod toxiproxy;
 mod watchdog;
 
 /// The binary allocates with jemalloc, as redis-server does: glibc malloc
@@ -271,6 +272,12 @@ Options:
                         the Sentinels' down-after-milliseconds (default 30000
                         as in Redis): how long a primary crashed with RLOCKD
                         REPL CRASH stays unanswered before it is failed over
+  --toxiproxy <port>    serve Toxiproxy's HTTP API on that port of the bind
+                        address (default off; 0 picks a free port, logged):
+                        its clients create proxies and toxics (latency,
+                        timeout, reset_peer, slicer, bandwidth, slow_close,
+                        limit_data) as on Toxiproxy; each node is listed as
+                        proxy rlockd-<port> (rlockd only)
   --<name> <value>      any parameter CONFIG GET/SET knows, e.g.
                         --notify-keyspace-events KEA  --maxmemory 100mb
                         --busy-reply-threshold 1000  --hz 100
@@ -354,6 +361,8 @@ struct Settings {
     sentinels: Vec<u16>,
     /// `--sentinel-down-after MS`: the Sentinels' down-after-milliseconds.
     sentinel_down_after: Option<u64>,
+    /// `--toxiproxy PORT`: Toxiproxy's HTTP API on that port.
+    toxiproxy: Option<u16>,
     tcp_backlog: u32,
     /// Parameters for the server's `CONFIG` table, in order.
     params: Vec<(String, String)>,
@@ -376,6 +385,7 @@ impl Default for Settings {
             replicas: 0,
             sentinels: Vec::new(),
             sentinel_down_after: None,
+            toxiproxy: None,
             tcp_backlog: 511,
             params: Vec::new(),
             notes: Vec::new(),
@@ -618,6 +628,13 @@ fn apply(directives: Vec<Directive>, read_file: &dyn Fn(&str) -> std::io::Result
             match value.parse::<u64>() {
                 Ok(ms) if ms > 0 => s.sentinel_down_after = Some(ms),
                 _ => return Err(fatal_config(&d, "argument must be a positive number of milliseconds")),
+            }
+            continue;
+        }
+        if name == "toxiproxy" {
+            match value.parse::<u16>() {
+                Ok(port) => s.toxiproxy = Some(port),
+                Err(_) => return Err(fatal_config(&d, "argument must be a port (0 to 65535)")),
             }
             continue;
         }
@@ -925,6 +942,11 @@ fn main() -> ExitCode {
             }
         }
     };
+    let addrs: Vec<SocketAddr> = servers.iter().map(|srv| srv.addr()).collect();
+    let _toxiproxy = match start_toxiproxy(&s, ip, &addrs) {
+        Ok(api) => api,
+        Err(code) => return code,
+    };
     for (i, server) in servers.iter().enumerate() {
         let role = if s.replicas > 0 && i % (s.replicas + 1) != 0 { "replica" } else { "standalone" };
         tracing::info!("Running mode={role}, port={}.", server.port());
@@ -971,9 +993,30 @@ fn main() -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// `--toxiproxy PORT`: Toxiproxy's HTTP API, listing a proxy per node.
+fn start_toxiproxy(
+    s: &Settings,
+    ip: IpAddr,
+    nodes: &[SocketAddr],
+) -> Result<Option<toxiproxy::ToxiproxyApi>, ExitCode> {
+    let Some(port) = s.toxiproxy else { return Ok(None) };
+    match toxiproxy::ToxiproxyApi::start(SocketAddr::new(ip, port), ip, nodes) {
+        Ok(api) => {
+            tracing::info!("Toxiproxy HTTP API listening on {} (port {})", api.addr(), api.addr().port());
+            Ok(Some(api))
+        }
+        Err(e) => {
+            tracing::warn!("Toxiproxy HTTP API on port {port}: {e}");
+            eprintln!("rlockd: Toxiproxy HTTP API on port {port}: {e}");
+            Err(ExitCode::from(1))
+        }
+    }
+}
+
 /// `--cluster N`: N primaries sharing the slots, until a signal or until
 /// every node got `SHUTDOWN`.
 fn run_cluster(s: &Settings, config: rlockd::Config) -> ExitCode {
+    let ip = config.bind.ip();
     if s.nodes > 1 {
         eprintln!("rlockd: --cluster and --nodes cannot be used together");
         return ExitCode::from(1);
@@ -987,6 +1030,10 @@ fn run_cluster(s: &Settings, config: rlockd::Config) -> ExitCode {
             eprintln!("rlockd: {e}");
             return ExitCode::from(1);
         }
+    };
+    let _toxiproxy = match start_toxiproxy(s, ip, &cluster.addrs()) {
+        Ok(api) => api,
+        Err(code) => return code,
     };
     for (addr, id) in cluster.addrs().iter().zip(cluster.node_ids()) {
         tracing::info!("Running mode=cluster, port={}, node id {id}.", addr.port());
@@ -1120,6 +1167,14 @@ mod tests {
         assert_eq!((s.requirepass.as_deref(), s.databases, s.tcp_backlog), (Some("pw"), 4, 1024));
         assert_eq!(settings(&["--bind", "*", "-::*"], "").bind, "0.0.0.0");
         assert_eq!(settings(&["--loglevel", "WARNING"], "").loglevel, "warning");
+    }
+
+    #[test]
+    fn toxiproxy_port() {
+        assert_eq!(settings(&[], "").toxiproxy, None);
+        assert_eq!(settings(&["--toxiproxy", "8474"], "").toxiproxy, Some(8474));
+        assert_eq!(settings(&["redis.conf"], "toxiproxy 0\n").toxiproxy, Some(0));
+        assert!(failure(&["--toxiproxy", "http"], "").ends_with("argument must be a port (0 to 65535)\n"));
     }
 
     #[test]

@@ -53,6 +53,7 @@ mod soak;
 mod stream;
 mod strings;
 mod timeline;
+mod toxiproxy;
 mod tracking;
 mod tx;
 mod unix_socket;

@@ -1,0 +1,17 @@
+// Shopify's Toxiproxy Go client against rlockd --toxiproxy, with go-redis
+// and redsync (tests/it/toxiproxy.rs runs it).
+module rlockd.test/toxiproxy
+
+go 1.26.0
+
+require (
+	github.com/Shopify/toxiproxy/v2 v2.12.0
+	github.com/go-redsync/redsync/v4 v4.18.1
+	github.com/redis/go-redis/v9 v9.23.0
+)
+
+require (
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
+)
