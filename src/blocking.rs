@@ -135,6 +135,21 @@ impl Blocking {
     }
 
     /// Hands waiter `id` its reply and forgets it.
+    /// Moves waiter `id` to the back of each of its keys' queues: Redis
+    /// 7.2 unblocks a waiter to re-run its command, and one that finds
+    /// nothing blocks again behind the others.
+    pub fn requeue(&mut self, id: u64) {
+        let Some(w) = self.waiters.get(&id) else {
+            return;
+        };
+        for k in &w.keys {
+            if let Some(q) = self.by_key.get_mut(&(w.db, Key::new(k))) {
+                q.retain(|x| *x != id);
+                q.push_back(id);
+            }
+        }
+    }
+
     pub fn serve(&mut self, id: u64, reply: Reply) {
         if let Some(mut w) = self.remove(id) {
             if let Some(tx) = w.tx.take() {

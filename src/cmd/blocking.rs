@@ -268,7 +268,12 @@ pub fn serve_ready(core: &mut Core, shared: &Shared) {
     if !core.blocking.begin_serving() {
         return;
     }
+    let rerun_all = core.profile().at_least(7, 2, 0);
     while let Some(key) = core.blocking.ready.pop_front() {
+        if rerun_all {
+            serve_by_rerun(core, shared, &key);
+            continue;
+        }
         if serve_stream_waiters(core, shared, &key) {
             continue;
         }
@@ -296,6 +301,43 @@ pub fn serve_ready(core: &mut Core, shared: &Shared) {
     }
     core.blocking.end_serving();
     core.ks.sig.track_touches = core.watches.is_active() || core.blocking.is_active();
+}
+
+/// Redis 7.2's `handleClientsBlockedOnKey`: each waiter queued on `key`
+/// when it became ready (in order, once) whose command waits for the type
+/// the key now holds — or any change, for `XREADGROUP`, whose group may
+/// have gone with its stream — runs its whole command again, as it was
+/// sent (`XREAD`'s `$` already resolved): the first of its keys with data
+/// serves it, and an error is its answer. A re-run that finds nothing
+/// blocks again behind the other waiters, keeping its deadline.
+fn serve_by_rerun(core: &mut Core, shared: &Shared, key: &(usize, crate::db::Key)) {
+    let Some(queue) = core.blocking.by_key.get(key) else {
+        return;
+    };
+    let ids: Vec<u64> = queue.iter().copied().collect();
+    for id in ids {
+        let Some(w) = core.blocking.waiters.get(&id) else {
+            continue;
+        };
+        let name = &w.argv[0];
+        let on_any_change = name.eq_ignore_ascii_case(b"xreadgroup");
+        let wants = if is_stream_reader(&w.argv) {
+            "stream"
+        } else if name.len() > 2 && name[..2].eq_ignore_ascii_case(b"bz") {
+            "zset"
+        } else {
+            "list"
+        };
+        let holds = core.ks.dbs[key.0].peek(&key.1).map(|e| e.value.type_name());
+        if !on_any_change && holds != Some(wants) {
+            continue;
+        }
+        let argv = w.argv.clone();
+        match rerun(core, shared, id, &argv) {
+            Some(reply) => core.blocking.serve(id, reply),
+            None => core.blocking.requeue(id),
+        }
+    }
 }
 
 /// Redis's text for an `XREADGROUP` whose stream went away while it waited.

@@ -746,7 +746,9 @@ fn read_generic(ctx: &mut Ctx<'_>, args: &[Bytes], group_cmd: bool) -> CmdResult
     }
     let keys = &args[streams_arg..streams_arg + nkeys];
     let id_args = &args[streams_arg + nkeys..];
-    let rerun = ctx.client.caller == Caller::BlockedRerun;
+    // Redis 7.0 answers a woken reader whose group went in words of its
+    // own; 7.2 re-runs the command, which answers as it would at once.
+    let rerun = ctx.client.caller == Caller::BlockedRerun && !ctx.core.profile().at_least(7, 2, 0);
     let mut from: Vec<ReadFrom> = Vec::with_capacity(nkeys);
     {
         let mut db = ctx.db();
