@@ -58,6 +58,7 @@ pub mod hll;
 pub mod key;
 pub mod preimage;
 pub mod rdb;
+pub mod set_value;
 pub mod snapshot;
 pub mod stream;
 pub mod value;

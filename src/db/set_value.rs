@@ -1,0 +1,444 @@
+//! Set storage, in two forms behind one [`SetValue`]: a small set is one
+//! packed buffer, a large one a hash set (`IndexSet`). The form is
+//! rlockd's own, measured, and says nothing to clients: `OBJECT ENCODING`
+//! (intset, listpack, hashtable) comes from the key's encoding mark and the
+//! content under Redis's thresholds (`db::StrEnc`, `cmd::generic`).
+//!
+//! The small form holds at most [`MAX_ENTRIES`] members of at most
+//! [`MAX_MEMBER`] bytes, in insertion order:
+//!
+//! ```text
+//! [n: u8] then n times [len: u8] [member bytes; len]
+//! ```
+//!
+//! in a boxed slice of exactly that size (nothing allocated while empty).
+//! A set of ten one-digit integers is 21 bytes where the hash set took
+//! about 800. A look-up walks the entries, comparing the length and the
+//! last byte before the bytes; up to [`MAX_ENTRIES`] members that is not
+//! slower than hashing the member (`benches/set_small.rs`, BENCHMARKS.md).
+//! An insert past either limit converts to the hash set, for good; a set
+//! built whole (a `*STORE` result, `RESTORE`) starts small again when it
+//! fits.
+//!
+//! Both forms keep insertion order, and removal from the small form (and
+//! from a hash set of at most 128 members) shifts the members after it, so
+//! `SSCAN`'s cursor (an index walked downward) and the order of
+//! `SMEMBERS` are those the hash set alone gave.
+//!
+//! **Invariants:** `buf` is empty exactly when the small set is; `buf[0]`
+//! is the number of entries; members are distinct and each at most
+//! `MAX_MEMBER` bytes; `n <= MAX_ENTRIES`.
+
+use bytes::Bytes;
+use indexmap::IndexSet;
+
+use super::Hasher;
+
+/// Most members the small form holds (see the module docs).
+pub const MAX_ENTRIES: usize = 16;
+/// Longest member the small form holds (`set-max-listpack-value`'s default).
+pub const MAX_MEMBER: usize = 64;
+/// A hash set up to this size removes by shifting (keeping insertion
+/// order, as Redis 7.2's listpack does); larger ones swap the last member
+/// into the hole.
+const SHIFT_REMOVE_MAX: usize = 128;
+
+/// The large form.
+type Members = IndexSet<Bytes, Hasher>;
+
+/// A set value (see the module docs). Two words (the tag lives in the
+/// small buffer's pointer niche): held inline in `Value`.
+#[derive(Debug, Clone)]
+pub struct SetValue {
+    repr: Repr,
+}
+
+#[derive(Debug, Clone)]
+enum Repr {
+    Small(Box<[u8]>),
+    Big(Box<Members>),
+}
+
+impl Default for SetValue {
+    fn default() -> Self {
+        SetValue { repr: Repr::Small(Box::default()) }
+    }
+}
+
+/// Walks a small set's buffer: `(offset of the entry's length byte, member)`.
+struct SmallIter<'a> {
+    buf: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Iterator for SmallIter<'a> {
+    type Item = &'a [u8];
+
+    #[inline]
+    fn next(&mut self) -> Option<&'a [u8]> {
+        let len = usize::from(*self.buf.get(self.at)?);
+        let start = self.at + 1;
+        self.at = start + len;
+        Some(&self.buf[start..self.at])
+    }
+}
+
+/// The members of a set, as byte strings, in the set's order.
+pub struct Iter<'a>(IterRepr<'a>);
+
+enum IterRepr<'a> {
+    Small(SmallIter<'a>),
+    Big(indexmap::set::Iter<'a, Bytes>),
+}
+
+impl<'a> Iterator for Iter<'a> {
+    type Item = &'a [u8];
+
+    #[inline]
+    fn next(&mut self) -> Option<&'a [u8]> {
+        match &mut self.0 {
+            IterRepr::Small(it) => it.next(),
+            IterRepr::Big(it) => it.next().map(|b| &b[..]),
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        match &self.0 {
+            IterRepr::Small(_) => (0, Some(MAX_ENTRIES)),
+            IterRepr::Big(it) => it.size_hint(),
+        }
+    }
+}
+
+/// Offset of `m`'s length byte in a small set's buffer.
+#[inline]
+fn small_find(buf: &[u8], m: &[u8]) -> Option<usize> {
+    let n = m.len();
+    if n > MAX_MEMBER || buf.is_empty() {
+        return None;
+    }
+    let last = m.last().copied();
+    let mut at = 1;
+    while at < buf.len() {
+        let len = usize::from(buf[at]);
+        let start = at + 1;
+        if len == n && (n == 0 || buf[start + n - 1] == last.expect("not empty")) && &buf[start..start + n] == m {
+            return Some(at);
+        }
+        at = start + len;
+    }
+    None
+}
+
+impl SetValue {
+    /// An empty set (small, nothing allocated).
+    pub fn new() -> SetValue {
+        SetValue::default()
+    }
+
+    /// A set of `members` (distinct or not), in the small form when they
+    /// fit it.
+    pub fn from_members<'a>(members: impl IntoIterator<Item = &'a [u8]>) -> SetValue {
+        let mut s = SetValue::new();
+        for m in members {
+            s.insert(m);
+        }
+        s
+    }
+
+    /// True while in the small form (tests, benches).
+    pub fn is_small(&self) -> bool {
+        matches!(self.repr, Repr::Small(_))
+    }
+
+    /// Converts to the hash set (benches; a write past the small form's
+    /// limits converts by itself).
+    pub fn to_big(&mut self) {
+        if let Repr::Small(buf) = &self.repr {
+            let mut big = Members::with_capacity_and_hasher(self.len(), Hasher::default());
+            big.extend((SmallIter { buf, at: 1 }).map(Bytes::copy_from_slice));
+            self.repr = Repr::Big(Box::new(big));
+        }
+    }
+
+    /// Number of members.
+    #[inline]
+    pub fn len(&self) -> usize {
+        match &self.repr {
+            Repr::Small(buf) => buf.first().map_or(0, |&n| usize::from(n)),
+            Repr::Big(s) => s.len(),
+        }
+    }
+
+    /// True when the set has no member.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// True if `m` is a member.
+    #[inline]
+    pub fn contains(&self, m: &[u8]) -> bool {
+        match &self.repr {
+            Repr::Small(buf) => small_find(buf, m).is_some(),
+            Repr::Big(s) => s.contains(m),
+        }
+    }
+
+    /// Adds `m` (copied); false if it was a member already.
+    pub fn insert(&mut self, m: &[u8]) -> bool {
+        if let Repr::Small(buf) = &mut self.repr {
+            if small_find(buf, m).is_some() {
+                return false;
+            }
+            let n = buf.first().map_or(0, |&n| usize::from(n));
+            if n < MAX_ENTRIES && m.len() <= MAX_MEMBER {
+                let mut v = std::mem::take(buf).into_vec();
+                v.reserve_exact(usize::from(v.is_empty()) + 1 + m.len());
+                if v.is_empty() {
+                    v.push(0);
+                }
+                v[0] += 1;
+                v.push(m.len() as u8);
+                v.extend_from_slice(m);
+                *buf = v.into_boxed_slice();
+                return true;
+            }
+            self.to_big();
+        }
+        match &mut self.repr {
+            Repr::Big(s) => s.insert(Bytes::copy_from_slice(m)),
+            Repr::Small(_) => unreachable!("converted above"),
+        }
+    }
+
+    /// Removes `m`; false if it was not a member.
+    pub fn remove(&mut self, m: &[u8]) -> bool {
+        match &mut self.repr {
+            Repr::Small(buf) => match small_find(buf, m) {
+                Some(at) => {
+                    Self::small_remove_at(buf, at);
+                    true
+                }
+                None => false,
+            },
+            Repr::Big(s) if s.len() <= SHIFT_REMOVE_MAX => s.shift_remove(m),
+            Repr::Big(s) => s.swap_remove(m),
+        }
+    }
+
+    /// Removes the entry whose length byte is at `at`.
+    fn small_remove_at(buf: &mut Box<[u8]>, at: usize) {
+        let end = at + 1 + usize::from(buf[at]);
+        if buf[0] == 1 {
+            *buf = Box::default();
+            return;
+        }
+        let mut v = std::mem::take(buf).into_vec();
+        v[0] -= 1;
+        v.drain(at..end);
+        *buf = v.into_boxed_slice();
+    }
+
+    /// Removes and returns the member at index `i` (`i < len`).
+    pub fn remove_index(&mut self, i: usize) -> Bytes {
+        match &mut self.repr {
+            Repr::Small(buf) => {
+                let mut it = SmallIter { buf, at: 1 };
+                for _ in 0..i {
+                    it.next();
+                }
+                let at = it.at;
+                let m = Bytes::copy_from_slice(it.next().expect("index"));
+                Self::small_remove_at(buf, at);
+                m
+            }
+            Repr::Big(s) if s.len() <= SHIFT_REMOVE_MAX => s.shift_remove_index(i).expect("index"),
+            Repr::Big(s) => s.swap_remove_index(i).expect("index"),
+        }
+    }
+
+    /// Removes every member (the small form, nothing allocated).
+    pub fn clear(&mut self) {
+        *self = SetValue::new();
+    }
+
+    /// The members in the set's order.
+    #[inline]
+    pub fn iter(&self) -> Iter<'_> {
+        match &self.repr {
+            Repr::Small(buf) => Iter(IterRepr::Small(SmallIter { buf, at: 1 })),
+            Repr::Big(s) => Iter(IterRepr::Big(s.iter())),
+        }
+    }
+
+    /// The members as owned byte strings, in the set's order (a reply's).
+    pub fn to_vec(&self) -> Vec<Bytes> {
+        match &self.repr {
+            Repr::Small(_) => self.iter().map(Bytes::copy_from_slice).collect(),
+            Repr::Big(s) => s.iter().cloned().collect(),
+        }
+    }
+
+    /// The members by index: in place for the hash set, gathered once for
+    /// the small form (for callers that pick many indices).
+    pub fn indexed(&self) -> Indexed<'_> {
+        match &self.repr {
+            Repr::Small(_) => Indexed::Small(self.iter().collect()),
+            Repr::Big(s) => Indexed::Big(s),
+        }
+    }
+
+    /// Heap bytes held (`MEMORY USAGE`): the buffer, or per member its
+    /// bytes and about 40 bytes of table and `Bytes`.
+    pub fn heap_size(&self) -> usize {
+        match &self.repr {
+            Repr::Small(buf) => buf.len(),
+            Repr::Big(s) => s.iter().map(|m| m.len() + 40).sum(),
+        }
+    }
+}
+
+/// A set's members by index ([`SetValue::indexed`]).
+pub enum Indexed<'a> {
+    Small(Vec<&'a [u8]>),
+    Big(&'a Members),
+}
+
+impl Indexed<'_> {
+    /// Member `i` (`i < len`) as an owned byte string.
+    pub fn bytes(&self, i: usize) -> Bytes {
+        match self {
+            Indexed::Small(v) => Bytes::copy_from_slice(v[i]),
+            Indexed::Big(s) => s.get_index(i).expect("index").clone(),
+        }
+    }
+}
+
+impl<'a> FromIterator<&'a [u8]> for SetValue {
+    fn from_iter<I: IntoIterator<Item = &'a [u8]>>(iter: I) -> Self {
+        SetValue::from_members(iter)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Checks the invariants of the module docs.
+    fn check(s: &SetValue) {
+        if let Repr::Small(buf) = &s.repr {
+            let members: Vec<&[u8]> = s.iter().collect();
+            assert_eq!(buf.is_empty(), members.is_empty());
+            assert!(members.len() <= MAX_ENTRIES);
+            assert_eq!(members.len(), s.len());
+            let distinct: std::collections::HashSet<&[u8]> = members.iter().copied().collect();
+            assert_eq!(distinct.len(), members.len());
+            assert!(members.iter().all(|m| m.len() <= MAX_MEMBER));
+            assert_eq!(members.iter().map(|m| 1 + m.len()).sum::<usize>() + usize::from(!buf.is_empty()), buf.len());
+        }
+    }
+
+    fn names(s: &SetValue) -> Vec<String> {
+        s.iter().map(|m| String::from_utf8(m.to_vec()).unwrap()).collect()
+    }
+
+    #[test]
+    fn small_insert_remove_keep_insertion_order() {
+        let mut s = SetValue::new();
+        assert!(s.is_small() && s.is_empty());
+        for m in ["b", "a", "", "10", "-0", "01", " 1", "9223372036854775808"] {
+            assert!(s.insert(m.as_bytes()), "{m}");
+            check(&s);
+        }
+        assert!(!s.insert(b"a"));
+        assert!(!s.insert(b""));
+        assert_eq!(s.len(), 8);
+        assert!(s.contains(b"") && s.contains(b"-0") && !s.contains(b"0") && !s.contains(b"1"));
+        assert!(s.remove(b"a"));
+        assert!(!s.remove(b"a"));
+        check(&s);
+        assert_eq!(names(&s), ["b", "", "10", "-0", "01", " 1", "9223372036854775808"]);
+        assert_eq!(&s.remove_index(1)[..], b"");
+        assert_eq!(names(&s), ["b", "10", "-0", "01", " 1", "9223372036854775808"]);
+        for m in names(&s) {
+            assert!(s.remove(m.as_bytes()));
+            check(&s);
+        }
+        assert!(s.is_empty() && s.is_small());
+        assert_eq!(s.heap_size(), 0);
+    }
+
+    #[test]
+    fn converts_past_the_entries_limit_and_never_back() {
+        let mut s = SetValue::new();
+        for i in 0..MAX_ENTRIES {
+            assert!(s.insert(i.to_string().as_bytes()));
+        }
+        assert!(s.is_small());
+        assert!(!s.insert(b"3"), "a present member converts nothing");
+        assert!(s.is_small());
+        assert!(s.insert(b"x"));
+        assert!(!s.is_small());
+        assert_eq!(s.len(), MAX_ENTRIES + 1);
+        let mut want: Vec<String> = (0..MAX_ENTRIES).map(|i| i.to_string()).collect();
+        want.push("x".into());
+        assert_eq!(names(&s), want, "conversion keeps insertion order");
+        for m in &want[1..] {
+            assert!(s.remove(m.as_bytes()));
+        }
+        assert_eq!(names(&s), ["0"]);
+        assert!(!s.is_small(), "no conversion back");
+        s.clear();
+        assert!(s.is_small());
+    }
+
+    #[test]
+    fn converts_past_the_member_length_limit() {
+        let mut s = SetValue::new();
+        let long = vec![b'x'; MAX_MEMBER];
+        assert!(s.insert(&long));
+        assert!(s.is_small());
+        check(&s);
+        let longer = vec![b'y'; MAX_MEMBER + 1];
+        assert!(!s.contains(&longer));
+        assert!(s.insert(&longer));
+        assert!(!s.is_small());
+        assert!(s.contains(&long) && s.contains(&longer));
+        // Built whole, a set that fits starts small again.
+        let rebuilt = SetValue::from_members([&long[..], b"a"]);
+        assert!(rebuilt.is_small());
+        let too_long = SetValue::from_members([&longer[..]]);
+        assert!(!too_long.is_small());
+    }
+
+    #[test]
+    fn the_two_forms_answer_alike() {
+        let mut small = SetValue::new();
+        let mut big = SetValue::new();
+        big.to_big();
+        let members: Vec<String> = (0..MAX_ENTRIES).map(|i| format!("member:{}", i * 7 % 11)).collect();
+        for m in &members {
+            assert_eq!(small.insert(m.as_bytes()), big.insert(m.as_bytes()));
+        }
+        assert!(small.is_small() && !big.is_small());
+        assert_eq!(names(&small), names(&big));
+        assert_eq!(small.to_vec(), big.to_vec());
+        for probe in ["member:3", "member:11", "member:", "", "member:33"] {
+            assert_eq!(small.contains(probe.as_bytes()), big.contains(probe.as_bytes()), "{probe}");
+        }
+        let (si, bi) = (small.indexed(), big.indexed());
+        for i in 0..small.len() {
+            assert_eq!(si.bytes(i), bi.bytes(i));
+        }
+        assert_eq!(small.remove_index(3), big.remove_index(3));
+        assert_eq!(small.remove(b"member:5"), big.remove(b"member:5"));
+        assert_eq!(names(&small), names(&big));
+        check(&small);
+    }
+
+    #[test]
+    fn stays_two_words() {
+        assert_eq!(std::mem::size_of::<SetValue>(), 16);
+    }
+}
