@@ -20,6 +20,12 @@ use std::time::Instant;
 
 use rlockd::testing::SetValue;
 
+/// Allocations (the members a reply copies) cost what they cost in the
+/// server, which allocates with jemalloc.
+#[cfg(feature = "jemalloc")]
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn member(shape: &str, t: usize) -> Vec<u8> {
     match shape {
         "int" => t.to_string().into_bytes(),

@@ -5,6 +5,7 @@
 //! sets in insertion order (Redis: hash table order, unspecified).
 
 use bytes::Bytes;
+use indexmap::IndexSet;
 use rand::Rng;
 
 use super::hash::{distinct_indices, empty_scan, random_count, MAX_RANDOM_REPLY};
@@ -12,7 +13,7 @@ use super::list::long_at_least;
 use super::util::{cursor, eq, scan_opts};
 use super::{cmd, CommandSpec, Ctx};
 use crate::db::value::SetValue;
-use crate::db::{notify, scan_step, DbView, Value};
+use crate::db::{notify, scan_step, DbView, Hasher, Value};
 use crate::error::{CmdError, CmdResult};
 use crate::glob;
 use crate::num::parse_i64_strict;
@@ -310,14 +311,15 @@ fn inter(sets: &[Option<&SetValue>], limit: usize, max: usize) -> SetOpResult {
     v.sort_by_key(|s| s.len());
     let first = v[0];
     let numeric = intset_like(first.len(), first.iter(), max);
-    let mut iter_order: Vec<&[u8]> = first.iter().collect();
+    let at = first.indexed();
+    let mut iter_order: Vec<usize> = (0..first.len()).collect();
     if numeric {
-        iter_order.sort_by_key(|m| parse_i64_strict(m).expect("integer"));
+        iter_order.sort_by_key(|&i| parse_i64_strict(at.get(i)).expect("integer"));
     }
     let mut out = Vec::new();
-    for m in iter_order {
-        if v[1..].iter().all(|s| s.contains(m)) {
-            out.push(Bytes::copy_from_slice(m));
+    for i in iter_order {
+        if v[1..].iter().all(|s| s.contains(at.get(i))) {
+            out.push(at.bytes(i));
             if limit != 0 && out.len() >= limit {
                 break;
             }
@@ -327,23 +329,22 @@ fn inter(sets: &[Option<&SetValue>], limit: usize, max: usize) -> SetOpResult {
 }
 
 fn union_or_diff(sets: &[Option<&SetValue>], diff: bool, max: usize) -> SetOpResult {
-    let mut acc = SetValue::new();
+    let mut acc: IndexSet<Bytes, Hasher> = IndexSet::default();
     if diff {
         if let Some(first) = sets[0] {
-            for m in first.iter() {
-                if !sets[1..].iter().flatten().any(|s| s.contains(m)) {
-                    acc.insert(m);
+            let at = first.indexed();
+            for i in 0..first.len() {
+                if !sets[1..].iter().flatten().any(|s| s.contains(at.get(i))) {
+                    acc.insert(at.bytes(i));
                 }
             }
         }
     } else {
         for s in sets.iter().flatten() {
-            for m in s.iter() {
-                acc.insert(m);
-            }
+            acc.extend(s.to_vec());
         }
     }
-    let members: Vec<Bytes> = acc.to_vec();
+    let members: Vec<Bytes> = acc.into_iter().collect();
     let numeric = intset_like(members.len(), members.iter().map(|m| &m[..]), max);
     SetOpResult { members, numeric_order: numeric }
 }
@@ -378,8 +379,7 @@ fn setop(ctx: &mut Ctx<'_>, keys: &[Bytes], dst: Option<&Bytes>, op: SetOp) -> C
         }
         return Ok(Reply::Int(0));
     }
-    let s = SetValue::from_members(r.members.iter().map(|m| &m[..]));
-    db.set(dst, Value::Set(s), false);
+    db.set(dst, Value::Set(SetValue::from_distinct(r.members)), false);
     let ev = match op {
         SetOp::Inter => "sinterstore",
         SetOp::Union => "sunionstore",

@@ -8,14 +8,15 @@
 //! [`MAX_MEMBER`] bytes, in insertion order:
 //!
 //! ```text
-//! [n: u8] then n times [len: u8] [member bytes; len]
+//! [n: u8] [len: u8; n] [member bytes …]
 //! ```
 //!
 //! in a boxed slice of exactly that size (nothing allocated while empty).
 //! A set of ten one-digit integers is 21 bytes where the hash set took
-//! about 800. A look-up walks the entries, comparing the length and the
-//! last byte before the bytes; up to [`MAX_ENTRIES`] members that is not
-//! slower than hashing the member (`benches/set_small.rs`, BENCHMARKS.md).
+//! about 800. A look-up scans the lengths with a running offset, comparing
+//! the last byte and then the bytes of a member of the right length only;
+//! up to [`MAX_ENTRIES`] members that is about as fast as hashing the
+//! member (`benches/set_small.rs`, BENCHMARKS.md).
 //! An insert past either limit converts to the hash set, for good; a set
 //! built whole (a `*STORE` result, `RESTORE`) starts small again when it
 //! fits.
@@ -26,8 +27,9 @@
 //! `SMEMBERS` are those the hash set alone gave.
 //!
 //! **Invariants:** `buf` is empty exactly when the small set is; `buf[0]`
-//! is the number of entries; members are distinct and each at most
-//! `MAX_MEMBER` bytes; `n <= MAX_ENTRIES`.
+//! is the number of entries `n`, and the member bytes are the lengths'
+//! sum; members are distinct and each at most `MAX_MEMBER` bytes;
+//! `n <= MAX_ENTRIES`.
 
 use bytes::Bytes;
 use indexmap::IndexSet;
@@ -65,10 +67,50 @@ impl Default for SetValue {
     }
 }
 
-/// Walks a small set's buffer: `(offset of the entry's length byte, member)`.
+/// A small set's buffer, read.
+#[derive(Clone, Copy)]
+struct Small<'a> {
+    /// Member lengths, in order.
+    lens: &'a [u8],
+    /// Member bytes, one after the other.
+    data: &'a [u8],
+}
+
+impl<'a> Small<'a> {
+    #[inline]
+    fn of(buf: &'a [u8]) -> Small<'a> {
+        let n = buf.first().map_or(0, |&n| usize::from(n));
+        let (lens, data) = buf.get(1..).unwrap_or_default().split_at(n);
+        Small { lens, data }
+    }
+
+    /// Index of `m` and its offset in `data`. The lengths are scanned
+    /// with a running sum (no load depends on the one before), and only a
+    /// member of `m`'s length and last byte is compared whole.
+    #[inline]
+    fn find(self, m: &[u8]) -> Option<(usize, usize)> {
+        let n = m.len();
+        if n > MAX_MEMBER {
+            return None;
+        }
+        let last = m.last().copied().unwrap_or(0);
+        let mut off = 0;
+        for (i, &len) in self.lens.iter().enumerate() {
+            let len = usize::from(len);
+            if len == n && (n == 0 || self.data[off + n - 1] == last) && &self.data[off..off + n] == m {
+                return Some((i, off));
+            }
+            off += len;
+        }
+        None
+    }
+}
+
+/// Walks a small set's members.
 struct SmallIter<'a> {
-    buf: &'a [u8],
-    at: usize,
+    small: Small<'a>,
+    i: usize,
+    off: usize,
 }
 
 impl<'a> Iterator for SmallIter<'a> {
@@ -76,10 +118,17 @@ impl<'a> Iterator for SmallIter<'a> {
 
     #[inline]
     fn next(&mut self) -> Option<&'a [u8]> {
-        let len = usize::from(*self.buf.get(self.at)?);
-        let start = self.at + 1;
-        self.at = start + len;
-        Some(&self.buf[start..self.at])
+        let len = usize::from(*self.small.lens.get(self.i)?);
+        let start = self.off;
+        self.i += 1;
+        self.off += len;
+        Some(&self.small.data[start..self.off])
+    }
+}
+
+impl<'a> SmallIter<'a> {
+    fn new(buf: &'a [u8]) -> SmallIter<'a> {
+        SmallIter { small: Small::of(buf), i: 0, off: 0 }
     }
 }
 
@@ -104,30 +153,10 @@ impl<'a> Iterator for Iter<'a> {
 
     fn size_hint(&self) -> (usize, Option<usize>) {
         match &self.0 {
-            IterRepr::Small(_) => (0, Some(MAX_ENTRIES)),
+            IterRepr::Small(it) => (it.small.lens.len() - it.i, Some(it.small.lens.len() - it.i)),
             IterRepr::Big(it) => it.size_hint(),
         }
     }
-}
-
-/// Offset of `m`'s length byte in a small set's buffer.
-#[inline]
-fn small_find(buf: &[u8], m: &[u8]) -> Option<usize> {
-    let n = m.len();
-    if n > MAX_MEMBER || buf.is_empty() {
-        return None;
-    }
-    let last = m.last().copied();
-    let mut at = 1;
-    while at < buf.len() {
-        let len = usize::from(buf[at]);
-        let start = at + 1;
-        if len == n && (n == 0 || buf[start + n - 1] == last.expect("not empty")) && &buf[start..start + n] == m {
-            return Some(at);
-        }
-        at = start + len;
-    }
-    None
 }
 
 impl SetValue {
@@ -146,6 +175,17 @@ impl SetValue {
         s
     }
 
+    /// A set of `members` (distinct), in the small form when they fit it;
+    /// the hash set keeps the `Bytes` given.
+    pub fn from_distinct(members: Vec<Bytes>) -> SetValue {
+        if members.len() <= MAX_ENTRIES && members.iter().all(|m| m.len() <= MAX_MEMBER) {
+            return SetValue::from_members(members.iter().map(|m| &m[..]));
+        }
+        let mut big = Members::with_capacity_and_hasher(members.len(), Hasher::default());
+        big.extend(members);
+        SetValue { repr: Repr::Big(Box::new(big)) }
+    }
+
     /// True while in the small form (tests, benches).
     pub fn is_small(&self) -> bool {
         matches!(self.repr, Repr::Small(_))
@@ -154,9 +194,9 @@ impl SetValue {
     /// Converts to the hash set (benches; a write past the small form's
     /// limits converts by itself).
     pub fn to_big(&mut self) {
-        if let Repr::Small(buf) = &self.repr {
+        if let Repr::Small(_) = &self.repr {
             let mut big = Members::with_capacity_and_hasher(self.len(), Hasher::default());
-            big.extend((SmallIter { buf, at: 1 }).map(Bytes::copy_from_slice));
+            big.extend(self.to_vec());
             self.repr = Repr::Big(Box::new(big));
         }
     }
@@ -180,7 +220,7 @@ impl SetValue {
     #[inline]
     pub fn contains(&self, m: &[u8]) -> bool {
         match &self.repr {
-            Repr::Small(buf) => small_find(buf, m).is_some(),
+            Repr::Small(buf) => Small::of(buf).find(m).is_some(),
             Repr::Big(s) => s.contains(m),
         }
     }
@@ -188,7 +228,7 @@ impl SetValue {
     /// Adds `m` (copied); false if it was a member already.
     pub fn insert(&mut self, m: &[u8]) -> bool {
         if let Repr::Small(buf) = &mut self.repr {
-            if small_find(buf, m).is_some() {
+            if Small::of(buf).find(m).is_some() {
                 return false;
             }
             let n = buf.first().map_or(0, |&n| usize::from(n));
@@ -199,7 +239,7 @@ impl SetValue {
                     v.push(0);
                 }
                 v[0] += 1;
-                v.push(m.len() as u8);
+                v.insert(1 + n, m.len() as u8);
                 v.extend_from_slice(m);
                 *buf = v.into_boxed_slice();
                 return true;
@@ -215,9 +255,9 @@ impl SetValue {
     /// Removes `m`; false if it was not a member.
     pub fn remove(&mut self, m: &[u8]) -> bool {
         match &mut self.repr {
-            Repr::Small(buf) => match small_find(buf, m) {
-                Some(at) => {
-                    Self::small_remove_at(buf, at);
+            Repr::Small(buf) => match Small::of(buf).find(m) {
+                Some((i, off)) => {
+                    Self::small_remove(buf, i, off);
                     true
                 }
                 None => false,
@@ -227,16 +267,19 @@ impl SetValue {
         }
     }
 
-    /// Removes the entry whose length byte is at `at`.
-    fn small_remove_at(buf: &mut Box<[u8]>, at: usize) {
-        let end = at + 1 + usize::from(buf[at]);
+    /// Removes member `i`, whose bytes start at `off` in the data.
+    fn small_remove(buf: &mut Box<[u8]>, i: usize, off: usize) {
         if buf[0] == 1 {
             *buf = Box::default();
             return;
         }
+        let n = usize::from(buf[0]);
+        let len = usize::from(buf[1 + i]);
         let mut v = std::mem::take(buf).into_vec();
+        let at = 1 + n + off;
+        v.drain(at..at + len);
+        v.remove(1 + i);
         v[0] -= 1;
-        v.drain(at..end);
         *buf = v.into_boxed_slice();
     }
 
@@ -244,13 +287,10 @@ impl SetValue {
     pub fn remove_index(&mut self, i: usize) -> Bytes {
         match &mut self.repr {
             Repr::Small(buf) => {
-                let mut it = SmallIter { buf, at: 1 };
-                for _ in 0..i {
-                    it.next();
-                }
-                let at = it.at;
-                let m = Bytes::copy_from_slice(it.next().expect("index"));
-                Self::small_remove_at(buf, at);
+                let small = Small::of(buf);
+                let off: usize = small.lens[..i].iter().map(|&l| usize::from(l)).sum();
+                let m = Bytes::copy_from_slice(&small.data[off..off + usize::from(small.lens[i])]);
+                Self::small_remove(buf, i, off);
                 m
             }
             Repr::Big(s) if s.len() <= SHIFT_REMOVE_MAX => s.shift_remove_index(i).expect("index"),
@@ -267,15 +307,29 @@ impl SetValue {
     #[inline]
     pub fn iter(&self) -> Iter<'_> {
         match &self.repr {
-            Repr::Small(buf) => Iter(IterRepr::Small(SmallIter { buf, at: 1 })),
+            Repr::Small(buf) => Iter(IterRepr::Small(SmallIter::new(buf))),
             Repr::Big(s) => Iter(IterRepr::Big(s.iter())),
         }
     }
 
-    /// The members as owned byte strings, in the set's order (a reply's).
+    /// The members as owned byte strings, in the set's order (a reply's):
+    /// a small set's are slices of one copy of its bytes.
     pub fn to_vec(&self) -> Vec<Bytes> {
         match &self.repr {
-            Repr::Small(_) => self.iter().map(Bytes::copy_from_slice).collect(),
+            Repr::Small(buf) => {
+                let small = Small::of(buf);
+                let all = Bytes::copy_from_slice(small.data);
+                let mut off = 0;
+                small
+                    .lens
+                    .iter()
+                    .map(|&l| {
+                        let start = off;
+                        off += usize::from(l);
+                        all.slice(start..off)
+                    })
+                    .collect()
+            }
             Repr::Big(s) => s.iter().cloned().collect(),
         }
     }
@@ -284,7 +338,7 @@ impl SetValue {
     /// the small form (for callers that pick many indices).
     pub fn indexed(&self) -> Indexed<'_> {
         match &self.repr {
-            Repr::Small(_) => Indexed::Small(self.iter().collect()),
+            Repr::Small(_) => Indexed::Small(self.to_vec()),
             Repr::Big(s) => Indexed::Big(s),
         }
     }
@@ -301,15 +355,25 @@ impl SetValue {
 
 /// A set's members by index ([`SetValue::indexed`]).
 pub enum Indexed<'a> {
-    Small(Vec<&'a [u8]>),
+    Small(Vec<Bytes>),
     Big(&'a Members),
 }
 
 impl Indexed<'_> {
-    /// Member `i` (`i < len`) as an owned byte string.
+    /// Member `i` (`i < len`).
+    #[inline]
+    pub fn get(&self, i: usize) -> &[u8] {
+        match self {
+            Indexed::Small(v) => &v[i],
+            Indexed::Big(s) => s.get_index(i).expect("index"),
+        }
+    }
+
+    /// Member `i` as an owned byte string.
+    #[inline]
     pub fn bytes(&self, i: usize) -> Bytes {
         match self {
-            Indexed::Small(v) => Bytes::copy_from_slice(v[i]),
+            Indexed::Small(v) => v[i].clone(),
             Indexed::Big(s) => s.get_index(i).expect("index").clone(),
         }
     }
@@ -429,6 +493,7 @@ mod tests {
         }
         let (si, bi) = (small.indexed(), big.indexed());
         for i in 0..small.len() {
+            assert_eq!(si.get(i), bi.get(i));
             assert_eq!(si.bytes(i), bi.bytes(i));
         }
         assert_eq!(small.remove_index(3), big.remove_index(3));
