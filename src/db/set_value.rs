@@ -316,20 +316,7 @@ impl SetValue {
     /// a small set's are slices of one copy of its bytes.
     pub fn to_vec(&self) -> Vec<Bytes> {
         match &self.repr {
-            Repr::Small(buf) => {
-                let small = Small::of(buf);
-                let all = Bytes::copy_from_slice(small.data);
-                let mut off = 0;
-                small
-                    .lens
-                    .iter()
-                    .map(|&l| {
-                        let start = off;
-                        off += usize::from(l);
-                        all.slice(start..off)
-                    })
-                    .collect()
-            }
+            Repr::Small(buf) => SmallIter::new(buf).map(Bytes::copy_from_slice).collect(),
             Repr::Big(s) => s.iter().cloned().collect(),
         }
     }
