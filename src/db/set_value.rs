@@ -11,7 +11,11 @@
 //! [n: u8] [len: u8; n] [member bytes …]
 //! ```
 //!
-//! in a boxed slice of exactly that size (nothing allocated while empty).
+//! in a boxed slice (nothing allocated while empty) grown to exactly the
+//! size an insert needs; a removal moves the bytes after the member down
+//! and keeps the slice's size, so that a set that loses a member and gains
+//! another (a queue's churn) allocates nothing, unless over half of it
+//! would be spare, when it shrinks to fit.
 //! A set of ten one-digit integers is 21 bytes where the hash set took
 //! about 800. A look-up scans the lengths with a running offset, comparing
 //! the last byte and then the bytes of a member of the right length only;
@@ -27,8 +31,9 @@
 //! `SMEMBERS` are those the hash set alone gave.
 //!
 //! **Invariants:** `buf` is empty exactly when the small set is; `buf[0]`
-//! is the number of entries `n`, and the member bytes are the lengths'
-//! sum; members are distinct and each at most `MAX_MEMBER` bytes;
+//! is the number of entries `n`; the bytes in use (`1 + n` and the
+//! lengths' sum) are at least half of `buf` and at most all of it;
+//! members are distinct and each at most `MAX_MEMBER` bytes;
 //! `n <= MAX_ENTRIES`.
 
 use bytes::Bytes;
@@ -72,7 +77,7 @@ impl Default for SetValue {
 struct Small<'a> {
     /// Member lengths, in order.
     lens: &'a [u8],
-    /// Member bytes, one after the other.
+    /// Member bytes, one after the other (then any spare bytes).
     data: &'a [u8],
 }
 
@@ -82,6 +87,12 @@ impl<'a> Small<'a> {
         let n = buf.first().map_or(0, |&n| usize::from(n));
         let (lens, data) = buf.get(1..).unwrap_or_default().split_at(n);
         Small { lens, data }
+    }
+
+    /// Bytes of the buffer in use: the count, the lengths, the members.
+    #[inline]
+    fn used(self) -> usize {
+        1 + self.lens.len() + self.lens.iter().map(|&l| usize::from(l)).sum::<usize>()
     }
 
     /// Index of `m` and its offset in `data`. The lengths are scanned
@@ -228,20 +239,23 @@ impl SetValue {
     /// Adds `m` (copied); false if it was a member already.
     pub fn insert(&mut self, m: &[u8]) -> bool {
         if let Repr::Small(buf) = &mut self.repr {
-            if Small::of(buf).find(m).is_some() {
+            let small = Small::of(buf);
+            if small.find(m).is_some() {
                 return false;
             }
-            let n = buf.first().map_or(0, |&n| usize::from(n));
+            let n = small.lens.len();
             if n < MAX_ENTRIES && m.len() <= MAX_MEMBER {
-                let mut v = std::mem::take(buf).into_vec();
-                v.reserve_exact(usize::from(v.is_empty()) + 1 + m.len());
-                if v.is_empty() {
-                    v.push(0);
+                let used = if n == 0 { 1 } else { small.used() };
+                let need = used + 1 + m.len();
+                if need > buf.len() {
+                    let mut v = std::mem::take(buf).into_vec();
+                    v.resize(need, 0);
+                    *buf = v.into_boxed_slice();
                 }
-                v[0] += 1;
-                v.insert(1 + n, m.len() as u8);
-                v.extend_from_slice(m);
-                *buf = v.into_boxed_slice();
+                buf.copy_within(1 + n..used, 2 + n);
+                buf[0] = n as u8 + 1;
+                buf[1 + n] = m.len() as u8;
+                buf[used + 1..need].copy_from_slice(m);
                 return true;
             }
             self.to_big();
@@ -267,20 +281,28 @@ impl SetValue {
         }
     }
 
-    /// Removes member `i`, whose bytes start at `off` in the data.
+    /// Removes member `i`, whose bytes start at `off` in the data: the
+    /// bytes after it move down and the buffer keeps its size (the next
+    /// insert may need no allocation) unless over half of it would be
+    /// spare.
     fn small_remove(buf: &mut Box<[u8]>, i: usize, off: usize) {
         if buf[0] == 1 {
             *buf = Box::default();
             return;
         }
-        let n = usize::from(buf[0]);
-        let len = usize::from(buf[1 + i]);
-        let mut v = std::mem::take(buf).into_vec();
+        let small = Small::of(buf);
+        let (n, len, mut used) = (small.lens.len(), usize::from(small.lens[i]), small.used());
         let at = 1 + n + off;
-        v.drain(at..at + len);
-        v.remove(1 + i);
-        v[0] -= 1;
-        *buf = v.into_boxed_slice();
+        buf.copy_within(at + len..used, at);
+        used -= len;
+        buf.copy_within(2 + i..used, 1 + i);
+        used -= 1;
+        buf[0] -= 1;
+        if buf.len() > 2 * used {
+            let mut v = std::mem::take(buf).into_vec();
+            v.truncate(used);
+            *buf = v.into_boxed_slice();
+        }
     }
 
     /// Removes and returns the member at index `i` (`i < len`).
@@ -386,7 +408,8 @@ mod tests {
             let distinct: std::collections::HashSet<&[u8]> = members.iter().copied().collect();
             assert_eq!(distinct.len(), members.len());
             assert!(members.iter().all(|m| m.len() <= MAX_MEMBER));
-            assert_eq!(members.iter().map(|m| 1 + m.len()).sum::<usize>() + usize::from(!buf.is_empty()), buf.len());
+            let used = members.iter().map(|m| 1 + m.len()).sum::<usize>() + usize::from(!buf.is_empty());
+            assert!(used <= buf.len() && buf.len() <= 2 * used, "{used} bytes used of {}", buf.len());
         }
     }
 
@@ -418,6 +441,28 @@ mod tests {
         }
         assert!(s.is_empty() && s.is_small());
         assert_eq!(s.heap_size(), 0);
+    }
+
+    #[test]
+    fn churn_reuses_the_buffer_and_spare_room_stays_under_half() {
+        let mut s = SetValue::from_members([&b"first-member"[..], b"x"]);
+        let before = s.heap_size();
+        for t in 0..100 {
+            assert!(s.remove(if t == 0 { b"x" } else { b"y" }));
+            check(&s);
+            assert!(s.insert(b"y"));
+            check(&s);
+            assert_eq!(s.heap_size(), before, "a member of the same length fits the room left");
+        }
+        // Removing most of a big buffer shrinks it.
+        let long: Vec<Vec<u8>> = (0..8).map(|i| vec![b'a' + i; 60]).collect();
+        let mut t = SetValue::from_members(long.iter().map(|m| &m[..]));
+        for m in &long[1..] {
+            assert!(t.remove(m));
+            check(&t);
+        }
+        assert!(t.heap_size() <= 2 * (1 + 1 + 60));
+        assert_eq!(t.iter().collect::<Vec<_>>(), [&long[0][..]]);
     }
 
     #[test]
