@@ -335,10 +335,26 @@ impl SetValue {
     }
 
     /// The members as owned byte strings, in the set's order (a reply's):
-    /// a small set's are slices of one copy of its bytes.
+    /// a small set's are slices of one copy of its bytes (in the server
+    /// each allocation also costs the counting allocator's atomic add, so
+    /// one copy and a reference count per member beat a copy per member).
     pub fn to_vec(&self) -> Vec<Bytes> {
         match &self.repr {
-            Repr::Small(buf) => SmallIter::new(buf).map(Bytes::copy_from_slice).collect(),
+            Repr::Small(buf) if buf.first() == Some(&1) => SmallIter::new(buf).map(Bytes::copy_from_slice).collect(),
+            Repr::Small(buf) => {
+                let small = Small::of(buf);
+                let all = Bytes::copy_from_slice(&small.data[..small.used() - 1 - small.lens.len()]);
+                let mut off = 0;
+                small
+                    .lens
+                    .iter()
+                    .map(|&l| {
+                        let start = off;
+                        off += usize::from(l);
+                        all.slice(start..off)
+                    })
+                    .collect()
+            }
             Repr::Big(s) => s.iter().cloned().collect(),
         }
     }
