@@ -22,6 +22,8 @@ use crate::config::Config;
 use crate::core::Shared;
 use crate::protocol::Reply;
 
+/// The set behind `SADD`, `SISMEMBER`…, for the benches.
+pub use crate::db::set_value::SetValue;
 /// The sorted set behind `ZADD`, `ZRANGE`…, for the benches.
 pub use crate::db::zset::{ScoreBound, ZSet};
 /// Redis's `string2ll` (strict base-10 integers), for the fuzz checks.

@@ -5,6 +5,7 @@
 //! sets in insertion order (Redis: hash table order, unspecified).
 
 use bytes::Bytes;
+use indexmap::IndexSet;
 use rand::Rng;
 
 use super::hash::{distinct_indices, empty_scan, random_count, MAX_RANDOM_REPLY};
@@ -12,7 +13,7 @@ use super::list::long_at_least;
 use super::util::{cursor, eq, scan_opts};
 use super::{cmd, CommandSpec, Ctx};
 use crate::db::value::SetValue;
-use crate::db::{notify, own, scan_step, DbView, Value};
+use crate::db::{notify, scan_step, DbView, Hasher, Value};
 use crate::error::{CmdError, CmdResult};
 use crate::glob;
 use crate::num::parse_i64_strict;
@@ -71,7 +72,7 @@ fn get_set_intset<'a>(db: &'a mut DbView<'_>, key: &[u8]) -> Result<Option<(&'a 
 
 /// True if Redis 7.0 would build these members into an intset, with at
 /// most `max` entries (`set-max-intset-entries`).
-fn intset_like<'a>(len: usize, mut members: impl Iterator<Item = &'a Bytes>, max: usize) -> bool {
+fn intset_like<'a>(len: usize, mut members: impl Iterator<Item = &'a [u8]>, max: usize) -> bool {
     len <= max && members.all(|m| parse_i64_strict(m).is_some())
 }
 
@@ -96,13 +97,12 @@ fn sadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let mut db = ctx.db();
     let max = db.limits().intset_entries();
     if get_set(&mut db, key)?.is_none() {
-        db.insert_new(key, Value::Set(Box::default()));
+        db.insert_new(key, Value::Set(SetValue::new()));
     }
     let s = get_set(&mut db, key)?.expect("exists");
     let mut added = 0;
     for m in &args[2..] {
-        if !s.contains(&m[..]) {
-            s.insert(own(m));
+        if s.insert(m) {
             added += 1;
         }
     }
@@ -117,15 +117,6 @@ fn sadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     Ok(Reply::Int(added))
 }
 
-/// Removes `m`, keeping the order of small sets.
-fn set_remove(s: &mut SetValue, m: &[u8]) -> bool {
-    if s.len() <= 128 {
-        s.shift_remove(m)
-    } else {
-        s.swap_remove(m)
-    }
-}
-
 fn srem(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
     let mut db = ctx.db();
@@ -134,7 +125,7 @@ fn srem(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     };
     let mut removed = 0;
     for m in &args[2..] {
-        if set_remove(s, m) {
+        if s.remove(m) {
             removed += 1;
             if s.is_empty() {
                 break;
@@ -152,7 +143,7 @@ fn srem(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 fn smembers(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let mut db = ctx.db();
     Ok(match get_set_intset(&mut db, &args[1])? {
-        Some((s, intset)) => set_reply(s.iter().cloned().collect(), intset),
+        Some((s, intset)) => set_reply(s.to_vec(), intset),
         None => Reply::Set(Vec::new()),
     })
 }
@@ -192,7 +183,7 @@ fn spop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let popped: Vec<Bytes> = match count {
         Some(0) => return Ok(Reply::Set(Vec::new())),
         Some(n) if n >= s.len() as u64 => {
-            let all = ordered(s.iter().cloned().collect(), intset);
+            let all = ordered(s.to_vec(), intset);
             s.clear();
             all
         }
@@ -201,13 +192,13 @@ fn spop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             idx.sort_unstable_by(|a, b| b.cmp(a));
             let mut out = Vec::with_capacity(idx.len());
             for i in idx {
-                out.push(s.swap_remove_index(i).expect("index"));
+                out.push(s.remove_index(i));
             }
             out
         }
         None => {
             let i = rand::rng().random_range(0..s.len());
-            vec![s.swap_remove_index(i).expect("index")]
+            vec![s.remove_index(i)]
         }
     };
     db.notify(notify::SET, "spop", key);
@@ -239,11 +230,13 @@ fn srandmember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
                 return Err(CmdError::ValueOutOfRange);
             }
             let mut rng = rand::rng();
-            (0..n).map(|_| s.get_index(rng.random_range(0..size)).expect("index").clone()).collect()
+            let at = s.indexed();
+            (0..n).map(|_| at.bytes(rng.random_range(0..size))).collect()
         } else if l as u64 >= size as u64 {
-            ordered(s.iter().cloned().collect(), intset)
+            ordered(s.to_vec(), intset)
         } else {
-            distinct_indices(size, l as usize).into_iter().map(|i| s.get_index(i).expect("index").clone()).collect()
+            let at = s.indexed();
+            distinct_indices(size, l as usize).into_iter().map(|i| at.bytes(i)).collect()
         };
         return Ok(Reply::bulks(out));
     }
@@ -252,7 +245,7 @@ fn srandmember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Ok(Reply::Nil);
     };
     let i = rand::rng().random_range(0..s.len());
-    Ok(Reply::Bulk(s.get_index(i).expect("index").clone()))
+    Ok(Reply::Bulk(Bytes::copy_from_slice(s.iter().nth(i).expect("index"))))
 }
 
 fn smove(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
@@ -267,18 +260,18 @@ fn smove(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Ok(Reply::Int(get_set(&mut db, src)?.is_some_and(|s| s.contains(&m[..])).into()));
     }
     let s = get_set(&mut db, src)?.expect("exists");
-    if !set_remove(s, m) {
+    if !s.remove(m) {
         return Ok(Reply::Int(0));
     }
     db.notify(notify::SET, "srem", src);
     db.remove_if_empty(src);
     db.touch(src);
     if get_set(&mut db, dst)?.is_none() {
-        db.insert_new(dst, Value::Set(Box::default()));
+        db.insert_new(dst, Value::Set(SetValue::new()));
     }
     let max = db.limits().intset_entries();
     let d = get_set(&mut db, dst)?.expect("exists");
-    if d.insert(own(m)) {
+    if d.insert(m) {
         let outgrown = d.len() > max || crate::num::parse_i64_strict(m).is_none();
         db.mark_outgrown(dst, outgrown);
         db.touch(dst);
@@ -297,7 +290,7 @@ fn load_sets<'a>(db: &'a mut DbView<'_>, keys: &[Bytes]) -> Result<Vec<Option<&'
     Ok(keys
         .iter()
         .map(|k| match raw.peek(k).map(|e| &e.value) {
-            Some(Value::Set(s)) => Some(&**s),
+            Some(Value::Set(s)) => Some(s),
             _ => None,
         })
         .collect())
@@ -318,14 +311,15 @@ fn inter(sets: &[Option<&SetValue>], limit: usize, max: usize) -> SetOpResult {
     v.sort_by_key(|s| s.len());
     let first = v[0];
     let numeric = intset_like(first.len(), first.iter(), max);
-    let mut iter_order: Vec<&Bytes> = first.iter().collect();
+    let at = first.indexed();
+    let mut iter_order: Vec<usize> = (0..first.len()).collect();
     if numeric {
-        iter_order.sort_by_key(|m| parse_i64_strict(m).expect("integer"));
+        iter_order.sort_by_key(|&i| parse_i64_strict(at.get(i)).expect("integer"));
     }
     let mut out = Vec::new();
-    for m in iter_order {
-        if v[1..].iter().all(|s| s.contains(m)) {
-            out.push(m.clone());
+    for i in iter_order {
+        if v[1..].iter().all(|s| s.contains(at.get(i))) {
+            out.push(at.bytes(i));
             if limit != 0 && out.len() >= limit {
                 break;
             }
@@ -335,24 +329,23 @@ fn inter(sets: &[Option<&SetValue>], limit: usize, max: usize) -> SetOpResult {
 }
 
 fn union_or_diff(sets: &[Option<&SetValue>], diff: bool, max: usize) -> SetOpResult {
-    let mut acc = SetValue::default();
+    let mut acc: IndexSet<Bytes, Hasher> = IndexSet::default();
     if diff {
         if let Some(first) = sets[0] {
-            for m in first {
-                if !sets[1..].iter().flatten().any(|s| s.contains(m)) {
-                    acc.insert(m.clone());
+            let at = first.indexed();
+            for i in 0..first.len() {
+                if !sets[1..].iter().flatten().any(|s| s.contains(at.get(i))) {
+                    acc.insert(at.bytes(i));
                 }
             }
         }
     } else {
         for s in sets.iter().flatten() {
-            for m in *s {
-                acc.insert(m.clone());
-            }
+            acc.extend(s.to_vec());
         }
     }
     let members: Vec<Bytes> = acc.into_iter().collect();
-    let numeric = intset_like(members.len(), members.iter(), max);
+    let numeric = intset_like(members.len(), members.iter().map(|m| &m[..]), max);
     SetOpResult { members, numeric_order: numeric }
 }
 
@@ -386,9 +379,7 @@ fn setop(ctx: &mut Ctx<'_>, keys: &[Bytes], dst: Option<&Bytes>, op: SetOp) -> C
         }
         return Ok(Reply::Int(0));
     }
-    let mut s = SetValue::default();
-    s.extend(r.members);
-    db.set(dst, Value::Set(Box::new(s)), false);
+    db.set(dst, Value::Set(SetValue::from_distinct(r.members)), false);
     let ev = match op {
         SetOp::Inter => "sinterstore",
         SetOp::Union => "sunionstore",
@@ -453,10 +444,11 @@ fn sscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Ok(empty_scan());
     };
     let (next, members): (u64, Vec<Bytes>) = if intset {
-        (0, ordered(s.iter().cloned().collect(), true))
+        (0, ordered(s.to_vec(), true))
     } else {
         let (next, range) = scan_step(s.len(), cur, opts.count);
-        (next, range.rev().map(|i| s.get_index(i).expect("index").clone()).collect())
+        let at = s.indexed();
+        (next, range.rev().map(|i| at.bytes(i)).collect())
     };
     let out: Vec<Reply> = members
         .into_iter()

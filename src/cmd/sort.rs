@@ -174,7 +174,7 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &[Bytes], readonly: bool) -> CmdResult 
             }
             Some(Value::ZSet(_)) if native => {}
             Some(Value::List(l)) => items.extend(l.iter().map(item)),
-            Some(Value::Set(s)) => items.extend(s.iter().map(item)),
+            Some(Value::Set(s)) => items.extend(s.iter().map(zitem)),
             Some(Value::ZSet(z)) => items.extend(z.iter().map(|(m, _)| zitem(m))),
             _ => {}
         }

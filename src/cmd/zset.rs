@@ -968,7 +968,7 @@ impl Src<'_> {
                 v.reverse();
                 v
             }
-            Src::S(s) => s.iter().map(|m| (&m[..], 1.0)).collect(),
+            Src::S(s) => s.iter().map(|m| (m, 1.0)).collect(),
         }
     }
 }

@@ -20,7 +20,7 @@
 //! signal, in-place edits call `touch`): touched keys drive WATCH, blocked
 //! clients, client-side caching and keyspace events (`notify`). An
 //! [`Entry`] is 56 bytes (its deadline an `Option<NonZeroU64>`); values:
-//! [`hash_value`], [`zset`], [`stream`], [`hll`], [`geohash`]; one value in
+//! [`hash_value`], [`set_value`], [`zset`], [`stream`], [`hll`], [`geohash`]; one value in
 //! RDB format for `DUMP`/`RESTORE`: [`rdb`]; a point-in-time RDB file of
 //! every database made a slice at a time for a full resynchronisation
 //! (each entry's two-byte snapshot mark, each map's generation): [`snapshot`].
@@ -58,6 +58,7 @@ pub mod hll;
 pub mod key;
 pub mod preimage;
 pub mod rdb;
+pub mod set_value;
 pub mod snapshot;
 pub mod stream;
 pub mod value;

@@ -528,7 +528,7 @@ fn dump_value(out: &mut Vec<u8>, entry: &Entry, list_fill: i64, version: u16) {
         Value::Set(s) => {
             if entry.encoding() == "intset" {
                 out.push(T_SET_INTSET);
-                let mut v: Vec<i64> = s.iter().filter_map(|m| parse_i64_strict(m)).collect();
+                let mut v: Vec<i64> = s.iter().filter_map(parse_i64_strict).collect();
                 v.sort_unstable();
                 let width: usize = if v.iter().all(|&x| i16::try_from(x).is_ok()) {
                     2
@@ -1145,16 +1145,16 @@ fn load_value(r: &mut Reader<'_>, t: u8) -> Result<Value, RdbError> {
         }
         T_SET => {
             let n = r.count(1)?;
-            let mut s = SetValue::default();
+            let mut s = SetValue::new();
             for _ in 0..n {
-                if !s.insert(Bytes::from(r.string()?)) {
+                if !s.insert(&r.string()?) {
                     return Err(RdbError::Format);
                 }
             }
             if s.is_empty() {
                 return Err(RdbError::Format);
             }
-            Value::Set(Box::new(s))
+            Value::Set(s)
         }
         T_SET_INTSET => {
             let blob = r.string()?;
@@ -1170,7 +1170,7 @@ fn load_value(r: &mut Reader<'_>, t: u8) -> Result<Value, RdbError> {
             {
                 return Err(RdbError::Format);
             }
-            let mut s = SetValue::default();
+            let mut s = SetValue::new();
             let mut prev: Option<i64> = None;
             for c in blob[8..].chunks_exact(width) {
                 let v = match width {
@@ -1182,9 +1182,9 @@ fn load_value(r: &mut Reader<'_>, t: u8) -> Result<Value, RdbError> {
                     return Err(RdbError::Format);
                 }
                 prev = Some(v);
-                s.insert(crate::num::int_bytes(v));
+                s.insert(&crate::num::int_bytes(v));
             }
-            Value::Set(Box::new(s))
+            Value::Set(s)
         }
         T_HASH => {
             let n = r.count(2)?;
@@ -1700,8 +1700,10 @@ mod tests {
             Value::Str(b("lorem ipsum dolor sit amet ".repeat(8))),
             Value::List((0..300).map(|i| b(format!("item-{i}"))).collect()),
             Value::List((0..50).map(|i| b((i * 1000 - 7).to_string())).collect()),
-            Value::Set(Box::new((0..20).map(|i| b((i * 70_000).to_string())).collect())),
-            Value::Set(Box::new((0..20).map(|i| b(format!("m{i}"))).collect())),
+            Value::Set(
+                (0..20).map(|i| b((i * 70_000).to_string())).collect::<Vec<_>>().iter().map(|m| &m[..]).collect(),
+            ),
+            Value::Set((0..20).map(|i| b(format!("m{i}"))).collect::<Vec<_>>().iter().map(|m| &m[..]).collect()),
             Value::Hash((0..10).map(|i| (b(format!("f{i}")), b(i.to_string()))).collect()),
             Value::Hash((0..10).map(|i| (b(format!("f{i}")), b("v".repeat(70)))).collect()),
         ];

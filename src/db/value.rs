@@ -2,17 +2,14 @@
 
 use std::collections::VecDeque;
 
-use bytes::Bytes;
-use indexmap::IndexSet;
-
 use super::stream::Stream;
 use super::zset::ZSet;
-use super::Hasher;
+use bytes::Bytes;
 
 /// A hash value: field → value, insertion ordered (HSCAN cursors rely on it).
 pub use super::hash_value::HashValue;
-/// A set value.
-pub type SetValue = IndexSet<Bytes, Hasher>;
+/// A set value: a packed buffer while small, a hash set beyond.
+pub use super::set_value::SetValue;
 /// A list value.
 pub type ListValue = VecDeque<Bytes>;
 
@@ -78,7 +75,8 @@ pub enum Value {
     Str(Bytes),
     Hash(HashValue),
     List(ListValue),
-    Set(Box<SetValue>),
+    /// Inline, as `ZSet`: a small set's buffer or a boxed hash set.
+    Set(SetValue),
     /// Inline: a [`ZSet`] is three words (a small set's buffer, or a
     /// boxed skip list), no larger than a `Bytes`.
     ZSet(ZSet),
@@ -164,7 +162,7 @@ impl Value {
                 h.iter().map(|(k, v)| k.len() + v.len() + 48).sum::<usize>() + h.ttls().map_or(0, |t| 8 * t.volatile())
             }
             Value::List(l) => l.iter().map(|v| v.len() + 32).sum(),
-            Value::Set(s) => s.iter().map(|v| v.len() + 40).sum(),
+            Value::Set(s) => s.heap_size(),
             Value::ZSet(z) => z.approx_size(),
             Value::Stream(s) => s.approx_size(),
         }
