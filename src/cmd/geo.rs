@@ -155,12 +155,23 @@ fn geoadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     zadd_generic(ctx, &zargv, 0)
 }
 
+/// A coordinate as replied: 17 significant digits (`%.17Lg`) up to Redis
+/// 7.4, a double in its shortest form from 8.0.
+fn coord_reply(shortest: bool) -> fn(f64) -> Reply {
+    if shortest {
+        Reply::Double
+    } else {
+        Reply::HumanDouble
+    }
+}
+
 fn geopos(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let coord = coord_reply(ctx.core.profile().at_least(8, 0, 0));
     with_zset(ctx, &args[1], |z| {
         let out = args[2..]
             .iter()
             .map(|m| match z.and_then(|z| member_pos(z, m)) {
-                Some([lon, lat]) => Reply::Array(vec![Reply::HumanDouble(lon), Reply::HumanDouble(lat)]),
+                Some([lon, lat]) => Reply::Array(vec![coord(lon), coord(lat)]),
                 None => Reply::NilArray,
             })
             .collect();
@@ -290,7 +301,9 @@ enum Outcome {
 fn search_generic(ctx: &mut Ctx<'_>, args: &[Bytes], src: usize, flags: u8) -> CmdResult {
     // The source is read as Redis's lookupKeyRead reads it (keyspace hits
     // and misses), STORE forms included.
-    let outcome = ctx.with_read_lookups(true, |ctx| with_zset(ctx, &args[src], |z| plan_search(z, args, flags)))??;
+    let coord = coord_reply(ctx.core.profile().at_least(8, 0, 0));
+    let outcome =
+        ctx.with_read_lookups(true, |ctx| with_zset(ctx, &args[src], |z| plan_search(z, args, flags, coord)))??;
     let (dst, points, storedist, conversion) = match outcome {
         Outcome::Reply(r) => return Ok(r),
         Outcome::Store { dst, points, storedist, conversion } => (dst, points, storedist, conversion),
@@ -313,8 +326,9 @@ fn search_generic(ctx: &mut Ctx<'_>, args: &[Bytes], src: usize, flags: u8) -> C
     Ok(Reply::Int(returned as i64))
 }
 
-/// Parses a search's arguments and runs it on `z` (the source key's set).
-fn plan_search(z: Option<&ZSet>, args: &[Bytes], flags: u8) -> Result<Outcome, CmdError> {
+/// Parses a search's arguments and runs it on `z` (the source key's set);
+/// `coord` replies a coordinate.
+fn plan_search(z: Option<&ZSet>, args: &[Bytes], flags: u8, coord: fn(f64) -> Reply) -> Result<Outcome, CmdError> {
     let mut storekey: Option<Bytes> = None;
     let mut storedist = false;
     let mut xy = [0.0f64; 2];
@@ -464,7 +478,7 @@ fn plan_search(z: Option<&ZSet>, args: &[Bytes], flags: u8) -> Result<Outcome, C
                     item.push(Reply::Int(p.score as i64));
                 }
                 if withcoord {
-                    item.push(Reply::Array(vec![Reply::HumanDouble(p.lon), Reply::HumanDouble(p.lat)]));
+                    item.push(Reply::Array(vec![coord(p.lon), coord(p.lat)]));
                 }
                 Reply::Array(item)
             })

@@ -5,9 +5,9 @@
 //!
 //! Dispatch checks them in `processCommand`'s order (after NOAUTH, before
 //! the pub/sub-context and BUSY checks): with `maxmemory` set, keys are
-//! evicted until memory fits (`db::evict`), else `deny-oom` commands (and
-//! anything queued in MULTI but the commands flagged `ends_multi`, and an
-//! EXEC of deny-oom commands) get `OOM …`. `EVAL`/`FCALL` (flagged
+//! evicted until memory fits (`db::evict`), else `deny-oom` commands (and,
+//! in Redis 7.0, anything queued in MULTI but the commands flagged
+//! `ends_multi`; and an EXEC of deny-oom commands) get `OOM …`. `EVAL`/`FCALL` (flagged
 //! `runs_script`) count with the flags their script declares
 //! (`Scripting::declared_flags`).
 //!
@@ -39,9 +39,11 @@ pub(crate) fn check(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Bytes]) -> Option<
     if ctx.core.config.maxmemory > 0 && ctx.core.call_depth == 0 {
         let out_of_memory = !perform_evictions(ctx);
         ctx.core.pre_command_oom = out_of_memory;
-        // Queuing in MULTI can grow without bound: only EXEC, DISCARD, QUIT
-        // and RESET pass while over the limit.
-        let queuing = ctx.client.multi.is_some() && !cmd.has(flags::ENDS_MULTI);
+        // Queuing in MULTI can grow without bound: Redis 7.0 lets only EXEC,
+        // DISCARD, QUIT and RESET pass while over the limit; 7.2 refuses
+        // only the deny-oom commands, queued or not.
+        let queuing =
+            ctx.client.multi.is_some() && !cmd.has(flags::ENDS_MULTI) && !ctx.core.profile().at_least(7, 2, 0);
         if out_of_memory && (deny_oom || queuing) {
             return Some(CmdError::custom(OOM));
         }

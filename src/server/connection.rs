@@ -691,6 +691,10 @@ impl Conn {
             let st = &mut *st;
             st.client.current = Some((p.consumed, p.argv.iter().map(|a| a.len()).sum()));
             let skipping = st.take_skip();
+            // Redis 7.2 sends the pushes a command made for its own client
+            // (messages, keyspace events) after its reply, but for the
+            // commands whose reply is pushes.
+            let pushes_after = core.profile().at_least(7, 2, 0) && !replies_with_pushes(&p.argv[0]);
             let reply = {
                 let mut ctx = Ctx { core, client: &mut st.client, shared };
                 cmd::dispatch::process(&mut ctx, &mut p.argv)
@@ -710,18 +714,29 @@ impl Conn {
             }
             // What this command queued for this very client (its own pub/sub
             // messages, extra subscribe confirmations) precedes its reply, as
-            // in Redis. This server's commands queue and announce (`outbound`)
+            // in Redis 7.0 (from 7.2 the messages follow it, `pushes_after`).
+            // This server's commands queue and announce (`outbound`)
             // under the core lock we hold, so the flag is seen here; a message
             // another cluster node sends meanwhile has no order relative to
             // this reply anyway.
+            let mut own_pushes = Vec::new();
             if self.cs.outbound.is_set() {
-                st.drain_outbound(&mut self.rx);
+                if pushes_after && st.client.block.is_none() {
+                    while let Ok(msg) = self.rx.try_recv() {
+                        own_pushes.push(msg);
+                    }
+                } else {
+                    st.drain_outbound(&mut self.rx);
+                }
             }
             if let Some(req) = st.client.block.take() {
                 // A blocked command's reply is a placeholder: the real one comes later.
                 return Step::Blocked(req);
             }
             st.emit(reply, skipping);
+            for msg in own_pushes {
+                st.queue_outbound(msg);
+            }
             if st.client.close {
                 return Step::Done;
             }
@@ -1022,6 +1037,14 @@ fn command_faults(shared: &Shared, core: &Core, client_id: u64, argv: &[Bytes]) 
 /// The first word of an HTTP request (`POST /...`, `Host: ...`).
 fn is_cross_protocol_attack(argv: &[Bytes]) -> bool {
     argv[0].eq_ignore_ascii_case(b"post") || argv[0].eq_ignore_ascii_case(b"host:")
+}
+
+/// The commands whose reply is pushes (Redis's `cmdHasPushAsReply`): the
+/// subscribe family.
+fn replies_with_pushes(name: &[u8]) -> bool {
+    const NAMES: [&[u8]; 6] =
+        [b"subscribe", b"psubscribe", b"ssubscribe", b"unsubscribe", b"punsubscribe", b"sunsubscribe"];
+    NAMES.iter().any(|n| name.eq_ignore_ascii_case(n))
 }
 
 #[cfg(test)]
