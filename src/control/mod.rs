@@ -9,6 +9,8 @@
 //! * [`ring`] keeps the history's events compactly.
 //! * [`timeline`] draws the history as a timeline (`RLOCKD TIMELINE`) and
 //!   keeps the application's claimed critical sections (`RLOCKD CLAIM`).
+//! * [`record`] records every command of the process and its reply, for
+//!   `rlockd replay` (`RLOCKD RECORD`, `rlockd --record`).
 //! * [`faults`] holds injected faults (`RLOCKD FAULT`), read by dispatch,
 //!   the connections and pub/sub delivery.
 //! * [`Control`] (one field of the core) keeps the history, the snapshots
@@ -24,6 +26,7 @@
 pub mod faults;
 pub mod history;
 pub mod locks;
+pub mod record;
 pub mod ring;
 pub mod timeline;
 

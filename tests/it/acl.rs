@@ -196,6 +196,7 @@ const RLOCKD_CALLS: &[(&str, &[&str])] = &[
     ("fault", &["KILL"]),
     ("help", &[]),
     ("locks", &[]),
+    ("record", &["STATUS"]),
     ("repl", &["STATUS"]),
     ("restore", &["before"]),
     ("schema", &[]),

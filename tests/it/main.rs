@@ -37,6 +37,7 @@ mod ordering;
 mod protocol;
 mod pubsub;
 mod readme;
+mod record_replay;
 #[rustfmt::skip] // the README's lines, as written there
 mod readme_rust;
 mod redis84;

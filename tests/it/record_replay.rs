@@ -1,0 +1,216 @@
+//! Record and replay (`RLOCKD RECORD`, `rlockd --record`, `rlockd replay`)
+//! with real clients: a contended run of redis-py `Lock`s on threads is
+//! recorded, then replayed 20 times, each time with every reply identical
+//! and the same report; an altered recording is reported at its first
+//! differing command (exit 1); `--until N` stops before command N and the
+//! servers answer there as they did then.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use crate::common::binary::{run_in, Binary, Run, BIN};
+use crate::common::resp::{RawConn, Value};
+
+/// Hang guard for a client run or a replay; not a speed check.
+const LIMIT: Duration = Duration::from_secs(300);
+
+/// Threads taking three locks in turn; each, holding lock `n`, reads its
+/// counter and writes it back plus one (lost updates without the lock).
+const LOCK_THREADS: &str = r#"
+import sys, threading, redis
+from redis.lock import Lock
+
+port, threads, rounds = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+pool = redis.ConnectionPool(host="127.0.0.1", port=port)
+
+def work(t):
+    r = redis.Redis(connection_pool=pool)
+    for i in range(rounds):
+        n = (t + i) % 3
+        lock = Lock(r, f"lock:{n}", timeout=10, sleep=0.002, blocking_timeout=60)
+        assert lock.acquire()
+        try:
+            v = int(r.get(f"counter:{n}") or 0)
+            r.set(f"counter:{n}", v + 1)
+        finally:
+            lock.release()
+
+ts = [threading.Thread(target=work, args=(t,)) for t in range(threads)]
+for t in ts: t.start()
+for t in ts: t.join()
+r = redis.Redis(connection_pool=pool)
+print("total", sum(int(r.get(f"counter:{n}") or 0) for n in range(3)))
+"#;
+
+fn scratch(name: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join("record_replay");
+    std::fs::create_dir_all(&d).expect("scratch directory");
+    d.join(name)
+}
+
+/// Runs the lock threads against `port`; `None` without Python.
+fn run_lock_threads(port: u16, threads: u32, rounds: u32) -> Option<String> {
+    let python = crate::examples::redis_py("the recorded redis-py lock run")?;
+    let script = scratch("lock_threads.py");
+    std::fs::write(&script, LOCK_THREADS).expect("write the script");
+    let args = [script.to_str().expect("utf-8"), &port.to_string(), &threads.to_string(), &rounds.to_string()];
+    let r = run_in(None, python.to_str().expect("utf-8"), &args, LIMIT);
+    assert_eq!(r.code, Some(0), "lock threads:\nstdout:\n{}\nstderr:\n{}", r.stdout, r.stderr);
+    assert_eq!(r.stdout.trim(), format!("total {}", threads * rounds), "lost updates under the lock");
+    Some(r.stdout)
+}
+
+fn replay(file: &Path, extra: &[&str]) -> Run {
+    let mut args = vec!["replay", file.to_str().expect("utf-8")];
+    args.extend(extra);
+    run_in(None, BIN, &args, LIMIT)
+}
+
+/// Records the redis-py run with `RLOCKD RECORD START` / `SAVE`.
+fn record_lock_run(name: &str) -> Option<PathBuf> {
+    let srv = Binary::start(&["--port", "0"]);
+    let mut c = RawConn::connect(srv.port);
+    assert_eq!(c.cmd(&["RLOCKD", "RECORD", "START", "MAXBYTES", "50000000"]), Value::Simple(b"OK".to_vec()));
+    run_lock_threads(srv.port, 8, 15)?;
+    assert_eq!(c.cmd(&["RLOCKD", "RECORD", "STOP"]), Value::Simple(b"OK".to_vec()));
+    let file = scratch(name);
+    let Value::Int(lines) = c.cmd(&["RLOCKD", "RECORD", "SAVE", file.to_str().expect("utf-8")]) else {
+        panic!("RECORD SAVE")
+    };
+    assert!(lines > 100, "{lines} lines recorded");
+    Some(file)
+}
+
+/// The commands recorded (lines of `t: cmd`).
+fn commands(text: &str) -> usize {
+    text.lines().filter(|l| l.starts_with("{\"t\":\"cmd\"")).count()
+}
+
+#[test]
+fn a_recorded_redis_py_lock_run_replays_identically_20_times() {
+    let Some(file) = record_lock_run("redis_py_locks.jsonl") else { return };
+    let text = std::fs::read_to_string(&file).expect("the recording");
+    let n = commands(&text);
+    // Every thread's connection is a client of its own, with its library.
+    assert!(text.contains("\"args\":[\"SET\",\"lock:0\""), "no lock acquisition recorded");
+    assert!(text.contains("\"args\":[\"EVALSHA\""), "no lock release recorded");
+    let mut first = None;
+    for round in 0..20 {
+        let r = replay(&file, &[]);
+        assert_eq!(r.code, Some(0), "replay {round}:\nstdout:\n{}\nstderr:\n{}", r.stdout, r.stderr);
+        assert!(r.stdout.starts_with(&format!("{n} commands, every reply identical")), "replay {round}: {}", r.stdout);
+        match &first {
+            None => first = Some(r.stdout),
+            Some(f) => assert_eq!(&r.stdout, f, "replay {round} reported differently"),
+        }
+    }
+}
+
+#[test]
+fn an_altered_recording_reports_the_first_differing_command() {
+    let Some(file) = record_lock_run("redis_py_altered.jsonl") else { return };
+    let text = std::fs::read_to_string(&file).expect("the recording");
+    // The first GET of a counter that answered a number: say it answered 41.
+    let (at, line) = text
+        .lines()
+        .enumerate()
+        .find(|(_, l)| l.contains("\"args\":[\"GET\",\"counter:") && l.contains("\"reply\":\"$1\\r\\n"))
+        .expect("a GET of a counter with a one-digit value");
+    let i: u64 = line.split("\"i\":").nth(1).and_then(|r| r.split(',').next()).and_then(|n| n.parse().ok()).expect("i");
+    let altered_line = {
+        let start = line.find("\"reply\":\"$1\\r\\n").expect("reply") + "\"reply\":\"".len();
+        let end = start + line[start..].find('"').expect("end of reply");
+        format!("{}$2\\r\\n41\\r\\n{}", &line[..start], &line[end..])
+    };
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines[at] = &altered_line;
+    let altered = scratch("redis_py_altered_edit.jsonl");
+    std::fs::write(&altered, lines.join("\n") + "\n").expect("write");
+    let r = replay(&altered, &[]);
+    assert_eq!(r.code, Some(1), "stdout:\n{}\nstderr:\n{}", r.stdout, r.stderr);
+    let mut out = r.stdout.lines();
+    let head = out.next().unwrap_or_default();
+    assert!(head.starts_with(&format!("the reply differs at command {i} ")), "{}", r.stdout);
+    assert!(head.contains("GET counter:"), "{head}");
+    assert_eq!(out.next(), Some("  recorded: $2\\r\\n41\\r\\n"), "{}", r.stdout);
+    let replayed = out.next().unwrap_or_default();
+    assert!(replayed.starts_with("  replayed: $1\\r\\n"), "{}", r.stdout);
+}
+
+/// `--until N`: the servers stay up, in the state just before command N.
+#[test]
+fn until_stops_before_the_command_and_leaves_the_servers_answering() {
+    let Some(file) = record_lock_run("redis_py_until.jsonl") else { return };
+    let text = std::fs::read_to_string(&file).expect("the recording");
+    // The 20th write of counter:1 (SET counter:1 20): stop just before it.
+    let line = text
+        .lines()
+        .find(|l| l.contains("\"args\":[\"SET\",\"counter:1\",\"20\"]"))
+        .expect("the 20th SET of counter:1");
+    let i: u64 = line.split("\"i\":").nth(1).and_then(|r| r.split(',').next()).and_then(|n| n.parse().ok()).expect("i");
+    let mut child = Command::new(BIN)
+        .args(["replay", file.to_str().expect("utf-8"), "--until", &i.to_string()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the replay");
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let out = child.stdout.take().expect("stdout");
+    let child = Kill(child);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for l in BufReader::new(out).lines().map_while(Result::ok) {
+            let _ = tx.send(l);
+        }
+    });
+    let head = rx.recv_timeout(LIMIT).expect("the replay's stop line");
+    assert_eq!(head, format!("stopped before command {i}; the servers are listening:"));
+    let node = rx.recv_timeout(LIMIT).expect("the node's line");
+    let port: u16 = node.rsplit(':').next().and_then(|p| p.parse().ok()).unwrap_or_else(|| panic!("{node}"));
+    let mut c = RawConn::connect(port);
+    // The 19 writes before it are there, and the lock is held by the writer.
+    assert_eq!(c.cmd(&["GET", "counter:1"]), Value::Bulk(Some(b"19".to_vec())));
+    let Value::Agg(_, Some(locks)) = c.cmd(&["RLOCKD", "LOCKS", "lock:1"]) else { panic!("RLOCKD LOCKS") };
+    assert_eq!(locks.len(), 1, "lock:1 is held at that point");
+    drop(child);
+}
+
+/// `rlockd --record <path>` records from the first command and writes the
+/// file when the server stops (SIGTERM); the file replays.
+#[test]
+fn the_record_option_saves_on_exit() {
+    let file = scratch("option.jsonl");
+    let _ = std::fs::remove_file(&file);
+    let mut srv = Binary::start(&["--port", "0", "--record", file.to_str().expect("utf-8")]);
+    let mut c = RawConn::connect(srv.port);
+    assert_eq!(c.cmd(&["SET", "k", "v", "PX", "5000"]), Value::Simple(b"OK".to_vec()));
+    assert_eq!(c.cmd(&["RLOCKD", "CLOCK", "ADVANCE", "1000"]).as_int().map(|_| ()), Some(()));
+    let Value::Int(ttl) = c.cmd(&["PTTL", "k"]) else { panic!("PTTL") };
+    assert!((3900..=4000).contains(&ttl), "{ttl}");
+    let Value::Agg(_, Some(status)) = c.cmd(&["RLOCKD", "RECORD", "STATUS"]) else { panic!("STATUS") };
+    assert_eq!(status[0], Value::Bulk(Some(b"recording".to_vec())));
+    assert_eq!(status[1], Value::Int(1));
+    assert_eq!(status[3], Value::Int(4), "three commands and the clock's mark (RECORD itself is not recorded)");
+    // SAFETY: a signal to the child we started.
+    unsafe { libc::kill(srv.pid() as i32, libc::SIGTERM) };
+    assert!(srv.wait_exit(Duration::from_secs(20)).success());
+    let text = std::fs::read_to_string(&file).expect("the recording written on exit");
+    let mut lines = text.lines();
+    assert!(lines.next().unwrap_or_default().starts_with("{\"t\":\"rlockd-record\",\"format\":1,"), "{text}");
+    assert_eq!(commands(&text), 3, "{text}");
+    assert!(text.contains("{\"t\":\"mark\","), "the clock move is a mark: {text}");
+    let r = replay(&file, &[]);
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    // A clock command reads the running clock again after the move: its
+    // reply is not compared (the replay's clock is frozen).
+    assert_eq!(r.stdout, "3 commands, every reply identical (2 compared; not compared: RLOCKD CLOCK ADVANCE)\n");
+}
