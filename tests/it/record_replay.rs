@@ -214,3 +214,136 @@ fn the_record_option_saves_on_exit() {
     // reply is not compared (the replay's clock is frozen).
     assert_eq!(r.stdout, "3 commands, every reply identical (2 compared; not compared: RLOCKD CLOCK ADVANCE)\n");
 }
+
+/// `n` consecutive free ports (a replay binds the recorded ones again).
+fn free_ports(n: u16) -> u16 {
+    for _ in 0..100 {
+        let first = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+        if first > 65000 {
+            continue;
+        }
+        if (0..n).all(|i| std::net::TcpListener::bind(("127.0.0.1", first + i)).is_ok()) {
+            return first;
+        }
+    }
+    panic!("no {n} consecutive free ports");
+}
+
+fn int(v: Value) -> i64 {
+    v.as_int().unwrap_or_else(|| panic!("not an integer: {v:?}"))
+}
+
+/// A primary and its replica: redis-py lock threads under an injected
+/// latency, an injected error, then replication paused, a lock written,
+/// the replica promoted (`RLOCKD REPL FAILOVER`) and the lock granted again
+/// there — `RLOCKD CHECK` reports the two holders. Replayed 20 times.
+#[test]
+fn a_recorded_failover_with_faults_replays_identically_20_times() {
+    let port = free_ports(2);
+    let replica = port + 1;
+    let file = scratch("failover.jsonl");
+    {
+        let _srv = Binary::start(&["--port", &port.to_string(), "--replicas", "1"]);
+        let mut p = RawConn::connect(port);
+        assert_eq!(p.cmd(&["RLOCKD", "RECORD", "START"]), Value::Simple(b"OK".to_vec()));
+        p.cmd(&["RLOCKD", "FAULT", "LATENCY", "3", "COMMAND", "evalsha", "TIMES", "20"]);
+        if run_lock_threads(port, 6, 10).is_none() {
+            return;
+        }
+        let mut faulty = RawConn::connect(port);
+        assert_eq!(faulty.cmd(&["CLIENT", "SETNAME", "faulty"]), Value::Simple(b"OK".to_vec()));
+        p.cmd(&["RLOCKD", "FAULT", "ERROR", "ERR injected", "CLIENT", "faulty", "TIMES", "2"]);
+        for want in [Value::Error(b"ERR injected".to_vec()), Value::Error(b"ERR injected".to_vec())] {
+            assert_eq!(faulty.cmd(&["SET", "job", "a", "NX", "PX", "30000"]), want);
+        }
+        assert_eq!(faulty.cmd(&["SET", "job", "a", "NX", "PX", "30000"]), Value::Simple(b"OK".to_vec()));
+        assert!(int(p.cmd(&["RLOCKD", "REPL", "PAUSE"])) >= 1);
+        assert_eq!(faulty.cmd(&["SET", "order", "a", "NX", "PX", "30000"]), Value::Simple(b"OK".to_vec()));
+        p.cmd(&["RLOCKD", "REPL", "FAILOVER", &replica.to_string()]);
+        let mut r = RawConn::connect(replica);
+        assert_eq!(r.cmd(&["SET", "order", "b", "NX", "PX", "30000"]), Value::Simple(b"OK".to_vec()));
+        let Value::Agg(_, Some(violations)) = r.cmd(&["RLOCKD", "CHECK"]) else { panic!("CHECK") };
+        assert_eq!(violations.len(), 1, "{violations:?}");
+        assert_eq!(p.cmd(&["RLOCKD", "RECORD", "STOP"]), Value::Simple(b"OK".to_vec()));
+        int(p.cmd(&["RLOCKD", "RECORD", "SAVE", file.to_str().expect("utf-8")]));
+    }
+    let text = std::fs::read_to_string(&file).expect("the recording");
+    assert!(text.contains("\"faults\":[\"hit: latency\"]"), "no command hit by the latency fault");
+    assert!(text.contains("\"faults\":[\"hit: error 'ERR injected' on set"), "no command hit by the error fault");
+    assert!(text.contains("{\"t\":\"mark\",") && text.contains("\"kind\":\"failover\""), "no failover mark");
+    assert!(text.contains("\"nodes\":[\"127.0.0.1:"), "{}", text.lines().next().unwrap_or_default());
+    let n = commands(&text);
+    let mut first = None;
+    for round in 0..20 {
+        let r = replay(&file, &[]);
+        assert_eq!(r.code, Some(0), "replay {round}:\nstdout:\n{}\nstderr:\n{}", r.stdout, r.stderr);
+        assert!(r.stdout.starts_with(&format!("{n} commands, every reply identical")), "replay {round}: {}", r.stdout);
+        match &first {
+            None => first = Some(r.stdout),
+            Some(f) => assert_eq!(&r.stdout, f, "replay {round} reported differently"),
+        }
+    }
+}
+
+/// The lock threads through redis-py's `RedisCluster` (the locks and
+/// counters spread over the nodes by slot).
+const CLUSTER_LOCK_THREADS: &str = r#"
+import sys, threading
+from redis.cluster import RedisCluster
+from redis.lock import Lock
+
+port, threads, rounds = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+rc = RedisCluster(host="127.0.0.1", port=port)
+
+def work(t):
+    for i in range(rounds):
+        n = (t + i) % 3
+        lock = Lock(rc, f"lock:{n}", timeout=10, sleep=0.002, blocking_timeout=60)
+        assert lock.acquire()
+        try:
+            v = int(rc.get(f"counter:{n}") or 0)
+            rc.set(f"counter:{n}", v + 1)
+        finally:
+            lock.release()
+
+ts = [threading.Thread(target=work, args=(t,)) for t in range(threads)]
+for t in ts: t.start()
+for t in ts: t.join()
+print("total", sum(int(rc.get(f"counter:{n}") or 0) for n in range(3)))
+"#;
+
+/// A cluster of 3: redis-py `RedisCluster` lock threads recorded on every
+/// node, replayed 20 times.
+#[test]
+fn a_recorded_cluster_run_replays_identically_20_times() {
+    let Some(python) = crate::examples::redis_py("the recorded redis-py cluster run") else { return };
+    let port = free_ports(3);
+    let file = scratch("cluster.jsonl");
+    {
+        let _srv = Binary::start(&["--port", &port.to_string(), "--cluster", "3"]);
+        let mut c = RawConn::connect(port);
+        assert_eq!(c.cmd(&["RLOCKD", "RECORD", "START"]), Value::Simple(b"OK".to_vec()));
+        let script = scratch("cluster_lock_threads.py");
+        std::fs::write(&script, CLUSTER_LOCK_THREADS).expect("write the script");
+        let args = [script.to_str().expect("utf-8"), &port.to_string(), "6", "10"];
+        let r = run_in(None, python.to_str().expect("utf-8"), &args, LIMIT);
+        assert_eq!(r.code, Some(0), "cluster lock threads:\nstdout:\n{}\nstderr:\n{}", r.stdout, r.stderr);
+        assert_eq!(r.stdout.trim(), "total 60");
+        int(c.cmd(&["RLOCKD", "RECORD", "SAVE", file.to_str().expect("utf-8")]));
+    }
+    let text = std::fs::read_to_string(&file).expect("the recording");
+    for i in 0..3 {
+        assert!(text.contains(&format!("\"node\":\"127.0.0.1:{}\"", port + i)), "node {i} recorded nothing");
+    }
+    let n = commands(&text);
+    let mut first = None;
+    for round in 0..20 {
+        let r = replay(&file, &[]);
+        assert_eq!(r.code, Some(0), "replay {round}:\nstdout:\n{}\nstderr:\n{}", r.stdout, r.stderr);
+        assert!(r.stdout.starts_with(&format!("{n} commands, every reply identical")), "replay {round}: {}", r.stdout);
+        match &first {
+            None => first = Some(r.stdout),
+            Some(f) => assert_eq!(&r.stdout, f, "replay {round} reported differently"),
+        }
+    }
+}
