@@ -347,3 +347,46 @@ fn a_recorded_cluster_run_replays_identically_20_times() {
         }
     }
 }
+
+/// Redisson (16 threads on 3 RLocks, an injected latency, a failover: the
+/// Java example `RecordMain`) on a primary with a replica, recorded and
+/// replayed 20 times.
+#[test]
+fn a_recorded_redisson_run_replays_identically_20_times() {
+    let has = |program: &str, arg: &str| {
+        Command::new(program).arg(arg).stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success())
+    };
+    if !has("java", "-version") || !has("mvn", "-v") {
+        crate::common::skip::skipped(
+            "a JDK (17+) and Maven are not installed, so the recorded Redisson run was not run",
+        );
+        return;
+    }
+    let port = free_ports(2);
+    let file = scratch("redisson.jsonl");
+    {
+        let _srv = Binary::start(&["--port", &port.to_string(), "--replicas", "1"]);
+        let mut c = RawConn::connect(port);
+        assert_eq!(c.cmd(&["RLOCKD", "RECORD", "START"]), Value::Simple(b"OK".to_vec()));
+        let build = Path::new(env!("CARGO_TARGET_TMPDIR")).join("examples").join("java-record");
+        let args = format!("{port} {}", port + 1);
+        let r = crate::examples::run_java_example(&build, Some("example.RecordMain"), &args, LIMIT);
+        assert_eq!(r.code, Some(0), "RecordMain:\nstdout:\n{}\nstderr:\n{}", r.stdout, r.stderr);
+        assert!(r.stdout.contains("total=96 first=true second=true"), "{}", r.stdout);
+        int(c.cmd(&["RLOCKD", "RECORD", "SAVE", file.to_str().expect("utf-8")]));
+    }
+    let text = std::fs::read_to_string(&file).expect("the recording");
+    assert!(text.contains("\"faults\":[\"hit: latency\"]"), "no command hit by the latency fault");
+    assert!(text.contains("\"kind\":\"failover\""), "no failover mark");
+    let n = commands(&text);
+    let mut first = None;
+    for round in 0..20 {
+        let r = replay(&file, &[]);
+        assert_eq!(r.code, Some(0), "replay {round}:\nstdout:\n{}\nstderr:\n{}", r.stdout, r.stderr);
+        assert!(r.stdout.starts_with(&format!("{n} commands, every reply identical")), "replay {round}: {}", r.stdout);
+        match &first {
+            None => first = Some(r.stdout),
+            Some(f) => assert_eq!(&r.stdout, f, "replay {round} reported differently"),
+        }
+    }
+}
