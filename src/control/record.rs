@@ -59,6 +59,8 @@ struct State {
     seqs: BTreeMap<(u16, u64), u64>,
     /// Faults that hit a connection's command before its line is written.
     hits: BTreeMap<(u16, u64), Vec<String>>,
+    /// Each node's address as written in its lines.
+    node_names: BTreeMap<std::net::SocketAddr, String>,
     process: Process,
 }
 
@@ -83,6 +85,7 @@ impl State {
             next_index: 0,
             seqs: BTreeMap::new(),
             hits: BTreeMap::new(),
+            node_names: BTreeMap::new(),
             process: Process { args: Vec::new(), nodes: Vec::new(), sentinels: Vec::new() },
         }
     }
@@ -210,16 +213,27 @@ pub(crate) fn command(c: &Command<'_>) {
     let hits = s.hits.remove(&conn).unwrap_or_default();
     let i = s.next_index;
     s.next_index += 1;
-    let mut l = String::with_capacity(160 + c.out.len().min(DIGEST_OVER));
-    let _ = write!(l, "{{\"t\":\"cmd\",\"i\":{i},\"node\":\"{}\",\"client\":{},\"cname\":", c.node, c.client);
+    let args_len: usize = c.args.iter().map(|a| a.len() + 3).sum();
+    let mut l = String::with_capacity(200 + args_len + c.out.len().min(DIGEST_OVER) * 5 / 4);
+    l.push_str("{\"t\":\"cmd\",\"i\":");
+    num(&mut l, i);
+    l.push_str(",\"node\":\"");
+    l.push_str(s.node_names.entry(c.node).or_insert_with(|| c.node.to_string()));
+    l.push_str("\",\"client\":");
+    num(&mut l, c.client);
+    l.push_str(",\"cname\":");
     json_str(&mut l, c.name);
     l.push_str(",\"lib\":");
     json_str(&mut l, c.lib);
-    let _ = write!(
-        l,
-        ",\"seq\":{seq},\"time_us\":{},\"wall_ms\":{wall},\"db\":{},\"resp\":{},\"args\":",
-        c.time_us, c.db, c.resp
-    );
+    for (name, v) in
+        [("seq", seq), ("time_us", c.time_us), ("wall_ms", wall), ("db", c.db as u64), ("resp", u64::from(c.resp))]
+    {
+        l.push_str(",\"");
+        l.push_str(name);
+        l.push_str("\":");
+        num(&mut l, v);
+    }
+    l.push_str(",\"args\":");
     json_list(&mut l, c.args.iter().map(|a| &a[..]));
     reply_fields(&mut l, c.out);
     if !c.faults.is_empty() || !hits.is_empty() {
@@ -282,15 +296,28 @@ pub(crate) fn fault_hit(node: std::net::SocketAddr, client: u64, what: String) {
     state().hits.entry((node.port(), client)).or_default().push(what);
 }
 
+/// Appends `v` in decimal.
+fn num(l: &mut String, v: u64) {
+    l.push_str(itoa::Buffer::new().format(v));
+}
+
 fn wall_ms() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
 /// `,"reply":…,"frames":n` (or the digest) for what a command wrote.
 fn reply_fields(l: &mut String, out: &[u8]) {
-    let frames: Vec<&[u8]> =
-        crate::protocol::frames::split(out).into_iter().filter(|f| !crate::protocol::frames::is_message(f)).collect();
+    let all = crate::protocol::frames::split(out);
+    let frames: Vec<&[u8]> = all.iter().copied().filter(|f| !crate::protocol::frames::is_message(f)).collect();
     let len: usize = frames.iter().map(|f| f.len()).sum();
+    if frames.len() == all.len() && len == out.len() && len <= DIGEST_OVER {
+        // No message among them: the bytes as written.
+        l.push_str(",\"reply\":");
+        json_str(l, out);
+        l.push_str(",\"frames\":");
+        num(l, frames.len() as u64);
+        return;
+    }
     if len > DIGEST_OVER {
         use sha2::Digest;
         let mut h = sha2::Sha256::new();
@@ -332,19 +359,28 @@ fn json_str(l: &mut String, b: &[u8]) {
         return;
     };
     l.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => l.push_str("\\\""),
-            '\\' => l.push_str("\\\\"),
-            '\n' => l.push_str("\\n"),
-            '\r' => l.push_str("\\r"),
-            '\t' => l.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(l, "\\u{:04x}", c as u32);
-            }
-            c => l.push(c),
+    // Runs of bytes that need no escape are copied whole (every escaped byte is ASCII, so
+    // the runs end on character boundaries).
+    let mut from = 0;
+    for (i, c) in s.bytes().enumerate() {
+        let esc = match c {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            c if c < 0x20 => "",
+            _ => continue,
+        };
+        l.push_str(&s[from..i]);
+        if esc.is_empty() {
+            let _ = write!(l, "\\u{c:04x}");
+        } else {
+            l.push_str(esc);
         }
+        from = i + 1;
     }
+    l.push_str(&s[from..]);
     l.push('"');
 }
 
