@@ -390,3 +390,71 @@ fn a_recorded_redisson_run_replays_identically_20_times() {
         }
     }
 }
+
+/// `--nodes 3` (independent servers, as for Redlock): lock threads on each
+/// node in turn, replayed 20 times; `--until` there leaves all three nodes
+/// answering as they were.
+#[test]
+fn a_recorded_run_on_three_independent_nodes_replays_identically_20_times() {
+    let port = free_ports(3);
+    let file = scratch("nodes.jsonl");
+    {
+        let _srv = Binary::start(&["--port", &port.to_string(), "--nodes", "3"]);
+        let mut c = RawConn::connect(port);
+        assert_eq!(c.cmd(&["RLOCKD", "RECORD", "START"]), Value::Simple(b"OK".to_vec()));
+        for i in 0..3 {
+            if run_lock_threads(port + i, 4, 6).is_none() {
+                return;
+            }
+        }
+        int(c.cmd(&["RLOCKD", "RECORD", "SAVE", file.to_str().expect("utf-8")]));
+    }
+    let text = std::fs::read_to_string(&file).expect("the recording");
+    assert!(text.lines().next().unwrap_or_default().contains("\"args\":[\"--nodes\",\"3\","), "{text:.300}");
+    let n = commands(&text);
+    let mut first = None;
+    for round in 0..20 {
+        let r = replay(&file, &[]);
+        assert_eq!(r.code, Some(0), "replay {round}:\nstdout:\n{}\nstderr:\n{}", r.stdout, r.stderr);
+        assert!(r.stdout.starts_with(&format!("{n} commands, every reply identical")), "replay {round}: {}", r.stdout);
+        match &first {
+            None => first = Some(r.stdout),
+            Some(f) => assert_eq!(&r.stdout, f, "replay {round} reported differently"),
+        }
+    }
+    // Stop before the first command on the third node: the first two have their totals, the
+    // third nothing yet.
+    let third = format!("\"node\":\"127.0.0.1:{}\"", port + 2);
+    let line = text.lines().find(|l| l.contains(&third)).expect("a command on the third node");
+    let i: u64 = line.split("\"i\":").nth(1).and_then(|r| r.split(',').next()).and_then(|n| n.parse().ok()).expect("i");
+    let mut child = Command::new(BIN)
+        .args(["replay", file.to_str().expect("utf-8"), "--until", &i.to_string()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the replay");
+    let out = child.stdout.take().expect("stdout");
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _child = Kill(child);
+    let mut lines = BufReader::new(out).lines().map_while(Result::ok);
+    assert_eq!(lines.next(), Some(format!("stopped before command {i}; the servers are listening:")));
+    for node in 0..3u16 {
+        let l = lines.next().expect("a node's line");
+        assert_eq!(l, format!("node 127.0.0.1:{0} at 127.0.0.1:{0}", port + node));
+        let mut c = RawConn::connect(port + node);
+        let total: i64 = (0..3)
+            .map(|k| match c.cmd(&["GET", &format!("counter:{k}")]) {
+                Value::Bulk(Some(v)) => String::from_utf8_lossy(&v).parse().expect("a count"),
+                _ => 0,
+            })
+            .sum();
+        assert_eq!(total, if node < 2 { 24 } else { 0 }, "node {node}");
+    }
+}
