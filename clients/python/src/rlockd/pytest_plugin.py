@@ -9,7 +9,8 @@ test control reset before each test), ``rlockd_cluster`` (a fresh
 attached to the report, and its lock timeline (``RLOCKD TIMELINE``) is written under
 ``--rlockd-artifacts DIR`` (default ``rlockd-artifacts`` in the rootdir) with its path in the
 report. With ``--rlockd-record``, every server the fixtures start records its commands
-(``RLOCKD RECORD START``; ``rlockd_url``'s session server anew for each test), and a failed
+(``RLOCKD RECORD START``; ``rlockd_url``'s session server anew for each test, its script cache
+flushed too), and a failed
 test's recording is saved beside its timeline (``…-recording.jsonl``), for ``rlockd replay``.
 Passing tests write nothing.
 """
@@ -113,6 +114,9 @@ def rlockd_url(request, rlockd_session_server):
     srv = rlockd_session_server
     _record(request.config, srv)
     srv.execute_command("FLUSHALL")
+    if request.config.getoption("rlockd_record"):
+        # A recording replays on empty servers: no script loaded by an earlier test either.
+        srv.execute_command("SCRIPT", "FLUSH")
     srv.skew_clock(0)
     srv.clear_faults()
     srv.reset_lock_checks()
