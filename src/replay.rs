@@ -152,15 +152,18 @@ enum Line {
         seq: u64,
         time_ms: u64,
         args: Vec<Vec<u8>>,
+        /// What it wrote to its client (nothing but its subscribe confirmations, if any,
+        /// when it blocked or ran under `CLIENT REPLY OFF|SKIP`).
         reply: Expected,
-        blocked: bool,
+        /// The connection was closed instead.
         closed: bool,
-        silent: bool,
     },
     Unblock {
         i: u64,
         node: String,
         client: u64,
+        /// When it was served (or timed out).
+        time_ms: u64,
         reply: Option<Expected>,
     },
 }
@@ -196,14 +199,13 @@ fn parse_line(v: &Json) -> Result<Option<Line>, String> {
                 _ => return Err("a command without 'args'".into()),
             },
             reply: expected(v)?,
-            blocked: flag("blocked"),
             closed: flag("closed"),
-            silent: flag("silent"),
         }),
         Some("unblock") => Some(Line::Unblock {
             i: num("i")?,
             node: node()?,
             client: num("client")?,
+            time_ms: num("time_us")? / 1000,
             reply: if flag("closed") { None } else { Some(expected(v)?) },
         }),
         _ => None,
@@ -348,7 +350,7 @@ impl Replay {
         let (mut compared, mut skipped) = (0u64, BTreeSet::new());
         for line in &recorded {
             match line {
-                Line::Cmd { i, node, client, seq, time_ms, args, reply, blocked, closed, silent } => {
+                Line::Cmd { i, node, client, seq, time_ms, args, reply, closed } => {
                     if until.is_some_and(|u| *i >= u) {
                         r.hold(*i);
                     }
@@ -358,9 +360,6 @@ impl Replay {
                     let key = (node.clone(), *client);
                     let conn = r.conns.get_mut(&key).ok_or("a client with no connection")?;
                     conn.send(&args)?;
-                    if *blocked || *silent {
-                        continue;
-                    }
                     if *closed {
                         // The same fault closes it again: read to the end.
                         while conn.frame()?.is_some() {}
@@ -387,10 +386,12 @@ impl Replay {
                         return Ok(differs(&what, reply, got.as_deref()));
                     }
                 }
-                Line::Unblock { i, node, client, reply } => {
+                Line::Unblock { i, node, client, time_ms, reply } => {
                     if until.is_some_and(|u| *i >= u) {
                         r.hold(*i);
                     }
+                    // A wait that timed out ends when the clock reaches its time.
+                    r.set_clock(node, *time_ms)?;
                     let key = (node.clone(), *client);
                     let conn = r.conns.get_mut(&key).ok_or("a blocked client with no connection")?;
                     match reply {
@@ -443,7 +444,8 @@ impl Replay {
         let mut child = cmd.spawn().map_err(|e| format!("cannot start rlockd: {e}"))?;
         let out = child.stdout.take().ok_or("no stdout")?;
         let mut ready = Vec::new();
-        for l in BufReader::new(out).lines() {
+        let mut lines = BufReader::new(out).lines();
+        for l in lines.by_ref() {
             let l = l.map_err(|e| e.to_string())?;
             if let Some(addr) = l.split(" on ").nth(1).and_then(|r| r.split(' ').next()) {
                 ready.push(addr.to_string());
@@ -452,6 +454,8 @@ impl Replay {
                 break;
             }
         }
+        // The child's stdout stays read: a write to a closed pipe would fail it.
+        std::thread::spawn(move || for _ in lines {});
         if ready.len() < nodes.len() {
             let _ = child.kill();
             let _ = child.wait();

@@ -21,7 +21,8 @@
 //!   it), and `blocked` (its reply comes in an `unblock` line), `closed`
 //!   (the connection was closed instead of answered), `silent` (`CLIENT
 //!   REPLY OFF|SKIP`).
-//! * `unblock`: a blocked command's reply (`node`, `client`, `seq`, `reply`).
+//! * `unblock`: a blocked command's reply (`node`, `client`, `seq`, `time_us`,
+//!   `reply`).
 //! * `mark`: what test control did to the topology, from the same source
 //!   as the timeline's marks (`timeline::Marks::push`): `kind` (`clock`,
 //!   `fault`, `crash`, `failover`, `slot`, `link`), `time_ms`, `text`.
@@ -250,8 +251,10 @@ pub(crate) fn command(c: &Command<'_>) {
 }
 
 /// Records the reply a blocked command finally got (`out`: what was
-/// written for it), or its connection's end (`out` is `None`).
-pub(crate) fn unblocked(node: std::net::SocketAddr, client: u64, out: Option<&[u8]>) {
+/// written for it), or its connection's end (`out` is `None`), at the
+/// server's time `time_us` (a replay moves its clock there, so a timeout
+/// ends the wait as it did).
+pub(crate) fn unblocked(node: std::net::SocketAddr, client: u64, time_us: u64, out: Option<&[u8]>) {
     let wall = wall_ms();
     let mut s = state();
     if !on() {
@@ -261,7 +264,7 @@ pub(crate) fn unblocked(node: std::net::SocketAddr, client: u64, out: Option<&[u
     let i = s.next_index;
     s.next_index += 1;
     let mut l = format!(
-        "{{\"t\":\"unblock\",\"i\":{i},\"node\":\"{node}\",\"client\":{client},\"seq\":{seq},\"wall_ms\":{wall}"
+        "{{\"t\":\"unblock\",\"i\":{i},\"node\":\"{node}\",\"client\":{client},\"seq\":{seq},\"time_us\":{time_us},\"wall_ms\":{wall}"
     );
     match out {
         Some(out) => reply_fields(&mut l, out),

@@ -608,7 +608,13 @@ impl Conn {
                         Some(r) => r.encode(st.client.resp, &mut st.out),
                         None => {
                             if crate::control::record::on() {
-                                crate::control::record::unblocked(*self.shared.local_addr.lock(), st.client.id, None);
+                                let now = self.shared.clock.now_us();
+                                crate::control::record::unblocked(
+                                    *self.shared.local_addr.lock(),
+                                    st.client.id,
+                                    now,
+                                    None,
+                                );
                             }
                             st.client.close = true;
                             break;
@@ -616,7 +622,8 @@ impl Conn {
                     }
                     if crate::control::record::on() {
                         let out = &st.out[from..];
-                        crate::control::record::unblocked(*self.shared.local_addr.lock(), st.client.id, Some(out));
+                        let now = self.shared.clock.now_us();
+                        crate::control::record::unblocked(*self.shared.local_addr.lock(), st.client.id, now, Some(out));
                     }
                 }
             }

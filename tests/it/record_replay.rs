@@ -458,3 +458,41 @@ fn a_recorded_run_on_three_independent_nodes_replays_identically_20_times() {
         assert_eq!(total, if node < 2 { 24 } else { 0 }, "node {node}");
     }
 }
+
+/// Blocked commands: one served by another client's push, one that times out
+/// (the replay moves the clock to the recorded time of its end), and a
+/// subscriber receiving a message that is not compared.
+#[test]
+fn blocked_commands_and_messages_replay() {
+    let srv = Binary::start(&["--port", "0"]);
+    let mut c = RawConn::connect(srv.port);
+    assert_eq!(c.cmd(&["RLOCKD", "RECORD", "START"]), Value::Simple(b"OK".to_vec()));
+    let mut waiter = RawConn::connect(srv.port);
+    waiter.send(&[b"BLPOP".to_vec(), b"q".to_vec(), b"0".to_vec()]);
+    let mut sub = RawConn::connect(srv.port);
+    assert!(matches!(sub.cmd(&["SUBSCRIBE", "ch"]), Value::Agg(..)));
+    // Its BLPOP has arrived once the server counts a blocked client.
+    for _ in 0..200 {
+        let Value::Bulk(Some(info)) = c.cmd(&["INFO", "clients"]) else { panic!("INFO") };
+        if String::from_utf8_lossy(&info).contains("blocked_clients:1") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(c.cmd(&["LPUSH", "q", "x"]), Value::Int(1));
+    assert!(matches!(waiter.read(), Some(Value::Agg(..))));
+    assert_eq!(c.cmd(&["BLPOP", "nothing", "0.2"]), Value::Agg(b'*', None));
+    assert_eq!(c.cmd(&["PUBLISH", "ch", "m"]), Value::Int(1));
+    let file = scratch("blocked.jsonl");
+    int(c.cmd(&["RLOCKD", "RECORD", "SAVE", file.to_str().expect("utf-8")]));
+    drop(srv);
+    let text = std::fs::read_to_string(&file).expect("the recording");
+    assert_eq!(text.matches("\"blocked\":true").count(), 2, "{text}");
+    assert_eq!(text.matches("{\"t\":\"unblock\"").count(), 2, "{text}");
+    for round in 0..3 {
+        let r = replay(&file, &[]);
+        assert_eq!(r.code, Some(0), "replay {round}:\nstdout:\n{}\nstderr:\n{}", r.stdout, r.stderr);
+        let want = format!("{} commands, every reply identical", commands(&text));
+        assert!(r.stdout.starts_with(&want), "{}", r.stdout);
+    }
+}
