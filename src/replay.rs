@@ -294,6 +294,8 @@ struct Replay {
     child: Child,
     /// Recorded address → the node now.
     nodes: BTreeMap<String, Node>,
+    /// The recorded addresses in the order of the ready lines.
+    order: Vec<String>,
     /// Recorded `ip:port` and port → the replay's, for arguments naming a node.
     renames: BTreeMap<Vec<u8>, Vec<u8>>,
     conns: BTreeMap<(String, u64), Conn>,
@@ -464,8 +466,14 @@ impl Replay {
         let replicated = args.windows(2).any(|w| {
             (w[0] == "--replicas" || w[0] == "--cluster-replicas") && w[1].parse::<u32>().is_ok_and(|n| n > 0)
         });
-        let mut r =
-            Replay { child, nodes: BTreeMap::new(), renames: BTreeMap::new(), conns: BTreeMap::new(), replicated };
+        let mut r = Replay {
+            child,
+            nodes: BTreeMap::new(),
+            order: nodes.to_vec(),
+            renames: BTreeMap::new(),
+            conns: BTreeMap::new(),
+            replicated,
+        };
         for (old, new) in nodes.iter().zip(&ready) {
             let addr: SocketAddr = new.parse().map_err(|_| format!("bad ready line address {new}"))?;
             if old != new {
@@ -556,8 +564,10 @@ impl Replay {
     /// `--until`: says where the servers are and waits to be stopped.
     fn hold(&mut self, at: u64) -> ! {
         println!("stopped before command {at}; the servers are listening:");
-        for (old, n) in &self.nodes {
-            println!("node {old} at {}", n.addr);
+        for old in &self.order {
+            if let Some(n) = self.nodes.get(old) {
+                println!("node {old} at {}", n.addr);
+            }
         }
         let _ = std::io::stdout().flush();
         // The child's clocks stay frozen where the replay left them; it exits
