@@ -424,6 +424,12 @@ impl Replay {
             let names: Vec<String> = skipped.iter().map(|s| s.to_uppercase().replace('|', " ")).collect();
             note = format!(" ({} compared; not compared: {})", compared, names.join(", "));
         }
+        let dropped = head.get("dropped").and_then(Json::num).unwrap_or(0);
+        if dropped > 0 {
+            note.push_str(&format!(
+                " (the recording reached its MAXBYTES: the {dropped} lines after these were not kept)"
+            ));
+        }
         println!("{count} commands, every reply identical{note}");
         Ok(ExitCode::SUCCESS)
     }

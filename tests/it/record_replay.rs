@@ -496,3 +496,28 @@ fn blocked_commands_and_messages_replay() {
         assert!(r.stdout.starts_with(&want), "{}", r.stdout);
     }
 }
+
+/// `MAXBYTES` bounds the recording: past it lines are counted, not kept, and
+/// the prefix kept still replays (the report says what was left out).
+#[test]
+fn a_bounded_recording_keeps_its_beginning() {
+    let file = scratch("bounded.jsonl");
+    {
+        let srv = Binary::start(&["--port", "0"]);
+        let mut c = RawConn::connect(srv.port);
+        assert_eq!(c.cmd(&["RLOCKD", "RECORD", "START", "MAXBYTES", "600"]), Value::Simple(b"OK".to_vec()));
+        for i in 0..5 {
+            assert_eq!(c.cmd(&["SET", &format!("k{i}"), "v"]), Value::Simple(b"OK".to_vec()));
+        }
+        let Value::Agg(_, Some(status)) = c.cmd(&["RLOCKD", "RECORD", "STATUS"]) else { panic!("STATUS") };
+        let (kept, bytes, max, dropped) =
+            (int(status[3].clone()), int(status[5].clone()), status[7].clone(), status[9].clone());
+        assert_eq!(max, Value::Int(600));
+        assert!(bytes <= 600 && kept >= 1, "{status:?}");
+        assert_eq!(dropped, Value::Int(5 - kept), "{status:?}");
+        assert_eq!(int(c.cmd(&["RLOCKD", "RECORD", "SAVE", file.to_str().expect("utf-8")])), kept);
+    }
+    let r = replay(&file, &[]);
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("every reply identical (the recording reached its MAXBYTES"), "{}", r.stdout);
+}
