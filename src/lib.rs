@@ -77,6 +77,7 @@ pub use config::{Config, ParamCheck};
 pub use control::faults::{Fault, FaultInfo, FaultKind, Scope as FaultScope};
 pub use control::history::LockEvent;
 pub use control::locks::{Holder, LockView, Waiter};
+pub use control::record as recording;
 pub use control::timeline::{Range as TimelineRange, Timeline};
 pub use error::Error;
 pub use script::locks;

@@ -10,6 +10,7 @@ use std::io::{IsTerminal, Read};
 use std::net::{IpAddr, SocketAddr};
 use std::process::ExitCode;
 
+mod replay;
 mod toxiproxy;
 mod watchdog;
 
@@ -224,6 +225,7 @@ Usage: rlockd [/path/to/redis.conf] [--<option> <value>...] [-]
        rlockd - (read the configuration from stdin)
        rlockd -v or --version
        rlockd -h or --help
+       rlockd replay <file> [--until <n>]   (see rlockd replay --help)
 
 As with redis-server, a redis.conf given as first argument is read first, then
 stdin (with `-`), then the command line: a later setting wins over an earlier
@@ -278,6 +280,9 @@ Options:
                         timeout, reset_peer, slicer, bandwidth, slow_close,
                         limit_data) as on Toxiproxy; each node is listed as
                         proxy rlockd-<port> (rlockd only)
+  --record <path>       record every command of every node with its reply
+                        from the first, written there on exit (JSON Lines,
+                        for rlockd replay; RLOCKD RECORD; rlockd only)
   --<name> <value>      any parameter CONFIG GET/SET knows, e.g.
                         --notify-keyspace-events KEA  --maxmemory 100mb
                         --busy-reply-threshold 1000  --hz 100
@@ -363,6 +368,8 @@ struct Settings {
     sentinel_down_after: Option<u64>,
     /// `--toxiproxy PORT`: Toxiproxy's HTTP API on that port.
     toxiproxy: Option<u16>,
+    /// `--record PATH`: record every command from the first, saved there on exit.
+    record: Option<String>,
     tcp_backlog: u32,
     /// Parameters for the server's `CONFIG` table, in order.
     params: Vec<(String, String)>,
@@ -386,6 +393,7 @@ impl Default for Settings {
             sentinels: Vec::new(),
             sentinel_down_after: None,
             toxiproxy: None,
+            record: None,
             tcp_backlog: 511,
             params: Vec::new(),
             notes: Vec::new(),
@@ -624,6 +632,10 @@ fn apply(directives: Vec<Directive>, read_file: &dyn Fn(&str) -> std::io::Result
             }
             continue;
         }
+        if name == "record" {
+            s.record = Some(value);
+            continue;
+        }
         if name == "sentinel-down-after" {
             match value.parse::<u64>() {
                 Ok(ms) if ms > 0 => s.sentinel_down_after = Some(ms),
@@ -833,6 +845,9 @@ fn main() -> ExitCode {
     #[cfg(feature = "jemalloc")]
     rlockd::set_allocator_name("jemalloc-5.3.0");
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("replay") {
+        return replay::main(&args[1..]);
+    }
     let read_stdin = || {
         let mut s = String::new();
         std::io::stdin().read_to_string(&mut s).map(|_| s)
@@ -855,6 +870,10 @@ fn main() -> ExitCode {
         eprintln!("{note}");
     }
     init_logging(&s.loglevel);
+    if let Some(path) = &s.record {
+        let _ = RECORD_PATH.set(path.clone());
+        rlockd::recording::start(rlockd::recording::DEFAULT_MAX_BYTES);
+    }
 
     let ip: IpAddr = match s.bind.parse() {
         Ok(ip) => ip,
@@ -947,6 +966,11 @@ fn main() -> ExitCode {
         Ok(api) => api,
         Err(code) => return code,
     };
+    rlockd::recording::set_process(rlockd::recording::Process {
+        args: replay::topology_args(&s),
+        nodes: servers.iter().map(|srv| srv.addr().to_string()).collect(),
+        sentinels: sentinels.iter().map(|st| st.addr().to_string()).collect(),
+    });
     for (i, server) in servers.iter().enumerate() {
         let role = if s.replicas > 0 && i % (s.replicas + 1) != 0 { "replica" } else { "standalone" };
         tracing::info!("Running mode={role}, port={}.", server.port());
@@ -966,7 +990,7 @@ fn main() -> ExitCode {
     for st in &sentinels {
         println!("rlockd {VERSION} sentinel ready to accept connections on {} (port {})", st.addr(), st.port());
     }
-    watchdog::start_if_requested();
+    watchdog::start_if_requested(save_recording);
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("signal runtime");
     rt.block_on(async {
         let mut term =
@@ -989,6 +1013,7 @@ fn main() -> ExitCode {
     for server in servers {
         server.stop();
     }
+    save_recording();
     tracing::warn!("rlockd is now ready to exit, bye bye...");
     ExitCode::SUCCESS
 }
@@ -1013,6 +1038,20 @@ fn start_toxiproxy(
     }
 }
 
+/// `--record PATH`: the recording, written where the command line said
+/// (on exit, by a signal, the last node's `SHUTDOWN` or the watchdog).
+fn save_recording() {
+    use std::io::Write;
+    let Some(path) = RECORD_PATH.get() else { return };
+    rlockd::recording::stop();
+    if let Err(e) = rlockd::recording::save(std::path::Path::new(path)) {
+        let _ = writeln!(std::io::stderr(), "rlockd: cannot write the recording to '{path}': {e}");
+    }
+}
+
+/// Where `--record` saves the recording.
+static RECORD_PATH: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
 /// `--cluster N`: N primaries sharing the slots, until a signal or until
 /// every node got `SHUTDOWN`.
 fn run_cluster(s: &Settings, config: rlockd::Config) -> ExitCode {
@@ -1035,6 +1074,11 @@ fn run_cluster(s: &Settings, config: rlockd::Config) -> ExitCode {
         Ok(api) => api,
         Err(code) => return code,
     };
+    rlockd::recording::set_process(rlockd::recording::Process {
+        args: replay::topology_args(s),
+        nodes: cluster.addrs().iter().map(|a| a.to_string()).collect(),
+        sentinels: Vec::new(),
+    });
     for (addr, id) in cluster.addrs().iter().zip(cluster.node_ids()) {
         tracing::info!("Running mode=cluster, port={}, node id {id}.", addr.port());
     }
@@ -1042,7 +1086,7 @@ fn run_cluster(s: &Settings, config: rlockd::Config) -> ExitCode {
     for addr in cluster.addrs() {
         println!("rlockd {VERSION} ready to accept connections on {addr} (port {})", addr.port());
     }
-    watchdog::start_if_requested();
+    watchdog::start_if_requested(save_recording);
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("signal runtime");
     rt.block_on(async {
         let mut term =
@@ -1060,6 +1104,7 @@ fn run_cluster(s: &Settings, config: rlockd::Config) -> ExitCode {
     });
     tracing::warn!("User requested shutdown...");
     cluster.stop();
+    save_recording();
     tracing::warn!("rlockd is now ready to exit, bye bye...");
     ExitCode::SUCCESS
 }

@@ -12,14 +12,14 @@ pub const ENV: &str = "RLOCKD_STDIN_WATCHDOG";
 
 /// Starts the watchdog thread when `RLOCKD_STDIN_WATCHDOG=1`. Whatever is
 /// written on standard input is read and ignored; end of file or a read
-/// error ends the process.
-pub fn start_if_requested() {
+/// error ends the process, after `before_exit` (which saves a recording).
+pub fn start_if_requested(before_exit: fn()) {
     if std::env::var(ENV).as_deref() != Ok("1") {
         return;
     }
     std::thread::Builder::new()
         .name("stdin-watchdog".into())
-        .spawn(|| {
+        .spawn(move || {
             let mut stdin = std::io::stdin().lock();
             let mut buf = [0u8; 256];
             while let Ok(n) = stdin.read(&mut buf) {
@@ -34,6 +34,7 @@ pub fn start_if_requested() {
                 std::io::stderr(),
                 "rlockd: standard input closed (the parent process is gone), shutting down"
             );
+            before_exit();
             std::process::exit(0);
         })
         .expect("stdin watchdog thread");

@@ -264,14 +264,26 @@ func (s *Server) Claim(lock, holder string) (leave func()) {
 	return func() { s.rlockd("CLAIM", "LEAVE", lock, holder) }
 }
 
-// writeTimeline writes the timeline of a failed test under RLOCKD_ARTIFACTS (default
-// rlockd-artifacts in the test's working directory) and logs its path; a server that cannot
-// answer is skipped silently (its log says why).
-func (s *Server) writeTimeline(tb testing.TB) {
-	doc, err := s.Do("RLOCKD", "TIMELINE")
-	if err != nil {
+// saveRecording saves the recording of a failed test (RLOCKD_RECORD=1) beside its timeline,
+// for rlockd replay, and logs its path.
+func (s *Server) saveRecording(tb testing.TB) {
+	if os.Getenv("RLOCKD_RECORD") != "1" {
 		return
 	}
+	path, err := artifact(tb, s.port, "recording.jsonl")
+	if err == nil {
+		_, err = s.Do("RLOCKD", "RECORD", "SAVE", path)
+	}
+	if err != nil {
+		tb.Logf("rlockd recording not written: %v", err)
+		return
+	}
+	tb.Logf("rlockd recording (port %d): %s", s.port, path)
+}
+
+// artifact is the path of a failed test's file under RLOCKD_ARTIFACTS (default
+// rlockd-artifacts in the test's working directory), its directory made.
+func artifact(tb testing.TB, port int, what string) (string, error) {
 	dir := os.Getenv("RLOCKD_ARTIFACTS")
 	if dir == "" {
 		dir = "rlockd-artifacts"
@@ -282,10 +294,22 @@ func (s *Server) writeTimeline(tb testing.TB) {
 		}
 		return '_'
 	}, tb.Name())
-	path, err := filepath.Abs(filepath.Join(dir, fmt.Sprintf("%s-%d-timeline.html", name, s.port)))
+	path, err := filepath.Abs(filepath.Join(dir, fmt.Sprintf("%s-%d-%s", name, port, what)))
 	if err == nil {
 		err = os.MkdirAll(filepath.Dir(path), 0o755)
 	}
+	return path, err
+}
+
+// writeTimeline writes the timeline of a failed test under RLOCKD_ARTIFACTS (default
+// rlockd-artifacts in the test's working directory) and logs its path; a server that cannot
+// answer is skipped silently (its log says why).
+func (s *Server) writeTimeline(tb testing.TB) {
+	doc, err := s.Do("RLOCKD", "TIMELINE")
+	if err != nil {
+		return
+	}
+	path, err := artifact(tb, s.port, "timeline.html")
 	if err == nil {
 		err = os.WriteFile(path, []byte(asString(doc)), 0o644)
 	}

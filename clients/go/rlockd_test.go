@@ -471,3 +471,33 @@ func TestAFailedTestLeavesItsTimeline(t *testing.T) {
 		t.Fatal("not the server's timeline")
 	}
 }
+
+func TestAFailedTestLeavesItsRecording(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("RLOCKD_ARTIFACTS", dir)
+	t.Setenv("RLOCKD_RECORD", "1")
+	rec := &recorder{TB: t}
+	srv := Start(rec)
+	srv.Do("SET", "orders", "tok-a", "NX", "PX", 30000)
+	srv.Do("SET", "orders", "tok-b", "NX", "PX", 30000)
+	rec.failed = true
+	rec.runCleanups()
+	joined := strings.Join(rec.logs, "\n")
+	want := "rlockd recording (port " + itoa(srv.Port()) + "): " + dir
+	if !strings.Contains(joined, want) {
+		t.Fatalf("logs: %q", joined)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*-recording.jsonl"))
+	if len(files) != 1 {
+		t.Fatalf("%d recordings", len(files))
+	}
+	b, _ := os.ReadFile(files[0])
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if !strings.HasPrefix(lines[0], `{"t":"rlockd-record"`) {
+		t.Fatalf("no header: %s", lines[0])
+	}
+	if !strings.Contains(string(b), `"args":["SET","orders","tok-b","NX","PX","30000"]`) ||
+		!strings.Contains(string(b), `"reply":"$-1\r\n"`) {
+		t.Fatalf("the refused SET is not recorded: %s", b)
+	}
+}

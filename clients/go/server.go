@@ -119,7 +119,8 @@ func (s *Server) node(port int) *Server {
 // Start starts a server for test tb and registers its stop with tb.Cleanup; when the test
 // has failed by then, the server's log goes into the test's output and its lock timeline
 // (RLOCKD TIMELINE) is written under RLOCKD_ARTIFACTS (default rlockd-artifacts), its path
-// logged. A server that cannot be
+// logged. With RLOCKD_RECORD=1 the server records every command (RLOCKD RECORD START) and a
+// failed test's recording is saved beside the timeline, for rlockd replay. A server that cannot be
 // started fails the test at once (t.Fatal). The typed test-control methods fail the test on
 // an error reply.
 func Start(tb testing.TB, opts ...Option) *Server {
@@ -129,9 +130,14 @@ func Start(tb testing.TB, opts ...Option) *Server {
 		tb.Fatalf("rlockd: %v", err)
 	}
 	s.tb = tb
+	if os.Getenv("RLOCKD_RECORD") == "1" {
+		s.rlockd("RECORD", "START")
+	}
 	tb.Cleanup(func() {
 		if tb.Failed() {
 			tb.Logf("rlockd log (port %d):\n%s", s.port, strings.TrimRight(s.Logs(), "\n"))
+			// The recording first: it then ends with the test's own commands.
+			s.saveRecording(tb)
 			s.writeTimeline(tb)
 		}
 		s.Close()

@@ -1119,18 +1119,43 @@ async function writeTimeline(srv, t) {
   }
 }
 
+/**
+ * With RLOCKD_RECORD=1, saves `srv`'s recording (`RLOCKD RECORD SAVE`) for a failed test beside
+ * its timeline, for `rlockd replay`; resolves with the path, or undefined.
+ */
+async function saveRecording(srv, t) {
+  if (process.env.RLOCKD_RECORD !== "1") return undefined;
+  try {
+    const dir = process.env.RLOCKD_ARTIFACTS || "rlockd-artifacts";
+    fs.mkdirSync(dir, { recursive: true });
+    const name = (t && typeof t.name === "string" ? t.name : "test").replace(/[^A-Za-z0-9_.-]+/g, "_");
+    const file = path.resolve(dir, `${name}-${srv.port}-recording.jsonl`);
+    await srv.command("RLOCKD", "RECORD", "SAVE", file);
+    if (t && typeof t.diagnostic === "function") t.diagnostic(`rlockd recording: ${file}`);
+    return file;
+  } catch {
+    return undefined;
+  }
+}
+
 function withServer(fn, options) {
   return async (...ctx) => {
     const srv = await RlockdServer.start(options);
     try {
+      // RLOCKD_RECORD=1: the server records every command, kept for a failure.
+      if (process.env.RLOCKD_RECORD === "1") await srv.command("RLOCKD", "RECORD", "START");
       return await fn(srv, ...ctx);
     } catch (e) {
       const log = `--- rlockd log (port ${srv.port}) ---\n${srv.logs()}`;
+      // The recording first: it then ends with the test's own commands.
+      const recording = await saveRecording(srv, ctx[0]);
       const timeline = await writeTimeline(srv, ctx[0]);
       if (e instanceof Error) {
-        e.message = `${e.message}\n${log}` + (timeline ? `\n--- rlockd timeline: ${timeline}` : "");
+        e.message = `${e.message}\n${log}` + (timeline ? `\n--- rlockd timeline: ${timeline}` : "") +
+          (recording ? `\n--- rlockd recording: ${recording}` : "");
         e.rlockdLogs = srv.logs();
         e.rlockdTimeline = timeline;
+        e.rlockdRecording = recording;
       }
       throw e;
     } finally {

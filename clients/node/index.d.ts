@@ -354,7 +354,9 @@ export declare function binaryPath(explicit?: string): string;
  * Wraps a test body: starts a server, passes it and the runner's arguments to `fn`,
  * stops it afterwards; when `fn` throws, the server's log is appended to the error, and its
  * timeline is written by {@link writeTimeline} (path in the error and, under node:test, the
- * test's diagnostic).
+ * test's diagnostic). With RLOCKD_RECORD=1 the server records every command (`RLOCKD RECORD
+ * START`) and a failed test's recording is saved beside the timeline
+ * (`<test>-<port>-recording.jsonl`, in the error as `rlockdRecording`), for `rlockd replay`.
  */
 export declare function withServer<A extends unknown[], R>(
   fn: (server: RlockdServer, ...context: A) => R | Promise<R>,

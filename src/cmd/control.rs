@@ -119,6 +119,10 @@ static RLOCKD_SUBS: &[CommandSpec] = &[
         .hidden_flags(TEST_CONTROL)
         .doc("Mark the application's critical section under a lock: enter, leave", "7.0.0")
         .ops(&CLAIM),
+    cmd("record", run_ops, -3, ACTS, 0, 0, 0, ACTS_ACL)
+        .hidden_flags(TEST_CONTROL)
+        .doc("Record every command of the process and its reply, for rlockd replay", "7.0.0")
+        .ops(&RECORD),
     cmd("schema", rlockd_schema, -2, ACTS, 0, 0, 0, ACTS_ACL)
         .hidden_flags(TEST_CONTROL)
         .doc("Every subcommand's arguments or operations, as data", "7.0.0")
@@ -946,6 +950,85 @@ static CLOCK: OpTable = OpTable {
     check: None,
     default: None,
 };
+
+/// `RLOCKD RECORD`: the process's recording (`control/record.rs`).
+static RECORD: OpTable = OpTable {
+    args: &[],
+    help: &[],
+    ops: &[
+        op(
+            "start",
+            &[arg("bytes", "integer").opt().token("MAXBYTES")],
+            record_start,
+            &[
+                "RECORD START [MAXBYTES <n>] | STOP",
+                "    Record every command of every node of the process with its reply (JSON Lines, at most n",
+                "    bytes kept, 64 MB by default; a new START drops the last recording) / stop recording.",
+            ],
+        ),
+        op(
+            "stop",
+            &[],
+            |_, _| {
+                crate::control::record::stop();
+                Ok(Reply::ok())
+            },
+            &[],
+        ),
+        op(
+            "save",
+            &[arg("path", "text")],
+            record_save,
+            &["RECORD SAVE <path>", "    Write the recording to that file (for rlockd replay); returns its lines."],
+        ),
+        op(
+            "status",
+            &[],
+            record_status,
+            &["RECORD STATUS", "    Recording or not, lines, bytes, the bound, lines dropped."],
+        )
+        .fields(RECORD_FIELDS),
+    ],
+    fields: &[],
+    unknown: super::help::subcommand_syntax,
+    check: None,
+    default: None,
+};
+
+fn record_start(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let max = match args.get(3..) {
+        Some([t, n]) if eq(t, "maxbytes") => uint(n)?,
+        Some([]) | None => crate::control::record::DEFAULT_MAX_BYTES as u64,
+        _ => return Err(CmdError::Syntax),
+    };
+    crate::control::record::start(usize::try_from(max).unwrap_or(usize::MAX));
+    Ok(Reply::ok())
+}
+
+fn record_save(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let path = std::path::PathBuf::from(String::from_utf8_lossy(&args[3]).into_owned());
+    match crate::control::record::save(&path) {
+        Ok(lines) => Ok(Reply::Int(lines as i64)),
+        Err(e) => Err(CmdError::custom(format!("ERR cannot write the recording to '{}': {e}", path.display()))),
+    }
+}
+
+/// The fields of `RECORD STATUS`.
+const RECORD_FIELDS: &[&str] = &["recording", "lines", "bytes", "max_bytes", "dropped"];
+
+fn record_status(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    let s = crate::control::record::status();
+    Ok(fields_map(
+        RECORD_FIELDS,
+        [
+            Reply::Int(i64::from(s.recording)),
+            Reply::Int(s.lines as i64),
+            Reply::Int(s.bytes as i64),
+            Reply::Int(s.max_bytes as i64),
+            Reply::Int(s.dropped as i64),
+        ],
+    ))
+}
 
 /// The fields of `CLOCK INFO`.
 const CLOCK_FIELDS: &[&str] = &["now_ms", "offset_ms", "frozen"];

@@ -126,6 +126,9 @@ pub fn process(ctx: &mut Ctx<'_>, argv: &mut Vec<Bytes>) -> Reply {
                 String::from_utf8_lossy(&argv[0].to_ascii_lowercase()),
                 ctx.client.id
             );
+            if crate::control::record::on() {
+                crate::control::record::fault_hit(*ctx.shared.local_addr.lock(), ctx.client.id, what.clone());
+            }
             ctx.core.repl.ledger.lock().marks.push(ctx.shared.clock.now_ms(), "fault", what);
             return reject(ctx, Some(cmd), CmdError::custom(text));
         }

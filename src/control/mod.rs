@@ -11,6 +11,8 @@
 //!   keeps the application's claimed critical sections (`RLOCKD CLAIM`).
 //! * [`jepsen`] writes the history as Jepsen-style operations for checkers
 //!   (`RLOCKD HISTORY`).
+//! * [`record`] records every command of the process and its reply, for
+//!   `rlockd replay` (`RLOCKD RECORD`, `rlockd --record`).
 //! * [`faults`] holds injected faults (`RLOCKD FAULT`), read by dispatch,
 //!   the connections and pub/sub delivery.
 //! * [`Control`] (one field of the core) keeps the history, the snapshots
@@ -27,6 +29,7 @@ pub mod faults;
 pub mod history;
 pub mod jepsen;
 pub mod locks;
+pub mod record;
 pub mod ring;
 pub mod timeline;
 

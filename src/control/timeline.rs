@@ -54,6 +54,8 @@ pub struct Marks(VecDeque<Mark>);
 impl Marks {
     /// Records a mark.
     pub fn push(&mut self, time_ms: u64, kind: &'static str, text: String) {
+        // The recording of the run, when on, has the same marks.
+        super::record::mark(time_ms, kind, &text);
         if self.0.len() >= MAX_MARKS {
             self.0.pop_front();
         }

@@ -10,6 +10,8 @@
 //!   target's replies).
 //! * `replica` reads what a replica's primary sends outside the command
 //!   stream: the handshake's replies and the RDB transfer's header.
+//! * `frames` cuts a stream of replies into whole frames and tells a
+//!   pub/sub message from a reply (the recorder; the binary's replay).
 //!
 //! Nothing outside this module writes or reads RESP framing: messages
 //! queued for a client (pub/sub, invalidations, `MONITOR` lines) and the
@@ -17,6 +19,7 @@
 //! encoded here.
 
 mod decode;
+pub mod frames;
 pub(crate) mod parse;
 mod replica;
 mod reply;

@@ -603,12 +603,27 @@ impl Conn {
                     self.flush().await?;
                     let reply = self.wait_blocked(req).await;
                     let mut st = self.slot.st.lock();
+                    let from = st.out.len();
                     match reply {
                         Some(r) => r.encode(st.client.resp, &mut st.out),
                         None => {
+                            if crate::control::record::on() {
+                                let now = self.shared.clock.now_us();
+                                crate::control::record::unblocked(
+                                    *self.shared.local_addr.lock(),
+                                    st.client.id,
+                                    now,
+                                    None,
+                                );
+                            }
                             st.client.close = true;
                             break;
                         }
+                    }
+                    if crate::control::record::on() {
+                        let out = &st.out[from..];
+                        let now = self.shared.clock.now_us();
+                        crate::control::record::unblocked(*self.shared.local_addr.lock(), st.client.id, now, Some(out));
                     }
                 }
             }
@@ -675,6 +690,10 @@ impl Conn {
                     return Step::Freeze(until);
                 }
                 if cf.close_before {
+                    if crate::control::record::on() {
+                        let rec = Recorded::before(&st, shared, &p.argv);
+                        rec.note(&st, core, shared, &cf, Ending::Closed);
+                    }
                     st.client.close = true;
                     return Step::Done;
                 }
@@ -690,6 +709,8 @@ impl Conn {
             }
             let st = &mut *st;
             st.client.current = Some((p.consumed, p.argv.iter().map(|a| a.len()).sum()));
+            // The one check the recorder costs while off.
+            let rec = crate::control::record::on().then(|| Recorded::before(st, shared, &p.argv));
             let skipping = st.take_skip();
             // Redis 7.2 sends the pushes a command made for its own client
             // (messages, keyspace events) after its reply, but for the
@@ -703,12 +724,18 @@ impl Conn {
             if shared.stopping() && !st.client.close {
                 // A script stopped by SHUTDOWN NOSAVE from another client:
                 // Redis exits without answering it.
+                if let Some(rec) = rec {
+                    rec.note(st, core, shared, &cf, Ending::Closed);
+                }
                 st.client.close = true;
                 return Step::Done;
             }
             st.parser.unauthenticated = !st.client.authenticated;
             if cf.close_after {
                 // Ran, but the client never hears.
+                if let Some(rec) = rec {
+                    rec.note(st, core, shared, &cf, Ending::Closed);
+                }
                 st.client.close = true;
                 return Step::Done;
             }
@@ -731,11 +758,18 @@ impl Conn {
             }
             if let Some(req) = st.client.block.take() {
                 // A blocked command's reply is a placeholder: the real one comes later.
+                if let Some(rec) = rec {
+                    rec.note(st, core, shared, &cf, Ending::Blocked);
+                }
                 return Step::Blocked(req);
             }
+            let silent = skipping || st.client.reply_mode != ReplyMode::On;
             st.emit(reply, skipping);
             for msg in own_pushes {
                 st.queue_outbound(msg);
+            }
+            if let Some(rec) = rec {
+                rec.note(st, core, shared, &cf, if silent { Ending::Silent } else { Ending::Answered });
             }
             if st.client.close {
                 return Step::Done;
@@ -867,6 +901,62 @@ impl Conn {
                 _ = tokio::time::sleep(Duration::from_millis(until - now)) => {}
             }
         }
+    }
+}
+
+/// How a recorded command ended for its client.
+#[derive(Clone, Copy, PartialEq)]
+enum Ending {
+    Answered,
+    /// `CLIENT REPLY OFF|SKIP`: nothing was written.
+    Silent,
+    /// Its reply comes when it is served (`record::unblocked`).
+    Blocked,
+    /// The connection was closed instead.
+    Closed,
+}
+
+/// A command being recorded (`control::record`): what was taken before it ran.
+struct Recorded {
+    argv: Vec<Bytes>,
+    out_from: usize,
+    time_us: u64,
+}
+
+impl Recorded {
+    fn before(st: &ConnState, shared: &Shared, argv: &[Bytes]) -> Recorded {
+        Recorded { argv: argv.to_vec(), out_from: st.out.len(), time_us: shared.clock.now_us() }
+    }
+
+    /// Writes the command's line: what it wrote to its client since
+    /// [`Recorded::before`], at the time it ran (`call`'s, if it got there).
+    fn note(self, st: &ConnState, core: &Core, shared: &Shared, cf: &ConnFaults, ending: Ending) {
+        let record = core.clients.get(&st.client.id);
+        let lib = record.map(|r| {
+            let mut l = r.lib_name.to_vec();
+            if !r.lib_ver.is_empty() {
+                l.push(b' ');
+                l.extend_from_slice(&r.lib_ver);
+            }
+            l
+        });
+        let faults = if cf.is_none() { Vec::new() } else { vec![format!("hit: {}", cf.names())] };
+        let out = st.out.get(self.out_from..).unwrap_or_default();
+        crate::control::record::command(&crate::control::record::Command {
+            node: *shared.local_addr.lock(),
+            client: st.client.id,
+            name: record.map_or(&[][..], |r| &r.name[..]),
+            lib: lib.as_deref().unwrap_or_default(),
+            time_us: core.call_time_us.max(self.time_us),
+            db: st.client.db(),
+            resp: if st.client.resp == Resp::V3 { 3 } else { 2 },
+            args: &self.argv,
+            out: if ending == Ending::Closed { &[] } else { out },
+            faults,
+            blocked: ending == Ending::Blocked,
+            closed: ending == Ending::Closed,
+            silent: ending == Ending::Silent,
+        });
     }
 }
 

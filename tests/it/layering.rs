@@ -27,7 +27,7 @@ const LAYERS: &[&[&str]] = &[
     // Sentinels watch and fail over the servers of their process.
     &["sentinel"],
     // Modules of the binaries (src/main.rs's watchdog, src/bin/), above the library.
-    &["watchdog", "bin", "toxiproxy"],
+    &["watchdog", "replay", "bin", "toxiproxy"],
 ];
 
 /// Upward uses still being taken apart, `(from, to)`. Keep it empty.

@@ -38,6 +38,7 @@ mod porcupine;
 mod protocol;
 mod pubsub;
 mod readme;
+mod record_replay;
 #[rustfmt::skip] // the README's lines, as written there
 mod readme_rust;
 mod redis84;

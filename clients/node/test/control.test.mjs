@@ -354,3 +354,33 @@ test("a failed test's timeline is written and its path reported", async () => {
     else process.env.RLOCKD_ARTIFACTS = before;
   }
 });
+
+test("with RLOCKD_RECORD=1 a failed test's recording is saved beside its timeline", async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rlockd-artifacts-"));
+  const before = [process.env.RLOCKD_ARTIFACTS, process.env.RLOCKD_RECORD];
+  process.env.RLOCKD_ARTIFACTS = dir;
+  process.env.RLOCKD_RECORD = "1";
+  const said = [];
+  const context = { name: "records on purpose", diagnostic: (m) => said.push(m) };
+  try {
+    const body = withServer(async (srv) => {
+      await srv.command("SET", "orders", "tok-a", "NX", "PX", 30_000);
+      assert.equal(await srv.command("SET", "orders", "tok-b", "NX", "PX", 30_000), null);
+      throw new Error("on purpose");
+    });
+    const e = await body(context).then(
+      () => assert.fail("the body threw"),
+      (err) => err,
+    );
+    assert.match(e.message, /rlockd recording: .*records_on_purpose-\d+-recording\.jsonl/);
+    assert.ok(said.some((m) => m.startsWith("rlockd recording: ")));
+    const lines = fs.readFileSync(e.rlockdRecording, "utf8").trim().split("\n");
+    assert.match(lines[0], /^\{"t":"rlockd-record"/);
+    assert.ok(lines.some((l) => l.includes('"args":["SET","orders","tok-b","NX","PX","30000"]') &&
+      l.includes('"reply":"$-1\\r\\n"')), lines.join("\n"));
+  } finally {
+    const restore = (k, v) => (v === undefined ? delete process.env[k] : (process.env[k] = v));
+    restore("RLOCKD_ARTIFACTS", before[0]);
+    restore("RLOCKD_RECORD", before[1]);
+  }
+});

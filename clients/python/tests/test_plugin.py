@@ -84,3 +84,29 @@ def test_a_failed_test_leaves_its_timeline(pytester, tmp_path):
     [written] = list(out.iterdir())
     assert "test_fails" in written.name
     assert 'data-lock="orders"' in written.read_text()
+
+
+def test_a_failed_test_leaves_its_recording(pytester, tmp_path):
+    pytester.makepyfile("""
+        import redis
+
+        def test_fails(rlockd_server):
+            r = redis.Redis.from_url(rlockd_server.url)
+            assert r.set("orders", "tok-a", nx=True, px=30000)
+            assert not r.set("orders", "tok-b", nx=True, px=30000)
+            assert False, "on purpose"
+
+        def test_passes(rlockd_server):
+            assert rlockd_server.ping()
+    """)
+    out = tmp_path / "artifacts"
+    result = pytester.runpytest("-p", "no:cacheprovider", "--rlockd-artifacts", str(out), "--rlockd-record")
+    result.assert_outcomes(failed=1, passed=1)
+    result.stdout.fnmatch_lines(["*rlockd recording (port *)*", f"*{out}*recording.jsonl*"])
+    [recording] = [p for p in out.iterdir() if p.name.endswith("-recording.jsonl")]
+    assert "test_fails" in recording.name
+    lines = recording.read_text().splitlines()
+    assert lines[0].startswith('{"t":"rlockd-record"')
+    assert any('"args":["SET","orders","tok-b",' in line and '"reply":"$-1\\r\\n"' in line
+               for line in lines), lines
+    assert "TIMELINE" not in lines[-1], "the recording ends with the test's own commands"

@@ -8,7 +8,11 @@ test control reset before each test), ``rlockd_cluster`` (a fresh
 ``rlockd_server_factory`` (more servers, or other sizes, in one test). When a test that used any of them fails, each server's log is
 attached to the report, and its lock timeline (``RLOCKD TIMELINE``) is written under
 ``--rlockd-artifacts DIR`` (default ``rlockd-artifacts`` in the rootdir) with its path in the
-report. Passing tests write nothing.
+report. With ``--rlockd-record``, every server the fixtures start records its commands
+(``RLOCKD RECORD START``; ``rlockd_url``'s session server anew for each test, its script cache
+flushed too), and a failed
+test's recording is saved beside its timeline (``…-recording.jsonl``), for ``rlockd replay``.
+Passing tests write nothing.
 """
 
 import os
@@ -31,6 +35,9 @@ def pytest_addoption(parser):
     group.addoption("--rlockd-artifacts", dest="rlockd_artifacts", default=None,
                     help="directory for the lock timelines of failed tests "
                          "(default: rlockd-artifacts in the rootdir)")
+    group.addoption("--rlockd-record", dest="rlockd_record", action="store_true", default=False,
+                    help="record every command of the servers the fixtures start, and save a "
+                         "failed test's recording beside its timeline (for rlockd replay)")
 
 
 def _binary(config):
@@ -65,6 +72,7 @@ def rlockd_server_factory(request):
         srv = cls(*args, **kwargs).start()
         started.append(srv)
         _track(request, srv)
+        _record(request.config, srv)
         return srv
 
     yield factory
@@ -104,7 +112,11 @@ def rlockd_url(request, rlockd_session_server):
     """URL of the session server, emptied (FLUSHALL) before the test, its test control
     reset: clock back to the system's and running, no faults, no lock events or violations."""
     srv = rlockd_session_server
+    _record(request.config, srv)
     srv.execute_command("FLUSHALL")
+    if request.config.getoption("rlockd_record"):
+        # A recording replays on empty servers: no script loaded by an earlier test either.
+        srv.execute_command("SCRIPT", "FLUSH")
     srv.skew_clock(0)
     srv.clear_faults()
     srv.reset_lock_checks()
@@ -120,9 +132,40 @@ def pytest_runtest_makereport(item, call):
         for i, srv in enumerate(getattr(item, _SERVERS, ())):
             where = f"port {srv._port}" if srv._port else "not started"
             report.sections.append((f"rlockd log ({where})", srv.logs or "(empty)\n"))
+            # The recording first: it then ends with the test's own commands.
+            recording = _save_recording(item, srv, i, report.when)
             path = _write_timeline(item, srv, i, report.when)
             if path:
                 report.sections.append((f"rlockd timeline ({where})", path + "\n"))
+            if recording:
+                report.sections.append((f"rlockd recording ({where})", recording + "\n"))
+
+
+def _record(config, srv):
+    """Starts ``srv``'s process recording (a new one) when ``--rlockd-record`` asks."""
+    if config.getoption("rlockd_record"):
+        srv.execute_command("RLOCKD", "RECORD", "START")
+
+
+def _artifact(item, index, when, what):
+    opt = item.config.getoption("rlockd_artifacts")
+    base = opt if opt else os.path.join(str(item.config.rootpath), "rlockd-artifacts")
+    os.makedirs(base, exist_ok=True)
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", item.nodeid).strip("_")
+    return os.path.abspath(os.path.join(base, f"{name}-{when}-{index}-{what}"))
+
+
+def _save_recording(item, srv, index, when):
+    """Saves ``srv``'s recording for the failed ``item`` (``--rlockd-record``); its path, or
+    None."""
+    if not item.config.getoption("rlockd_record") or not srv._port:
+        return None
+    path = _artifact(item, index, when, "recording.jsonl")
+    try:
+        srv.execute_command("RLOCKD", "RECORD", "SAVE", path)
+    except Exception:  # the server is gone or refuses: the log says why
+        return None
+    return path
 
 
 def _write_timeline(item, srv, index, when):
@@ -134,11 +177,7 @@ def _write_timeline(item, srv, index, when):
         doc = srv.timeline()
     except Exception:  # the server is gone or refuses: the log says why
         return None
-    opt = item.config.getoption("rlockd_artifacts")
-    base = opt if opt else os.path.join(str(item.config.rootpath), "rlockd-artifacts")
-    os.makedirs(base, exist_ok=True)
-    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", item.nodeid).strip("_")
-    path = os.path.join(base, f"{name}-{when}-{index}-timeline.html")
+    path = _artifact(item, index, when, "timeline.html")
     with open(path, "w", encoding="utf-8") as f:
         f.write(doc)
-    return os.path.abspath(path)
+    return path

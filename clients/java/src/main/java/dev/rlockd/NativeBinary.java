@@ -35,7 +35,8 @@ public final class NativeBinary {
     public static final String PROPERTY = "rlockd.binary";
 
     /** The system properties this library reads; another {@code rlockd.*} one is refused. */
-    static final List<String> PROPERTIES = List.of(PROPERTY, "rlockd.cache.dir", "rlockd.platform", "rlockd.artifacts");
+    static final List<String> PROPERTIES = List.of(PROPERTY, "rlockd.cache.dir", "rlockd.platform", "rlockd.artifacts",
+            "rlockd.record");
     /** The build's own (clients/java/pom.xml), which Surefire passes on to the tests. */
     private static final List<String> BUILD_PROPERTIES = List.of("rlockd.binary.dir", "rlockd.build.dir");
 

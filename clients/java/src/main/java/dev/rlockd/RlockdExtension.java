@@ -33,7 +33,10 @@ import org.junit.jupiter.api.extension.TestExecutionExceptionHandler;
  * for that test (for the class, as a {@code @BeforeAll} parameter), closed after it. When a test fails, the server's log is attached to
  * the failure as a suppressed exception, and the server's lock timeline ({@code RLOCKD TIMELINE}) is
  * written under {@code target/rlockd/} (system property {@code rlockd.artifacts}) with its path
- * published as the report entry {@code rlockd-timeline}; passing tests write nothing.
+ * published as the report entry {@code rlockd-timeline}; passing tests write nothing. With
+ * {@code -Drlockd.record=true} the server records every command of each test ({@code RLOCKD RECORD
+ * START} before it), and a failed test's recording is saved beside its timeline (report entry
+ * {@code rlockd-recording}), for {@code rlockd replay}.
  *
  * <p>Each registered instance has its own server: two {@code perTest()} fields in one
  * class give each test two servers, reached through each field's {@link #server()}
@@ -165,6 +168,9 @@ public class RlockdExtension
         RlockdServer s = serverFor(ctx);
         current.set(s);
         last = s;
+        if (Boolean.getBoolean("rlockd.record")) {
+            s.command("RLOCKD", "RECORD", "START");
+        }
     }
 
     @Override
@@ -201,6 +207,8 @@ public class RlockdExtension
         Holder h = owner.getStore(NS).get(key, Holder.class);
         if (h != null) {
             failure.addSuppressed(new ServerLog(h.server));
+            // The recording first: it then ends with the test's own commands.
+            saveRecording(ctx, h.server);
             writeTimeline(ctx, h.server);
         }
         for (Class<?> type : TOPOLOGIES) {
@@ -229,6 +237,27 @@ public class RlockdExtension
             java.nio.file.Path file = dir.resolve(name + "-" + server.port() + "-timeline.html").toAbsolutePath();
             server.timeline(file);
             ctx.publishReportEntry("rlockd-timeline", file.toString());
+        } catch (RuntimeException | java.io.IOException e) {
+            // nothing to attach
+        }
+    }
+
+    /**
+     * With {@code -Drlockd.record=true}, saves the failed test's recording beside its timeline and
+     * publishes its path as the report entry {@code rlockd-recording}.
+     */
+    private static void saveRecording(ExtensionContext ctx, RlockdServer server) {
+        if (!Boolean.getBoolean("rlockd.record")) {
+            return;
+        }
+        try {
+            java.nio.file.Path dir = java.nio.file.Path.of(System.getProperty("rlockd.artifacts", "target/rlockd"));
+            java.nio.file.Files.createDirectories(dir);
+            String name = (ctx.getRequiredTestClass().getSimpleName() + "-" + ctx.getDisplayName())
+                    .replaceAll("[^A-Za-z0-9_.-]+", "_");
+            java.nio.file.Path file = dir.resolve(name + "-" + server.port() + "-recording.jsonl").toAbsolutePath();
+            server.command("RLOCKD", "RECORD", "SAVE", file.toString());
+            ctx.publishReportEntry("rlockd-recording", file.toString());
         } catch (RuntimeException | java.io.IOException e) {
             // nothing to attach
         }

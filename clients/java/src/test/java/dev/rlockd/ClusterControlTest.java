@@ -68,7 +68,7 @@ class ClusterControlTest {
         try {
             RlockdException e = assertThrows(RlockdException.class, RlockdServer::start);
             assertEquals("unknown system property -Drlockd.binnary; accepted: -Drlockd.binary, -Drlockd.cache.dir, "
-                    + "-Drlockd.platform, -Drlockd.artifacts", e.getMessage());
+                    + "-Drlockd.platform, -Drlockd.artifacts, -Drlockd.record", e.getMessage());
         } finally {
             System.clearProperty("rlockd.binnary");
         }

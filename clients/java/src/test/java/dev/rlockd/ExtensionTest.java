@@ -26,6 +26,30 @@ class ExtensionTest {
     /** The first node of each topology TopologyParameters saw, in test order. */
     static final List<RlockdServer> seen = new ArrayList<>();
 
+    @Test
+    void aFailingTestLeavesItsRecordingWhenRecording() throws Exception {
+        java.nio.file.Path dir = java.nio.file.Files.createTempDirectory("rlockd-artifacts");
+        System.setProperty("rlockd.artifacts", dir.toString());
+        System.setProperty("rlockd.record", "true");
+        try {
+            Events all = EngineTestKit.engine("junit-jupiter").selectors(selectClass(FailingExample.class)).execute()
+                    .testEvents();
+            String entry = all.reportingEntryPublished().stream()
+                    .map(e -> e.getPayload(org.junit.platform.engine.reporting.ReportEntry.class).orElseThrow())
+                    .map(r -> r.getKeyValuePairs().get("rlockd-recording"))
+                    .filter(java.util.Objects::nonNull)
+                    .findFirst()
+                    .orElseThrow();
+            java.util.List<String> lines = java.nio.file.Files.readAllLines(java.nio.file.Path.of(entry));
+            assertTrue(lines.get(0).startsWith("{\"t\":\"rlockd-record\""), lines.get(0));
+            assertTrue(lines.stream().anyMatch(l -> l.contains("\"args\":[\"SET\",\"k\",\"v\"]")
+                    && l.contains("\"reply\":\"+OK\\r\\n\"")), lines.toString());
+        } finally {
+            System.clearProperty("rlockd.artifacts");
+            System.clearProperty("rlockd.record");
+        }
+    }
+
     @Nested
     @ExtendWith(RlockdExtension.class)
     @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
