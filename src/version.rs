@@ -160,6 +160,17 @@ impl Profile {
         available[0] <= self.gate[0] && available[1] <= self.gate[1]
     }
 
+    /// The key is stored inside its value's object (Redis 8.0's `kvobj`,
+    /// Valkey 8.0's embedded keys): no value is shared (`OBJECT REFCOUNT`
+    /// is 1 for the small integers too), and a key renamed or moved is a
+    /// new object (its LFU counter starts again).
+    pub fn embeds_keys(&self) -> bool {
+        match self.flavor {
+            Flavor::Redis => self.version >= Version::new(8, 0, 0),
+            Flavor::Valkey => self.version >= Version::new(8, 0, 0),
+        }
+    }
+
     /// What `INFO`'s `redis_version` and Lua's `REDIS_VERSION` say.
     pub fn redis_version(&self) -> Version {
         match self.flavor {

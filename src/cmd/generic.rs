@@ -150,6 +150,9 @@ fn scan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn rename_generic(ctx: &mut Ctx<'_>, args: &[Bytes], nx: bool) -> CmdResult {
     let (src, dst) = (&args[1], &args[2]);
+    // With keys embedded in values (Redis 8), the renamed key is a new
+    // object: its access word starts again.
+    let renew = ctx.core.profile().embeds_keys();
     let mut db = ctx.db();
     if !db.exists(src) {
         return Err(CmdError::NoSuchKey);
@@ -160,7 +163,10 @@ fn rename_generic(ctx: &mut Ctx<'_>, args: &[Bytes], nx: bool) -> CmdResult {
     if nx && db.exists(dst) {
         return Ok(Reply::Int(0));
     }
-    let (_, entry) = db.take_entry(src).expect("exists");
+    let (_, mut entry) = db.take_entry(src).expect("exists");
+    if renew {
+        entry.lru = db.new_access();
+    }
     if db.remove(dst).is_some() {
         // Redis deletes the destination first (no separate event).
     }
@@ -268,9 +274,13 @@ fn move_(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if ctx.core.ks.view(target).exists(key) {
         return Ok(Reply::Int(0));
     }
-    let (_, entry) = ctx.db().take_entry(key).expect("exists");
+    let renew = ctx.core.profile().embeds_keys();
+    let (_, mut entry) = ctx.db().take_entry(key).expect("exists");
     ctx.db().notify(notify::GENERIC, "move_from", key);
     let mut tdb = ctx.core.ks.view(target);
+    if renew {
+        entry.lru = tdb.new_access();
+    }
     tdb.put_entry(key, entry);
     tdb.notify(notify::GENERIC, "move_to", key);
     Ok(Reply::Int(1))
@@ -379,12 +389,13 @@ fn object_idletime(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 /// 1, except for the integers 0..9999 Redis stores as shared objects
-/// (refcount `INT_MAX`).
+/// (refcount `INT_MAX`) until it embeds keys in their values (8.0).
 fn object_refcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let shares = !ctx.core.profile().embeds_keys();
     let mut db = ctx.db();
     let Some(e) = db.entry_notouch(&args[2]) else { return Ok(Reply::Nil) };
     let shared = match &e.value {
-        crate::db::Value::Str(s) if e.encoding() == "int" => {
+        crate::db::Value::Str(s) if shares && e.encoding() == "int" => {
             crate::num::parse_i64_strict(s).is_some_and(|n| (0..10_000).contains(&n))
         }
         _ => false,
