@@ -84,6 +84,17 @@ pub fn sort_score(b: &[u8]) -> Option<f64> {
     (ok == 1).then_some(out)
 }
 
+/// The score Redis 8's `SORT` gives a value (its `fast_float` parse): no
+/// leading space or hex form, a value out of range is ±inf or 0, NaN is
+/// refused, and the empty string is 0, as before.
+pub fn sort_score_8(b: &[u8]) -> Option<f64> {
+    if b.is_empty() {
+        return Some(0.0);
+    }
+    let v: f64 = std::str::from_utf8(b).ok()?.parse().ok()?;
+    (!v.is_nan()).then_some(v)
+}
+
 /// Error from [`incr_long_double`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LdError {

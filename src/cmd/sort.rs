@@ -195,6 +195,7 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &[Bytes], readonly: bool) -> CmdResult 
         start = 0;
     }
     let mut conversion_error = false;
+    let score_of = if ctx.core.profile().at_least(8, 0, 0) { crate::num::sort_score_8 } else { crate::num::sort_score };
     if !dontsort {
         for it in &mut items {
             let by = match sortby {
@@ -209,7 +210,7 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &[Bytes], readonly: bool) -> CmdResult 
                     it.cmp = Some(by);
                 }
             } else {
-                match crate::num::sort_score(&by) {
+                match score_of(&by) {
                     Some(s) => it.score = s,
                     None => conversion_error = true,
                 }
