@@ -998,6 +998,14 @@ fn parse_entries_read(arg: &[u8]) -> Result<Option<u64>, CmdError> {
     Ok((n >= 0).then_some(n as u64))
 }
 
+/// Redis 8 keeps a group's `ENTRIESREAD` at most the stream's entries added.
+fn clamp_entries_read(clamp: bool, entries_read: Option<u64>, s: &Stream) -> Option<u64> {
+    match entries_read {
+        Some(n) if clamp => Some(n.min(s.entries_added)),
+        other => other,
+    }
+}
+
 fn xgroup_create(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let mut mkstream = false;
     let mut entries_read = None;
@@ -1018,6 +1026,7 @@ fn xgroup_create(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Err(subcommand_syntax(args));
     }
     let key = &args[2];
+    let clamp = ctx.core.profile().at_least(8, 0, 0);
     let mut db = ctx.db();
     let id = if &args[4][..] == b"$" {
         get_stream(&mut db, key)?.map_or(StreamId::MIN, |s| s.last_id)
@@ -1031,6 +1040,7 @@ fn xgroup_create(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if s.groups.contains_key(&args[3]) {
         return Err(CmdError::custom("BUSYGROUP Consumer Group name already exists"));
     }
+    let entries_read = clamp_entries_read(clamp, entries_read, s);
     s.groups.insert(own(&args[3]), Group::new(id, entries_read));
     db.sig.dirty += 1;
     db.notify(notify::STREAM, "xgroup-create", key);
@@ -1051,9 +1061,11 @@ fn xgroup_setid(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     xgroup_checks(ctx, args, false, true)?;
     let key = &args[2];
+    let clamp = ctx.core.profile().at_least(8, 0, 0);
     let mut db = ctx.db();
     let s = get_stream(&mut db, key)?.expect("checked");
     let id = if &args[4][..] == b"$" { s.last_id } else { parse_id(&args[4], 0)? };
+    let entries_read = clamp_entries_read(clamp, entries_read, s);
     let g = s.groups.get_mut(&args[3]).expect("checked");
     g.last_id = id;
     g.entries_read = entries_read;
