@@ -37,7 +37,7 @@ static CLIENT_SUBS: &[CommandSpec] = &[
         .doc("Get the list of client connections", "2.4.0"),
     cmd("no-touch", client_no_touch, 3, "noscript loading stale", 0, 0, 0, "@slow @connection")
         .doc("Controls whether commands sent by the client will alter the LRU/LFU of the keys they access.", "7.2.0"),
-    cmd("setinfo", client_setinfo, -4, "noscript loading stale", 0, 0, 0, "@slow @connection")
+    cmd("setinfo", client_setinfo, 4, "noscript loading stale", 0, 0, 0, "@slow @connection")
         .doc("Sets information specific to the client or connection.", "7.2.0"),
     cmd("no-evict", client_no_evict, 3, "admin noscript loading stale", 0, 0, 0, "@admin @slow @dangerous @connection")
         .doc("Set client eviction mode for the current connection", "7.0.0"),

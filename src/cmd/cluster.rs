@@ -58,15 +58,21 @@ static CLUSTER_SUBS: &[CommandSpec] = &[
         .doc("Return local key names in the specified hash slot", "3.0.0"),
     cmd("help", help, 2, "loading stale", 0, 0, 0, "@slow")
         .doc("Show helpful text about the different subcommands", "5.0.0"),
-    cmd("info", info, 2, "stale", 0, 0, 0, "@slow").doc("Provides info about Redis Cluster node state", "3.0.0"),
+    cmd("info", info, 2, "stale", 0, 0, 0, "@slow")
+        .in_valkey("loading stale")
+        .doc("Provides info about Redis Cluster node state", "3.0.0"),
     cmd("keyslot", keyslot, 3, "stale", 0, 0, 0, "@slow").doc("Returns the hash slot of the specified key", "3.0.0"),
     cmd("links", links, 2, "stale", 0, 0, 0, "@slow")
         .doc("Returns a list of all TCP links to and from peer nodes in cluster", "7.0.0"),
     cmd("meet", meet, -4, "admin stale no_async_loading", 0, 0, 0, "@admin @slow @dangerous")
         .doc("Force a node cluster to handshake with another node", "3.0.0"),
-    cmd("myid", myid, 2, "stale", 0, 0, 0, "@slow").doc("Return the node id", "3.0.0"),
-    cmd("myshardid", myshardid, 2, "stale", 0, 0, 0, "@slow").doc("Return the node shard id", "7.2.0"),
-    cmd("nodes", nodes, 2, "stale", 0, 0, 0, "@slow").doc("Get Cluster config for the node", "3.0.0"),
+    cmd("myid", myid, 2, "stale", 0, 0, 0, "@slow").in_valkey("loading stale").doc("Return the node id", "3.0.0"),
+    cmd("myshardid", myshardid, 2, "stale", 0, 0, 0, "@slow")
+        .in_valkey("loading stale")
+        .doc("Return the node shard id", "7.2.0"),
+    cmd("nodes", nodes, 2, "stale", 0, 0, 0, "@slow")
+        .in_valkey("loading stale")
+        .doc("Get Cluster config for the node", "3.0.0"),
     cmd("replicas", replicas, 3, "admin stale", 0, 0, 0, "@admin @slow @dangerous")
         .doc("List replica nodes of the specified master node", "5.0.0"),
     cmd("replicate", replicate, 3, "admin stale no_async_loading", 0, 0, 0, "@admin @slow @dangerous")
@@ -79,11 +85,15 @@ static CLUSTER_SUBS: &[CommandSpec] = &[
         .doc("Set the configuration epoch in a new node", "3.0.0"),
     cmd("setslot", setslot, -4, "admin stale no_async_loading", 0, 0, 0, "@admin @slow @dangerous")
         .doc("Bind a hash slot to a specific node", "3.0.0"),
-    cmd("shards", shards, 2, "stale", 0, 0, 0, "@slow").doc("Get array of cluster slots to node mappings", "7.0.0"),
+    cmd("shards", shards, 2, "stale", 0, 0, 0, "@slow")
+        .in_7_2("loading stale", "@slow")
+        .doc("Get array of cluster slots to node mappings", "7.0.0"),
     cmd("slaves", replicas, 3, "admin stale", 0, 0, 0, "@admin @slow @dangerous")
         .doc("List replica nodes of the specified master node", "3.0.0"),
-    cmd("slots", slots, 2, "stale", 0, 0, 0, "@slow").doc("Get array of Cluster slot to node mappings", "3.0.0"),
-    cmd("slot-stats", slot_stats, -4, "stale", 0, 0, 0, "@slow")
+    cmd("slots", slots, 2, "stale", 0, 0, 0, "@slow")
+        .in_7_2("loading stale", "@slow")
+        .doc("Get array of Cluster slot to node mappings", "3.0.0"),
+    cmd("slot-stats", slot_stats, -4, "loading stale", 0, 0, 0, "@slow")
         .doc("Return an array of slot usage statistics for slots assigned to the current node", "8.2.0")
         .valkey_since("8.0.0"),
 ];

@@ -43,8 +43,12 @@ static MEMORY_SUBS: &[CommandSpec] = &[
     cmd("doctor", memory_doctor, 2, "", 0, 0, 0, "@slow").doc("Outputs memory problems report", "4.0.0"),
     cmd("help", memory_help, 2, "loading stale", 0, 0, 0, "@slow")
         .doc("Show helpful text about the different subcommands", "4.0.0"),
-    cmd("malloc-stats", memory_malloc_stats, 2, "", 0, 0, 0, "@slow").doc("Show allocator internal stats", "4.0.0"),
-    cmd("purge", memory_purge, 2, "", 0, 0, 0, "@slow").doc("Ask the allocator to release memory", "4.0.0"),
+    cmd("malloc-stats", memory_malloc_stats, 2, "", 0, 0, 0, "@slow")
+        .in_valkey("loading")
+        .doc("Show allocator internal stats", "4.0.0"),
+    cmd("purge", memory_purge, 2, "", 0, 0, 0, "@slow")
+        .in_valkey("loading")
+        .doc("Ask the allocator to release memory", "4.0.0"),
     cmd("stats", memory_stats, 2, "", 0, 0, 0, "@slow").doc("Show memory usage details", "4.0.0"),
     cmd("usage", memory_usage, -3, "readonly", 2, 2, 1, "@read @slow")
         .doc("Estimate the memory usage of a key", "4.0.0"),

@@ -35,7 +35,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         .doc("Asynchronously save the dataset to disk", "1.0.0"),
     cmd("bgrewriteaof", bgrewriteaof, 1, "admin noscript no_async_loading", 0, 0, 0, "@admin @slow @dangerous")
         .doc("Asynchronously rewrite the append-only file", "1.0.0"),
-    cmd("waitaof", waitaof, 4, "noscript", 0, 0, 0, "@slow @connection")
+    cmd("waitaof", waitaof, 4, "blocking", 0, 0, 0, "@slow @blocking @connection")
         .doc("Blocks until all of the preceding write commands sent by the connection are written to the append-only file of the master and/or replicas.", "7.2.0"),
     cmd("monitor", monitor, 1, "admin noscript loading stale", 0, 0, 0, "@admin @slow @dangerous")
         .doc("Listen for all requests received by the server in real time", "1.0.0"),

@@ -262,6 +262,8 @@ pub struct CommandSpec {
     /// with them is a hidden flag (`scripts_from_7_2`).
     pub flags_7_2: &'static str,
     pub acl_7_2: &'static str,
+    /// What Valkey 8 prints as the row's flags, where it differs.
+    pub flags_valkey: &'static str,
 }
 
 /// Builds a table row.
@@ -294,6 +296,7 @@ pub const fn cmd(
         arity_7_0: 0,
         flags_7_2: "",
         acl_7_2: "",
+        flags_valkey: "",
     }
 }
 
@@ -332,9 +335,17 @@ impl CommandSpec {
         self.acl_7_2 = acl;
         self
     }
+    /// What Valkey 8 prints as the row's flags (`no_multi`,
+    /// `skip_commandlog`, `loading` on more introspection commands).
+    pub const fn in_valkey(mut self, flags: &'static str) -> Self {
+        self.flags_valkey = flags;
+        self
+    }
     /// The flags `COMMAND INFO` prints under `profile`.
     pub fn flags_in(&self, profile: crate::version::Profile) -> &'static str {
-        if !self.flags_7_2.is_empty() && profile.at_least(7, 2, 0) {
+        if !self.flags_valkey.is_empty() && profile.is_valkey() {
+            self.flags_valkey
+        } else if !self.flags_7_2.is_empty() && profile.at_least(7, 2, 0) {
             self.flags_7_2
         } else {
             self.flags

@@ -19,15 +19,18 @@ use crate::protocol::Reply;
 
 pub static COMMANDS: &[CommandSpec] = &[
     cmd("multi", multi, 1, "noscript loading stale fast allow_busy", 0, 0, 0, "@fast @transaction")
+        .in_valkey("noscript loading stale fast no_multi allow_busy")
         .hidden_flags("not_queued")
         .doc("Mark the start of a transaction block", "1.2.0"),
     cmd("exec", exec, 1, "noscript loading stale skip_slowlog", 0, 0, 0, "@slow @transaction")
+        .in_valkey("noscript loading stale skip_commandlog")
         .hidden_flags("runs_queue not_queued ends_multi")
         .doc("Execute all commands issued after MULTI", "1.2.0"),
     cmd("discard", discard, 1, "noscript loading stale fast allow_busy", 0, 0, 0, "@fast @transaction")
         .hidden_flags("not_queued ends_multi")
         .doc("Discard all commands issued after MULTI", "2.0.0"),
     cmd("watch", watch, -2, "noscript loading stale fast allow_busy", 1, -1, 1, "@fast @transaction")
+        .in_valkey("noscript loading stale fast no_multi allow_busy")
         .hidden_flags("not_queued")
         .doc("Watch the given keys to determine execution of the MULTI/EXEC block", "2.2.0"),
     cmd("unwatch", unwatch, 1, "noscript loading stale fast allow_busy", 0, 0, 0, "@fast @transaction")

@@ -112,3 +112,74 @@ fn check(kind: OracleKind, file: &str) {
         kind.label()
     );
 }
+
+#[test]
+fn command_info_matches_redis() {
+    check_info(OracleKind::Redis70);
+}
+
+#[test]
+fn command_info_matches_redis_8_2() {
+    check_info(OracleKind::Redis82);
+}
+
+#[test]
+fn command_info_matches_valkey_8_1() {
+    check_info(OracleKind::Valkey81);
+}
+
+/// A container's subcommands in name order (the server lists them in its
+/// dict's order, seeded per process).
+fn sorted_subcommands(v: Value) -> Value {
+    let Value::Agg(tag, Some(mut rows)) = v else { return v };
+    for row in rows.iter_mut() {
+        if let Value::Agg(_, Some(fields)) = row {
+            if let Some(Value::Agg(_, Some(subs))) = fields.get_mut(9) {
+                subs.sort_by_key(|s| format!("{s:?}"));
+            }
+        }
+    }
+    Value::Agg(tag, Some(rows))
+}
+
+/// `COMMAND INFO` of every command the server of `kind` lists (arity,
+/// flags, key positions, ACL categories, tips, key specs, subcommands)
+/// is rlockd's under that profile, in RESP2, but for the commands of the
+/// modules Redis 8 loads (vector sets), which rlockd answers as a server
+/// built without them.
+fn check_info(kind: OracleKind) {
+    let Some(oracle) = Oracle::start_kind(kind, &[]) else {
+        return;
+    };
+    let config = rlockd::Config { params: vec![kind.rlockd_param()], ..Default::default() };
+    let srv = rlockd::Server::start_with(config).expect("rlockd");
+    let mut ours = RawConn::connect(srv.port());
+    let mut redis = RawConn::connect(oracle.port);
+    let Value::Agg(_, Some(names)) = redis.cmd(&["COMMAND", "LIST"]) else { panic!("COMMAND LIST") };
+    let mut differ = Vec::new();
+    let mut compared = 0;
+    for n in names {
+        let Value::Bulk(Some(name)) = n else { panic!("name {n:?}") };
+        let name = String::from_utf8(name).unwrap();
+        let theirs = sorted_subcommands(redis.cmd(&["COMMAND", "INFO", &name]));
+        let is_module = match &theirs {
+            Value::Agg(_, Some(rows)) => rows.iter().any(|r| match r {
+                Value::Agg(_, Some(f)) => {
+                    matches!(&f[2], Value::Agg(_, Some(fl)) if fl.contains(&Value::Simple(b"module".to_vec())))
+                }
+                _ => false,
+            }),
+            _ => false,
+        };
+        if is_module {
+            continue;
+        }
+        compared += 1;
+        let mine = sorted_subcommands(ours.cmd(&["COMMAND", "INFO", &name]));
+        if mine != theirs {
+            differ.push(format!("{name}:\n  rlockd {mine:?}\n  server {theirs:?}"));
+        }
+    }
+    assert!(compared > 300, "only {compared} commands compared");
+    assert!(differ.is_empty(), "COMMAND INFO differs from {}:\n{}", kind.label(), differ.join("\n"));
+}
