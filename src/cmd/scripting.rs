@@ -264,8 +264,11 @@ impl ScriptHost for ScriptRun<'_, '_> {
             self.wrote = true;
             self.ctx.shared.script.wrote.store(true, Ordering::Release);
         }
-        if let Some(refusal) = super::cluster::script_check(self.ctx, cmd, argv) {
-            return Err(self.refuse(Some(cmd.id), ScriptErr::Limit(refusal)));
+        // Tested here: outside a cluster the check is not called at all.
+        if self.ctx.core.cluster.is_some() {
+            if let Some(refusal) = super::cluster::script_check(self.ctx, cmd, argv) {
+                return Err(self.refuse(Some(cmd.id), ScriptErr::Limit(refusal)));
+            }
         }
         self.client.resp = if resp3 { Resp::V3 } else { Resp::V2 };
         let mut ctx = Ctx { core: &mut *self.ctx.core, client: &mut self.client, shared: self.ctx.shared };

@@ -463,7 +463,7 @@ impl Scripting {
         let allow_oom = flags.has(ScriptFlags::ALLOW_OOM);
         let interrupts = host.begin(RunInfo { is_function: !is_eval, readonly, allow_oom });
         let rng = std::mem::take(&mut self.rng);
-        let args = std::mem::take(&mut self.args);
+        let args = &mut self.args;
         let vm = match target {
             Target::Eval(..) => &self.eval,
             Target::Function(_) => self.fvm.as_ref().expect("function VM"),
@@ -497,7 +497,6 @@ impl Scripting {
         // live.
         self.rng = run.rng;
         run.args.clear();
-        self.args = std::mem::take(&mut run.args);
         let nanos = run.host.end(&reply, run.error_counted);
         if let Some(p) = run.panic.take() {
             std::panic::resume_unwind(p);

@@ -186,7 +186,7 @@ unsafe fn generic_command(l: State, raise_error: bool) -> c_int {
     }
     // The run's arguments (a script cannot run two calls at once), emptied
     // again before any error is raised.
-    let collected = collect_args(l, argc, &mut run.args, run.server.at_least(7, 2, 0));
+    let collected = collect_args(l, argc, run.args, run.server.at_least(7, 2, 0));
     ffi::lua_pop(l, argc);
     let (is_error, panicked) = match collected {
         false => {

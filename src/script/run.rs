@@ -72,9 +72,10 @@ pub(crate) struct RunCtx<'h> {
     pub hook_fires: u64,
     /// The script's deterministic profile, added to by this run.
     pub profile: ScriptProfile,
-    /// `redis.call`'s arguments, reused call after call (empty between
-    /// calls).
-    pub args: CallArgs,
+    /// `redis.call`'s arguments, reused call after call and run after run
+    /// (empty between calls): the engine's own, lent to the run (moving
+    /// the value in and out cost a drop of the stand-in each way).
+    pub args: &'h mut CallArgs,
 }
 
 /// The arguments of one `redis.call`, kept from call to call (and from run
@@ -87,8 +88,8 @@ pub(crate) struct RunCtx<'h> {
 /// The buffer of [`CallArgs::new`] starts at [`CallArgs::FIRST_BYTES`]:
 /// room for many calls before it has to be reclaimed (`BytesMut` gives a
 /// new buffer the first one's size, so a small first buffer would be
-/// reclaimed every call or two). `Default` allocates nothing: it stands in
-/// while a run holds the real one.
+/// reclaimed every call or two). `Default` allocates nothing (`redis.acl_check_cmd`'s
+/// own, one call's).
 #[derive(Debug, Default)]
 pub(crate) struct CallArgs {
     pub argv: Vec<Bytes>,
