@@ -322,6 +322,10 @@ fn acl_dryrun(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     Ok(Reply::Bulk(Bytes::from(text)))
 }
 
-fn acl_load_save(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+fn acl_load_save(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    if ctx.core.profile().is_valkey() {
+        // Valkey's words leave out "Redis".
+        return Err(CmdError::custom("ERR This instance is not configured to use an ACL file. You may want to specify users via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a configuration file set) in order to store users in the configuration."));
+    }
     Err(CmdError::custom("ERR This Redis instance is not configured to use an ACL file. You may want to specify users via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a Redis configuration file set) in order to store users in the Redis configuration."))
 }

@@ -170,16 +170,22 @@ fn asking(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     Ok(Reply::ok())
 }
 
-fn readonly(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    member(ctx)?;
-    ctx.client.readonly = true;
+/// Valkey 8 takes `READONLY`/`READWRITE` without cluster mode too (a
+/// client's reads from replicas, standalone or not).
+fn read_mode(ctx: &mut Ctx<'_>, readonly: bool) -> CmdResult {
+    if !ctx.core.profile().is_valkey() {
+        member(ctx)?;
+    }
+    ctx.client.readonly = readonly;
     Ok(Reply::ok())
 }
 
+fn readonly(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    read_mode(ctx, true)
+}
+
 fn readwrite(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    member(ctx)?;
-    ctx.client.readonly = false;
-    Ok(Reply::ok())
+    read_mode(ctx, false)
 }
 
 fn is_shard_pubsub(fullname: &str) -> bool {

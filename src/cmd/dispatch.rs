@@ -91,7 +91,11 @@ pub fn process(ctx: &mut Ctx<'_>, argv: &mut Vec<Bytes>) -> Reply {
     if !ctx.client.authenticated && ctx.core.acl.auth_required() && !cmd.has(flags::NO_AUTH) {
         return reject(ctx, Some(cmd), CmdError::NoAuth);
     }
-    if ctx.client.multi.is_some() && cmd.has(flags::NO_MULTI) {
+    // Valkey 8 also flags MULTI and WATCH `no_multi` (its row's Valkey flags).
+    let no_multi = |c: &Command| {
+        c.has(flags::NO_MULTI) || (!c.spec.flags_valkey.is_empty() && c.spec.flags_valkey.contains("no_multi"))
+    };
+    if ctx.client.multi.is_some() && no_multi(cmd) && (cmd.has(flags::NO_MULTI) || ctx.core.profile().is_valkey()) {
         return reject(ctx, Some(cmd), CmdError::custom("ERR Command not allowed inside a transaction"));
     }
     // The one branch the command path pays while `default` is the only,

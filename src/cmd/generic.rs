@@ -451,6 +451,8 @@ fn expire_generic(ctx: &mut Ctx<'_>, args: &[Bytes], base_ms: u64, seconds: bool
     when += base;
     let key = &args[1];
     let now = ctx.now_ms() as i64;
+    // Valkey 8 expires a key given a past deadline (Redis deletes it).
+    let valkey = ctx.core.profile().is_valkey();
     let mut db = ctx.db();
     let Some(cur) = db.expire_of(key) else {
         return Ok(Reply::Int(0));
@@ -470,7 +472,9 @@ fn expire_generic(ctx: &mut Ctx<'_>, args: &[Bytes], base_ms: u64, seconds: bool
             return Ok(Reply::Int(0));
         }
     }
-    if when <= now {
+    if when <= now && valkey {
+        db.expire_now(key);
+    } else if when <= now {
         db.remove(key);
         db.notify(notify::GENERIC, "del", key);
     } else {

@@ -235,10 +235,20 @@ fn set_generic(
             return Ok(get_reply.unwrap_or(abort));
         }
     }
+    let valkey_past =
+        ctx.core.profile().is_valkey() && f & (SET_EXAT | SET_PXAT) != 0 && expire.is_some_and(|at| at <= ctx.now_ms());
     let mut db = ctx.db();
     let found = db.exists(key);
     if (f & SET_NX != 0 && found) || (f & SET_XX != 0 && !found) {
         return Ok(get_reply.unwrap_or(abort));
+    }
+    if valkey_past {
+        // Valkey 8: a value given a deadline already past is not stored;
+        // the key it replaces expires.
+        if found {
+            db.expire_now(key);
+        }
+        return Ok(get_reply.unwrap_or(ok));
     }
     db.set(key, Value::Str(Bytes::copy_from_slice(val)), f & SET_KEEPTTL != 0);
     db.notify(notify::STRING, "set", key);
@@ -347,8 +357,10 @@ fn getex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         None => None,
     };
     let now = ctx.now_ms();
+    let valkey = ctx.core.profile().is_valkey();
     let mut db = ctx.db();
     match at {
+        Some(at) if f & (SET_EXAT | SET_PXAT) != 0 && at <= now && valkey => db.expire_now(key),
         Some(at) if f & (SET_EXAT | SET_PXAT) != 0 && at <= now => {
             db.remove(key);
             db.notify(notify::GENERIC, "del", key);

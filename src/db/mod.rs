@@ -647,6 +647,14 @@ impl DbView<'_> {
         self.entry(key).is_some()
     }
 
+    /// Valkey 8's deletion of a key given a deadline already past (`EXPIRE`
+    /// with a time before now, `SET`/`GETEX` with one): the key expires at
+    /// once, as an expired key does (`expired` event, `expired_keys`).
+    pub fn expire_now(&mut self, key: &[u8]) {
+        self.set_expire(key, 1);
+        self.expire_if_needed(key);
+    }
+
     /// Marks an aggregate grown in place past its compact encoding when
     /// `outgrown` (see [`StrEnc::Big`]).
     pub fn mark_outgrown(&mut self, key: &[u8], outgrown: bool) {
