@@ -521,3 +521,48 @@ fn a_bounded_recording_keeps_its_beginning() {
     assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
     assert!(r.stdout.contains("every reply identical (the recording reached its MAXBYTES"), "{}", r.stdout);
 }
+
+/// A primary with a replica watched by a Sentinel: redis-py lock threads and
+/// a failover asked of a node (`RLOCKD REPL FAILOVER`), recorded and
+/// replayed 20 times with the same Sentinel in place (it watches, and its
+/// own timers decide nothing within the run's seconds).
+#[test]
+fn a_recorded_run_under_a_sentinel_replays_identically_20_times() {
+    let port = free_ports(3);
+    let (replica, sentinel) = (port + 1, port + 2);
+    let file = scratch("sentinel.jsonl");
+    {
+        let _srv =
+            Binary::start(&["--port", &port.to_string(), "--replicas", "1", "--sentinel", &sentinel.to_string()]);
+        let mut p = RawConn::connect(port);
+        assert_eq!(p.cmd(&["RLOCKD", "RECORD", "START"]), Value::Simple(b"OK".to_vec()));
+        if run_lock_threads(port, 4, 10).is_none() {
+            return;
+        }
+        let mut s = RawConn::connect(sentinel);
+        let Value::Agg(_, Some(addr)) = s.cmd(&["SENTINEL", "GET-MASTER-ADDR-BY-NAME", "mymaster"]) else {
+            panic!("the Sentinel names the primary")
+        };
+        assert_eq!(addr[1], Value::Bulk(Some(port.to_string().into_bytes())));
+        assert_eq!(p.cmd(&["SET", "order", "a", "NX", "PX", "30000"]), Value::Simple(b"OK".to_vec()));
+        p.cmd(&["WAIT", "1", "1000"]);
+        p.cmd(&["RLOCKD", "REPL", "FAILOVER", &replica.to_string()]);
+        let mut r = RawConn::connect(replica);
+        assert_eq!(r.cmd(&["SET", "order", "b", "NX", "PX", "30000"]), Value::Bulk(None), "the lock went over with WAIT");
+        assert_eq!(p.cmd(&["RLOCKD", "RECORD", "STOP"]), Value::Simple(b"OK".to_vec()));
+        int(p.cmd(&["RLOCKD", "RECORD", "SAVE", file.to_str().expect("utf-8")]));
+    }
+    let text = std::fs::read_to_string(&file).expect("the recording");
+    assert!(text.contains("\"sentinels\":[\"127.0.0.1:"), "{}", text.lines().next().unwrap_or_default());
+    let n = commands(&text);
+    let mut first = None;
+    for round in 0..20 {
+        let r = replay(&file, &[]);
+        assert_eq!(r.code, Some(0), "replay {round}:\nstdout:\n{}\nstderr:\n{}", r.stdout, r.stderr);
+        assert!(r.stdout.starts_with(&format!("{n} commands, every reply identical")), "replay {round}: {}", r.stdout);
+        match &first {
+            None => first = Some(r.stdout),
+            Some(f) => assert_eq!(&r.stdout, f, "replay {round} reported differently"),
+        }
+    }
+}
