@@ -324,6 +324,18 @@ impl Vm {
             super::redis_lib::set_profile(self.l, globals, profile);
             set_os_table(self.l, globals, profile.at_least(7, 2, 0));
             ffi::lua_pop(self.l, 1);
+            // What a library sees while FUNCTION LOAD runs: Valkey's
+            // `server` beside `redis` there too.
+            if get_field_raw(self.l, ffi::LUA_REGISTRYINDEX, REG_LIBRARY_API) == ffi::LUA_TTABLE {
+                let api = ffi::lua_gettop(self.l);
+                if profile.is_valkey() {
+                    get_field_raw(self.l, api, "redis");
+                } else {
+                    ffi::lua_pushnil(self.l);
+                }
+                set_field_raw(self.l, api, "server");
+            }
+            ffi::lua_pop(self.l, 1);
         }
     }
 

@@ -548,7 +548,11 @@ fn a_recorded_run_under_a_sentinel_replays_identically_20_times() {
         p.cmd(&["WAIT", "1", "1000"]);
         p.cmd(&["RLOCKD", "REPL", "FAILOVER", &replica.to_string()]);
         let mut r = RawConn::connect(replica);
-        assert_eq!(r.cmd(&["SET", "order", "b", "NX", "PX", "30000"]), Value::Bulk(None), "the lock went over with WAIT");
+        assert_eq!(
+            r.cmd(&["SET", "order", "b", "NX", "PX", "30000"]),
+            Value::Bulk(None),
+            "the lock went over with WAIT"
+        );
         assert_eq!(p.cmd(&["RLOCKD", "RECORD", "STOP"]), Value::Simple(b"OK".to_vec()));
         int(p.cmd(&["RLOCKD", "RECORD", "SAVE", file.to_str().expect("utf-8")]));
     }
