@@ -72,7 +72,10 @@ pub struct Refusal {
     /// The lock's kind.
     pub kind: &'static str,
     pub client: u64,
-    pub command: String,
+    /// The command with its detail (an `EVAL`'s whole script): shared with
+    /// the refusal before when the same (a script refused over and over
+    /// keeps one copy).
+    pub command: std::sync::Arc<str>,
 }
 
 /// The newest [`MAX_REFUSALS`] refused acquires.
@@ -89,6 +92,14 @@ impl Refusals {
 
     pub fn iter(&self) -> impl Iterator<Item = &Refusal> {
         self.0.iter()
+    }
+
+    /// `command` as a refusal keeps it: the newest refusal's copy if equal.
+    pub fn command(&self, command: String) -> std::sync::Arc<str> {
+        match self.0.back() {
+            Some(r) if *r.command == *command => r.command.clone(),
+            _ => command.into(),
+        }
     }
 
     pub fn clear(&mut self) {
@@ -273,7 +284,7 @@ pub fn operations(nodes: &[NodeHistory], lost: &[LostHold], pattern: Option<&[u8
                 count: 0,
                 deadline_ms: None,
                 client: r.client,
-                command: r.command.clone(),
+                command: r.command.to_string(),
             };
             mine.push((2 * r.after_id + 1, op));
         }

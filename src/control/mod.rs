@@ -118,6 +118,8 @@ impl Control {
     /// `RLOCKD CLAIM ENTER`: `holder` (of client `client`) is inside the
     /// critical section of lock `key` in database `db`, at `now_ms`.
     pub fn claim_enter(&mut self, ks: &Keyspace, db: usize, key: Bytes, holder: Bytes, client: u64, now_ms: u64) {
+        // Kept: copies, not slices of the client's read buffer.
+        let (key, holder) = (Bytes::copy_from_slice(&key), Bytes::copy_from_slice(&holder));
         let last = self.history.as_ref().map_or(0, LockHistory::last_id);
         let holders = ks
             .dbs
@@ -184,15 +186,17 @@ impl Control {
         {
             return;
         }
-        let command = match actor.detail() {
+        let command = self.refusals.command(match actor.detail() {
             Some(d) => format!("{} {}", actor.command, String::from_utf8_lossy(d)),
             None => actor.command.to_string(),
-        };
+        });
         self.refusals.push(jepsen::Refusal {
             after_id: h.last_id(),
             time_ms: now_ms,
             db,
-            key: key.clone(),
+            // Copied: the argument is a slice of the client's read buffer,
+            // which a kept reference would keep whole.
+            key: Bytes::copy_from_slice(key),
             holder: Bytes::copy_from_slice(holder),
             kind: lock.kind,
             client: actor.client,
