@@ -318,9 +318,13 @@ impl PubSub {
             Kind::Pattern => &mut subs.patterns,
             Kind::Shard => &mut subs.shard,
         };
-        if !set.insert(name.clone()) {
+        if set.contains(name) {
             return false;
         }
+        // Kept for the subscription's life: a copy, not a slice of the
+        // client's read buffer (which a kept slice would keep whole).
+        let name = Bytes::copy_from_slice(name);
+        set.insert(name.clone());
         let counter = match kind {
             Kind::Channel => &client.sub_channels,
             Kind::Pattern => &client.sub_patterns,
