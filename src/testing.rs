@@ -22,6 +22,8 @@ use crate::config::Config;
 use crate::core::Shared;
 use crate::protocol::Reply;
 
+/// The hash behind `HSET`, `HGET`…, for the benches.
+pub use crate::db::hash_value::HashValue;
 /// The set behind `SADD`, `SISMEMBER`…, for the benches.
 pub use crate::db::set_value::SetValue;
 /// The sorted set behind `ZADD`, `ZRANGE`…, for the benches.
