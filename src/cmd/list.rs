@@ -102,7 +102,10 @@ fn push_generic(ctx: &mut Ctx<'_>, args: &[Bytes], end: End, xx: bool) -> CmdRes
         if xx {
             return Ok(Reply::Int(0));
         }
-        db.insert_new(key, Value::List(ListValue::new()));
+        // Exactly the room the pushed elements take: a fair lock's queue
+        // of one waiter costs one element's slot, not a vector's minimum
+        // of four.
+        db.insert_new(key, Value::List(ListValue::with_capacity(args.len() - 2)));
     }
     let l = get_list(&mut db, key)?.expect("exists");
     for v in &args[2..] {
@@ -452,7 +455,7 @@ pub(crate) fn move_element(
     }
     .expect("non-empty");
     if !dst_exists && src != dst {
-        db.insert_new(dst, Value::List(ListValue::new()));
+        db.insert_new(dst, Value::List(ListValue::with_capacity(1)));
     }
     let d = get_list(&mut db, dst)?.expect("exists");
     match to {
