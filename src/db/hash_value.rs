@@ -22,11 +22,12 @@
 //!
 //! Field expiration (Redis 7.4's `HEXPIRE` family): a hash whose fields
 //! are given a deadline moves, once and for good, to a third form,
-//! [`HashValue::Ttl`], where each field carries its own optional deadline
-//! beside its value ([`TtlField`]). The packed and map forms never hold a
-//! deadline, so a hash without field TTLs (a lock) keeps its layout, size
-//! and speed: the third variant is one more boxed arm, and the enum's size
-//! does not change. A field whose deadline passed stays stored until a
+//! [`HashValue::Ttl`]: its pairs stay in one of the two other forms (packed
+//! while small) and a vector beside them holds each field's deadline by
+//! position ([`TtlHash`]), as Redis 7.4's listpack keeps the deadline beside
+//! the field. The packed and map forms never hold a deadline, so a hash
+//! without field TTLs (a lock) keeps its layout, size and speed: the third
+//! variant is one more boxed arm, and the enum's size does not change. A field whose deadline passed stays stored until a
 //! command or the active expiry deletes it (as in Redis, `HLEN` counts it);
 //! the readers that must skip it take the time ([`HashValue::live`]). The
 //! database registers the key by its earliest field deadline
@@ -51,7 +52,7 @@ pub const PACKED_ELEM_MAX: usize = u8::MAX as usize;
 /// A hash value (see the module docs).
 #[derive(Debug, Clone)]
 pub enum HashValue {
-    /// Up to [`SMALL_MAX`] pairs of at most [`PACKED_ELEM_MAX`] bytes each.
+    /// Up to `SMALL_MAX` (16) pairs of at most `PACKED_ELEM_MAX` (255) bytes each.
     Packed(Packed),
     /// Larger hashes.
     Big(Box<Map<Bytes, Bytes>>),
@@ -59,17 +60,18 @@ pub enum HashValue {
     Ttl(Box<TtlHash>),
 }
 
-/// A field of a [`TtlHash`]: its value and deadline (unix ms; 0: none).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TtlField {
-    pub value: Bytes,
-    pub expire: u64,
-}
-
-/// The pairs of a hash with field deadlines, in insertion order.
+/// The pairs of a hash with field deadlines, in insertion order: the
+/// pairs in a hash of the two other forms (packed while small, as a hash
+/// without deadlines is), and their deadlines beside them by position, as
+/// Redis 7.4's listpack keeps a field's deadline beside it. A field TTL on a
+/// small hash costs its eight bytes and this box, not a move to a map.
 #[derive(Debug, Clone, Default)]
 pub struct TtlHash {
-    map: Map<Bytes, TtlField>,
+    /// Never [`HashValue::Ttl`].
+    pairs: HashValue,
+    /// **Invariant:** `expires[i]` is the deadline of pair `i` of `pairs`
+    /// (unix ms; 0: none), and there are as many as pairs.
+    expires: Vec<u64>,
     /// The deadline the key is registered under in its database's
     /// field-expiry index (0: not registered). Never later than the
     /// earliest field deadline while one exists; kept by `db`.
@@ -79,17 +81,37 @@ pub struct TtlHash {
 impl TtlHash {
     /// The earliest field deadline.
     pub fn min_expire(&self) -> Option<u64> {
-        self.map.values().map(|f| f.expire).filter(|&e| e != 0).min()
+        self.expires.iter().copied().filter(|&e| e != 0).min()
     }
 
     /// The fields whose deadline is `<= now`, in order.
     pub fn expired(&self, now: u64) -> Vec<Bytes> {
-        self.map.iter().filter(|(_, f)| f.expire != 0 && f.expire <= now).map(|(k, _)| k.clone()).collect()
+        self.pairs
+            .keys()
+            .zip(self.expires.iter())
+            .filter(|&(_, &e)| e != 0 && e <= now)
+            .map(|(k, _)| Bytes::copy_from_slice(k))
+            .collect()
     }
 
     /// The fields with a deadline.
     pub fn volatile(&self) -> usize {
-        self.map.values().filter(|f| f.expire != 0).count()
+        self.expires.iter().filter(|&&e| e != 0).count()
+    }
+
+    /// The deadline of `field`'s position, if it is there.
+    fn expire_of(&self, field: &[u8]) -> Option<u64> {
+        self.pairs.index_of(field).map(|i| self.expires[i])
+    }
+
+    /// Changes the deadlines; while the pairs are packed they stay one
+    /// exact allocation, as the pairs' buffer does (a large hash's grow as
+    /// a vector does, so that adding a field is not a copy of them all).
+    fn edit_expires(&mut self, change: impl FnOnce(&mut Vec<u64>)) {
+        change(&mut self.expires);
+        if self.pairs.is_packed() {
+            self.expires.shrink_to_fit();
+        }
     }
 }
 
@@ -225,6 +247,22 @@ impl Packed {
         Packed::concat(&[&b[..i], &b[i + 1..n + i], &b[n + i + 1..start], &b[at.end..]], n - 1)
     }
 
+    /// This buffer with pair `from` moved to position `to`.
+    fn moved(&self, from: usize, to: usize) -> Packed {
+        let pairs: Vec<(&[u8], &[u8])> = self.iter().collect();
+        let mut order: Vec<usize> = (0..pairs.len()).collect();
+        let x = order.remove(from);
+        order.insert(to, x);
+        let mut b = Vec::with_capacity(self.buf.len());
+        b.extend(order.iter().map(|&i| pairs[i].0.len() as u8));
+        b.extend(order.iter().map(|&i| pairs[i].1.len() as u8));
+        for &i in &order {
+            b.extend_from_slice(pairs[i].0);
+            b.extend_from_slice(pairs[i].1);
+        }
+        Packed { n: self.n, buf: b.into_boxed_slice() }
+    }
+
     /// A buffer of `n` pairs made of `parts` (pieces of the old buffer and
     /// new bytes) end to end, sized exactly.
     fn concat(parts: &[&[u8]], n: usize) -> Packed {
@@ -261,7 +299,7 @@ impl HashValue {
         match self {
             HashValue::Packed(p) => usize::from(p.n),
             HashValue::Big(m) => m.len(),
-            HashValue::Ttl(t) => t.map.len(),
+            HashValue::Ttl(t) => t.pairs.len(),
         }
     }
 
@@ -276,7 +314,7 @@ impl HashValue {
         match self {
             HashValue::Packed(p) => p.find(field).map(|(_, at)| &p.buf[at]),
             HashValue::Big(m) => m.get(field).map(|v| &v[..]),
-            HashValue::Ttl(t) => t.map.get(field).map(|f| &f.value[..]),
+            HashValue::Ttl(t) => t.pairs.get(field),
         }
     }
 
@@ -291,17 +329,11 @@ impl HashValue {
         let p = match self {
             HashValue::Packed(p) => p,
             HashValue::Ttl(t) => {
-                return match t.map.get_mut(field) {
-                    Some(f) => {
-                        f.value = Bytes::copy_from_slice(value);
-                        false
-                    }
-                    None => {
-                        let f = TtlField { value: Bytes::copy_from_slice(value), expire: 0 };
-                        t.map.insert(Bytes::copy_from_slice(field), f);
-                        true
-                    }
-                };
+                let new = t.pairs.insert(field, value);
+                if new {
+                    t.edit_expires(|e| e.push(0));
+                }
+                return new;
             }
             HashValue::Big(m) => {
                 return match m.get_mut(field) {
@@ -385,7 +417,14 @@ impl HashValue {
                 true
             }
             HashValue::Big(m) => m.swap_remove(field).is_some(),
-            HashValue::Ttl(t) => t.map.swap_remove(field).is_some(),
+            HashValue::Ttl(t) => {
+                let Some(i) = t.pairs.index_of(field) else { return false };
+                t.pairs.swap_remove(field);
+                t.edit_expires(|e| {
+                    e.swap_remove(i);
+                });
+                true
+            }
         }
     }
 
@@ -399,7 +438,14 @@ impl HashValue {
                 true
             }
             HashValue::Big(m) => m.shift_remove(field).is_some(),
-            HashValue::Ttl(t) => t.map.shift_remove(field).is_some(),
+            HashValue::Ttl(t) => {
+                let Some(i) = t.pairs.index_of(field) else { return false };
+                t.pairs.shift_remove(field);
+                t.edit_expires(|e| {
+                    e.remove(i);
+                });
+                true
+            }
         }
     }
 
@@ -408,7 +454,7 @@ impl HashValue {
         match self {
             HashValue::Packed(p) => (i < usize::from(p.n)).then(|| p.pair(i)),
             HashValue::Big(m) => m.get_index(i).map(|(k, v)| (&k[..], &v[..])),
-            HashValue::Ttl(t) => t.map.get_index(i).map(|(k, f)| (&k[..], &f.value[..])),
+            HashValue::Ttl(t) => t.pairs.get_index(i),
         }
     }
 
@@ -417,7 +463,31 @@ impl HashValue {
         match self {
             HashValue::Packed(p) => Iter::Packed(p.iter()),
             HashValue::Big(m) => Iter::Big(m.iter()),
-            HashValue::Ttl(t) => Iter::Ttl(t.map.iter()),
+            HashValue::Ttl(t) => t.pairs.iter(),
+        }
+    }
+
+    /// Position of `field`.
+    pub fn index_of(&self, field: &[u8]) -> Option<usize> {
+        match self {
+            HashValue::Packed(p) => p.find(field).map(|(i, _)| i),
+            HashValue::Big(m) => m.get_index_of(field),
+            HashValue::Ttl(t) => t.pairs.index_of(field),
+        }
+    }
+
+    /// Moves pair `from` to position `to`, shifting those between.
+    fn move_index(&mut self, from: usize, to: usize) {
+        match self {
+            HashValue::Packed(p) => *p = p.moved(from, to),
+            HashValue::Big(m) => m.move_index(from, to),
+            HashValue::Ttl(t) => {
+                t.pairs.move_index(from, to);
+                t.edit_expires(|e| {
+                    let x = e.remove(from);
+                    e.insert(to, x);
+                });
+            }
         }
     }
 
@@ -457,13 +527,9 @@ impl HashValue {
     /// Moves to the form with field deadlines (same pairs, same order).
     pub fn make_ttl(&mut self) -> &mut TtlHash {
         if !matches!(self, HashValue::Ttl(_)) {
-            let mut map: Map<Bytes, TtlField> = Map::with_capacity_and_hasher(self.len(), Default::default());
-            map.extend(
-                self.iter().map(|(k, v)| {
-                    (Bytes::copy_from_slice(k), TtlField { value: Bytes::copy_from_slice(v), expire: 0 })
-                }),
-            );
-            *self = HashValue::Ttl(Box::new(TtlHash { map, registered: 0 }));
+            let pairs = std::mem::take(self);
+            let expires = vec![0; pairs.len()];
+            *self = HashValue::Ttl(Box::new(TtlHash { pairs, expires, registered: 0 }));
         }
         self.ttls_mut().expect("just made")
     }
@@ -471,7 +537,7 @@ impl HashValue {
     /// `None`: no such field; `Some(0)`: no deadline; else its deadline.
     pub fn field_expire(&self, field: &[u8]) -> Option<u64> {
         match self {
-            HashValue::Ttl(t) => t.map.get(field).map(|f| f.expire),
+            HashValue::Ttl(t) => t.expire_of(field),
             _ => self.get(field).map(|_| 0),
         }
     }
@@ -492,17 +558,16 @@ impl HashValue {
             return false;
         }
         let t = self.make_ttl();
-        let i = t.map.get_index_of(field).expect("present");
-        let had = t.map[i].expire;
-        t.map[i].expire = at;
+        let i = t.pairs.index_of(field).expect("present");
+        let had = std::mem::replace(&mut t.expires[i], at);
         if ordered && (at != 0 || had != 0) {
-            let (k, f) = t.map.shift_remove_index(i).expect("present");
-            let to = if at == 0 {
-                t.map.len()
-            } else {
-                t.map.values().position(|g| g.expire == 0 || g.expire >= at).unwrap_or(t.map.len())
-            };
-            t.map.shift_insert(to, k, f);
+            // Where it goes among the others (positions without it).
+            let others = || t.expires.iter().enumerate().filter(|&(j, _)| j != i).map(|(_, &e)| e);
+            let last = t.expires.len() - 1;
+            let to = if at == 0 { last } else { others().position(|e| e == 0 || e >= at).unwrap_or(last) };
+            if to != i {
+                self.move_index(i, to);
+            }
         }
         true
     }
@@ -511,7 +576,7 @@ impl HashValue {
     #[inline]
     pub fn is_expired(&self, field: &[u8], now: u64) -> bool {
         match self {
-            HashValue::Ttl(t) => t.map.get(field).is_some_and(|f| f.expire != 0 && f.expire <= now),
+            HashValue::Ttl(t) => t.expire_of(field).is_some_and(|e| e != 0 && e <= now),
             _ => false,
         }
     }
@@ -519,22 +584,17 @@ impl HashValue {
     /// The pairs whose deadline has not passed at `now`, in order.
     pub fn live(&self, now: u64) -> Vec<(&[u8], &[u8])> {
         match self {
-            HashValue::Ttl(t) => t
-                .map
-                .iter()
-                .filter(|(_, f)| f.expire == 0 || f.expire > now)
-                .map(|(k, f)| (&k[..], &f.value[..]))
-                .collect(),
+            HashValue::Ttl(t) => {
+                t.pairs.iter().zip(t.expires.iter()).filter(|&(_, &e)| e == 0 || e > now).map(|(p, _)| p).collect()
+            }
             _ => self.iter().collect(),
         }
     }
 
     /// The pairs with their deadlines (0: none), in order.
     pub fn iter_expire(&self) -> impl Iterator<Item = (&[u8], &[u8], u64)> + '_ {
-        let ttl = self.ttls();
-        self.iter()
-            .enumerate()
-            .map(move |(i, (k, v))| (k, v, ttl.map_or(0, |t| t.map.get_index(i).map_or(0, |(_, f)| f.expire))))
+        let expires = self.ttls().map_or(&[][..], |t| &t.expires[..]);
+        self.iter().enumerate().map(move |(i, (k, v))| (k, v, expires.get(i).copied().unwrap_or(0)))
     }
 
     /// The fields in order.
@@ -589,7 +649,6 @@ impl DoubleEndedIterator for PackedIter<'_> {
 pub enum Iter<'a> {
     Packed(PackedIter<'a>),
     Big(indexmap::map::Iter<'a, Bytes, Bytes>),
-    Ttl(indexmap::map::Iter<'a, Bytes, TtlField>),
 }
 
 impl<'a> Iterator for Iter<'a> {
@@ -600,7 +659,6 @@ impl<'a> Iterator for Iter<'a> {
         match self {
             Iter::Packed(i) => i.next(),
             Iter::Big(i) => i.next().map(|(k, v)| (&k[..], &v[..])),
-            Iter::Ttl(i) => i.next().map(|(k, f)| (&k[..], &f.value[..])),
         }
     }
 
@@ -608,7 +666,6 @@ impl<'a> Iterator for Iter<'a> {
         match self {
             Iter::Packed(i) => i.size_hint(),
             Iter::Big(i) => i.size_hint(),
-            Iter::Ttl(i) => i.size_hint(),
         }
     }
 }
@@ -618,7 +675,6 @@ impl DoubleEndedIterator for Iter<'_> {
         match self {
             Iter::Packed(i) => i.next_back(),
             Iter::Big(i) => i.next_back().map(|(k, v)| (&k[..], &v[..])),
-            Iter::Ttl(i) => i.next_back().map(|(k, f)| (&k[..], &f.value[..])),
         }
     }
 }
@@ -780,6 +836,78 @@ mod tests {
         h.insert(b"e", b"5");
         h.set_field_expire(b"e", 50, true);
         assert_eq!(keys(&h), ["b", "d", "a", "e", "c"]);
+    }
+
+    /// A hash with field deadlines against a model (an index map of value
+    /// and deadline, moved as a listpackex moves a field): the same pairs,
+    /// deadlines and order after every step, across the packed form's
+    /// limit, with deadlines set, moved and removed.
+    #[test]
+    fn ttl_form_behaves_as_its_model() {
+        let mut h = HashValue::default();
+        let mut m: Map<Bytes, (Bytes, u64)> = Map::default();
+        let mut seed = 11u64;
+        let mut was_big = false;
+        for step in 0..6000u64 {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let f = b(&format!("f{}", (seed >> 33) % (SMALL_MAX as u64 + 6)));
+            let v = b(&"v".repeat((step % 4) as usize));
+            let at = [0, 0, 5, 7, 7, 9][((seed >> 12) % 6) as usize];
+            let ordered = (seed >> 40).is_multiple_of(2);
+            match (seed >> 20) % 6 {
+                0 | 1 => {
+                    let new = !m.contains_key(&f[..]);
+                    match m.get_mut(&f[..]) {
+                        Some(e) => e.0 = v.clone(),
+                        None => {
+                            m.insert(f.clone(), (v.clone(), 0));
+                        }
+                    }
+                    assert_eq!(h.insert(&f, &v), new);
+                }
+                2 => assert_eq!(h.swap_remove(&f), m.swap_remove(&f[..]).is_some()),
+                3 => assert_eq!(h.shift_remove(&f), m.shift_remove(&f[..]).is_some()),
+                _ => {
+                    let present = m.contains_key(&f[..]);
+                    if present && (h.ttls().is_some() || at != 0) {
+                        let i = m.get_index_of(&f[..]).expect("present");
+                        let had = std::mem::replace(&mut m[i].1, at);
+                        if ordered && (at != 0 || had != 0) {
+                            let (k, e) = m.shift_remove_index(i).expect("present");
+                            let to = if at == 0 {
+                                m.len()
+                            } else {
+                                m.values().position(|g| g.1 == 0 || g.1 >= at).unwrap_or(m.len())
+                            };
+                            m.shift_insert(to, k, e);
+                        }
+                    }
+                    assert_eq!(h.set_field_expire(&f, at, ordered), present);
+                }
+            }
+            was_big |= matches!(&h, HashValue::Ttl(t) if !t.pairs.is_packed());
+            assert!(
+                h.iter_expire().eq(m.iter().map(|(k, (v, e))| (&k[..], &v[..], *e))),
+                "step {step}: {:?}",
+                h.iter_expire().collect::<Vec<_>>()
+            );
+            if let Some(t) = h.ttls() {
+                assert_eq!(t.expires.len(), t.pairs.len());
+                assert_eq!(t.min_expire(), m.values().map(|e| e.1).filter(|&e| e != 0).min());
+                assert_eq!(t.volatile(), m.values().filter(|e| e.1 != 0).count());
+                assert!(t
+                    .expired(7)
+                    .iter()
+                    .map(|k| &k[..])
+                    .eq(m.iter().filter(|(_, e)| e.1 != 0 && e.1 <= 7).map(|(k, _)| &k[..])));
+                assert_eq!(h.live(7).len(), m.values().filter(|e| e.1 == 0 || e.1 > 7).count());
+            }
+            for (k, (_, e)) in &m {
+                assert_eq!(h.field_expire(k), Some(*e));
+                assert_eq!(h.is_expired(k, 7), *e != 0 && *e <= 7);
+            }
+        }
+        assert!(h.ttls().is_some() && was_big, "went through the map form with deadlines");
     }
 
     /// Empty fields and values pack too.
