@@ -16,8 +16,11 @@
 //!
 //! Run with `cargo bench --bench hash_small` (`-- <rounds>`, default 101).
 
+#[path = "common/alternate.rs"]
+mod alternate;
+use alternate::Op;
+
 use std::hint::black_box;
-use std::time::Instant;
 
 use rlockd::testing::HashValue;
 
@@ -42,8 +45,6 @@ fn filled(shape: &str, w: usize, big: bool) -> HashValue {
     }
     h
 }
-
-type Op = Box<dyn FnMut(usize)>;
 
 fn op(name: &str, shape: &str, w: usize, big: bool) -> Op {
     let mut h = filled(shape, w, big);
@@ -93,20 +94,7 @@ fn main() {
         let form = if filled("short", w, false).is_packed() { "packed" } else { "index map" };
         for shape in ["short", "id"] {
             for name in ["get", "miss", "incr", "add_remove", "all"] {
-                let mut forms = [op(name, shape, w, true), op(name, shape, w, false)];
-                let mut best = [f64::INFINITY; 2];
-                let iters = 4096;
-                let mut i = 0;
-                for _ in 0..rounds {
-                    for (f, b) in forms.iter_mut().zip(best.iter_mut()) {
-                        let t = Instant::now();
-                        for _ in 0..iters {
-                            f(i);
-                            i += 1;
-                        }
-                        *b = b.min(t.elapsed().as_nanos() as f64 / iters as f64);
-                    }
-                }
+                let best = alternate::best_of(rounds, &mut [op(name, shape, w, true), op(name, shape, w, false)]);
                 println!(
                     "| {w} | {shape} | {name} | {:.0} ns | {:.0} ns | {:.2} | {form} |",
                     best[0],

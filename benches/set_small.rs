@@ -15,8 +15,11 @@
 //!
 //! Run with `cargo bench --bench set_small` (`-- <rounds>`, default 101).
 
+#[path = "common/alternate.rs"]
+mod alternate;
+use alternate::Op;
+
 use std::hint::black_box;
-use std::time::Instant;
 
 use rlockd::testing::SetValue;
 
@@ -43,9 +46,6 @@ fn filled(shape: &str, w: usize, big: bool) -> SetValue {
     }
     s
 }
-
-/// One operation on one form, with its own state.
-type Op = Box<dyn FnMut(usize)>;
 
 fn op(name: &str, shape: &str, w: usize, big: bool) -> Op {
     let mut s = filled(shape, w, big);
@@ -85,20 +85,7 @@ fn main() {
         let form = if filled("int", w, false).is_small() { "buffer" } else { "hash set" };
         for shape in ["int", "id"] {
             for name in ["is_member", "miss", "add_remove", "members"] {
-                let mut forms = [op(name, shape, w, true), op(name, shape, w, false)];
-                let mut best = [f64::INFINITY; 2];
-                let iters = 4096;
-                let mut i = 0;
-                for _ in 0..rounds {
-                    for (f, b) in forms.iter_mut().zip(best.iter_mut()) {
-                        let t = Instant::now();
-                        for _ in 0..iters {
-                            f(i);
-                            i += 1;
-                        }
-                        *b = b.min(t.elapsed().as_nanos() as f64 / iters as f64);
-                    }
-                }
+                let best = alternate::best_of(rounds, &mut [op(name, shape, w, true), op(name, shape, w, false)]);
                 println!(
                     "| {w} | {shape} | {name} | {:.0} ns | {:.0} ns | {:.2} | {form} |",
                     best[0],

@@ -11,8 +11,11 @@
 //!
 //! Run with `cargo bench --bench zset_small` (`-- <rounds>`, default 201).
 
+#[path = "common/alternate.rs"]
+mod alternate;
+use alternate::Op;
+
 use std::hint::black_box;
-use std::time::Instant;
 
 use bytes::Bytes;
 use rlockd::testing::{ScoreBound, ZSet};
@@ -31,9 +34,6 @@ fn window(w: usize, skiplist: bool) -> ZSet {
     }
     z
 }
-
-/// One operation on one form, with its own state.
-type Op = Box<dyn FnMut(usize)>;
 
 fn op(name: &str, w: usize, skiplist: bool) -> Op {
     let mut z = window(w, skiplist);
@@ -83,20 +83,7 @@ fn main() {
     for w in [1usize, 8, 16, 24, 32, 48, 64, 128] {
         let form = if window(w, false).is_small() { "buffer" } else { "skip list" };
         for name in ["slide", "range_by_score", "score", "rank", "update_score"] {
-            let mut forms = [op(name, w, true), op(name, w, false)];
-            let mut best = [f64::INFINITY; 2];
-            let iters = 4096;
-            let mut i = 0;
-            for _ in 0..rounds {
-                for (f, b) in forms.iter_mut().zip(best.iter_mut()) {
-                    let t = Instant::now();
-                    for _ in 0..iters {
-                        f(i);
-                        i += 1;
-                    }
-                    *b = b.min(t.elapsed().as_nanos() as f64 / iters as f64);
-                }
-            }
+            let best = alternate::best_of(rounds, &mut [op(name, w, true), op(name, w, false)]);
             println!("| {w} | {name} | {:.0} ns | {:.0} ns | {:.2} | {form} |", best[0], best[1], best[1] / best[0]);
         }
     }
