@@ -24,13 +24,17 @@ pub static COMMANDS: &[CommandSpec] = &[
 ];
 
 fn dump(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let version = ctx.core.profile().rdb_version();
+    let profile = ctx.core.profile();
+    let version = profile.rdb_version();
     let mut db = ctx.db();
-    let fill = db.limits().list_fill;
+    let limits = *db.limits();
     let Some(e) = db.entry(&args[1]) else {
         return Ok(Reply::Nil);
     };
-    Ok(Reply::Bulk(Bytes::from(rdb::dump(e, fill, version))))
+    // The payload of the encoding this profile's server has (a small set
+    // is a listpack from 7.2).
+    let encoding = super::generic::encoding_in(e, profile, &limits);
+    Ok(Reply::Bulk(Bytes::from(rdb::dump(e, encoding, limits.list_fill, version))))
 }
 
 fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {

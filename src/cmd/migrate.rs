@@ -75,8 +75,9 @@ pub fn migrate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let dbid = super::util::int(&args[4])?;
     let timeout = Duration::from_millis(if timeout <= 0 { 1000 } else { timeout as u64 });
     let now = ctx.now_ms();
-    let fill = ctx.db().limits().list_fill;
-    let version = ctx.core.profile().rdb_version();
+    let limits = *ctx.db().limits();
+    let profile = ctx.core.profile();
+    let version = profile.rdb_version();
     // The keys here (not expired), with their remaining time and payload.
     let mut found: Vec<(Bytes, i64, Bytes)> = Vec::new();
     {
@@ -84,7 +85,8 @@ pub fn migrate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         for key in &args[first..first + count] {
             if let Some(e) = db.entry(key) {
                 let ttl = e.expire().map_or(0, |at| (at as i64 - now as i64).max(1));
-                found.push((key.clone(), ttl, Bytes::from(rdb::dump(e, fill, version))));
+                let encoding = super::generic::encoding_in(e, profile, &limits);
+                found.push((key.clone(), ttl, Bytes::from(rdb::dump(e, encoding, limits.list_fill, version))));
             }
         }
     }
