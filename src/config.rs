@@ -1015,7 +1015,8 @@ impl RuntimeConfig {
     /// parameters while `maxmemory-policy` is an LFU policy.
     pub fn tuning(&self) -> crate::db::Tuning {
         let lfu = self.maxmemory_policy.is_lfu().then_some(self.lfu);
-        crate::db::Tuning { limits: self.enc_limits, lfu }
+        let limits = crate::db::EncLimits { sets_listpack: self.profile.at_least(7, 2, 0), ..self.enc_limits };
+        crate::db::Tuning { limits, lfu }
     }
 
     /// `CONFIG GET arg...`, as Redis 7.0 answers it: an argument without

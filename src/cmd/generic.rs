@@ -302,7 +302,11 @@ pub(crate) fn encoding_in(e: &crate::db::Entry, profile: crate::version::Profile
     let since_7_2 = profile.at_least(7, 2, 0);
     match &e.value {
         Value::List(l) if since_7_2 && list_fits_listpack(l, limits) => "listpack",
-        Value::Set(set) if since_7_2 && set_is_listpack(set, limits) => "listpack",
+        // A set's mark says which, once a write has set it (Redis 7.2's
+        // conversions depend on history); its content, before.
+        Value::Set(set) if since_7_2 && e.str_enc == crate::db::StrEnc::Auto && set_is_listpack(set, limits) => {
+            "listpack"
+        }
         _ => e.encoding(),
     }
 }

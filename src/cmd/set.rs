@@ -13,7 +13,7 @@ use super::list::long_at_least;
 use super::util::{cursor, eq, scan_opts};
 use super::{cmd, CommandSpec, Ctx};
 use crate::db::value::SetValue;
-use crate::db::{notify, scan_step, DbView, Hasher, Value};
+use crate::db::{notify, scan_step, DbView, Hasher, StrEnc, Value};
 use crate::error::{CmdError, CmdResult};
 use crate::glob;
 use crate::num::parse_i64_strict;
@@ -95,7 +95,19 @@ fn set_reply(members: Vec<Bytes>, intset: bool) -> Reply {
 fn sadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
     let mut db = ctx.db();
-    let max = db.limits().intset_entries();
+    let limits = *db.limits();
+    let max = limits.intset_entries();
+    // Redis 7.2's encoding, before (a new set's: created for the members
+    // it is given); 7.0's follows from the content below.
+    let mut enc = if !limits.sets_listpack {
+        None
+    } else {
+        match db.entry(key) {
+            None => Some(Enc72::created(&args[2], args.len() - 2, &limits)),
+            Some(e) if matches!(e.value, Value::Set(_)) => Some(Enc72::of(e, &limits)),
+            Some(_) => return Err(CmdError::WrongType),
+        }
+    };
     if get_set(&mut db, key)?.is_none() {
         db.insert_new(key, Value::Set(SetValue::new()));
     }
@@ -104,17 +116,107 @@ fn sadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     for m in &args[2..] {
         if s.insert(m) {
             added += 1;
+            if let Some(enc) = enc.as_mut() {
+                let was = *enc;
+                *enc = was.adding(m, s, &limits);
+                if was == Enc72::Intset && *enc == Enc72::Listpack {
+                    in_intset_order(s);
+                }
+            }
         }
     }
-    // Redis converts an intset to a hashtable for a non-integer member or
-    // past set-max-intset-entries, and never back.
+    // Redis 7.0 converts an intset to a hashtable for a non-integer member
+    // or past set-max-intset-entries, and never back.
     let outgrown = s.len() > max || args[2..].iter().any(|m| crate::num::parse_i64_strict(m).is_none());
     if added > 0 {
-        db.mark_outgrown(key, outgrown);
+        match enc {
+            Some(enc) => db.set_str_enc(key, enc.mark()),
+            None => db.mark_outgrown(key, outgrown),
+        }
         db.touch(key);
         db.notify(notify::SET, "sadd", key);
     }
     Ok(Reply::Int(added))
+}
+
+/// Puts the integers of a set that was an intset until its last member
+/// (the one that is not an integer) in ascending order, that member after
+/// them: the order of the listpack Redis 7.2 converts the intset into.
+fn in_intset_order(s: &mut SetValue) {
+    let mut members = s.to_vec();
+    let last = members.pop();
+    members.sort_by_key(|m| parse_i64_strict(m).unwrap_or(i64::MAX));
+    let mut sorted = SetValue::new();
+    for m in members.iter().chain(last.as_ref()) {
+        sorted.insert(m);
+    }
+    *s = sorted;
+}
+
+/// A set's encoding in Redis 7.2 and later, as writes change it: an intset
+/// while it holds integers only and at most `set-max-intset-entries`; a
+/// listpack when a non-integer joins a small intset, or when the set is
+/// created for members that are not all integers, or too many for an
+/// intset, but few enough (`set-max-listpack-*`); a hashtable past those,
+/// for good. A listpack never turns back into an intset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Enc72 {
+    Intset,
+    Listpack,
+    Hashtable,
+}
+
+impl Enc72 {
+    /// The encoding of the set `e` holds.
+    fn of(e: &crate::db::Entry, limits: &crate::db::EncLimits) -> Enc72 {
+        let name = match e.str_enc {
+            StrEnc::Auto => e.value.encoding(limits),
+            _ => e.encoding(),
+        };
+        match name {
+            "intset" => Enc72::Intset,
+            "listpack" => Enc72::Listpack,
+            _ => Enc72::Hashtable,
+        }
+    }
+
+    /// A new set for `hint` members, the first of them `first`.
+    fn created(first: &[u8], hint: usize, limits: &crate::db::EncLimits) -> Enc72 {
+        if parse_i64_strict(first).is_some() && hint <= limits.intset_entries() {
+            Enc72::Intset
+        } else if hint <= limits.set_listpack_entries {
+            Enc72::Listpack
+        } else {
+            Enc72::Hashtable
+        }
+    }
+
+    /// After `m` was added to `s` (which now holds it).
+    fn adding(self, m: &[u8], s: &SetValue, limits: &crate::db::EncLimits) -> Enc72 {
+        let len = s.len();
+        let fits = |x: &[u8]| x.len() <= limits.set_listpack_value;
+        match self {
+            Enc72::Intset if parse_i64_strict(m).is_some() => {
+                if len > limits.intset_entries() {
+                    Enc72::Hashtable
+                } else {
+                    Enc72::Intset
+                }
+            }
+            Enc72::Intset if len <= limits.set_listpack_entries && s.iter().all(fits) => Enc72::Listpack,
+            Enc72::Listpack if len <= limits.set_listpack_entries && fits(m) => Enc72::Listpack,
+            _ => Enc72::Hashtable,
+        }
+    }
+
+    /// The entry's mark for it.
+    fn mark(self) -> StrEnc {
+        match self {
+            Enc72::Intset => StrEnc::Small,
+            Enc72::Listpack => StrEnc::SetListpack,
+            Enc72::Hashtable => StrEnc::Big,
+        }
+    }
 }
 
 fn srem(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
@@ -266,14 +368,28 @@ fn smove(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     db.notify(notify::SET, "srem", src);
     db.remove_if_empty(src);
     db.touch(src);
-    if get_set(&mut db, dst)?.is_none() {
+    let limits = *db.limits();
+    let (exists, before) = match db.entry(dst) {
+        None => (false, None),
+        Some(e) => (true, limits.sets_listpack.then(|| Enc72::of(e, &limits))),
+    };
+    if !exists {
         db.insert_new(dst, Value::Set(SetValue::new()));
     }
-    let max = db.limits().intset_entries();
+    let max = limits.intset_entries();
     let d = get_set(&mut db, dst)?.expect("exists");
     if d.insert(m) {
-        let outgrown = d.len() > max || crate::num::parse_i64_strict(m).is_none();
-        db.mark_outgrown(dst, outgrown);
+        if limits.sets_listpack {
+            let was = before.unwrap_or_else(|| Enc72::created(m, 1, &limits));
+            let enc = was.adding(m, d, &limits);
+            if was == Enc72::Intset && enc == Enc72::Listpack {
+                in_intset_order(d);
+            }
+            db.set_str_enc(dst, enc.mark());
+        } else {
+            let outgrown = d.len() > max || crate::num::parse_i64_strict(m).is_none();
+            db.mark_outgrown(dst, outgrown);
+        }
         db.touch(dst);
         db.notify(notify::SET, "sadd", dst);
     }

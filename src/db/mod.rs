@@ -130,8 +130,13 @@ pub enum StrEnc {
     Big,
     /// A set, hash or sorted set in its compact encoding: pinned when the
     /// value is stored, so that thresholds lowered later by `CONFIG SET`
-    /// convert it only when a write crosses them, as in Redis.
+    /// convert it only when a write crosses them, as in Redis. For a set,
+    /// an intset.
     Small,
+    /// A set that is a listpack (Redis 7.2 and later: a small set that is
+    /// not, or is no longer, an intset); it becomes a hashtable when a
+    /// write crosses `set-max-listpack-*`, and never an intset again.
+    SetListpack,
 }
 
 impl Entry {
@@ -169,6 +174,7 @@ impl Entry {
             (Value::Set(_) | Value::Hash(_), StrEnc::Big) => "hashtable",
             (Value::ZSet(_), StrEnc::Big) => "skiplist",
             (Value::Set(_), StrEnc::Small) => "intset",
+            (Value::Set(_), StrEnc::SetListpack) => "listpack",
             (Value::Hash(h), StrEnc::Small) if h.ttls().is_some() => "listpackex",
             (Value::Hash(_) | Value::ZSet(_), StrEnc::Small) => "listpack",
             (v, _) => v.encoding(&EncLimits::default()),
@@ -683,8 +689,9 @@ impl DbView<'_> {
     /// force (see [`StrEnc::Small`]).
     fn pin_encoding(limits: &EncLimits, e: &mut Entry) {
         if e.str_enc == StrEnc::Auto && matches!(e.value, Value::Set(_) | Value::Hash(_) | Value::ZSet(_)) {
-            e.str_enc = match e.value.encoding(limits) {
-                "hashtable" | "skiplist" => StrEnc::Big,
+            e.str_enc = match (e.value.encoding(limits), &e.value) {
+                ("hashtable" | "skiplist", _) => StrEnc::Big,
+                ("listpack", Value::Set(_)) => StrEnc::SetListpack,
                 _ => StrEnc::Small,
             };
         }

@@ -1316,6 +1316,10 @@ pub fn loaded_encoding(payload: &[u8], value: &Value, limits: &EncLimits) -> Opt
 
 /// [`loaded_encoding`] for a value of RDB type `t`.
 pub fn loaded_encoding_of(t: u8, value: &Value, limits: &EncLimits) -> Option<StrEnc> {
+    if let (T_SET_LISTPACK, Value::Set(s)) = (t, value) {
+        // A listpack set stays one within the entries threshold in force.
+        return Some(if s.len() > limits.set_listpack_entries { StrEnc::Big } else { StrEnc::SetListpack });
+    }
     let (len, max) = match (t, value) {
         (T_SET_INTSET, Value::Set(s)) => (s.len(), limits.intset_entries()),
         (T_HASH_LISTPACK | T_HASH_LISTPACK_EX, Value::Hash(h)) => (h.len(), limits.hash_entries),

@@ -31,6 +31,9 @@ pub struct EncLimits {
     /// `list-max-listpack-size`: entries per quicklist node when positive,
     /// a node size class (-1: 4 kB … -5: 64 kB) when negative.
     pub list_fill: i64,
+    /// Redis 7.2 and later: a small set that is not an intset is a
+    /// listpack (`set_listpack_*`), not a hashtable. From the profile.
+    pub sets_listpack: bool,
 }
 
 impl Default for EncLimits {
@@ -46,6 +49,7 @@ impl Default for EncLimits {
             zset_entries: 128,
             zset_value: 64,
             list_fill: -2,
+            sets_listpack: false,
         }
     }
 }
@@ -137,8 +141,18 @@ impl Value {
             }
             Value::List(_) => "quicklist",
             Value::Set(s) => {
-                if s.len() <= limits.intset_entries() && s.iter().all(|m| crate::num::parse_i64_strict(m).is_some()) {
+                // Built by adding its members to an empty intset: integers
+                // only stay an intset up to its limit, then a hashtable;
+                // a member that is not an integer makes a listpack (7.2).
+                let ints = s.iter().all(|m| crate::num::parse_i64_strict(m).is_some());
+                if ints && s.len() <= limits.intset_entries() {
                     "intset"
+                } else if limits.sets_listpack
+                    && !ints
+                    && s.len() <= limits.set_listpack_entries
+                    && s.iter().all(|m| m.len() <= limits.set_listpack_value)
+                {
+                    "listpack"
                 } else {
                     "hashtable"
                 }
