@@ -332,18 +332,7 @@ pub fn operations(nodes: &[NodeHistory], lost: &[LostHold], pattern: Option<&[u8
 
 /// A string as JSON or EDN writes it (both read `\"`, `\\` and `\uXXXX`).
 fn string(out: &mut String, b: &[u8]) {
-    out.push('"');
-    for ch in String::from_utf8_lossy(b).chars() {
-        match ch {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
+    super::timeline::json_b(out, b);
 }
 
 /// The operations written as a history: each as its invocation and its

@@ -539,7 +539,9 @@ fn json_str(out: &mut String, s: &str) {
     out.push('"');
 }
 
-fn json_b(out: &mut String, b: &[u8]) {
+/// A byte string as a JSON string (`\"`, `\\`, `\uXXXX`), lossily as UTF-8;
+/// EDN reads the same escapes.
+pub(super) fn json_b(out: &mut String, b: &[u8]) {
     json_str(out, &lossy(b));
 }
 
