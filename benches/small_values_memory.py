@@ -134,6 +134,9 @@ def zset(n):
 SHAPES = [
     ("string", lambda k: [("SET", k, "value")]),
     ("hash, 1 field", lambda k: [("HSET", k, "f", "v")]),
+    # A held Redisson lock: its hash and its lease.
+    ("hash, 1 field, TTL", lambda k: [("HSET", k, "8f2b6c1e-4a7d-4e21-9c3b-5d6e7f809a1b:1", "1"),
+                                      ("PEXPIRE", k, "3600000")]),
     ("hash, 10 fields", lambda k: [("HSET", k, *sum(([f"f{i}", "v"] for i in range(10)), []))]),
     ("zset, 1 member", zset(1)),
     ("zset, 10 members", zset(10)),

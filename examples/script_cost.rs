@@ -15,7 +15,8 @@
 //! `SCRIPT_COST_PARAMS=test-control=no` runs it with lock recording off.
 //!
 //! Workloads: `lock-unlock` (Redisson's reentrant lock then unlock via
-//! EVALSHA, a fresh lock name each time), `set-get` (SET then GET),
+//! EVALSHA, a fresh lock name each time), `set-get` (SET then GET), `get`
+//! (one key read again and again),
 //! `hset-hget` (a one-field hash written and read), `ping`. Each first runs
 //! the workload 1,000 times (warm-up, not counted apart: run it with 0 to
 //! measure the fixed cost and subtract).
@@ -58,13 +59,20 @@ fn main() {
             assert_eq!(h.run(&["SET", &key, "value"]), Reply::ok());
             assert_eq!(h.run(&["GET", &key]), Reply::bulk_str("value"));
         }
+        "get" => {
+            // The same key read again and again (a cached value).
+            if i == 0 {
+                assert_eq!(h.run(&["SET", "key", "value"]), Reply::ok());
+            }
+            assert_eq!(h.run(&["GET", "key"]), Reply::bulk_str("value"));
+        }
         "hset-hget" => {
             let key = format!("hash:{i}");
             assert_eq!(h.run(&["HSET", &key, holder, "1"]), Reply::Int(1));
             assert_eq!(h.run(&["HGET", &key, holder]), Reply::bulk_str("1"));
         }
         "ping" => assert_eq!(h.run(&["PING"]), Reply::status("PONG")),
-        other => panic!("unknown workload {other}: lock-unlock, set-get, hset-hget or ping"),
+        other => panic!("unknown workload {other}: lock-unlock, set-get, get, hset-hget or ping"),
     };
     for i in 0..1000 {
         one(i, &mut h);

@@ -12,7 +12,7 @@
 //! Keys are copied into their own allocation when stored (never a slice of a
 //! connection's read buffer, which would keep that buffer alive).
 //!
-//! Each database is an `IndexMap<Key, Entry>` with its expiry index; both
+//! Each database is a [`keymap::KeyMap`] of [`Entry`] with its expiry index; both
 //! are private to `db`: commands change keys through [`DbView`] (a database
 //! seen by one command at its frozen time) and read raw entries through
 //! [`DbView::raw`], so the expiry-index invariant is kept by the compiler.
@@ -56,6 +56,7 @@ pub mod geohash;
 pub mod hash_value;
 pub mod hll;
 pub mod key;
+pub mod keymap;
 pub mod preimage;
 pub mod rdb;
 pub mod set_value;
@@ -79,8 +80,10 @@ use crate::error::CmdError;
 
 /// Hasher for every map in the keyspace (seeded per process, fast).
 pub type Hasher = foldhash::fast::RandomState;
-/// Insertion-ordered map: O(1) random access (RANDOMKEY, sampling) and a
-/// cursor SCAN that never misses a key present throughout the iteration.
+/// Insertion-ordered map for the values' own tables and the server's (a
+/// large hash's fields, the clients): O(1) random access and cursor scans,
+/// as the keyspace's [`keymap::KeyMap`] has, which is the same shape
+/// without the stored hashes.
 pub type Map<K, V> = IndexMap<K, V, Hasher>;
 
 /// A deadline as stored: the epoch itself (0, long past whatever the
@@ -207,7 +210,8 @@ pub const FAIR_QUEUE_PREFIX: &[u8] = b"redisson_lock_queue:";
 /// A database's map, with a count of its keys that start with
 /// [`FAIR_QUEUE_PREFIX`], kept where keys come and go.
 mod entries {
-    use super::{Entry, Key, Map, FAIR_QUEUE_PREFIX};
+    use super::keymap::KeyMap;
+    use super::{Entry, Key, FAIR_QUEUE_PREFIX};
 
     /// **Invariant:** `queues` is the number of keys of `map` that start
     /// with [`FAIR_QUEUE_PREFIX`]. `map` is private to this module: outside
@@ -220,16 +224,16 @@ mod entries {
     /// ([`Entries::insert`]) gets `gen` (see `db::snapshot`).
     #[derive(Debug, Default, Clone)]
     pub struct Entries {
-        map: Map<Key, Entry>,
+        map: KeyMap<Entry>,
         queues: usize,
         gen: u16,
     }
 
     impl std::ops::Deref for Entries {
-        type Target = Map<Key, Entry>;
+        type Target = KeyMap<Entry>;
 
         #[inline]
-        fn deref(&self) -> &Map<Key, Entry> {
+        fn deref(&self) -> &KeyMap<Entry> {
             &self.map
         }
     }
@@ -247,7 +251,7 @@ mod entries {
             self.queues
         }
 
-        /// `IndexMap::insert` (a key already there keeps its place and
+        /// `KeyMap::insert` (a key already there keeps its place and
         /// count). The entry is marked with the current generation: a
         /// snapshot running now does not write it (it was written before,
         /// or did not exist when the snapshot began).
@@ -262,21 +266,21 @@ mod entries {
             old
         }
 
-        /// `IndexMap::swap_remove_index`.
+        /// `KeyMap::swap_remove_index`.
         #[inline]
         pub fn swap_remove_index(&mut self, idx: usize) -> Option<(Key, Entry)> {
             let gone = self.map.swap_remove_index(idx);
             self.forget(gone)
         }
 
-        /// `IndexMap::swap_remove_entry`.
+        /// `KeyMap::swap_remove_entry`.
         #[inline]
         pub fn swap_remove_entry(&mut self, key: &[u8]) -> Option<(Key, Entry)> {
             let gone = self.map.swap_remove_entry(key);
             self.forget(gone)
         }
 
-        /// `IndexMap::swap_remove`.
+        /// `KeyMap::swap_remove`.
         #[inline]
         pub fn swap_remove(&mut self, key: &[u8]) -> Option<Entry> {
             self.swap_remove_entry(key).map(|(_, e)| e)
@@ -290,13 +294,13 @@ mod entries {
             gone
         }
 
-        /// `IndexMap::get_index_mut` (the key stays as it is).
+        /// `KeyMap::get_index_mut` (the key stays as it is).
         #[inline]
         pub fn get_index_mut(&mut self, idx: usize) -> Option<(&Key, &mut Entry)> {
             self.map.get_index_mut(idx)
         }
 
-        /// `IndexMap::get_mut`.
+        /// `KeyMap::get_mut`.
         #[inline]
         pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut Entry> {
             self.map.get_mut(key)
@@ -336,9 +340,11 @@ mod entries {
 
         /// Moves every entry into a new map of `capacity` with the same
         /// hasher (the same keys: the count stays); returns the old map.
-        pub fn rebuild(&mut self, capacity: usize) -> Map<Key, Entry> {
-            let mut fresh = Map::with_capacity_and_hasher(capacity, self.map.hasher().clone());
-            fresh.extend(self.map.drain(..));
+        pub fn rebuild(&mut self, capacity: usize) -> KeyMap<Entry> {
+            let mut fresh = KeyMap::with_capacity_and_hasher(capacity, self.map.hasher().clone());
+            for (k, e) in self.map.drain() {
+                fresh.insert(k, e);
+            }
             std::mem::replace(&mut self.map, fresh)
         }
     }
@@ -1030,7 +1036,6 @@ impl Db {
 
     /// The hash registered in the field-expiry index under `(at, hash)`.
     fn hash_expiring(&self, at: u64, hash: u64) -> Option<&Key> {
-        use indexmap::map::RawEntryApiV1;
         let hasher = self.map.hasher();
         let registered = |e: &Entry| match &e.value {
             Value::Hash(h) => h.ttls().is_some_and(|t| t.registered == at),
@@ -1038,8 +1043,7 @@ impl Db {
         };
         let mut other: Vec<&Key> = Vec::new();
         loop {
-            let (k, e) =
-                self.map.raw_entry_v1().from_hash(hash, |k| hasher.hash_one(&k[..]) == hash && !other.contains(&k))?;
+            let (k, e) = self.map.find_by_hash(hash, |k, _| hasher.hash_one(&k[..]) == hash && !other.contains(&k))?;
             if registered(e) {
                 return Some(k);
             }
@@ -1142,14 +1146,12 @@ impl Db {
     /// (see [`expiry`]): found through the map's table, checking the full
     /// hash and the deadline, never by scanning.
     fn key_expiring(&self, at: u64, hash: u64) -> Option<&Key> {
-        use indexmap::map::RawEntryApiV1;
         let hasher = self.map.hasher();
         // Keys with this very hash but another deadline (a 64-bit hash
         // collision): passed over. Almost always stays empty.
         let mut other: Vec<&Key> = Vec::new();
         loop {
-            let (k, e) =
-                self.map.raw_entry_v1().from_hash(hash, |k| hasher.hash_one(&k[..]) == hash && !other.contains(&k))?;
+            let (k, e) = self.map.find_by_hash(hash, |k, _| hasher.hash_one(&k[..]) == hash && !other.contains(&k))?;
             if e.expire() == Some(at) {
                 return Some(k);
             }
@@ -1349,7 +1351,7 @@ mod tests {
         for (at, hash, count) in db.expires.iter() {
             assert_eq!(count, 1);
             let key = db.key_expiring(at, hash).expect("every pair names a live key");
-            assert_eq!(db.map[key].expire(), Some(at));
+            assert_eq!(db.map.get(key).expect("stored").expire(), Some(at));
         }
         assert_eq!(db.map.values().filter(|e| e.expire().is_some()).count(), db.expires.len());
         assert_eq!(db.first_expiring().map(|(at, k)| (at, k.to_bytes())), Some((2_050, Bytes::from("k50"))));
