@@ -186,16 +186,25 @@ fn strtod_full(b: &[u8]) -> Option<f64> {
     (!v.is_nan() && !t.iter().any(|c| c.is_ascii_alphabetic() && !matches!(c, b'e' | b'E'))).then_some(v)
 }
 
-fn parse_score_bound(b: &[u8]) -> Option<ScoreBound> {
+/// A score bound; `redis8`: read as Redis 8's `zslParseRange` reads it
+/// (`fast_float`, as its `SORT` does: no leading space, no hex form), up to
+/// the first NUL as C's string is; before 8 (and on Valkey), `strtod`.
+fn parse_score_bound(b: &[u8], redis8: bool) -> Option<ScoreBound> {
     let (rest, exclusive) = match b.first() {
         Some(b'(') => (&b[1..], true),
         _ => (b, false),
     };
-    strtod_full(rest).map(|value| ScoreBound { value, exclusive })
+    let value = if redis8 {
+        num::sort_score_8(&rest[..rest.iter().position(|&c| c == 0).unwrap_or(rest.len())])
+    } else {
+        strtod_full(rest)
+    };
+    value.map(|value| ScoreBound { value, exclusive })
 }
 
-fn parse_score_range(min: &[u8], max: &[u8]) -> Result<(ScoreBound, ScoreBound), CmdError> {
-    match (parse_score_bound(min), parse_score_bound(max)) {
+fn parse_score_range(ctx: &Ctx<'_>, min: &[u8], max: &[u8]) -> Result<(ScoreBound, ScoreBound), CmdError> {
+    let redis8 = ctx.core.profile().at_least(8, 0, 0);
+    match (parse_score_bound(min, redis8), parse_score_bound(max, redis8)) {
         (Some(a), Some(b)) => Ok((a, b)),
         _ => Err(CmdError::custom("ERR min or max is not a float")),
     }
@@ -417,7 +426,7 @@ fn zcard(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn zcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let (min, max) = parse_score_range(&args[2], &args[3])?;
+    let (min, max) = parse_score_range(ctx, &args[2], &args[3])?;
     let mut db = ctx.db();
     Ok(Reply::Int(get_zset(&mut db, &args[1])?.map_or(0, |z| {
         let (lo, hi) = z.score_range(min, max);
@@ -601,7 +610,7 @@ fn zrange_generic(
     let mut lex = None;
     match kind {
         Kind::Rank => ranks = (int(&args[minidx])?, int(&args[maxidx])?),
-        Kind::Score => scores = Some(parse_score_range(&args[minidx], &args[maxidx])?),
+        Kind::Score => scores = Some(parse_score_range(ctx, &args[minidx], &args[maxidx])?),
         Kind::Lex => lex = Some(parse_lex_range(&args[minidx], &args[maxidx])?),
     }
     let resp = ctx.client.resp;
@@ -673,7 +682,7 @@ fn zremrange_generic(ctx: &mut Ctx<'_>, args: &[Bytes], kind: Kind) -> CmdResult
             "zremrangebyrank"
         }
         Kind::Score => {
-            scores = Some(parse_score_range(&args[2], &args[3])?);
+            scores = Some(parse_score_range(ctx, &args[2], &args[3])?);
             "zremrangebyscore"
         }
         Kind::Lex => {
@@ -1181,16 +1190,25 @@ mod tests {
 
     #[test]
     fn range_bounds_parse_like_zsl_parse_range() {
-        assert_eq!(parse_score_bound(b"(1.5"), Some(ScoreBound { value: 1.5, exclusive: true }));
-        assert_eq!(parse_score_bound(b""), Some(ScoreBound { value: 0.0, exclusive: false }));
-        assert_eq!(parse_score_bound(b"("), Some(ScoreBound { value: 0.0, exclusive: true }));
-        assert_eq!(parse_score_bound(b" 1"), Some(ScoreBound { value: 1.0, exclusive: false }));
-        assert_eq!(parse_score_bound(b"1e400").map(|b| b.value), Some(f64::INFINITY));
-        assert_eq!(parse_score_bound(b"1\0x").map(|b| b.value), Some(1.0));
-        assert_eq!(parse_score_bound(b"   "), None);
-        assert_eq!(parse_score_bound(b"nan"), None);
-        assert_eq!(parse_score_bound(b"1 "), None);
-        assert_eq!(parse_score_bound(b"-"), None);
+        assert_eq!(parse_score_bound(b"(1.5", false), Some(ScoreBound { value: 1.5, exclusive: true }));
+        assert_eq!(parse_score_bound(b"", false), Some(ScoreBound { value: 0.0, exclusive: false }));
+        assert_eq!(parse_score_bound(b"(", false), Some(ScoreBound { value: 0.0, exclusive: true }));
+        assert_eq!(parse_score_bound(b" 1", false), Some(ScoreBound { value: 1.0, exclusive: false }));
+        assert_eq!(parse_score_bound(b"1e400", false).map(|b| b.value), Some(f64::INFINITY));
+        assert_eq!(parse_score_bound(b"1\0x", false).map(|b| b.value), Some(1.0));
+        assert_eq!(parse_score_bound(b"   ", false), None);
+        assert_eq!(parse_score_bound(b"nan", false), None);
+        assert_eq!(parse_score_bound(b"1 ", false), None);
+        assert_eq!(parse_score_bound(b"-", false), None);
+        assert_eq!(parse_score_bound(b"0x10", false).map(|b| b.value), Some(16.0));
+        // Redis 8: no leading space, no hex form; the rest as before.
+        assert_eq!(parse_score_bound(b" 1", true), None);
+        assert_eq!(parse_score_bound(b"0x10", true), None);
+        assert_eq!(parse_score_bound(b"(+1", true), Some(ScoreBound { value: 1.0, exclusive: true }));
+        assert_eq!(parse_score_bound(b"(", true), Some(ScoreBound { value: 0.0, exclusive: true }));
+        assert_eq!(parse_score_bound(b"1e400", true).map(|b| b.value), Some(f64::INFINITY));
+        assert_eq!(parse_score_bound(b"1\0x", true).map(|b| b.value), Some(1.0));
+        assert_eq!(parse_score_bound(b"nan", true), None);
         assert_eq!(parse_lex_bound(b"-"), Some(LexBound::NegInf));
         assert_eq!(parse_lex_bound(b"-\0"), Some(LexBound::NegInf));
         assert_eq!(parse_lex_bound(b"-a"), None);

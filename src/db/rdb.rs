@@ -482,9 +482,15 @@ fn quicklist_allows(node_bytes: usize, node_count: usize, elem_len: usize, fill:
     new_size <= max && (fill < 0 || i64::try_from(node_count).unwrap_or(i64::MAX) < fill)
 }
 
-/// The score as Redis 7.0's `d2string` prints it into a listpack.
-fn score_text(d: f64) -> String {
-    crate::num::fmt_double(d)
+/// The score as `d2string` prints it into a listpack: Redis 7.0's
+/// `%.17g`, or from 7.2 (RDB version 11, Valkey 8 included) the shortest
+/// digits that read back the same.
+fn score_text(d: f64, version: u16) -> String {
+    if version >= 11 {
+        crate::num::fmt_short(d)
+    } else {
+        crate::num::fmt_double(d)
+    }
 }
 
 /// The DUMP payload of `entry`, with `version` in its footer (the
@@ -587,7 +593,7 @@ fn dump_value(out: &mut Vec<u8>, entry: &Entry, encoding: &str, list_fill: i64, 
                 let mut lp = Listpack::new();
                 for (m, s) in z.iter() {
                     lp.push(m);
-                    lp.push(score_text(s).as_bytes());
+                    lp.push(score_text(s, version).as_bytes());
                 }
                 save_string(out, &lp.finish());
             } else {
