@@ -472,6 +472,70 @@ fn encode_backlen(b: &mut Vec<u8>, l: usize) {
     }
 }
 
+/// A list's quicklist nodes as Redis 7.0 has them for a list built by
+/// appending: every node packed, a new one when the tail would not take
+/// the element ([`quicklist_allows`]).
+fn list_nodes_70(l: &ListValue, fill: i64) -> Vec<(u64, Vec<u8>)> {
+    let mut nodes = Vec::new();
+    let mut cur = Listpack::new();
+    for e in l {
+        if cur.count > 0 && !quicklist_allows(cur.bytes(), cur.count, e.len(), fill) {
+            nodes.push((QUICKLIST_PACKED, std::mem::replace(&mut cur, Listpack::new()).finish()));
+        }
+        cur.push(e);
+    }
+    if cur.count > 0 {
+        nodes.push((QUICKLIST_PACKED, cur.finish()));
+    }
+    nodes
+}
+
+/// The same as Redis 7.2 and later have them (Valkey 8 too): a list is one
+/// listpack until an append would pass the node limit counted exactly
+/// (`lpBytes` plus the element's length), when that listpack becomes the
+/// first node whole; from then on appends follow the quicklist's estimate
+/// (length plus 8), and an element larger than a node may be is a plain
+/// node of its own (`isLargeElement`; 7.0 did that only from 1 GB).
+fn list_nodes_72(l: &ListValue, fill: i64) -> Vec<(u64, Vec<u8>)> {
+    let size_limit = EncLimits { list_fill: fill, ..EncLimits::default() }.list_node_bytes();
+    // `quicklistNodeExceedsLimit`: a size limit, or (fill >= 0) a count
+    // limit within the 8 kB safety limit; fill 0 still holds one entry.
+    let exceeds = |size: usize, count: usize| {
+        if fill < 0 {
+            size > size_limit
+        } else {
+            size > size_limit || count > usize::try_from(fill.max(1)).unwrap_or(usize::MAX)
+        }
+    };
+    let mut nodes = Vec::new();
+    let mut cur = Listpack::new();
+    let mut quicklist = false;
+    for e in l {
+        if !quicklist {
+            if !exceeds(cur.bytes() + e.len(), cur.count + 1) {
+                cur.push(e);
+                continue;
+            }
+            quicklist = true;
+        }
+        if e.len() > size_limit {
+            if cur.count > 0 {
+                nodes.push((QUICKLIST_PACKED, std::mem::replace(&mut cur, Listpack::new()).finish()));
+            }
+            nodes.push((QUICKLIST_PLAIN, e.to_vec()));
+            continue;
+        }
+        if cur.count > 0 && exceeds(cur.bytes() + e.len() + 8, cur.count + 1) {
+            nodes.push((QUICKLIST_PACKED, std::mem::replace(&mut cur, Listpack::new()).finish()));
+        }
+        cur.push(e);
+    }
+    if cur.count > 0 {
+        nodes.push((QUICKLIST_PACKED, cur.finish()));
+    }
+    nodes
+}
+
 /// Redis 7.0's quicklist node fill rule for a list built by appending: an
 /// element is estimated at its length plus 8 bytes; a negative
 /// `list-max-listpack-size` bounds a node's size (-1: 4 kB … -5: 64 kB), a
@@ -516,20 +580,10 @@ fn dump_value(out: &mut Vec<u8>, entry: &Entry, encoding: &str, list_fill: i64, 
         }
         Value::List(l) => {
             out.push(T_LIST_QUICKLIST_2);
-            let mut nodes: Vec<Vec<u8>> = Vec::new();
-            let mut cur = Listpack::new();
-            for e in l {
-                if cur.count > 0 && !quicklist_allows(cur.bytes(), cur.count, e.len(), list_fill) {
-                    nodes.push(std::mem::replace(&mut cur, Listpack::new()).finish());
-                }
-                cur.push(e);
-            }
-            if cur.count > 0 {
-                nodes.push(cur.finish());
-            }
+            let nodes = if version >= 11 { list_nodes_72(l, list_fill) } else { list_nodes_70(l, list_fill) };
             save_len(out, nodes.len() as u64);
-            for n in nodes {
-                save_len(out, QUICKLIST_PACKED);
+            for (container, n) in nodes {
+                save_len(out, container);
                 save_string(out, &n);
             }
         }
