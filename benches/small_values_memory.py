@@ -140,6 +140,9 @@ SHAPES = [
     ("hash, 10 fields", lambda k: [("HSET", k, *sum(([f"f{i}", "v"] for i in range(10)), []))]),
     ("zset, 1 member", zset(1)),
     ("zset, 10 members", zset(10)),
+    # A rate limiter's window or a fair lock's timeouts: millisecond
+    # timestamps as scores (a listpack stores them in 8 bytes too).
+    ("zset, 10 timestamps", lambda k: [("ZADD", k, *sum(([1733400000000 + 137 * j, f"req:{j}"] for j in range(10)), []))]),
     ("set, 10 integers", lambda k: [("SADD", k, *range(10))]),
     ("set, 1 member", lambda k: [("SADD", k, "member:0")]),
     ("list, 1 element", lambda k: [("RPUSH", k, "8f2b6c1e-4a7d-4e21-9c3b-5d6e7f809a1b:1")]),
