@@ -133,6 +133,8 @@ def zset(n):
 
 SHAPES = [
     ("string", lambda k: [("SET", k, "value")]),
+    ("string, 36-byte token", lambda k: [("SET", k, "8f2b6c1e-4a7d-4e21-9c3b-5d6e7f809a1b")]),
+    ("string, 100 bytes", lambda k: [("SET", k, "v" * 100)]),
     ("hash, 1 field", lambda k: [("HSET", k, "f", "v")]),
     # A held Redisson lock: its hash and its lease.
     ("hash, 1 field, TTL", lambda k: [("HSET", k, "8f2b6c1e-4a7d-4e21-9c3b-5d6e7f809a1b:1", "1"),

@@ -6,7 +6,7 @@ use bytes::Bytes;
 
 use super::util::{eq, int};
 use super::{cmd, CommandSpec, Ctx};
-use crate::db::{notify, StrEnc, Value};
+use crate::db::{notify, StrEnc, StrValue, Value};
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
 use crate::version::Version;
@@ -38,9 +38,11 @@ fn bit_offset(ctx: &Ctx<'_>, arg: &[u8]) -> Result<u64, CmdError> {
     }
 }
 
-/// The string at `key` for reading (None: missing); WRONGTYPE otherwise.
+/// A copy of the string at `key` (None: missing); WRONGTYPE otherwise.
+/// For `BITOP`'s sources, which it reads whole; the other readers look at
+/// the stored bytes in place.
 fn read_string(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<Option<Bytes>, CmdError> {
-    ctx.db().get_str(key).map(|s| s.cloned())
+    ctx.db().get_str(key).map(|s| s.map(|s| s.to_bytes()))
 }
 
 fn setbit(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
@@ -61,7 +63,7 @@ fn setbit(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             if s.len() > byte && (s[byte] & mask != 0) == (on == 1) {
                 old = on == 1;
             } else {
-                super::string::edit_string(s, |m| {
+                s.edit((byte + 1).saturating_sub(s.len()), |m| {
                     if m.len() <= byte {
                         m.resize(byte + 1, 0);
                     }
@@ -82,7 +84,7 @@ fn setbit(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             if on == 1 {
                 m[byte] |= mask;
             }
-            db.set(key, Value::Str(Bytes::from(m)), false);
+            db.set(key, Value::Str(StrValue::from_vec(m)), false);
             (false, true)
         }
     };
@@ -97,7 +99,8 @@ fn setbit(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn getbit(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let offset = bit_offset(ctx, &args[2])?;
-    let Some(s) = read_string(ctx, &args[1])? else { return Ok(Reply::Int(0)) };
+    let mut db = ctx.db();
+    let Some(s) = db.get_str(&args[1])? else { return Ok(Reply::Int(0)) };
     let byte = (offset >> 3) as usize;
     Ok(Reply::Int(s.get(byte).map_or(0, |b| i64::from(b & (0x80 >> (offset & 7)) != 0))))
 }
@@ -173,12 +176,13 @@ fn bitcount_range(ctx: &Ctx<'_>, args: &[Bytes]) -> Result<GivenRange, CmdError>
 
 fn bitcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let checked_first = ctx.core.profile().at_least(7, 2, 0);
-    let given = if checked_first { Some(bitcount_range(ctx, args)?) } else { None };
-    let Some(s) = read_string(ctx, &args[1])? else { return Ok(Reply::Int(0)) };
-    let given = match given {
-        Some(g) => g,
-        None => bitcount_range(ctx, args)?,
-    };
+    // Read without side effects; its error is answered before the lookup
+    // or after it, as the version does.
+    let parsed = bitcount_range(ctx, args);
+    let parsed = if checked_first { Ok(parsed?) } else { parsed };
+    let mut db = ctx.db();
+    let Some(s) = db.get_str(&args[1])? else { return Ok(Reply::Int(0)) };
+    let given = parsed?;
     let len = s.len() as i64;
     let r = match given {
         None => Range { start: 0, end: len - 1, first_mask: 0, last_mask: 0 },
@@ -237,7 +241,8 @@ fn bitpos(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         })
     };
     let given = if ctx.core.profile().at_least(7, 2, 0) { Some(range(args)?) } else { None };
-    let Some(s) = read_string(ctx, &args[1])? else { return Ok(Reply::Int(if bit { -1 } else { 0 })) };
+    let mut db = ctx.db();
+    let Some(s) = db.get_str(&args[1])? else { return Ok(Reply::Int(if bit { -1 } else { 0 })) };
     let given = match given {
         Some(g) => g,
         None => range(args)?,
@@ -360,7 +365,7 @@ fn bitop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             }
         })
         .collect();
-    db.set(dst, Value::Str(Bytes::from(out)), false);
+    db.set(dst, Value::Str(StrValue::from_vec(out)), false);
     db.set_str_enc(dst, StrEnc::Raw);
     db.notify(notify::STRING, "set", dst);
     Ok(Reply::Int(maxlen as i64))
@@ -544,14 +549,15 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, args: &[Bytes], readonly_cmd: bool) -> Cm
     let key = &args[1];
     let Some(highest) = highest_write else {
         // Only GETs: read the key (missing = all zeros).
-        let s = read_string(ctx, key)?.unwrap_or_default();
+        let mut db = ctx.db();
+        let s: &[u8] = db.get_str(key)?.map_or(&[], |s| s);
         return Ok(Reply::Array(
             ops.iter()
                 .map(|op| {
                     Reply::Int(if op.signed {
-                        get_signed(&s, op.offset, op.bits)
+                        get_signed(s, op.offset, op.bits)
                     } else {
-                        get_unsigned(&s, op.offset, op.bits) as i64
+                        get_unsigned(s, op.offset, op.bits) as i64
                     })
                 })
                 .collect(),
@@ -570,7 +576,7 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, args: &[Bytes], readonly_cmd: bool) -> Cm
     if created {
         // Created before the operations run, as Redis's lookup does: only a
         // write that happens (not a FAIL overflow) signals the key.
-        db.insert_new_untouched(key, Value::Str(Bytes::new()));
+        db.insert_new_untouched(key, Value::Str(StrValue::new(b"")));
     }
     let Some(Value::Str(stored)) = db.get_mut(key) else { unreachable!("a string now") };
     // Redis signals the key when a write (not a FAIL overflow) created or
@@ -578,7 +584,7 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, args: &[Bytes], readonly_cmd: bool) -> Cm
     let grown = created || stored.len() < need;
     let mut out = Vec::with_capacity(ops.len());
     let mut changes = 0;
-    super::string::edit_string(stored, |buf| {
+    stored.edit(need.saturating_sub(stored.len()), |buf| {
         if buf.len() < need {
             buf.resize(need, 0);
         }

@@ -8,7 +8,7 @@ use rand::Rng;
 use super::util::eq;
 use super::{cmd, CommandSpec, Ctx};
 use crate::db::hll::{self, Corrupt};
-use crate::db::{notify, DbView, StrEnc, Value};
+use crate::db::{notify, DbView, StrEnc, StrValue, Value};
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
 
@@ -36,7 +36,7 @@ fn corrupt(_: Corrupt) -> CmdError {
 
 /// The HyperLogLog at `key`: `Ok(None)` if missing, `WRONGTYPE` for other
 /// types and for strings that are not HyperLogLogs.
-fn get_hll<'a>(db: &'a mut DbView<'_>, key: &[u8]) -> Result<Option<&'a mut Bytes>, CmdError> {
+fn get_hll<'a>(db: &'a mut DbView<'_>, key: &[u8]) -> Result<Option<&'a mut StrValue>, CmdError> {
     match db.get_mut(key) {
         None => Ok(None),
         Some(Value::Str(s)) if hll::is_valid(s) => Ok(Some(s)),
@@ -54,9 +54,7 @@ fn edit<R>(db: &mut DbView<'_>, key: &[u8], f: impl FnOnce(&mut Vec<u8>) -> R) -
     let counted = std::mem::replace(&mut db.sig.read_lookups, false);
     let value = db.get_mut(key);
     let Some(Value::Str(s)) = value else { unreachable!("checked by the caller") };
-    let mut v: Vec<u8> = std::mem::take(s).into();
-    let r = f(&mut v);
-    *s = Bytes::from(v);
+    let r = s.edit(0, f);
     db.set_str_enc(key, StrEnc::Raw);
     db.sig.read_lookups = counted;
     r
@@ -68,7 +66,7 @@ fn pfadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let mut db = ctx.db();
     let mut updated = false;
     if get_hll(&mut db, key)?.is_none() {
-        db.insert_new(key, Value::Str(Bytes::from(hll::new_empty())));
+        db.insert_new(key, Value::Str(StrValue::from_vec(hll::new_empty())));
         updated = true;
     }
     let result = edit(&mut db, key, |v| {
@@ -138,7 +136,7 @@ fn pfmerge(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let sparse_max = ctx.core.config.hll_sparse_max_bytes;
     let mut db = ctx.db();
     if get_hll(&mut db, dst)?.is_none() {
-        db.insert_new(dst, Value::Str(Bytes::from(hll::new_empty())));
+        db.insert_new(dst, Value::Str(StrValue::from_vec(hll::new_empty())));
     }
     edit(&mut db, dst, |v| {
         if use_dense {

@@ -82,7 +82,7 @@ fn lookup_pattern(ctx: &mut Ctx<'_>, pattern: &[u8], subst: &Bytes) -> Option<By
     key.extend_from_slice(post);
     let mut db = ctx.db();
     match (db.get(&key), field) {
-        (Some(Value::Str(s)), None) => Some(s.clone()),
+        (Some(Value::Str(s)), None) => Some(s.to_bytes()),
         (Some(Value::Hash(h)), Some(f)) => h.get(f).map(Bytes::copy_from_slice),
         _ => None,
     }

@@ -11,11 +11,11 @@
 //! handler. Valkey 8.1's `SET … IFEQ` (its own semantics, checked against
 //! valkey-server 8.1.8) is a separate option bit.
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 use super::util::{eq, int};
 use super::{cmd, CommandSpec, Ctx};
-use crate::db::{notify, StrEnc, Value};
+use crate::db::{notify, StrEnc, StrValue, Value};
 use crate::error::{CmdError, CmdResult};
 use crate::num::{self, LdError};
 use crate::protocol::Reply;
@@ -71,7 +71,10 @@ pub static COMMANDS: &[CommandSpec] = &[
 ];
 
 fn get(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    Ok(ctx.db().get_str(&args[1])?.cloned().into())
+    Ok(match ctx.db().get_str(&args[1])? {
+        Some(s) => s.reply(),
+        None => Reply::Nil,
+    })
 }
 
 const SET_NX: u32 = 1;
@@ -205,8 +208,8 @@ fn expire_ms(ctx: &Ctx<'_>, name: &str, arg: &[u8], f: u32) -> Result<u64, CmdEr
 /// The shared core of SET, SETNX, SETEX, PSETEX.
 /// The string at `key`, read the way Redis's `lookupKeyRead` does inside a
 /// write command (counted as a keyspace hit or miss); WRONGTYPE otherwise.
-fn read_counted(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<Option<Bytes>, CmdError> {
-    ctx.with_read_lookups(true, |ctx| ctx.db().get_str(key).map(|v| v.cloned()))
+fn read_counted(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<Option<Reply>, CmdError> {
+    ctx.with_read_lookups(true, |ctx| ctx.db().get_str(key).map(|s| s.map(StrValue::reply)))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -222,13 +225,13 @@ fn set_generic(
 ) -> CmdResult {
     let mut get_reply = None;
     if f & SET_GET != 0 {
-        get_reply = Some(Reply::from(read_counted(ctx, key)?));
+        get_reply = Some(read_counted(ctx, key)?.unwrap_or(Reply::Nil));
     }
     if let Some(want) = ifeq {
         if f & SET_IFEQ != 0 {
             // Valkey: only over a string holding exactly `want` (another
             // type: WRONGTYPE).
-            if ctx.db().get_str(key)? != Some(want) {
+            if ctx.db().get_str(key)?.map(|s| &s[..]) != Some(&want[..]) {
                 return Ok(get_reply.unwrap_or(abort));
             }
         } else if !condition_holds(ctx, key, f, want)? {
@@ -250,7 +253,7 @@ fn set_generic(
         }
         return Ok(get_reply.unwrap_or(ok));
     }
-    db.set(key, Value::Str(Bytes::copy_from_slice(val)), f & SET_KEEPTTL != 0);
+    db.set(key, Value::Str(StrValue::new(val)), f & SET_KEEPTTL != 0);
     db.notify(notify::STRING, "set", key);
     if let Some(at) = expire {
         db.set_expire(key, at);
@@ -273,12 +276,13 @@ fn condition_holds(ctx: &mut Ctx<'_>, key: &Bytes, f: u32, want: &Bytes) -> Resu
     if !found {
         return Ok(true);
     }
-    let cur = read_counted(ctx, key)?.unwrap_or_default();
+    let cur = read_counted(ctx, key)?;
+    let cur = cur.as_ref().and_then(Reply::as_bulk).unwrap_or_default();
     Ok(match f & ANY_IF {
-        SET_IF_EQ => cur == want,
-        SET_IF_NE => cur != want,
-        SET_IF_DEQ => digest_matches(&cur, want)?,
-        _ => !digest_matches(&cur, want)?,
+        SET_IF_EQ => cur == &want[..],
+        SET_IF_NE => cur != &want[..],
+        SET_IF_DEQ => digest_matches(cur, want)?,
+        _ => !digest_matches(cur, want)?,
     })
 }
 
@@ -331,9 +335,9 @@ fn psetex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 fn getset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let old = read_counted(ctx, &args[1])?;
     let mut db = ctx.db();
-    db.set(&args[1], Value::Str(Bytes::copy_from_slice(&args[2])), false);
+    db.set(&args[1], Value::Str(StrValue::new(&args[2])), false);
     db.notify(notify::STRING, "set", &args[1]);
-    Ok(old.into())
+    Ok(old.unwrap_or(Reply::Nil))
 }
 
 fn getdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
@@ -343,7 +347,7 @@ fn getdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         db.remove(&args[1]);
         db.notify(notify::GENERIC, "del", &args[1]);
     }
-    Ok(old.into())
+    Ok(old.unwrap_or(Reply::Nil))
 }
 
 fn getex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
@@ -377,7 +381,7 @@ fn getex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             }
         }
     }
-    Ok(Reply::Bulk(val))
+    Ok(val)
 }
 
 fn mget(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
@@ -385,8 +389,8 @@ fn mget(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     Ok(Reply::Array(
         args[1..]
             .iter()
-            .map(|k| match db.get(k) {
-                Some(Value::Str(s)) => Reply::Bulk(s.clone()),
+            .map(|k| match db.get_str(k) {
+                Ok(Some(s)) => s.reply(),
                 _ => Reply::Nil,
             })
             .collect(),
@@ -402,7 +406,7 @@ fn mset_generic(ctx: &mut Ctx<'_>, args: &[Bytes], nx: bool) -> CmdResult {
         return Ok(Reply::Int(0));
     }
     for kv in args[1..].chunks(2) {
-        db.set(&kv[0], Value::Str(Bytes::copy_from_slice(&kv[1])), false);
+        db.set(&kv[0], Value::Str(StrValue::new(&kv[1])), false);
         db.notify(notify::STRING, "set", &kv[0]);
     }
     Ok(if nx { Reply::Int(1) } else { Reply::ok() })
@@ -455,15 +459,16 @@ fn delex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let Some(cur) = read_counted(ctx, key)? else {
         return Ok(Reply::Int(0));
     };
+    let cur = cur.as_bulk().unwrap_or_default();
     let (cond, arg) = (&args[2], &args[3]);
     let matched = if eq(cond, "ifeq") {
         cur == arg
     } else if eq(cond, "ifne") {
         cur != arg
     } else if eq(cond, "ifdeq") {
-        digest_matches(&cur, arg)?
+        digest_matches(cur, arg)?
     } else if eq(cond, "ifdne") {
-        !digest_matches(&cur, arg)?
+        !digest_matches(cur, arg)?
     } else {
         return Err(CmdError::Syntax);
     };
@@ -508,7 +513,7 @@ fn msetex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
     }
     for kv in pairs.chunks(2) {
-        db.set(&kv[0], Value::Str(Bytes::copy_from_slice(&kv[1])), f & SET_KEEPTTL != 0);
+        db.set(&kv[0], Value::Str(StrValue::new(&kv[1])), f & SET_KEEPTTL != 0);
         if let Some(at) = expire {
             db.set_expire(&kv[0], at);
             db.notify(notify::GENERIC, "expire", &kv[0]);
@@ -525,7 +530,7 @@ fn incr_by(ctx: &mut Ctx<'_>, key: &Bytes, incr: i64) -> CmdResult {
         None => 0,
     };
     let new = cur.checked_add(incr).ok_or(CmdError::Overflow)?;
-    let v = Value::Str(num::int_bytes(new));
+    let v = Value::Str(StrValue::new(itoa::Buffer::new().format(new).as_bytes()));
     db.set(key, v, true);
     db.notify(notify::STRING, "incrby", key);
     Ok(Reply::Int(new))
@@ -561,7 +566,7 @@ fn incrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         LdError::NanOrInf => CmdError::NanOrInfinity,
     })?;
     let b = Bytes::from(new);
-    db.set(key, Value::Str(b.clone()), true);
+    db.set(key, Value::Str(StrValue::new(&b)), true);
     db.set_str_enc(key, StrEnc::NotInt);
     db.notify(notify::STRING, "incrbyfloat", key);
     Ok(Reply::Bulk(b))
@@ -574,25 +579,13 @@ fn check_len(ctx: &Ctx<'_>, total: u64) -> Result<(), CmdError> {
     Ok(())
 }
 
-/// Appends/overwrites inside a stored string without copying it when it is
-/// uniquely owned (amortised growth, like Redis's sds).
-pub(super) fn edit_string(slot: &mut Bytes, f: impl FnOnce(&mut BytesMut)) {
-    let taken = std::mem::take(slot);
-    let mut m = match taken.try_into_mut() {
-        Ok(m) => m,
-        Err(shared) => BytesMut::from(&shared[..]),
-    };
-    f(&mut m);
-    *slot = m.freeze();
-}
-
 fn append(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
     let cur_len = match ctx.db().get_str(key)? {
         Some(s) => s.len(),
         None => {
             let mut db = ctx.db();
-            db.set(key, Value::Str(Bytes::copy_from_slice(&args[2])), false);
+            db.set(key, Value::Str(StrValue::new(&args[2])), false);
             db.notify(notify::STRING, "append", key);
             return Ok(Reply::Int(args[2].len() as i64));
         }
@@ -600,7 +593,7 @@ fn append(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     check_len(ctx, (cur_len + args[2].len()) as u64)?;
     let mut db = ctx.db();
     let Some(Value::Str(s)) = db.get_mut(key) else { unreachable!("checked string above") };
-    edit_string(s, |m| m.extend_from_slice(&args[2]));
+    s.edit(args[2].len(), |m| m.extend_from_slice(&args[2]));
     let len = s.len();
     db.set_str_enc(key, StrEnc::Raw);
     db.touch(key);
@@ -615,7 +608,8 @@ fn strlen(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 fn getrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let mut start = int(&args[2])?;
     let mut end = int(&args[3])?;
-    let Some(s) = ctx.db().get_str(&args[1])?.cloned() else {
+    let mut db = ctx.db();
+    let Some(s) = db.get_str(&args[1])? else {
         return Ok(Reply::Bulk(Bytes::new()));
     };
     let len = s.len() as i64;
@@ -636,7 +630,7 @@ fn getrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if start > end || len == 0 {
         return Ok(Reply::Bulk(Bytes::new()));
     }
-    Ok(Reply::Bulk(s.slice(start as usize..=end as usize)))
+    Ok(Reply::Bulk(Bytes::copy_from_slice(&s[start as usize..=end as usize])))
 }
 
 fn substr(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
@@ -662,7 +656,7 @@ fn setrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             v.extend_from_slice(value);
             let len = v.len();
             let mut db = ctx.db();
-            db.set(key, Value::Str(Bytes::from(v)), false);
+            db.set(key, Value::Str(StrValue::from_vec(v)), false);
             db.set_str_enc(key, StrEnc::Raw);
             db.notify(notify::STRING, "setrange", key);
             Ok(Reply::Int(len as i64))
@@ -674,8 +668,8 @@ fn setrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             check_len(ctx, offset as u64 + value.len() as u64)?;
             let mut db = ctx.db();
             let Some(Value::Str(s)) = db.get_mut(key) else { unreachable!("checked string above") };
-            edit_string(s, |m| {
-                let need = offset + value.len();
+            let need = offset + value.len();
+            s.edit(need.saturating_sub(s.len()), |m| {
                 if m.len() < need {
                     m.resize(need, 0);
                 }
@@ -699,12 +693,12 @@ fn lcs(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         let wrong = || CmdError::custom("ERR The specified keys must contain string values");
         let a = match db.get(&args[1]) {
             None => Bytes::new(),
-            Some(Value::Str(s)) => s.clone(),
+            Some(Value::Str(s)) => s.to_bytes(),
             Some(_) => return Err(wrong()),
         };
         let b = match db.get(&args[2]) {
             None => Bytes::new(),
-            Some(Value::Str(s)) => s.clone(),
+            Some(Value::Str(s)) => s.to_bytes(),
             Some(_) => return Err(wrong()),
         };
         (a, b)

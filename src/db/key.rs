@@ -6,6 +6,7 @@
 //! [`INLINE_MAX`] bytes is kept inside its 24-byte slot, and a longer one in
 //! a boxed slice of exactly its length. It hashes and compares as the byte
 //! string it holds, so the map is searched with plain `&[u8]`.
+//! A short string value is held the same way ([`super::str_value`]).
 
 use std::borrow::Borrow;
 use std::fmt;

@@ -19,8 +19,9 @@
 //! Modifications are signalled explicitly (`set`/`insert_new`/`remove`
 //! signal, in-place edits call `touch`): touched keys drive WATCH, blocked
 //! clients, client-side caching and keyspace events (`notify`). An
-//! [`Entry`] is 56 bytes (its deadline an `Option<NonZeroU64>`); values:
-//! [`hash_value`], [`set_value`], [`zset`], [`stream`], [`hll`], [`geohash`]; one value in
+//! [`Entry`] is 48 bytes (its deadline an `Option<NonZeroU64>`, a string
+//! value inline when short: [`str_value`]); values: [`hash_value`],
+//! [`set_value`], [`zset`], [`stream`], [`hll`], [`geohash`]; one value in
 //! RDB format for `DUMP`/`RESTORE`: [`rdb`]; a point-in-time RDB file of
 //! every database made a slice at a time for a full resynchronisation
 //! (each entry's two-byte snapshot mark, each map's generation): [`snapshot`].
@@ -61,6 +62,7 @@ pub mod preimage;
 pub mod rdb;
 pub mod set_value;
 pub mod snapshot;
+pub mod str_value;
 pub mod stream;
 pub mod value;
 pub mod zset;
@@ -72,6 +74,7 @@ use bytes::Bytes;
 use indexmap::IndexMap;
 
 pub use key::Key;
+pub use str_value::StrValue;
 pub use value::{EncLimits, Value};
 
 use evict::{Lfu, LFU_INIT_VAL};
@@ -113,7 +116,7 @@ pub struct Entry {
     /// ([`snapshot`]): equal to its map's generation once the running
     /// snapshot has written it (or it was stored after the snapshot
     /// began); never above it. Lives in what was padding: the entry stays
-    /// 56 bytes.
+    /// 48 bytes.
     mark: u16,
 }
 
@@ -704,7 +707,7 @@ impl DbView<'_> {
     }
 
     /// String value of `key`; `WRONGTYPE` for other types.
-    pub fn get_str(&mut self, key: &[u8]) -> Result<Option<&Bytes>, CmdError> {
+    pub fn get_str(&mut self, key: &[u8]) -> Result<Option<&StrValue>, CmdError> {
         match self.get(key) {
             None => Ok(None),
             Some(Value::Str(s)) => Ok(Some(s)),
@@ -1300,7 +1303,7 @@ mod tests {
         let mut k = ks();
         let key = Bytes::from("a");
         let mut v = k.view(0);
-        v.set(&key, Value::Str(Bytes::from("1")), false);
+        v.set(&key, Value::Str(StrValue::from("1")), false);
         assert!(v.set_expire(b"a", 1_500));
         assert!(v.exists(b"a"));
         k.now = 1_500;
@@ -1311,10 +1314,13 @@ mod tests {
         assert_eq!(k.sig.expired, 1);
     }
 
-    /// Every stored key pays for an `Entry`: keep it at 56 bytes.
+    /// Every stored key pays for an `Entry`: keep it at 48 bytes (a 32-byte
+    /// `Value`: nothing in it above 24 bytes but the list's `VecDeque`, whose
+    /// capacity holds the tag).
     #[test]
-    fn entry_is_56_bytes() {
-        assert_eq!(std::mem::size_of::<Entry>(), 56);
+    fn entry_is_48_bytes() {
+        assert_eq!(std::mem::size_of::<Entry>(), 48);
+        assert_eq!(std::mem::size_of::<Value>(), 32);
     }
 
     /// A deadline of 0 (stored as 1 ms) is past, indexed and reclaimed.
@@ -1323,7 +1329,7 @@ mod tests {
         let mut k = ks();
         let key = Bytes::from("a");
         let mut v = k.view(0);
-        v.set(&key, Value::Str(Bytes::from("1")), false);
+        v.set(&key, Value::Str(StrValue::from("1")), false);
         assert!(v.set_expire(b"a", 0));
         assert_eq!(v.raw().peek(b"a").and_then(Entry::expire), Some(1));
         assert_eq!(k.dbs[0].expire_due(0, 1_000, 10, &mut Signals::default()), 1);
@@ -1337,7 +1343,7 @@ mod tests {
         for i in 0..100u64 {
             let key = Bytes::from(format!("k{i}"));
             let mut v = k.view(0);
-            v.set(&key, Value::Str(Bytes::from("x")), false);
+            v.set(&key, Value::Str(StrValue::from("x")), false);
             v.set_expire(&key, 2_000 + i);
         }
         // Re-arm k0 later: its old index pair must be gone.
@@ -1365,7 +1371,7 @@ mod tests {
         for i in 0..10_000u64 {
             let key = Bytes::from(format!("k{i}"));
             let mut v = k.view(0);
-            v.set(&key, Value::Str(Bytes::from("x")), false);
+            v.set(&key, Value::Str(StrValue::from("x")), false);
             if i >= 9_990 {
                 v.set_expire(&key, 2_000 + i);
             }
@@ -1387,11 +1393,11 @@ mod tests {
         let mut k = ks();
         let key = Bytes::from("a");
         let mut v = k.view(0);
-        v.set(&key, Value::Str(Bytes::from("1")), false);
+        v.set(&key, Value::Str(StrValue::from("1")), false);
         v.set_expire(b"a", 9_000);
-        v.set(&key, Value::Str(Bytes::from("2")), true);
+        v.set(&key, Value::Str(StrValue::from("2")), true);
         assert_eq!(v.expire_of(b"a"), Some(Some(9_000)));
-        v.set(&key, Value::Str(Bytes::from("3")), false);
+        v.set(&key, Value::Str(StrValue::from("3")), false);
         assert_eq!(v.expire_of(b"a"), Some(None));
         assert!(k.dbs[0].expires.is_empty());
     }
@@ -1400,7 +1406,7 @@ mod tests {
     fn scan_returns_every_key_present_throughout_despite_deletes() {
         let mut db = Db::default();
         for i in 0..1000 {
-            db.map.insert(Key::new(format!("k{i}").as_bytes()), Entry::new(Value::Str(Bytes::new())));
+            db.map.insert(Key::new(format!("k{i}").as_bytes()), Entry::new(Value::Str(StrValue::new(b""))));
         }
         let stable: Vec<Bytes> = (500..1000).map(|i| Bytes::from(format!("k{i}"))).collect();
         let mut seen = std::collections::HashSet::new();
@@ -1414,7 +1420,7 @@ mod tests {
             // Churn: delete some of the unstable keys, add new ones.
             if step < 500 {
                 db.map.swap_remove(format!("k{step}").as_bytes());
-                db.map.insert(Key::new(format!("n{step}").as_bytes()), Entry::new(Value::Str(Bytes::new())));
+                db.map.insert(Key::new(format!("n{step}").as_bytes()), Entry::new(Value::Str(StrValue::new(b""))));
             }
             step += 1;
             cursor = next;

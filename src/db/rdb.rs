@@ -27,7 +27,7 @@ use bytes::Bytes;
 use super::stream::{Consumer, Fields, Group, PendingEntry, Stream, StreamId};
 use super::value::{HashValue, ListValue, SetValue};
 use super::zset::ZSet;
-use super::{EncLimits, Entry, StrEnc, Value};
+use super::{EncLimits, Entry, StrEnc, StrValue, Value};
 use crate::num::parse_i64_strict;
 
 /// The RDB version Redis 7.0 writes (and the highest it reads).
@@ -1191,7 +1191,7 @@ pub fn restore(payload: &[u8], max_version: u16) -> Result<Value, RdbError> {
 /// The value of type `t` at the reader's position.
 fn load_value(r: &mut Reader<'_>, t: u8) -> Result<Value, RdbError> {
     let v = match t {
-        T_STRING => Value::Str(Bytes::from(r.string()?)),
+        T_STRING => Value::Str(StrValue::from_vec(r.string()?)),
         T_LIST_QUICKLIST_2 => {
             let nodes = r.count(2)?;
             let mut l = ListValue::new();
@@ -1767,7 +1767,7 @@ mod tests {
 
     #[test]
     fn strings_use_redis_encodings() {
-        let e = |s: &str| dump_default(&Entry::new(Value::Str(Bytes::copy_from_slice(s.as_bytes()))));
+        let e = |s: &str| dump_default(&Entry::new(Value::Str(StrValue::new(s.as_bytes()))));
         assert_eq!(&e("1")[..3], &[0, 0xc0, 1]);
         assert_eq!(&e("-200")[..4], &[0, 0xc1, 0x38, 0xff]);
         assert_eq!(&e("12345678901")[..3], &[0, 11, b'1']);
@@ -1784,7 +1784,7 @@ mod tests {
 
     #[test]
     fn corrupt_payloads_are_refused() {
-        let good = dump_default(&Entry::new(Value::Str(Bytes::from_static(b"hello world"))));
+        let good = dump_default(&Entry::new(Value::Str(StrValue::new(b"hello world"))));
         assert_eq!(restore(&good[..5], RDB_VERSION).err(), Some(RdbError::Checksum));
         let mut flipped = good.clone();
         flipped[3] ^= 1;
@@ -1801,8 +1801,8 @@ mod tests {
     fn sample_payloads() -> Vec<Vec<u8>> {
         let b = |s: String| Bytes::from(s);
         let mut vals = vec![
-            Value::Str(Bytes::from_static(b"12345")),
-            Value::Str(b("lorem ipsum dolor sit amet ".repeat(8))),
+            Value::Str(StrValue::new(b"12345")),
+            Value::Str(StrValue::from("lorem ipsum dolor sit amet ".repeat(8))),
             Value::List((0..300).map(|i| b(format!("item-{i}"))).collect()),
             Value::List((0..50).map(|i| b((i * 1000 - 7).to_string())).collect()),
             Value::Set(

@@ -242,7 +242,11 @@ mod tests {
         let mut expected = Vec::new();
         for db in 0..2usize {
             for i in 0..500 {
-                ks.view(db).set(&Bytes::from(format!("k{i}")), Value::Str(Bytes::from(format!("{db}"))), false);
+                ks.view(db).set(
+                    &Bytes::from(format!("k{i}")),
+                    Value::Str(crate::db::StrValue::from(format!("{db}"))),
+                    false,
+                );
                 expected.push((db, format!("k{i}"), format!("{db}"), None));
             }
         }
@@ -261,7 +265,11 @@ mod tests {
                     db.clear();
                 }
             }
-            ks.view(turn % 2).set(&Bytes::from(format!("k{turn}")), Value::Str(Bytes::from("later")), false);
+            ks.view(turn % 2).set(
+                &Bytes::from(format!("k{turn}")),
+                Value::Str(crate::db::StrValue::from("later")),
+                false,
+            );
             ks.sig.images.clear();
         }));
         assert_eq!(got, expected);
@@ -274,7 +282,7 @@ mod tests {
         let mut ks = Keyspace::new(1);
         let mut expected = Vec::new();
         for i in 0..1000 {
-            ks.view(0).set(&Bytes::from(format!("k{i}")), Value::Str(Bytes::from("v")), false);
+            ks.view(0).set(&Bytes::from(format!("k{i}")), Value::Str(crate::db::StrValue::from("v")), false);
             expected.push((0, format!("k{i}"), "v".to_string(), None));
         }
         expected.sort();
@@ -300,7 +308,7 @@ mod tests {
             for i in 0..3000 {
                 let key = Bytes::from(format!("k{i}"));
                 let mut v = ks.view(db);
-                v.set(&key, Value::Str(Bytes::from(format!("v{i}"))), false);
+                v.set(&key, Value::Str(crate::db::StrValue::from(format!("v{i}"))), false);
                 let at = (i % 7 == 0).then(|| 2_000 + i as u64);
                 if let Some(at) = at {
                     v.set_expire(&key, at);
@@ -319,11 +327,15 @@ mod tests {
                     let key = Bytes::from(format!("k{i}"));
                     let mut v = ks.view(db);
                     match j % 4 {
-                        0 => v.set(&key, Value::Str(Bytes::from("changed")), false),
+                        0 => v.set(&key, Value::Str(crate::db::StrValue::from("changed")), false),
                         1 => {
                             v.remove(&key);
                         }
-                        2 => v.set(&Bytes::from(format!("new{turn}-{j}")), Value::Str(Bytes::from("n")), false),
+                        2 => v.set(
+                            &Bytes::from(format!("new{turn}-{j}")),
+                            Value::Str(crate::db::StrValue::from("n")),
+                            false,
+                        ),
                         _ => {
                             v.set_expire(&key, 1);
                         }

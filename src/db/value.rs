@@ -76,7 +76,8 @@ impl EncLimits {
 /// A value of one of the Redis types.
 #[derive(Debug, Clone)]
 pub enum Value {
-    Str(Bytes),
+    /// 24 bytes: inline when short ([`super::str_value`]).
+    Str(super::StrValue),
     Hash(HashValue),
     List(ListValue),
     /// Inline, as `ZSet`: a small set's buffer or a boxed hash set.

@@ -28,4 +28,4 @@ pub(crate) use decode::decode;
 pub use parse::{split_args, ProtocolError, RequestParser};
 pub(crate) use replica::{primary_line, PrimaryLine};
 pub(crate) use reply::{payload_header, push_header};
-pub use reply::{Reply, Resp};
+pub use reply::{InlineBytes, Reply, Resp};

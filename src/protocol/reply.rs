@@ -21,7 +21,7 @@ pub enum Resp {
 /// A reply, covering RESP3. RESP2 encodes the RESP3-only variants the way
 /// Redis does (maps flattened, doubles as bulk strings, booleans as integers,
 /// null as a nil bulk or nil array).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub enum Reply {
     /// `+OK`
     Status(Bytes),
@@ -31,6 +31,10 @@ pub enum Reply {
     Int(i64),
     /// A bulk string (binary-safe).
     Bulk(Bytes),
+    /// The same, up to [`InlineBytes::MAX`] bytes held in the reply itself
+    /// (a short string value read: no allocation, where a `Bytes` would
+    /// need one); equal to the `Bulk` of the same bytes.
+    InlineBulk(InlineBytes),
     /// Null bulk string: RESP2 `$-1`, RESP3 `_`.
     Nil,
     /// Null array: RESP2 `*-1`, RESP3 `_`.
@@ -69,7 +73,72 @@ pub enum Reply {
     ThenPushes(Box<Reply>, Vec<Bytes>),
 }
 
+/// Up to [`InlineBytes::MAX`] bytes, inside a [`Reply`] (which is 56 bytes
+/// for its largest variants already).
+#[derive(Clone, Copy)]
+pub struct InlineBytes {
+    len: u8,
+    buf: [u8; InlineBytes::MAX],
+}
+
+impl InlineBytes {
+    /// The most bytes held (the reply stays 56 bytes).
+    pub const MAX: usize = 54;
+
+    /// `b` if it fits.
+    #[inline]
+    pub fn new(b: &[u8]) -> Option<InlineBytes> {
+        let mut buf = [0; Self::MAX];
+        buf.get_mut(..b.len())?.copy_from_slice(b);
+        Some(InlineBytes { len: b.len() as u8, buf })
+    }
+
+    /// The bytes held.
+    #[inline]
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf[..usize::from(self.len)]
+    }
+}
+
+impl std::fmt::Debug for InlineBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&Bytes::copy_from_slice(self.as_bytes()), f)
+    }
+}
+
+/// Variant by variant, but a bulk string equals another whether inline or
+/// not.
+impl PartialEq for Reply {
+    fn eq(&self, other: &Reply) -> bool {
+        use Reply::*;
+        match (self, other) {
+            (Bulk(_) | InlineBulk(_), Bulk(_) | InlineBulk(_)) => self.as_bulk() == other.as_bulk(),
+            (Status(a), Status(b)) | (Error(a), Error(b)) | (BigNumber(a), BigNumber(b)) => a == b,
+            (Int(a), Int(b)) => a == b,
+            (Nil, Nil) | (NilArray, NilArray) => true,
+            (Array(a), Array(b)) | (Set(a), Set(b)) | (Push(a), Push(b)) => a == b,
+            (Map(a), Map(b)) => a == b,
+            (Double(a), Double(b)) | (ShortDouble(a), ShortDouble(b)) | (HumanDouble(a), HumanDouble(b)) => a == b,
+            (Bool(a), Bool(b)) => a == b,
+            (Verbatim(f, a), Verbatim(g, b)) => f == g && a == b,
+            (AfterPushes(p, a), AfterPushes(q, b)) => p == q && a == b,
+            (ThenPushes(a, p), ThenPushes(b, q)) => a == b && p == q,
+            _ => false,
+        }
+    }
+}
+
 impl Reply {
+    /// The bytes of a bulk string reply, inline or not.
+    #[inline]
+    pub fn as_bulk(&self) -> Option<&[u8]> {
+        match self {
+            Reply::Bulk(b) => Some(b),
+            Reply::InlineBulk(b) => Some(b.as_bytes()),
+            _ => None,
+        }
+    }
+
     /// This reply with every [`Reply::Double`] in it printed as Redis 7.2
     /// and later print doubles ([`Reply::ShortDouble`]).
     pub fn with_short_doubles(self) -> Reply {
@@ -143,6 +212,7 @@ impl Reply {
                 out.put_slice(b"\r\n");
             }
             Reply::Bulk(b) => put_bulk(out, b),
+            Reply::InlineBulk(b) => put_bulk(out, b.as_bytes()),
             Reply::Nil => out.put_slice(if resp == Resp::V3 { b"_\r\n" } else { b"$-1\r\n" }),
             Reply::NilArray => out.put_slice(if resp == Resp::V3 { b"_\r\n" } else { b"*-1\r\n" }),
             Reply::Array(items) => {

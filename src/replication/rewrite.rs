@@ -56,6 +56,7 @@ pub fn replicated(name: &str, argv: &[Bytes], reply: &Reply, key: Lookup<'_>, no
     let del = || vec![b("DEL"), argv[1].clone()];
     let bulk = |r: &Reply| match r {
         Reply::Bulk(v) => Some(v.clone()),
+        Reply::InlineBulk(v) => Some(Bytes::copy_from_slice(v.as_bytes())),
         _ => None,
     };
     let one = |v: Vec<Bytes>| vec![v];
