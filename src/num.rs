@@ -84,7 +84,8 @@ pub fn sort_score(b: &[u8]) -> Option<f64> {
     (ok == 1).then_some(out)
 }
 
-/// The score Redis 8's `SORT` gives a value (its `fast_float` parse): no
+/// The score Redis 8's `SORT` gives a value (its `fast_float` parse), and
+/// how Redis 8 reads a sorted set's score bounds (`zslParseRange`): no
 /// leading space or hex form, a value out of range is ±inf or 0, NaN is
 /// refused, and the empty string is 0, as before.
 pub fn sort_score_8(b: &[u8]) -> Option<f64> {

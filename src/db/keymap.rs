@@ -9,7 +9,7 @@
 //! table needs it: when it grows, and for the entry a removal moves), and
 //! the table holds `u32` positions, not `usize` (5 bytes a slot with its
 //! control byte, not 9). Together about 14 bytes a key, measured in
-//! BENCHMARKS.md ("Small values: the keyspace's own cost per key").
+//! BENCHMARKS.md ("The keyspace's own cost per key").
 //!
 //! Hashes are the hasher's over the key's bytes (`hash_one(&[u8])`): the
 //! expiry index names keys by them and finds them again with
@@ -131,10 +131,15 @@ impl<V> KeyMap<V> {
     pub fn insert(&mut self, key: Key, value: V) -> Option<V> {
         let hash = self.hash(&key);
         let KeyMap { table, slots, hasher } = self;
-        if let Some(&i) = table.find(hash, |&i| slots[i as usize].0 == key) {
-            return Some(std::mem::replace(&mut slots[i as usize].1, value));
+        // One probe finds the key or the slot a new one takes.
+        match table.entry(hash, |&i| slots[i as usize].0 == key, |&i| hasher.hash_one(&slots[i as usize].0[..])) {
+            hashbrown::hash_table::Entry::Occupied(found) => {
+                return Some(std::mem::replace(&mut slots[*found.get() as usize].1, value));
+            }
+            hashbrown::hash_table::Entry::Vacant(slot) => {
+                slot.insert(pos(slots.len()));
+            }
         }
-        table.insert_unique(hash, pos(slots.len()), |&i| hasher.hash_one(&slots[i as usize].0[..]));
         if slots.len() == slots.capacity() {
             // As `IndexMap` does: room up to what the table holds, so the
             // vector grows when the table does, not at every doubling of

@@ -493,13 +493,13 @@ fn list_nodes_70(l: &ListValue, fill: i64) -> Vec<(u64, Vec<u8>)> {
 /// The same as Redis 7.2 and later have them (Valkey 8 too): a list is one
 /// listpack until an append would pass the node limit counted exactly
 /// (`lpBytes` plus the element's length), when that listpack becomes the
-/// first node whole; from then on appends follow the quicklist's estimate
-/// (length plus 8), and an element larger than a node may be is a plain
-/// node of its own (`isLargeElement`; 7.0 did that only from 1 GB).
+/// first node whole; from then on appends follow the quicklist's rule, as
+/// in 7.0 ([`quicklist_allows`]), and an element larger than a node may hold
+/// is a plain node of its own (`isLargeElement`; 7.0 did that only from 1 GB).
 fn list_nodes_72(l: &ListValue, fill: i64) -> Vec<(u64, Vec<u8>)> {
     let size_limit = EncLimits { list_fill: fill, ..EncLimits::default() }.list_node_bytes();
-    // `quicklistNodeExceedsLimit`: a size limit, or (fill >= 0) a count
-    // limit within the 8 kB safety limit; fill 0 still holds one entry.
+    // `quicklistNodeExceedsLimit` on the listpack's exact size: a size
+    // limit, or (fill >= 0) a count limit within the 8 kB safety limit.
     let exceeds = |size: usize, count: usize| {
         if fill < 0 {
             size > size_limit
@@ -525,7 +525,7 @@ fn list_nodes_72(l: &ListValue, fill: i64) -> Vec<(u64, Vec<u8>)> {
             nodes.push((QUICKLIST_PLAIN, e.to_vec()));
             continue;
         }
-        if cur.count > 0 && exceeds(cur.bytes() + e.len() + 8, cur.count + 1) {
+        if cur.count > 0 && !quicklist_allows(cur.bytes(), cur.count, e.len(), fill) {
             nodes.push((QUICKLIST_PACKED, std::mem::replace(&mut cur, Listpack::new()).finish()));
         }
         cur.push(e);
