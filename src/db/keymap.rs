@@ -1,15 +1,21 @@
-//! The keyspace's map: keys in one dense vector, found through a table of
-//! 32-bit positions.
+//! The keyspace's map: keys in one dense sequence of slots, found through a
+//! table of 32-bit positions.
 //!
-//! The shape is `IndexMap`'s — a vector of entries in insertion order (so
-//! `SCAN` walks positions and `RANDOMKEY` picks one), `swap_remove` filling a
-//! hole with the last entry, and a hash table of positions — with two costs
-//! per key taken out, since every stored key pays them: the vector does not
-//! keep each key's 8-byte hash (a key's hash is computed again where the
-//! table needs it: when it grows, and for the entry a removal moves), and
-//! the table holds `u32` positions, not `usize` (5 bytes a slot with its
-//! control byte, not 9). Together about 14 bytes a key, measured in
-//! BENCHMARKS.md ("The keyspace's own cost per key").
+//! The shape is `IndexMap`'s — entries in insertion order (so `SCAN` walks
+//! positions and `RANDOMKEY` picks one), `swap_remove` filling a hole with
+//! the last entry, and a hash table of positions — with the costs every
+//! stored key pays cut down:
+//! * no 8-byte hash kept per key (a key's hash is computed again where the
+//!   table needs it: when it grows, and for the entry a removal moves), and
+//!   `u32` positions in the table, not `usize` (5 bytes a bucket with its
+//!   control byte, not 9);
+//! * the slots live in chunks of [`CHUNK_BYTES`] ([`Slots`]), not one
+//!   vector: a vector that doubles holds up to twice the slots in use (on
+//!   average about 40% more) and copies every entry when it grows, a pause
+//!   of milliseconds under the core lock at a million keys; chunks hold at
+//!   most one chunk more than in use and never move an entry.
+//!
+//! Measured in BENCHMARKS.md ("The keyspace's own cost per key").
 //!
 //! Hashes are the hasher's over the key's bytes (`hash_one(&[u8])`): the
 //! expiry index names keys by them and finds them again with
@@ -30,13 +36,149 @@ use super::{Hasher, Key};
 #[derive(Clone)]
 pub struct KeyMap<V> {
     table: HashTable<u32>,
-    slots: Vec<(Key, V)>,
+    slots: Slots<(Key, V)>,
     hasher: Hasher,
 }
 
 impl<V> Default for KeyMap<V> {
     fn default() -> Self {
-        KeyMap { table: HashTable::new(), slots: Vec::new(), hasher: Hasher::default() }
+        KeyMap { table: HashTable::new(), slots: Slots::default(), hasher: Hasher::default() }
+    }
+}
+
+/// The bytes of one full chunk of slots: a size class of the allocator
+/// (jemalloc's 64 KiB), so a full chunk takes no more than it holds.
+pub const CHUNK_BYTES: usize = 64 << 10;
+
+/// A vector in chunks: position `i` is in chunk `i / per_chunk`. The first
+/// chunk grows as a vector does (a database of a few keys holds a few
+/// slots); the others are allocated whole. Chunks past the one position
+/// `len` falls in are empty; at most one is kept (so a database that grows
+/// and shrinks across a chunk's boundary does not allocate and free a
+/// chunk each time).
+#[derive(Clone)]
+struct Slots<T> {
+    chunks: Vec<Vec<T>>,
+    len: usize,
+}
+
+impl<T> Default for Slots<T> {
+    fn default() -> Self {
+        Slots { chunks: Vec::new(), len: 0 }
+    }
+}
+
+impl<T> Slots<T> {
+    /// Slots in a full chunk.
+    const PER_CHUNK: usize = {
+        let n = CHUNK_BYTES / std::mem::size_of::<T>();
+        assert!(n >= 2);
+        n
+    };
+
+    fn with_capacity(n: usize) -> Slots<T> {
+        let mut s = Slots::default();
+        let mut left = n;
+        while left > 0 {
+            let take = left.min(Self::PER_CHUNK);
+            s.chunks.push(Vec::with_capacity(if s.chunks.is_empty() { take } else { Self::PER_CHUNK }));
+            left -= take;
+        }
+        s
+    }
+
+    #[inline]
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    #[cfg(test)]
+    fn capacity(&self) -> usize {
+        self.chunks.iter().map(Vec::capacity).sum()
+    }
+
+    #[inline]
+    fn get(&self, i: usize) -> Option<&T> {
+        if i >= self.len {
+            return None;
+        }
+        // SAFETY: `i < len`, and every position below `len` is in its
+        // chunk (the invariant of `Slots`).
+        Some(unsafe { self.chunks.get_unchecked(i / Self::PER_CHUNK).get_unchecked(i % Self::PER_CHUNK) })
+    }
+
+    #[inline]
+    fn get_mut(&mut self, i: usize) -> Option<&mut T> {
+        if i >= self.len {
+            return None;
+        }
+        // SAFETY: as in `get`.
+        Some(unsafe { self.chunks.get_unchecked_mut(i / Self::PER_CHUNK).get_unchecked_mut(i % Self::PER_CHUNK) })
+    }
+
+    /// The only slot, when there is exactly one.
+    #[inline]
+    fn only(&self) -> Option<&T> {
+        if self.len == 1 {
+            self.get(0)
+        } else {
+            None
+        }
+    }
+
+    fn push(&mut self, value: T) {
+        let c = self.len / Self::PER_CHUNK;
+        if c == self.chunks.len() {
+            let cap = if c == 0 { 4.min(Self::PER_CHUNK) } else { Self::PER_CHUNK };
+            self.chunks.push(Vec::with_capacity(cap));
+        }
+        let chunk = &mut self.chunks[c];
+        if chunk.len() == chunk.capacity() {
+            // The first chunk (or a clone's) doubles up to a full chunk.
+            let want = (chunk.capacity() * 2).clamp(4, Self::PER_CHUNK);
+            chunk.reserve_exact(want - chunk.len());
+        }
+        chunk.push(value);
+        self.len += 1;
+    }
+
+    fn pop(&mut self) -> Option<T> {
+        if self.len == 0 {
+            return None;
+        }
+        self.len -= 1;
+        let c = self.len / Self::PER_CHUNK;
+        let last = self.chunks[c].pop();
+        // Keep one empty chunk past the last in use; free the rest.
+        if self.chunks.len() > c + 2 || (self.chunks.len() == c + 2 && self.len % Self::PER_CHUNK < Self::PER_CHUNK / 2)
+        {
+            self.chunks.truncate(c + 1);
+        }
+        last
+    }
+
+    /// Removes position `i`, the last entry taking its place.
+    fn swap_remove(&mut self, i: usize) -> T {
+        let last = self.pop().expect("in range");
+        if i == self.len {
+            return last;
+        }
+        std::mem::replace(self.get_mut(i).expect("in range"), last)
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &T> + '_ {
+        self.chunks.iter().flat_map(|c| c.iter())
+    }
+
+    fn iter_mut(&mut self) -> impl Iterator<Item = &mut T> + '_ {
+        self.chunks.iter_mut().flat_map(|c| c.iter_mut())
+    }
+
+    /// Every slot in order, leaving only the first chunk's allocation.
+    fn drain(&mut self) -> impl Iterator<Item = T> + '_ {
+        self.len = 0;
+        let rest = self.chunks.split_off(self.chunks.len().min(1));
+        self.chunks.iter_mut().flat_map(|c| c.drain(..)).chain(rest.into_iter().flatten())
     }
 }
 
@@ -48,7 +190,7 @@ fn pos(i: usize) -> u32 {
 impl<V> KeyMap<V> {
     /// Room for `capacity` keys, hashing with `hasher`.
     pub fn with_capacity_and_hasher(capacity: usize, hasher: Hasher) -> KeyMap<V> {
-        KeyMap { table: HashTable::with_capacity(capacity), slots: Vec::with_capacity(capacity), hasher }
+        KeyMap { table: HashTable::with_capacity(capacity), slots: Slots::with_capacity(capacity), hasher }
     }
 
     #[inline]
@@ -58,12 +200,13 @@ impl<V> KeyMap<V> {
 
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.slots.is_empty()
+        self.slots.len() == 0
     }
 
-    /// Keys the map holds without growing.
+    /// Keys the map's table holds without growing (the slots grow and
+    /// shrink a chunk at a time by themselves).
     pub fn capacity(&self) -> usize {
-        self.table.capacity().min(self.slots.capacity())
+        self.table.capacity()
     }
 
     #[inline]
@@ -81,9 +224,9 @@ impl<V> KeyMap<V> {
     /// inlined into each caller (a call per lookup cost more than it).
     #[inline(always)]
     pub fn get_index_of(&self, key: &[u8]) -> Option<usize> {
-        match &self.slots[..] {
-            [] => None,
-            [(only, _)] => (only[..] == *key).then_some(0),
+        match self.slots.len() {
+            0 => None,
+            1 => self.slots.only().and_then(|(only, _)| (only[..] == *key).then_some(0)),
             _ => self.find(key),
         }
     }
@@ -91,18 +234,20 @@ impl<V> KeyMap<V> {
     #[inline]
     fn find(&self, key: &[u8]) -> Option<usize> {
         let slots = &self.slots;
-        self.table.find(self.hash(key), |&i| slots[i as usize].0[..] == *key).map(|&i| i as usize)
+        self.table
+            .find(self.hash(key), |&i| slots.get(i as usize).is_some_and(|s| s.0[..] == *key))
+            .map(|&i| i as usize)
     }
 
     #[inline]
     pub fn get(&self, key: &[u8]) -> Option<&V> {
-        self.get_index_of(key).map(|i| &self.slots[i].1)
+        self.get_index_of(key).and_then(|i| self.slots.get(i)).map(|s| &s.1)
     }
 
     #[inline]
     pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut V> {
         let i = self.get_index_of(key)?;
-        Some(&mut self.slots[i].1)
+        self.slots.get_mut(i).map(|s| &mut s.1)
     }
 
     #[inline]
@@ -119,10 +264,7 @@ impl<V> KeyMap<V> {
     /// index's lookup: `is` checks the full hash and what else it needs).
     pub fn find_by_hash(&self, hash: u64, mut is: impl FnMut(&Key, &V) -> bool) -> Option<(&Key, &V)> {
         let slots = &self.slots;
-        let &i = self.table.find(hash, |&i| {
-            let (k, v) = &slots[i as usize];
-            is(k, v)
-        })?;
+        let &i = self.table.find(hash, |&i| slots.get(i as usize).is_some_and(|(k, v)| is(k, v)))?;
         self.get_index(i as usize)
     }
 
@@ -132,21 +274,14 @@ impl<V> KeyMap<V> {
         let hash = self.hash(&key);
         let KeyMap { table, slots, hasher } = self;
         // One probe finds the key or the slot a new one takes.
-        match table.entry(hash, |&i| slots[i as usize].0 == key, |&i| hasher.hash_one(&slots[i as usize].0[..])) {
+        let at = |i: u32| &slots_at(slots, i).0;
+        match table.entry(hash, |&i| *at(i) == key, |&i| hasher.hash_one(&at(i)[..])) {
             hashbrown::hash_table::Entry::Occupied(found) => {
-                return Some(std::mem::replace(&mut slots[*found.get() as usize].1, value));
+                let i = *found.get();
+                return Some(std::mem::replace(&mut slots.get_mut(i as usize).expect("in the table").1, value));
             }
             hashbrown::hash_table::Entry::Vacant(slot) => {
                 slot.insert(pos(slots.len()));
-            }
-        }
-        if slots.len() == slots.capacity() {
-            // As `IndexMap` does: room up to what the table holds, so the
-            // vector grows when the table does, not at every doubling of
-            // its own.
-            let room = table.capacity().saturating_sub(slots.len());
-            if room <= 1 || slots.try_reserve_exact(room).is_err() {
-                slots.reserve_exact(1);
             }
         }
         slots.push((key, value));
@@ -168,7 +303,7 @@ impl<V> KeyMap<V> {
 
     /// Removes `key`'s entry, the last entry taking its place.
     pub fn swap_remove_entry(&mut self, key: &[u8]) -> Option<(Key, V)> {
-        if let [(only, _)] = &self.slots[..] {
+        if let Some((only, _)) = self.slots.only() {
             // As in `get_index_of`: one key, no hashing.
             if only[..] != *key {
                 return None;
@@ -178,7 +313,7 @@ impl<V> KeyMap<V> {
         }
         let hash = self.hash(key);
         let slots = &self.slots;
-        let found = self.table.find_entry(hash, |&i| slots[i as usize].0[..] == *key).ok()?;
+        let found = self.table.find_entry(hash, |&i| slots_at(slots, i).0[..] == *key).ok()?;
         let i = *found.get() as usize;
         found.remove();
         Some(self.fill_hole(i))
@@ -188,7 +323,7 @@ impl<V> KeyMap<V> {
     fn fill_hole(&mut self, i: usize) -> (Key, V) {
         let last = self.slots.len() - 1;
         if i != last {
-            let hash = self.hash(&self.slots[last].0);
+            let hash = self.hash(&slots_at(&self.slots, pos(last)).0);
             let p = pos(last);
             *self.table.find_mut(hash, |&j| j == p).expect("the last position is in the table") = pos(i);
         }
@@ -217,8 +352,14 @@ impl<V> KeyMap<V> {
     /// allocations kept).
     pub fn drain(&mut self) -> impl Iterator<Item = (Key, V)> + '_ {
         self.table.clear();
-        self.slots.drain(..)
+        self.slots.drain()
     }
+}
+
+/// The slot at a position the table holds.
+#[inline]
+fn slots_at<V>(slots: &Slots<(Key, V)>, i: u32) -> &(Key, V) {
+    slots.get(i as usize).expect("the table holds positions below the length")
 }
 
 impl<V: fmt::Debug> fmt::Debug for KeyMap<V> {
@@ -284,15 +425,45 @@ mod tests {
         assert!(m.is_empty() && m.get_index_of(b"key:1").is_none());
     }
 
-    /// The vector grows to what the table holds, as `IndexMap`'s does (the
-    /// memory figures of BENCHMARKS.md depend on it).
+    /// The slots take at most what is in use and two chunks more (the
+    /// partly filled one and one spare), whatever the table's size; a
+    /// database going back and forth across a chunk's boundary keeps its
+    /// chunks; the first chunk grows from a few slots.
     #[test]
-    fn grows_with_its_table() {
-        let mut m: KeyMap<()> = KeyMap::default();
-        for i in 0..10_000 {
-            m.insert(Key::new(format!("k{i}").as_bytes()), ());
-            assert!(m.slots.capacity() <= m.table.capacity().max(m.slots.len()));
+    fn slots_hold_about_what_is_used() {
+        type S = Slots<(Key, u64)>;
+        let per = S::PER_CHUNK;
+        let size = std::mem::size_of::<(Key, u64)>();
+        assert!(per * size <= CHUNK_BYTES && (per + 1) * size > CHUNK_BYTES);
+        let mut m: KeyMap<u64> = KeyMap::default();
+        m.insert(Key::new(b"one"), 1);
+        assert!(m.slots.capacity() <= 4);
+        for i in 0..(3 * per as u64 + 10) {
+            m.insert(Key::new(format!("k{i}").as_bytes()), i);
+            assert!(m.slots.capacity() <= m.len().max(4) * 2 && m.slots.capacity() <= m.len() + 2 * per);
         }
-        assert_eq!(m.slots.capacity(), m.table.capacity());
+        // Across the boundary of the fourth chunk and back: no chunk freed
+        // or allocated.
+        let chunks = m.slots.chunks.len();
+        for _ in 0..3 {
+            for i in 0..20 {
+                m.swap_remove_entry(format!("k{}", 3 * per as u64 + 9 - i).as_bytes()).expect("there");
+            }
+            assert_eq!(m.slots.chunks.len(), chunks);
+            for i in 0..20 {
+                m.insert(Key::new(format!("k{}", 3 * per as u64 + 9 - i).as_bytes()), 0);
+            }
+            assert_eq!(m.slots.chunks.len(), chunks);
+        }
+        // Emptied down to a few: the spare chunks are freed.
+        while m.len() > 3 {
+            m.swap_remove_index(0).expect("there");
+        }
+        assert!(m.slots.chunks.len() <= 2, "{} chunks", m.slots.chunks.len());
+        assert_eq!(m.slots.iter().count(), 3);
+        let n = m.drain().count();
+        assert_eq!((n, m.len(), m.slots.chunks.len()), (3, 0, 1));
+        m.insert(Key::new(b"again"), 5);
+        assert_eq!(m.get(b"again"), Some(&5));
     }
 }
