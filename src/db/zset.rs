@@ -894,7 +894,7 @@ enum Walk<'a> {
     /// member of the entry before `next` ends, forward (a running offset).
     Small {
         ends: &'a [u8],
-        scores: &'a [u8],
+        scores: small::Scores<'a>,
         members: &'a [u8],
         next: usize,
         at: usize,
@@ -920,7 +920,7 @@ impl<'a> Iterator for Iter<'a> {
         match &mut self.0 {
             Walk::Small { ends, scores, members, next, at, rev } => {
                 let end = |j: usize| usize::from(u16::from_le_bytes([ends[2 * j], ends[2 * j + 1]]));
-                let score = |j: usize| f64::from_le_bytes(scores[8 * j..8 * j + 8].try_into().expect("8 bytes"));
+                let score = |j: usize| scores.get(j);
                 if *rev {
                     let i = next.checked_sub(1)?;
                     *next = i;
