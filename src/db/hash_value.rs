@@ -37,6 +37,7 @@ use std::ops::Range;
 
 use bytes::Bytes;
 
+use super::thin::ThinBuf;
 use super::Map;
 
 /// Fields past which a hash moves to the index map (never back). Measured,
@@ -129,12 +130,14 @@ impl TtlHash {
 #[derive(Debug, Clone, Default)]
 pub struct Packed {
     n: Count,
-    buf: Box<[u8]>,
+    /// Behind a thin pointer: with `n` in the same word the packed form is
+    /// 16 bytes, and so is the enum, its other forms in `n`'s spare values.
+    buf: ThinBuf,
 }
 
 /// A packed hash's number of pairs, 0 to [`SMALL_MAX`]: a byte whose other
 /// values are invalid, so that [`HashValue`]'s other forms fit in them and
-/// the enum stays the size of a [`Packed`] (24 bytes).
+/// the enum stays the size of a [`Packed`] (16 bytes).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[repr(u8)]
 enum Count {
@@ -260,7 +263,7 @@ impl Packed {
             b.extend_from_slice(pairs[i].0);
             b.extend_from_slice(pairs[i].1);
         }
-        Packed { n: self.n, buf: b.into_boxed_slice() }
+        Packed { n: self.n, buf: b.into() }
     }
 
     /// A buffer of `n` pairs made of `parts` (pieces of the old buffer and
@@ -271,7 +274,7 @@ impl Packed {
         for p in parts {
             b.extend_from_slice(p);
         }
-        Packed { n: Count::new(n), buf: b.into_boxed_slice() }
+        Packed { n: Count::new(n), buf: b.into() }
     }
 }
 
@@ -793,7 +796,7 @@ mod tests {
     /// deadline, removal takes it.
     #[test]
     fn field_deadlines_live_in_the_ttl_form() {
-        assert_eq!(std::mem::size_of::<HashValue>(), 24);
+        assert_eq!(std::mem::size_of::<HashValue>(), 16);
         let mut h: HashValue = [("a", "1"), ("b", "2"), ("c", "3")].into_iter().collect();
         assert!(h.ttls().is_none());
         assert_eq!(h.field_expire(b"a"), Some(0));

@@ -64,6 +64,7 @@ pub mod set_value;
 pub mod snapshot;
 pub mod str_value;
 pub mod stream;
+pub mod thin;
 pub mod value;
 pub mod zset;
 
@@ -116,7 +117,8 @@ pub struct Entry {
     /// ([`snapshot`]): equal to its map's generation once the running
     /// snapshot has written it (or it was stored after the snapshot
     /// began); never above it. Lives in what was padding: the entry stays
-    /// 48 bytes.
+    /// 40 bytes (a 24-byte [`Value`], whose forms all fit beside a
+    /// string's tag byte, and this metadata): a slot with its key is 64.
     mark: u16,
 }
 
@@ -1319,8 +1321,8 @@ mod tests {
     /// capacity holds the tag).
     #[test]
     fn entry_is_48_bytes() {
-        assert_eq!(std::mem::size_of::<Entry>(), 48);
-        assert_eq!(std::mem::size_of::<Value>(), 32);
+        assert_eq!(std::mem::size_of::<Entry>(), 40);
+        assert_eq!(std::mem::size_of::<Value>(), 24);
     }
 
     /// A deadline of 0 (stored as 1 ms) is past, indexed and reclaimed.

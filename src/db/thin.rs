@@ -1,0 +1,156 @@
+//! An owned byte buffer behind a thin pointer: 8 bytes where a
+//! `Box<[u8]>` takes 16, its length kept in the allocation's first four
+//! bytes. A packed hash holds its pairs in one ([`super::hash_value`]), so
+//! that the hash fits 16 bytes and every stored value 24 ([`super::Value`]).
+//!
+//! The length header costs 4 bytes in the allocation, which the
+//! allocator's 16-byte size classes mostly absorb (the 4-byte buffer of a
+//! one-pair hash and its header share jemalloc's 8-byte class).
+
+use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
+use std::fmt;
+use std::ops::{Deref, DerefMut};
+use std::ptr::NonNull;
+
+/// See the module docs. **Invariant:** the pointer is [`EMPTY`]'s address
+/// exactly when the length is 0; otherwise it is an allocation of
+/// `layout(len)` holding `len` as a native-endian `u32`, then the bytes.
+pub struct ThinBuf(NonNull<u8>);
+
+/// The header every empty buffer points at (never written, never freed).
+static EMPTY: u32 = 0;
+
+const HEADER: usize = std::mem::size_of::<u32>();
+
+// SAFETY: a `ThinBuf` owns its bytes as a `Box<[u8]>` does.
+unsafe impl Send for ThinBuf {}
+// SAFETY: shared access only reads.
+unsafe impl Sync for ThinBuf {}
+
+fn layout(len: usize) -> Layout {
+    Layout::from_size_align(HEADER + len, std::mem::align_of::<u32>()).expect("a buffer's size fits a layout")
+}
+
+impl ThinBuf {
+    /// A copy of `bytes` (at most `u32::MAX` of them).
+    pub fn from_slice(bytes: &[u8]) -> ThinBuf {
+        let len = bytes.len();
+        if len == 0 {
+            return ThinBuf::default();
+        }
+        let n = u32::try_from(len).expect("a thin buffer holds at most 4 GiB");
+        let layout = layout(len);
+        // SAFETY: the layout has a non-zero size.
+        let p = unsafe { alloc(layout) };
+        let Some(p) = NonNull::new(p) else { handle_alloc_error(layout) };
+        // SAFETY: the allocation holds the header, aligned for a `u32`,
+        // and `len` bytes after it; `bytes` cannot overlap a new one.
+        unsafe {
+            p.as_ptr().cast::<u32>().write(n);
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), p.as_ptr().add(HEADER), len);
+        }
+        ThinBuf(p)
+    }
+
+    /// The length in the header (the slice's, through `Deref`).
+    #[inline]
+    fn stored_len(&self) -> usize {
+        // SAFETY: the pointer is a live header (an allocation's or EMPTY).
+        unsafe { self.0.as_ptr().cast::<u32>().read() as usize }
+    }
+}
+
+impl Default for ThinBuf {
+    fn default() -> ThinBuf {
+        ThinBuf(NonNull::from(&EMPTY).cast())
+    }
+}
+
+impl Deref for ThinBuf {
+    type Target = [u8];
+
+    #[inline]
+    fn deref(&self) -> &[u8] {
+        // SAFETY: `len` initialized bytes follow the header (none for
+        // EMPTY, whose pointer is still non-null and aligned).
+        unsafe { std::slice::from_raw_parts(self.0.as_ptr().add(HEADER), self.stored_len()) }
+    }
+}
+
+impl DerefMut for ThinBuf {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut [u8] {
+        let len = self.stored_len();
+        if len == 0 {
+            // EMPTY is never handed out mutably.
+            return &mut [];
+        }
+        // SAFETY: an allocation this buffer owns, `len` bytes after the
+        // header.
+        unsafe { std::slice::from_raw_parts_mut(self.0.as_ptr().add(HEADER), len) }
+    }
+}
+
+impl Drop for ThinBuf {
+    fn drop(&mut self) {
+        let len = self.stored_len();
+        if len > 0 {
+            // SAFETY: allocated by `from_slice` with this layout.
+            unsafe { dealloc(self.0.as_ptr(), layout(len)) }
+        }
+    }
+}
+
+impl Clone for ThinBuf {
+    fn clone(&self) -> ThinBuf {
+        ThinBuf::from_slice(self)
+    }
+}
+
+impl From<Vec<u8>> for ThinBuf {
+    fn from(v: Vec<u8>) -> ThinBuf {
+        ThinBuf::from_slice(&v)
+    }
+}
+
+impl PartialEq for ThinBuf {
+    fn eq(&self, other: &ThinBuf) -> bool {
+        self[..] == other[..]
+    }
+}
+
+impl Eq for ThinBuf {}
+
+impl fmt::Debug for ThinBuf {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self[..], f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn holds_its_bytes_behind_eight() {
+        assert_eq!(std::mem::size_of::<ThinBuf>(), 8);
+        assert_eq!(std::mem::size_of::<Option<ThinBuf>>(), 8);
+        let empty = ThinBuf::default();
+        assert!(empty.is_empty() && empty[..].is_empty());
+        assert_eq!(ThinBuf::from_slice(b""), empty);
+        for len in [1, 3, 4, 5, 255, 256, 70_000] {
+            let bytes: Vec<u8> = (0..len).map(|i| (i * 7) as u8).collect();
+            let mut b = ThinBuf::from(bytes.clone());
+            assert_eq!((b.len(), &b[..]), (len, &bytes[..]));
+            let c = b.clone();
+            b[0] ^= 0xff;
+            assert_ne!(b, c);
+            assert_eq!(&c[..], &bytes[..]);
+            b[0] ^= 0xff;
+            assert_eq!(b, c);
+        }
+        let mut e = ThinBuf::default();
+        assert!(e.deref_mut().is_empty());
+        drop(e.clone());
+    }
+}
