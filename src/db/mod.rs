@@ -58,6 +58,7 @@ pub mod hash_value;
 pub mod hll;
 pub mod key;
 pub mod keymap;
+pub mod list_value;
 pub mod preimage;
 pub mod rdb;
 pub mod set_value;

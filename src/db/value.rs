@@ -1,68 +1,14 @@
 //! Stored values.
 
-use std::collections::VecDeque;
-
 use super::stream::Stream;
 use super::zset::ZSet;
-use bytes::Bytes;
 
 /// A hash value: field → value, insertion ordered (HSCAN cursors rely on it).
 pub use super::hash_value::HashValue;
+/// A list value ([`super::list_value`]).
+pub use super::list_value::ListValue;
 /// A set value: a packed buffer while small, a hash set beyond.
 pub use super::set_value::SetValue;
-/// A list value: a deque behind one pointer, so that [`Value`] stays 24
-/// bytes (a `VecDeque` is 32; every key pays for the largest form).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-// The extra allocation is the point: 8 bytes inline instead of 32.
-#[allow(clippy::box_collection)]
-pub struct ListValue(Box<VecDeque<Bytes>>);
-
-impl ListValue {
-    pub fn new() -> ListValue {
-        ListValue::default()
-    }
-
-    pub fn with_capacity(n: usize) -> ListValue {
-        ListValue(Box::new(VecDeque::with_capacity(n)))
-    }
-}
-
-impl std::ops::Deref for ListValue {
-    type Target = VecDeque<Bytes>;
-
-    #[inline]
-    fn deref(&self) -> &VecDeque<Bytes> {
-        &self.0
-    }
-}
-
-impl std::ops::DerefMut for ListValue {
-    #[inline]
-    fn deref_mut(&mut self) -> &mut VecDeque<Bytes> {
-        &mut self.0
-    }
-}
-
-impl FromIterator<Bytes> for ListValue {
-    fn from_iter<I: IntoIterator<Item = Bytes>>(iter: I) -> ListValue {
-        ListValue(Box::new(iter.into_iter().collect()))
-    }
-}
-
-impl From<VecDeque<Bytes>> for ListValue {
-    fn from(d: VecDeque<Bytes>) -> ListValue {
-        ListValue(Box::new(d))
-    }
-}
-
-impl<'a> IntoIterator for &'a ListValue {
-    type Item = &'a Bytes;
-    type IntoIter = std::collections::vec_deque::Iter<'a, Bytes>;
-
-    fn into_iter(self) -> Self::IntoIter {
-        self.0.iter()
-    }
-}
 
 /// The encoding thresholds of Redis 7.0's compact encodings, as configured
 /// (`hash-max-listpack-*`, `zset-max-listpack-*`, `set-max-intset-entries`,
