@@ -269,12 +269,7 @@ impl Packed {
     /// A buffer of `n` pairs made of `parts` (pieces of the old buffer and
     /// new bytes) end to end, sized exactly.
     fn concat(parts: &[&[u8]], n: usize) -> Packed {
-        let len = parts.iter().map(|p| p.len()).sum();
-        let mut b = Vec::with_capacity(len);
-        for p in parts {
-            b.extend_from_slice(p);
-        }
-        Packed { n: Count::new(n), buf: b.into() }
+        Packed { n: Count::new(n), buf: ThinBuf::concat(parts) }
     }
 }
 

@@ -126,6 +126,7 @@ impl<T> Slots<T> {
         }
     }
 
+    #[inline]
     fn push(&mut self, value: T) {
         let c = self.len / Self::PER_CHUNK;
         if c == self.chunks.len() {
@@ -142,6 +143,7 @@ impl<T> Slots<T> {
         self.len += 1;
     }
 
+    #[inline(always)]
     fn pop(&mut self) -> Option<T> {
         if self.len == 0 {
             return None;
@@ -158,6 +160,7 @@ impl<T> Slots<T> {
     }
 
     /// Removes position `i`, the last entry taking its place.
+    #[inline]
     fn swap_remove(&mut self, i: usize) -> T {
         let last = self.pop().expect("in range");
         if i == self.len {

@@ -34,7 +34,12 @@ fn layout(len: usize) -> Layout {
 impl ThinBuf {
     /// A copy of `bytes` (at most `u32::MAX` of them).
     pub fn from_slice(bytes: &[u8]) -> ThinBuf {
-        let len = bytes.len();
+        ThinBuf::concat(&[bytes])
+    }
+
+    /// `parts` end to end, in one allocation (no vector first).
+    pub fn concat(parts: &[&[u8]]) -> ThinBuf {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
         if len == 0 {
             return ThinBuf::default();
         }
@@ -44,10 +49,15 @@ impl ThinBuf {
         let p = unsafe { alloc(layout) };
         let Some(p) = NonNull::new(p) else { handle_alloc_error(layout) };
         // SAFETY: the allocation holds the header, aligned for a `u32`,
-        // and `len` bytes after it; `bytes` cannot overlap a new one.
+        // and `len` bytes after it, which the parts fill exactly; no part
+        // can overlap a new allocation.
         unsafe {
             p.as_ptr().cast::<u32>().write(n);
-            std::ptr::copy_nonoverlapping(bytes.as_ptr(), p.as_ptr().add(HEADER), len);
+            let mut at = p.as_ptr().add(HEADER);
+            for part in parts {
+                std::ptr::copy_nonoverlapping(part.as_ptr(), at, part.len());
+                at = at.add(part.len());
+            }
         }
         ThinBuf(p)
     }
@@ -149,6 +159,9 @@ mod tests {
             b[0] ^= 0xff;
             assert_eq!(b, c);
         }
+        let joined = ThinBuf::concat(&[b"ab", b"", b"cde"]);
+        assert_eq!(&joined[..], b"abcde");
+        assert_eq!(ThinBuf::concat(&[b"", b""]), ThinBuf::default());
         let mut e = ThinBuf::default();
         assert!(e.deref_mut().is_empty());
         drop(e.clone());
