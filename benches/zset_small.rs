@@ -9,7 +9,8 @@
 //! 2-core machine; here the forms alternate in short rounds and each
 //! keeps its fastest round, which another process's load can only slow.
 //!
-//! Run with `cargo bench --bench zset_small` (`-- <rounds>`, default 201).
+//! Run with `cargo bench --bench zset_small` (`-- <rounds>`, default 201;
+//! `ONLY=8:slide` runs one row, for a profiler).
 
 #[path = "common/alternate.rs"]
 mod alternate;
@@ -83,6 +84,9 @@ fn main() {
     for w in [1usize, 8, 16, 24, 32, 48, 64, 128] {
         let form = if window(w, false).is_small() { "buffer" } else { "skip list" };
         for name in ["slide", "range_by_score", "score", "rank", "update_score"] {
+            if std::env::var("ONLY").is_ok_and(|only| only != format!("{w}:{name}")) {
+                continue;
+            }
             let best = alternate::best_of(rounds, &mut [op(name, w, true), op(name, w, false)]);
             println!("| {w} | {name} | {:.0} ns | {:.0} ns | {:.2} | {form} |", best[0], best[1], best[1] / best[0]);
         }
