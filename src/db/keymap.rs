@@ -237,9 +237,7 @@ impl<V> KeyMap<V> {
     #[inline]
     fn find(&self, key: &[u8]) -> Option<usize> {
         let slots = &self.slots;
-        self.table
-            .find(self.hash(key), |&i| slots.get(i as usize).is_some_and(|s| s.0[..] == *key))
-            .map(|&i| i as usize)
+        self.table.find(self.hash(key), |&i| slots_at(slots, i).0[..] == *key).map(|&i| i as usize)
     }
 
     #[inline]
@@ -267,7 +265,10 @@ impl<V> KeyMap<V> {
     /// index's lookup: `is` checks the full hash and what else it needs).
     pub fn find_by_hash(&self, hash: u64, mut is: impl FnMut(&Key, &V) -> bool) -> Option<(&Key, &V)> {
         let slots = &self.slots;
-        let &i = self.table.find(hash, |&i| slots.get(i as usize).is_some_and(|(k, v)| is(k, v)))?;
+        let &i = self.table.find(hash, |&i| {
+            let (k, v) = slots_at(slots, i);
+            is(k, v)
+        })?;
         self.get_index(i as usize)
     }
 
@@ -326,8 +327,8 @@ impl<V> KeyMap<V> {
     fn fill_hole(&mut self, i: usize) -> (Key, V) {
         let last = self.slots.len() - 1;
         if i != last {
-            let hash = self.hash(&slots_at(&self.slots, pos(last)).0);
             let p = pos(last);
+            let hash = self.hash(&slots_at(&self.slots, p).0);
             *self.table.find_mut(hash, |&j| j == p).expect("the last position is in the table") = pos(i);
         }
         self.slots.swap_remove(i)

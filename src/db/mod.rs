@@ -19,8 +19,8 @@
 //! Modifications are signalled explicitly (`set`/`insert_new`/`remove`
 //! signal, in-place edits call `touch`): touched keys drive WATCH, blocked
 //! clients, client-side caching and keyspace events (`notify`). An
-//! [`Entry`] is 48 bytes (its deadline an `Option<NonZeroU64>`, a string
-//! value inline when short: [`str_value`]); values: [`hash_value`],
+//! [`Entry`] is 40 bytes (its deadline an `Option<NonZeroU64>`, a 24-byte
+//! value, a string inline when short: [`str_value`]); values: [`hash_value`],
 //! [`set_value`], [`zset`], [`stream`], [`hll`], [`geohash`]; one value in
 //! RDB format for `DUMP`/`RESTORE`: [`rdb`]; a point-in-time RDB file of
 //! every database made a slice at a time for a full resynchronisation
@@ -1317,11 +1317,10 @@ mod tests {
         assert_eq!(k.sig.expired, 1);
     }
 
-    /// Every stored key pays for an `Entry`: keep it at 48 bytes (a 32-byte
-    /// `Value`: nothing in it above 24 bytes but the list's `VecDeque`, whose
-    /// capacity holds the tag).
+    /// Every stored key pays for an `Entry`: keep it at 40 bytes (a 24-byte
+    /// `Value`: every other form fits beside a string's tag byte).
     #[test]
-    fn entry_is_48_bytes() {
+    fn entry_is_40_bytes() {
         assert_eq!(std::mem::size_of::<Entry>(), 40);
         assert_eq!(std::mem::size_of::<Value>(), 24);
     }
