@@ -186,7 +186,8 @@ impl<'a> Scores<'a> {
     }
 
     /// Score `j`: one unaligned 8-byte load and a shift, the same code for
-    /// every width (a branch per width cost more than the load).
+    /// every width; a score with fewer than eight bytes after it (the last
+    /// of a set of short members) is read by its width.
     #[inline(always)]
     pub fn get(&self, j: usize) -> f64 {
         let at = self.step * j;
