@@ -97,7 +97,7 @@ fn get_hash<'a>(db: &'a mut DbView<'_>, key: &[u8]) -> Result<Option<&'a mut Has
 /// a hash without field deadlines).
 #[inline]
 fn fields_due(h: &HashValue, fields: &[Bytes], now: u64) -> bool {
-    h.ttls().is_some() && fields.iter().any(|f| h.is_expired(f, now))
+    h.has_ttls() && fields.iter().any(|f| h.is_expired(f, now))
 }
 
 /// The hash at `key` (`$get`: [`get_hash`] or [`hash_or_create`]) after
@@ -119,7 +119,7 @@ macro_rules! live_hash {
     ($db:expr, $key:expr, all) => {{
         let now = $db.now;
         let mut h = get_hash(&mut $db, $key)?;
-        let due = h.as_deref().and_then(|h| h.ttls()).map(|t| t.expired(now)).unwrap_or_default();
+        let due = h.as_deref().map(|h| h.expired(now)).unwrap_or_default();
         if !due.is_empty() {
             $db.expire_fields($key, &due);
             h = get_hash(&mut $db, $key)?;
@@ -196,7 +196,7 @@ fn hset_generic(ctx: &mut Ctx<'_>, args: &[Bytes], is_hset: bool) -> CmdResult {
     let limits = *db.limits();
     let (h, small) = hash_or_create_enc(&mut db, key)?;
     let mut created = 0;
-    let ttls = h.ttls().is_some();
+    let ttls = h.has_ttls();
     for fv in args[2..].chunks(2) {
         if h.insert(&fv[0], &fv[1]) {
             created += 1;

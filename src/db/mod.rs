@@ -35,7 +35,8 @@
 //! 7.0.
 //!
 //! Hash field expiration (Redis 7.4): a hash's field deadlines live in the
-//! value ([`hash_value::TtlHash`]); each database also indexes the hashes
+//! value (six bytes a field at the end of a packed hash's buffer, a vector
+//! beside a large one's map: [`hash_value`]); each database also indexes the hashes
 //! that have some by the earliest deadline each is registered under
 //! (`Db::fields`), pairs that may be stale and are checked when popped.
 //! Active expiry (`Db::expire_due`) deletes due fields after due keys, with
@@ -184,7 +185,7 @@ impl Entry {
             (Value::ZSet(_), StrEnc::Big) => "skiplist",
             (Value::Set(_), StrEnc::Small) => "intset",
             (Value::Set(_), StrEnc::SetListpack) => "listpack",
-            (Value::Hash(h), StrEnc::Small) if h.ttls().is_some() => "listpackex",
+            (Value::Hash(h), StrEnc::Small) if h.has_ttls() => "listpackex",
             (Value::Hash(_) | Value::ZSet(_), StrEnc::Small) => "listpack",
             (v, _) => v.encoding(&EncLimits::default()),
         }
@@ -199,7 +200,7 @@ pub struct Db {
     map: entries::Entries,
     expires: expiry::ExpiryIndex,
     /// Hashes with field deadlines, by the deadline each is registered
-    /// under ([`hash_value::TtlHash::registered`]): the field-expiry index.
+    /// under ([`hash_value::HashValue::registered`]): the field-expiry index.
     /// Unlike `expires`, a pair may be stale (its key gone, re-registered
     /// earlier, or its fields persisted): it is checked when popped, so
     /// that no write of a hash has to find and remove its pair.
@@ -810,7 +811,7 @@ impl DbView<'_> {
     pub fn expire_fields_then(&mut self, key: &Bytes, fields: &[Bytes], delete_empty: bool) -> usize {
         let now = self.now;
         let Some(Value::Hash(h)) = self.db.map.get(&key[..]).map(|e| &e.value) else { return 0 };
-        if h.ttls().is_none() || !fields.iter().any(|f| h.is_expired(f, now)) {
+        if !h.has_ttls() || !fields.iter().any(|f| h.is_expired(f, now)) {
             return 0;
         }
         self.before_write(key);
@@ -960,7 +961,7 @@ impl DbView<'_> {
 /// Whether `v` is a hash with the form that carries field deadlines.
 #[inline]
 fn has_field_ttls(v: &Value) -> bool {
-    matches!(v, Value::Hash(h) if h.ttls().is_some())
+    matches!(v, Value::Hash(h) if h.has_ttls())
 }
 
 /// An entry's access stamp for a time in unix milliseconds.
@@ -1028,13 +1029,16 @@ impl Db {
     fn register_fields(&mut self, key: &[u8], fresh: bool) {
         let hash = self.hash(key);
         let Some(Entry { value: Value::Hash(h), .. }) = self.map.get_mut(key) else { return };
-        let Some(t) = h.ttls_mut() else { return };
-        if fresh {
-            t.registered = 0;
+        if !h.has_ttls() {
+            return;
         }
-        if let Some(min) = t.min_expire() {
-            if t.registered == 0 || min < t.registered {
-                t.registered = min;
+        if fresh {
+            h.set_registered(0);
+        }
+        if let Some(min) = h.min_expire() {
+            let registered = h.registered();
+            if registered == 0 || min < registered {
+                h.set_registered(min);
                 self.fields.insert(min, hash);
             }
         }
@@ -1044,7 +1048,7 @@ impl Db {
     fn hash_expiring(&self, at: u64, hash: u64) -> Option<&Key> {
         let hasher = self.map.hasher();
         let registered = |e: &Entry| match &e.value {
-            Value::Hash(h) => h.ttls().is_some_and(|t| t.registered == at),
+            Value::Hash(h) => h.has_ttls() && h.registered() == at,
             _ => false,
         };
         let mut other: Vec<&Key> = Vec::new();
@@ -1074,9 +1078,9 @@ impl Db {
                 n += 1;
                 sig.images.take(self, index, key.as_bytes());
                 let Some(Entry { value: Value::Hash(h), .. }) = self.map.get_mut(&key) else { break };
-                let t = h.ttls_mut().expect("registered");
-                t.registered = 0;
-                let due = t.expired(now);
+                debug_assert!(h.has_ttls(), "registered");
+                h.set_registered(0);
+                let due = h.expired(now);
                 for f in &due {
                     h.shift_remove(f);
                 }

@@ -24,6 +24,7 @@
 
 use bytes::Bytes;
 
+use super::hash_value::DEADLINE_MAX;
 use super::stream::{Consumer, Fields, Group, PendingEntry, Stream, StreamId};
 use super::value::{HashValue, ListValue, SetValue};
 use super::zset::ZSet;
@@ -622,7 +623,7 @@ fn dump_value(out: &mut Vec<u8>, entry: &Entry, encoding: &str, list_fill: i64, 
                 }
             }
         }
-        Value::Hash(h) if h.ttls().is_some() => dump_hash_ttl(out, h, encoding == "listpackex"),
+        Value::Hash(h) if h.has_ttls() => dump_hash_ttl(out, h, encoding == "listpackex"),
         Value::Hash(h) => {
             if encoding == "listpack" {
                 out.push(T_HASH_LISTPACK);
@@ -684,8 +685,8 @@ fn id_key(id: StreamId) -> [u8; 16] {
 /// (0: none, else 1 + its distance from the earliest), field and value. A
 /// hashtable without a deadline left is written as a plain hash.
 fn dump_hash_ttl(out: &mut Vec<u8>, h: &HashValue, listpack: bool) {
-    let t = h.ttls().expect("a hash with deadlines");
-    let min = t.min_expire();
+    debug_assert!(h.has_ttls(), "a hash with deadlines");
+    let min = h.min_expire();
     if !listpack && min.is_none() {
         out.push(T_HASH);
         save_len(out, h.len() as u64);
@@ -695,7 +696,7 @@ fn dump_hash_ttl(out: &mut Vec<u8>, h: &HashValue, listpack: bool) {
         }
         return;
     }
-    let head = if t.registered != 0 { t.registered } else { min.unwrap_or(NO_FIELD_EXPIRE) };
+    let head = if h.registered() != 0 { h.registered() } else { min.unwrap_or(NO_FIELD_EXPIRE) };
     if listpack {
         out.push(T_HASH_LISTPACK_EX);
         out.extend_from_slice(&head.to_le_bytes());
@@ -1301,6 +1302,9 @@ fn load_value(r: &mut Reader<'_>, t: u8) -> Result<Value, RdbError> {
                     LpEntry::Int(v) => u64::try_from(*v).map_err(|_| RdbError::Format)?,
                     LpEntry::Str(_) => return Err(RdbError::Format),
                 };
+                if at > DEADLINE_MAX {
+                    return Err(RdbError::Format);
+                }
                 h.make_ttl();
                 h.set_field_expire(&p[0].to_bytes(), at, false);
             }
@@ -1319,6 +1323,9 @@ fn load_value(r: &mut Reader<'_>, t: u8) -> Result<Value, RdbError> {
                     return Err(RdbError::Format);
                 }
                 let at = if d == 0 { 0 } else { min.checked_add(d - 1).ok_or(RdbError::Format)? };
+                if at > DEADLINE_MAX {
+                    return Err(RdbError::Format);
+                }
                 h.set_field_expire(&k, at, false);
             }
             if h.is_empty() {
@@ -1679,6 +1686,19 @@ mod tests {
         let Value::Hash(back) = restore(&payload, 12).expect("restores") else { panic!("a hash") };
         assert!(back.iter_expire().eq(h.iter_expire()));
         assert!(restore(&payload, 10).is_err(), "not under a 7.0 profile's version");
+        // A deadline past what Redis's field expiry holds (2^48 - 1) is a
+        // corrupt payload, in either form.
+        for (at, ok) in [(DEADLINE_MAX, true), (DEADLINE_MAX + 1, false)] {
+            let mut big = h.clone();
+            big.to_big();
+            big.set_field_expire(b"b", at, false);
+            for enc in [StrEnc::Small, StrEnc::Big] {
+                let mut e = Entry::new(Value::Hash(big.clone()));
+                e.str_enc = enc;
+                let payload = dump(&e, e.encoding(), -2, 12);
+                assert_eq!(restore(&payload, 12).is_ok(), ok, "{at} {enc:?}");
+            }
+        }
     }
 
     #[test]

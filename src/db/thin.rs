@@ -55,8 +55,11 @@ impl ThinBuf {
             p.as_ptr().cast::<u32>().write(n);
             let mut at = p.as_ptr().add(HEADER);
             for part in parts {
-                std::ptr::copy_nonoverlapping(part.as_ptr(), at, part.len());
-                at = at.add(part.len());
+                // Empty parts (a form's absent section) cost no call.
+                if !part.is_empty() {
+                    std::ptr::copy_nonoverlapping(part.as_ptr(), at, part.len());
+                    at = at.add(part.len());
+                }
             }
         }
         ThinBuf(p)

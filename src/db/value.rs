@@ -126,7 +126,7 @@ impl Value {
             }
             Value::Hash(h) => {
                 let max = limits.hash_value;
-                let ttl = h.ttls().is_some();
+                let ttl = h.has_ttls();
                 if h.len() <= limits.hash_entries && h.iter().all(|(k, v)| k.len() <= max && v.len() <= max) {
                     if ttl {
                         "listpackex"
@@ -170,9 +170,7 @@ impl Value {
     pub fn approx_size(&self) -> usize {
         match self {
             Value::Str(s) => s.len(),
-            Value::Hash(h) => {
-                h.iter().map(|(k, v)| k.len() + v.len() + 48).sum::<usize>() + h.ttls().map_or(0, |t| 8 * t.volatile())
-            }
+            Value::Hash(h) => h.iter().map(|(k, v)| k.len() + v.len() + 48).sum::<usize>() + 8 * h.volatile(),
             Value::List(l) => l.iter().map(|v| v.len() + 32).sum(),
             Value::Set(s) => s.heap_size(),
             Value::ZSet(z) => z.approx_size(),
