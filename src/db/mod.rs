@@ -206,7 +206,7 @@ pub struct Db {
     /// that no write of a hash has to find and remove its pair.
     /// **Invariant:** a hash with a field deadline has `registered` set,
     /// no later than that deadline, with a pair `(registered, hash of key)`.
-    fields: expiry::ExpiryIndex,
+    fields: expiry::FieldIndex,
 }
 
 /// What Redisson's fair lock names its queue key with
@@ -1199,7 +1199,7 @@ impl Db {
 
     /// Drops every key (the memory is freed off the lock).
     pub fn clear(&mut self) {
-        self.fields = expiry::ExpiryIndex::default();
+        self.fields = expiry::FieldIndex::default();
         let old = (std::mem::take(&mut self.map), std::mem::take(&mut self.expires));
         if old.0.capacity() > 4096 {
             lazy_free(old);
