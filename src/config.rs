@@ -1015,7 +1015,12 @@ impl RuntimeConfig {
     /// parameters while `maxmemory-policy` is an LFU policy.
     pub fn tuning(&self) -> crate::db::Tuning {
         let lfu = self.maxmemory_policy.is_lfu().then_some(self.lfu);
-        let limits = crate::db::EncLimits { sets_listpack: self.profile.at_least(7, 2, 0), ..self.enc_limits };
+        let embed = match (self.profile.embeds_keys(), self.profile.is_valkey()) {
+            (false, _) => crate::db::embed::Embed::Value,
+            (true, false) => crate::db::embed::Embed::Redis8,
+            (true, true) => crate::db::embed::Embed::Valkey8,
+        };
+        let limits = crate::db::EncLimits { sets_listpack: self.profile.at_least(7, 2, 0), embed, ..self.enc_limits };
         crate::db::Tuning { limits, lfu }
     }
 

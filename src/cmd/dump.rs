@@ -100,6 +100,8 @@ fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     if deadline != 0 {
         db.set_expire(key, deadline as u64);
+        // Redis 8 makes the object with its deadline.
+        db.settle_string(key, crate::db::embed::Step::StoredWithDeadline);
     }
     // An entry keeps either an access time or an access frequency: IDLETIME
     // applies under an LRU (or no) policy, FREQ under an LFU one.

@@ -281,7 +281,7 @@ fn move_(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if renew {
         entry.lru = tdb.new_access();
     }
-    tdb.put_entry(key, entry);
+    tdb.put_entry_then_expire(key, entry);
     tdb.notify(notify::GENERIC, "move_to", key);
     Ok(Reply::Int(1))
 }

@@ -566,8 +566,7 @@ fn incrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         LdError::NanOrInf => CmdError::NanOrInfinity,
     })?;
     let b = Bytes::from(new);
-    db.set(key, Value::Str(StrValue::new(&b)), true);
-    db.set_str_enc(key, StrEnc::NotInt);
+    db.set_float(key, Value::Str(StrValue::new(&b)));
     db.notify(notify::STRING, "incrbyfloat", key);
     Ok(Reply::Bulk(b))
 }

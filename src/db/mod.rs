@@ -52,6 +52,7 @@
 //! so a full iteration returns every element present throughout, as Redis
 //! guarantees.
 
+pub mod embed;
 pub mod evict;
 pub mod expiry;
 pub mod geohash;
@@ -722,6 +723,21 @@ impl DbView<'_> {
     /// Stores `value` under `key`, replacing any previous value. The TTL is
     /// cleared unless `keep_ttl`. Signals a modification.
     pub fn set(&mut self, key: &Bytes, value: Value, keep_ttl: bool) {
+        let step = self.set_unsettled(key, value, keep_ttl);
+        self.settle_string(key, step);
+    }
+
+    /// Stores a formatted float (`INCRBYFLOAT`), keeping the TTL: a string
+    /// that is never `int` (see [`StrEnc::NotInt`]).
+    pub fn set_float(&mut self, key: &Bytes, value: Value) {
+        let step = self.set_unsettled(key, value, true);
+        self.set_str_enc(key, StrEnc::NotInt);
+        self.settle_string(key, step);
+    }
+
+    /// [`set`](Self::set) but for the string's embedding; how it was stored.
+    fn set_unsettled(&mut self, key: &Bytes, value: Value, keep_ttl: bool) -> embed::Step {
+        let mut step = embed::Step::Stored;
         let mut idx = self.db.map.get_index_of(&key[..]);
         if self.sig.images.active() {
             self.sig.images.take_found(self.db, self.index, key, Some(idx));
@@ -738,6 +754,9 @@ impl DbView<'_> {
                 e.value = value;
                 e.str_enc = StrEnc::Auto;
                 Self::pin_encoding(&self.tuning.limits, e);
+                if e.expire().is_some() {
+                    step = embed::Step::Overwrote { keeps: keep_ttl };
+                }
                 let dropped = if keep_ttl { None } else { e.take_expire() };
                 let fields = has_field_ttls(&e.value);
                 if let Some(at) = dropped {
@@ -762,6 +781,25 @@ impl DbView<'_> {
             }
         }
         self.sig.touch(self.index, key);
+        step
+    }
+
+    /// Redis 8 / Valkey 8: marks the string at `key` `raw` if, after
+    /// `step`, its key and deadline leave it no room to be `embstr`
+    /// ([`embed`]). Only ever turns `embstr` into `raw`, so that steps
+    /// compose (stored, then given a deadline). Nothing before 8.
+    #[inline]
+    pub fn settle_string(&mut self, key: &[u8], step: embed::Step) {
+        let rule = self.tuning.limits.embed;
+        if rule == embed::Embed::Value {
+            return;
+        }
+        let Some(e) = self.db.map.get_mut(key) else { return };
+        if let Value::Str(s) = &e.value {
+            if e.encoding() == "embstr" && !rule.keeps(step, key.len(), s.len()) {
+                e.str_enc = StrEnc::Raw;
+            }
+        }
     }
 
     /// Adds a new key (the caller knows it does not exist). Signals.
@@ -869,13 +907,25 @@ impl DbView<'_> {
     }
 
     /// Stores a whole entry (value, deadline, encoding and access word),
-    /// replacing any existing key. Signals.
+    /// replacing any existing key, as `RENAME` and `COPY` do: the new
+    /// object is made with its deadline (see [`embed`]). Signals.
     pub fn put_entry(&mut self, key: &Bytes, entry: Entry) {
+        let deadline = entry.expire().is_some();
+        self.put_entry_then_expire(key, entry);
+        if deadline {
+            self.settle_string(key, embed::Step::StoredWithDeadline);
+        }
+    }
+
+    /// [`put_entry`](Self::put_entry) as `MOVE` does it: the object is
+    /// stored, then given its deadline.
+    pub fn put_entry_then_expire(&mut self, key: &Bytes, entry: Entry) {
         let (expire, enc, lru) = (entry.expire(), entry.str_enc, entry.lru);
-        self.set(key, entry.value, false);
+        let step = self.set_unsettled(key, entry.value, false);
         if enc != StrEnc::Auto {
             self.set_str_enc(key, enc);
         }
+        self.settle_string(key, step);
         self.set_lru(key, lru);
         if let Some(at) = expire {
             self.set_expire(key, at);
@@ -892,10 +942,16 @@ impl DbView<'_> {
         let Some(e) = self.db.map.get_mut(key) else {
             return false;
         };
-        if let Some(old) = e.replace_expire(at) {
-            self.db.expires.remove(old, h);
+        match e.replace_expire(at) {
+            Some(old) => {
+                self.db.expires.remove(old, h);
+                self.db.expires.insert(at, h);
+            }
+            None => {
+                self.db.expires.insert(at, h);
+                self.settle_string(key, embed::Step::DeadlineAdded);
+            }
         }
-        self.db.expires.insert(at, h);
         true
     }
 
@@ -1241,6 +1297,36 @@ mod tests {
         let mut k = Keyspace::new(2);
         k.now = 1_000;
         k
+    }
+
+    /// Under Redis 8's rule a short string's key and deadline decide
+    /// `embstr`: stored too long for the line, given a deadline without
+    /// room for it, renamed with one; raw stays raw until stored again.
+    #[test]
+    fn strings_settle_their_embedding_under_redis_8() {
+        let mut k = ks();
+        k.tuning.limits.embed = embed::Embed::Redis8;
+        let s = |n: usize| Value::Str(StrValue::new(&vec![b'x'; n]));
+        let enc = |k: &mut Keyspace, key: &str| k.view(0).entry(key.as_bytes()).map(|e| e.encoding());
+        let key30 = Bytes::from("k".repeat(30));
+        let mut v = k.view(0);
+        v.set(&key30, s(11), false);
+        v.set(&Bytes::from("a"), s(20), false);
+        drop(v);
+        assert_eq!(enc(&mut k, &"k".repeat(30)), Some("embstr"), "30 + 11 = 41 fits");
+        k.view(0).set(&key30, s(12), false);
+        assert_eq!(enc(&mut k, &"k".repeat(30)), Some("raw"), "30 + 12 does not");
+        k.view(0).set_expire(b"a", 5_000);
+        assert_eq!(enc(&mut k, "a"), Some("embstr"), "1 + 20 fits with a deadline");
+        k.view(0).set(&Bytes::from("b"), s(40), false);
+        k.view(0).set_expire(b"b", 5_000);
+        assert_eq!(enc(&mut k, "b"), Some("raw"), "1 + 40 does not");
+        let (_, e) = k.view(0).take_entry(b"a").expect("a");
+        k.view(0).put_entry(&Bytes::from("a".repeat(14)), e);
+        assert_eq!(enc(&mut k, &"a".repeat(14)), Some("raw"), "14 + 20 and a deadline do not");
+        k.tuning.limits.embed = embed::Embed::Value;
+        k.view(0).set(&key30, s(12), false);
+        assert_eq!(enc(&mut k, &"k".repeat(30)), Some("embstr"), "before 8: the length alone");
     }
 
     /// A hash with field deadlines is found by active expiry through the

@@ -31,6 +31,9 @@ pub struct EncLimits {
     /// Redis 7.2 and later: a small set that is not an intset is a
     /// listpack (`set_listpack_*`), not a hashtable. From the profile.
     pub sets_listpack: bool,
+    /// Whether a short string's key decides `embstr` (Redis 8, Valkey 8).
+    /// From the profile.
+    pub embed: super::embed::Embed,
 }
 
 impl Default for EncLimits {
@@ -47,6 +50,7 @@ impl Default for EncLimits {
             zset_value: 64,
             list_fill: -2,
             sets_listpack: false,
+            embed: super::embed::Embed::Value,
         }
     }
 }
