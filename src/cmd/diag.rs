@@ -119,7 +119,11 @@ fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
                 e.value.approx_size()
             ))))
         }
-        "reload" | "change-repl-id" | "quicklist-packed-threshold" | "set-skip-checksum-validation" => Ok(Reply::ok()),
+        "reload" => {
+            reload(ctx);
+            Ok(Reply::ok())
+        }
+        "change-repl-id" | "quicklist-packed-threshold" | "set-skip-checksum-validation" => Ok(Reply::ok()),
         "jmap" | "log" => Ok(Reply::ok()),
         "help" => Ok(help_reply(
             ctx.core.profile(),
@@ -128,7 +132,7 @@ fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
                 "OBJECT <key>",
                 "    Show low level info about the key and associated value.",
                 "RELOAD",
-                "    Accepted; the dataset is kept as is.",
+                "    Re-encode every value as a save and a load would (the data are kept).",
                 "SET-ACTIVE-EXPIRE <0|1>",
                 "    Setting it to 0 disables active expiry of keys.",
                 "SLEEP <seconds>",
@@ -343,4 +347,28 @@ fn commandlog_help(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
 
 fn slowlog_help(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     Ok(help_reply(ctx.core.profile(), "SLOWLOG", super::help::SLOWLOG_HELP))
+}
+
+/// `DEBUG RELOAD`: Redis saves the dataset and loads it back, which keeps
+/// the data and re-derives every value's encoding from what the load reads
+/// (a string `int`/`embstr`/`raw` from its content, a hash, set or sorted
+/// set saved compact kept compact within the thresholds in force, a large
+/// one made compact again if it now fits them) and, unless the eviction
+/// policy saves them, the access times. rlockd keeps the data in place and
+/// re-derives the same.
+fn reload(ctx: &mut Ctx<'_>) {
+    let profile = ctx.core.profile();
+    let version = profile.rdb_version();
+    let keeps_access = ctx.core.config.maxmemory_policy.saves_access();
+    for index in 0..ctx.core.ks.dbs.len() {
+        let mut db = ctx.core.ks.view(index);
+        let limits = *db.limits();
+        let keys: Vec<Bytes> = db.raw().keys().map(|k| k.to_bytes()).collect();
+        for key in keys {
+            let Some(e) = db.entry_notouch(&key) else { continue };
+            let encoding = super::generic::encoding_in(e, profile, &limits);
+            let t = crate::db::rdb::dump(e, encoding, limits.list_fill, version)[0];
+            db.reloaded(&key, t, keeps_access);
+        }
+    }
 }

@@ -44,7 +44,7 @@ pub enum Step {
     /// (`SET … KEEPTTL`) or loses it (`SET`, `GETSET`).
     Overwrote { keeps: bool },
     /// Stored with its deadline known (`RENAME`, `COPY`, `RESTORE` of a
-    /// key with one).
+    /// key with one, and every key with one that `DEBUG RELOAD` loads).
     StoredWithDeadline,
     /// A string given a deadline it did not have: an existing one
     /// (`PEXPIRE`, `GETEX … PX`) or one just [`Stored`](Step::Stored)

@@ -113,6 +113,13 @@ impl Policy {
         matches!(self, Policy::AllKeysLfu | Policy::VolatileLfu)
     }
 
+    /// Whether an RDB file saved under this policy keeps each key's access
+    /// time (LRU) or counter (LFU): the other policies' loads start them
+    /// afresh.
+    pub fn saves_access(self) -> bool {
+        matches!(self, Policy::AllKeysLru | Policy::VolatileLru) || self.is_lfu()
+    }
+
     fn volatile_only(self) -> bool {
         matches!(self, Policy::VolatileLru | Policy::VolatileLfu | Policy::VolatileRandom | Policy::VolatileTtl)
     }

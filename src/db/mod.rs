@@ -735,6 +735,28 @@ impl DbView<'_> {
         self.settle_string(key, step);
     }
 
+    /// The key as `DEBUG RELOAD` leaves it: its value's encoding as a load
+    /// of the RDB type `t` it was saved under gives it (a compact payload
+    /// kept compact within the entries threshold in force, any other
+    /// encoded from its content, a string `int`, `embstr` or `raw` by its
+    /// content and, from Redis 8, its key and deadline), and its access
+    /// time now unless the eviction policy saves it. Not a modification.
+    pub fn reloaded(&mut self, key: &[u8], t: u8, keeps_access: bool) {
+        let lru = self.new_access();
+        let limits = self.tuning.limits;
+        let Some(e) = self.db.map.get_mut(key) else { return };
+        e.str_enc = rdb::loaded_encoding_of(t, &e.value, &limits).unwrap_or(StrEnc::Auto);
+        Self::pin_encoding(&limits, e);
+        if !keeps_access {
+            e.lru = lru;
+        }
+        let deadline = e.expire().is_some();
+        self.settle_string(key, embed::Step::Stored);
+        if deadline {
+            self.settle_string(key, embed::Step::StoredWithDeadline);
+        }
+    }
+
     /// [`set`](Self::set) but for the string's embedding; how it was stored.
     fn set_unsettled(&mut self, key: &Bytes, value: Value, keep_ttl: bool) -> embed::Step {
         let mut step = embed::Step::Stored;
@@ -1309,10 +1331,8 @@ mod tests {
         let s = |n: usize| Value::Str(StrValue::new(&vec![b'x'; n]));
         let enc = |k: &mut Keyspace, key: &str| k.view(0).entry(key.as_bytes()).map(|e| e.encoding());
         let key30 = Bytes::from("k".repeat(30));
-        let mut v = k.view(0);
-        v.set(&key30, s(11), false);
-        v.set(&Bytes::from("a"), s(20), false);
-        drop(v);
+        k.view(0).set(&key30, s(11), false);
+        k.view(0).set(&Bytes::from("a"), s(20), false);
         assert_eq!(enc(&mut k, &"k".repeat(30)), Some("embstr"), "30 + 11 = 41 fits");
         k.view(0).set(&key30, s(12), false);
         assert_eq!(enc(&mut k, &"k".repeat(30)), Some("raw"), "30 + 12 does not");

@@ -157,9 +157,15 @@ impl Oracle {
         let path = kind.path_or_skip()?;
         for _ in 0..5 {
             let port = free_port();
+            // `DEBUG RELOAD` saves: into a directory of this oracle's in the
+            // build's scratch space (never the working directory), under
+            // the default file name (`CONFIG GET dbfilename` is compared).
+            let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("oracle-{port}"));
+            std::fs::create_dir_all(&dir).expect("the oracle's directory");
             let child = Command::new(&path)
                 .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
                 .args(["--enable-debug-command", "yes", "--daemonize", "no", "--loglevel", "warning"])
+                .args(["--dir", dir.to_str().expect("a UTF-8 path")])
                 .args(extra)
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
