@@ -237,8 +237,11 @@ public final class RlockdServer implements AutoCloseable {
                 p.destroyForcibly();
                 try {
                     p.waitFor(5, TimeUnit.SECONDS);
-                    out.join(1000);
-                    err.join(1000);
+                    // The process is gone, so its pipes end and the readers
+                    // return at once; the bound only matters on a machine so
+                    // loaded that a reader has not run yet (seen with 1 s).
+                    out.join(10_000);
+                    err.join(10_000);
                 } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();
                 }
