@@ -723,16 +723,13 @@ impl DbView<'_> {
     /// Stores `value` under `key`, replacing any previous value. The TTL is
     /// cleared unless `keep_ttl`. Signals a modification.
     pub fn set(&mut self, key: &Bytes, value: Value, keep_ttl: bool) {
-        let step = self.set_unsettled(key, value, keep_ttl);
-        self.settle_string(key, step);
+        self.store(key, value, keep_ttl, StrEnc::Auto);
     }
 
     /// Stores a formatted float (`INCRBYFLOAT`), keeping the TTL: a string
     /// that is never `int` (see [`StrEnc::NotInt`]).
     pub fn set_float(&mut self, key: &Bytes, value: Value) {
-        let step = self.set_unsettled(key, value, true);
-        self.set_str_enc(key, StrEnc::NotInt);
-        self.settle_string(key, step);
+        self.store(key, value, true, StrEnc::NotInt);
     }
 
     /// The key as `DEBUG RELOAD` leaves it: its value's encoding as a load
@@ -750,16 +747,13 @@ impl DbView<'_> {
         if !keeps_access {
             e.lru = lru;
         }
-        let deadline = e.expire().is_some();
-        self.settle_string(key, embed::Step::Stored);
-        if deadline {
-            self.settle_string(key, embed::Step::StoredWithDeadline);
-        }
+        let step = if e.expire().is_some() { embed::Step::StoredWithDeadline } else { embed::Step::Stored };
+        settle(limits.embed, step, key.len(), e);
     }
 
-    /// [`set`](Self::set) but for the string's embedding; how it was stored.
-    fn set_unsettled(&mut self, key: &Bytes, value: Value, keep_ttl: bool) -> embed::Step {
-        let mut step = embed::Step::Stored;
+    /// [`set`](Self::set) with the encoding the value is stored under.
+    fn store(&mut self, key: &Bytes, value: Value, keep_ttl: bool, enc: StrEnc) {
+        let rule = self.tuning.limits.embed;
         let mut idx = self.db.map.get_index_of(&key[..]);
         if self.sig.images.active() {
             self.sig.images.take_found(self.db, self.index, key, Some(idx));
@@ -774,11 +768,11 @@ impl DbView<'_> {
                 // new value keeps the old one's access data.
                 Self::access(self.tuning, self.sig, self.index, self.now, k, e);
                 e.value = value;
-                e.str_enc = StrEnc::Auto;
+                e.str_enc = enc;
                 Self::pin_encoding(&self.tuning.limits, e);
-                if e.expire().is_some() {
-                    step = embed::Step::Overwrote { keeps: keep_ttl };
-                }
+                let step =
+                    if e.expire().is_some() { embed::Step::Overwrote { keeps: keep_ttl } } else { embed::Step::Stored };
+                settle(rule, step, key.len(), e);
                 let dropped = if keep_ttl { None } else { e.take_expire() };
                 let fields = has_field_ttls(&e.value);
                 if let Some(at) = dropped {
@@ -792,7 +786,9 @@ impl DbView<'_> {
             None => {
                 let mut e = Entry::new(value);
                 e.lru = self.new_access();
+                e.str_enc = enc;
                 Self::pin_encoding(&self.tuning.limits, &mut e);
+                settle(rule, embed::Step::Stored, key.len(), &mut e);
                 let fields = has_field_ttls(&e.value);
                 self.db.map.insert(Key::new(key), e);
                 if fields {
@@ -803,24 +799,18 @@ impl DbView<'_> {
             }
         }
         self.sig.touch(self.index, key);
-        step
     }
 
-    /// Redis 8 / Valkey 8: marks the string at `key` `raw` if, after
-    /// `step`, its key and deadline leave it no room to be `embstr`
-    /// ([`embed`]). Only ever turns `embstr` into `raw`, so that steps
-    /// compose (stored, then given a deadline). Nothing before 8.
+    /// [`settle`] for the string at `key`, for a command that stored it
+    /// through other calls (`RESTORE` with a deadline).
     #[inline]
     pub fn settle_string(&mut self, key: &[u8], step: embed::Step) {
         let rule = self.tuning.limits.embed;
         if rule == embed::Embed::Value {
             return;
         }
-        let Some(e) = self.db.map.get_mut(key) else { return };
-        if let Value::Str(s) = &e.value {
-            if e.encoding() == "embstr" && !rule.keeps(step, key.len(), s.len()) {
-                e.str_enc = StrEnc::Raw;
-            }
+        if let Some(e) = self.db.map.get_mut(key) {
+            settle(rule, step, key.len(), e);
         }
     }
 
@@ -943,11 +933,7 @@ impl DbView<'_> {
     /// stored, then given its deadline.
     pub fn put_entry_then_expire(&mut self, key: &Bytes, entry: Entry) {
         let (expire, enc, lru) = (entry.expire(), entry.str_enc, entry.lru);
-        let step = self.set_unsettled(key, entry.value, false);
-        if enc != StrEnc::Auto {
-            self.set_str_enc(key, enc);
-        }
-        self.settle_string(key, step);
+        self.store(key, entry.value, false, enc);
         self.set_lru(key, lru);
         if let Some(at) = expire {
             self.set_expire(key, at);
@@ -967,13 +953,10 @@ impl DbView<'_> {
         match e.replace_expire(at) {
             Some(old) => {
                 self.db.expires.remove(old, h);
-                self.db.expires.insert(at, h);
             }
-            None => {
-                self.db.expires.insert(at, h);
-                self.settle_string(key, embed::Step::DeadlineAdded);
-            }
+            None => settle(self.tuning.limits.embed, embed::Step::DeadlineAdded, key.len(), e),
         }
+        self.db.expires.insert(at, h);
         true
     }
 
@@ -1033,6 +1016,23 @@ impl DbView<'_> {
     /// that were not deleted yet included.
     pub fn raw(&self) -> &Db {
         self.db
+    }
+}
+
+/// Redis 8 / Valkey 8: marks the string of `e` (under a key of `key`
+/// bytes) `raw` if, after `step`, its key and deadline leave it no room to
+/// be `embstr` ([`embed`]). Only ever turns `embstr` into `raw`, so that
+/// steps compose (stored, then given a deadline). Nothing before 8: one
+/// branch.
+#[inline]
+fn settle(rule: embed::Embed, step: embed::Step, key: usize, e: &mut Entry) {
+    if rule == embed::Embed::Value {
+        return;
+    }
+    if let Value::Str(s) = &e.value {
+        if e.encoding() == "embstr" && !rule.keeps(step, key, s.len()) {
+            e.str_enc = StrEnc::Raw;
+        }
     }
 }
 
