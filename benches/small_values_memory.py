@@ -149,6 +149,9 @@ SHAPES = [
     ("set, 1 member", lambda k: [("SADD", k, "member:0")]),
     ("list, 1 element", lambda k: [("RPUSH", k, "8f2b6c1e-4a7d-4e21-9c3b-5d6e7f809a1b:1")]),
     ("list, 10 elements", lambda k: [("RPUSH", k, *(f"item:{j}" for j in range(10)))]),
+    # A contended fair lock's queue: three waiters' ids, pushed one by one.
+    ("list, 3 waiters", lambda k: [("RPUSH", k, f"8f2b6c1e-4a7d-4e21-9c3b-5d6e7f809a1b:{j}") for j in range(3)]),
+    ("list, 20 elements", lambda k: [("RPUSH", k, *(f"item:{j}" for j in range(20)))]),
     ("stream, 1 entry", lambda k: [("XADD", k, "*", "f", "v")]),
 ]
 

@@ -124,7 +124,7 @@ fn bpop(ctx: &mut Ctx<'_>, args: &[Bytes], end: End) -> CmdResult {
     let keys = &args[1..args.len() - 1];
     if let Some((k, mut v)) = list::pop_first(ctx, keys, end, 1)? {
         let e = v.pop().expect("one element");
-        return Ok(Reply::Array(vec![Reply::Bulk(k), Reply::Bulk(e)]));
+        return Ok(Reply::Array(vec![Reply::Bulk(k), e.into()]));
     }
     if !can_block(ctx) {
         return Ok(Reply::NilArray);
@@ -142,7 +142,7 @@ fn brpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn bmove(ctx: &mut Ctx<'_>, args: &[Bytes], from: End, to: End, timeout: f64) -> CmdResult {
     if let Some(v) = list::move_element(ctx, &args[1], &args[2], from, to)? {
-        return Ok(Reply::Bulk(v));
+        return Ok(v.into());
     }
     if !can_block(ctx) {
         return Ok(Reply::Nil);

@@ -5,8 +5,9 @@ use bytes::Bytes;
 
 use super::util::{eq, int};
 use super::{cmd, CommandSpec, Ctx};
+use crate::db::list_value::Elem;
 use crate::db::value::ListValue;
-use crate::db::{notify, own, DbView, Value};
+use crate::db::{notify, DbView, Value};
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
 
@@ -102,16 +103,15 @@ fn push_generic(ctx: &mut Ctx<'_>, args: &[Bytes], end: End, xx: bool) -> CmdRes
         if xx {
             return Ok(Reply::Int(0));
         }
-        // Exactly the room the pushed elements take: a fair lock's queue
-        // of one waiter costs one element's slot, not a vector's minimum
-        // of four.
-        db.insert_new(key, Value::List(ListValue::with_capacity(args.len() - 2)));
+        // Packed when the pushed elements fit it, else a ring with exactly
+        // the room they take.
+        db.insert_new(key, Value::List(ListValue::for_elements(&args[2..])));
     }
     let l = get_list(&mut db, key)?.expect("exists");
     for v in &args[2..] {
         match end {
-            End::Left => l.push_front(own(v)),
-            End::Right => l.push_back(own(v)),
+            End::Left => l.push_front(v),
+            End::Right => l.push_back(v),
         }
     }
     let len = l.len();
@@ -139,17 +139,11 @@ fn rpushx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 /// Pops up to `count` elements from `end` of the list at `key` (which must
 /// be a non-empty list), with notifications and deletion when emptied.
 /// Elements come in pop order.
-fn pop_n(db: &mut DbView<'_>, key: &Bytes, end: End, count: usize) -> Vec<Bytes> {
+fn pop_n(db: &mut DbView<'_>, key: &Bytes, end: End, count: usize) -> Vec<Elem> {
     let Some(Value::List(l)) = db.get_mut(key) else { unreachable!("caller checked a list") };
-    let n = count.min(l.len());
-    let out: Vec<Bytes> = match end {
-        End::Left => l.drain(..n).collect(),
-        End::Right => {
-            let at = l.len() - n;
-            let mut v: Vec<Bytes> = l.drain(at..).collect();
-            v.reverse();
-            v
-        }
+    let out = match end {
+        End::Left => l.pop_front_n(count),
+        End::Right => l.pop_back_n(count),
     };
     db.notify(notify::LIST, end.pop_event(), key);
     db.touch(key);
@@ -173,8 +167,8 @@ fn pop_generic(ctx: &mut Ctx<'_>, args: &[Bytes], end: End) -> CmdResult {
     }
     match count {
         Some(0) => Ok(Reply::Array(Vec::new())),
-        Some(n) => Ok(Reply::bulks(pop_n(&mut db, key, end, n))),
-        None => Ok(Reply::Bulk(pop_n(&mut db, key, end, 1).pop().expect("non-empty list"))),
+        Some(n) => Ok(Reply::Array(pop_n(&mut db, key, end, n).into_iter().map(Reply::from).collect())),
+        None => Ok(pop_n(&mut db, key, end, 1).pop().expect("non-empty list").into()),
     }
 }
 
@@ -194,7 +188,7 @@ pub(crate) fn pop_first(
     keys: &[Bytes],
     end: End,
     count: usize,
-) -> Result<Option<(Bytes, Vec<Bytes>)>, CmdError> {
+) -> Result<Option<(Bytes, Vec<Elem>)>, CmdError> {
     let mut db = ctx.db();
     for k in keys {
         match get_list(&mut db, k)? {
@@ -240,7 +234,7 @@ fn lrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     };
     Ok(match list_range(start, end, l.len()) {
         None => Reply::Array(Vec::new()),
-        Some((s, e)) => Reply::bulks(l.range(s..=e).cloned()),
+        Some((s, e)) => Reply::Array(l.replies(s..=e)),
     })
 }
 
@@ -256,7 +250,7 @@ fn lindex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Ok(Reply::Nil);
     };
     let index = int(&args[2])?;
-    Ok(resolve_index(index, l.len()).and_then(|i| l.get(i).cloned()).into())
+    Ok(resolve_index(index, l.len()).and_then(|i| l.reply_at(i)).unwrap_or(Reply::Nil))
 }
 
 fn lset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
@@ -269,7 +263,7 @@ fn lset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let Some(i) = resolve_index(index, l.len()) else {
         return Err(CmdError::OutOfRange);
     };
-    l[i] = own(&args[3]);
+    l.set(i, &args[3]);
     db.touch(key);
     db.notify(notify::LIST, "lset", key);
     Ok(Reply::ok())
@@ -288,10 +282,10 @@ fn linsert(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let Some(l) = get_list(&mut db, key)? else {
         return Ok(Reply::Int(0));
     };
-    let Some(pos) = l.iter().position(|v| v[..] == args[3][..]) else {
+    let Some(pos) = l.position(&args[3]) else {
         return Ok(Reply::Int(-1));
     };
-    l.insert(if after { pos + 1 } else { pos }, own(&args[4]));
+    l.insert(if after { pos + 1 } else { pos }, &args[4]);
     let len = l.len();
     db.touch(key);
     db.notify(notify::LIST, "linsert", key);
@@ -318,34 +312,7 @@ fn lrem(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let Some(l) = get_list(&mut db, key)? else {
         return Ok(Reply::Int(0));
     };
-    let limit = count.unsigned_abs();
-    let mut removed = 0u64;
-    if count >= 0 {
-        let mut i = 0;
-        while i < l.len() {
-            if l[i][..] == elem[..] {
-                l.remove(i);
-                removed += 1;
-                if limit != 0 && removed == limit {
-                    break;
-                }
-            } else {
-                i += 1;
-            }
-        }
-    } else {
-        let mut i = l.len();
-        while i > 0 {
-            i -= 1;
-            if l[i][..] == elem[..] {
-                l.remove(i);
-                removed += 1;
-                if removed == limit {
-                    break;
-                }
-            }
-        }
-    }
+    let removed = l.remove_eq(elem, count.unsigned_abs(), count < 0);
     if removed > 0 {
         db.touch(key);
         db.notify(notify::LIST, "lrem", key);
@@ -364,10 +331,7 @@ fn ltrim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     };
     match list_range(start, end, l.len()) {
         None => l.clear(),
-        Some((s, e)) => {
-            l.truncate(e + 1);
-            l.drain(..s);
-        }
+        Some((s, e)) => l.retain_range(s..e + 1),
     }
     db.notify(notify::LIST, "ltrim", key);
     db.remove_if_empty(key);
@@ -411,12 +375,14 @@ fn lpos(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let mut matches: i64 = 0;
     let mut found = Vec::new();
     let mut single = None;
+    let mut walk = l.iter();
     for index in 0..len {
         if maxlen != 0 && index as i64 >= maxlen {
             break;
         }
         let pos = if reverse { len - 1 - index } else { index };
-        if l[pos][..] == elem[..] {
+        let e = if reverse { walk.next_back() } else { walk.next() }.expect("within the length");
+        if e == &elem[..] {
             matches += 1;
             if matches >= rank {
                 if count != -1 {
@@ -442,7 +408,7 @@ pub(crate) fn move_element(
     dst: &Bytes,
     from: End,
     to: End,
-) -> Result<Option<Bytes>, CmdError> {
+) -> Result<Option<Elem>, CmdError> {
     let mut db = ctx.db();
     if get_list(&mut db, src)?.is_none_or(|l| l.is_empty()) {
         return Ok(None);
@@ -455,13 +421,10 @@ pub(crate) fn move_element(
     }
     .expect("non-empty");
     if !dst_exists && src != dst {
-        db.insert_new(dst, Value::List(ListValue::with_capacity(1)));
+        db.insert_new(dst, Value::List(ListValue::new()));
     }
     let d = get_list(&mut db, dst)?.expect("exists");
-    match to {
-        End::Left => d.push_front(v.clone()),
-        End::Right => d.push_back(v.clone()),
-    }
+    d.push_elem(to == End::Left, v.clone());
     db.touch(dst);
     db.notify(notify::LIST, to.push_event(), dst);
     db.notify(notify::LIST, from.pop_event(), src);
@@ -473,11 +436,11 @@ pub(crate) fn move_element(
 fn lmove(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let from = parse_end(&args[3])?;
     let to = parse_end(&args[4])?;
-    Ok(move_element(ctx, &args[1], &args[2], from, to)?.into())
+    Ok(move_element(ctx, &args[1], &args[2], from, to)?.map_or(Reply::Nil, Reply::from))
 }
 
 fn rpoplpush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    Ok(move_element(ctx, &args[1], &args[2], End::Right, End::Left)?.into())
+    Ok(move_element(ctx, &args[1], &args[2], End::Right, End::Left)?.map_or(Reply::Nil, Reply::from))
 }
 
 /// Parsed `numkeys key... LEFT|RIGHT [COUNT n]` (LMPOP / BLMPOP), or the
@@ -522,8 +485,8 @@ pub(crate) fn parse_lr(a: &[u8]) -> Option<End> {
 }
 
 /// `[key, [elements]]`.
-pub(crate) fn key_and_elements(key: Bytes, elems: Vec<Bytes>) -> Reply {
-    Reply::Array(vec![Reply::Bulk(key), Reply::bulks(elems)])
+pub(crate) fn key_and_elements(key: Bytes, elems: Vec<Elem>) -> Reply {
+    Reply::Array(vec![Reply::Bulk(key), Reply::Array(elems.into_iter().map(Reply::from).collect())])
 }
 
 fn lmpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {

@@ -153,8 +153,7 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &[Bytes], readonly: bool) -> CmdResult 
         }
         let native = dontsort && kind != Kind::Set;
         let mut items: Vec<Item> = Vec::new();
-        let item = |obj: &Bytes| Item { obj: obj.clone(), score: 0.0, cmp: None };
-        let zitem = |obj: &[u8]| Item { obj: Bytes::copy_from_slice(obj), score: 0.0, cmp: None };
+        let item = |obj: &[u8]| Item { obj: Bytes::copy_from_slice(obj), score: 0.0, cmp: None };
         let n = (end - start + 1).max(0) as usize;
         match db.get(&args[1]) {
             // Native order, only the LIMIT range, walked from the chosen end.
@@ -167,15 +166,15 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &[Bytes], readonly: bool) -> CmdResult 
             }
             Some(Value::ZSet(z)) if native && n > 0 => {
                 if desc {
-                    items.extend(z.iter_rev_from((len - 1 - start) as usize).take(n).map(|(m, _)| zitem(m)));
+                    items.extend(z.iter_rev_from((len - 1 - start) as usize).take(n).map(|(m, _)| item(m)));
                 } else {
-                    items.extend(z.iter_from(start as usize).take(n).map(|(m, _)| zitem(m)));
+                    items.extend(z.iter_from(start as usize).take(n).map(|(m, _)| item(m)));
                 }
             }
             Some(Value::ZSet(_)) if native => {}
             Some(Value::List(l)) => items.extend(l.iter().map(item)),
-            Some(Value::Set(s)) => items.extend(s.iter().map(zitem)),
-            Some(Value::ZSet(z)) => items.extend(z.iter().map(|(m, _)| zitem(m))),
+            Some(Value::Set(s)) => items.extend(s.iter().map(item)),
+            Some(Value::ZSet(z)) => items.extend(z.iter().map(|(m, _)| item(m))),
             _ => {}
         }
         (kind, native, start, end, items)

@@ -220,7 +220,7 @@ impl<'a> LockRef<'a> {
 
     /// A fair lock's waiters, in queue order.
     pub fn waiters(&self) -> impl Iterator<Item = &'a [u8]> {
-        self.queue.into_iter().flatten().map(|w| &w[..])
+        self.queue.into_iter().flatten()
     }
 }
 

@@ -1,83 +1,156 @@
-//! A list value: a ring buffer of `Bytes` whose bookkeeping lives in its
-//! own allocation, in front of the elements, so the value itself is one
-//! pointer.
+//! A list value. A small list (at most [`PACKED_MAX`] elements of at most
+//! [`ELEM_MAX`] bytes) is packed: its elements end to end, each after a
+//! length byte, in one thin buffer edited in place, as Redis keeps a small
+//! list in one listpack. A longer list, or one holding a longer element,
+//! is a ring of `Bytes` ([`super::list_ring`]). A list becomes a ring when
+//! a push passes the limits and stays one (a list that grew long mostly
+//! grows long again); a list rebuilt from a payload (`RESTORE`, a load,
+//! `DEBUG RELOAD`) is packed again when it fits.
 //!
-//! A `VecDeque` keeps its capacity, head and length inline: 32 bytes,
-//! which made every stored value 32 bytes (a [`super::Value`] is as large as
-//! its largest form). Boxing the deque made the value 24 but cost every list
-//! operation a second pointer to follow, a cache miss apart (RPUSH and
-//! LRANGE on small lists ran 7-9% slower, BENCHMARKS.md). Here the header
-//! shares the elements' allocation: one pointer, then the header and the
-//! first elements in the same cache line, as before.
+//! A packed element reaches a reply by copy into the reply itself
+//! ([`Reply::InlineBulk`]: no allocation, no reference count), which is
+//! why the packed form stops at [`InlineBytes::MAX`] bytes an element: a
+//! longer one would need a new `Bytes` for every read. A ring's short
+//! element is copied the same way; a long one is shared by its `Bytes`.
 //!
-//! The operations are `VecDeque`'s that the list commands use, with its
-//! semantics (positions are logical, from the head); `tests::behaves_as_a_vecdeque`
-//! runs them against a `VecDeque` as the model.
+//! The form is not what `OBJECT ENCODING` answers: that follows the
+//! profile's Redis, by content (`cmd::generic`).
 
-use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::fmt;
-use std::ops::{Index, IndexMut, Range, RangeBounds};
-use std::ptr::NonNull;
+use std::ops::{Range, RangeBounds};
 
 use bytes::Bytes;
 
-/// The allocation's first 16 bytes; `cap` elements follow.
-#[repr(C)]
-struct Header {
-    cap: u32,
-    head: u32,
-    len: u32,
-    _pad: u32,
+use super::list_ring::{self, bounds, Ring};
+use super::thin::ThinBuf;
+use crate::protocol::{InlineBytes, Reply};
+
+/// The most elements a packed list holds.
+pub const PACKED_MAX: usize = 16;
+/// The longest element a packed list holds (a reply's inline bytes).
+pub const ELEM_MAX: usize = InlineBytes::MAX;
+
+/// See the module docs. **Invariant:** `Packed`'s buffer holds exactly
+/// `n <= PACKED_MAX` entries, each a length byte `<= ELEM_MAX` and that
+/// many bytes.
+pub enum ListValue {
+    Packed { n: u8, buf: ThinBuf },
+    Ring(Ring),
 }
 
-/// See the module docs. **Invariant:** `None` is an empty list with no
-/// allocation; otherwise the pointer is an allocation of `layout(cap)`
-/// whose header says `cap >= 1`, `head < cap`, `len <= cap`, and the
-/// elements at physical slots `(head + i) % cap` for `i < len` are
-/// initialized (no other slot is).
-#[derive(Default)]
-pub struct ListValue(Option<NonNull<Header>>);
+/// An element taken out of a list: inline when short, else the ring's own
+/// `Bytes` (or a copy of a packed one).
+#[derive(Clone)]
+pub enum Elem {
+    Inline(InlineBytes),
+    Shared(Bytes),
+}
 
-// SAFETY: a `ListValue` owns its elements as a `VecDeque<Bytes>` does.
-unsafe impl Send for ListValue {}
-// SAFETY: shared access only reads.
-unsafe impl Sync for ListValue {}
+impl Elem {
+    /// A copy of `b`.
+    #[inline]
+    pub fn copy(b: &[u8]) -> Elem {
+        match InlineBytes::new(b) {
+            Some(i) => Elem::Inline(i),
+            None => Elem::Shared(Bytes::copy_from_slice(b)),
+        }
+    }
 
-fn layout(cap: usize) -> (Layout, usize) {
-    Layout::new::<Header>()
-        .extend(Layout::array::<Bytes>(cap).expect("a list's capacity fits a layout"))
-        .expect("a list's capacity fits a layout")
+    #[inline]
+    pub fn as_bytes(&self) -> &[u8] {
+        match self {
+            Elem::Inline(i) => i.as_bytes(),
+            Elem::Shared(b) => b,
+        }
+    }
+
+    pub fn into_bytes(self) -> Bytes {
+        match self {
+            Elem::Inline(i) => Bytes::copy_from_slice(i.as_bytes()),
+            Elem::Shared(b) => b,
+        }
+    }
+}
+
+impl From<Elem> for Reply {
+    #[inline]
+    fn from(e: Elem) -> Reply {
+        match e {
+            Elem::Inline(i) => Reply::InlineBulk(i),
+            Elem::Shared(b) => Reply::Bulk(b),
+        }
+    }
+}
+
+impl fmt::Debug for Elem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&Bytes::copy_from_slice(self.as_bytes()), f)
+    }
+}
+
+impl PartialEq for Elem {
+    fn eq(&self, other: &Elem) -> bool {
+        self.as_bytes() == other.as_bytes()
+    }
+}
+
+/// A ring's element as a reply: copied inline when short, shared when long.
+#[inline]
+fn ring_reply(b: &Bytes) -> Reply {
+    match InlineBytes::new(b) {
+        Some(i) => Reply::InlineBulk(i),
+        None => Reply::Bulk(b.clone()),
+    }
+}
+
+/// The element whose length byte is at `at`, and where the next starts.
+#[inline]
+fn entry(buf: &[u8], at: usize) -> (&[u8], usize) {
+    let len = usize::from(buf[at]);
+    (&buf[at + 1..at + 1 + len], at + 1 + len)
+}
+
+/// Where entry `i` starts (`buf.len()` for `i == n`).
+#[inline]
+fn offset(buf: &[u8], i: usize) -> usize {
+    let mut at = 0;
+    for _ in 0..i {
+        at += 1 + usize::from(buf[at]);
+    }
+    at
+}
+
+#[inline]
+fn fits(x: &[u8]) -> bool {
+    x.len() <= ELEM_MAX
+}
+
+impl Default for ListValue {
+    fn default() -> ListValue {
+        ListValue::new()
+    }
 }
 
 impl ListValue {
     pub fn new() -> ListValue {
-        ListValue(None)
+        ListValue::Packed { n: 0, buf: ThinBuf::default() }
     }
 
-    /// Room for `n` elements, exactly (none allocated for 0).
-    pub fn with_capacity(n: usize) -> ListValue {
-        let mut l = ListValue(None);
-        if n > 0 {
-            l.regrow(n);
+    /// An empty list in the form that `elems` will need.
+    pub fn for_elements(elems: &[Bytes]) -> ListValue {
+        if elems.len() <= PACKED_MAX && elems.iter().all(|e| fits(e)) {
+            ListValue::new()
+        } else {
+            ListValue::Ring(Ring::with_capacity(elems.len()))
         }
-        l
-    }
-
-    #[inline]
-    fn header(&self) -> Option<&Header> {
-        // SAFETY: a live allocation starting with its header.
-        self.0.map(|p| unsafe { &*p.as_ptr() })
-    }
-
-    #[inline]
-    fn header_mut(&mut self) -> Option<&mut Header> {
-        // SAFETY: as in `header`, and `&mut self` is the only access.
-        self.0.map(|p| unsafe { &mut *p.as_ptr() })
     }
 
     #[inline]
     pub fn len(&self) -> usize {
-        self.header().map_or(0, |h| h.len as usize)
+        match self {
+            ListValue::Packed { n, .. } => usize::from(*n),
+            ListValue::Ring(r) => r.len(),
+        }
     }
 
     #[inline]
@@ -85,293 +158,395 @@ impl ListValue {
         self.len() == 0
     }
 
-    #[inline]
-    fn cap(&self) -> usize {
-        self.header().map_or(0, |h| h.cap as usize)
+    /// Whether the list is in its packed form.
+    pub fn is_packed(&self) -> bool {
+        matches!(self, ListValue::Packed { .. })
     }
 
-    /// The first element slot (dangling when nothing is allocated).
-    #[inline]
-    fn slots(&self) -> *mut Bytes {
-        match self.0 {
-            // SAFETY: the elements start at the layout's offset, inside
-            // the allocation.
-            Some(p) => unsafe { p.as_ptr().cast::<u8>().add(layout(0).1).cast::<Bytes>() },
-            None => NonNull::dangling().as_ptr(),
-        }
-    }
-
-    /// Physical slot of logical position `i` (`i <= len`, `cap > 0`).
-    #[inline]
-    fn phys(&self, i: usize) -> usize {
-        let h = self.header().expect("allocated");
-        let p = h.head as usize + i;
-        if p >= h.cap as usize {
-            p - h.cap as usize
-        } else {
-            p
-        }
-    }
-
-    /// The elements in order, as two slices (the second empty unless the
-    /// ring wraps), as `VecDeque::as_slices`.
-    #[inline]
-    pub fn as_slices(&self) -> (&[Bytes], &[Bytes]) {
-        let Some(h) = self.header() else { return (&[], &[]) };
-        let (head, len, cap) = (h.head as usize, h.len as usize, h.cap as usize);
-        let first = len.min(cap - head);
-        let base = self.slots();
-        // SAFETY: slots `head..head + first` and `0..len - first` are the
-        // initialized ones (the invariant).
-        unsafe { (std::slice::from_raw_parts(base.add(head), first), std::slice::from_raw_parts(base, len - first)) }
-    }
-
+    /// The elements in order.
     #[inline]
     pub fn iter(&self) -> Iter<'_> {
-        let (a, b) = self.as_slices();
-        a.iter().chain(b.iter())
+        self.range(..)
     }
 
-    /// Elements `range` (positions in order), as `VecDeque::range`.
+    /// Elements `range` (positions in order).
     pub fn range(&self, range: impl RangeBounds<usize>) -> Iter<'_> {
-        let Range { start, end } = self.bounds(range);
-        let (a, b) = self.as_slices();
-        let (a_lo, a_hi) = (start.min(a.len()), end.min(a.len()));
-        let (b_lo, b_hi) = (start.max(a.len()) - a.len(), end.max(a.len()) - a.len());
-        a[a_lo..a_hi].iter().chain(b[b_lo..b_hi].iter())
-    }
-
-    fn bounds(&self, range: impl RangeBounds<usize>) -> Range<usize> {
-        use std::ops::Bound;
-        let len = self.len();
-        let start = match range.start_bound() {
-            Bound::Included(&s) => s,
-            Bound::Excluded(&s) => s + 1,
-            Bound::Unbounded => 0,
-        };
-        let end = match range.end_bound() {
-            Bound::Included(&e) => e + 1,
-            Bound::Excluded(&e) => e,
-            Bound::Unbounded => len,
-        };
-        assert!(start <= end && end <= len, "range {start}..{end} out of bounds for a list of {len}");
-        start..end
-    }
-
-    #[inline]
-    pub fn get(&self, i: usize) -> Option<&Bytes> {
-        if i >= self.len() {
-            return None;
-        }
-        // SAFETY: an initialized slot (`i < len`).
-        Some(unsafe { &*self.slots().add(self.phys(i)) })
-    }
-
-    #[inline]
-    pub fn get_mut(&mut self, i: usize) -> Option<&mut Bytes> {
-        if i >= self.len() {
-            return None;
-        }
-        // SAFETY: as in `get`, through `&mut self`.
-        Some(unsafe { &mut *self.slots().add(self.phys(i)) })
-    }
-
-    pub fn front(&self) -> Option<&Bytes> {
-        self.get(0)
-    }
-
-    pub fn back(&self) -> Option<&Bytes> {
-        self.len().checked_sub(1).and_then(|i| self.get(i))
-    }
-
-    /// Moves the elements to a new allocation of `cap` slots (at least the
-    /// length), in order from slot 0.
-    fn regrow(&mut self, cap: usize) {
-        let len = self.len();
-        assert!(cap >= len && cap >= 1);
-        let cap32 = u32::try_from(cap).expect("at most 2^32 elements in a list");
-        let (lay, off) = layout(cap);
-        // SAFETY: a non-zero size (the header).
-        let p = unsafe { alloc(lay) };
-        let Some(p) = NonNull::new(p) else { handle_alloc_error(lay) };
-        // SAFETY: the elements' offset is inside the new allocation.
-        let new_slots = unsafe { p.as_ptr().add(off).cast::<Bytes>() };
-        let (a, b) = self.as_slices();
-        // SAFETY: the new allocation has room for `len <= cap` elements;
-        // the old ones are moved (bitwise), and the old allocation is
-        // freed without dropping them.
-        unsafe {
-            std::ptr::copy_nonoverlapping(a.as_ptr(), new_slots, a.len());
-            std::ptr::copy_nonoverlapping(b.as_ptr(), new_slots.add(a.len()), b.len());
-            p.as_ptr().cast::<Header>().write(Header { cap: cap32, head: 0, len: len as u32, _pad: 0 });
-        }
-        if let Some(old) = self.0 {
-            let old_cap = self.cap();
-            // SAFETY: allocated by `regrow` with this layout.
-            unsafe { dealloc(old.as_ptr().cast(), layout(old_cap).0) };
-        }
-        self.0 = Some(p.cast());
-    }
-
-    /// Room for one more: doubles, as `VecDeque` does (4 at least).
-    #[inline]
-    fn reserve_one(&mut self) {
-        let (len, cap) = (self.len(), self.cap());
-        if len == cap {
-            self.regrow((cap * 2).max(4));
-        }
-    }
-
-    pub fn push_back(&mut self, x: Bytes) {
-        self.reserve_one();
-        let at = self.phys(self.len());
-        // SAFETY: a free slot (`len < cap`): the one after the last.
-        unsafe { self.slots().add(at).write(x) };
-        self.header_mut().expect("allocated").len += 1;
-    }
-
-    pub fn push_front(&mut self, x: Bytes) {
-        self.reserve_one();
-        let h = self.header_mut().expect("allocated");
-        h.head = if h.head == 0 { h.cap - 1 } else { h.head - 1 };
-        h.len += 1;
-        let at = h.head as usize;
-        // SAFETY: the free slot before the old head.
-        unsafe { self.slots().add(at).write(x) };
-    }
-
-    pub fn pop_front(&mut self) -> Option<Bytes> {
-        if self.is_empty() {
-            return None;
-        }
-        let at = self.phys(0);
-        // SAFETY: the head slot is initialized; it leaves the list.
-        let x = unsafe { self.slots().add(at).read() };
-        let h = self.header_mut().expect("allocated");
-        h.head = if h.head + 1 == h.cap { 0 } else { h.head + 1 };
-        h.len -= 1;
-        Some(x)
-    }
-
-    pub fn pop_back(&mut self) -> Option<Bytes> {
-        let last = self.len().checked_sub(1)?;
-        let at = self.phys(last);
-        self.header_mut().expect("allocated").len -= 1;
-        // SAFETY: the last slot was initialized; it has left the list.
-        Some(unsafe { self.slots().add(at).read() })
-    }
-
-    /// Inserts `x` at position `i` (`i <= len`), the elements from `i` on
-    /// moving one place back.
-    pub fn insert(&mut self, i: usize, x: Bytes) {
-        let len = self.len();
-        assert!(i <= len, "insert at {i} in a list of {len}");
-        // In at the nearer end, then moved to `i`.
-        if i < len / 2 {
-            self.push_front(x);
-            for j in 0..i {
-                self.swap(j, j + 1);
+        let Range { start, end } = bounds(range, self.len());
+        match self {
+            ListValue::Packed { buf, .. } => {
+                let mut starts = [0u16; PACKED_MAX];
+                let mut at = offset(buf, start);
+                for s in &mut starts[..end - start] {
+                    *s = at as u16;
+                    at += 1 + usize::from(buf[at]);
+                }
+                Iter::Packed { buf, starts, lo: 0, hi: (end - start) as u8 }
             }
+            ListValue::Ring(r) => Iter::Ring(r.range(start..end)),
+        }
+    }
+
+    #[inline]
+    pub fn get(&self, i: usize) -> Option<&[u8]> {
+        match self {
+            ListValue::Packed { n, buf } => (i < usize::from(*n)).then(|| entry(buf, offset(buf, i)).0),
+            ListValue::Ring(r) => r.get(i).map(|b| &b[..]),
+        }
+    }
+
+    /// Element `i` as a bulk reply.
+    pub fn reply_at(&self, i: usize) -> Option<Reply> {
+        match self {
+            ListValue::Packed { .. } => self.get(i).map(|e| Reply::InlineBulk(InlineBytes::new(e).expect("packed"))),
+            ListValue::Ring(r) => r.get(i).map(ring_reply),
+        }
+    }
+
+    /// Elements `range` as bulk replies.
+    pub fn replies(&self, range: impl RangeBounds<usize>) -> Vec<Reply> {
+        match self {
+            ListValue::Packed { .. } => {
+                self.range(range).map(|e| Reply::InlineBulk(InlineBytes::new(e).expect("packed"))).collect()
+            }
+            ListValue::Ring(r) => {
+                let Range { start, end } = bounds(range, r.len());
+                r.range(start..end).map(ring_reply).collect()
+            }
+        }
+    }
+
+    /// Makes a packed list a ring with room for `extra` more.
+    #[cold]
+    fn make_ring(&mut self, extra: usize) -> &mut Ring {
+        if let ListValue::Packed { n, buf } = self {
+            let mut r = Ring::with_capacity(usize::from(*n) + extra);
+            let mut at = 0;
+            for _ in 0..*n {
+                let (e, next) = entry(buf, at);
+                r.push_back(Bytes::copy_from_slice(e));
+                at = next;
+            }
+            *self = ListValue::Ring(r);
+        }
+        match self {
+            ListValue::Ring(r) => r,
+            ListValue::Packed { .. } => unreachable!("made a ring above"),
+        }
+    }
+
+    /// The packed form, if a list of `len + 1` elements with `x` among them
+    /// stays packed.
+    #[inline]
+    fn packed_for(&mut self, x: &[u8]) -> Option<(&mut u8, &mut ThinBuf)> {
+        match self {
+            ListValue::Packed { n, buf } if usize::from(*n) < PACKED_MAX && fits(x) => Some((n, buf)),
+            _ => None,
+        }
+    }
+
+    pub fn push_back(&mut self, x: &[u8]) {
+        if let Some((n, buf)) = self.packed_for(x) {
+            let end = buf.len();
+            buf.splice(end..end, &[&[x.len() as u8], x]);
+            *n += 1;
         } else {
-            self.push_back(x);
-            for j in (i..len).rev() {
-                self.swap(j, j + 1);
-            }
+            self.make_ring(1).push_back(Bytes::copy_from_slice(x));
         }
     }
 
-    /// Swaps the elements at positions `a` and `b` (both `< len`).
-    fn swap(&mut self, a: usize, b: usize) {
-        assert!(a < self.len() && b < self.len());
-        let (pa, pb) = (self.phys(a), self.phys(b));
-        // SAFETY: two initialized slots.
-        unsafe { std::ptr::swap(self.slots().add(pa), self.slots().add(pb)) };
-    }
-
-    /// Removes and returns the element at `i`, the ones after it moving one
-    /// place forward.
-    pub fn remove(&mut self, i: usize) -> Option<Bytes> {
-        let len = self.len();
-        if i >= len {
-            return None;
-        }
-        // Nearer the front: shift the front part back; else the tail
-        // forward. The element ends up at an end and is popped.
-        if i < len / 2 {
-            for j in (0..i).rev() {
-                self.swap(j, j + 1);
-            }
-            self.pop_front()
+    pub fn push_front(&mut self, x: &[u8]) {
+        if let Some((n, buf)) = self.packed_for(x) {
+            buf.splice(0..0, &[&[x.len() as u8], x]);
+            *n += 1;
         } else {
-            for j in i..len - 1 {
-                self.swap(j, j + 1);
-            }
-            self.pop_back()
+            self.make_ring(1).push_front(Bytes::copy_from_slice(x));
         }
     }
 
-    /// Keeps the first `n` elements.
-    pub fn truncate(&mut self, n: usize) {
-        while self.len() > n {
-            drop(self.pop_back());
+    /// Pushes an element taken out of a list: a ring takes a shared one
+    /// as it is.
+    pub fn push_elem(&mut self, front: bool, x: Elem) {
+        match x {
+            Elem::Shared(b) if self.packed_for(&b).is_none() => {
+                let r = self.make_ring(1);
+                if front {
+                    r.push_front(b)
+                } else {
+                    r.push_back(b)
+                }
+            }
+            x if front => self.push_front(x.as_bytes()),
+            x => self.push_back(x.as_bytes()),
+        }
+    }
+
+    pub fn pop_front(&mut self) -> Option<Elem> {
+        match self {
+            ListValue::Packed { n, buf } => {
+                if *n == 0 {
+                    return None;
+                }
+                let (e, next) = entry(buf, 0);
+                let out = Elem::Inline(InlineBytes::new(e).expect("packed"));
+                buf.splice(0..next, &[]);
+                *n -= 1;
+                Some(out)
+            }
+            ListValue::Ring(r) => r.pop_front().map(Elem::Shared),
+        }
+    }
+
+    pub fn pop_back(&mut self) -> Option<Elem> {
+        match self {
+            ListValue::Packed { n, buf } => {
+                let last = usize::from(*n).checked_sub(1)?;
+                let at = offset(buf, last);
+                let out = Elem::Inline(InlineBytes::new(entry(buf, at).0).expect("packed"));
+                let end = buf.len();
+                buf.splice(at..end, &[]);
+                *n -= 1;
+                Some(out)
+            }
+            ListValue::Ring(r) => r.pop_back().map(Elem::Shared),
+        }
+    }
+
+    /// Pops up to `count` from the front, in pop order.
+    pub fn pop_front_n(&mut self, count: usize) -> Vec<Elem> {
+        let k = count.min(self.len());
+        match self {
+            ListValue::Packed { n, buf } => {
+                let mut out = Vec::with_capacity(k);
+                let mut at = 0;
+                for _ in 0..k {
+                    let (e, next) = entry(buf, at);
+                    out.push(Elem::Inline(InlineBytes::new(e).expect("packed")));
+                    at = next;
+                }
+                buf.splice(0..at, &[]);
+                *n -= k as u8;
+                out
+            }
+            ListValue::Ring(r) => (0..k).map(|_| Elem::Shared(r.pop_front().expect("counted"))).collect(),
+        }
+    }
+
+    /// Pops up to `count` from the back, in pop order (last first).
+    pub fn pop_back_n(&mut self, count: usize) -> Vec<Elem> {
+        let k = count.min(self.len());
+        match self {
+            ListValue::Packed { n, buf } => {
+                let from = offset(buf, usize::from(*n) - k);
+                let mut out = Vec::with_capacity(k);
+                let mut at = from;
+                for _ in 0..k {
+                    let (e, next) = entry(buf, at);
+                    out.push(Elem::Inline(InlineBytes::new(e).expect("packed")));
+                    at = next;
+                }
+                out.reverse();
+                let end = buf.len();
+                buf.splice(from..end, &[]);
+                *n -= k as u8;
+                out
+            }
+            ListValue::Ring(r) => (0..k).map(|_| Elem::Shared(r.pop_back().expect("counted"))).collect(),
+        }
+    }
+
+    /// Replaces element `i` (`i < len`) with `x`.
+    pub fn set(&mut self, i: usize, x: &[u8]) {
+        assert!(i < self.len(), "set {i} in a list of {}", self.len());
+        match self {
+            ListValue::Packed { buf, .. } if fits(x) => {
+                let at = offset(buf, i);
+                let end = at + 1 + usize::from(buf[at]);
+                buf.splice(at..end, &[&[x.len() as u8], x]);
+            }
+            _ => self.make_ring(0)[i] = Bytes::copy_from_slice(x),
+        }
+    }
+
+    /// Inserts `x` at position `i` (`i <= len`).
+    pub fn insert(&mut self, i: usize, x: &[u8]) {
+        assert!(i <= self.len(), "insert at {i} in a list of {}", self.len());
+        if let Some((n, buf)) = self.packed_for(x) {
+            let at = offset(buf, i);
+            buf.splice(at..at, &[&[x.len() as u8], x]);
+            *n += 1;
+        } else {
+            self.make_ring(1).insert(i, Bytes::copy_from_slice(x));
+        }
+    }
+
+    /// The first position holding `x`.
+    pub fn position(&self, x: &[u8]) -> Option<usize> {
+        self.iter().position(|e| e == x)
+    }
+
+    /// `LREM`: removes the elements equal to `x`, the first `limit` of
+    /// them (all for 0), or the last `limit` when `from_back`. Returns how
+    /// many.
+    pub fn remove_eq(&mut self, x: &[u8], limit: u64, from_back: bool) -> u64 {
+        match self {
+            ListValue::Packed { n, buf } => {
+                let mut matches = 0u64;
+                let mut at = 0;
+                for _ in 0..*n {
+                    let (e, next) = entry(buf, at);
+                    matches += u64::from(e == x);
+                    at = next;
+                }
+                let take = if limit == 0 { matches } else { matches.min(limit) };
+                if take == 0 {
+                    return 0;
+                }
+                // From the back: the first `matches - take` matches stay.
+                let mut keep = if from_back { matches - take } else { 0 };
+                let (mut read, mut write, mut removed) = (0, 0, 0u64);
+                let b: &mut [u8] = buf;
+                for _ in 0..*n {
+                    let len = 1 + usize::from(b[read]);
+                    let hit = b[read + 1..read + len] == *x;
+                    if hit && keep == 0 && removed < take {
+                        removed += 1;
+                    } else {
+                        if hit && keep > 0 {
+                            keep -= 1;
+                        }
+                        b.copy_within(read..read + len, write);
+                        write += len;
+                    }
+                    read += len;
+                }
+                let end = buf.len();
+                buf.splice(write..end, &[]);
+                *n -= removed as u8;
+                removed
+            }
+            ListValue::Ring(l) => {
+                let mut removed = 0u64;
+                if !from_back {
+                    let mut i = 0;
+                    while i < l.len() {
+                        if l[i][..] == *x {
+                            l.remove(i);
+                            removed += 1;
+                            if limit != 0 && removed == limit {
+                                break;
+                            }
+                        } else {
+                            i += 1;
+                        }
+                    }
+                } else {
+                    let mut i = l.len();
+                    while i > 0 {
+                        i -= 1;
+                        if l[i][..] == *x {
+                            l.remove(i);
+                            removed += 1;
+                            if removed == limit {
+                                break;
+                            }
+                        }
+                    }
+                }
+                removed
+            }
+        }
+    }
+
+    /// `LTRIM`: keeps positions `keep` only.
+    pub fn retain_range(&mut self, keep: Range<usize>) {
+        let Range { start, end } = bounds(keep, self.len());
+        match self {
+            ListValue::Packed { n, buf } => {
+                let from = offset(buf, start);
+                let to = from + offset(&buf[from..], end - start);
+                let len = buf.len();
+                buf.splice(to..len, &[]);
+                buf.splice(0..from, &[]);
+                *n = (end - start) as u8;
+            }
+            ListValue::Ring(r) => {
+                r.truncate(end);
+                drop(r.drain(..start));
+            }
+        }
+    }
+
+    /// Packs a ring that fits the packed form again (a list rebuilt, as a
+    /// load rebuilds it: `DEBUG RELOAD`).
+    pub fn repack(&mut self) {
+        if let ListValue::Ring(r) = self {
+            if r.len() <= PACKED_MAX && r.iter().all(|e| fits(e)) {
+                let packed: ListValue = r.iter().cloned().collect();
+                *self = packed;
+            }
         }
     }
 
     pub fn clear(&mut self) {
-        self.truncate(0);
-    }
-
-    /// Removes the elements in `range`, returning them in order.
-    pub fn drain(&mut self, range: impl RangeBounds<usize>) -> std::vec::IntoIter<Bytes> {
-        let Range { start, end } = self.bounds(range);
-        let (n, len) = (end - start, self.len());
-        let mut out = Vec::with_capacity(n);
-        if start == 0 {
-            for _ in 0..n {
-                out.push(self.pop_front().expect("in range"));
-            }
-            return out.into_iter();
-        }
-        let base = self.slots();
-        // SAFETY: the range's slots are read out (and so become free), then
-        // each later element moves `n` places forward, in order, into a
-        // slot already freed; the length drops by `n`, so exactly the
-        // slots of positions `0..len - n` stay initialized.
-        unsafe {
-            for i in start..end {
-                out.push(base.add(self.phys(i)).read());
-            }
-            for i in end..len {
-                let x = base.add(self.phys(i)).read();
-                base.add(self.phys(i - n)).write(x);
-            }
-        }
-        self.header_mut().expect("allocated").len -= n as u32;
-        out.into_iter()
+        *self = ListValue::new();
     }
 }
 
-/// The elements in order (`ListValue::iter`, `ListValue::range`).
-pub type Iter<'a> = std::iter::Chain<std::slice::Iter<'a, Bytes>, std::slice::Iter<'a, Bytes>>;
+/// The elements of a range, in order (either way).
+pub enum Iter<'a> {
+    Packed { buf: &'a [u8], starts: [u16; PACKED_MAX], lo: u8, hi: u8 },
+    Ring(list_ring::Iter<'a>),
+}
 
-impl Drop for ListValue {
-    fn drop(&mut self) {
-        let Some(p) = self.0 else { return };
-        let (a, b) = self.as_slices();
-        let (a, b) = (a as *const [Bytes] as *mut [Bytes], b as *const [Bytes] as *mut [Bytes]);
-        // SAFETY: the initialized elements, dropped once; then the
-        // allocation made by `regrow` with this layout.
-        unsafe {
-            std::ptr::drop_in_place(a);
-            std::ptr::drop_in_place(b);
-            dealloc(p.as_ptr().cast(), layout(self.cap()).0);
+impl<'a> Iterator for Iter<'a> {
+    type Item = &'a [u8];
+
+    #[inline]
+    fn next(&mut self) -> Option<&'a [u8]> {
+        match self {
+            Iter::Packed { buf, starts, lo, hi } => {
+                if lo == hi {
+                    return None;
+                }
+                let e = entry(buf, usize::from(starts[usize::from(*lo)])).0;
+                *lo += 1;
+                Some(e)
+            }
+            Iter::Ring(r) => r.next().map(|b| &b[..]),
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = match self {
+            Iter::Packed { lo, hi, .. } => usize::from(hi - lo),
+            Iter::Ring(r) => r.size_hint().0,
+        };
+        (n, Some(n))
+    }
+}
+
+impl DoubleEndedIterator for Iter<'_> {
+    #[inline]
+    fn next_back(&mut self) -> Option<Self::Item> {
+        match self {
+            Iter::Packed { buf, starts, lo, hi } => {
+                if lo == hi {
+                    return None;
+                }
+                *hi -= 1;
+                Some(entry(buf, usize::from(starts[usize::from(*hi)])).0)
+            }
+            Iter::Ring(r) => r.next_back().map(|b| &b[..]),
         }
     }
 }
 
 impl Clone for ListValue {
     fn clone(&self) -> ListValue {
-        self.iter().cloned().collect()
+        match self {
+            ListValue::Packed { n, buf } => ListValue::Packed { n: *n, buf: buf.clone() },
+            ListValue::Ring(r) => ListValue::Ring(r.clone()),
+        }
     }
 }
 
@@ -385,51 +560,26 @@ impl Eq for ListValue {}
 
 impl fmt::Debug for ListValue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_list().entries(self.iter()).finish()
+        f.debug_list().entries(self.iter().map(Bytes::copy_from_slice)).finish()
     }
 }
 
 impl FromIterator<Bytes> for ListValue {
     fn from_iter<I: IntoIterator<Item = Bytes>>(iter: I) -> ListValue {
-        let iter = iter.into_iter();
-        let mut l = ListValue::with_capacity(iter.size_hint().0);
+        let mut l = ListValue::new();
         for x in iter {
-            l.push_back(x);
+            l.push_back(&x);
         }
         l
     }
 }
 
-impl Extend<Bytes> for ListValue {
-    fn extend<I: IntoIterator<Item = Bytes>>(&mut self, iter: I) {
-        for x in iter {
-            self.push_back(x);
-        }
-    }
-}
-
 impl<'a> IntoIterator for &'a ListValue {
-    type Item = &'a Bytes;
+    type Item = &'a [u8];
     type IntoIter = Iter<'a>;
 
     fn into_iter(self) -> Iter<'a> {
         self.iter()
-    }
-}
-
-impl Index<usize> for ListValue {
-    type Output = Bytes;
-
-    fn index(&self, i: usize) -> &Bytes {
-        let len = self.len();
-        self.get(i).unwrap_or_else(|| panic!("index {i} out of bounds for a list of {len}"))
-    }
-}
-
-impl IndexMut<usize> for ListValue {
-    fn index_mut(&mut self, i: usize) -> &mut Bytes {
-        let len = self.len();
-        self.get_mut(i).unwrap_or_else(|| panic!("index {i} out of bounds for a list of {len}"))
     }
 }
 
@@ -439,83 +589,169 @@ mod tests {
 
     use super::*;
 
-    /// Random operations against a `VecDeque` as the model, across
-    /// wrap-around and growth: the same contents, lengths and returns.
+    fn elem(rng: &mut rand::rngs::SmallRng, round: u32, step: u32) -> Vec<u8> {
+        use rand::Rng;
+        // Mostly short (packed), now and then one that only a ring holds,
+        // and the boundary lengths.
+        let len = match rng.random_range(0..20) {
+            0 => ELEM_MAX + 1 + rng.random_range(0..40),
+            1 => ELEM_MAX,
+            2 => 0,
+            _ => rng.random_range(1..12),
+        };
+        let seed = format!("e{round}:{step}:");
+        seed.bytes().cycle().take(len).collect()
+    }
+
+    /// Random operations against a `VecDeque` as the model, across the
+    /// packed form's limits: the same contents, lengths and returns, and
+    /// the packed form exactly while the model fits it and no push has
+    /// passed its limits.
     #[test]
     fn behaves_as_a_vecdeque() {
         use rand::{Rng, SeedableRng};
-        let mut rng = rand::rngs::SmallRng::seed_from_u64(5);
-        for round in 0..200 {
-            let mut l = ListValue::with_capacity(rng.random_range(0..4));
-            let mut m: VecDeque<Bytes> = VecDeque::new();
-            for step in 0..200u32 {
-                let x = Bytes::from(format!("e{round}:{step}"));
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
+        for round in 0..300 {
+            let mut l = ListValue::new();
+            let mut m: VecDeque<Vec<u8>> = VecDeque::new();
+            let mut grown = false;
+            let steps = if round % 3 == 0 { 60 } else { 200 };
+            for step in 0..steps {
+                let x = elem(&mut rng, round, step);
                 let len = m.len();
-                match rng.random_range(0..12) {
-                    0 | 1 => {
-                        l.push_back(x.clone());
-                        m.push_back(x);
+                let mut pushed = true;
+                match rng.random_range(0..14) {
+                    0..=2 => {
+                        l.push_back(&x);
+                        m.push_back(x.clone());
                     }
-                    2 | 3 => {
-                        l.push_front(x.clone());
-                        m.push_front(x);
+                    3 | 4 => {
+                        l.push_front(&x);
+                        m.push_front(x.clone());
                     }
-                    4 => assert_eq!(l.pop_front(), m.pop_front()),
-                    5 => assert_eq!(l.pop_back(), m.pop_back()),
-                    6 => {
-                        let i = rng.random_range(0..=len);
-                        l.insert(i, x.clone());
-                        m.insert(i, x);
-                    }
+                    5 => assert_eq!(l.pop_front().map(|e| e.as_bytes().to_vec()), m.pop_front()),
+                    6 => assert_eq!(l.pop_back().map(|e| e.as_bytes().to_vec()), m.pop_back()),
                     7 => {
-                        let i = rng.random_range(0..len + 2);
-                        assert_eq!(l.remove(i), m.remove(i));
+                        let i = rng.random_range(0..=len);
+                        l.insert(i, &x);
+                        m.insert(i, x.clone());
                     }
                     8 if len > 0 => {
-                        let a = rng.random_range(0..=len);
-                        let b = rng.random_range(a..=len);
-                        assert!(l.drain(a..b).eq(m.drain(a..b)));
+                        let i = rng.random_range(0..len);
+                        l.set(i, &x);
+                        m[i] = x.clone();
                     }
                     9 => {
-                        let n = rng.random_range(0..len + 2);
-                        l.truncate(n);
-                        m.truncate(n);
+                        let k = rng.random_range(0..len + 3);
+                        let (front, got) =
+                            if rng.random() { (true, l.pop_front_n(k)) } else { (false, l.pop_back_n(k)) };
+                        let want: Vec<Vec<u8>> = (0..k.min(len))
+                            .map(|_| if front { m.pop_front() } else { m.pop_back() }.expect("counted"))
+                            .collect();
+                        assert!(got.iter().map(Elem::as_bytes).eq(want.iter().map(|v| &v[..])));
                     }
                     10 if len > 0 => {
+                        // LREM of an element present (or of a fresh one).
+                        let target = if rng.random() { m[rng.random_range(0..len)].clone() } else { x.clone() };
+                        let limit = rng.random_range(0..3u64);
+                        let from_back = limit > 0 && rng.random();
+                        let got = l.remove_eq(&target, limit, from_back);
+                        let mut removed = 0u64;
+                        if from_back {
+                            let mut i = m.len();
+                            while i > 0 && removed < limit {
+                                i -= 1;
+                                if m[i] == target {
+                                    m.remove(i);
+                                    removed += 1;
+                                }
+                            }
+                        } else {
+                            let mut i = 0;
+                            while i < m.len() && (limit == 0 || removed < limit) {
+                                if m[i] == target {
+                                    m.remove(i);
+                                    removed += 1;
+                                } else {
+                                    i += 1;
+                                }
+                            }
+                        }
+                        assert_eq!(got, removed);
+                        pushed = false;
+                    }
+                    11 if len > 0 => {
                         let a = rng.random_range(0..=len);
                         let b = rng.random_range(a..=len);
-                        assert!(l.range(a..b).eq(m.range(a..b)));
-                        assert!(l.range(a..).rev().eq(m.range(a..).rev()));
-                        let i = rng.random_range(0..len);
-                        l[i] = x.clone();
-                        m[i] = x;
+                        l.retain_range(a..b);
+                        m.truncate(b);
+                        m.drain(..a);
                     }
-                    11 if step % 50 == 0 => {
+                    12 if len > 0 => {
+                        let a = rng.random_range(0..=len);
+                        let b = rng.random_range(a..=len);
+                        assert!(l.range(a..b).eq(m.range(a..b).map(|v| &v[..])));
+                        assert!(l.range(a..).rev().eq(m.range(a..).rev().map(|v| &v[..])));
+                        let replies = l.replies(a..b);
+                        assert!(replies.iter().map(|r| r.as_bulk().expect("bulk")).eq(m.range(a..b).map(|v| &v[..])));
+                        let i = rng.random_range(0..len);
+                        assert_eq!(l.reply_at(i).and_then(|r| r.as_bulk().map(<[u8]>::to_vec)), Some(m[i].clone()));
+                        assert_eq!(l.position(&m[i]), m.iter().position(|v| *v == m[i]));
+                    }
+                    13 if step % 40 == 0 => {
                         l.clear();
                         m.clear();
+                        grown = false;
+                        pushed = false;
                     }
-                    _ => {}
+                    _ => pushed = false,
+                }
+                if pushed && (m.len() > PACKED_MAX || m.iter().any(|v| v.len() > ELEM_MAX)) {
+                    grown = true;
                 }
                 assert_eq!(l.len(), m.len());
-                assert!(l.iter().eq(m.iter()), "round {round} step {step}");
-                assert_eq!(l.front(), m.front());
-                assert_eq!(l.back(), m.back());
+                assert!(l.iter().eq(m.iter().map(|v| &v[..])), "round {round} step {step}");
                 assert_eq!(l.get(l.len()), None);
+                assert_eq!(l.is_packed(), !grown, "round {round} step {step}: packed while it fits");
                 let copy = l.clone();
                 assert_eq!(copy, l);
             }
-            let collected: ListValue = m.iter().cloned().collect();
+            let collected: ListValue = m.iter().map(|v| Bytes::copy_from_slice(v)).collect();
             assert_eq!(collected, l);
         }
     }
 
     #[test]
-    fn one_pointer_and_a_header() {
-        assert_eq!(std::mem::size_of::<ListValue>(), 8);
+    fn sizes() {
+        assert_eq!(std::mem::size_of::<ListValue>(), 16);
         let l = ListValue::default();
-        assert!(l.is_empty() && l.iter().next().is_none());
-        assert_eq!(layout(1).0.size(), 16 + 32);
-        let l: ListValue = [Bytes::from_static(b"x")].into_iter().collect();
-        assert_eq!(l.cap(), 1, "exactly as many as collected");
+        assert!(l.is_empty() && l.iter().next().is_none() && l.is_packed());
+        // A moved element stays shared in a ring.
+        let big = Bytes::from(vec![7u8; 100]);
+        let mut r = ListValue::new();
+        r.push_elem(false, Elem::Shared(big.clone()));
+        assert!(!r.is_packed());
+        let e = r.pop_front().expect("one");
+        assert!(matches!(&e, Elem::Shared(b) if b.as_ptr() == big.as_ptr()));
+        r.push_elem(true, e);
+        assert_eq!(r.get(0), Some(&big[..]));
+        assert!(matches!(r.reply_at(0), Some(Reply::Bulk(_))));
+        let p: ListValue = [Bytes::from_static(b"x")].into_iter().collect();
+        assert!(p.is_packed() && matches!(p.reply_at(0), Some(Reply::InlineBulk(_))));
+        assert!(!ListValue::for_elements(&[big]).is_packed());
+        // A ring that shrank packs again when rebuilt.
+        let mut l = ListValue::new();
+        for i in 0..=PACKED_MAX {
+            l.push_back(format!("{i}").as_bytes());
+        }
+        assert!(!l.is_packed());
+        l.pop_back();
+        l.repack();
+        assert!(l.is_packed());
+        assert!(l.iter().eq((0..PACKED_MAX)
+            .map(|i| format!("{i}").into_bytes())
+            .collect::<Vec<_>>()
+            .iter()
+            .map(|v| &v[..])));
     }
 }

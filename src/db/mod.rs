@@ -60,6 +60,7 @@ pub mod hash_value;
 pub mod hll;
 pub mod key;
 pub mod keymap;
+pub mod list_ring;
 pub mod list_value;
 pub mod preimage;
 pub mod rdb;
@@ -744,6 +745,9 @@ impl DbView<'_> {
         let Some(e) = self.db.map.get_mut(key) else { return };
         e.str_enc = rdb::loaded_encoding_of(t, &e.value, &limits).unwrap_or(StrEnc::Auto);
         Self::pin_encoding(&limits, e);
+        if let Value::List(l) = &mut e.value {
+            l.repack();
+        }
         if !keeps_access {
             e.lru = lru;
         }

@@ -25,6 +25,7 @@
 use bytes::Bytes;
 
 use super::hash_value::DEADLINE_MAX;
+use super::list_value::Elem;
 use super::stream::{Consumer, Fields, Group, PendingEntry, Stream, StreamId};
 use super::value::{HashValue, ListValue, SetValue};
 use super::zset::ZSet;
@@ -1200,10 +1201,13 @@ fn load_value(r: &mut Reader<'_>, t: u8) -> Result<Value, RdbError> {
                 let container = r.len()?;
                 let data = r.string()?;
                 match container {
-                    QUICKLIST_PLAIN => l.push_back(Bytes::from(data)),
+                    QUICKLIST_PLAIN => l.push_elem(false, Elem::Shared(Bytes::from(data))),
                     QUICKLIST_PACKED => {
                         for e in parse_listpack(&data)? {
-                            l.push_back(e.to_bytes());
+                            match e {
+                                LpEntry::Str(s) => l.push_back(s),
+                                LpEntry::Int(v) => l.push_back(&crate::num::int_bytes(v)),
+                            }
                         }
                     }
                     _ => return Err(RdbError::Format),

@@ -7,9 +7,9 @@
 //! allocator's 16-byte size classes mostly absorb (the 4-byte buffer of a
 //! one-pair hash and its header share jemalloc's 8-byte class).
 
-use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
+use std::alloc::{alloc, dealloc, handle_alloc_error, realloc, Layout};
 use std::fmt;
-use std::ops::{Deref, DerefMut};
+use std::ops::{Deref, DerefMut, Range};
 use std::ptr::NonNull;
 
 /// See the module docs. **Invariant:** the pointer is [`EMPTY`]'s address
@@ -63,6 +63,59 @@ impl ThinBuf {
             }
         }
         ThinBuf(p)
+    }
+
+    /// Replaces the bytes in `range` with `parts` end to end, editing the
+    /// allocation in place: the tail moves once, and the allocation is
+    /// resized by `realloc`, which stays where it is within the
+    /// allocator's size class (a packed list's push or pop).
+    pub fn splice(&mut self, range: Range<usize>, parts: &[&[u8]]) {
+        let old = self.stored_len();
+        assert!(range.start <= range.end && range.end <= old, "splice {range:?} of {old} bytes");
+        let ins: usize = parts.iter().map(|p| p.len()).sum();
+        let new = old - (range.end - range.start) + ins;
+        if new == 0 || old == 0 {
+            // To or from the shared empty header: nothing to resize.
+            let kept = [&self[..range.start], &self[range.end..]];
+            let mut all: Vec<&[u8]> = Vec::with_capacity(parts.len() + 2);
+            all.push(kept[0]);
+            all.extend_from_slice(parts);
+            all.push(kept[1]);
+            *self = ThinBuf::concat(&all);
+            return;
+        }
+        let n = u32::try_from(new).expect("a thin buffer holds at most 4 GiB");
+        let tail = old - range.end;
+        let resize = |p: *mut u8| {
+            // SAFETY: `p` was allocated with `layout(old)`; the new size
+            // is non-zero and fits a layout (checked by `layout`).
+            let q = unsafe { realloc(p, layout(old), layout(new).size()) };
+            NonNull::new(q).unwrap_or_else(|| handle_alloc_error(layout(new)))
+        };
+        // SAFETY: `old` and `new` are non-zero, so the pointer is this
+        // buffer's own allocation. Growing, the allocation takes `new`
+        // bytes before anything moves; shrinking, the tail moves first and
+        // the allocation is cut after. The tail's move stays inside the
+        // larger of the two sizes, and `parts` (shared borrows while
+        // `self` is borrowed mutably) cannot overlap the buffer.
+        unsafe {
+            if new > old {
+                self.0 = resize(self.0.as_ptr());
+            }
+            let data = self.0.as_ptr().add(HEADER);
+            std::ptr::copy(data.add(range.end), data.add(range.start + ins), tail);
+            let mut at = data.add(range.start);
+            for part in parts {
+                if !part.is_empty() {
+                    std::ptr::copy_nonoverlapping(part.as_ptr(), at, part.len());
+                    at = at.add(part.len());
+                }
+            }
+            if new < old {
+                self.0 = resize(self.0.as_ptr());
+            }
+            self.0.as_ptr().cast::<u32>().write(n);
+        }
     }
 
     /// The length in the header (the slice's, through `Deref`).
@@ -168,5 +221,31 @@ mod tests {
         let mut e = ThinBuf::default();
         assert!(e.deref_mut().is_empty());
         drop(e.clone());
+    }
+
+    /// Random splices against a vector's `splice` as the model: growing,
+    /// shrinking, equal sizes, to and from empty.
+    #[test]
+    fn splices_as_a_vector_does() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(11);
+        let mut b = ThinBuf::default();
+        let mut m: Vec<u8> = Vec::new();
+        for step in 0..20_000u32 {
+            let len = m.len();
+            let start = rng.random_range(0..=len);
+            let end = rng.random_range(start..=len.min(start + 40));
+            let parts: Vec<Vec<u8>> =
+                (0..rng.random_range(0..3)).map(|i| vec![(step + i) as u8; rng.random_range(0..30)]).collect();
+            let refs: Vec<&[u8]> = parts.iter().map(|p| &p[..]).collect();
+            b.splice(start..end, &refs);
+            m.splice(start..end, parts.concat());
+            assert_eq!(&b[..], &m[..], "step {step}");
+            if step % 500 == 0 {
+                b.splice(0..b.len(), &[]);
+                m.clear();
+                assert_eq!(b, ThinBuf::default());
+            }
+        }
     }
 }
