@@ -24,6 +24,8 @@ use crate::protocol::Reply;
 
 /// The hash behind `HSET`, `HGET`…, for the benches.
 pub use crate::db::hash_value::HashValue;
+/// The list behind `RPUSH`, `LRANGE`…, for the benches.
+pub use crate::db::list_value::ListValue;
 /// The set behind `SADD`, `SISMEMBER`…, for the benches.
 pub use crate::db::set_value::SetValue;
 /// The sorted set behind `ZADD`, `ZRANGE`…, for the benches.

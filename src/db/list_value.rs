@@ -1,17 +1,22 @@
 //! A list value. A small list (at most [`PACKED_MAX`] elements of at most
-//! [`ELEM_MAX`] bytes) is packed: its elements end to end, each after a
-//! length byte, in one thin buffer edited in place, as Redis keeps a small
-//! list in one listpack. A longer list, or one holding a longer element,
-//! is a ring of `Bytes` ([`super::list_ring`]). A list becomes a ring when
-//! a push passes the limits and stays one (a list that grew long mostly
-//! grows long again); a list rebuilt from a payload (`RESTORE`, a load,
-//! `DEBUG RELOAD`) is packed again when it fits.
+//! [`ELEM_MAX`] bytes) is packed: its elements end to end in one thin
+//! buffer edited in place, each between two copies of its length byte (the
+//! second lets the back be read and walked as cheaply as the front), as
+//! Redis keeps a small list in one listpack. A longer list, or one holding
+//! a longer element, is a ring of `Bytes` ([`super::list_ring`]). A list
+//! becomes a ring when a push passes the limits and stays one (a list that
+//! grew long mostly grows long again); a list rebuilt from a payload
+//! (`RESTORE`, a load, `DEBUG RELOAD`) is packed again when it fits.
 //!
 //! A packed element reaches a reply by copy into the reply itself
 //! ([`Reply::InlineBulk`]: no allocation, no reference count), which is
 //! why the packed form stops at [`InlineBytes::MAX`] bytes an element: a
 //! longer one would need a new `Bytes` for every read. A ring's short
 //! element is copied the same way; a long one is shared by its `Bytes`.
+//! The count limit is where the walks stop paying: at 32 elements every
+//! list command measured faster packed than as a ring at the server, at 64
+//! `LSET` was level and at 100 several were slower (BENCHMARKS.md, "Small
+//! lists packed").
 //!
 //! The form is not what `OBJECT ENCODING` answers: that follows the
 //! profile's Redis, by content (`cmd::generic`).
@@ -26,15 +31,22 @@ use super::thin::ThinBuf;
 use crate::protocol::{InlineBytes, Reply};
 
 /// The most elements a packed list holds.
-pub const PACKED_MAX: usize = 16;
+pub const PACKED_MAX: usize = 32;
 /// The longest element a packed list holds (a reply's inline bytes).
 pub const ELEM_MAX: usize = InlineBytes::MAX;
 
 /// See the module docs. **Invariant:** `Packed`'s buffer holds exactly
-/// `n <= PACKED_MAX` entries, each a length byte `<= ELEM_MAX` and that
-/// many bytes.
+/// `n <= PACKED_MAX` entries, each a length byte `<= ELEM_MAX`, that many
+/// bytes, and the length byte again.
 pub enum ListValue {
-    Packed { n: u8, buf: ThinBuf },
+    /// Up to [`PACKED_MAX`] short elements in one buffer.
+    Packed {
+        /// How many.
+        n: u8,
+        /// The entries.
+        buf: ThinBuf,
+    },
+    /// Any list.
     Ring(Ring),
 }
 
@@ -103,22 +115,56 @@ fn ring_reply(b: &Bytes) -> Reply {
     }
 }
 
-/// The element whose length byte is at `at`, and where the next starts.
+/// The element whose entry starts at `at`, and where the next starts.
 #[inline]
 fn entry(buf: &[u8], at: usize) -> (&[u8], usize) {
     let len = usize::from(buf[at]);
-    (&buf[at + 1..at + 1 + len], at + 1 + len)
+    (&buf[at + 1..at + 1 + len], at + 2 + len)
 }
 
-/// Where entry `i` starts (`buf.len()` for `i == n`).
+/// The element whose entry ends at `end`, and where that entry starts.
 #[inline]
-fn offset(buf: &[u8], i: usize) -> usize {
-    let mut at = 0;
-    for _ in 0..i {
-        at += 1 + usize::from(buf[at]);
-    }
-    at
+fn entry_before(buf: &[u8], end: usize) -> (&[u8], usize) {
+    let len = usize::from(buf[end - 1]);
+    (&buf[end - 1 - len..end - 1], end - 2 - len)
 }
+
+/// Where entry `i` of `n` starts (`buf.len()` for `i == n`), walked from
+/// the nearer end.
+#[inline]
+fn offset(buf: &[u8], n: usize, i: usize) -> usize {
+    if i <= n / 2 {
+        let mut at = 0;
+        for _ in 0..i {
+            at += 2 + usize::from(buf[at]);
+        }
+        at
+    } else {
+        let mut at = buf.len();
+        for _ in i..n {
+            at -= 2 + usize::from(buf[at - 1]);
+        }
+        at
+    }
+}
+
+/// `x`'s entry: its length, its bytes, its length again.
+#[inline]
+fn parts(x: &[u8]) -> [&[u8]; 3] {
+    let len = std::slice::from_ref(&LENGTHS[x.len()]);
+    [len, x, len]
+}
+
+/// Every length byte an element can have, to borrow from.
+static LENGTHS: [u8; ELEM_MAX + 1] = {
+    let mut t = [0u8; ELEM_MAX + 1];
+    let mut i = 0;
+    while i <= ELEM_MAX {
+        t[i] = i as u8;
+        i += 1;
+    }
+    t
+};
 
 #[inline]
 fn fits(x: &[u8]) -> bool {
@@ -132,6 +178,7 @@ impl Default for ListValue {
 }
 
 impl ListValue {
+    /// An empty list (packed, nothing allocated).
     pub fn new() -> ListValue {
         ListValue::Packed { n: 0, buf: ThinBuf::default() }
     }
@@ -145,6 +192,7 @@ impl ListValue {
         }
     }
 
+    /// How many elements.
     #[inline]
     pub fn len(&self) -> usize {
         match self {
@@ -153,6 +201,7 @@ impl ListValue {
         }
     }
 
+    /// No element.
     #[inline]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
@@ -173,23 +222,30 @@ impl ListValue {
     pub fn range(&self, range: impl RangeBounds<usize>) -> Iter<'_> {
         let Range { start, end } = bounds(range, self.len());
         match self {
-            ListValue::Packed { buf, .. } => {
-                let mut starts = [0u16; PACKED_MAX];
-                let mut at = offset(buf, start);
-                for s in &mut starts[..end - start] {
-                    *s = at as u16;
-                    at += 1 + usize::from(buf[at]);
-                }
-                Iter::Packed { buf, starts, lo: 0, hi: (end - start) as u8 }
+            ListValue::Packed { n, buf } => {
+                let n = usize::from(*n);
+                let front = offset(buf, n, start);
+                // The range's end from its start or from the list's end,
+                // whichever walk is shorter.
+                let back = if end - start <= n - end {
+                    (start..end).fold(front, |at, _| at + 2 + usize::from(buf[at]))
+                } else {
+                    offset(buf, n, end)
+                };
+                Iter::Packed { buf, front, back, left: end - start }
             }
             ListValue::Ring(r) => Iter::Ring(r.range(start..end)),
         }
     }
 
+    /// Element `i`.
     #[inline]
     pub fn get(&self, i: usize) -> Option<&[u8]> {
         match self {
-            ListValue::Packed { n, buf } => (i < usize::from(*n)).then(|| entry(buf, offset(buf, i)).0),
+            ListValue::Packed { n, buf } => {
+                let n = usize::from(*n);
+                (i < n).then(|| entry(buf, offset(buf, n, i)).0)
+            }
             ListValue::Ring(r) => r.get(i).map(|b| &b[..]),
         }
     }
@@ -244,19 +300,21 @@ impl ListValue {
         }
     }
 
+    /// Appends a copy of `x` (RPUSH).
     pub fn push_back(&mut self, x: &[u8]) {
         if let Some((n, buf)) = self.packed_for(x) {
             let end = buf.len();
-            buf.splice(end..end, &[&[x.len() as u8], x]);
+            buf.splice(end..end, &parts(x));
             *n += 1;
         } else {
             self.make_ring(1).push_back(Bytes::copy_from_slice(x));
         }
     }
 
+    /// Prepends a copy of `x` (LPUSH).
     pub fn push_front(&mut self, x: &[u8]) {
         if let Some((n, buf)) = self.packed_for(x) {
-            buf.splice(0..0, &[&[x.len() as u8], x]);
+            buf.splice(0..0, &parts(x));
             *n += 1;
         } else {
             self.make_ring(1).push_front(Bytes::copy_from_slice(x));
@@ -280,6 +338,7 @@ impl ListValue {
         }
     }
 
+    /// Takes the first element out (LPOP).
     pub fn pop_front(&mut self) -> Option<Elem> {
         match self {
             ListValue::Packed { n, buf } => {
@@ -296,13 +355,16 @@ impl ListValue {
         }
     }
 
+    /// Takes the last element out (RPOP).
     pub fn pop_back(&mut self) -> Option<Elem> {
         match self {
             ListValue::Packed { n, buf } => {
-                let last = usize::from(*n).checked_sub(1)?;
-                let at = offset(buf, last);
-                let out = Elem::Inline(InlineBytes::new(entry(buf, at).0).expect("packed"));
+                if *n == 0 {
+                    return None;
+                }
                 let end = buf.len();
+                let (e, at) = entry_before(buf, end);
+                let out = Elem::Inline(InlineBytes::new(e).expect("packed"));
                 buf.splice(at..end, &[]);
                 *n -= 1;
                 Some(out)
@@ -336,16 +398,14 @@ impl ListValue {
         let k = count.min(self.len());
         match self {
             ListValue::Packed { n, buf } => {
-                let from = offset(buf, usize::from(*n) - k);
-                let mut out = Vec::with_capacity(k);
-                let mut at = from;
-                for _ in 0..k {
-                    let (e, next) = entry(buf, at);
-                    out.push(Elem::Inline(InlineBytes::new(e).expect("packed")));
-                    at = next;
-                }
-                out.reverse();
                 let end = buf.len();
+                let mut out = Vec::with_capacity(k);
+                let mut from = end;
+                for _ in 0..k {
+                    let (e, at) = entry_before(buf, from);
+                    out.push(Elem::Inline(InlineBytes::new(e).expect("packed")));
+                    from = at;
+                }
                 buf.splice(from..end, &[]);
                 *n -= k as u8;
                 out
@@ -358,10 +418,10 @@ impl ListValue {
     pub fn set(&mut self, i: usize, x: &[u8]) {
         assert!(i < self.len(), "set {i} in a list of {}", self.len());
         match self {
-            ListValue::Packed { buf, .. } if fits(x) => {
-                let at = offset(buf, i);
-                let end = at + 1 + usize::from(buf[at]);
-                buf.splice(at..end, &[&[x.len() as u8], x]);
+            ListValue::Packed { n, buf } if fits(x) => {
+                let at = offset(buf, usize::from(*n), i);
+                let end = at + 2 + usize::from(buf[at]);
+                buf.splice(at..end, &parts(x));
             }
             _ => self.make_ring(0)[i] = Bytes::copy_from_slice(x),
         }
@@ -371,8 +431,8 @@ impl ListValue {
     pub fn insert(&mut self, i: usize, x: &[u8]) {
         assert!(i <= self.len(), "insert at {i} in a list of {}", self.len());
         if let Some((n, buf)) = self.packed_for(x) {
-            let at = offset(buf, i);
-            buf.splice(at..at, &[&[x.len() as u8], x]);
+            let at = offset(buf, usize::from(*n), i);
+            buf.splice(at..at, &parts(x));
             *n += 1;
         } else {
             self.make_ring(1).insert(i, Bytes::copy_from_slice(x));
@@ -406,8 +466,8 @@ impl ListValue {
                 let (mut read, mut write, mut removed) = (0, 0, 0u64);
                 let b: &mut [u8] = buf;
                 for _ in 0..*n {
-                    let len = 1 + usize::from(b[read]);
-                    let hit = b[read + 1..read + len] == *x;
+                    let len = 2 + usize::from(b[read]);
+                    let hit = b[read + 1..read + len - 1] == *x;
                     if hit && keep == 0 && removed < take {
                         removed += 1;
                     } else {
@@ -462,8 +522,8 @@ impl ListValue {
         let Range { start, end } = bounds(keep, self.len());
         match self {
             ListValue::Packed { n, buf } => {
-                let from = offset(buf, start);
-                let to = from + offset(&buf[from..], end - start);
+                let from = offset(buf, usize::from(*n), start);
+                let to = offset(buf, usize::from(*n), end);
                 let len = buf.len();
                 buf.splice(to..len, &[]);
                 buf.splice(0..from, &[]);
@@ -474,6 +534,11 @@ impl ListValue {
                 drop(r.drain(..start));
             }
         }
+    }
+
+    /// Makes the list a ring whatever its size (a bench's reference form).
+    pub fn unpack(&mut self) {
+        self.make_ring(0);
     }
 
     /// Packs a ring that fits the packed form again (a list rebuilt, as a
@@ -487,6 +552,7 @@ impl ListValue {
         }
     }
 
+    /// Removes every element.
     pub fn clear(&mut self) {
         *self = ListValue::new();
     }
@@ -494,7 +560,7 @@ impl ListValue {
 
 /// The elements of a range, in order (either way).
 pub enum Iter<'a> {
-    Packed { buf: &'a [u8], starts: [u16; PACKED_MAX], lo: u8, hi: u8 },
+    Packed { buf: &'a [u8], front: usize, back: usize, left: usize },
     Ring(list_ring::Iter<'a>),
 }
 
@@ -504,12 +570,13 @@ impl<'a> Iterator for Iter<'a> {
     #[inline]
     fn next(&mut self) -> Option<&'a [u8]> {
         match self {
-            Iter::Packed { buf, starts, lo, hi } => {
-                if lo == hi {
+            Iter::Packed { buf, front, left, .. } => {
+                if *left == 0 {
                     return None;
                 }
-                let e = entry(buf, usize::from(starts[usize::from(*lo)])).0;
-                *lo += 1;
+                let (e, next) = entry(buf, *front);
+                *front = next;
+                *left -= 1;
                 Some(e)
             }
             Iter::Ring(r) => r.next().map(|b| &b[..]),
@@ -518,7 +585,7 @@ impl<'a> Iterator for Iter<'a> {
 
     fn size_hint(&self) -> (usize, Option<usize>) {
         let n = match self {
-            Iter::Packed { lo, hi, .. } => usize::from(hi - lo),
+            Iter::Packed { left, .. } => *left,
             Iter::Ring(r) => r.size_hint().0,
         };
         (n, Some(n))
@@ -529,12 +596,14 @@ impl DoubleEndedIterator for Iter<'_> {
     #[inline]
     fn next_back(&mut self) -> Option<Self::Item> {
         match self {
-            Iter::Packed { buf, starts, lo, hi } => {
-                if lo == hi {
+            Iter::Packed { buf, back, left, .. } => {
+                if *left == 0 {
                     return None;
                 }
-                *hi -= 1;
-                Some(entry(buf, usize::from(starts[usize::from(*hi)])).0)
+                let (e, at) = entry_before(buf, *back);
+                *back = at;
+                *left -= 1;
+                Some(e)
             }
             Iter::Ring(r) => r.next_back().map(|b| &b[..]),
         }
@@ -593,10 +662,10 @@ mod tests {
         use rand::Rng;
         // Mostly short (packed), now and then one that only a ring holds,
         // and the boundary lengths.
-        let len = match rng.random_range(0..20) {
+        let len = match rng.random_range(0..60) {
             0 => ELEM_MAX + 1 + rng.random_range(0..40),
-            1 => ELEM_MAX,
-            2 => 0,
+            1 | 2 => ELEM_MAX,
+            3 | 4 => 0,
             _ => rng.random_range(1..12),
         };
         let seed = format!("e{round}:{step}:");

@@ -5,12 +5,18 @@
 //!
 //! The length header costs 4 bytes in the allocation, which the
 //! allocator's 16-byte size classes mostly absorb (the 4-byte buffer of a
-//! one-pair hash and its header share jemalloc's 8-byte class).
+//! one-pair hash and its header share jemalloc's 8-byte class). An
+//! allocation is always a whole size class, so a buffer edited in place
+//! (a packed list's pushes and pops) calls the allocator only when its
+//! length crosses a class. (Under the system allocator, an embedding
+//! program's choice, the requests are rounded the same way.)
 
 use std::alloc::{alloc, dealloc, handle_alloc_error, realloc, Layout};
 use std::fmt;
 use std::ops::{Deref, DerefMut, Range};
 use std::ptr::NonNull;
+
+use crate::memory::jemalloc_class;
 
 /// See the module docs. **Invariant:** the pointer is [`EMPTY`]'s address
 /// exactly when the length is 0; otherwise it is an allocation of
@@ -27,8 +33,15 @@ unsafe impl Send for ThinBuf {}
 // SAFETY: shared access only reads.
 unsafe impl Sync for ThinBuf {}
 
+/// The allocation of a buffer of `len` bytes: its header and the bytes,
+/// rounded up to the allocator's size class ([`jemalloc_class`]), which
+/// the allocator would hand out anyway. Every length of one class has the
+/// same layout, so an edit that stays within the class keeps its
+/// allocation without asking the allocator (`splice`).
+#[inline]
 fn layout(len: usize) -> Layout {
-    Layout::from_size_align(HEADER + len, std::mem::align_of::<u32>()).expect("a buffer's size fits a layout")
+    Layout::from_size_align(jemalloc_class(HEADER + len), std::mem::align_of::<u32>())
+        .expect("a buffer's size fits a layout")
 }
 
 impl ThinBuf {
@@ -67,8 +80,8 @@ impl ThinBuf {
 
     /// Replaces the bytes in `range` with `parts` end to end, editing the
     /// allocation in place: the tail moves once, and the allocation is
-    /// resized by `realloc`, which stays where it is within the
-    /// allocator's size class (a packed list's push or pop).
+    /// resized (`realloc`) only when the length leaves its size class (a
+    /// packed list's push or pop).
     pub fn splice(&mut self, range: Range<usize>, parts: &[&[u8]]) {
         let old = self.stored_len();
         assert!(range.start <= range.end && range.end <= old, "splice {range:?} of {old} bytes");
@@ -87,6 +100,9 @@ impl ThinBuf {
         let n = u32::try_from(new).expect("a thin buffer holds at most 4 GiB");
         let tail = old - range.end;
         let resize = |p: *mut u8| {
+            if layout(new) == layout(old) {
+                return NonNull::new(p).expect("an allocation");
+            }
             // SAFETY: `p` was allocated with `layout(old)`; the new size
             // is non-zero and fits a layout (checked by `layout`).
             let q = unsafe { realloc(p, layout(old), layout(new).size()) };
@@ -106,10 +122,14 @@ impl ThinBuf {
             std::ptr::copy(data.add(range.end), data.add(range.start + ins), tail);
             let mut at = data.add(range.start);
             for part in parts {
-                if !part.is_empty() {
-                    std::ptr::copy_nonoverlapping(part.as_ptr(), at, part.len());
-                    at = at.add(part.len());
+                // A packed list's length bytes are stored, not copied by a
+                // call; empty parts cost nothing.
+                match part.len() {
+                    0 => {}
+                    1 => at.write(part[0]),
+                    len => std::ptr::copy_nonoverlapping(part.as_ptr(), at, len),
                 }
+                at = at.add(part.len());
             }
             if new < old {
                 self.0 = resize(self.0.as_ptr());

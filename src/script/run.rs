@@ -207,6 +207,7 @@ impl RunCtx<'_> {
     /// Runs the command in [`args`](Self::args) for the script through the
     /// host, counting the commands that ran and their time (`INFO
     /// scriptstats`).
+    #[inline]
     pub(crate) fn call(&mut self) -> Result<Reply, ScriptErr> {
         let (reply, info) = self.host.call(&self.args.argv, self.resp3)?;
         self.calls += 1;
