@@ -83,25 +83,14 @@ fn op(name: &str, shape: &str, w: usize, big: bool) -> Op {
 }
 
 fn main() {
-    let rounds: usize = std::env::args().filter_map(|a| a.parse().ok()).next().unwrap_or(101);
-    let ws: Vec<usize> = std::env::var("HASH_SMALL_W")
-        .ok()
-        .map(|v| v.split(',').filter_map(|w| w.parse().ok()).collect())
-        .unwrap_or_else(|| vec![1, 4, 8, 12, 16, 24, 32]);
-    println!("| W | fields | operation | index map | hash | hash / index map | hash's form |");
-    println!("|---:|---|---|---:|---:|---:|---|");
-    for w in ws {
-        let form = if filled("short", w, false).is_packed() { "packed" } else { "index map" };
-        for shape in ["short", "id"] {
-            for name in ["get", "miss", "incr", "add_remove", "all"] {
-                let best = alternate::best_of(rounds, &mut [op(name, shape, w, true), op(name, shape, w, false)]);
-                println!(
-                    "| {w} | {shape} | {name} | {:.0} ns | {:.0} ns | {:.2} | {form} |",
-                    best[0],
-                    best[1],
-                    best[1] / best[0]
-                );
-            }
-        }
-    }
+    let ws = alternate::sizes("HASH_SMALL_W", &[1, 4, 8, 12, 16, 24, 32]);
+    alternate::print_table(
+        alternate::rounds(101),
+        &ws,
+        &["short", "id"],
+        &["get", "miss", "incr", "add_remove", "all"],
+        ["fields", "index map", "hash"],
+        |w| if filled("short", w, false).is_packed() { "packed" } else { "index map" },
+        op,
+    );
 }

@@ -76,25 +76,14 @@ fn op(name: &str, shape: &str, w: usize, ring: bool) -> Op {
 }
 
 fn main() {
-    let rounds: usize = std::env::args().filter_map(|a| a.parse().ok()).next().unwrap_or(101);
-    let ws: Vec<usize> = std::env::var("LIST_SMALL_W")
-        .ok()
-        .map(|v| v.split(',').filter_map(|w| w.parse().ok()).collect())
-        .unwrap_or_else(|| vec![1, 8, 16, 32, 64, 128]);
-    println!("| W | elements | operation | ring | list | list / ring | list's form |");
-    println!("|---:|---|---|---:|---:|---:|---|");
-    for w in ws {
-        let form = if filled("short", w, false).is_packed() { "packed" } else { "ring" };
-        for shape in ["short", "id"] {
-            for name in ["range", "index", "queue", "lpush_rpop", "set", "pos_miss"] {
-                let best = alternate::best_of(rounds, &mut [op(name, shape, w, true), op(name, shape, w, false)]);
-                println!(
-                    "| {w} | {shape} | {name} | {:.0} ns | {:.0} ns | {:.2} | {form} |",
-                    best[0],
-                    best[1],
-                    best[1] / best[0]
-                );
-            }
-        }
-    }
+    let ws = alternate::sizes("LIST_SMALL_W", &[1, 8, 16, 32, 64, 128]);
+    alternate::print_table(
+        alternate::rounds(101),
+        &ws,
+        &["short", "id"],
+        &["range", "index", "queue", "lpush_rpop", "set", "pos_miss"],
+        ["elements", "ring", "list"],
+        |w| if filled("short", w, false).is_packed() { "packed" } else { "ring" },
+        op,
+    );
 }

@@ -78,21 +78,13 @@ fn op(name: &str, shape: &str, w: usize, big: bool) -> Op {
 }
 
 fn main() {
-    let rounds: usize = std::env::args().filter_map(|a| a.parse().ok()).next().unwrap_or(101);
-    println!("| W | members | operation | hash set | set | set / hash set | set's form |");
-    println!("|---:|---|---|---:|---:|---:|---|");
-    for w in [1usize, 4, 8, 16, 24, 32, 64, 128] {
-        let form = if filled("int", w, false).is_small() { "buffer" } else { "hash set" };
-        for shape in ["int", "id"] {
-            for name in ["is_member", "miss", "add_remove", "members"] {
-                let best = alternate::best_of(rounds, &mut [op(name, shape, w, true), op(name, shape, w, false)]);
-                println!(
-                    "| {w} | {shape} | {name} | {:.0} ns | {:.0} ns | {:.2} | {form} |",
-                    best[0],
-                    best[1],
-                    best[1] / best[0]
-                );
-            }
-        }
-    }
+    alternate::print_table(
+        alternate::rounds(101),
+        &[1, 4, 8, 16, 24, 32, 64, 128],
+        &["int", "id"],
+        &["is_member", "miss", "add_remove", "members"],
+        ["members", "hash set", "set"],
+        |w| if filled("int", w, false).is_small() { "buffer" } else { "hash set" },
+        op,
+    );
 }
