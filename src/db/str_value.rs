@@ -7,9 +7,14 @@
 //! A read answers such a value with a copy inside the reply itself
 //! ([`Reply::InlineBulk`], up to 54 bytes: no allocation, no reference
 //! count), as Redis copies a value into its reply buffer. A longer value
-//! ([`SHARED_MIN`] bytes and more) is a `Bytes` behind a box, so that its
-//! replies share it, as before. Readers of a long string (`GETBIT`,
-//! `BITCOUNT`, `GETRANGE`) look at it in place either way.
+//! ([`SHARED_MIN`] bytes and more) is stored in one reference-counted
+//! allocation ([`SharedBytes`]: its count, then the bytes) that
+//! its replies share ([`Reply::SharedBulk`]). A long value that has been
+//! edited (`APPEND`, `SETRANGE`, `SETBIT`…) is a `Bytes` with room to grow
+//! behind a box instead, so that appends in a loop stay amortized (a
+//! shared buffer is exact and would be copied on every edit). Readers of a
+//! long string (`GETBIT`, `BITCOUNT`, `GETRANGE`) look at it in place
+//! whatever its form.
 
 use std::fmt;
 use std::ops::Deref;
@@ -19,6 +24,7 @@ use bytes::{Bytes, BytesMut};
 use super::Key;
 use crate::protocol::InlineBytes;
 use crate::protocol::Reply;
+use crate::protocol::SharedBytes;
 
 /// From this length a value is shared with its replies: what a reply can
 /// hold inline is copied into it, anything longer would need an allocation
@@ -30,6 +36,9 @@ pub const SHARED_MIN: usize = InlineBytes::MAX + 1;
 pub enum StrValue {
     /// Shorter than [`SHARED_MIN`].
     Small(Key),
+    /// Long, as stored: one allocation shared with its replies.
+    Long(SharedBytes),
+    /// Long and edited: a `Bytes` with spare room.
     Shared(Box<Bytes>),
 }
 
@@ -40,13 +49,22 @@ impl StrValue {
         if b.len() < SHARED_MIN {
             StrValue::Small(Key::new(b))
         } else {
-            StrValue::Shared(Box::new(Bytes::copy_from_slice(b)))
+            StrValue::Long(SharedBytes::copy_from(b))
         }
     }
 
-    /// `v` kept without a copy where it is long enough to have its own
-    /// buffer.
+    /// `v` as a value (a long one copied into its shared buffer).
     pub fn from_vec(v: Vec<u8>) -> StrValue {
+        if v.len() < SHARED_MIN {
+            StrValue::edited(v)
+        } else {
+            StrValue::new(&v)
+        }
+    }
+
+    /// `v` after an edit, kept without a copy where it is long enough to
+    /// have its own buffer, with its spare room when long.
+    fn edited(v: Vec<u8>) -> StrValue {
         if v.len() <= super::key::INLINE_MAX {
             StrValue::Small(Key::new(&v))
         } else if v.len() < SHARED_MIN {
@@ -60,6 +78,7 @@ impl StrValue {
     pub fn as_bytes(&self) -> &[u8] {
         match self {
             StrValue::Small(k) => k,
+            StrValue::Long(b) => b,
             StrValue::Shared(b) => b,
         }
     }
@@ -70,15 +89,17 @@ impl StrValue {
     pub fn reply(&self) -> Reply {
         match self {
             StrValue::Small(k) => Reply::InlineBulk(InlineBytes::new(k).expect("shorter than SHARED_MIN")),
+            StrValue::Long(b) => Reply::SharedBulk(b.clone()),
             StrValue::Shared(b) => Reply::Bulk(Bytes::clone(b)),
         }
     }
 
-    /// The value as `Bytes`: a copy when short, shared when long.
+    /// The value as `Bytes`: shared when edited and long, else a copy.
     #[inline]
     pub fn to_bytes(&self) -> Bytes {
         match self {
             StrValue::Small(k) => k.to_bytes(),
+            StrValue::Long(b) => Bytes::copy_from_slice(b),
             StrValue::Shared(b) => Bytes::clone(b),
         }
     }
@@ -97,6 +118,11 @@ impl StrValue {
                 v
             }
             StrValue::Small(Key::Heap(b)) => b.into_vec(),
+            StrValue::Long(b) => {
+                let mut v = Vec::with_capacity(b.len() + extra);
+                v.extend_from_slice(&b);
+                v
+            }
             StrValue::Shared(b) => match Bytes::try_into_mut(*b) {
                 Ok(unique) => Vec::from(unique),
                 Err(shared) => Vec::from(BytesMut::from(&shared[..])),
@@ -104,7 +130,7 @@ impl StrValue {
         };
         v.reserve_exact(extra);
         let r = f(&mut v);
-        *self = StrValue::from_vec(v);
+        *self = StrValue::edited(v);
         r
     }
 }
@@ -172,6 +198,7 @@ mod tests {
                 StrValue::Small(Key::Inline(..)) => 0,
                 StrValue::Small(Key::Heap(_)) => 1,
                 StrValue::Shared(_) => 2,
+                StrValue::Long(_) => panic!("an edited value keeps room to grow"),
             };
             assert_eq!(form, usize::from(len > super::super::key::INLINE_MAX) + usize::from(len >= SHARED_MIN));
             assert_eq!(v.reply().as_bulk(), Some(&model[..]));
@@ -185,6 +212,26 @@ mod tests {
         assert_eq!(v.to_bytes(), Bytes::from_static(b"xbc\x00\x01"));
         assert_eq!(StrValue::new(&[7; 2000]).to_bytes(), Bytes::from(vec![7; 2000]));
         assert!(matches!(StrValue::new(&[7; 54]).reply(), Reply::InlineBulk(_)));
-        assert!(matches!(StrValue::new(&[7; 55]).reply(), Reply::Bulk(_)));
+        assert!(matches!(StrValue::new(&[7; 55]).reply(), Reply::SharedBulk(_)));
+    }
+
+    /// A long value stored whole is one shared buffer: its reply shares
+    /// it; an edit copies it once into the growable form, leaving a reply
+    /// that holds the old bytes as it was.
+    #[test]
+    fn a_stored_long_value_is_shared_then_edited() {
+        let bytes: Vec<u8> = (0..100u8).collect();
+        for mut v in [StrValue::new(&bytes), StrValue::from_vec(bytes.clone())] {
+            assert!(matches!(v, StrValue::Long(_)));
+            let reply = v.reply();
+            let Reply::SharedBulk(shared) = &reply else { panic!("shared") };
+            assert_eq!(shared.as_ptr(), v.as_ptr(), "shared, not copied");
+            assert_eq!(v.to_bytes(), Bytes::from(bytes.clone()));
+            v.edit(1, |b| b.push(100));
+            assert!(matches!(v, StrValue::Shared(_)));
+            assert_eq!((reply.as_bulk(), v.len()), (Some(&bytes[..]), 101));
+            let copy = v.clone();
+            assert_eq!(&copy[..], &v[..]);
+        }
     }
 }

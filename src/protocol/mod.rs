@@ -23,9 +23,11 @@ pub mod frames;
 pub(crate) mod parse;
 mod replica;
 mod reply;
+mod shared;
 
 pub(crate) use decode::decode;
 pub use parse::{split_args, ProtocolError, RequestParser};
 pub(crate) use replica::{primary_line, PrimaryLine};
 pub(crate) use reply::{payload_header, push_header};
 pub use reply::{InlineBytes, Reply, Resp};
+pub use shared::SharedBytes;

@@ -6,6 +6,7 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 
+use super::shared::SharedBytes;
 use crate::num::fmt_double;
 
 /// Protocol version negotiated with `HELLO`.
@@ -35,6 +36,10 @@ pub enum Reply {
     /// (a short string value read: no allocation, where a `Bytes` would
     /// need one); equal to the `Bulk` of the same bytes.
     InlineBulk(InlineBytes),
+    /// The same, a long string value's own buffer shared with the reply
+    /// (one reference count, no copy); equal to the `Bulk` of the same
+    /// bytes.
+    SharedBulk(SharedBytes),
     /// Null bulk string: RESP2 `$-1`, RESP3 `_`.
     Nil,
     /// Null array: RESP2 `*-1`, RESP3 `_`.
@@ -106,13 +111,15 @@ impl std::fmt::Debug for InlineBytes {
     }
 }
 
-/// Variant by variant, but a bulk string equals another whether inline or
-/// not.
+/// Variant by variant, but a bulk string equals another whether inline,
+/// shared or neither.
 impl PartialEq for Reply {
     fn eq(&self, other: &Reply) -> bool {
         use Reply::*;
         match (self, other) {
-            (Bulk(_) | InlineBulk(_), Bulk(_) | InlineBulk(_)) => self.as_bulk() == other.as_bulk(),
+            (Bulk(_) | InlineBulk(_) | SharedBulk(_), Bulk(_) | InlineBulk(_) | SharedBulk(_)) => {
+                self.as_bulk() == other.as_bulk()
+            }
             (Status(a), Status(b)) | (Error(a), Error(b)) | (BigNumber(a), BigNumber(b)) => a == b,
             (Int(a), Int(b)) => a == b,
             (Nil, Nil) | (NilArray, NilArray) => true,
@@ -135,6 +142,7 @@ impl Reply {
         match self {
             Reply::Bulk(b) => Some(b),
             Reply::InlineBulk(b) => Some(b.as_bytes()),
+            Reply::SharedBulk(b) => Some(b),
             _ => None,
         }
     }
@@ -213,6 +221,7 @@ impl Reply {
             }
             Reply::Bulk(b) => put_bulk(out, b),
             Reply::InlineBulk(b) => put_bulk(out, b.as_bytes()),
+            Reply::SharedBulk(b) => put_bulk(out, b),
             Reply::Nil => out.put_slice(if resp == Resp::V3 { b"_\r\n" } else { b"$-1\r\n" }),
             Reply::NilArray => out.put_slice(if resp == Resp::V3 { b"_\r\n" } else { b"*-1\r\n" }),
             Reply::Array(items) => {

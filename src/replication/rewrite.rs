@@ -56,7 +56,7 @@ pub fn replicated(name: &str, argv: &[Bytes], reply: &Reply, key: Lookup<'_>, no
     let del = || vec![b("DEL"), argv[1].clone()];
     let bulk = |r: &Reply| match r {
         Reply::Bulk(v) => Some(v.clone()),
-        Reply::InlineBulk(v) => Some(Bytes::copy_from_slice(v.as_bytes())),
+        Reply::InlineBulk(_) | Reply::SharedBulk(_) => r.as_bulk().map(Bytes::copy_from_slice),
         _ => None,
     };
     let one = |v: Vec<Bytes>| vec![v];
@@ -117,9 +117,8 @@ pub fn replicated(name: &str, argv: &[Bytes], reply: &Reply, key: Lookup<'_>, no
         },
         "spop" => {
             let members: Vec<Bytes> = match reply {
-                Reply::Bulk(m) => vec![m.clone()],
                 Reply::Array(a) | Reply::Set(a) => a.iter().filter_map(bulk).collect(),
-                _ => Vec::new(),
+                one => bulk(one).into_iter().collect(),
             };
             if argv.len() > 2 && key(&argv[1]).is_none() {
                 one(del())

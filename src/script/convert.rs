@@ -62,6 +62,7 @@ pub(crate) unsafe fn push_reply(l: State, r: &Reply, resp3: bool) {
         Reply::Int(i) => ffi::lua_pushnumber(l, *i as f64),
         Reply::Bulk(b) => push_bytes(l, b),
         Reply::InlineBulk(b) => push_bytes(l, b.as_bytes()),
+        Reply::SharedBulk(b) => push_bytes(l, b),
         Reply::Nil | Reply::NilArray => {
             if resp3 {
                 ffi::lua_pushnil(l)
