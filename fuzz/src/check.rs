@@ -35,6 +35,7 @@ fn cmp2(buf: &[u8], r: &Reply, f: &R2) -> Result<(), String> {
         (Reply::Bool(b), R2::Integer(x)) => i64::from(*b) == *x,
         (Reply::Bulk(b) | Reply::Verbatim(_, b) | Reply::BigNumber(b), R2::BulkString(x)) => s(x) == &b[..],
         (Reply::InlineBulk(b), R2::BulkString(x)) => s(x) == b.as_bytes(),
+        (Reply::SharedBulk(b), R2::BulkString(x)) => s(x) == &b[..],
         (Reply::Double(d), R2::BulkString(x)) => same_double(s(x), *d),
         (Reply::Nil | Reply::NilArray, R2::Null) => true,
         (Reply::Array(v) | Reply::Set(v) | Reply::Push(v), R2::Array(x)) => {
@@ -83,6 +84,7 @@ fn cmp3(buf: &[u8], r: &Reply, f: &R3) -> Result<(), String> {
         (Reply::Bool(b), R3::Boolean { data, .. }) => b == data,
         (Reply::Bulk(b), R3::BlobString { data, .. }) => s(data) == &b[..],
         (Reply::InlineBulk(b), R3::BlobString { data, .. }) => s(data) == b.as_bytes(),
+        (Reply::SharedBulk(b), R3::BlobString { data, .. }) => s(data) == &b[..],
         (Reply::Verbatim(fmt, b), R3::VerbatimString { data, format, .. }) => {
             let f = match format {
                 redis_protocol::resp3::types::VerbatimStringFormat::Text => "txt",

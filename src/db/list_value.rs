@@ -50,6 +50,12 @@ pub enum ListValue {
     Ring(Ring),
 }
 
+/// A list's form, borrowed for a change (`ListValue::form_for`).
+enum Form<'a> {
+    Packed(&'a mut u8, &'a mut ThinBuf),
+    Ring(&'a mut Ring),
+}
+
 /// An element taken out of a list: inline when short, else the ring's own
 /// `Bytes` (or a copy of a packed one).
 #[derive(Clone)]
@@ -273,7 +279,7 @@ impl ListValue {
 
     /// Makes a packed list a ring with room for `extra` more.
     #[cold]
-    fn make_ring(&mut self, extra: usize) -> &mut Ring {
+    fn make_ring(&mut self, extra: usize) {
         if let ListValue::Packed { n, buf } = self {
             let mut r = Ring::with_capacity(usize::from(*n) + extra);
             let mut at = 0;
@@ -284,57 +290,54 @@ impl ListValue {
             }
             *self = ListValue::Ring(r);
         }
-        match self {
-            ListValue::Ring(r) => r,
-            ListValue::Packed { .. } => unreachable!("made a ring above"),
-        }
     }
 
-    /// The packed form, if a list of `len + 1` elements with `x` among them
-    /// stays packed.
+    /// The form that takes `extra` more elements, one of them `len` bytes
+    /// long: the packed one while it fits, else the ring (made here, once).
     #[inline]
-    fn packed_for(&mut self, x: &[u8]) -> Option<(&mut u8, &mut ThinBuf)> {
+    fn form_for(&mut self, len: usize, extra: usize) -> Form<'_> {
+        if let ListValue::Packed { n, .. } = self {
+            if usize::from(*n) + extra > PACKED_MAX || len > ELEM_MAX {
+                self.make_ring(extra);
+            }
+        }
         match self {
-            ListValue::Packed { n, buf } if usize::from(*n) < PACKED_MAX && fits(x) => Some((n, buf)),
-            _ => None,
+            ListValue::Packed { n, buf } => Form::Packed(n, buf),
+            ListValue::Ring(r) => Form::Ring(r),
         }
     }
 
     /// Appends a copy of `x` (RPUSH).
     pub fn push_back(&mut self, x: &[u8]) {
-        if let Some((n, buf)) = self.packed_for(x) {
-            let end = buf.len();
-            buf.splice(end..end, &parts(x));
-            *n += 1;
-        } else {
-            self.make_ring(1).push_back(Bytes::copy_from_slice(x));
+        match self.form_for(x.len(), 1) {
+            Form::Packed(n, buf) => {
+                let end = buf.len();
+                buf.splice(end..end, &parts(x));
+                *n += 1;
+            }
+            Form::Ring(r) => r.push_back(Bytes::copy_from_slice(x)),
         }
     }
 
     /// Prepends a copy of `x` (LPUSH).
     pub fn push_front(&mut self, x: &[u8]) {
-        if let Some((n, buf)) = self.packed_for(x) {
-            buf.splice(0..0, &parts(x));
-            *n += 1;
-        } else {
-            self.make_ring(1).push_front(Bytes::copy_from_slice(x));
+        match self.form_for(x.len(), 1) {
+            Form::Packed(n, buf) => {
+                buf.splice(0..0, &parts(x));
+                *n += 1;
+            }
+            Form::Ring(r) => r.push_front(Bytes::copy_from_slice(x)),
         }
     }
 
     /// Pushes an element taken out of a list: a ring takes a shared one
     /// as it is.
     pub fn push_elem(&mut self, front: bool, x: Elem) {
-        match x {
-            Elem::Shared(b) if self.packed_for(&b).is_none() => {
-                let r = self.make_ring(1);
-                if front {
-                    r.push_front(b)
-                } else {
-                    r.push_back(b)
-                }
-            }
-            x if front => self.push_front(x.as_bytes()),
-            x => self.push_back(x.as_bytes()),
+        match (self.form_for(x.as_bytes().len(), 1), x) {
+            (Form::Ring(r), Elem::Shared(b)) if front => r.push_front(b),
+            (Form::Ring(r), Elem::Shared(b)) => r.push_back(b),
+            (_, x) if front => self.push_front(x.as_bytes()),
+            (_, x) => self.push_back(x.as_bytes()),
         }
     }
 
@@ -417,25 +420,26 @@ impl ListValue {
     /// Replaces element `i` (`i < len`) with `x`.
     pub fn set(&mut self, i: usize, x: &[u8]) {
         assert!(i < self.len(), "set {i} in a list of {}", self.len());
-        match self {
-            ListValue::Packed { n, buf } if fits(x) => {
+        match self.form_for(x.len(), 0) {
+            Form::Packed(n, buf) => {
                 let at = offset(buf, usize::from(*n), i);
                 let end = at + 2 + usize::from(buf[at]);
                 buf.splice(at..end, &parts(x));
             }
-            _ => self.make_ring(0)[i] = Bytes::copy_from_slice(x),
+            Form::Ring(r) => r[i] = Bytes::copy_from_slice(x),
         }
     }
 
     /// Inserts `x` at position `i` (`i <= len`).
     pub fn insert(&mut self, i: usize, x: &[u8]) {
         assert!(i <= self.len(), "insert at {i} in a list of {}", self.len());
-        if let Some((n, buf)) = self.packed_for(x) {
-            let at = offset(buf, usize::from(*n), i);
-            buf.splice(at..at, &parts(x));
-            *n += 1;
-        } else {
-            self.make_ring(1).insert(i, Bytes::copy_from_slice(x));
+        match self.form_for(x.len(), 1) {
+            Form::Packed(n, buf) => {
+                let at = offset(buf, usize::from(*n), i);
+                buf.splice(at..at, &parts(x));
+                *n += 1;
+            }
+            Form::Ring(r) => r.insert(i, Bytes::copy_from_slice(x)),
         }
     }
 
