@@ -65,26 +65,10 @@ pub enum Elem {
 }
 
 impl Elem {
-    /// A copy of `b`.
-    #[inline]
-    pub fn copy(b: &[u8]) -> Elem {
-        match InlineBytes::new(b) {
-            Some(i) => Elem::Inline(i),
-            None => Elem::Shared(Bytes::copy_from_slice(b)),
-        }
-    }
-
     #[inline]
     pub fn as_bytes(&self) -> &[u8] {
         match self {
             Elem::Inline(i) => i.as_bytes(),
-            Elem::Shared(b) => b,
-        }
-    }
-
-    pub fn into_bytes(self) -> Bytes {
-        match self {
-            Elem::Inline(i) => Bytes::copy_from_slice(i.as_bytes()),
             Elem::Shared(b) => b,
         }
     }
@@ -171,6 +155,12 @@ static LENGTHS: [u8; ELEM_MAX + 1] = {
     }
     t
 };
+
+/// A packed element, which always fits a reply's inline bytes.
+#[inline]
+fn inline(e: &[u8]) -> InlineBytes {
+    InlineBytes::new(e).expect("a packed element is at most ELEM_MAX bytes")
+}
 
 #[inline]
 fn fits(x: &[u8]) -> bool {
@@ -259,7 +249,7 @@ impl ListValue {
     /// Element `i` as a bulk reply.
     pub fn reply_at(&self, i: usize) -> Option<Reply> {
         match self {
-            ListValue::Packed { .. } => self.get(i).map(|e| Reply::InlineBulk(InlineBytes::new(e).expect("packed"))),
+            ListValue::Packed { .. } => self.get(i).map(|e| Reply::InlineBulk(inline(e))),
             ListValue::Ring(r) => r.get(i).map(ring_reply),
         }
     }
@@ -267,9 +257,7 @@ impl ListValue {
     /// Elements `range` as bulk replies.
     pub fn replies(&self, range: impl RangeBounds<usize>) -> Vec<Reply> {
         match self {
-            ListValue::Packed { .. } => {
-                self.range(range).map(|e| Reply::InlineBulk(InlineBytes::new(e).expect("packed"))).collect()
-            }
+            ListValue::Packed { .. } => self.range(range).map(|e| Reply::InlineBulk(inline(e))).collect(),
             ListValue::Ring(r) => {
                 let Range { start, end } = bounds(range, r.len());
                 r.range(start..end).map(ring_reply).collect()
@@ -349,7 +337,7 @@ impl ListValue {
                     return None;
                 }
                 let (e, next) = entry(buf, 0);
-                let out = Elem::Inline(InlineBytes::new(e).expect("packed"));
+                let out = Elem::Inline(inline(e));
                 buf.splice(0..next, &[]);
                 *n -= 1;
                 Some(out)
@@ -367,7 +355,7 @@ impl ListValue {
                 }
                 let end = buf.len();
                 let (e, at) = entry_before(buf, end);
-                let out = Elem::Inline(InlineBytes::new(e).expect("packed"));
+                let out = Elem::Inline(inline(e));
                 buf.splice(at..end, &[]);
                 *n -= 1;
                 Some(out)
@@ -385,7 +373,7 @@ impl ListValue {
                 let mut at = 0;
                 for _ in 0..k {
                     let (e, next) = entry(buf, at);
-                    out.push(Elem::Inline(InlineBytes::new(e).expect("packed")));
+                    out.push(Elem::Inline(inline(e)));
                     at = next;
                 }
                 buf.splice(0..at, &[]);
@@ -406,7 +394,7 @@ impl ListValue {
                 let mut from = end;
                 for _ in 0..k {
                     let (e, at) = entry_before(buf, from);
-                    out.push(Elem::Inline(InlineBytes::new(e).expect("packed")));
+                    out.push(Elem::Inline(inline(e)));
                     from = at;
                 }
                 buf.splice(from..end, &[]);
@@ -550,7 +538,10 @@ impl ListValue {
     pub fn repack(&mut self) {
         if let ListValue::Ring(r) = self {
             if r.len() <= PACKED_MAX && r.iter().all(|e| fits(e)) {
-                let packed: ListValue = r.iter().cloned().collect();
+                let mut packed = ListValue::new();
+                for e in r.iter() {
+                    packed.push_back(e);
+                }
                 *self = packed;
             }
         }

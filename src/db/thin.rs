@@ -87,14 +87,10 @@ impl ThinBuf {
         assert!(range.start <= range.end && range.end <= old, "splice {range:?} of {old} bytes");
         let ins: usize = parts.iter().map(|p| p.len()).sum();
         let new = old - (range.end - range.start) + ins;
-        if new == 0 || old == 0 {
-            // To or from the shared empty header: nothing to resize.
-            let kept = [&self[..range.start], &self[range.end..]];
-            let mut all: Vec<&[u8]> = Vec::with_capacity(parts.len() + 2);
-            all.push(kept[0]);
-            all.extend_from_slice(parts);
-            all.push(kept[1]);
-            *self = ThinBuf::concat(&all);
+        if old == 0 || new == 0 {
+            // From the shared empty header (the range is then empty, so the
+            // parts are the whole), or to it: nothing to resize.
+            *self = ThinBuf::concat(parts);
             return;
         }
         let n = u32::try_from(new).expect("a thin buffer holds at most 4 GiB");
